@@ -1,0 +1,26 @@
+"""The ``Dataset.soak`` accessor: statistics and figures on SOAK results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import xarray as xr
+
+from . import stats
+
+
+@xr.register_dataset_accessor("soak")
+class SoakAccessor:
+    """SOAK methods on a results Dataset: ``ds.soak.pvalues()``, ``ds.soak.summary()``."""
+
+    def __init__(self, ds: xr.Dataset) -> None:
+        self._ds = ds
+
+    def pvalues(self, measures: Any = None, **kwargs: Any) -> pd.DataFrame:
+        """Paired t-tests of other and all vs same; see :func:`soak_dask.stats.pvalues`."""
+        return stats.pvalues(self._ds, measures, **kwargs)
+
+    def summary(self, measures: Any = None) -> pd.DataFrame:
+        """Mean ± SD per learner × test subset × train type; see :func:`soak_dask.stats.summary`."""
+        return stats.summary(self._ds, measures)

@@ -1,0 +1,289 @@
+"""Run SOAK: one Dask task per (distinct fit, learner), results gathered into a Dataset."""
+
+from __future__ import annotations
+
+import time
+import traceback
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import xarray as xr
+from sklearn.base import BaseEstimator, clone
+
+from . import folds as _folds
+from .learners import resolve_learners
+from .measures import check_measures, score
+from .plan import TRAIN_TYPES, check_train_types, make_plan
+from .progress import progress_bar
+from .results import build_dataset, encode_attrs, package_versions
+from .table import Table
+
+
+def soak(
+    table: Table,
+    learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
+    *,
+    n_folds: int | None = None,
+    seed: int = 1,
+    train_types: Sequence[str] | str = TRAIN_TYPES,
+    measures: Sequence[str] | str | None = None,
+    stratify: bool = True,
+    persist: bool = True,
+    error_score: float | str = np.nan,
+    client: Any = None,
+    progress: bool = True,
+) -> xr.Dataset:
+    """Same/Other/All K-fold cross-validation of ``learners`` on ``table``.
+
+    Folds are assigned on the cluster unless the table has a fold column; every distinct train
+    set is fitted once per learner, as one Dask task that builds its train and test rows from the
+    lazy table on a worker; scores stream back as fits finish.
+
+    Parameters
+    ----------
+    table : Table
+        From :func:`soak_dask.load_table`.
+    learners : dict, list, estimator or str, optional
+        ``{name: estimator or built-in name}``; built-in names include ``"featureless"``
+        (majority class / mean of the train rows). Default: featureless plus a linear model.
+    n_folds : int, optional
+        K (default 10). With a fold column, K is read from it.
+    seed : int
+        Seed of the folds and of built-in learners' randomness.
+    train_types : sequence of {"same", "other", "all"} or comma-separated str
+        Which train sets to compare. With one subset only "same" exists.
+    measures : sequence of str, optional
+        Default: all for the task (classification: error, accuracy, balanced_accuracy, auc,
+        log_loss; regression: mse, rmse, mae, r2).
+    stratify : bool
+        Balance folds within subset × label (classification).
+    persist : bool
+        Keep the table's columns in cluster memory for the fits (one read of the source).
+        Set False when the table is larger than the cluster's memory: each fit then reads
+        its rows from storage.
+    error_score : float or "raise"
+        Score of a fit that raises, as in scikit-learn's ``cross_validate``: NaN and one warning
+        listing the failures, or ``"raise"`` to stop.
+    client : distributed.Client, optional
+        Default: the current client, if any; otherwise Dask's local scheduler.
+    progress : bool
+        Show a progress bar of the fits.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (learner, test_subset, fold, train_type); one variable per measure plus
+        ``n_train``, ``n_test``, ``fit_seconds``, ``predict_seconds``; settings in attrs.
+        ``.soak.pvalues()`` and ``.soak.summary()`` compare the train types.
+    """
+    train_types = check_train_types(train_types)
+    measures = check_measures(measures, table.task)
+    estimators = resolve_learners(learners, table.task, seed)
+    client = _current_client() if client is None else client
+    if table.fold is None:
+        table = _folds.assign_folds(table, n_folds or 10, seed, stratify=stratify)
+    cols = [*table.features, table.label, table.subset, table.fold]
+    data = table.data[cols]
+    if persist:
+        data = client.persist(data) if client is not None else data.persist()
+        table = table.with_fold(data, table.fold)
+    counts = _folds.block_counts(table)
+    n_folds = _folds.check_fold_values(counts, table.fold, n_folds)
+    subsets = sorted(counts[table.subset].unique().tolist())
+    _check_blocks(counts, table, subsets, n_folds)
+    classes = (
+        sorted(counts[table.label].unique().tolist()) if table.task == "classification" else None
+    )
+    splits, fits = make_plan(subsets, n_folds, train_types)
+    tasks = [
+        dask.delayed(fit_and_score, pure=True)(
+            _fit_rows(data, table, fit),
+            est,
+            learner=name,
+            fit_id=int(fit_id),
+            fold=int(fit.fold),
+            test_subsets=list(fit.test_subsets),
+            features=list(table.features),
+            label=table.label,
+            subset=table.subset,
+            fold_column=table.fold,
+            measures=measures,
+            classes=classes,
+            error_score=error_score,
+            dask_key_name=f"soak-fit-{fit_id}-{name}",
+        )
+        for fit_id, fit in fits.iterrows()
+        for name, est in estimators.items()
+    ]
+    records = [r for batch in _run(tasks, client, progress) for r in batch]
+    _warn_failures(records)
+    names = {s: str(s) for s in subsets}
+    for r in records:
+        r["test_subset"] = names[r["test_subset"]]
+    splits = splits.assign(test_subset=splits["test_subset"].map(names))
+    settings = {
+        "title": "SOAK: Same/Other/All K-fold cross-validation",
+        "task": table.task,
+        "source": table.source,
+        **table.roles,
+        "seed": seed,
+        "n_folds": n_folds,
+        "train_types": list(train_types),
+        "stratify": stratify,
+        "classes": [str(c) for c in classes] if classes else None,
+        "learners": {name: repr(est) for name, est in estimators.items()},
+        "n_fits": len(tasks),
+        "n_distinct_train_sets": len(fits),
+        "versions": package_versions(),
+    }
+    return build_dataset(
+        records,
+        splits,
+        list(estimators),
+        [names[s] for s in subsets],
+        n_folds,
+        measures,
+        encode_attrs(settings),
+    )
+
+
+def _current_client() -> Any:
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _fit_rows(data: dd.DataFrame, table: Table, fit: pd.Series) -> dd.DataFrame:
+    """The lazy rows one fit needs: its train blocks and the test blocks it predicts.
+
+    Filtering happens next to the data; only these rows reach the worker that fits.
+    """
+    subset = data[table.subset]
+    in_fold = data[table.fold] == fit.fold
+    train = ~in_fold & subset.isin(list(fit.train_subsets))
+    test = in_fold & subset.isin(list(fit.test_subsets))
+    return data[train | test]
+
+
+def _check_blocks(counts: pd.DataFrame, table: Table, subsets: list, n_folds: int) -> None:
+    blocks = counts.groupby([table.subset, table.fold], observed=True)["n"].sum()
+    full = pd.MultiIndex.from_product([subsets, range(1, n_folds + 1)])
+    empty = [b for b in full if blocks.get(b, 0) == 0]
+    if empty:
+        raise ValueError(
+            f"{len(empty)} (subset, fold) test blocks are empty, e.g. {empty[:5]}: each subset "
+            f"needs rows in every fold; use fewer folds (n_folds={n_folds}) or larger subsets"
+        )
+
+
+def fit_and_score(
+    frame: pd.DataFrame,
+    estimator: BaseEstimator,
+    *,
+    learner: str,
+    fit_id: int,
+    fold: int,
+    test_subsets: list,
+    features: list[str],
+    label: str,
+    subset: str,
+    fold_column: str,
+    measures: Sequence[str],
+    classes: list | None,
+    error_score: float | str = np.nan,
+) -> list[dict[str, Any]]:
+    """Fit a clone of ``estimator`` on the train rows of ``frame`` and score each test block.
+
+    Runs on a worker. Returns one small record per test subset this fit serves.
+    """
+    in_fold = (frame[fold_column] == fold).to_numpy()
+    train = frame.loc[~in_fold]
+    test = frame.loc[in_fold]
+    base = {"learner": learner, "fit_id": fit_id, "n_train": len(train)}
+    est = clone(estimator)
+    start = time.perf_counter()
+    try:
+        est.fit(train[features].to_numpy(np.float64), train[label].to_numpy())
+        message = ""
+    except Exception as err:  # noqa: BLE001 -- reported like scikit-learn's error_score
+        if error_score == "raise":
+            raise
+        message = "".join(traceback.format_exception_only(err)).strip()
+    fit_seconds = time.perf_counter() - start
+    records = []
+    for sub in test_subsets:
+        block = test.loc[(test[subset] == sub).to_numpy()]
+        record = {**base, "test_subset": sub, "n_test": len(block), "fit_seconds": fit_seconds}
+        start = time.perf_counter()
+        if message:
+            values = dict.fromkeys(measures, error_score)
+        else:
+            values = _predict_and_score(est, block[features].to_numpy(np.float64),
+                                        block[label].to_numpy(), measures, classes)
+        record.update(values, predict_seconds=time.perf_counter() - start, message=message)
+        records.append(record)
+    return records
+
+
+def _predict_and_score(est, X, y, measures, classes) -> dict[str, float]:
+    if len(y) == 0:
+        return dict.fromkeys(measures, np.nan)
+    pred = est.predict(X)
+    proba = None
+    if classes is not None and {"auc", "log_loss"} & set(measures):
+        proba = _class_scores(est, X, classes)
+    with warnings.catch_warnings():
+        # A test block may lack some predicted classes; the measures are still well defined.
+        warnings.filterwarnings("ignore", message=".*y_pred contains classes not in y_true")
+        return score(measures, y, pred, proba, classes)
+
+
+def _class_scores(est, X, classes) -> np.ndarray | None:
+    """Probabilities in the table's class order (0 for classes unseen in training)."""
+    if hasattr(est, "predict_proba"):
+        raw = est.predict_proba(X)
+        proba = np.zeros((len(X), len(classes)))
+        index = {c: i for i, c in enumerate(classes)}
+        for j, c in enumerate(est.classes_):
+            proba[:, index[c]] = raw[:, j]
+        return proba
+    if hasattr(est, "decision_function") and len(est.classes_) == 2 == len(classes):
+        return est.decision_function(X).reshape(-1, 1)  # AUC only: not probabilities
+    return None
+
+
+def _run(tasks: list, client: Any, progress: bool) -> Iterator[Any]:
+    """Yield task results as they finish, releasing each future once its result is here."""
+    with progress_bar(len(tasks), "fits", enabled=progress, client=client) as bar:
+        if client is None:
+            results = dask.compute(*tasks)
+            bar.update(len(tasks))
+            yield from results
+            return
+        from distributed import as_completed
+
+        futures = client.compute(tasks)
+        for future in as_completed(futures):
+            result = future.result()
+            future.release()
+            bar.update(1)
+            yield result
+
+
+def _warn_failures(records: list[dict[str, Any]]) -> None:
+    failed = {(r["learner"], r["fit_id"]): r["message"] for r in records if r["message"]}
+    if failed:
+        listed = "; ".join(f"{lrn} fit {fid}: {msg}" for (lrn, fid), msg in list(failed.items())[:10])
+        warnings.warn(
+            f"{len(failed)} fits failed and score NaN (error_score): {listed}",
+            UserWarning,
+            stacklevel=3,
+        )

@@ -1,0 +1,344 @@
+"""Assign folds on the cluster: stratified, exactly balanced, deterministic.
+
+Rows without groups get *permuted-block* folds: within each stratum (subset × label), rows are
+taken in table order and cut into consecutive blocks of K; each block receives a random
+permutation of the folds 1..K drawn from a hash of (seed, stratum, block). Every complete block
+holds each fold once, so fold sizes in a stratum differ by at most one, and a row's fold depends
+only on the seed and its position within its stratum -- not on how the rows are split into files,
+partitions or workers. Only a tiny table of per-partition stratum counts comes to the client.
+
+Groups are assigned on the (small) table of groups: largest first, each to the fold with the
+fewest rows of its stratum so far, ties broken by a seeded hash; then group -> fold is mapped
+onto the rows.
+"""
+
+from __future__ import annotations
+
+import heapq
+import warnings
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from .table import FOLD_COLUMN, Table
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """Vectorised splitmix64 finaliser: a fast, well-mixed, platform-independent hash."""
+    x = x.astype(np.uint64, copy=True)
+    x += _GOLDEN
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def seeded_hash(seed: int, *keys: np.ndarray) -> np.ndarray:
+    """Combine integer key arrays (broadcast together) with ``seed`` into uint64 hashes."""
+    with np.errstate(over="ignore"):
+        h = _splitmix64(np.asarray([seed], dtype=np.uint64))
+        for key in keys:
+            h = _splitmix64(h ^ np.asarray(key).astype(np.uint64))
+    return h
+
+
+def permuted_block_folds(
+    codes: np.ndarray, index_in_stratum: np.ndarray, n_folds: int, seed: int
+) -> np.ndarray:
+    """Folds 1..K for rows given their stratum code and their position within the stratum.
+
+    Parameters
+    ----------
+    codes : ndarray of int
+        Stratum code of each row.
+    index_in_stratum : ndarray of int
+        0-based position of each row among the rows of its stratum, in table order.
+    n_folds : int
+        K.
+    seed : int
+        Seed of the random permutations.
+
+    Returns
+    -------
+    ndarray of int8
+        The fold of each row, 1..K.
+
+    Examples
+    --------
+    >>> folds = permuted_block_folds(np.zeros(10, int), np.arange(10), n_folds=5, seed=1)
+    >>> sorted(np.bincount(folds)[1:].tolist())
+    [2, 2, 2, 2, 2]
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    index_in_stratum = np.asarray(index_in_stratum, dtype=np.int64)
+    block = index_in_stratum // n_folds
+    keys, inverse = np.unique(np.stack([codes, block]), axis=1, return_inverse=True)
+    inverse = inverse.ravel()
+    # One row of K hashes per (stratum, block); the rank of position j in that row is its fold.
+    hashes = seeded_hash(seed, keys[0][:, None], keys[1][:, None], np.arange(n_folds)[None, :])
+    ranks = np.argsort(np.argsort(hashes, axis=1), axis=1)
+    return (ranks[inverse, index_in_stratum % n_folds] + 1).astype(np.int8)
+
+
+def group_folds(groups: pd.DataFrame, n_folds: int, seed: int) -> pd.Series:
+    """Assign whole groups to folds, balancing rows per fold within each stratum.
+
+    Parameters
+    ----------
+    groups : DataFrame
+        One row per group with columns ``group`` (the group value), ``stratum`` (int code) and
+        ``n`` (rows in the group).
+    n_folds, seed : int
+
+    Returns
+    -------
+    Series
+        Fold 1..K indexed by group value.
+    """
+    tie = seeded_hash(seed, pd.util.hash_array(groups["group"].to_numpy()))
+    order = groups.assign(_tie=tie).sort_values(["stratum", "n", "_tie"], ascending=[1, 0, 1])
+    folds = np.empty(len(order), dtype=np.int8)
+    start = 0
+    strata = order["stratum"].to_numpy()
+    sizes = order["n"].to_numpy()
+    for stratum, count in zip(*np.unique(strata, return_counts=True), strict=True):
+        # Heap of (rows so far, seeded fold priority, fold): the emptiest fold takes the next group.
+        priority = np.argsort(seeded_hash(seed, np.int64(stratum), np.arange(n_folds)))
+        heap = [(0, int(p), k + 1) for p, k in zip(priority, range(n_folds), strict=True)]
+        heapq.heapify(heap)
+        for i in range(start, start + count):
+            rows, p, k = heapq.heappop(heap)
+            folds[i] = k
+            heapq.heappush(heap, (rows + int(sizes[i]), p, k))
+        start += count
+    return pd.Series(folds, index=order["group"].to_numpy(), name="fold").sort_index()
+
+
+def assign_folds(
+    table: Table, n_folds: int = 10, seed: int = 1, *, stratify: bool = True
+) -> Table:
+    """Add a fold column (1..K) to ``table``, computed on the cluster.
+
+    Parameters
+    ----------
+    table : Table
+        From :func:`soak_dask.load_table`. If it has a group column, whole groups go to one fold.
+    n_folds : int
+        K, at least 2.
+    seed : int
+        Same seed and same rows give the same folds, whatever the partitioning or workers.
+    stratify : bool
+        Balance folds within subset × label (classification). With False, or for regression,
+        strata are the subsets only.
+
+    Returns
+    -------
+    Table
+        A copy whose ``fold`` names the new column.
+    """
+    if table.fold is not None:
+        raise ValueError(
+            f"the table already has the fold column {table.fold!r}; load it without fold= to "
+            "assign new folds"
+        )
+    _check_n_folds(n_folds)
+    keys = [table.subset]
+    if stratify and table.task == "classification":
+        keys.append(table.label)
+    if table.group is not None:
+        data = _assign_group_folds(table, keys, n_folds, seed)
+    else:
+        data = _assign_row_folds(table, keys, n_folds, seed)
+    return table.with_fold(data, FOLD_COLUMN)
+
+
+def _check_n_folds(n_folds: int) -> None:
+    if not isinstance(n_folds, int | np.integer) or n_folds < 2:
+        raise ValueError(f"n_folds={n_folds!r}: need an integer of at least 2")
+    if n_folds > 127:
+        raise ValueError(f"n_folds={n_folds} is more than 127 folds; use fewer folds")
+
+
+def _key_index(part: pd.DataFrame, keys: list[str]) -> pd.MultiIndex:
+    return pd.MultiIndex.from_arrays([part[k].to_numpy() for k in keys], names=keys)
+
+
+def _count_part(part: pd.DataFrame, keys: list[str], partition_info=None) -> pd.DataFrame:
+    counts = _key_index(part, keys).value_counts(dropna=False, sort=False)
+    out = counts.rename("n").reset_index()
+    out.columns = [*keys, "n"]
+    return out.assign(partition=partition_info["number"] if partition_info else 0)
+
+
+def _check_na_keys(strata: pd.DataFrame, keys: list[str]) -> None:
+    for key in keys:
+        n_na = int(strata.loc[strata[key].isna(), "n"].sum())
+        if n_na:
+            raise ValueError(
+                f"column {key!r} has {n_na} missing values; drop those rows or fill them "
+                "before running SOAK"
+            )
+
+
+def _assign_row_folds(table: Table, keys: list[str], n_folds: int, seed: int) -> dd.DataFrame:
+    data = table.data
+    meta = pd.DataFrame({**{k: data._meta[k] for k in keys}, "n": pd.Series([], "int64")})
+    counts = data.map_partitions(
+        _count_part, keys, meta=meta.assign(partition=pd.Series([], "int64"))
+    ).compute()
+    _check_na_keys(counts, keys)
+    strata = counts.groupby(keys, observed=True)["n"].sum().sort_index()
+    _warn_small_strata(strata, keys, n_folds)
+    index = strata.index if len(keys) > 1 else pd.MultiIndex.from_arrays([strata.index])
+    codes = index.get_indexer(_key_index(counts, keys))
+    table_counts = np.zeros((data.npartitions, len(strata)), dtype=np.int64)
+    np.add.at(table_counts, (counts["partition"].to_numpy(), codes), counts["n"].to_numpy())
+    # Rows of each stratum before each partition: the partition's offset in the stratum.
+    offsets = np.cumsum(table_counts, axis=0) - table_counts
+    return data.map_partitions(
+        _fold_part,
+        keys,
+        index,
+        offsets,
+        table_counts,
+        n_folds,
+        seed,
+        meta=data._meta.assign(**{FOLD_COLUMN: np.int8(0)}),
+    )
+
+
+def _fold_part(
+    part: pd.DataFrame,
+    keys: list[str],
+    index: pd.MultiIndex,
+    offsets: np.ndarray,
+    expected: np.ndarray,
+    n_folds: int,
+    seed: int,
+    partition_info=None,
+) -> pd.DataFrame:
+    number = partition_info["number"] if partition_info else 0
+    codes = index.get_indexer(_key_index(part, keys))
+    if not np.array_equal(np.bincount(codes, minlength=len(index)), expected[number]):
+        raise RuntimeError(
+            "the table's partitions changed between counting and assigning folds; "
+            "persist the table (table.data.persist()) before assign_folds"
+        )
+    local = pd.Series(codes).groupby(codes).cumcount().to_numpy()
+    folds = permuted_block_folds(codes, offsets[number, codes] + local, n_folds, seed)
+    return part.assign(**{FOLD_COLUMN: folds})
+
+
+def _warn_small_strata(strata: pd.Series, keys: list[str], n_folds: int) -> None:
+    small = strata[strata < n_folds]
+    if len(small):
+        listed = ", ".join(f"{k}: {n}" for k, n in small.items())
+        warnings.warn(
+            f"{len(small)} strata of ({', '.join(keys)}) have fewer rows than n_folds="
+            f"{n_folds}, so some folds lack them: {listed}",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+def _assign_group_folds(table: Table, keys: list[str], n_folds: int, seed: int) -> dd.DataFrame:
+    group = table.group
+    data = table.data
+    sizes = data.groupby([group, *keys], dropna=False, observed=True).size().compute()
+    sizes = sizes.rename("n").reset_index()
+    _check_na_keys(sizes, [group, *keys])
+    for key in keys:
+        spans = sizes.groupby(group, observed=True)[key].nunique()
+        spanning = spans[spans > 1]
+        if len(spanning):
+            examples = ", ".join(map(repr, spanning.index[:5].tolist()))
+            fix = (
+                "or pass stratify=False to stratify by subset only"
+                if key == table.label
+                else "give each such group its own id per subset"
+            )
+            raise ValueError(
+                f"{len(spanning)} groups of column {group!r} span more than one value of "
+                f"{key!r} (e.g. {examples}); a group must have one {key} value: fix the data "
+                f"{fix}"
+            )
+    per_subset = sizes.groupby(table.subset, observed=True)[group].nunique()
+    few = per_subset[per_subset < n_folds]
+    if len(few):
+        raise ValueError(
+            f"subsets {few.to_dict()} have fewer groups of {group!r} than n_folds={n_folds}, "
+            "so some test folds would be empty; use fewer folds or smaller groups"
+        )
+    strata = sizes.groupby(keys, observed=True)["n"].sum().sort_index()
+    _warn_small_strata(strata, keys, n_folds)
+    index = strata.index if len(keys) > 1 else pd.MultiIndex.from_arrays([strata.index])
+    groups = pd.DataFrame(
+        {
+            "group": sizes[group].to_numpy(),
+            "stratum": index.get_indexer(_key_index(sizes, keys)),
+            "n": sizes["n"].to_numpy(),
+        }
+    )
+    mapping = group_folds(groups, n_folds, seed)
+    return data.map_partitions(
+        _map_group_folds, group, mapping, meta=data._meta.assign(**{FOLD_COLUMN: np.int8(0)})
+    )
+
+
+def _map_group_folds(part: pd.DataFrame, group: str, mapping: pd.Series) -> pd.DataFrame:
+    folds = mapping.reindex(part[group].to_numpy()).to_numpy()
+    return part.assign(**{FOLD_COLUMN: folds.astype(np.int8)})
+
+
+def block_counts(table: Table) -> pd.DataFrame:
+    """Rows per (subset, fold[, label]) block, computed on the cluster.
+
+    The label is included for classification so the classes are known; missing values of the
+    subset, fold or label raise a clear error.
+    """
+    if table.fold is None:
+        raise ValueError("the table has no fold column yet; call assign_folds first")
+    keys = [table.subset, table.fold]
+    if table.task == "classification":
+        keys.append(table.label)
+    sizes = table.data.groupby(keys, dropna=False, observed=True).size().compute()
+    counts = sizes.rename("n").reset_index()
+    _check_na_keys(counts, keys)
+    if table.task == "regression":
+        n_na = int(table.data[table.label].isna().sum().compute())
+        if n_na:
+            raise ValueError(
+                f"label column {table.label!r} has {n_na} missing values; drop those rows first"
+            )
+    return counts
+
+
+def check_fold_values(counts: pd.DataFrame, fold: str, n_folds: int | None) -> int:
+    """Validate a user's fold column (values 1..K, every fold present) and return K."""
+    values = pd.Series(counts[fold].unique())
+    numeric = pd.to_numeric(values, errors="coerce")
+    bad = values[numeric.isna() | (numeric != numeric.round()) | (numeric < 1)]
+    if len(bad):
+        raise ValueError(
+            f"fold column {fold!r} has values {sorted(map(str, bad))[:10]}; folds must be "
+            "integers 1..K"
+        )
+    k = int(numeric.max())
+    missing = sorted(set(range(1, k + 1)) - set(numeric.astype(int)))
+    if missing:
+        raise ValueError(
+            f"fold column {fold!r} has no rows in folds {missing}; folds must be 1..K with "
+            "every fold used (renumber them)"
+        )
+    if n_folds is not None and n_folds != k:
+        raise ValueError(
+            f"n_folds={n_folds} but fold column {fold!r} has folds 1..{k}; leave n_folds out "
+            "to use the column's folds"
+        )
+    _check_n_folds(k)
+    return k

@@ -1,0 +1,149 @@
+"""Learners: built-in names, user estimators, and their validation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sklearn.base import BaseEstimator, clone, is_classifier, is_regressor
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.dummy import DummyClassifier, DummyRegressor
+from sklearn.ensemble import (
+    HistGradientBoostingClassifier,
+    HistGradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from sklearn.linear_model import (
+    LassoCV,
+    LinearRegression,
+    LogisticRegression,
+    LogisticRegressionCV,
+    RidgeClassifierCV,
+    RidgeCV,
+)
+from sklearn.naive_bayes import GaussianNB
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+from .table import Task
+
+
+def _scaled(estimator: BaseEstimator) -> BaseEstimator:
+    return make_pipeline(StandardScaler(), estimator)
+
+
+# name -> (classification factory, regression factory); factories take the random seed.
+BUILTIN: dict[str, tuple[Callable[[int], Any] | None, Callable[[int], Any] | None]] = {
+    "featureless": (
+        lambda seed: DummyClassifier(strategy="prior"),
+        lambda seed: DummyRegressor(strategy="mean"),
+    ),
+    "logistic": (lambda seed: _scaled(LogisticRegression(max_iter=1000)), None),
+    "lasso_cv": (
+        # L1 logistic regression with internal 10-fold CV, like the SOAK paper's cv_glmnet.
+        lambda seed: _scaled(
+            LogisticRegressionCV(
+                l1_ratios=(1.0,),
+                solver="liblinear",
+                cv=10,
+                scoring="neg_log_loss",
+                random_state=seed,
+                use_legacy_attributes=False,
+            )
+        ),
+        lambda seed: _scaled(LassoCV(cv=10, random_state=seed)),
+    ),
+    "ridge": (lambda seed: _scaled(RidgeClassifierCV()), lambda seed: _scaled(RidgeCV())),
+    "linear": (None, lambda seed: LinearRegression()),
+    "lda": (lambda seed: LinearDiscriminantAnalysis(), None),
+    "gaussian_nb": (lambda seed: GaussianNB(), None),
+    "knn": (
+        lambda seed: _scaled(KNeighborsClassifier()),
+        lambda seed: _scaled(KNeighborsRegressor()),
+    ),
+    "decision_tree": (
+        lambda seed: DecisionTreeClassifier(random_state=seed),
+        lambda seed: DecisionTreeRegressor(random_state=seed),
+    ),
+    "random_forest": (
+        lambda seed: RandomForestClassifier(n_estimators=100, random_state=seed),
+        lambda seed: RandomForestRegressor(n_estimators=100, random_state=seed),
+    ),
+    "hist_gradient_boosting": (
+        lambda seed: HistGradientBoostingClassifier(random_state=seed),
+        lambda seed: HistGradientBoostingRegressor(random_state=seed),
+    ),
+}
+
+
+def builtin_learner(name: str, task: Task, seed: int = 1) -> BaseEstimator:
+    """A fresh estimator for a built-in learner ``name`` and ``task``.
+
+    Examples
+    --------
+    >>> builtin_learner("featureless", "classification")
+    DummyClassifier()
+    """
+    if name not in BUILTIN:
+        raise ValueError(f"unknown learner {name!r}; built-in learners: {sorted(BUILTIN)}")
+    factory = BUILTIN[name][task == "regression"]
+    if factory is None:
+        usable = sorted(n for n, f in BUILTIN.items() if f[task == "regression"] is not None)
+        raise ValueError(f"learner {name!r} does not do {task}; for {task} use one of {usable}")
+    return factory(seed)
+
+
+def default_learners(task: Task) -> dict[str, str]:
+    """Featureless baseline plus a linear model: what ``soak`` fits when given no learners."""
+    linear = "logistic" if task == "classification" else "linear"
+    return {"featureless": "featureless", linear: linear}
+
+
+def resolve_learners(
+    learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None,
+    task: Task,
+    seed: int = 1,
+) -> dict[str, BaseEstimator]:
+    """Turn the user's ``learners`` into ``{name: unfitted estimator}``.
+
+    Accepts a dict of name -> estimator or built-in name, a list of either (named after the
+    built-in name or the estimator's class), or one of them alone.
+    """
+    if learners is None:
+        learners = default_learners(task)
+    if isinstance(learners, str | BaseEstimator) or not isinstance(learners, Mapping | Sequence):
+        learners = [learners]
+    if not isinstance(learners, Mapping):
+        named: dict[str, Any] = {}
+        for item in learners:
+            name = item if isinstance(item, str) else type(item).__name__
+            if name in named:
+                raise ValueError(f"two learners are named {name!r}; pass a dict to name them")
+            named[name] = item
+        learners = named
+    if not learners:
+        raise ValueError("learners is empty; give at least one, e.g. {'featureless': 'featureless'}")
+    out = {}
+    for name, item in learners.items():
+        est = builtin_learner(item, task, seed) if isinstance(item, str) else item
+        _check_estimator(str(name), est, task)
+        out[str(name)] = clone(est)
+    return out
+
+
+def _check_estimator(name: str, est: Any, task: Task) -> None:
+    if not (hasattr(est, "fit") and hasattr(est, "predict")):
+        raise TypeError(
+            f"learner {name!r} is a {type(est).__name__}, not a scikit-learn estimator with "
+            "fit and predict"
+        )
+    if task == "classification" and is_regressor(est):
+        raise ValueError(f"learner {name!r} is a regressor but the label is categorical")
+    if task == "regression" and is_classifier(est):
+        raise ValueError(
+            f"learner {name!r} is a classifier but the label is numeric; load the table "
+            "with task='classification' if the label holds classes"
+        )

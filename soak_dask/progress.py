@@ -1,0 +1,22 @@
+"""Progress of a run: a bar of finished fits and the Dask dashboard link."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tqdm.auto import tqdm
+
+
+@contextmanager
+def progress_bar(total: int, unit: str, *, enabled: bool = True, client: Any = None) -> Iterator[tqdm]:
+    """A tqdm bar (terminal or notebook) of ``total`` items; prints the dashboard link first.
+
+    With ``enabled=False`` the bar is silent but still counts, so callers need no branches.
+    """
+    if enabled and client is not None and getattr(client, "dashboard_link", None):
+        print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr)
+    with tqdm(total=total, unit=unit, disable=not enabled, desc="SOAK", file=sys.stderr) as bar:
+        yield bar

@@ -1,0 +1,132 @@
+"""``SameOtherAllCV``: SOAK as an in-memory scikit-learn splitter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.multiclass import type_of_target
+
+from .folds import group_folds, permuted_block_folds
+from .plan import TRAIN_TYPES, check_train_types, make_plan
+
+
+class SameOtherAllCV:
+    """Same/Other/All K-fold cross-validator for arrays in memory.
+
+    For each test subset σ and fold κ the test set is the rows with subset σ in fold κ; the
+    train set is the rows not in fold κ with subset σ ("same"), another subset ("other"), or any
+    subset ("all"). Folds are stratified by subset × class (for a classification ``y``) and
+    exactly balanced, with whole groups kept in one fold -- the same folds as
+    :func:`soak_dask.assign_folds` gives for the same rows and seed.
+
+    Parameters
+    ----------
+    subset : array-like of shape (n_samples,)
+        Subset of each row. It is never a feature.
+    n_splits : int, default=10
+        Number of folds K (ignored when ``fold`` is given).
+    train_types : sequence of {"same", "other", "all"}, default=("same", "other", "all")
+        With one subset only "same" exists (plain K-fold CV).
+    fold : array-like of shape (n_samples,), optional
+        Predefined folds 1..K to use as is.
+    random_state : int, default=1
+        Seed of the fold assignment.
+    stratify : bool, default=True
+        Balance folds within subset × class when ``y`` holds classes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.model_selection import cross_val_score
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(120, 3)); y = (X[:, 0] > 0).astype(int)
+    >>> subset = np.repeat(["A", "B"], 60)
+    >>> cv = SameOtherAllCV(subset, n_splits=3)
+    >>> scores = cross_val_score(LogisticRegression(), X, y, cv=cv)
+    >>> len(scores) == cv.get_n_splits()
+    True
+    >>> cv.split_info(X, y).iloc[0].to_dict()
+    {'test_subset': 'A', 'fold': 1, 'train_type': 'same', 'fit_id': 0}
+    """
+
+    def __init__(
+        self,
+        subset: Sequence,
+        n_splits: int = 10,
+        *,
+        train_types: Sequence[str] = TRAIN_TYPES,
+        fold: Sequence | None = None,
+        random_state: int = 1,
+        stratify: bool = True,
+    ) -> None:
+        self.subset = np.asarray(subset)
+        self.n_splits = n_splits
+        self.train_types = check_train_types(train_types)
+        self.fold = None if fold is None else np.asarray(fold)
+        self.random_state = random_state
+        self.stratify = stratify
+        if self.fold is None and (not isinstance(n_splits, int | np.integer) or n_splits < 2):
+            raise ValueError(f"n_splits={n_splits!r}: need an integer of at least 2")
+        if self.fold is not None and len(self.fold) != len(self.subset):
+            raise ValueError(
+                f"fold has {len(self.fold)} values but subset has {len(self.subset)}"
+            )
+
+    def __repr__(self) -> str:
+        return (
+            f"SameOtherAllCV(n_subsets={len(np.unique(self.subset))}, n_splits={self._k()}, "
+            f"train_types={list(self.train_types)}, random_state={self.random_state})"
+        )
+
+    def _k(self) -> int:
+        return int(self.fold.max()) if self.fold is not None else self.n_splits
+
+    def _plan(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        return make_plan(sorted(np.unique(self.subset).tolist()), self._k(), self.train_types)
+
+    def get_n_splits(self, X=None, y=None, groups=None) -> int:
+        """Number of (test_subset, fold, train_type) splits."""
+        return len(self._plan()[0])
+
+    def split_info(self, X=None, y=None, groups=None) -> pd.DataFrame:
+        """One row per split, in ``split`` order: test_subset, fold, train_type, fit_id.
+
+        Splits sharing a ``fit_id`` have the same train set.
+        """
+        return self._plan()[0]
+
+    def folds(self, X, y=None, groups=None) -> np.ndarray:
+        """The fold (1..K) of every row."""
+        n = len(X)
+        if n != len(self.subset):
+            raise ValueError(f"X has {n} rows but subset has {len(self.subset)} values")
+        if self.fold is not None:
+            return self.fold.astype(np.int64)
+        keys = [pd.Series(self.subset)]
+        if self.stratify and y is not None and type_of_target(y) != "continuous":
+            keys.append(pd.Series(np.asarray(y)))
+        codes = pd.MultiIndex.from_arrays(keys).factorize(sort=True)[0]
+        k, seed = self.n_splits, self.random_state
+        if groups is None:
+            local = pd.Series(codes).groupby(codes).cumcount().to_numpy()
+            return permuted_block_folds(codes, local, k, seed).astype(np.int64)
+        table = pd.DataFrame({"group": np.asarray(groups), "stratum": codes})
+        sizes = table.groupby(["group", "stratum"]).size().rename("n").reset_index()
+        if sizes["group"].duplicated().any():
+            raise ValueError("a group spans two subsets or classes; a group needs one of each")
+        mapping = group_folds(sizes, k, seed)
+        return mapping.reindex(table["group"]).to_numpy().astype(np.int64)
+
+    def split(self, X, y=None, groups=None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield (train indices, test indices) for each split, in ``split_info`` order."""
+        fold = self.folds(X, y, groups)
+        splits, fits = self._plan()
+        for test_subset, k, _, fit_id in splits.itertuples(index=False):
+            train_subsets = list(fits.loc[fit_id, "train_subsets"])
+            in_fold = fold == k
+            train = np.flatnonzero(~in_fold & np.isin(self.subset, train_subsets))
+            test = np.flatnonzero(in_fold & (self.subset == test_subset))
+            yield train, test

@@ -1,0 +1,274 @@
+"""Load a table into a lazy Dask DataFrame and record the role of each column."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import dask.dataframe as dd
+import fsspec
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+Task = Literal["classification", "regression"]
+
+#: Value of the subset column when the user gives none: SOAK is then plain K-fold CV.
+SINGLE_SUBSET = "all_rows"
+#: Name of the column added when SOAK has no subset column, or assigns the folds itself.
+SUBSET_COLUMN = "__soak_subset__"
+FOLD_COLUMN = "__soak_fold__"
+#: Rows per partition when a pandas DataFrame is given.
+PANDAS_CHUNKSIZE = 250_000
+
+
+@dataclass(frozen=True)
+class Table:
+    """A lazy table and the roles of its columns.
+
+    Attributes
+    ----------
+    data : dask.dataframe.DataFrame
+        Lazy frame holding only the feature and role columns.
+    label : str
+        Column to predict.
+    features : tuple of str
+        Feature columns, in order.
+    subset : str
+        Column naming each row's subset (``SUBSET_COLUMN`` when the user gave none).
+    group : str or None
+        Rows sharing a value of this column always fall in the same fold.
+    fold : str or None
+        Column holding folds 1..K, either the user's or assigned by :func:`soak_dask.assign_folds`.
+    task : {"classification", "regression"}
+    source : str
+        Where the data came from, recorded in the results.
+    user_subset : bool
+        False when the user gave no subset column (plain K-fold CV).
+    """
+
+    data: dd.DataFrame
+    label: str
+    features: tuple[str, ...]
+    subset: str
+    group: str | None
+    fold: str | None
+    task: Task
+    source: str
+    user_subset: bool = True
+
+    @property
+    def roles(self) -> dict[str, Any]:
+        """Column roles as a plain dict (what the results record)."""
+        return {
+            "label": self.label,
+            "subset": self.subset if self.user_subset else None,
+            "group": self.group,
+            "fold": self.fold if self.fold != FOLD_COLUMN else None,
+            "features": list(self.features),
+        }
+
+    def with_fold(self, data: dd.DataFrame, fold: str) -> Table:
+        """Return a copy whose ``data`` carries the fold column ``fold``."""
+        return replace(self, data=data, fold=fold)
+
+    def __repr__(self) -> str:
+        subset = self.subset if self.user_subset else "(none: plain K-fold CV)"
+        return (
+            f"Table(source={self.source!r}, task={self.task!r}, label={self.label!r}, "
+            f"subset={subset!r}, group={self.group!r}, fold={self.fold!r}, "
+            f"{len(self.features)} features, {self.data.npartitions} partitions)"
+        )
+
+
+def load_table(
+    source: str | os.PathLike | pd.DataFrame | dd.DataFrame | xr.Dataset,
+    label: str,
+    subset: str | None = None,
+    group: str | None = None,
+    fold: str | None = None,
+    features: Sequence[str] | None = None,
+    *,
+    exclude: Sequence[str] = (),
+    task: Task | None = None,
+    storage_options: dict | None = None,
+) -> Table:
+    """Open a table lazily and name the role of its columns.
+
+    Parameters
+    ----------
+    source : path, URL, pandas/Dask DataFrame or xarray Dataset
+        A Parquet file, directory or glob; a Zarr store (an xarray Dataset with one row
+        dimension and one variable per column), local or an fsspec URL such as ``s3://``;
+        or an in-memory frame or Dataset. Nothing is read into the client.
+    label : str
+        Column to predict. Text, boolean or integer labels mean classification, floats mean
+        regression (override with ``task``).
+    subset : str, optional
+        Column naming each row's subset. Without it SOAK is plain K-fold CV.
+    group : str, optional
+        Rows sharing a value of this column (e.g. the pixels of one polygon) stay in one fold.
+    fold : str, optional
+        A fold column with values 1..K, used as is instead of assigning folds.
+    features : sequence of str, optional
+        Feature columns. Default: every other numeric or boolean column.
+    exclude : sequence of str
+        Columns that are never features (e.g. pixel coordinates), when ``features`` is not given.
+    task : {"classification", "regression"}, optional
+        Override the task inferred from the label's dtype.
+    storage_options : dict, optional
+        Passed to fsspec for remote sources (credentials, endpoint).
+
+    Returns
+    -------
+    Table
+
+    Examples
+    --------
+    >>> import pandas as pd, soak_dask as sd
+    >>> df = pd.DataFrame({"x1": [0.1, 0.5, 0.9, 0.3], "y": ["a", "b", "a", "b"],
+    ...                    "region": ["N", "N", "S", "S"]})
+    >>> table = sd.load_table(df, label="y", subset="region")
+    >>> table.features
+    ('x1',)
+    """
+    ddf, name = _open(source, storage_options)
+    columns = list(ddf.columns)
+    duplicated = sorted({c for c in columns if columns.count(c) > 1})
+    if duplicated:
+        raise ValueError(f"duplicate column names {duplicated} in {name}: rename them first")
+    roles = {"label": label, "subset": subset, "group": group, "fold": fold}
+    for role, col in roles.items():
+        if col is not None and col not in columns:
+            raise ValueError(
+                f"{role} column {col!r} is not in {name}; available columns: {columns}"
+            )
+    used = {c for c in roles.values() if c is not None}
+    if features is None:
+        features = [
+            c
+            for c in columns
+            if c not in used
+            and c not in exclude
+            and (pd.api.types.is_numeric_dtype(ddf[c].dtype) or ddf[c].dtype == bool)
+        ]
+        if not features:
+            raise ValueError(
+                f"no numeric feature columns in {name} besides the role columns; "
+                f"pass features=[...] (columns: {columns})"
+            )
+    features = list(features)
+    _check_features(ddf, features, used, name)
+    task = task or _infer_task(ddf[label].dtype)
+    if task not in ("classification", "regression"):
+        raise ValueError(f"task={task!r} is not 'classification' or 'regression'")
+    keep = list(dict.fromkeys([*features, *(c for c in roles.values() if c is not None)]))
+    ddf = ddf[keep]
+    if subset is None:
+        ddf = ddf.assign(**{SUBSET_COLUMN: SINGLE_SUBSET})
+    return Table(
+        data=ddf,
+        label=label,
+        features=tuple(features),
+        subset=subset or SUBSET_COLUMN,
+        group=group,
+        fold=fold,
+        task=task,
+        source=name,
+        user_subset=subset is not None,
+    )
+
+
+def _check_features(ddf: dd.DataFrame, features: list[str], used: set, name: str) -> None:
+    missing = [c for c in features if c not in ddf.columns]
+    if missing:
+        raise ValueError(f"feature columns {missing} are not in {name}")
+    roles = sorted(set(features) & used)
+    if roles:
+        raise ValueError(
+            f"columns {roles} have a role (label/subset/group/fold) and cannot also be features"
+        )
+    bad = [c for c in features if not pd.api.types.is_numeric_dtype(ddf[c].dtype)]
+    if bad:
+        raise ValueError(
+            f"feature columns {bad} are not numeric (dtypes "
+            f"{[str(ddf[c].dtype) for c in bad]}); encode them as numbers or leave them out"
+        )
+
+
+def _infer_task(dtype: Any) -> Task:
+    return "regression" if pd.api.types.is_float_dtype(dtype) else "classification"
+
+
+def _open(source: Any, storage_options: dict | None) -> tuple[dd.DataFrame, str]:
+    """Return a lazy frame for ``source`` and a short name for messages and results."""
+    if isinstance(source, dd.DataFrame):
+        return source, "dask DataFrame"
+    if isinstance(source, pd.DataFrame):
+        if source.empty:
+            raise ValueError("the pandas DataFrame is empty")
+        nparts = max(1, int(np.ceil(len(source) / PANDAS_CHUNKSIZE)))
+        return dd.from_pandas(source, npartitions=nparts, sort=False), "pandas DataFrame"
+    if isinstance(source, xr.Dataset):
+        return _from_xarray(source, "xarray Dataset"), "xarray Dataset"
+    if not isinstance(source, str | os.PathLike):
+        raise TypeError(
+            f"cannot load a table from {type(source).__name__}; give a path or URL to Parquet "
+            "or Zarr, or a pandas/Dask DataFrame or xarray Dataset"
+        )
+    path = os.fspath(source)
+    name = path
+    if _is_zarr(path, storage_options):
+        ds = xr.open_zarr(path, storage_options=storage_options, consolidated=None)
+        return _from_xarray(ds, path), name
+    _check_parquet_exists(path, storage_options)
+    try:
+        ddf = dd.read_parquet(path, storage_options=storage_options)
+    except ValueError as err:  # pyarrow reports schema conflicts as ValueError
+        raise ValueError(
+            f"cannot read Parquet {path}: {err}. If the files have different schemas, "
+            "make their column names and types agree"
+        ) from err
+    if len(ddf.columns) == 0:
+        raise ValueError(f"Parquet {path} has no columns")
+    return ddf, name
+
+
+def _is_zarr(path: str, storage_options: dict | None) -> bool:
+    if path.rstrip("/").endswith(".zarr"):
+        return True
+    fs, root = fsspec.core.url_to_fs(path, **(storage_options or {}))
+    root = root.rstrip("/")
+    return any(fs.exists(f"{root}/{meta}") for meta in ("zarr.json", ".zgroup", ".zmetadata"))
+
+
+def _check_parquet_exists(path: str, storage_options: dict | None) -> None:
+    fs, root = fsspec.core.url_to_fs(path, **(storage_options or {}))
+    if glob.has_magic(root):
+        matches = fs.glob(root)
+        if not matches:
+            raise FileNotFoundError(f"the pattern {path!r} matches no file")
+        return
+    if not fs.exists(root):
+        raise FileNotFoundError(f"no file or directory at {path!r}")
+    if fs.isfile(root) and fs.size(root) == 0:
+        raise ValueError(f"{path!r} is an empty file, not Parquet")
+
+
+def _from_xarray(ds: xr.Dataset, name: str) -> dd.DataFrame:
+    dims = set(ds.dims)
+    if len(dims) != 1:
+        raise ValueError(
+            f"{name} has dims {sorted(map(str, dims))}; a table needs exactly one row dimension "
+            "(one variable per column). For rasters, stack them to pixels first"
+        )
+    (row,) = dims
+    if not ds.data_vars:
+        raise ValueError(f"{name} has no data variables")
+    if not ds.chunks:  # in memory: split into partitions like a pandas frame
+        ds = ds.chunk({row: PANDAS_CHUNKSIZE})
+    ddf = ds.unify_chunks().to_dask_dataframe()
+    return ddf.drop(columns=[row]) if row not in ds.data_vars else ddf
