@@ -184,6 +184,16 @@ def _check_blocks(counts: pd.DataFrame, table: Table, subsets: list, n_folds: in
         )
 
 
+def split_frame(
+    frame: pd.DataFrame, fold: int, fold_column: str, subset: str, test_subsets: Sequence
+) -> tuple[pd.DataFrame, dict[Any, pd.DataFrame]]:
+    """Split a fit's rows into its train rows and one test block per test subset."""
+    in_fold = (frame[fold_column] == fold).to_numpy()
+    test = frame.loc[in_fold]
+    blocks = {sub: test.loc[(test[subset] == sub).to_numpy()] for sub in test_subsets}
+    return frame.loc[~in_fold], blocks
+
+
 def fit_and_score(
     frame: pd.DataFrame,
     estimator: BaseEstimator,
@@ -204,9 +214,7 @@ def fit_and_score(
 
     Runs on a worker. Returns one small record per test subset this fit serves.
     """
-    in_fold = (frame[fold_column] == fold).to_numpy()
-    train = frame.loc[~in_fold]
-    test = frame.loc[in_fold]
+    train, blocks = split_frame(frame, fold, fold_column, subset, test_subsets)
     base = {"learner": learner, "fit_id": fit_id, "n_train": len(train)}
     est = clone(estimator)
     start = time.perf_counter()
@@ -219,15 +227,19 @@ def fit_and_score(
         message = "".join(traceback.format_exception_only(err)).strip()
     fit_seconds = time.perf_counter() - start
     records = []
-    for sub in test_subsets:
-        block = test.loc[(test[subset] == sub).to_numpy()]
+    for sub, block in blocks.items():
         record = {**base, "test_subset": sub, "n_test": len(block), "fit_seconds": fit_seconds}
         start = time.perf_counter()
         if message:
             values = dict.fromkeys(measures, error_score)
         else:
-            values = _predict_and_score(est, block[features].to_numpy(np.float64),
-                                        block[label].to_numpy(), measures, classes)
+            values = _predict_and_score(
+                est,
+                block[features].to_numpy(np.float64),
+                block[label].to_numpy(),
+                measures,
+                classes,
+            )
         record.update(values, predict_seconds=time.perf_counter() - start, message=message)
         records.append(record)
     return records
@@ -243,6 +255,7 @@ def _predict_and_score(est, X, y, measures, classes) -> dict[str, float]:
     with warnings.catch_warnings():
         # A test block may lack some predicted classes; the measures are still well defined.
         warnings.filterwarnings("ignore", message=".*y_pred contains classes not in y_true")
+        warnings.filterwarnings("ignore", message="A single label was found")
         return score(measures, y, pred, proba, classes)
 
 
@@ -281,7 +294,9 @@ def _run(tasks: list, client: Any, progress: bool) -> Iterator[Any]:
 def _warn_failures(records: list[dict[str, Any]]) -> None:
     failed = {(r["learner"], r["fit_id"]): r["message"] for r in records if r["message"]}
     if failed:
-        listed = "; ".join(f"{lrn} fit {fid}: {msg}" for (lrn, fid), msg in list(failed.items())[:10])
+        listed = "; ".join(
+            f"{lrn} fit {fid}: {msg}" for (lrn, fid), msg in list(failed.items())[:10]
+        )
         warnings.warn(
             f"{len(failed)} fits failed and score NaN (error_score): {listed}",
             UserWarning,

@@ -119,9 +119,7 @@ def group_folds(groups: pd.DataFrame, n_folds: int, seed: int) -> pd.Series:
     return pd.Series(folds, index=order["group"].to_numpy(), name="fold").sort_index()
 
 
-def assign_folds(
-    table: Table, n_folds: int = 10, seed: int = 1, *, stratify: bool = True
-) -> Table:
+def assign_folds(table: Table, n_folds: int = 10, seed: int = 1, *, stratify: bool = True) -> Table:
     """Add a fold column (1..K) to ``table``, computed on the cluster.
 
     Parameters
@@ -187,9 +185,9 @@ def _check_na_keys(strata: pd.DataFrame, keys: list[str]) -> None:
 
 def _assign_row_folds(table: Table, keys: list[str], n_folds: int, seed: int) -> dd.DataFrame:
     data = table.data
-    meta = pd.DataFrame({**{k: data._meta[k] for k in keys}, "n": pd.Series([], "int64")})
+    meta = pd.DataFrame({**{k: data._meta[k] for k in keys}, "n": pd.Series([], dtype="int64")})
     counts = data.map_partitions(
-        _count_part, keys, meta=meta.assign(partition=pd.Series([], "int64"))
+        _count_part, keys, meta=meta.assign(partition=pd.Series([], dtype="int64"))
     ).compute()
     _check_na_keys(counts, keys)
     strata = counts.groupby(keys, observed=True)["n"].sum().sort_index()

@@ -125,7 +125,9 @@ def resolve_learners(
             named[name] = item
         learners = named
     if not learners:
-        raise ValueError("learners is empty; give at least one, e.g. {'featureless': 'featureless'}")
+        raise ValueError(
+            "learners is empty; give at least one, e.g. {'featureless': 'featureless'}"
+        )
     out = {}
     for name, item in learners.items():
         est = builtin_learner(item, task, seed) if isinstance(item, str) else item

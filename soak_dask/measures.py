@@ -1,4 +1,4 @@
-"""Test-set measures: classification error in percent (as in the SOAK paper) and the usual others."""
+"""Test-set measures: classification error in percent, as in the SOAK paper, and others."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ def check_measures(measures: Sequence[str] | str | None, task: Task) -> tuple[st
         measures = [m.strip() for m in measures.split(",") if m.strip()]
     unknown = [m for m in measures if m not in known]
     if unknown or not measures:
-        raise ValueError(f"measures {list(measures)} are not all {task} measures; choose from {known}")
+        raise ValueError(
+            f"measures {list(measures)} are not all {task} measures; choose from {known}"
+        )
     return tuple(dict.fromkeys(measures))
 
 

@@ -11,7 +11,9 @@ from tqdm.auto import tqdm
 
 
 @contextmanager
-def progress_bar(total: int, unit: str, *, enabled: bool = True, client: Any = None) -> Iterator[tqdm]:
+def progress_bar(
+    total: int, unit: str, *, enabled: bool = True, client: Any = None
+) -> Iterator[tqdm]:
     """A tqdm bar (terminal or notebook) of ``total`` items; prints the dashboard link first.
 
     With ``enabled=False`` the bar is silent but still counts, so callers need no branches.

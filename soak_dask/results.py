@@ -60,17 +60,22 @@ def build_dataset(
         [list(learners), list(subsets), range(1, n_folds + 1), train_types], names=DIMS
     )
     full = rows.set_index(list(DIMS)).reindex(index)
-    ds = xr.Dataset.from_dataframe(full[[*measures, *COUNTS, *TIMINGS]])
+    coords = {
+        "learner": np.array(learners, dtype=object),
+        "test_subset": np.array(subsets, dtype=object),
+        "fold": np.arange(1, n_folds + 1, dtype=np.int64),
+        "train_type": np.array(train_types, dtype=object),
+    }
+    # from_dataframe sorts each level; reindex restores the intended coordinate order.
+    ds = xr.Dataset.from_dataframe(full[[*measures, *COUNTS, *TIMINGS]]).reindex(coords)
     for name in COUNTS:
         ds[name] = ds[name].astype(np.int64)
-    fit_id = splits.set_index(list(DIMS[1:]))["fit_id"].to_xarray()
-    ds = ds.assign_coords(fit_id=fit_id.astype(np.int64))
-    ds = ds.assign_coords(
-        learner=np.array(learners, dtype=object),
-        test_subset=np.array(subsets, dtype=object),
-        train_type=np.array(train_types, dtype=object),
-        fold=np.arange(1, n_folds + 1, dtype=np.int64),
+    fit_id = (
+        splits.set_index(list(DIMS[1:]))["fit_id"]
+        .to_xarray()
+        .reindex({k: coords[k] for k in DIMS[1:]})
     )
+    ds = ds.assign_coords(fit_id=fit_id.astype(np.int64))
     for name in measures:
         ds[name].attrs["long_name"] = MEASURE_NAMES[name]
     ds["n_train"].attrs["long_name"] = "rows in the train set"

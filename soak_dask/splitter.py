@@ -71,9 +71,7 @@ class SameOtherAllCV:
         if self.fold is None and (not isinstance(n_splits, int | np.integer) or n_splits < 2):
             raise ValueError(f"n_splits={n_splits!r}: need an integer of at least 2")
         if self.fold is not None and len(self.fold) != len(self.subset):
-            raise ValueError(
-                f"fold has {len(self.fold)} values but subset has {len(self.subset)}"
-            )
+            raise ValueError(f"fold has {len(self.fold)} values but subset has {len(self.subset)}")
 
     def __repr__(self) -> str:
         return (

@@ -1,0 +1,40 @@
+"""Shared fixtures: the reference data in ../shared (skipped when absent) and small tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+AZTREES_FEATURES = [f"SAMPLE_{i}" for i in range(1, 22)]
+
+
+def shared_file(*parts: str) -> Path:
+    """Path of a reference file in ../shared/data, or skip the test with the reason."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"reference data {path} not present (../shared is not checked out here)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def aztrees() -> pd.DataFrame:
+    """The real aztrees pixel table with a 1-based ``row_id`` column, as in the R fixtures."""
+    df = pd.read_parquet(shared_file("aztrees.parquet"))
+    return df.assign(row_id=np.arange(1, len(df) + 1))
+
+
+def toy_table(n: int = 300, n_subsets: int = 3, seed: int = 0, n_groups: int | None = None):
+    """A small classification frame whose subsets differ, for fast engine tests."""
+    rng = np.random.default_rng(seed)
+    subset = rng.choice([f"s{i}" for i in range(n_subsets)], size=n)
+    x = rng.normal(size=(n, 3))
+    shift = pd.Series(subset).str[1:].astype(int).to_numpy()
+    y = np.where(x[:, 0] + 0.5 * shift * x[:, 1] + rng.normal(scale=0.5, size=n) > 0, "yes", "no")
+    df = pd.DataFrame({"x0": x[:, 0], "x1": x[:, 1], "x2": x[:, 2], "subset": subset, "y": y})
+    if n_groups:
+        df["group"] = subset + "-" + y + "-" + pd.Series(rng.integers(0, n_groups, n)).astype(str)
+    return df

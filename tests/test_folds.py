@@ -1,0 +1,132 @@
+"""Fold assignment: every row one fold, exact balance, whole groups, determinism."""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import soak_dask as sd
+from soak_dask.folds import permuted_block_folds
+from soak_dask.table import FOLD_COLUMN
+
+
+def _folds(df: pd.DataFrame, npartitions: int, k: int, seed: int, **roles) -> pd.Series:
+    ddf = dd.from_pandas(df, npartitions=npartitions, sort=False)
+    table = sd.assign_folds(sd.load_table(ddf, label="y", **roles), k, seed)
+    return table.data[FOLD_COLUMN].compute().sort_index()
+
+
+frames = st.integers(20, 400).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.sampled_from("ABC"), min_size=n, max_size=n),
+        st.lists(st.sampled_from(["p", "q"]), min_size=n, max_size=n),
+        st.lists(st.integers(0, 40), min_size=n, max_size=n),
+    )
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames, st.integers(2, 7), st.integers(0, 2**31), st.integers(1, 5))
+def test_row_folds_balanced_and_partition_invariant(data, k, seed, nparts):
+    subset, y, _ = data
+    df = pd.DataFrame({"x": np.arange(len(y), dtype=float), "s": subset, "y": y})
+    folds = _folds(df, nparts, k, seed, subset="s")
+    assert folds.between(1, k).all() and len(folds) == len(df)
+    sizes = df.assign(f=folds).groupby(["s", "y", "f"]).size().unstack(fill_value=0)
+    for _, row in sizes.iterrows():
+        full = row.reindex(range(1, k + 1), fill_value=0)
+        assert full.max() - full.min() <= 1
+    # Same seed and rows, other partitionings: the same folds.
+    assert folds.equals(_folds(df, 1, k, seed, subset="s"))
+    assert folds.equals(_folds(df, nparts + 2, k, seed, subset="s"))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames, st.integers(2, 5), st.integers(0, 2**31), st.integers(1, 4))
+def test_group_folds_keep_groups_whole(data, k, seed, nparts):
+    subset, y, g = data
+    df = pd.DataFrame({"x": np.arange(len(y), dtype=float), "s": subset, "y": y})
+    # Groups nested in subset × label, as the data must have them.
+    df["g"] = df["s"] + df["y"] + pd.Series(g).astype(str)
+    n_groups = df.groupby("s")["g"].nunique()
+    if (n_groups < k).any():
+        with pytest.raises(ValueError, match="fewer groups"):
+            _folds(df, nparts, k, seed, subset="s", group="g")
+        return
+    folds = _folds(df, nparts, k, seed, subset="s", group="g")
+    assert (df.assign(f=folds).groupby("g")["f"].nunique() == 1).all()
+    assert folds.equals(_folds(df, 1, k, seed, subset="s", group="g"))
+
+
+def test_group_folds_balance_rows():
+    rng = np.random.default_rng(3)
+    g = rng.integers(0, 300, 5000)
+    df = pd.DataFrame({"x": rng.normal(size=5000), "y": "a", "g": g})
+    folds = _folds(df, 3, 10, 1, group="g")
+    sizes = folds.value_counts()
+    assert sizes.max() - sizes.min() <= df["g"].value_counts().max()
+
+
+def test_seed_changes_folds_and_folds_are_random():
+    df = pd.DataFrame({"x": np.arange(1000.0), "y": np.tile(["a", "b"], 500)})
+    a = _folds(df, 2, 5, 1)
+    b = _folds(df, 2, 5, 2)
+    assert not a.equals(b)
+    # Not round-robin: consecutive rows of a stratum are not in consecutive folds.
+    assert (np.diff(a[df["y"] == "a"].to_numpy()) % 5 != 1).mean() > 0.5
+
+
+def test_same_folds_with_two_workers():
+    distributed = pytest.importorskip("distributed")
+    df = pd.DataFrame({"x": np.arange(2000.0), "y": np.tile(["a", "b", "b", "c"], 500)})
+    local = _folds(df, 4, 10, 7)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster:
+        with distributed.Client(cluster):
+            assert local.equals(_folds(df, 4, 10, 7))
+            assert local.equals(_folds(df, 7, 10, 7))
+
+
+def test_permuted_block_folds_each_block_is_a_permutation():
+    folds = permuted_block_folds(np.zeros(30, int), np.arange(30), 10, seed=5)
+    for block in folds.reshape(3, 10):
+        assert sorted(block) == list(range(1, 11))
+
+
+def test_splitter_folds_equal_cluster_folds():
+    df = pd.DataFrame(
+        {
+            "x": np.arange(600.0),
+            "s": np.repeat(["A", "B", "C"], 200),
+            "y": np.tile(list("aab"), 200),
+        }
+    )
+    cluster = _folds(df, 3, 4, 11, subset="s")
+    cv = sd.SameOtherAllCV(df["s"], n_splits=4, random_state=11)
+    np.testing.assert_array_equal(cv.folds(df, df["y"]), cluster.to_numpy())
+    df["g"] = df["s"] + df["y"] + (df.index % 17).astype(str)
+    grouped = _folds(df, 3, 4, 11, subset="s", group="g")
+    np.testing.assert_array_equal(cv.folds(df, df["y"], df["g"]), grouped.to_numpy())
+
+
+def test_bad_n_folds():
+    df = pd.DataFrame({"x": [1.0, 2.0], "y": ["a", "b"]})
+    with pytest.raises(ValueError, match="n_folds=1"):
+        sd.assign_folds(sd.load_table(df, label="y"), 1)
+
+
+def test_group_spanning_subsets_is_an_error():
+    df = pd.DataFrame(
+        {"x": np.arange(40.0), "s": ["A", "B"] * 20, "y": "a", "g": np.arange(40) // 4}
+    )
+    with pytest.raises(ValueError, match="span more than one value of 's'"):
+        sd.assign_folds(sd.load_table(df, label="y", subset="s", group="g"), 2)
+
+
+def test_na_subset_is_an_error():
+    df = pd.DataFrame({"x": np.arange(40.0), "s": ["A", None] * 20, "y": "a"})
+    with pytest.raises(ValueError, match="column 's' has 20 missing values"):
+        sd.assign_folds(sd.load_table(df, label="y", subset="s"), 2)
