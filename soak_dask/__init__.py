@@ -12,7 +12,7 @@ from .folds import assign_folds, block_counts
 from .learners import BUILTIN as BUILTIN_LEARNERS
 from .learners import builtin_learner
 from .plan import TRAIN_TYPES, make_plan
-from .results import from_dataframe, open_results
+from .results import from_dataframe, open_results, save_results
 from .splitter import SameOtherAllCV
 from .stats import pvalues, summary
 from .table import Table, load_table
@@ -35,6 +35,7 @@ __all__ = [
     "make_plan",
     "open_results",
     "pvalues",
+    "save_results",
     "soak",
     "summary",
 ]

@@ -38,7 +38,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["make_pixel_table", "write_pixel_parquet"]
+__all__ = ["make_pixel_table", "run_demo", "write_pixel_parquet"]
 
 #: Region names by number of regions, laid out as rows of tiles from north to south.
 _NAMED_LAYOUTS: dict[int, list[list[str]]] = {
@@ -543,3 +543,74 @@ def _bands(
     bands += (region_shift * _BRIGHTNESS_STEP * brightness).astype(np.float32)[pix_region][:, None]
     bands += _SENSOR_SD * rng.standard_normal(bands.shape, dtype=np.float32)
     return np.maximum(bands, 0.0, out=bands)  # reflectance is never negative
+
+
+def run_demo(
+    out: str | Path = "soak_demo_output",
+    *,
+    n_pixels: int = 60_000,
+    n_regions: int = 3,
+    n_folds: int = 10,
+    seed: int = 1,
+    scheduler: str | None = None,
+    learners: Any = None,
+    progress: bool = True,
+) -> Any:
+    """The README's main job: generate a pixel table, run SOAK on a cluster, save the results.
+
+    Writes ``out/pixels/`` (Parquet, regenerated each time), ``out/results.zarr`` and
+    ``out/pvalues.csv``, prints the p-value table, and returns the results Dataset.
+
+    Parameters
+    ----------
+    out : path
+        Output directory (created; the demo's own files in it are replaced).
+    n_pixels, n_regions : int
+        Size of the generated table.
+    n_folds, seed : int
+        SOAK settings.
+    scheduler : str, optional
+        Address of a running Dask scheduler; default: a LocalCluster on this machine.
+    learners : optional
+        As for :func:`soak_dask.soak`; default featureless and logistic regression.
+    progress : bool
+        Show the progress bar.
+    """
+    from .cluster import connect
+    from .engine import soak
+    from .results import save_results
+    from .table import load_table
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    pixels = write_pixel_parquet(
+        out / "pixels", n_pixels=n_pixels, n_regions=n_regions, seed=seed, overwrite=True
+    )
+    learners = learners or {"featureless": "featureless", "logistic": "logistic"}
+    with connect(scheduler) as client:
+        table = load_table(
+            pixels, label="label", subset="region", group="polygon", exclude=["x", "y"]
+        )
+        print(f"{table}\nDask dashboard: {client.dashboard_link}")
+        res = soak(table, learners, n_folds=n_folds, seed=seed, progress=progress)
+    store = save_results(res, out / "results.zarr", overwrite=True)
+    pvalues = res.soak.pvalues(measures=["error"])
+    pvalues.to_csv(out / "pvalues.csv", index=False)
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        print(
+            pvalues[
+                [
+                    "learner",
+                    "test_subset",
+                    "compare",
+                    "same_mean",
+                    "compare_mean",
+                    "mean_diff",
+                    "p_paired",
+                ]
+            ]
+            .round(4)
+            .to_string(index=False)
+        )
+    print(f"\nResults: {store}  p-values: {out / 'pvalues.csv'}")
+    return res

@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -114,6 +115,22 @@ def encode_attrs(settings: Mapping[str, Any]) -> dict[str, Any]:
             value = [str(v) for v in value]
         out[key] = value
     return out
+
+
+def save_results(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Write results to a Zarr store, or a NetCDF file when ``path`` ends in ``.nc``.
+
+    Refuses to replace an existing store unless ``overwrite=True``.
+    """
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; choose another path or pass overwrite=True")
+    if path.suffix == ".nc":
+        ds.to_netcdf(path)
+    else:
+        # Zarr v3 has no consolidated metadata in its spec; plain metadata reads everywhere.
+        ds.to_zarr(path, mode="w", consolidated=False)
+    return path
 
 
 def open_results(path: str | os.PathLike, **kwargs: Any) -> xr.Dataset:

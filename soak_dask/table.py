@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -13,6 +12,8 @@ import fsspec
 import numpy as np
 import pandas as pd
 import xarray as xr
+
+from .parquet import read_parquet
 
 Task = Literal["classification", "regression"]
 
@@ -224,14 +225,7 @@ def _open(source: Any, storage_options: dict | None) -> tuple[dd.DataFrame, str]
     if _is_zarr(path, storage_options):
         ds = xr.open_zarr(path, storage_options=storage_options, consolidated=None)
         return _from_xarray(ds, path), name
-    _check_parquet_exists(path, storage_options)
-    try:
-        ddf = dd.read_parquet(path, storage_options=storage_options)
-    except ValueError as err:  # pyarrow reports schema conflicts as ValueError
-        raise ValueError(
-            f"cannot read Parquet {path}: {err}. If the files have different schemas, "
-            "make their column names and types agree"
-        ) from err
+    ddf = read_parquet(path, storage_options)
     if len(ddf.columns) == 0:
         raise ValueError(f"Parquet {path} has no columns")
     return ddf, name
@@ -243,19 +237,6 @@ def _is_zarr(path: str, storage_options: dict | None) -> bool:
     fs, root = fsspec.core.url_to_fs(path, **(storage_options or {}))
     root = root.rstrip("/")
     return any(fs.exists(f"{root}/{meta}") for meta in ("zarr.json", ".zgroup", ".zmetadata"))
-
-
-def _check_parquet_exists(path: str, storage_options: dict | None) -> None:
-    fs, root = fsspec.core.url_to_fs(path, **(storage_options or {}))
-    if glob.has_magic(root):
-        matches = fs.glob(root)
-        if not matches:
-            raise FileNotFoundError(f"the pattern {path!r} matches no file")
-        return
-    if not fs.exists(root):
-        raise FileNotFoundError(f"no file or directory at {path!r}")
-    if fs.isfile(root) and fs.size(root) == 0:
-        raise ValueError(f"{path!r} is an empty file, not Parquet")
 
 
 def _from_xarray(ds: xr.Dataset, name: str) -> dd.DataFrame:

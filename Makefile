@@ -1,0 +1,26 @@
+# Set-up lives here: `make demo` and `make test` each create .venv and install what they need.
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint docs clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/soak demo
+
+test: $(STAMP)
+	bash scripts/system-deps.sh
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/python -m pytest
+
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
+clean:
+	rm -rf $(VENV) site soak_demo_output

@@ -1,0 +1,119 @@
+"""Read Parquet into a Dask DataFrame with fixed, known partitions.
+
+Dask's ``read_parquet`` fuses partitions when columns are projected, and how many depends on
+the query. SOAK's folds are computed per partition in two passes, and a persisted projected
+frame then refers to partitions that were never made (dask issue 12488). Reading through
+``dd.from_map`` gives one partition per piece (row groups of one file), the same for every
+query, while columns are still projected into the read.
+"""
+
+from __future__ import annotations
+
+import glob
+from typing import Any
+
+import dask.dataframe as dd
+import fsspec
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+#: Target rows per partition; row groups of one file are grouped up to this.
+ROWS_PER_PARTITION = 500_000
+
+
+def read_parquet(
+    path: str,
+    storage_options: dict | None = None,
+    rows_per_partition: int = ROWS_PER_PARTITION,
+) -> dd.DataFrame:
+    """A lazy frame over a Parquet file, directory (hive partitions allowed) or glob.
+
+    Raises a clear error for a glob matching nothing, an empty file, or files whose schemas
+    disagree. Only the footers are read here.
+    """
+    fs, root = fsspec.core.url_to_fs(path, **(storage_options or {}))
+    if glob.has_magic(root):
+        source: Any = sorted(fs.glob(root))
+        if not source:
+            raise FileNotFoundError(f"the pattern {path!r} matches no file")
+    elif not fs.exists(root):
+        raise FileNotFoundError(f"no file or directory at {path!r}")
+    else:
+        source = root
+        if fs.isfile(root) and fs.size(root) == 0:
+            raise ValueError(f"{path!r} is an empty file, not Parquet")
+    try:
+        dataset = pads.dataset(source, filesystem=fs, format="parquet", partitioning="hive")
+        fragments = list(dataset.get_fragments())
+    except (pa.ArrowInvalid, OSError) as err:
+        raise ValueError(f"cannot read Parquet at {path!r}: {err}") from err
+    if not fragments:
+        raise FileNotFoundError(f"no Parquet files under {path!r}")
+    _check_schemas(fragments, path)
+    partition_fields = [
+        f for f in dataset.schema if f.name not in fragments[0].physical_schema.names
+    ]
+    # Hive keys become plain columns (not dictionaries) so every piece has the same dtypes.
+    schema = pa.schema(
+        pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f
+        for f in dataset.schema
+    )
+    pieces = []
+    for frag in fragments:
+        keys = pads.get_partition_keys(frag.partition_expression)
+        keys = {f.name: keys.get(f.name) for f in partition_fields}
+        groups, rows = [], 0
+        for i, rg in enumerate(frag.metadata.to_dict()["row_groups"]):
+            if groups and rows + rg["num_rows"] > rows_per_partition:
+                pieces.append((frag.path, tuple(groups), keys))
+                groups, rows = [], 0
+            groups.append(i)
+            rows += rg["num_rows"]
+        if groups:
+            pieces.append((frag.path, tuple(groups), keys))
+    meta = schema.empty_table().to_pandas()
+    return dd.from_map(
+        read_piece,
+        pieces,
+        fs=fs,
+        schema=schema,
+        meta=meta,
+        label="soak-read-parquet",
+        enforce_metadata=False,
+    )
+
+
+def read_piece(
+    piece: tuple[str, tuple[int, ...], dict[str, Any]],
+    fs: fsspec.AbstractFileSystem,
+    schema: pa.Schema,
+    columns: list[str] | None = None,
+) -> pd.DataFrame:
+    """Read row groups of one file (only ``columns``), adding its hive partition keys."""
+    path, row_groups, keys = piece
+    columns = list(schema.names) if columns is None else list(columns)
+    in_file = [c for c in columns if c not in keys]
+    with fs.open(path, "rb") as f:
+        table = pq.ParquetFile(f).read_row_groups(list(row_groups), columns=in_file)
+    for name in columns:
+        if name in keys:
+            value = pa.array([keys[name]] * table.num_rows, type=schema.field(name).type)
+            table = table.append_column(name, value)
+    return table.select(columns).cast(pa.schema([schema.field(c) for c in columns])).to_pandas()
+
+
+def _check_schemas(fragments: list, path: str) -> None:
+    first = fragments[0].physical_schema.remove_metadata()
+    for frag in fragments[1:]:
+        other = frag.physical_schema.remove_metadata()
+        if not other.equals(first):
+            a = {f.name: str(f.type) for f in first}
+            b = {f.name: str(f.type) for f in other}
+            diff = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+            raise ValueError(
+                f"Parquet files under {path!r} have different schemas: {fragments[0].path} and "
+                f"{frag.path} differ in columns {diff} ({[a.get(k) for k in diff]} vs "
+                f"{[b.get(k) for k in diff]}); make their column names and types agree"
+            )
