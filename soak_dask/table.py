@@ -249,7 +249,9 @@ def _from_xarray(ds: xr.Dataset, name: str) -> dd.DataFrame:
     (row,) = dims
     if not ds.data_vars:
         raise ValueError(f"{name} has no data variables")
-    if not ds.chunks:  # in memory: split into partitions like a pandas frame
+    if any(v.chunks for v in ds.variables.values()):
+        ds = ds.unify_chunks()
+    else:  # in memory: split into partitions like a pandas frame
         ds = ds.chunk({row: PANDAS_CHUNKSIZE})
-    ddf = ds.unify_chunks().to_dask_dataframe()
+    ddf = ds.to_dask_dataframe()
     return ddf.drop(columns=[row]) if row not in ds.data_vars else ddf
