@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import as_completed as futures_completed
 from typing import Any
 
 import dask
@@ -16,6 +19,7 @@ import xarray as xr
 from sklearn.base import BaseEstimator, clone
 
 from . import folds as _folds
+from .checkpoint import open_checkpoint, save_task
 from .learners import resolve_learners
 from .measures import check_measures, score
 from .plan import TRAIN_TYPES, check_train_types, make_plan
@@ -37,6 +41,7 @@ def soak(
     error_score: float | str = np.nan,
     client: Any = None,
     progress: bool = True,
+    checkpoint: str | os.PathLike | None = None,
 ) -> xr.Dataset:
     """Same/Other/All K-fold cross-validation of ``learners`` on ``table``.
 
@@ -73,6 +78,10 @@ def soak(
         Default: the current client, if any; otherwise Dask's local scheduler.
     progress : bool
         Show a progress bar of the fits.
+    checkpoint : path, optional
+        Directory where each finished fit's scores are saved as it arrives. Running again with
+        the same checkpoint and settings computes only the missing fits; other settings (data,
+        seed, folds, learners and their parameters, measures…) are refused, never mixed.
 
     Returns
     -------
@@ -85,6 +94,8 @@ def soak(
     measures = check_measures(measures, table.task)
     estimators = resolve_learners(learners, table.task, seed)
     client = _current_client() if client is None else client
+    # The data as given (before folds, which depend on the seed) identifies a checkpoint's run.
+    data_token = dask.base.tokenize(table.data) if checkpoint is not None else None
     if table.fold is None:
         table = _folds.assign_folds(table, n_folds or 10, seed, stratify=stratify)
     cols = [*table.features, table.label, table.subset, table.fold]
@@ -100,14 +111,41 @@ def soak(
         sorted(counts[table.label].unique().tolist()) if table.task == "classification" else None
     )
     splits, fits = make_plan(subsets, n_folds, train_types)
+    names = {s: str(s) for s in subsets}
+    settings = {
+        "title": "SOAK: Same/Other/All K-fold cross-validation",
+        "task": table.task,
+        "source": table.source,
+        **table.roles,
+        "seed": seed,
+        "n_folds": n_folds,
+        "train_types": list(train_types),
+        "measures": list(measures),
+        "stratify": stratify,
+        "classes": [str(c) for c in classes] if classes else None,
+        "learners": {name: repr(est) for name, est in estimators.items()},
+        "n_fits": len(fits) * len(estimators),
+        "n_distinct_train_sets": len(fits),
+    }
+    done = {}
+    if checkpoint is not None:
+        strata = [c for c in counts.columns if c not in (table.fold, "n")]
+        rows = counts.groupby(strata, observed=True)["n"].sum()
+        fingerprint = {"token": data_token, "rows": {str(k): int(n) for k, n in rows.items()}}
+        done = open_checkpoint(checkpoint, {**settings, "data": fingerprint})
+    todo = [
+        (fit_id, name) for fit_id in fits.index for name in estimators if (fit_id, name) not in done
+    ]
+    if done and progress:
+        print(f"SOAK: resuming, {len(done)} of {len(done) + len(todo)} fits already done")
     tasks = [
         dask.delayed(fit_and_score, pure=True)(
-            _fit_rows(data, table, fit),
-            est,
+            _fit_rows(data, table, fits.loc[fit_id]),
+            estimators[name],
             learner=name,
             fit_id=int(fit_id),
-            fold=int(fit.fold),
-            test_subsets=list(fit.test_subsets),
+            fold=int(fits.loc[fit_id, "fold"]),
+            test_subsets=list(fits.loc[fit_id, "test_subsets"]),
             features=list(table.features),
             label=table.label,
             subset=table.subset,
@@ -117,30 +155,17 @@ def soak(
             error_score=error_score,
             dask_key_name=f"soak-fit-{fit_id}-{name}",
         )
-        for fit_id, fit in fits.iterrows()
-        for name, est in estimators.items()
+        for fit_id, name in todo
     ]
-    records = [r for batch in _run(tasks, client, progress) for r in batch]
+    records = [r for batch in done.values() for r in batch]
+    for batch in _run(tasks, client, progress):
+        batch = [{**r, "test_subset": names[r["test_subset"]]} for r in batch]
+        if checkpoint is not None:
+            save_task(checkpoint, batch[0]["fit_id"], batch[0]["learner"], batch)
+        records.extend(batch)
     _warn_failures(records)
-    names = {s: str(s) for s in subsets}
-    for r in records:
-        r["test_subset"] = names[r["test_subset"]]
     splits = splits.assign(test_subset=splits["test_subset"].map(names))
-    settings = {
-        "title": "SOAK: Same/Other/All K-fold cross-validation",
-        "task": table.task,
-        "source": table.source,
-        **table.roles,
-        "seed": seed,
-        "n_folds": n_folds,
-        "train_types": list(train_types),
-        "stratify": stratify,
-        "classes": [str(c) for c in classes] if classes else None,
-        "learners": {name: repr(est) for name, est in estimators.items()},
-        "n_fits": len(tasks),
-        "n_distinct_train_sets": len(fits),
-        "versions": package_versions(),
-    }
+    settings["versions"] = package_versions()
     return build_dataset(
         records,
         splits,
@@ -277,9 +302,13 @@ def _run(tasks: list, client: Any, progress: bool) -> Iterator[Any]:
     """Yield task results as they finish, releasing each future once its result is here."""
     with progress_bar(len(tasks), "fits", enabled=progress, client=client) as bar:
         if client is None:
-            results = dask.compute(*tasks)
-            bar.update(len(tasks))
-            yield from results
+            # Dask's local scheduler returns only when all is done; a thread pool of per-task
+            # computations streams results (and checkpoints) as they finish.
+            with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
+                futures = [pool.submit(dask.compute, task, scheduler="sync") for task in tasks]
+                for future in futures_completed(futures):
+                    bar.update(1)
+                    yield future.result()[0]
             return
         from distributed import as_completed
 
