@@ -25,6 +25,7 @@ from .measures import check_measures, score
 from .plan import TRAIN_TYPES, check_train_types, make_plan
 from .progress import progress_bar
 from .results import build_dataset, encode_attrs, package_versions
+from .sizes import check_sizes, downsample, size_labels, size_plan
 from .table import Table
 
 
@@ -42,6 +43,9 @@ def soak(
     client: Any = None,
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
+    sizes: int = -1,
+    ratio: float = 0.5,
+    size_seeds: int = 1,
 ) -> xr.Dataset:
     """Same/Other/All K-fold cross-validation of ``learners`` on ``table``.
 
@@ -82,6 +86,15 @@ def soak(
         Directory where each finished fit's scores are saved as it arrives. Running again with
         the same checkpoint and settings computes only the missing fits; other settings (data,
         seed, folds, learners and their parameters, measures…) are refused, never mixed.
+    sizes : int
+        Down-sampled train sizes (mlr3resampling's ResamplingSameOtherSizesCV): -1 none;
+        0 also every train set down-sampled to the smallest train set of its test subset and
+        fold; n >= 1 also that size × ratio¹…ratioⁿ. Sizes count groups (rows without groups);
+        whole groups and label shares are kept. Results gain dims ``train_size`` and ``sample``.
+    ratio : float
+        Ratio between successive down-sampled sizes.
+    size_seeds : int
+        Independent down-samples of each size (the ``sample`` dim).
 
     Returns
     -------
@@ -91,6 +104,7 @@ def soak(
         ``.soak.pvalues()`` and ``.soak.summary()`` compare the train types.
     """
     train_types = check_train_types(train_types)
+    check_sizes(sizes, ratio, size_seeds)
     measures = check_measures(measures, table.task)
     estimators = resolve_learners(learners, table.task, seed)
     client = _current_client() if client is None else client
@@ -99,6 +113,8 @@ def soak(
     if table.fold is None:
         table = _folds.assign_folds(table, n_folds or 10, seed, stratify=stratify)
     cols = [*table.features, table.label, table.subset, table.fold]
+    if table.group is not None:
+        cols.append(table.group)
     data = table.data[cols]
     if persist:
         data = client.persist(data) if client is not None else data.persist()
@@ -111,6 +127,20 @@ def soak(
         sorted(counts[table.label].unique().tolist()) if table.task == "classification" else None
     )
     splits, fits = make_plan(subsets, n_folds, train_types)
+    extra_coords = {}
+    if sizes >= 0:
+        if table.group is not None:
+            by_subset = data.groupby(table.subset, observed=True)[table.group]
+            subset_groups = by_subset.nunique().compute()
+        else:
+            subset_groups = counts.groupby(table.subset, observed=True)["n"].sum()
+        splits, fits = size_plan(splits, fits, subset_groups, sizes, ratio, size_seeds)
+        extra_coords = {
+            "train_size": size_labels(sizes, ratio),
+            "sample": list(range(1, size_seeds + 1)),
+        }
+    else:
+        fits = fits.assign(n_groups=0, sample=0)
     names = {s: str(s) for s in subsets}
     settings = {
         "title": "SOAK: Same/Other/All K-fold cross-validation",
@@ -126,6 +156,9 @@ def soak(
         "learners": {name: repr(est) for name, est in estimators.items()},
         "n_fits": len(fits) * len(estimators),
         "n_distinct_train_sets": len(fits),
+        "sizes": sizes,
+        "ratio": ratio,
+        "size_seeds": size_seeds,
     }
     done = {}
     if checkpoint is not None:
@@ -153,6 +186,10 @@ def soak(
             measures=measures,
             classes=classes,
             error_score=error_score,
+            n_groups=int(fits.loc[fit_id, "n_groups"]),
+            sample=int(fits.loc[fit_id, "sample"]),
+            group=table.group,
+            seed=seed,
             dask_key_name=f"soak-fit-{fit_id}-{name}",
         )
         for fit_id, name in todo
@@ -174,6 +211,7 @@ def soak(
         n_folds,
         measures,
         encode_attrs(settings),
+        extra_coords,
     )
 
 
@@ -234,12 +272,21 @@ def fit_and_score(
     measures: Sequence[str],
     classes: list | None,
     error_score: float | str = np.nan,
+    n_groups: int = 0,
+    sample: int = 0,
+    group: str | None = None,
+    seed: int = 1,
 ) -> list[dict[str, Any]]:
     """Fit a clone of ``estimator`` on the train rows of ``frame`` and score each test block.
 
-    Runs on a worker. Returns one small record per test subset this fit serves.
+    Runs on a worker. With ``n_groups`` > 0 the train rows are first down-sampled to that many
+    groups (:func:`soak_dask.sizes.downsample`). Returns one small record per test subset this
+    fit serves.
     """
     train, blocks = split_frame(frame, fold, fold_column, subset, test_subsets)
+    if n_groups:
+        label_col = label if classes is not None else None
+        train = downsample(train, n_groups, group=group, label=label_col, seed=seed, sample=sample)
     base = {"learner": learner, "fit_id": fit_id, "n_train": len(train)}
     est = clone(estimator)
     start = time.perf_counter()

@@ -38,6 +38,7 @@ def build_dataset(
     n_folds: int,
     measures: Sequence[str],
     attrs: Mapping[str, Any],
+    extra_coords: Mapping[str, Sequence] | None = None,
 ) -> xr.Dataset:
     """Place per-(learner, fit, test subset) records on the splits they serve.
 
@@ -53,28 +54,32 @@ def build_dataset(
     measures : sequence of str
     attrs : mapping
         Run settings stored in ``Dataset.attrs``.
+    extra_coords : mapping, optional
+        Further split dims (``train_size``, ``sample``) and their ordered values; ``splits``
+        then has a column for each.
     """
     scores = pd.DataFrame.from_records(list(records))
     rows = splits.merge(scores, on=["fit_id", "test_subset"], how="left", validate="many_to_many")
     train_types = [t for t in ("same", "other", "all") if t in set(splits["train_type"])]
-    index = pd.MultiIndex.from_product(
-        [list(learners), list(subsets), range(1, n_folds + 1), train_types], names=DIMS
-    )
-    full = rows.set_index(list(DIMS)).reindex(index)
     coords = {
         "learner": np.array(learners, dtype=object),
         "test_subset": np.array(subsets, dtype=object),
         "fold": np.arange(1, n_folds + 1, dtype=np.int64),
         "train_type": np.array(train_types, dtype=object),
+        **{
+            k: np.array(v, dtype=object if isinstance(v[0], str) else np.int64)
+            for k, v in (extra_coords or {}).items()
+        },
     }
+    dims = list(coords)
+    index = pd.MultiIndex.from_product(list(coords.values()), names=dims)
+    full = rows.set_index(dims).reindex(index)
     # from_dataframe sorts each level; reindex restores the intended coordinate order.
     ds = xr.Dataset.from_dataframe(full[[*measures, *COUNTS, *TIMINGS]]).reindex(coords)
     for name in COUNTS:
         ds[name] = ds[name].astype(np.int64)
     fit_id = (
-        splits.set_index(list(DIMS[1:]))["fit_id"]
-        .to_xarray()
-        .reindex({k: coords[k] for k in DIMS[1:]})
+        splits.set_index(dims[1:])["fit_id"].to_xarray().reindex({k: coords[k] for k in dims[1:]})
     )
     ds = ds.assign_coords(fit_id=fit_id.astype(np.int64))
     for name in measures:

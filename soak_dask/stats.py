@@ -13,8 +13,9 @@ a paired t-test over folds, exactly as in the reference R implementation (mlr3re
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -281,6 +282,32 @@ def _compare_row(
     return row
 
 
+def _per_train_size(func: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
+    """Apply ``func`` per down-sampled train size (``train_size`` dim, from ``soak(sizes=…)``).
+
+    Down-samples of one size (``sample`` dim) are averaged first, so each fold has one value
+    and the tests stay over folds. The output gains a ``train_size`` column after test_subset.
+    """
+
+    @functools.wraps(func)
+    def wrapper(ds: xr.Dataset, *args: Any, **kwargs: Any) -> pd.DataFrame:
+        if "sample" in ds.dims:
+            ds = ds.mean("sample", keep_attrs=True)
+        if "train_size" not in ds.dims:
+            return func(ds, *args, **kwargs)
+        parts = [
+            func(ds.sel(train_size=size, drop=True), *args, **kwargs).assign(train_size=size)
+            for size in ds["train_size"].values
+        ]
+        out = pd.concat(parts, ignore_index=True)
+        columns = [c for c in out.columns if c != "train_size"]
+        columns.insert(columns.index("test_subset") + 1, "train_size")
+        return out[columns]
+
+    return wrapper
+
+
+@_per_train_size
 def pvalues(
     ds: xr.Dataset,
     measures: str | Iterable[str] | None = None,
@@ -382,6 +409,7 @@ def pvalues(
     return out.astype({"n": "int64", "reason": str})
 
 
+@_per_train_size
 def summary(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> pd.DataFrame:
     """Mean ± SD over folds of each measure, per learner, test subset and train type.
 

@@ -1,0 +1,157 @@
+"""Down-sampled train sizes, as mlr3resampling's ResamplingSameOtherSizesCV.
+
+Comparing same/other/all at their full sizes mixes two effects: *other* and *all* often have
+more rows. Down-sampling every train set of a test subset and fold to the size of the smallest
+one (and to that size × ratio, ratio², …) separates "more data" from "similar data".
+Sizes count groups (rows when there are no groups) nominally, as mlr3resampling does; whole
+groups are kept and the label proportions of the train set are kept.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .folds import seeded_hash
+
+FULL = "full"
+
+
+def size_labels(sizes: int, ratio: float) -> list[str]:
+    """Coordinate labels of the train_size dim: full, smallest, smallest*ratio, …"""
+    return [FULL, "smallest"] + [f"smallest*{ratio**i:g}" for i in range(1, sizes + 1)]
+
+
+def check_sizes(sizes: int, ratio: float, n_samples: int) -> None:
+    """Validate the down-sampling options."""
+    if not isinstance(sizes, int | np.integer) or sizes < -1:
+        raise ValueError(f"sizes={sizes!r}: use -1 (none), 0 (smallest) or n >= 1")
+    if not 0 < ratio < 1:
+        raise ValueError(f"ratio={ratio!r}: need 0 < ratio < 1")
+    if not isinstance(n_samples, int | np.integer) or n_samples < 1:
+        raise ValueError(f"size_seeds={n_samples!r}: need an integer of at least 1")
+
+
+def nominal_groups(subset_groups: pd.Series, n_folds: int) -> pd.DataFrame:
+    """Train-set sizes in groups per test subset, as mlr3resampling counts them.
+
+    same = ⌊G_σ (K−1)/K⌋ for a subset with G_σ groups, all = Σ same, other = all − same: the
+    same for every fold, so a size label means one number of groups per test subset.
+    """
+    k = n_folds
+    same = (subset_groups.astype(np.int64) * (k - 1)) // k
+    return pd.DataFrame({"same": same, "other": same.sum() - same, "all": same.sum()})
+
+
+def size_plan(
+    splits: pd.DataFrame,
+    fits: pd.DataFrame,
+    subset_groups: pd.Series,
+    sizes: int,
+    ratio: float = 0.5,
+    n_samples: int = 1,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Extend a plan from :func:`soak_dask.make_plan` with down-sampled train sets.
+
+    Parameters
+    ----------
+    splits, fits : DataFrame
+        The full-size plan.
+    subset_groups : Series
+        Groups (rows when there are no groups) per subset.
+    sizes : int
+        0: also each train set down-sampled to the smallest train set (of the chosen train
+        types) of its test subset; n >= 1: also that size × ratio¹…ratioⁿ.
+    ratio : float
+    n_samples : int
+        Independent down-samples of each size (the ``sample`` dim).
+
+    Returns
+    -------
+    splits : DataFrame
+        ``test_subset, fold, train_type, train_size, sample, fit_id, n_groups`` (0: the whole
+        train set).
+    fits : DataFrame
+        As before plus ``n_groups`` and ``sample`` (0 for full size).
+    """
+    labels = size_labels(sizes, ratio)
+    n_folds = int(splits["fold"].max())
+    nominal = nominal_groups(subset_groups, n_folds)
+    fit_rows = [(f.fold, f.train_subsets, f.test_subsets, 0, 0) for f in fits.itertuples()]
+    index = {(f[0], f[1], f[3], f[4]): i for i, f in enumerate(fit_rows)}
+    rows = []
+    for split in splits.itertuples():
+        full = nominal.loc[split.test_subset, split.train_type]
+        types = splits.loc[splits["test_subset"] == split.test_subset, "train_type"].unique()
+        smallest = nominal.loc[split.test_subset, list(types)].min()
+        fit = fits.loc[split.fit_id]
+        for sample in range(1, n_samples + 1):
+            row = (split.test_subset, split.fold, split.train_type)
+            rows.append((*row, FULL, sample, split.fit_id, 0))
+            for i, label in enumerate(labels[1:]):
+                target = max(1, int(smallest * ratio**i))
+                if target >= full:
+                    rows.append((*row, label, sample, split.fit_id, 0))
+                    continue
+                key = (fit.fold, fit.train_subsets, target, sample)
+                if key not in index:
+                    index[key] = len(fit_rows)
+                    fit_rows.append((fit.fold, fit.train_subsets, (), target, sample))
+                fit_id = index[key]
+                f = fit_rows[fit_id]
+                if split.test_subset not in f[2]:
+                    fit_rows[fit_id] = (f[0], f[1], (*f[2], split.test_subset), f[3], f[4])
+                rows.append((*row, label, sample, fit_id, target))
+    out_fits = pd.DataFrame(
+        fit_rows, columns=["fold", "train_subsets", "test_subsets", "n_groups", "sample"]
+    )
+    out_fits.index.name = "fit_id"
+    columns = ["test_subset", "fold", "train_type", "train_size", "sample", "fit_id", "n_groups"]
+    return pd.DataFrame(rows, columns=columns), out_fits
+
+
+def downsample(
+    train: pd.DataFrame,
+    n_groups: int,
+    *,
+    group: str | None,
+    label: str | None,
+    seed: int,
+    sample: int,
+) -> pd.DataFrame:
+    """Keep ``n_groups`` whole groups (rows without groups) of ``train``, label shares kept.
+
+    Groups are drawn in the order of a seeded hash of the group value (the row's position
+    without groups), so the same seed and sample give the same rows on any worker.
+    """
+    keys = (
+        pd.util.hash_array(train[group].to_numpy())
+        if group is not None
+        else np.arange(len(train), dtype=np.uint64)
+    )
+    units = pd.DataFrame(
+        {
+            "unit": train[group].to_numpy() if group is not None else np.arange(len(train)),
+            "label": train[label].to_numpy() if label is not None else 0,
+            "rank": seeded_hash(seed, np.uint64(sample), np.uint64(n_groups), keys),
+        }
+    ).drop_duplicates("unit")
+    shares = units["label"].value_counts(sort=False)
+    quota = _largest_remainder(shares.to_numpy(), n_groups)
+    chosen = []
+    for (value, _), q in zip(shares.items(), quota, strict=True):
+        pool = units[units["label"] == value].sort_values("rank")
+        chosen.append(pool["unit"].to_numpy()[:q])
+    keep = np.concatenate(chosen)
+    if group is not None:
+        return train.loc[train[group].isin(keep).to_numpy()]
+    return train.iloc[np.sort(keep)]
+
+
+def _largest_remainder(counts: np.ndarray, total: int) -> np.ndarray:
+    """Integer quotas proportional to ``counts`` summing to ``total`` (each at most its count)."""
+    exact = counts * total / counts.sum()
+    quota = np.floor(exact).astype(int)
+    order = np.argsort(-(exact - quota), kind="stable")
+    quota[order[: total - quota.sum()]] += 1
+    return np.minimum(quota, counts)
