@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
-import traceback
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,16 +14,18 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import xarray as xr
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator
 
 from . import folds as _folds
 from .checkpoint import open_checkpoint, save_task
+from .fitting import FitSpec, RunSpec, fit_and_score, partial_fit_step, score_incremental
+from .folds import seeded_hash
 from .learners import resolve_learners
-from .measures import check_measures, score
+from .measures import check_measures
 from .plan import TRAIN_TYPES, check_train_types, make_plan
 from .progress import progress_bar
 from .results import build_dataset, encode_attrs, package_versions
-from .sizes import check_sizes, downsample, size_labels, size_plan
+from .sizes import check_sizes, size_labels, size_plan
 from .table import Table
 
 
@@ -46,6 +46,9 @@ def soak(
     sizes: int = -1,
     ratio: float = 0.5,
     size_seeds: int = 1,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
 ) -> xr.Dataset:
     """Same/Other/All K-fold cross-validation of ``learners`` on ``table``.
 
@@ -95,6 +98,15 @@ def soak(
         Ratio between successive down-sampled sizes.
     size_seeds : int
         Independent down-samples of each size (the ``sample`` dim).
+    max_train_rows : int, optional
+        Fit on a seeded sample of about this many train rows (each row kept with probability
+        max_train_rows / train rows, so label shares are kept in expectation) when a train set is
+        larger; ``n_train`` records the rows used. Bounds the memory of a fit.
+    incremental : bool
+        Feed learners that have ``partial_fit`` (SGDClassifier, MultinomialNB, MLPClassifier…)
+        one block of train rows per task, so no worker holds a whole train set.
+    epochs : int
+        Passes over the train blocks for incremental learners (block order reshuffled, seeded).
 
     Returns
     -------
@@ -105,6 +117,10 @@ def soak(
     """
     train_types = check_train_types(train_types)
     check_sizes(sizes, ratio, size_seeds)
+    if max_train_rows is not None and (not isinstance(max_train_rows, int) or max_train_rows < 1):
+        raise ValueError(f"max_train_rows={max_train_rows!r}: need a positive integer or None")
+    if not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs={epochs!r}: need a positive integer")
     measures = check_measures(measures, table.task)
     estimators = resolve_learners(learners, table.task, seed)
     client = _current_client() if client is None else client
@@ -159,6 +175,9 @@ def soak(
         "sizes": sizes,
         "ratio": ratio,
         "size_seeds": size_seeds,
+        "max_train_rows": max_train_rows,
+        "incremental": incremental,
+        "epochs": epochs,
     }
     done = {}
     if checkpoint is not None:
@@ -171,26 +190,36 @@ def soak(
     ]
     if done and progress:
         print(f"SOAK: resuming, {len(done)} of {len(done) + len(todo)} fits already done")
+    run = RunSpec(
+        features=table.features,
+        label=table.label,
+        subset=table.subset,
+        fold_column=table.fold,
+        measures=tuple(measures),
+        classes=tuple(classes) if classes else None,
+        group=table.group,
+        error_score=error_score,
+        seed=seed,
+    )
+    train_rows = _train_rows_per_fit(counts, table, fits)
     tasks = [
-        dask.delayed(fit_and_score, pure=True)(
-            _fit_rows(data, table, fits.loc[fit_id]),
+        _fit_task(
+            data,
+            table,
+            fits.loc[fit_id],
+            FitSpec(
+                learner=name,
+                fit_id=int(fit_id),
+                fold=int(fits.loc[fit_id, "fold"]),
+                test_subsets=tuple(fits.loc[fit_id, "test_subsets"]),
+                n_groups=int(fits.loc[fit_id, "n_groups"]),
+                sample=int(fits.loc[fit_id, "sample"]),
+            ),
             estimators[name],
-            learner=name,
-            fit_id=int(fit_id),
-            fold=int(fits.loc[fit_id, "fold"]),
-            test_subsets=list(fits.loc[fit_id, "test_subsets"]),
-            features=list(table.features),
-            label=table.label,
-            subset=table.subset,
-            fold_column=table.fold,
-            measures=measures,
-            classes=classes,
-            error_score=error_score,
-            n_groups=int(fits.loc[fit_id, "n_groups"]),
-            sample=int(fits.loc[fit_id, "sample"]),
-            group=table.group,
-            seed=seed,
-            dask_key_name=f"soak-fit-{fit_id}-{name}",
+            run,
+            incremental=incremental and hasattr(estimators[name], "partial_fit"),
+            epochs=epochs,
+            fraction=min(1.0, max_train_rows / train_rows[fit_id]) if max_train_rows else 1.0,
         )
         for fit_id, name in todo
     ]
@@ -224,16 +253,99 @@ def _current_client() -> Any:
         return None
 
 
-def _fit_rows(data: dd.DataFrame, table: Table, fit: pd.Series) -> dd.DataFrame:
-    """The lazy rows one fit needs: its train blocks and the test blocks it predicts.
+def _fit_rows(
+    data: dd.DataFrame,
+    table: Table,
+    fit: pd.Series,
+    *,
+    train: bool = True,
+    test: bool = True,
+    fraction: float = 1.0,
+    seed: int = 1,
+) -> dd.DataFrame:
+    """The lazy rows one fit needs: its train blocks and/or the test blocks it predicts.
 
-    Filtering happens next to the data; only these rows reach the worker that fits.
+    Filtering happens next to the data; only these rows reach the worker that fits. With
+    ``fraction`` < 1 each train row is kept with that probability, decided by a seeded hash of
+    its (partition, position), so the sample is the same on any worker and never materialised
+    whole first.
     """
-    subset = data[table.subset]
-    in_fold = data[table.fold] == fit.fold
-    train = ~in_fold & subset.isin(list(fit.train_subsets))
-    test = in_fold & subset.isin(list(fit.test_subsets))
-    return data[train | test]
+    return data.map_partitions(
+        select_rows,
+        table.subset,
+        table.fold,
+        int(fit.fold),
+        tuple(fit.train_subsets) if train else (),
+        tuple(fit.test_subsets) if test else (),
+        fraction,
+        seed,
+        meta=data._meta,
+    )
+
+
+def select_rows(
+    part: pd.DataFrame,
+    subset: str,
+    fold_column: str,
+    fold: int,
+    train_subsets: tuple,
+    test_subsets: tuple,
+    fraction: float,
+    seed: int,
+    partition_info: dict | None = None,
+) -> pd.DataFrame:
+    """Rows of one partition in the given train and test blocks (train rows sampled)."""
+    in_fold = (part[fold_column] == fold).to_numpy()
+    sub = part[subset]
+    train = ~in_fold & sub.isin(list(train_subsets)).to_numpy()
+    if fraction < 1.0:
+        number = partition_info["number"] if partition_info else 0
+        h = seeded_hash(seed, np.uint64(number), np.arange(len(part), dtype=np.uint64))
+        train &= h < np.uint64(fraction * 2.0**64)
+    return part.loc[train | (in_fold & sub.isin(list(test_subsets)).to_numpy())]
+
+
+def _train_rows_per_fit(counts: pd.DataFrame, table: Table, fits: pd.DataFrame) -> pd.Series:
+    """Rows of each fit's full train set, from the block counts."""
+    blocks = counts.groupby([table.subset, table.fold], observed=True)["n"].sum()
+    return pd.Series(
+        {
+            fit_id: sum(n for (s, k), n in blocks.items() if s in f.train_subsets and k != f.fold)
+            for fit_id, f in fits.iterrows()
+        }
+    )
+
+
+def _fit_task(
+    data: dd.DataFrame,
+    table: Table,
+    fit_row: pd.Series,
+    fit: FitSpec,
+    estimator: BaseEstimator,
+    run: RunSpec,
+    *,
+    incremental: bool,
+    epochs: int,
+    fraction: float,
+) -> Any:
+    """The delayed result of one (fit, learner): one task, or a chain for ``partial_fit``."""
+    key = f"soak-fit-{fit.fit_id}-{fit.learner}"
+    if not incremental:
+        rows = _fit_rows(data, table, fit_row, fraction=fraction, seed=run.seed)
+        return dask.delayed(fit_and_score, pure=True)(rows, estimator, fit, run, dask_key_name=key)
+    # One task per block of train rows: a worker holds one block and the model at a time.
+    parts = _fit_rows(
+        data, table, fit_row, test=False, fraction=fraction, seed=run.seed
+    ).to_delayed()
+    state = estimator
+    for epoch in range(epochs):
+        order = np.argsort(seeded_hash(run.seed, np.uint64(epoch), np.arange(len(parts))))
+        for i in order:
+            state = dask.delayed(partial_fit_step, pure=True)(state, parts[i], run)
+    test = _fit_rows(data, table, fit_row, train=False)
+    return dask.delayed(score_incremental, pure=True)(
+        state, test, fit, run, epochs, dask_key_name=key
+    )
 
 
 def _check_blocks(counts: pd.DataFrame, table: Table, subsets: list, n_folds: int) -> None:
@@ -245,104 +357,6 @@ def _check_blocks(counts: pd.DataFrame, table: Table, subsets: list, n_folds: in
             f"{len(empty)} (subset, fold) test blocks are empty, e.g. {empty[:5]}: each subset "
             f"needs rows in every fold; use fewer folds (n_folds={n_folds}) or larger subsets"
         )
-
-
-def split_frame(
-    frame: pd.DataFrame, fold: int, fold_column: str, subset: str, test_subsets: Sequence
-) -> tuple[pd.DataFrame, dict[Any, pd.DataFrame]]:
-    """Split a fit's rows into its train rows and one test block per test subset."""
-    in_fold = (frame[fold_column] == fold).to_numpy()
-    test = frame.loc[in_fold]
-    blocks = {sub: test.loc[(test[subset] == sub).to_numpy()] for sub in test_subsets}
-    return frame.loc[~in_fold], blocks
-
-
-def fit_and_score(
-    frame: pd.DataFrame,
-    estimator: BaseEstimator,
-    *,
-    learner: str,
-    fit_id: int,
-    fold: int,
-    test_subsets: list,
-    features: list[str],
-    label: str,
-    subset: str,
-    fold_column: str,
-    measures: Sequence[str],
-    classes: list | None,
-    error_score: float | str = np.nan,
-    n_groups: int = 0,
-    sample: int = 0,
-    group: str | None = None,
-    seed: int = 1,
-) -> list[dict[str, Any]]:
-    """Fit a clone of ``estimator`` on the train rows of ``frame`` and score each test block.
-
-    Runs on a worker. With ``n_groups`` > 0 the train rows are first down-sampled to that many
-    groups (:func:`soak_dask.sizes.downsample`). Returns one small record per test subset this
-    fit serves.
-    """
-    train, blocks = split_frame(frame, fold, fold_column, subset, test_subsets)
-    if n_groups:
-        label_col = label if classes is not None else None
-        train = downsample(train, n_groups, group=group, label=label_col, seed=seed, sample=sample)
-    base = {"learner": learner, "fit_id": fit_id, "n_train": len(train)}
-    est = clone(estimator)
-    start = time.perf_counter()
-    try:
-        est.fit(train[features].to_numpy(np.float64), train[label].to_numpy())
-        message = ""
-    except Exception as err:  # noqa: BLE001 -- reported like scikit-learn's error_score
-        if error_score == "raise":
-            raise
-        message = "".join(traceback.format_exception_only(err)).strip()
-    fit_seconds = time.perf_counter() - start
-    records = []
-    for sub, block in blocks.items():
-        record = {**base, "test_subset": sub, "n_test": len(block), "fit_seconds": fit_seconds}
-        start = time.perf_counter()
-        if message:
-            values = dict.fromkeys(measures, error_score)
-        else:
-            values = _predict_and_score(
-                est,
-                block[features].to_numpy(np.float64),
-                block[label].to_numpy(),
-                measures,
-                classes,
-            )
-        record.update(values, predict_seconds=time.perf_counter() - start, message=message)
-        records.append(record)
-    return records
-
-
-def _predict_and_score(est, X, y, measures, classes) -> dict[str, float]:
-    if len(y) == 0:
-        return dict.fromkeys(measures, np.nan)
-    pred = est.predict(X)
-    proba = None
-    if classes is not None and {"auc", "log_loss"} & set(measures):
-        proba = _class_scores(est, X, classes)
-    with warnings.catch_warnings():
-        # A test block may lack some predicted classes; the measures are still well defined.
-        warnings.filterwarnings("ignore", message=".*y_pred contains classes not in y_true")
-        warnings.filterwarnings("ignore", message="A single label was found")
-        return score(measures, y, pred, proba, classes)
-
-
-def _class_scores(est, X, classes) -> np.ndarray | None:
-    """Probabilities in the table's class order (0 for classes unseen in training)."""
-    if hasattr(est, "predict_proba"):
-        raw = est.predict_proba(X)
-        proba = np.zeros((len(X), len(classes)))
-        index = {c: i for i, c in enumerate(classes)}
-        for j, c in enumerate(est.classes_):
-            proba[:, index[c]] = raw[:, j]
-        return proba
-    if hasattr(est, "decision_function") and len(est.classes_) == 2 == len(classes):
-        return est.decision_function(X).reshape(-1, 1)  # AUC only: not probabilities
-    return None
 
 
 def _run(tasks: list, client: Any, progress: bool) -> Iterator[Any]:
