@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import as_completed as futures_completed
+from functools import partial
 from typing import Any
 
 import dask
@@ -18,10 +20,19 @@ from sklearn.base import BaseEstimator
 
 from . import folds as _folds
 from .checkpoint import open_checkpoint, save_task
-from .fitting import FitSpec, RunSpec, fit_and_score, partial_fit_step, score_incremental
+from .fitting import (
+    FitSpec,
+    FitState,
+    RunSpec,
+    fit_and_score,
+    guard,
+    partial_fit_step,
+    score_fitted,
+)
 from .folds import seeded_hash
 from .learners import resolve_learners
 from .measures import check_measures
+from .onepass import block_stats, fit_from_stats, is_additive, train_stats
 from .plan import TRAIN_TYPES, check_train_types, make_plan
 from .progress import progress_bar
 from .results import build_dataset, encode_attrs, package_versions
@@ -49,6 +60,7 @@ def soak(
     max_train_rows: int | None = None,
     incremental: bool = False,
     epochs: int = 1,
+    onepass: bool = True,
 ) -> xr.Dataset:
     """Same/Other/All K-fold cross-validation of ``learners`` on ``table``.
 
@@ -107,6 +119,11 @@ def soak(
         one block of train rows per task, so no worker holds a whole train set.
     epochs : int
         Passes over the train blocks for incremental learners (block order reshuffled, seeded).
+    onepass : bool
+        Fit learners whose fit needs only additive statistics (featureless, LinearRegression,
+        Ridge, RidgeClassifier, LinearDiscriminantAnalysis, GaussianNB, optionally after a
+        StandardScaler) from one pass of per-block statistics, instead of one pass per fit.
+        Coefficients equal scikit-learn's fit on the rows up to rounding.
 
     Returns
     -------
@@ -178,6 +195,7 @@ def soak(
         "max_train_rows": max_train_rows,
         "incremental": incremental,
         "epochs": epochs,
+        "onepass": onepass,
     }
     done = {}
     if checkpoint is not None:
@@ -202,19 +220,32 @@ def soak(
         seed=seed,
     )
     train_rows = _train_rows_per_fit(counts, table, fits)
+    from_stats = _fits_from_stats(
+        table.with_fold(data, table.fold) if onepass else None,
+        [(fit_id, name) for fit_id, name in todo if fits.loc[fit_id, "n_groups"] == 0],
+        fits,
+        estimators,
+        subsets,
+        n_folds,
+        classes,
+        client,
+        run,
+        skip=max_train_rows is not None,
+    )
     tasks = [
-        _fit_task(
+        dask.delayed(score_fitted, pure=True)(
+            from_stats[fit_id, name],
+            _fit_rows(data, table, fits.loc[fit_id], train=False),
+            _fit_spec(fits, fit_id, name),
+            run,
+            dask_key_name=f"soak-fit-{fit_id}-{name}",
+        )
+        if (fit_id, name) in from_stats
+        else _fit_task(
             data,
             table,
             fits.loc[fit_id],
-            FitSpec(
-                learner=name,
-                fit_id=int(fit_id),
-                fold=int(fits.loc[fit_id, "fold"]),
-                test_subsets=tuple(fits.loc[fit_id, "test_subsets"]),
-                n_groups=int(fits.loc[fit_id, "n_groups"]),
-                sample=int(fits.loc[fit_id, "sample"]),
-            ),
+            _fit_spec(fits, fit_id, name),
             estimators[name],
             run,
             incremental=incremental and hasattr(estimators[name], "partial_fit"),
@@ -341,11 +372,64 @@ def _fit_task(
     for epoch in range(epochs):
         order = np.argsort(seeded_hash(run.seed, np.uint64(epoch), np.arange(len(parts))))
         for i in order:
-            state = dask.delayed(partial_fit_step, pure=True)(state, parts[i], run)
+            state = dask.delayed(partial_fit_step, pure=True)(state, parts[i], run, epoch == 0)
     test = _fit_rows(data, table, fit_row, train=False)
-    return dask.delayed(score_incremental, pure=True)(
-        state, test, fit, run, epochs, dask_key_name=key
+    return dask.delayed(score_fitted, pure=True)(state, test, fit, run, dask_key_name=key)
+
+
+def _fit_spec(fits: pd.DataFrame, fit_id: int, learner: str) -> FitSpec:
+    fit = fits.loc[fit_id]
+    return FitSpec(
+        learner=learner,
+        fit_id=int(fit_id),
+        fold=int(fit["fold"]),
+        test_subsets=tuple(fit["test_subsets"]),
+        n_groups=int(fit["n_groups"]),
+        sample=int(fit["sample"]),
     )
+
+
+def _fits_from_stats(
+    table: Table | None,
+    todo: list[tuple[int, str]],
+    fits: pd.DataFrame,
+    estimators: Mapping[str, BaseEstimator],
+    subsets: list,
+    n_folds: int,
+    classes: list | None,
+    client: Any,
+    run: RunSpec,
+    *,
+    skip: bool,
+) -> dict[tuple[int, str], FitState]:
+    """Fitted states of the additive learners' fits, from one pass of block statistics.
+
+    Empty when one-pass is off, no learner is additive, or the statistics cannot be made (e.g.
+    non-finite values): those fits then run on their rows and report their own failures.
+    """
+    todo = [(f, n) for f, n in todo if is_additive(estimators[n]) is not None]
+    if table is None or skip or not todo:
+        return {}
+    lazy = block_stats(table, subsets, n_folds, classes)
+    try:
+        stats = client.compute(lazy).result() if client is not None else lazy.compute()
+    except ValueError as err:
+        warnings.warn(f"one-pass statistics unavailable ({err}); fitting on rows", stacklevel=3)
+        return {}
+    out = {}
+    for fit_id, name in todo:
+        pooled = train_stats(stats, fits.loc[fit_id, "train_subsets"], fits.loc[fit_id, "fold"])
+        start = time.perf_counter()
+        fitted, message = guard(run, partial(fit_from_stats, estimators[name], pooled))
+        state = FitState(
+            estimators[name] if fitted is None else fitted,
+            n_train=int(pooled.n_rows),
+            seconds=time.perf_counter() - start,
+            message=message,
+            started=True,
+        )
+        out[fit_id, name] = state
+    return out
 
 
 def _check_blocks(counts: pd.DataFrame, table: Table, subsets: list, n_folds: int) -> None:

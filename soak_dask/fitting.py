@@ -6,6 +6,7 @@ import copy
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,13 +82,18 @@ def fit_and_score(
         )
     state = FitState(clone(estimator), n_train=len(train))
     start = time.perf_counter()
-    state.message = _guard(run, lambda: state.estimator.fit(*_xy(train, run)))
+    _, state.message = guard(run, lambda: state.estimator.fit(*_xy(train, run)))
     state.seconds = time.perf_counter() - start
     return score_blocks(state, blocks, fit, run)
 
 
-def partial_fit_step(state: FitState | BaseEstimator, part: pd.DataFrame, run: RunSpec) -> FitState:
-    """Feed one block of train rows to ``partial_fit`` (the first call starts from a clone)."""
+def partial_fit_step(
+    state: FitState | BaseEstimator, part: pd.DataFrame, run: RunSpec, count_rows: bool = True
+) -> FitState:
+    """Feed one block of train rows to ``partial_fit`` (the first call starts from a clone).
+
+    ``count_rows`` is False after the first epoch, so ``n_train`` counts each row once.
+    """
     # A copy, never the previous task's object: a retried task must see its own input.
     state = FitState(clone(state)) if not isinstance(state, FitState) else copy.deepcopy(state)
     if state.message or len(part) == 0:
@@ -95,21 +101,20 @@ def partial_fit_step(state: FitState | BaseEstimator, part: pd.DataFrame, run: R
     X, y = _xy(part, run)
     kwargs = {"classes": np.asarray(run.classes)} if run.classes is not None else {}
     start = time.perf_counter()
-    state.message = _guard(run, lambda: state.estimator.partial_fit(X, y, **kwargs))
+    _, state.message = guard(run, lambda: state.estimator.partial_fit(X, y, **kwargs))
     state.seconds += time.perf_counter() - start
-    state.n_train += len(part)
+    state.n_train += len(part) if count_rows else 0
     state.started = True
     return state
 
 
-def score_incremental(
-    state: FitState, test: pd.DataFrame, fit: FitSpec, run: RunSpec, epochs: int
+def score_fitted(
+    state: FitState, test: pd.DataFrame, fit: FitSpec, run: RunSpec
 ) -> list[dict[str, Any]]:
-    """Score an incrementally fitted learner on the test blocks it serves."""
+    """Score a learner fitted elsewhere (incrementally, or from block statistics)."""
     _, blocks = split_frame(test, fit.fold, run.fold_column, run.subset, fit.test_subsets)
     if not state.started and not state.message:
-        state.message = "no train rows reached partial_fit"
-    state.n_train //= max(epochs, 1)  # rows were counted once per epoch
+        state.message = "no train rows reached the learner"
     return score_blocks(state, blocks, fit, run)
 
 
@@ -144,15 +149,15 @@ def _xy(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
     return frame[list(run.features)].to_numpy(np.float64), frame[run.label].to_numpy()
 
 
-def _guard(run: RunSpec, call: Any) -> str:
-    """Run ``call``; a failure becomes a message (scikit-learn's ``error_score``) or raises."""
+def guard(run: RunSpec, call: Callable[[], Any]) -> tuple[Any, str]:
+    """``call()`` and ``""``; a failure gives ``(None, message)`` (scikit-learn's
+    ``error_score``), or raises with ``error_score="raise"``."""
     try:
-        call()
+        return call(), ""
     except Exception as err:  # noqa: BLE001 -- reported like scikit-learn's error_score
         if run.error_score == "raise":
             raise
-        return "".join(traceback.format_exception_only(err)).strip()
-    return ""
+        return None, "".join(traceback.format_exception_only(err)).strip()
 
 
 def _predict_and_score(est, X: np.ndarray, y: np.ndarray, run: RunSpec) -> dict[str, float]:
