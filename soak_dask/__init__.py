@@ -12,6 +12,7 @@ from .folds import assign_folds, block_counts
 from .learners import BUILTIN as BUILTIN_LEARNERS
 from .learners import builtin_learner
 from .plan import TRAIN_TYPES, make_plan
+from .raster import NodataWarning, raster_table
 from .results import from_dataframe, open_results, save_results
 from .splitter import SameOtherAllCV
 from .stats import pvalues, summary
@@ -24,6 +25,7 @@ except PackageNotFoundError:  # running from a source tree without installation
 
 __all__ = [
     "BUILTIN_LEARNERS",
+    "NodataWarning",
     "SameOtherAllCV",
     "TRAIN_TYPES",
     "Table",
@@ -35,6 +37,7 @@ __all__ = [
     "make_plan",
     "open_results",
     "pvalues",
+    "raster_table",
     "save_results",
     "soak",
     "summary",

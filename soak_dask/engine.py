@@ -164,7 +164,7 @@ def soak(
     if sizes >= 0:
         if table.group is not None:
             by_subset = data.groupby(table.subset, observed=True)[table.group]
-            subset_groups = by_subset.nunique().compute()
+            subset_groups = by_subset.nunique(split_out=1).compute()
         else:
             subset_groups = counts.groupby(table.subset, observed=True)["n"].sum()
         splits, fits = size_plan(splits, fits, subset_groups, sizes, ratio, size_seeds)

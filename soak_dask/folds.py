@@ -247,7 +247,7 @@ def _warn_small_strata(strata: pd.Series, keys: list[str], n_folds: int) -> None
 def _assign_group_folds(table: Table, keys: list[str], n_folds: int, seed: int) -> dd.DataFrame:
     group = table.group
     data = table.data
-    sizes = data.groupby([group, *keys], dropna=False, observed=True).size().compute()
+    sizes = data.groupby([group, *keys], dropna=False, observed=True).size(split_out=1).compute()
     sizes = sizes.rename("n").reset_index()
     _check_na_keys(sizes, [group, *keys])
     for key in keys:
@@ -304,7 +304,7 @@ def block_counts(table: Table) -> pd.DataFrame:
     keys = [table.subset, table.fold]
     if table.task == "classification":
         keys.append(table.label)
-    sizes = table.data.groupby(keys, dropna=False, observed=True).size().compute()
+    sizes = table.data.groupby(keys, dropna=False, observed=True).size(split_out=1).compute()
     counts = sizes.rename("n").reset_index()
     _check_na_keys(counts, keys)
     if table.task == "regression":
