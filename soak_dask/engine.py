@@ -20,6 +20,7 @@ from sklearn.base import BaseEstimator
 
 from . import folds as _folds
 from .checkpoint import open_checkpoint, save_task
+from .checks import check_blocks, check_features, check_folds_within_groups
 from .fitting import (
     FitSpec,
     FitState,
@@ -143,7 +144,8 @@ def soak(
     client = _current_client() if client is None else client
     # The data as given (before folds, which depend on the seed) identifies a checkpoint's run.
     data_token = dask.base.tokenize(table.data) if checkpoint is not None else None
-    if table.fold is None:
+    user_folds = table.fold is not None
+    if not user_folds:
         table = _folds.assign_folds(table, n_folds or 10, seed, stratify=stratify)
     cols = [*table.features, table.label, table.subset, table.fold]
     if table.group is not None:
@@ -155,7 +157,10 @@ def soak(
     counts = _folds.block_counts(table)
     n_folds = _folds.check_fold_values(counts, table.fold, n_folds)
     subsets = sorted(counts[table.subset].unique().tolist())
-    _check_blocks(counts, table, subsets, n_folds)
+    check_blocks(counts, table, subsets, n_folds)
+    check_features(data, table.features)
+    if user_folds:
+        check_folds_within_groups(table)
     classes = (
         sorted(counts[table.label].unique().tolist()) if table.task == "classification" else None
     )
@@ -430,17 +435,6 @@ def _fits_from_stats(
         )
         out[fit_id, name] = state
     return out
-
-
-def _check_blocks(counts: pd.DataFrame, table: Table, subsets: list, n_folds: int) -> None:
-    blocks = counts.groupby([table.subset, table.fold], observed=True)["n"].sum()
-    full = pd.MultiIndex.from_product([subsets, range(1, n_folds + 1)])
-    empty = [b for b in full if blocks.get(b, 0) == 0]
-    if empty:
-        raise ValueError(
-            f"{len(empty)} (subset, fold) test blocks are empty, e.g. {empty[:5]}: each subset "
-            f"needs rows in every fold; use fewer folds (n_folds={n_folds}) or larger subsets"
-        )
 
 
 def _run(tasks: list, client: Any, progress: bool) -> Iterator[Any]:
