@@ -18,6 +18,18 @@ from .splitter import SameOtherAllCV
 from .stats import pvalues, summary
 from .table import Table, load_table
 
+# Figures and reports need matplotlib: imported on first use, not with the package.
+_LAZY = {"plot_soak": "plot", "plot_datasets": "plot", "write_report": "report"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'soak_dask' has no attribute {name!r}")
+
+
 try:
     __version__ = version("soak_dask")
 except PackageNotFoundError:  # running from a source tree without installation
@@ -36,9 +48,12 @@ __all__ = [
     "load_table",
     "make_plan",
     "open_results",
+    "plot_datasets",
+    "plot_soak",
     "pvalues",
     "raster_table",
     "save_results",
     "soak",
     "summary",
+    "write_report",
 ]

@@ -24,3 +24,9 @@ class SoakAccessor:
     def summary(self, measures: Any = None) -> pd.DataFrame:
         """Mean ± SD per learner × test subset × train type; see :func:`soak_dask.stats.summary`."""
         return stats.summary(self._ds, measures)
+
+    def plot(self, measure: str = "error", learners: Any = None, **kwargs: Any) -> Any:
+        """Paper-style matplotlib Figure of each fold; see :func:`soak_dask.plot.plot_soak`."""
+        from .plot import plot_soak  # matplotlib is imported only when a figure is drawn
+
+        return plot_soak(self._ds, measure, learners, **kwargs)

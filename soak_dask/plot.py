@@ -1,0 +1,582 @@
+"""Paper-style figures of SOAK results (matplotlib only).
+
+- :func:`plot_soak` draws Figure 3 of the SOAK paper for one results Dataset: per learner a
+  block of panels, one panel per test subset, showing the test error of every fold and its
+  mean ± SD when training on the same, other and all subsets, with the paired t-test of
+  other−same and all−same written under each row.
+- :func:`plot_datasets` draws Figures 4–5 across data sets: per data set, the range over its
+  test subsets of the mean difference other−same and all−same, beside the range of log10(p).
+
+Both return the :class:`matplotlib.figure.Figure` (made with pyplot, so Jupyter shows it) and
+never call ``plt.show()``; close it with ``plt.close(fig)`` when drawing many.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import xarray as xr
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
+
+from .results import MEASURE_NAMES, from_dataframe
+from .stats import RESULT_DIMS, pvalues, validate_results
+
+__all__ = [
+    "COLORS",
+    "ORDERS",
+    "check_choice",
+    "datasets_table",
+    "format_comparison",
+    "format_pvalue",
+    "plot_datasets",
+    "plot_soak",
+]
+
+#: Colour of each train type (Okabe-Ito palette, readable by colour-blind readers).
+COLORS: dict[str, str] = {"same": "#000000", "other": "#D55E00", "all": "#0072B2"}
+
+#: Panel orders of plot_soak.
+ORDERS: tuple[str, ...] = ("name", "effect")
+_MINUS = "\u2212"  # typographic minus: "other−same" reads as a difference, not a hyphenation
+# plot_soak layout in inches. A panel column is wide enough for "other−same +12.3, p<0.0001"
+# at 7 pt; the gaps hold 8-9 pt text (y tick labels, panel titles, x tick labels).
+_PANEL_WIDTH = 3.0
+_ROW_HEIGHT = 0.34  # one train type in a panel
+_LEFT, _RIGHT, _PANEL_GAP = 0.6, 0.15, 0.2
+_LEGEND, _LEARNER_TITLE, _PANEL_TITLE, _TICKS, _XLABEL = 0.35, 0.3, 0.22, 0.28, 0.3
+_DATASET_ROW = 0.4  # one data set in plot_datasets
+
+
+# ------------------------------------------------------------------------------ text
+
+
+def format_pvalue(p: float) -> str:
+    """Short p-value text: ``"p=0.0012"``, ``"p=0.31"``, ``"p<0.0001"`` or ``"p=NA"``.
+
+    Examples
+    --------
+    >>> [format_pvalue(p) for p in (0.001234, 0.31, 3e-7, float("nan"))]
+    ['p=0.0012', 'p=0.31', 'p<0.0001', 'p=NA']
+    """
+    if not np.isfinite(p):
+        return "p=NA"
+    if p < 1e-4:
+        return "p<0.0001"
+    return f"p={p:.2g}"
+
+
+def format_comparison(compare: str, mean_diff: float, p: float) -> str:
+    """Text of one paired test, e.g. ``"other−same +2.31, p=0.0012"``.
+
+    Examples
+    --------
+    >>> format_comparison("all", -0.5, 0.31)
+    'all−same −0.5, p=0.31'
+    """
+    diff = "NA" if not np.isfinite(mean_diff) else f"{mean_diff:+.3g}".replace("-", _MINUS)
+    return f"{compare}{_MINUS}same {diff}, {format_pvalue(p)}"
+
+
+def _measure_label(ds: xr.Dataset, measure: str) -> str:
+    """Axis label of a measure: its long_name attr, else the package's name for it."""
+    return str(ds[measure].attrs.get("long_name", MEASURE_NAMES.get(measure, measure)))
+
+
+# ------------------------------------------------------------------------------ plot_soak
+
+
+def _select_learners(ds: xr.Dataset, learners: str | Iterable[str] | None) -> list[str]:
+    """Learner names to draw, in the order asked (default: the coordinate's order)."""
+    available = [str(v) for v in ds["learner"].values]
+    if learners is None:
+        return available
+    wanted = [learners] if isinstance(learners, str) else [str(v) for v in learners]
+    unknown = [name for name in wanted if name not in available]
+    if unknown or not wanted:
+        raise ValueError(
+            f"learners={wanted!r} names {unknown or 'no learner'}; "
+            f"the results have learners {available}"
+        )
+    return wanted
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """Raise a ValueError naming option `name` unless `value` is one of `choices`."""
+    if value not in choices:
+        raise ValueError(f"{name}={value!r} is not supported; choose one of {list(choices)}")
+
+
+def _other_effect(table: pd.DataFrame, index: str, value: str) -> pd.Series:
+    """Column `value` of the other−same rows per `index`; all−same where other is undefined.
+
+    With one subset there is no "other", but the order should still follow an effect.
+    """
+    wide = table.pivot(index=index, columns="compare", values=value)
+    effect = wide["other"] if "other" in wide else pd.Series(np.nan, index=wide.index)
+    if "all" in wide:
+        effect = effect.fillna(wide["all"])
+    return effect
+
+
+def _subset_order(subsets: list[str], tests: pd.DataFrame, order: str) -> list[str]:
+    """Test subsets by name, or by decreasing effect with undefined effects last."""
+    by_name = sorted(subsets)
+    if order == "name":
+        return by_name
+    effect = _other_effect(tests, "test_subset", "mean_diff").abs()
+    # sorted() is stable, so equal effects keep name order.
+    return sorted(by_name, key=lambda s: -effect[s] if np.isfinite(effect[s]) else math.inf)
+
+
+def _draw_panel(
+    ax: Axes, values: np.ndarray, train_types: list[str], texts: dict[str, str], title: str
+) -> None:
+    """One test subset: per train type (a row, same on top) fold dots and mean ± SD.
+
+    `values` is (fold, train_type); `texts` maps a compare train type to its test's text.
+    Dots sit just above the row's line, mean ± SD on it and the text just under it, so the
+    three never overlap.
+    """
+    for row, train_type in enumerate(train_types):
+        color = COLORS.get(train_type, "#555555")
+        folds = values[:, row]
+        finite = folds[np.isfinite(folds)]
+        ax.plot(
+            folds,
+            np.full(folds.shape, row - 0.22),
+            "o",
+            ms=4,
+            mfc="none",
+            mew=1,
+            color=color,
+            gid=f"folds:{train_type}",
+        )
+        if finite.size:
+            mean = finite.mean()
+            sd = finite.std(ddof=1) if finite.size > 1 else 0.0
+            ax.plot(
+                [mean - sd, mean, mean + sd],
+                [row] * 3,
+                "-",
+                lw=2,
+                color=color,
+                marker="D",
+                ms=4,
+                markevery=[1],
+                gid=f"mean_sd:{train_type}",
+            )
+        if train_type in texts:
+            ax.text(
+                0.02,
+                row + 0.3,
+                texts[train_type],
+                transform=ax.get_yaxis_transform(),
+                fontsize=7,
+                va="center",
+                ha="left",
+                color=color,
+                gid=f"pvalue:{train_type}",
+            )
+    ax.set_title(title, fontsize=9, pad=3, y=1.0)  # a fixed y skips costly auto-placement
+    ax.grid(axis="x", color="#dddddd", lw=0.6)
+    ax.set_axisbelow(True)
+    ax.tick_params(labelsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+
+
+def _learner_block(
+    fig: Figure,
+    top: float,
+    learner: str,
+    values: xr.DataArray,
+    tests: pd.DataFrame,
+    subsets: list[str],
+    ncols: int,
+    xlabel: str,
+) -> float:
+    """Draw one learner's wrapped grid of panels from `top` (inches below the figure's top).
+
+    The layout is computed in inches rather than by a layout engine: constrained layout
+    takes seconds per draw for 100 panels, and every size here is known in advance.
+    Returns the inches from the figure's top to the end of this block.
+    """
+    width, height = fig.get_size_inches()
+    nrows = math.ceil(len(subsets) / ncols)
+    train_types = [str(t) for t in values["train_type"].values]
+    axes_height = len(train_types) * _ROW_HEIGHT
+    grid_top = top + _LEARNER_TITLE + _PANEL_TITLE
+    grid_bottom = grid_top + nrows * axes_height + (nrows - 1) * (_PANEL_TITLE + _TICKS)
+    axes_width = (width - _LEFT - _RIGHT - (ncols - 1) * _PANEL_GAP) / ncols
+    grid = fig.add_gridspec(
+        nrows,
+        ncols,
+        left=_LEFT / width,
+        right=1 - _RIGHT / width,
+        top=1 - grid_top / height,
+        bottom=1 - grid_bottom / height,
+        wspace=_PANEL_GAP / axes_width,
+        hspace=(_PANEL_TITLE + _TICKS) / axes_height,
+    )
+    axes = grid.subplots(sharex=True, sharey=True, squeeze=False)
+    texts: dict[str, dict[str, str]] = {s: {} for s in subsets}
+    for row in tests.itertuples(index=False):
+        texts[row.test_subset][row.compare] = format_comparison(
+            row.compare, row.mean_diff, row.p_paired
+        )
+    for i, subset in enumerate(subsets):
+        ax = axes.flat[i]
+        ax.set_gid(f"panel:{learner}:{subset}")  # names the panel, also as an SVG element id
+        # Tick labels under every panel: in a tall grid the reader should not count rows.
+        ax.xaxis.set_tick_params(labelbottom=True)
+        _draw_panel(
+            ax,
+            values.sel(test_subset=subset).transpose("fold", "train_type").values,
+            train_types,
+            texts[subset],
+            f"test subset {subset}",
+        )
+    for ax in axes.flat[len(subsets) :]:
+        ax.remove()
+    first = axes.flat[0]
+    first.set_yticks(range(len(train_types)), train_types)
+    # Same on top; the extra room at the bottom holds the last row's p-value text.
+    first.set_ylim(len(train_types) - 0.4, -0.55)
+    fig.text(
+        0.005,
+        1 - (top + 0.05) / height,
+        f"learner: {learner}",
+        fontsize=11,
+        fontweight="bold",
+        va="top",
+        gid=f"learner:{learner}",
+    )
+    fig.text(
+        (_LEFT + (width - _LEFT - _RIGHT) / 2) / width,
+        1 - (grid_bottom + _TICKS) / height,
+        xlabel,
+        fontsize=9,
+        ha="center",
+        va="top",
+    )
+    return grid_bottom + _TICKS + _XLABEL
+
+
+def _legend_handles() -> list[Line2D]:
+    return [
+        Line2D([], [], ls="none", marker="o", mfc="none", color="#555555", label="one test fold"),
+        Line2D([], [], ls="-", lw=2, marker="D", ms=4, color="#555555", label="mean ± SD"),
+        Line2D([], [], ls="none", label="text: mean difference and paired t-test p over folds"),
+    ]
+
+
+def _soak_figsize(n_learners: int, n_subsets: int, ncols: int, n_types: int) -> tuple[float, float]:
+    """Figure size (inches) that `_learner_block` fills exactly."""
+    nrows = math.ceil(n_subsets / ncols)
+    grid = nrows * n_types * _ROW_HEIGHT + (nrows - 1) * (_PANEL_TITLE + _TICKS)
+    block = _LEARNER_TITLE + _PANEL_TITLE + grid + _TICKS + _XLABEL
+    return _LEFT + ncols * _PANEL_WIDTH - _PANEL_GAP + _RIGHT, _LEGEND + n_learners * block
+
+
+def plot_soak(
+    ds: xr.Dataset,
+    measure: str = "error",
+    learners: str | Iterable[str] | None = None,
+    *,
+    order: str = "name",
+    ncols: int | None = None,
+) -> Figure:
+    """Figure 3 of the SOAK paper: each fold's test score for same, other and all.
+
+    Per learner, a block of panels (wrapped into rows of at most `ncols`), one per test subset.
+    In a panel each train type is a row (same on top): hollow dots are the folds' scores, the
+    diamond and bar their mean ± SD, and the text under the other and all rows gives the mean
+    difference to same and the two-sided paired t-test p over folds
+    (:func:`soak_dask.stats.pvalues`). Panels of one learner share their x axis.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        SOAK results (dims ``learner``, ``test_subset``, ``fold``, ``train_type``).
+    measure : str, default "error"
+        Data variable to draw (test error in percent for classification).
+    learners : str or iterable of str, optional
+        Learners to draw, in this order. Default: all.
+    order : {"name", "effect"}, default "name"
+        Panel order within each learner: test subsets by name, or by decreasing
+        |mean difference other−same| of that learner (all−same when other is undefined,
+        e.g. one subset; undefined effects last).
+    ncols : int, optional
+        Panels per row. Default ``min(number of test subsets, 5)``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Sized from the grid: 3 in per panel column, about 1.6 in per panel row.
+
+    Raises
+    ------
+    ValueError
+        If `ds` is not a results Dataset, `measure` is missing, a learner is unknown, or
+        `order`/`ncols` is invalid.
+
+    Examples
+    --------
+    >>> fig = plot_soak(results, "error", order="effect")  # doctest: +SKIP
+    >>> fig.savefig("soak_error.png")  # doctest: +SKIP
+    """
+    validate_results(ds, measure)
+    check_choice("order", order, ORDERS)
+    chosen = _select_learners(ds, learners)
+    subsets = [str(s) for s in ds["test_subset"].values]
+    if ncols is None:
+        ncols = min(len(subsets), 5)
+    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
+        raise ValueError(f"ncols must be a positive integer, got ncols={ncols!r}")
+    ncols = min(ncols, len(subsets))
+    fig = plt.figure(
+        figsize=_soak_figsize(len(chosen), len(subsets), ncols, ds.sizes["train_type"])
+    )
+    tests = pvalues(ds, measure)
+    tests["test_subset"] = tests["test_subset"].astype(str)
+    tests["learner"] = tests["learner"].astype(str)
+    values = ds[measure].assign_coords(
+        learner=[str(v) for v in ds["learner"].values], test_subset=subsets
+    )
+    xlabel = _measure_label(ds, measure)
+    top = _LEGEND
+    for learner in chosen:
+        learner_tests = tests[tests["learner"] == learner]
+        top = _learner_block(
+            fig,
+            top,
+            learner,
+            values.sel(learner=learner),
+            learner_tests,
+            _subset_order(subsets, learner_tests, order),
+            ncols,
+            xlabel,
+        )
+    fig.legend(handles=_legend_handles(), loc="upper center", ncols=3, frameon=False, fontsize=8)
+    return fig
+
+
+# ------------------------------------------------------------------------------ plot_datasets
+
+
+def _as_datasets(results: Mapping[str, xr.Dataset] | pd.DataFrame) -> dict[str, xr.Dataset]:
+    """Name → results Dataset, from a mapping or a tidy frame with a ``data`` column."""
+    if isinstance(results, pd.DataFrame):
+        if "data" not in results.columns:
+            raise ValueError(
+                "a results frame needs a 'data' column naming each row's data set, and the "
+                f"columns {list(RESULT_DIMS)} plus one per measure; got {list(results.columns)}"
+            )
+        return {
+            str(name): from_dataframe(group.drop(columns="data"))
+            for name, group in results.groupby("data", sort=False)
+        }
+    if not isinstance(results, Mapping):
+        raise TypeError(
+            "results must be a mapping {data set name: results Dataset} or a tidy DataFrame "
+            f"with a 'data' column, got {type(results).__name__}"
+        )
+    if not results:
+        raise ValueError("results is empty: pass at least one data set")
+    return {str(name): ds for name, ds in results.items()}
+
+
+def _common_learner(datasets: dict[str, xr.Dataset], learner: str | None) -> str:
+    """The learner to compare across data sets; every data set must have it."""
+    per_data = {name: [str(v) for v in ds["learner"].values] for name, ds in datasets.items()}
+    if learner is not None:
+        lacking = [name for name, names in per_data.items() if learner not in names]
+        if lacking:
+            raise ValueError(
+                f"learner={learner!r} is missing from data set(s) {lacking}; "
+                f"their learners: { {n: per_data[n] for n in lacking} }"
+            )
+        return learner
+    common = set.intersection(*(set(names) for names in per_data.values()))
+    if len(common) != 1:
+        raise ValueError(
+            f"learner=None is ambiguous: the data sets share the learners {sorted(common)}; "
+            "pass learner=<one of them>"
+            if common
+            else "the data sets share no learner; pass data sets that all have one learner"
+        )
+    return common.pop()
+
+
+def datasets_table(
+    results: Mapping[str, xr.Dataset] | pd.DataFrame,
+    measure: str = "error",
+    learner: str | None = None,
+) -> pd.DataFrame:
+    """Per data set and compare type, the range over test subsets of the paired tests.
+
+    Parameters
+    ----------
+    results : mapping or pandas.DataFrame
+        ``{data set name: results Dataset}``, or a tidy frame with columns ``data``,
+        ``learner``, ``test_subset``, ``fold``, ``train_type`` and the measure.
+    measure : str, default "error"
+    learner : str, optional
+        Learner to compare; needed when the data sets share more than one.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per data set × compare (``other``, ``all``), in the order of `results`, with
+        ``data``, ``learner``, ``compare``, ``n_subsets`` (test subsets with a defined difference),
+        ``diff_min``, ``diff_mean``, ``diff_max`` (of the mean difference compare−same) and
+        ``log10p_min``, ``log10p_mean``, ``log10p_max`` (of the paired t-test p; p=0 counts
+        as the smallest positive float).
+    """
+    datasets = _as_datasets(results)
+    for name, ds in datasets.items():
+        try:
+            validate_results(ds, measure)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"data set {name!r}: {err}") from err
+    learner = _common_learner(datasets, learner)
+    rows = []
+    for name, ds in datasets.items():
+        tests = pvalues(ds, measure)
+        tests = tests[tests["learner"].astype(str) == learner]
+        for compare, part in tests.groupby("compare", sort=False):
+            diff = part["mean_diff"].dropna()
+            p = part["p_paired"].dropna()
+            log_p = np.log10(np.maximum(p.to_numpy(), np.finfo(np.float64).tiny))
+            rows.append(
+                {
+                    "data": name,
+                    "learner": learner,
+                    "compare": compare,
+                    "n_subsets": diff.size,
+                    "diff_min": diff.min() if diff.size else math.nan,
+                    "diff_mean": diff.mean() if diff.size else math.nan,
+                    "diff_max": diff.max() if diff.size else math.nan,
+                    "log10p_min": log_p.min() if log_p.size else math.nan,
+                    "log10p_mean": log_p.mean() if log_p.size else math.nan,
+                    "log10p_max": log_p.max() if log_p.size else math.nan,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _dataset_order(table: pd.DataFrame) -> list[str]:
+    """Data sets by decreasing mean other−same difference (all−same if other is undefined)."""
+    effect = _other_effect(table, "data", "diff_mean")
+    names = list(dict.fromkeys(table["data"]))
+    return sorted(names, key=lambda n: -effect[n] if np.isfinite(effect[n]) else math.inf)
+
+
+def _draw_ranges(ax: Axes, table: pd.DataFrame, rows: dict[str, int], column: str) -> None:
+    """Min–max segment and mean dot per data set, one colour and vertical offset per compare."""
+    compares = list(dict.fromkeys(table["compare"]))
+    for k, compare in enumerate(compares):
+        part = table[table["compare"] == compare]
+        y = part["data"].map(rows).to_numpy() + 0.18 * (k - (len(compares) - 1) / 2)
+        color = COLORS.get(compare, "#555555")
+        ax.hlines(
+            y,
+            part[f"{column}_min"],
+            part[f"{column}_max"],
+            color=color,
+            lw=2.5,
+            label=f"{compare}{_MINUS}same",
+            gid=f"{column}:{compare}",
+        )
+        ax.plot(part[f"{column}_mean"], y, "o", ms=5, color=color, gid=f"{column}_mean:{compare}")
+    ax.grid(axis="x", color="#dddddd", lw=0.6)
+    ax.set_axisbelow(True)
+
+
+def plot_datasets(
+    results: Mapping[str, xr.Dataset] | pd.DataFrame,
+    measure: str = "error",
+    learner: str | None = None,
+    *,
+    alpha: float = 0.05,
+) -> Figure:
+    """Figures 4–5 of the SOAK paper: same vs other and all across data sets.
+
+    One row per data set, ordered by decreasing mean difference other−same over its test
+    subsets (for error: the data sets whose subsets are least alike on top). Left: over the
+    data set's test subsets, the min–max segment of the mean difference compare−same with a
+    dot at its mean, for other (orange) and all (blue). Right: the same for log10 of the
+    paired t-test p, with a dashed line at log10(`alpha`): segments left of it hold
+    significant test subsets.
+
+    Parameters
+    ----------
+    results : mapping or pandas.DataFrame
+        ``{data set name: results Dataset}``, or a tidy frame with a ``data`` column (see
+        :func:`datasets_table`).
+    measure : str, default "error"
+    learner : str, optional
+        Learner to compare; needed when the data sets share more than one.
+    alpha : float, default 0.05
+        Significance level drawn on the p panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two panels sharing the y axis; about 0.4 in of height per data set.
+
+    Raises
+    ------
+    TypeError
+        If `results` is neither a mapping nor a DataFrame, or holds something else than
+        Datasets.
+    ValueError
+        If a data set is not a results Dataset, lacks `measure` or `learner`, or `learner` is
+        None while the data sets share several learners.
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be between 0 and 1, got alpha={alpha!r}")
+    table = datasets_table(results, measure, learner)
+    names = _dataset_order(table)
+    rows = {name: i for i, name in enumerate(names)}
+    fig, (ax_diff, ax_p) = plt.subplots(
+        1,
+        2,
+        sharey=True,
+        figsize=(10, len(names) * _DATASET_ROW + 1.4),
+        layout="constrained",
+        gridspec_kw={"width_ratios": [3, 2]},
+    )
+    _draw_ranges(ax_diff, table, rows, "diff")
+    _draw_ranges(ax_p, table, rows, "log10p")
+    ax_diff.axvline(0, color="#888888", lw=1)
+    ax_p.axvline(math.log10(alpha), color="#888888", lw=1, ls="--")
+    ax_p.text(
+        math.log10(alpha),
+        1.0,
+        f" p={alpha:g}",
+        transform=ax_p.get_xaxis_transform(),
+        va="bottom",
+        fontsize=8,
+        color="#555555",
+    )
+    ax_diff.set_yticks(range(len(names)), names)
+    ax_diff.set_ylim(len(names) - 0.5, -0.5)
+    unit = " (percent)" if measure == "error" else ""
+    ax_diff.set_xlabel(f"mean difference in {measure}{unit}, compare {_MINUS} same")
+    ax_p.set_xlabel("log10(p), paired t-test over folds")
+    fig.legend(
+        *ax_diff.get_legend_handles_labels(),
+        loc="outside upper center",
+        ncols=2,
+        frameon=False,
+        title=f"learner {table['learner'].iat[0]}; over its test subsets: min–max, dot = mean",
+    )
+    return fig
