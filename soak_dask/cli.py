@@ -1,41 +1,323 @@
-"""The ``soak`` command line."""
+"""The ``soak`` command line: run SOAK on a table, describe a table, report on results.
+
+Commands: ``soak run``, ``soak info``, ``soak report``, ``soak demo``; ``soak COMMAND --help``
+lists each one's flags. A user error prints one line ``soak: error: ...`` and exits with 2
+(``--debug`` shows the traceback instead).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .config import RunSettings, load_run_file, merge_settings, setting_names
+
+#: Exit status of a user error, as argparse uses.
+USAGE_ERROR = 2
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``soak`` command."""
-    parser = argparse.ArgumentParser(prog="soak", description=__doc__)
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run SOAK on a generated pixel table (README job)")
+class UsageError(Exception):
+    """A bad command line, raised instead of argparse's print-usage-and-exit."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+#: Errors caused by the user's input or environment: one line, no traceback.
+USER_ERRORS = (UsageError, ValueError, TypeError, KeyError, OSError)
+
+
+def _comma_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _add_table_args(parser: argparse.ArgumentParser, run_file: bool) -> None:
+    """Flags naming the table and its columns, shared by ``run`` and ``info``.
+
+    With ``run_file``, DATA and --label may come from a run file instead, and unset flags stay
+    out of the namespace (``argparse.SUPPRESS``), so ``run`` can tell them from run-file values.
+    """
+    kw = {"default": argparse.SUPPRESS if run_file else None}
+    parser.add_argument(
+        "data",
+        nargs="?" if run_file else None,
+        metavar="DATA",
+        **kw,
+        help="Parquet file/directory/glob or Zarr store, path or URL",
+    )
+    parser.add_argument(
+        "--label", metavar="COLUMN", required=not run_file, **kw, help="column to predict"
+    )
+    parser.add_argument(
+        "--subset", metavar="COLUMN", **kw, help="column of subsets (none: plain K-fold CV)"
+    )
+    parser.add_argument(
+        "--group", metavar="COLUMN", **kw, help="rows sharing a group value stay in one fold"
+    )
+    parser.add_argument(
+        "--fold-column",
+        dest="fold_column",
+        metavar="COLUMN",
+        **kw,
+        help="column of folds 1..K, used as is",
+    )
+    parser.add_argument(
+        "--features",
+        type=_comma_list,
+        metavar="A,B,...",
+        **kw,
+        help="comma-separated feature columns",
+    )
+    parser.add_argument(
+        "--exclude",
+        type=_comma_list,
+        metavar="A,B,...",
+        **kw,
+        help="comma-separated columns that are not features",
+    )
+    parser.add_argument(
+        "--folds",
+        type=int,
+        metavar="K",
+        **kw,
+        help="K (default 10, or the fold column's largest fold)",
+    )
+
+
+def _add_run_args(run: argparse.ArgumentParser) -> None:
+    s = argparse.SUPPRESS
+    _add_table_args(run, run_file=True)
+    run.add_argument(
+        "--seed", type=int, default=s, metavar="N", help="seed of folds and learners (default 1)"
+    )
+    run.add_argument(
+        "--learner",
+        type=_comma_list,
+        action="extend",
+        default=s,
+        metavar="NAME",
+        help="learner to fit (repeat or comma-separate): a built-in or a [learners.NAME] of "
+        "the run file (default: featureless and a linear model)",
+    )
+    run.add_argument(
+        "--train-types",
+        dest="train_types",
+        type=_comma_list,
+        default=s,
+        metavar="TYPES",
+        help="comma-separated, from same,other,all (default: all three)",
+    )
+    run.add_argument(
+        "--measures",
+        type=_comma_list,
+        default=s,
+        metavar="A,B,...",
+        help="e.g. error,auc (default: every measure of the task)",
+    )
+    run.add_argument(
+        "--no-persist",
+        dest="no_persist",
+        action="store_true",
+        default=s,
+        help="read rows from storage for each fit instead of keeping the table in memory",
+    )
+    run.add_argument(
+        "--scheduler",
+        default=s,
+        metavar="ADDRESS",
+        help="running Dask scheduler (tcp://, tls:// or a scheduler file); default: a "
+        "LocalCluster on this machine",
+    )
+    run.add_argument(
+        "--tls-ca-file", dest="tls_ca_file", default=s, metavar="FILE", help="TLS CA (PEM)"
+    )
+    run.add_argument(
+        "--tls-cert", dest="tls_cert", default=s, metavar="FILE", help="client cert (PEM)"
+    )
+    run.add_argument(
+        "--tls-key", dest="tls_key", default=s, metavar="FILE", help="client key (PEM)"
+    )
+    run.add_argument("--config", metavar="FILE", help="TOML run file; flags override it")
+    run.add_argument("--out", default=s, metavar="PATH", help="results to write: .zarr or .nc")
+    run.add_argument("--overwrite", action="store_true", default=s, help="replace --out")
+    _add_no_progress(run, s)
+
+
+def _add_no_progress(parser: argparse.ArgumentParser, default: Any) -> None:
+    parser.add_argument(
+        "--no-progress",
+        dest="no_progress",
+        action="store_true",
+        default=default,
+        help="no progress bar",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``soak`` argument parser and its subcommands."""
+    parser = _Parser(prog="soak", description=__doc__)
+    debug = {"action": "store_true", "help": "show tracebacks on errors"}
+    parser.add_argument("--debug", default=False, **debug)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("--debug", default=argparse.SUPPRESS, **debug)
+        return sub
+
+    _add_run_args(command("run", "run SOAK on a table and save the results"))
+
+    info = command("info", "describe a table: task, features, rows per subset × label, warnings")
+    _add_table_args(info, run_file=False)
+
+    report = command("report", "write an HTML report of saved results")
+    report.add_argument("results", help="results store written by 'soak run'")
+    report.add_argument("--out", required=True, help="report directory")
+    report.add_argument("--overwrite", action="store_true", help="replace an existing report")
+
+    demo = command("demo", "run SOAK on a generated pixel table (the README's job)")
     demo.add_argument("--out", default="soak_demo_output", help="output directory")
     demo.add_argument("--pixels", type=int, default=60_000, help="pixels to generate")
     demo.add_argument("--regions", type=int, default=3, help="regions (subsets)")
     demo.add_argument("--folds", type=int, default=10)
     demo.add_argument("--seed", type=int, default=1)
     demo.add_argument("--scheduler", default=None, help="address of a running Dask scheduler")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "demo":
-            from .demo import run_demo
+    _add_no_progress(demo, False)
+    return parser
 
-            run_demo(
-                args.out,
-                n_pixels=args.pixels,
-                n_regions=args.regions,
-                n_folds=args.folds,
-                seed=args.seed,
-                scheduler=args.scheduler,
-            )
-    except (ValueError, TypeError, FileNotFoundError, FileExistsError, KeyError) as err:
-        if args.debug:
+
+def run_settings(args: argparse.Namespace) -> RunSettings:
+    """The run file's settings (``--config``) overridden by the flags given."""
+    file = load_run_file(args.config) if args.config else {}
+    flags = {k: v for k, v in vars(args).items() if k in setting_names()}
+    return merge_settings(file, flags)
+
+
+def run_command(args: argparse.Namespace) -> None:
+    """``soak run``: load the table, run SOAK on the cluster, save and summarise the results."""
+    from .cluster import connect, make_security
+    from .engine import soak
+    from .measures import check_measures
+    from .plan import check_train_types
+    from .results import save_results
+    from .stats import pvalues_text
+    from .table import load_table
+
+    settings = run_settings(args)
+    # Everything that can be checked without a cluster is checked first.
+    learners = settings.learners()
+    train_types = check_train_types(settings.train_types)
+    security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
+    if Path(settings.out).exists() and not settings.overwrite:
+        raise FileExistsError(f"{settings.out} exists; pass --overwrite or choose another --out")
+    table = load_table(
+        settings.data,
+        label=settings.label,
+        subset=settings.subset,
+        group=settings.group,
+        fold=settings.fold_column,
+        features=settings.features,
+        exclude=settings.exclude,
+    )
+    measures = check_measures(settings.measures, table.task)
+    with connect(settings.scheduler, security=security) as client:
+        res = soak(
+            table,
+            learners,
+            n_folds=settings.folds,
+            seed=settings.seed,
+            train_types=train_types,
+            measures=measures,
+            persist=not settings.no_persist,
+            client=client,
+            progress=not settings.no_progress,
+        )
+    store = save_results(res, settings.out, overwrite=settings.overwrite)
+    print(pvalues_text(res, measures[0]))
+    print(f"\nResults: {store}")
+
+
+def info_command(args: argparse.Namespace) -> None:
+    """``soak info``: print :func:`soak_dask.info.describe_table` of the table."""
+    from .info import describe_table
+    from .table import load_table
+
+    table = load_table(
+        args.data,
+        label=args.label,
+        subset=args.subset,
+        group=args.group,
+        fold=args.fold_column,
+        features=args.features,
+        exclude=args.exclude or (),
+    )
+    print(describe_table(table, n_folds=args.folds))
+
+
+def report_command(args: argparse.Namespace) -> None:
+    """``soak report``: write the HTML report of a results store and print its path."""
+    if not Path(args.results).exists():
+        raise FileNotFoundError(f"results store {args.results} does not exist; run 'soak run'")
+    from .report import write_report  # its own dependencies load only for this command
+    from .results import open_results
+
+    print(write_report(open_results(args.results), args.out, overwrite=args.overwrite))
+
+
+def demo_command(args: argparse.Namespace) -> None:
+    """``soak demo``: the README's job on a generated pixel table."""
+    from .demo import run_demo
+
+    run_demo(
+        args.out,
+        n_pixels=args.pixels,
+        n_regions=args.regions,
+        n_folds=args.folds,
+        seed=args.seed,
+        scheduler=args.scheduler,
+        progress=not args.no_progress,
+    )
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "run": run_command,
+    "info": info_command,
+    "report": report_command,
+    "demo": demo_command,
+}
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    text = " ".join(str(message).split())
+    print(f"soak: warning: {text}", file=sys.stderr if file is None else file)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``soak`` command; returns the exit status.
+
+    Examples
+    --------
+    >>> main(["info", "pixels/", "--label", "label", "--subset", "region"])  # doctest: +SKIP
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv  # known even when parsing fails
+    try:
+        args = build_parser().parse_args(argv)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            COMMANDS[args.command](args)
+    except USER_ERRORS as err:
+        if debug:
             raise
-        print(f"soak: error: {err}", file=sys.stderr)
-        return 2
+        message = " ".join(str(err).split()) or type(err).__name__
+        print(f"soak: error: {message}", file=sys.stderr)
+        return USAGE_ERROR
     return 0
 
 

@@ -579,6 +579,7 @@ def run_demo(
     from .cluster import connect
     from .engine import soak
     from .results import save_results
+    from .stats import pvalues_text
     from .table import load_table
 
     out = Path(out)
@@ -594,23 +595,7 @@ def run_demo(
         print(f"{table}\nDask dashboard: {client.dashboard_link}")
         res = soak(table, learners, n_folds=n_folds, seed=seed, progress=progress)
     store = save_results(res, out / "results.zarr", overwrite=True)
-    pvalues = res.soak.pvalues(measures=["error"])
-    pvalues.to_csv(out / "pvalues.csv", index=False)
-    with pd.option_context("display.width", 160, "display.max_columns", 20):
-        print(
-            pvalues[
-                [
-                    "learner",
-                    "test_subset",
-                    "compare",
-                    "same_mean",
-                    "compare_mean",
-                    "mean_diff",
-                    "p_paired",
-                ]
-            ]
-            .round(4)
-            .to_string(index=False)
-        )
+    res.soak.pvalues(measures=["error"]).to_csv(out / "pvalues.csv", index=False)
+    print(pvalues_text(res, "error"))
     print(f"\nResults: {store}  p-values: {out / 'pvalues.csv'}")
     return res

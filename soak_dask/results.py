@@ -149,7 +149,7 @@ def open_results(path: str | os.PathLike, **kwargs: Any) -> xr.Dataset:
     if path.rstrip("/").endswith(".nc"):
         with xr.open_dataset(path, **kwargs) as ds:
             return ds.load()
-    with xr.open_zarr(path, **kwargs) as ds:
+    with xr.open_zarr(path, **{"consolidated": False, **kwargs}) as ds:
         return ds.load()
 
 

@@ -462,3 +462,21 @@ def summary(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> pd.D
                     rows.append((learner, subset, train_type, m, v.size, mean, sd))
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     return out.astype({"n": "int64", "mean": "float64", "sd": "float64"})
+
+
+def pvalues_text(ds: xr.Dataset, measure: str = "error") -> str:
+    """The paired t-tests of one measure as a plain-text table, for terminals and logs."""
+    keep = [
+        "learner",
+        "test_subset",
+        "compare",
+        "same_mean",
+        "compare_mean",
+        "mean_diff",
+        "p_paired",
+    ]
+    table = pvalues(ds, measures=[measure])
+    columns = [c for c in table.columns if c in keep or c == "train_size"]
+    title = f"{measure}: other / all vs same (paired t-test over folds)"
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        return f"{title}\n{table[columns].round(4).to_string(index=False)}"

@@ -1,0 +1,330 @@
+"""What a table holds before SOAK runs on it: task, features, rows per subset × label, groups,
+and the problems that would make folds empty or fits fail.
+
+Everything is computed in one pass over the data: each partition is summarised where it lies
+(counts, distinct groups, missing values) and only those small summaries reach the client.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import pandas as pd
+
+from .folds import check_fold_values
+from .table import Table
+
+#: Default K, as in :func:`soak_dask.soak`.
+DEFAULT_FOLDS = 10
+_LISTED = 5  # examples named in one warning
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """Summary of a table, from :func:`describe_table`.
+
+    Attributes
+    ----------
+    source, task, label : str
+    subset, group, fold : str or None
+        Role columns (``subset`` None: one subset, plain K-fold CV).
+    features : tuple of str
+    n_rows : int
+    n_folds : int
+        K: the fold column's largest fold, else the requested (default 10).
+    rows : pandas.DataFrame
+        Rows per subset (index). Classification: one column per class. Regression: columns
+        ``rows``, ``label_mean``, ``label_min``, ``label_max``.
+    groups : pandas.Series or None
+        Distinct groups per subset.
+    fold_rows : pandas.DataFrame or None
+        Rows per subset (index) × fold (columns), when the table has a fold column.
+    missing : dict
+        Column -> number of missing values, for columns that have any.
+    warnings : list of str
+        Problems for SOAK, each naming the columns, values and the fix.
+    """
+
+    source: str
+    task: str
+    label: str
+    subset: str | None
+    group: str | None
+    fold: str | None
+    features: tuple[str, ...]
+    n_rows: int
+    n_folds: int
+    rows: pd.DataFrame
+    groups: pd.Series | None
+    fold_rows: pd.DataFrame | None
+    missing: dict[str, int]
+    warnings: list[str]
+
+    def __str__(self) -> str:
+        return format_info(self)
+
+
+def describe_table(table: Table, n_folds: int | None = None) -> TableInfo:
+    """Summarise ``table`` for SOAK in one pass over its partitions.
+
+    Parameters
+    ----------
+    table : Table
+        From :func:`soak_dask.load_table`.
+    n_folds : int, optional
+        K the run will use (default 10). With a fold column, K is read from the column and a
+        different ``n_folds`` is reported as a warning.
+
+    Returns
+    -------
+    TableInfo
+        Prints readably; its fields are pandas objects for further use.
+
+    Examples
+    --------
+    >>> import pandas as pd, soak_dask as sd
+    >>> df = pd.DataFrame({"x": range(8), "y": list("abab") * 2, "s": list("AAAABBBB")})
+    >>> info = describe_table(sd.load_table(df, label="y", subset="s"), n_folds=2)
+    >>> info.rows.to_dict("index")
+    {'A': {'a': 2, 'b': 2}, 'B': {'a': 2, 'b': 2}}
+    """
+    roles = _roles(table)
+    parts = [dask.delayed(_summarise_part)(part, **roles) for part in table.data.to_delayed()]
+    summaries = dask.compute(*parts)
+    blocks = _sum(s["blocks"] for s in summaries)
+    missing = _sum(s["missing"] for s in summaries)
+    missing = {str(c): int(n) for c, n in missing.items() if n}
+    members = (
+        pd.concat([s["members"] for s in summaries]).drop_duplicates() if table.group else None
+    )
+    counts = blocks.rename("n").reset_index()
+    known = counts.dropna(subset=[c for c in counts.columns if c != "n"])
+    notes = [_missing_warning(table, missing)] if missing else []
+    k = n_folds or DEFAULT_FOLDS
+    fold_rows = None
+    if table.fold is not None:
+        k, fold_notes = _fold_k(known, table.fold, n_folds)
+        notes += fold_notes
+        fold_rows = _table(known, table.subset, table.fold)
+        notes += _empty_block_warnings(fold_rows, table, k)
+    if table.task == "classification":
+        rows = _table(known, table.subset, table.label)
+        notes += _class_warnings(rows, table.label)
+        strata, what = rows.stack(), "subset × label"
+    else:
+        rows = _regression_rows(known, _sum_frames(s["label"] for s in summaries), table.subset)
+        strata, what = rows["rows"], "subsets"
+    if table.fold is None:
+        notes += _stratum_warnings(strata, what, k)
+    groups = None
+    if members is not None:
+        groups = members.groupby(table.subset, observed=True)[table.group].nunique()
+        notes += _group_warnings(members, groups, table, k)
+    return TableInfo(
+        source=table.source,
+        task=table.task,
+        label=table.label,
+        subset=table.subset if table.user_subset else None,
+        group=table.group,
+        fold=table.fold,
+        features=table.features,
+        n_rows=int(blocks.sum()),
+        n_folds=int(k),
+        rows=rows,
+        groups=groups,
+        fold_rows=fold_rows,
+        missing=missing,
+        warnings=notes,
+    )
+
+
+def _roles(table: Table) -> dict[str, Any]:
+    return {
+        "subset": table.subset,
+        "label": table.label,
+        "group": table.group,
+        "fold": table.fold,
+        "classification": table.task == "classification",
+    }
+
+
+def _summarise_part(
+    part: pd.DataFrame,
+    subset: str,
+    label: str,
+    group: str | None,
+    fold: str | None,
+    classification: bool,
+) -> dict[str, Any]:
+    """Small summaries of one partition; runs where the partition is."""
+    keys = [subset, *([label] if classification else []), *([fold] if fold else [])]
+    out: dict[str, Any] = {
+        "blocks": part.groupby(keys, dropna=False, observed=True).size(),
+        "missing": part.isna().sum(),
+    }
+    if group is not None:
+        out["members"] = part[[subset, *([label] if classification else []), group]]
+        out["members"] = out["members"].drop_duplicates()
+    if not classification:
+        y = part[label]
+        stats = pd.DataFrame({"sum": y, "count": y.notna(), "min": y, "max": y})
+        out["label"] = stats.groupby(part[subset], observed=True).agg(
+            {"sum": "sum", "count": "sum", "min": "min", "max": "max"}
+        )
+    return out
+
+
+def _sum(series: Any) -> pd.Series:
+    """Add per-partition counts (Series with the same index levels), keeping missing keys."""
+    frame = pd.concat(list(series))
+    levels = list(range(frame.index.nlevels))
+    return frame.groupby(level=levels, dropna=False, observed=True).sum()
+
+
+def _sum_frames(frames: Any) -> pd.DataFrame:
+    frame = pd.concat(list(frames))
+    return frame.groupby(level=0, observed=True).agg(
+        {"sum": "sum", "count": "sum", "min": "min", "max": "max"}
+    )
+
+
+def _table(counts: pd.DataFrame, index: str, columns: str) -> pd.DataFrame:
+    out = counts.pivot_table(index=index, columns=columns, values="n", aggfunc="sum", fill_value=0)
+    out = out.astype("int64")
+    out.columns.name = columns
+    return out.sort_index()
+
+
+def _regression_rows(counts: pd.DataFrame, label: pd.DataFrame, subset: str) -> pd.DataFrame:
+    rows = counts.groupby(subset, observed=True)["n"].sum().rename("rows").sort_index()
+    label = label.reindex(rows.index)
+    return pd.DataFrame(
+        {
+            "rows": rows.astype("int64"),
+            "label_mean": label["sum"] / label["count"],
+            "label_min": label["min"],
+            "label_max": label["max"],
+        }
+    )
+
+
+def _named(items: Any) -> str:
+    items = list(items)
+    text = ", ".join(map(str, items[:_LISTED]))
+    return text + (f", ... ({len(items)} in all)" if len(items) > _LISTED else "")
+
+
+def _missing_warning(table: Table, missing: dict[str, int]) -> str:
+    roles = {table.label: "label", table.subset: "subset", table.group: "group", table.fold: "fold"}
+    role_cols = [f"{roles[c]} column {c!r}: {n}" for c, n in missing.items() if c in roles]
+    features = [f"{c!r}: {n}" for c, n in missing.items() if c not in roles]
+    parts = []
+    if role_cols:
+        parts.append(f"missing values in role columns ({_named(role_cols)}) stop SOAK")
+    if features:
+        parts.append(f"missing values in features ({_named(features)}) stop most learners")
+    return "; ".join(parts) + ": drop or fill those rows first"
+
+
+def _fold_k(counts: pd.DataFrame, fold: str, n_folds: int | None) -> tuple[int, list[str]]:
+    try:
+        return check_fold_values(counts, fold, n_folds), []
+    except ValueError as err:
+        numeric = pd.to_numeric(counts[fold], errors="coerce")
+        return int(numeric.max()) if numeric.notna().any() else 0, [str(err)]
+
+
+def _empty_block_warnings(fold_rows: pd.DataFrame, table: Table, k: int) -> list[str]:
+    full = fold_rows.reindex(columns=range(1, k + 1), fill_value=0)
+    empty = [(s, f) for s, row in full.iterrows() for f, n in row.items() if n == 0]
+    if not empty:
+        return []
+    return [
+        f"{len(empty)} (subset, fold) blocks of ({table.subset}, {table.fold}) have no rows, e.g. "
+        f"{_named(empty)}: SOAK needs every subset in every fold; renumber the folds"
+    ]
+
+
+def _class_warnings(rows: pd.DataFrame, label: str) -> list[str]:
+    present = rows > 0
+    single = [
+        f"{s} (only {row[row].index[0]!r})" for s, row in present.iterrows() if row.sum() == 1
+    ]
+    if not single:
+        return []
+    return [
+        f"subsets with one class of {label!r}: {_named(single)}; 'same' models there predict "
+        "that class only and AUC is undefined"
+    ]
+
+
+def _stratum_warnings(strata: pd.Series, what: str, k: int) -> list[str]:
+    """Strata with rows but fewer than K: folds are balanced per stratum, so some lack it."""
+    small = strata[(strata > 0) & (strata < k)]
+    if small.empty:
+        return []
+    names = [f"{key}: {n}" for key, n in small.items()]
+    return [
+        f"{len(small)} strata ({what}) have fewer rows than the {k} folds, so some folds lack "
+        f"them: {_named(names)}; use fewer folds or merge small strata"
+    ]
+
+
+def _group_warnings(members: pd.DataFrame, groups: pd.Series, table: Table, k: int) -> list[str]:
+    notes = []
+    group = table.group
+    keys = [table.subset] + ([table.label] if table.task == "classification" else [])
+    for key in keys:
+        spans = members.groupby(group, observed=True)[key].nunique()
+        spanning = spans[spans > 1].index
+        if len(spanning):
+            notes.append(
+                f"{len(spanning)} groups of {group!r} have more than one {key!r} value "
+                f"(e.g. {_named(spanning)}); assigning folds needs one value per group"
+            )
+    few = groups[groups < k]
+    if table.fold is None and len(few):
+        notes.append(
+            f"subsets with fewer groups of {group!r} than the {k} folds: "
+            f"{_named(f'{s}: {n}' for s, n in few.items())}; some test folds would be empty, "
+            "use fewer folds"
+        )
+    return notes
+
+
+def format_info(info: TableInfo) -> str:
+    """The readable report ``soak info`` prints."""
+    subset = info.subset or "(none: one subset, plain K-fold CV)"
+    fold = f"{info.fold!r}" if info.fold else "assigned by SOAK"
+    lines = [
+        f"source:   {info.source}",
+        f"task:     {info.task} (label {info.label!r})",
+        f"rows:     {info.n_rows:,}",
+        f"subset:   {subset}",
+        f"group:    {info.group or '(none)'}",
+        f"folds:    {info.n_folds} ({fold})",
+        f"features ({len(info.features)}): {', '.join(info.features)}",
+        "",
+        f"rows per subset × {'label' if info.task == 'classification' else 'label summary'}:",
+        _with_total(info.rows)
+        if info.task == "classification"
+        else info.rows.to_string(float_format="{:.4g}".format),
+    ]
+    if info.groups is not None:
+        lines += ["", "groups per subset:", info.groups.to_frame("groups").to_string()]
+    if info.fold_rows is not None:
+        lines += ["", "rows per subset × fold:", info.fold_rows.to_string()]
+    if info.missing:
+        lines += ["", "missing values:", *(f"  {c}: {n}" for c, n in info.missing.items())]
+    lines += ["", "warnings:" if info.warnings else "warnings: none"]
+    lines += [f"  - {w}" for w in info.warnings]
+    return "\n".join(lines)
+
+
+def _with_total(rows: pd.DataFrame) -> str:
+    out = rows.assign(total=rows.sum(axis=1))
+    out.index = out.index.astype(str)  # a categorical subset index cannot take "total"
+    out.loc["total"] = out.sum()
+    return out.to_string()
