@@ -8,6 +8,7 @@ lists each one's flags. A user error prints one line ``soak: error: ...`` and ex
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import warnings
 from collections.abc import Callable
@@ -128,6 +129,39 @@ def _add_run_args(run: argparse.ArgumentParser) -> None:
         help="read rows from storage for each fit instead of keeping the table in memory",
     )
     run.add_argument(
+        "--sizes",
+        type=int,
+        default=s,
+        metavar="N",
+        help="also down-sampled train sizes: 0 the smallest train set, N also smallest*ratio^1..N",
+    )
+    run.add_argument("--ratio", type=float, default=s, help="ratio between sizes (0.5)")
+    run.add_argument(
+        "--size-seeds", dest="size_seeds", type=int, default=s, help="down-samples per size"
+    )
+    run.add_argument(
+        "--max-train-rows",
+        dest="max_train_rows",
+        type=int,
+        default=s,
+        metavar="N",
+        help="fit on a seeded sample of about N rows when a train set is larger",
+    )
+    run.add_argument(
+        "--incremental",
+        action="store_true",
+        default=s,
+        help="feed partial_fit learners one block of rows at a time",
+    )
+    run.add_argument("--epochs", type=int, default=s, help="passes for --incremental (1)")
+    run.add_argument(
+        "--checkpoint",
+        default=s,
+        metavar="DIR",
+        help="where finished fits are saved so a stopped run resumes (default: OUT.checkpoint; "
+        "removed once the results are written)",
+    )
+    run.add_argument(
         "--scheduler",
         default=s,
         metavar="ADDRESS",
@@ -226,6 +260,7 @@ def run_command(args: argparse.Namespace) -> None:
         exclude=settings.exclude,
     )
     measures = check_measures(settings.measures, table.task)
+    checkpoint = Path(settings.checkpoint or f"{settings.out}.checkpoint")
     with connect(settings.scheduler, security=security) as client:
         res = soak(
             table,
@@ -237,8 +272,17 @@ def run_command(args: argparse.Namespace) -> None:
             persist=not settings.no_persist,
             client=client,
             progress=not settings.no_progress,
+            sizes=settings.sizes,
+            ratio=settings.ratio,
+            size_seeds=settings.size_seeds,
+            max_train_rows=settings.max_train_rows,
+            incremental=settings.incremental,
+            epochs=settings.epochs,
+            checkpoint=checkpoint,
         )
     store = save_results(res, settings.out, overwrite=settings.overwrite)
+    if settings.checkpoint is None:  # our own: the saved results make it redundant
+        shutil.rmtree(checkpoint)
     print(pvalues_text(res, measures[0]))
     print(f"\nResults: {store}")
 

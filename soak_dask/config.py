@@ -36,6 +36,13 @@ _KINDS: dict[str, str] = {
     "train_types": "list",
     "measures": "list",
     "no_persist": "bool",
+    "sizes": "int",
+    "ratio": "float",
+    "size_seeds": "int",
+    "max_train_rows": "int",
+    "incremental": "bool",
+    "epochs": "int",
+    "checkpoint": "path",
     "scheduler": "str",
     "tls_ca_file": "path",
     "tls_cert": "path",
@@ -105,6 +112,13 @@ class RunSettings:
     train_types: list[str] = field(default_factory=lambda: ["same", "other", "all"])
     measures: list[str] | None = None
     no_persist: bool = False
+    sizes: int = -1
+    ratio: float = 0.5
+    size_seeds: int = 1
+    max_train_rows: int | None = None
+    incremental: bool = False
+    epochs: int = 1
+    checkpoint: str | None = None
     scheduler: str | None = None
     tls_ca_file: str | None = None
     tls_cert: str | None = None
@@ -204,6 +218,7 @@ def check_settings(values: Mapping[str, Any], source: str) -> dict[str, Any]:
             "str": isinstance(value, str),
             "path": isinstance(value, str),
             "int": isinstance(value, int) and not isinstance(value, bool),
+            "float": isinstance(value, int | float) and not isinstance(value, bool),
             "bool": isinstance(value, bool),
             "list": isinstance(value, list) and all(isinstance(v, str) for v in value),
         }[kind]

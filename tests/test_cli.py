@@ -253,7 +253,8 @@ def test_every_setting_has_a_flag():
         "--features", "a,b", "--exclude", "c", "--folds", "3", "--seed", "2", "--learner", "lda",
         "--train-types", "same", "--measures", "error", "--no-persist", "--scheduler", "tcp://h:1",
         "--tls-ca-file", "ca", "--tls-cert", "c", "--tls-key", "k", "--out", "o", "--overwrite",
-        "--no-progress",
+        "--no-progress", "--sizes", "0", "--ratio", "0.25", "--size-seeds", "2",
+        "--max-train-rows", "100", "--incremental", "--epochs", "2", "--checkpoint", "ck",
     ]  # fmt: skip
     given = set(vars(cli.build_parser().parse_args(argv)))
     assert set(setting_names()) - given == {"learners"}  # [learners.NAME] tables: files only
@@ -364,3 +365,25 @@ out = "r.zarr"
     code, _, err = soak(["run", "--config", conf], capsys)
     assert code == 0, err
     check_tls_run(tmp_path / "r.zarr", seed=5)
+
+
+def test_run_checkpoints_and_resumes(pixels, cluster, tmp_path, capsys):
+    """Finished fits land in the checkpoint; a rerun reuses them; other settings are refused."""
+    out = tmp_path / "res.zarr"
+    ckpt = tmp_path / "keep.checkpoint"
+    argv = [
+        "run", *table_flags(pixels), "--exclude", "x,y", "--learner", "featureless",
+        "--folds", "3", "--sizes", "0", "--scheduler", cluster.scheduler_address,
+        "--no-progress", "--out", out,
+    ]  # fmt: skip
+    code, _, _ = soak(argv, capsys)
+    assert code == 0 and not (tmp_path / "res.zarr.checkpoint").exists()  # own one removed
+    res = open_results(out)
+    assert res.attrs["sizes"] == 0 and "train_size" in res.dims
+    code, _, _ = soak([*argv, "--overwrite", "--checkpoint", ckpt], capsys)
+    assert code == 0 and len(list(ckpt.glob("task-*.json"))) == res.attrs["n_fits"]
+    before = {p: p.stat().st_mtime_ns for p in ckpt.glob("task-*.json")}
+    code, _, _ = soak([*argv, "--overwrite", "--checkpoint", ckpt], capsys)
+    assert code == 0 and before == {p: p.stat().st_mtime_ns for p in ckpt.glob("task-*.json")}
+    code, _, err = soak([*argv, "--overwrite", "--checkpoint", ckpt, "--seed", "2"], capsys)
+    assert code == 2 and "other settings (seed: 1 then, 2 now" in err
