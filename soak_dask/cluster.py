@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import dask
 from distributed import Client, LocalCluster
 from distributed.security import Security
 
@@ -36,6 +37,11 @@ def make_security(
     )
 
 
+def _tls_configured() -> bool:
+    tls = dask.config.get("distributed.comm.tls", {})
+    return bool(tls.get("ca-file") or tls.get("client", {}).get("cert"))
+
+
 @contextmanager
 def connect(
     scheduler: str | None = None,
@@ -61,13 +67,21 @@ def connect(
         fits hold the GIL).
     """
     if scheduler is not None:
+        if scheduler.startswith("tls://") and security is None and not _tls_configured():
+            raise ValueError(
+                f"scheduler {scheduler} uses TLS but no certificates were given; pass "
+                "security=make_security(ca_file, cert, key) (CLI: --tls-ca-file, --tls-cert, "
+                "--tls-key) or set distributed.comm.tls in the Dask config"
+            )
         kwargs: dict[str, Any] = {"security": security} if security else {}
-        if os.path.isfile(scheduler):
-            client = Client(scheduler_file=scheduler, **kwargs)
-        else:
-            client = Client(scheduler, **kwargs)
+        where = (
+            {"scheduler_file": scheduler} if os.path.isfile(scheduler) else {"address": scheduler}
+        )
+        # Not the process-wide default until it works: a failed connection leaves none behind.
+        client = Client(**where, set_as_default=False, **kwargs)
         try:
-            yield client
+            with client.as_current():
+                yield client
         finally:
             client.close()
         return

@@ -133,6 +133,11 @@ def soak(
         ``n_train``, ``n_test``, ``fit_seconds``, ``predict_seconds``; settings in attrs.
         ``.soak.pvalues()`` and ``.soak.summary()`` compare the train types.
     """
+    if not isinstance(table, Table):
+        raise TypeError(
+            f"soak takes a Table, not a {type(table).__name__}; make one with "
+            "soak_dask.load_table(data, label=..., subset=...)"
+        )
     train_types = check_train_types(train_types)
     check_sizes(sizes, ratio, size_seeds)
     if max_train_rows is not None and (not isinstance(max_train_rows, int) or max_train_rows < 1):
@@ -146,7 +151,9 @@ def soak(
     data_token = dask.base.tokenize(table.data) if checkpoint is not None else None
     user_folds = table.fold is not None
     if not user_folds:
-        table = _folds.assign_folds(table, n_folds or 10, seed, stratify=stratify)
+        table = _folds.assign_folds(
+            table, 10 if n_folds is None else n_folds, seed, stratify=stratify
+        )
     cols = [*table.features, table.label, table.subset, table.fold]
     if table.group is not None:
         cols.append(table.group)

@@ -1,0 +1,117 @@
+"""SOAK on a TLS-only Dask cluster (127.0.0.1) through ``soak_dask.cluster`` from Python."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import distributed
+import pytest
+import xarray as xr
+
+import soak_dask as sd
+from soak_dask.cluster import connect, make_security
+
+from . import tls_certs
+from .conftest import toy_table
+
+TIMINGS = ["fit_seconds", "predict_seconds"]
+#: The scheduler's HTTP server on a free port, without the Bokeh dashboard.
+NO_DASHBOARD = {"dashboard": False, "dashboard_address": ":0"}
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> tls_certs.TLSFiles:
+    """A test CA and one certificate/key it signed, shared by scheduler, workers and client."""
+    return tls_certs.make_tls_files(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="module")
+def tls_address(certs) -> Iterator[str]:
+    """Address of a LocalCluster that accepts only TLS connections with the test CA."""
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        protocol="tls",
+        host="127.0.0.1",
+        security=tls_certs.cluster_security(certs),
+        scheduler_kwargs=NO_DASHBOARD,
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
+def client_security(files: tls_certs.TLSFiles) -> distributed.security.Security:
+    """The client's side of ``files``, made the way users make it."""
+    return make_security(str(files.ca_file), str(files.cert), str(files.key))
+
+
+def test_soak_over_tls_equals_local_scheduler(certs, tls_address):
+    assert tls_address.startswith("tls://127.0.0.1:")
+    table = sd.load_table(toy_table(n=200, n_subsets=2, seed=7), label="y", subset="subset")
+    kwargs = {"learners": ["featureless", "logistic"], "n_folds": 3, "seed": 2, "progress": False}
+    with connect(tls_address, security=client_security(certs)) as client:
+        with distributed.get_task_stream(client) as stream:
+            res = sd.soak(table, **kwargs)
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+    fits = [t for t in stream.data if str(t["key"]).startswith("soak-fit-")]
+    assert len(fits) == res.attrs["n_fits"] == 2 * 3 * 3  # 3K fits per learner for S=2
+    assert {t["worker"] for t in fits} <= set(workers)
+    assert all(address.startswith("tls://") for address in workers)
+    local = sd.soak(table, **kwargs)
+    xr.testing.assert_equal(res.drop_vars(TIMINGS), local.drop_vars(TIMINGS))
+
+
+def test_connect_without_certificates_says_what_is_missing(tls_address):
+    with pytest.raises(ValueError, match="make_security") as info:
+        with connect(tls_address):
+            pass
+    assert tls_address in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "scheme",
+    [
+        "tls",
+        "tcp",
+    ],
+)
+def test_failed_connect_leaves_no_default_client(tls_address, scheme):
+    with pytest.raises((TypeError, ValueError, OSError)):
+        with connect(tls_address.replace("tls://", f"{scheme}://")):
+            pass
+    with pytest.raises(ValueError, match="No clients found"):
+        distributed.default_client()
+
+
+def test_connect_with_another_ca_is_refused(tls_address, tmp_path):
+    stranger = tls_certs.make_tls_files(tmp_path)
+    with pytest.raises(OSError, match="certificate"):
+        with connect(tls_address, security=client_security(stranger)):
+            pass
+
+
+def test_connect_over_plain_tcp_is_refused(certs, tls_address):
+    with pytest.raises(OSError):
+        with connect(tls_address.replace("tls://", "tcp://")):
+            pass
+
+
+def test_make_security(certs, tmp_path):
+    ca, cert, key = str(certs.ca_file), str(certs.cert), str(certs.key)
+    security = make_security(ca, cert, key)
+    assert security.require_encryption
+    assert (security.tls_ca_file, security.tls_client_cert, security.tls_client_key) == (
+        ca,
+        cert,
+        key,
+    )
+    assert make_security() is None
+    absent = str(tmp_path / "absent.pem")
+    with pytest.raises(FileNotFoundError, match=f"cert file '{absent}' does not exist"):
+        make_security(ca, absent, key)
+    with pytest.raises(FileNotFoundError, match="ca_file"):
+        make_security(absent, cert, key)
+    with pytest.raises(ValueError, match=r"TLS needs \['ca_file'\] too"):
+        make_security(cert=cert, key=key)
+    with pytest.raises(ValueError, match=r"TLS needs \['cert'\] too"):
+        make_security(ca, key=key)
