@@ -1,7 +1,7 @@
 """SOAK: Same/Other/All K-fold cross-validation on Dask.
 
 Does a model trained on some subsets of the data (regions, years, images) predict another
-subset, and does pooling subsets help? See :func:`soak` and :func:`load_table`.
+subset, and does pooling subsets help? See ``soak`` and ``load_table``.
 """
 
 from importlib.metadata import PackageNotFoundError, version

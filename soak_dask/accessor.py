@@ -18,15 +18,15 @@ class SoakAccessor:
         self._ds = ds
 
     def pvalues(self, measures: Any = None, **kwargs: Any) -> pd.DataFrame:
-        """Paired t-tests of other and all vs same; see :func:`soak_dask.stats.pvalues`."""
+        """Paired t-tests of other and all vs same; see ``soak_dask.stats.pvalues``."""
         return stats.pvalues(self._ds, measures, **kwargs)
 
     def summary(self, measures: Any = None) -> pd.DataFrame:
-        """Mean ± SD per learner × test subset × train type; see :func:`soak_dask.stats.summary`."""
+        """Mean ± SD per learner × test subset × train type; see ``soak_dask.stats.summary``."""
         return stats.summary(self._ds, measures)
 
     def plot(self, measure: str = "error", learners: Any = None, **kwargs: Any) -> Any:
-        """Paper-style matplotlib Figure of each fold; see :func:`soak_dask.plot.plot_soak`."""
+        """Paper-style matplotlib Figure of each fold; see ``soak_dask.plot.plot_soak``."""
         from .plot import plot_soak  # matplotlib is imported only when a figure is drawn
 
         return plot_soak(self._ds, measure, learners, **kwargs)

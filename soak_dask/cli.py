@@ -288,7 +288,7 @@ def run_command(args: argparse.Namespace) -> None:
 
 
 def info_command(args: argparse.Namespace) -> None:
-    """``soak info``: print :func:`soak_dask.info.describe_table` of the table."""
+    """``soak info``: print ``soak_dask.info.describe_table`` of the table."""
     from .info import describe_table
     from .table import load_table
 

@@ -61,10 +61,15 @@ def connect(
         a scheduler file. Without it, a LocalCluster of worker processes is started and closed
         afterwards.
     security : distributed.Security, optional
-        TLS settings, e.g. from :func:`make_security`.
-    n_workers, threads_per_worker, memory_limit
-        LocalCluster settings (default: one single-threaded worker per core, since scikit-learn
-        fits hold the GIL).
+        TLS settings, e.g. from ``make_security``.
+    n_workers : int, optional
+        Workers of the LocalCluster (default: one per core).
+    threads_per_worker : int
+        Threads per worker (default 1: scikit-learn fits mostly hold the GIL).
+    memory_limit : str or float
+        Memory limit per worker ("auto": the machine's memory shared among the workers).
+    **cluster_kwargs
+        Other ``distributed.LocalCluster`` arguments.
     """
     if scheduler is not None:
         if scheduler.startswith("tls://") and security is None and not _tls_configured():

@@ -128,7 +128,7 @@ class RunSettings:
     learner_specs: dict[str, LearnerSpec] = field(default_factory=dict)
 
     def learners(self) -> dict[str, str | BaseEstimator] | None:
-        """``{name: built-in name or estimator}`` for :func:`soak_dask.soak`.
+        """``{name: built-in name or estimator}`` for ``soak_dask.soak``.
 
         Only the learners named in ``learner`` are built, so only their modules are imported.
         None (no learner named) means the engine's default: featureless and a linear model.

@@ -220,7 +220,7 @@ def write_pixel_parquet(
         If True, delete the ``*.parquet`` files already in ``path`` (only those, at its top
         level) before writing.
     **kwargs
-        Passed to :func:`make_pixel_table` (``n_pixels``, ``n_regions``, ``seed``, ...).
+        Passed to ``make_pixel_table`` (``n_pixels``, ``n_regions``, ``seed``, ...).
         They are also stored as JSON in each file's schema metadata under the key
         ``soak_dask.demo``.
 
@@ -234,7 +234,7 @@ def write_pixel_parquet(
     FileExistsError
         If ``path`` is a non-empty directory and ``overwrite`` is False, or is a file.
     ValueError
-        If ``n_files`` or an argument of :func:`make_pixel_table` is invalid.
+        If ``n_files`` or an argument of ``make_pixel_table`` is invalid.
 
     Examples
     --------
@@ -565,14 +565,18 @@ def run_demo(
     ----------
     out : path
         Output directory (created; the demo's own files in it are replaced).
-    n_pixels, n_regions : int
-        Size of the generated table.
-    n_folds, seed : int
-        SOAK settings.
+    n_pixels : int
+        Pixels in the generated table.
+    n_regions : int
+        Regions (the subsets).
+    n_folds : int
+        K.
+    seed : int
+        Seed of the data, the folds and the learners.
     scheduler : str, optional
         Address of a running Dask scheduler; default: a LocalCluster on this machine.
     learners : optional
-        As for :func:`soak_dask.soak`; default featureless and logistic regression.
+        As for ``soak_dask.soak``; default featureless and logistic regression.
     progress : bool
         Show the progress bar.
     """

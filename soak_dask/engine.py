@@ -72,7 +72,7 @@ def soak(
     Parameters
     ----------
     table : Table
-        From :func:`soak_dask.load_table`.
+        From ``soak_dask.load_table``.
     learners : dict, list, estimator or str, optional
         ``{name: estimator or built-in name}``; built-in names include ``"featureless"``
         (majority class / mean of the train rows). Default: featureless plus a linear model.

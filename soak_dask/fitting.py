@@ -72,7 +72,7 @@ def fit_and_score(
     """Fit a clone of ``estimator`` on the train rows of ``frame``; score each test block.
 
     With ``fit.n_groups`` > 0 the train rows are first down-sampled to that many groups
-    (:func:`soak_dask.sizes.downsample`). Returns one small record per test subset.
+    (``soak_dask.sizes.downsample``). Returns one small record per test subset.
     """
     train, blocks = split_frame(frame, fit.fold, run.fold_column, run.subset, fit.test_subsets)
     if fit.n_groups:

@@ -93,7 +93,10 @@ def group_folds(groups: pd.DataFrame, n_folds: int, seed: int) -> pd.Series:
     groups : DataFrame
         One row per group with columns ``group`` (the group value), ``stratum`` (int code) and
         ``n`` (rows in the group).
-    n_folds, seed : int
+    n_folds : int
+        K.
+    seed : int
+        Seed of the tie-breaking hashes.
 
     Returns
     -------
@@ -125,7 +128,7 @@ def assign_folds(table: Table, n_folds: int = 10, seed: int = 1, *, stratify: bo
     Parameters
     ----------
     table : Table
-        From :func:`soak_dask.load_table`. If it has a group column, whole groups go to one fold.
+        From ``soak_dask.load_table``. If it has a group column, whole groups go to one fold.
     n_folds : int
         K, at least 2.
     seed : int
@@ -232,13 +235,15 @@ def _fold_part(
     return part.assign(**{FOLD_COLUMN: folds})
 
 
-def _warn_small_strata(strata: pd.Series, keys: list[str], n_folds: int) -> None:
+def _warn_small_strata(
+    strata: pd.Series, keys: list[str], n_folds: int, unit: str = "rows"
+) -> None:
     small = strata[strata < n_folds]
     if len(small):
         listed = ", ".join(f"{k}: {n}" for k, n in small.items())
         warnings.warn(
-            f"{len(small)} strata of ({', '.join(keys)}) have fewer rows than n_folds="
-            f"{n_folds}, so some folds lack them: {listed}",
+            f"{len(small)} strata of ({', '.join(keys)}) have fewer {unit} than n_folds="
+            f"{n_folds}, so some folds lack them (a train set may then miss a class): {listed}",
             UserWarning,
             stacklevel=4,
         )
@@ -273,7 +278,13 @@ def _assign_group_folds(table: Table, keys: list[str], n_folds: int, seed: int) 
             "so some test folds would be empty; use fewer folds or smaller groups"
         )
     strata = sizes.groupby(keys, observed=True)["n"].sum().sort_index()
-    _warn_small_strata(strata, keys, n_folds)
+    # With groups, what a fold can hold of a stratum is counted in groups, not rows.
+    _warn_small_strata(
+        sizes.groupby(keys, observed=True)[group].nunique(),
+        keys,
+        n_folds,
+        unit=f"groups of {group!r}",
+    )
     index = strata.index if len(keys) > 1 else pd.MultiIndex.from_arrays([strata.index])
     groups = pd.DataFrame(
         {

@@ -16,14 +16,14 @@ import pandas as pd
 from .folds import check_fold_values
 from .table import Table
 
-#: Default K, as in :func:`soak_dask.soak`.
+#: Default K, as in ``soak_dask.soak``.
 DEFAULT_FOLDS = 10
 _LISTED = 5  # examples named in one warning
 
 
 @dataclass(frozen=True)
 class TableInfo:
-    """Summary of a table, from :func:`describe_table`.
+    """Summary of a table, from ``describe_table``.
 
     Attributes
     ----------
@@ -72,7 +72,7 @@ def describe_table(table: Table, n_folds: int | None = None) -> TableInfo:
     Parameters
     ----------
     table : Table
-        From :func:`soak_dask.load_table`.
+        From ``soak_dask.load_table``.
     n_folds : int, optional
         K the run will use (default 10). With a fold column, K is read from the column and a
         different ``n_folds`` is reported as a warning.

@@ -5,11 +5,11 @@ only through per-class counts, means and scatter matrices -- featureless baselin
 and ridge regression, ridge classification, linear discriminant analysis and Gaussian naive Bayes,
 each optionally behind a ``StandardScaler`` -- need not see their train rows:
 
-1. :func:`block_stats` computes the moments of every (subset, fold, class) cell in one pass over
+1. ``block_stats`` computes the moments of every (subset, fold, class) cell in one pass over
    the lazy table (one task per partition, then a tree reduction; only O(blocks × classes × p²)
    numbers travel);
-2. :func:`train_stats` pools the blocks of one train set;
-3. :func:`fit_from_stats` turns the pooled moments into a fitted scikit-learn estimator, so that
+2. ``train_stats`` pools the blocks of one train set;
+3. ``fit_from_stats`` turns the pooled moments into a fitted scikit-learn estimator, so that
    scikit-learn's own ``predict``, ``predict_proba`` and ``decision_function`` score the test
    blocks in a second pass.
 
@@ -206,7 +206,7 @@ def block_stats(
     Parameters
     ----------
     table : Table
-        With a fold column (see :func:`soak_dask.assign_folds`).
+        With a fold column (see ``soak_dask.assign_folds``).
     subsets : sequence
         Every subset value of the table, in the order results use.
     n_folds : int
@@ -219,7 +219,7 @@ def block_stats(
     Returns
     -------
     dask.delayed.Delayed
-        Computes (``.compute()`` or ``client.compute``) to a :class:`BlockStats`. Rows with a
+        Computes (``.compute()`` or ``client.compute``) to a ``BlockStats``. Rows with a
         subset, fold or class outside the given ones, or non-finite features or labels, raise a
         ValueError naming the column.
     """
@@ -326,7 +326,7 @@ def train_stats(stats: BlockStats, train_subsets: Sequence, fold: int) -> TrainS
     Parameters
     ----------
     stats : BlockStats
-        From :func:`block_stats`.
+        From ``block_stats``.
     train_subsets : sequence
         Subsets whose blocks outside the test fold form the train set.
     fold : int
@@ -642,7 +642,7 @@ _LEARNERS: dict[type, _Learner] = {
     ),
 }
 
-#: What :func:`is_additive` can answer.
+#: What ``is_additive`` can answer.
 KINDS = tuple(learner.kind for learner in _LEARNERS.values())
 
 
@@ -662,7 +662,7 @@ def _pipeline_parts(estimator: Any) -> tuple[list, Any]:
 
 
 def is_additive(estimator: Any) -> str | None:
-    """The kind of fit that :func:`fit_from_stats` can make for ``estimator``, or None.
+    """The kind of fit that ``fit_from_stats`` can make for ``estimator``, or None.
 
     Recognised (by exact class and parameters): ``DummyClassifier`` (any strategy but
     "constant"), ``DummyRegressor(strategy="mean")``, ``LinearRegression`` and ``Ridge`` /
@@ -701,9 +701,9 @@ def fit_from_stats(estimator: BaseEstimator, stats: TrainStats) -> BaseEstimator
     Parameters
     ----------
     estimator : estimator
-        One for which :func:`is_additive` is not None.
+        One for which ``is_additive`` is not None.
     stats : TrainStats
-        From :func:`train_stats`.
+        From ``train_stats``.
 
     Returns
     -------

@@ -1,13 +1,13 @@
 """Paper-style figures of SOAK results (matplotlib only).
 
-- :func:`plot_soak` draws Figure 3 of the SOAK paper for one results Dataset: per learner a
+- ``plot_soak`` draws Figure 3 of the SOAK paper for one results Dataset: per learner a
   block of panels, one panel per test subset, showing the test error of every fold and its
   mean ± SD when training on the same, other and all subsets, with the paired t-test of
   other−same and all−same written under each row.
-- :func:`plot_datasets` draws Figures 4–5 across data sets: per data set, the range over its
+- ``plot_datasets`` draws Figures 4–5 across data sets: per data set, the range over its
   test subsets of the mean difference other−same and all−same, beside the range of log10(p).
 
-Both return the :class:`matplotlib.figure.Figure` (made with pyplot, so Jupyter shows it) and
+Both return the ``matplotlib.figure.Figure`` (made with pyplot, so Jupyter shows it) and
 never call ``plt.show()``; close it with ``plt.close(fig)`` when drawing many.
 """
 
@@ -299,7 +299,7 @@ def plot_soak(
     In a panel each train type is a row (same on top): hollow dots are the folds' scores, the
     diamond and bar their mean ± SD, and the text under the other and all rows gives the mean
     difference to same and the two-sided paired t-test p over folds
-    (:func:`soak_dask.stats.pvalues`). Panels of one learner share their x axis.
+    (``soak_dask.stats.pvalues``). Panels of one learner share their x axis.
 
     Parameters
     ----------
@@ -520,7 +520,7 @@ def plot_datasets(
     ----------
     results : mapping or pandas.DataFrame
         ``{data set name: results Dataset}``, or a tidy frame with a ``data`` column (see
-        :func:`datasets_table`).
+        ``datasets_table``).
     measure : str, default "error"
     learner : str, optional
         Learner to compare; needed when the data sets share more than one.

@@ -1,7 +1,7 @@
 """Raster inputs: the labelled pixels of an xarray or Zarr raster as a lazy SOAK table.
 
 A raster holds band variables over (y, x) -- or one variable with a band dimension -- plus a
-label raster whose NaN / nodata pixels are unlabelled. :func:`raster_table` turns it into the
+label raster whose NaN / nodata pixels are unlabelled. ``raster_table`` turns it into the
 pixel table SOAK needs without ever holding the raster in memory: one Dask task per spatial
 chunk of the raster reads that chunk's label, bands and role rasters, keeps the labelled pixels
 and returns a small pandas frame. Unlabelled pixels never leave the worker.
@@ -80,7 +80,7 @@ def raster_table(
     ----------
     source : xarray.Dataset, path or URL
         A Dataset with spatial dims ``y`` and ``x``, or a Zarr store of one (opened with
-        :func:`xarray.open_zarr`; its chunks are kept). A Dataset held in memory is cut into
+        ``xarray.open_zarr``; its chunks are kept). A Dataset held in memory is cut into
         chunks of ``DEFAULT_CHUNK`` × ``DEFAULT_CHUNK`` pixels.
     label : str
         Label variable over (y, x) or (time, y, x). NaN or nodata pixels are unlabelled and
@@ -111,16 +111,17 @@ def raster_table(
         ``flag_values`` / ``flag_meanings``, if any (these also name a subset's codes).
     storage_options : dict, optional
         Passed to fsspec when ``source`` is a URL.
-    task : {"classification", "regression"}, optional
+    task : str, optional
+        "classification" or "regression".
         Override the task inferred from the label.
 
     Returns
     -------
     Table
-        As :func:`soak_dask.load_table` makes it: features are the band columns; ``x``, ``y``
+        As ``soak_dask.load_table`` makes it: features are the band columns; ``x``, ``y``
         (and the time column) are kept in ``table.data`` but are never features. Nothing is
         computed: labelled pixels whose bands, subset or group are NaN / nodata are dropped when
-        a chunk is read, with a :class:`NodataWarning` counting them per variable.
+        a chunk is read, with a ``NodataWarning`` counting them per variable.
 
     Examples
     --------

@@ -1,10 +1,10 @@
 """Write a SOAK report: tables (CSV, Markdown), figures (PNG, SVG) and one self-contained HTML.
 
-:func:`write_report` turns a results Dataset into a directory a colleague can open without
+``write_report`` turns a results Dataset into a directory a colleague can open without
 Python: ``report.html`` embeds every figure (base64 PNG) and table, loads nothing from the
 network (its Content-Security-Policy forbids it), and explains how to read same/other/all and
-the p-values. The CSV files hold the full-precision tables of :func:`soak_dask.stats.pvalues`
-and :func:`soak_dask.stats.summary`.
+the p-values. The CSV files hold the full-precision tables of ``soak_dask.stats.pvalues``
+and ``soak_dask.stats.summary``.
 """
 
 from __future__ import annotations
@@ -291,9 +291,9 @@ def write_report(
 
     Files written:
 
-    - ``pvalues.csv`` / ``pvalues.md``: :func:`soak_dask.stats.pvalues` of the measures;
-    - ``summary.csv`` / ``summary.md``: :func:`soak_dask.stats.summary`;
-    - ``soak_<measure>.png`` / ``.svg``: :func:`soak_dask.plot.plot_soak` per measure;
+    - ``pvalues.csv`` / ``pvalues.md``: ``soak_dask.stats.pvalues`` of the measures;
+    - ``summary.csv`` / ``summary.md``: ``soak_dask.stats.summary``;
+    - ``soak_<measure>.png`` / ``.svg``: ``soak_dask.plot.plot_soak`` per measure;
     - ``report.html``: one page with the figures embedded (base64 PNG), the tables, the run's
       settings (``ds.attrs``) and how to read them. It loads no external file, script or
       style sheet.
@@ -306,9 +306,9 @@ def write_report(
         Directory to write; created if missing. A non-empty directory must hold a previous
         report (whose report files are then replaced) unless `overwrite` is True.
     measures : str or iterable of str, optional
-        Default: ``ds.attrs["measures"]`` (see :func:`soak_dask.stats.validate_results`).
+        Default: ``ds.attrs["measures"]`` (see ``soak_dask.stats.validate_results``).
     order : {"name", "effect"}, default "name"
-        Panel order of the figures (see :func:`soak_dask.plot.plot_soak`).
+        Panel order of the figures (see ``soak_dask.plot.plot_soak``).
     overwrite : bool, default False
         Write into a non-empty directory that is not a previous report (files of the same
         names are replaced, others kept).

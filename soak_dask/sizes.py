@@ -51,7 +51,7 @@ def size_plan(
     ratio: float = 0.5,
     n_samples: int = 1,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Extend a plan from :func:`soak_dask.make_plan` with down-sampled train sets.
+    """Extend a plan from ``soak_dask.make_plan`` with down-sampled train sets.
 
     Parameters
     ----------

@@ -19,7 +19,7 @@ class SameOtherAllCV:
     train set is the rows not in fold κ with subset σ ("same"), another subset ("other"), or any
     subset ("all"). Folds are stratified by subset × class (for a classification ``y``) and
     exactly balanced, with whole groups kept in one fold -- the same folds as
-    :func:`soak_dask.assign_folds` gives for the same rows and seed.
+    ``soak_dask.assign_folds`` gives for the same rows and seed.
 
     Parameters
     ----------

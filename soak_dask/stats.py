@@ -1,8 +1,8 @@
 """Paired t-tests and mean ± SD summaries of SOAK results.
 
-Every function takes the results :class:`xarray.Dataset` (dims ``learner``, ``test_subset``,
+Every function takes the results ``xarray.Dataset`` (dims ``learner``, ``test_subset``,
 ``fold``, ``train_type``; one data variable per measure) and returns a tidy
-:class:`pandas.DataFrame`, one row per statistic, ready to print, filter or plot.
+``pandas.DataFrame``, one row per statistic, ready to print, filter or plot.
 
 The question SOAK asks of a test subset is "does training on other subsets (or on all of them)
 predict this subset better or worse than training on the same subset?". Folds are shared by the
@@ -114,7 +114,7 @@ def validate_results(ds: xr.Dataset, measures: str | Iterable[str] | None = None
     Raises
     ------
     TypeError
-        If `ds` is not an :class:`xarray.Dataset`.
+        If `ds` is not an ``xarray.Dataset``.
     ValueError
         If a dimension or a requested measure is missing, if a measure has other dimensions
         (e.g. ``size``: select one value first), or if no measure can be found.

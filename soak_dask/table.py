@@ -43,8 +43,9 @@ class Table:
     group : str or None
         Rows sharing a value of this column always fall in the same fold.
     fold : str or None
-        Column holding folds 1..K, either the user's or assigned by :func:`soak_dask.assign_folds`.
-    task : {"classification", "regression"}
+        Column holding folds 1..K, either the user's or assigned by ``soak_dask.assign_folds``.
+    task : str
+        "classification" or "regression".
     source : str
         Where the data came from, recorded in the results.
     user_subset : bool
@@ -118,8 +119,8 @@ def load_table(
         Feature columns. Default: every other numeric or boolean column.
     exclude : sequence of str
         Columns that are never features (e.g. pixel coordinates), when ``features`` is not given.
-    task : {"classification", "regression"}, optional
-        Override the task inferred from the label's dtype.
+    task : str, optional
+        "classification" or "regression": overrides the task inferred from the label's dtype.
     storage_options : dict, optional
         Passed to fsspec for remote sources (credentials, endpoint).
 
