@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -224,7 +225,10 @@ def _open(source: Any, storage_options: dict | None) -> tuple[dd.DataFrame, str]
     path = os.fspath(source)
     name = path
     if _is_zarr(path, storage_options):
-        ds = xr.open_zarr(path, storage_options=storage_options, consolidated=None)
+        with warnings.catch_warnings():
+            # Stores without consolidated metadata (Zarr v3's default) are read all the same.
+            warnings.filterwarnings("ignore", message="Failed to open Zarr store with consolid")
+            ds = xr.open_zarr(path, storage_options=storage_options, consolidated=None)
         return _from_xarray(ds, path), name
     ddf = read_parquet(path, storage_options)
     if len(ddf.columns) == 0:
