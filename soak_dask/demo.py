@@ -596,8 +596,8 @@ def run_demo(
         table = load_table(
             pixels, label="label", subset="region", group="polygon", exclude=["x", "y"]
         )
-        print(f"{table}\nDask dashboard: {client.dashboard_link}")
-        res = soak(table, learners, n_folds=n_folds, seed=seed, progress=progress)
+        print(table)
+        res = soak(table, learners, n_folds=n_folds, seed=seed, progress=progress, client=client)
     store = save_results(res, out / "results.zarr", overwrite=True)
     res.soak.pvalues(measures=["error"]).to_csv(out / "pvalues.csv", index=False)
     print(pvalues_text(res, "error"))
