@@ -29,6 +29,7 @@ from .fitting import (
     guard,
     partial_fit_step,
     score_fitted,
+    score_many,
 )
 from .folds import seeded_hash
 from .learners import resolve_learners
@@ -244,16 +245,8 @@ def soak(
         run,
         skip=max_train_rows is not None,
     )
-    tasks = [
-        dask.delayed(score_fitted, pure=True)(
-            from_stats[fit_id, name],
-            _fit_rows(data, table, fits.loc[fit_id], train=False),
-            _fit_spec(fits, fit_id, name),
-            run,
-            dask_key_name=f"soak-fit-{fit_id}-{name}",
-        )
-        if (fit_id, name) in from_stats
-        else _fit_task(
+    tasks = _score_from_stats(data, table, fits, from_stats, subsets, run) + [
+        _fit_task(
             data,
             table,
             fits.loc[fit_id],
@@ -265,12 +258,14 @@ def soak(
             fraction=min(1.0, max_train_rows / train_rows[fit_id]) if max_train_rows else 1.0,
         )
         for fit_id, name in todo
+        if (fit_id, name) not in from_stats
     ]
     records = [r for batch in done.values() for r in batch]
     for batch in _run(tasks, client, progress):
         batch = [{**r, "test_subset": names[r["test_subset"]]} for r in batch]
         if checkpoint is not None:
-            save_task(checkpoint, batch[0]["fit_id"], batch[0]["learner"], batch)
+            for (fit_id, learner), rows in _by_fit(batch).items():
+                save_task(checkpoint, fit_id, learner, rows)
         records.extend(batch)
     _warn_failures(records)
     splits = splits.assign(test_subset=splits["test_subset"].map(names))
@@ -387,6 +382,42 @@ def _fit_task(
             state = dask.delayed(partial_fit_step, pure=True)(state, parts[i], run, epoch == 0)
     test = _fit_rows(data, table, fit_row, train=False)
     return dask.delayed(score_fitted, pure=True)(state, test, fit, run, dask_key_name=key)
+
+
+def _score_from_stats(
+    data: dd.DataFrame,
+    table: Table,
+    fits: pd.DataFrame,
+    from_stats: Mapping[tuple[int, str], FitState],
+    subsets: list,
+    run: RunSpec,
+) -> list[Any]:
+    """One scoring task per fold for the learners fitted from statistics.
+
+    Their fits are already made, so what is left is predicting test rows: reading each fold's
+    test rows once for all of them, rather than once per fit, keeps this a second pass.
+    """
+    by_fold: dict[int, list[tuple[FitState, FitSpec]]] = {}
+    for (fit_id, name), state in from_stats.items():
+        spec = _fit_spec(fits, fit_id, name)
+        by_fold.setdefault(spec.fold, []).append((state, spec))
+    tasks = []
+    for fold, fitted in sorted(by_fold.items()):
+        every = pd.Series({"fold": fold, "train_subsets": (), "test_subsets": tuple(subsets)})
+        test = _fit_rows(data, table, every, train=False)
+        tasks.append(
+            dask.delayed(score_many, pure=True)(
+                fitted, test, run, dask_key_name=f"soak-score-{fold}"
+            )
+        )
+    return tasks
+
+
+def _by_fit(records: list[dict[str, Any]]) -> dict[tuple[int, str], list[dict[str, Any]]]:
+    out: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for r in records:
+        out.setdefault((r["fit_id"], r["learner"]), []).append(r)
+    return out
 
 
 def _fit_spec(fits: pd.DataFrame, fit_id: int, learner: str) -> FitSpec:

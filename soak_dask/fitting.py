@@ -118,6 +118,13 @@ def score_fitted(
     return score_blocks(state, blocks, fit, run)
 
 
+def score_many(
+    fitted: list[tuple[FitState, FitSpec]], test: pd.DataFrame, run: RunSpec
+) -> list[dict[str, Any]]:
+    """Score several fitted learners of one fold on that fold's test rows, read once."""
+    return [r for state, fit in fitted for r in score_fitted(state, test, fit, run)]
+
+
 def score_blocks(
     state: FitState, blocks: dict[Any, pd.DataFrame], fit: FitSpec, run: RunSpec
 ) -> list[dict[str, Any]]:
