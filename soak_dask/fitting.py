@@ -171,14 +171,18 @@ def _predict_and_score(est, X: np.ndarray, y: np.ndarray, run: RunSpec) -> dict[
     if len(y) == 0:
         return dict.fromkeys(run.measures, np.nan)
     pred = est.predict(X)
-    proba = None
-    if run.classes is not None and {"auc", "log_loss"} & set(run.measures):
-        proba = _class_scores(est, X, run.classes)
+    proba, classes = None, run.classes
+    if classes is not None:
+        if {"auc", "log_loss"} & set(run.measures):
+            proba = _class_scores(est, X, classes)
+        # Integer codes: the metrics sort labels many times, and sorting strings is slow.
+        index = pd.Index(classes)
+        y, pred, classes = index.get_indexer(y), index.get_indexer(pred), range(len(classes))
     with warnings.catch_warnings():
         # A test block may lack some predicted classes; the measures are still well defined.
         warnings.filterwarnings("ignore", message=".*y_pred contains classes not in y_true")
         warnings.filterwarnings("ignore", message="A single label was found")
-        return score(run.measures, y, pred, proba, run.classes)
+        return score(run.measures, y, pred, proba, classes)
 
 
 def _class_scores(est, X: np.ndarray, classes: tuple) -> np.ndarray | None:

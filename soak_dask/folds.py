@@ -77,10 +77,13 @@ def permuted_block_folds(
     codes = np.asarray(codes, dtype=np.int64)
     index_in_stratum = np.asarray(index_in_stratum, dtype=np.int64)
     block = index_in_stratum // n_folds
-    keys, inverse = np.unique(np.stack([codes, block]), axis=1, return_inverse=True)
-    inverse = inverse.ravel()
+    # A 1-D key per (stratum, block): sorting it is ~20x faster than unique rows of a 2-D array.
+    width = int(codes.max()) + 1 if len(codes) else 1
+    keys, inverse = np.unique(block * width + codes, return_inverse=True)
     # One row of K hashes per (stratum, block); the rank of position j in that row is its fold.
-    hashes = seeded_hash(seed, keys[0][:, None], keys[1][:, None], np.arange(n_folds)[None, :])
+    hashes = seeded_hash(
+        seed, (keys % width)[:, None], (keys // width)[:, None], np.arange(n_folds)[None, :]
+    )
     ranks = np.argsort(np.argsort(hashes, axis=1), axis=1)
     return (ranks[inverse, index_in_stratum % n_folds] + 1).astype(np.int8)
 
@@ -189,9 +192,12 @@ def _check_na_keys(strata: pd.DataFrame, keys: list[str]) -> None:
 def _assign_row_folds(table: Table, keys: list[str], n_folds: int, seed: int) -> dd.DataFrame:
     data = table.data
     meta = pd.DataFrame({**{k: data._meta[k] for k in keys}, "n": pd.Series([], dtype="int64")})
-    counts = data.map_partitions(
-        _count_part, keys, meta=meta.assign(partition=pd.Series([], dtype="int64"))
-    ).compute()
+    # Only the key columns are read for the counts (the projection reaches the reader).
+    counts = (
+        data[keys]
+        .map_partitions(_count_part, keys, meta=meta.assign(partition=pd.Series([], dtype="int64")))
+        .compute()
+    )
     _check_na_keys(counts, keys)
     strata = counts.groupby(keys, observed=True)["n"].sum().sort_index()
     _warn_small_strata(strata, keys, n_folds)
