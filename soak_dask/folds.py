@@ -207,7 +207,8 @@ def _assign_row_folds(table: Table, keys: list[str], n_folds: int, seed: int) ->
     np.add.at(table_counts, (counts["partition"].to_numpy(), codes), counts["n"].to_numpy())
     # Rows of each stratum before each partition: the partition's offset in the stratum.
     offsets = np.cumsum(table_counts, axis=0) - table_counts
-    return data.map_partitions(
+    # Folds are computed from the key columns alone, so a query of the folds reads only those.
+    folds = data[keys].map_partitions(
         _fold_part,
         keys,
         index,
@@ -215,8 +216,9 @@ def _assign_row_folds(table: Table, keys: list[str], n_folds: int, seed: int) ->
         table_counts,
         n_folds,
         seed,
-        meta=data._meta.assign(**{FOLD_COLUMN: np.int8(0)}),
+        meta=pd.Series([], dtype="int8", name=FOLD_COLUMN),
     )
+    return data.assign(**{FOLD_COLUMN: folds})
 
 
 def _fold_part(
@@ -228,7 +230,7 @@ def _fold_part(
     n_folds: int,
     seed: int,
     partition_info=None,
-) -> pd.DataFrame:
+) -> pd.Series:
     number = partition_info["number"] if partition_info else 0
     codes = index.get_indexer(_key_index(part, keys))
     if not np.array_equal(np.bincount(codes, minlength=len(index)), expected[number]):
@@ -238,7 +240,7 @@ def _fold_part(
         )
     local = pd.Series(codes).groupby(codes).cumcount().to_numpy()
     folds = permuted_block_folds(codes, offsets[number, codes] + local, n_folds, seed)
-    return part.assign(**{FOLD_COLUMN: folds})
+    return pd.Series(folds, index=part.index, name=FOLD_COLUMN)
 
 
 def _warn_small_strata(
