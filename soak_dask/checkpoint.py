@@ -47,17 +47,19 @@ def open_checkpoint(path: str | os.PathLike, settings: Mapping[str, Any]) -> dic
     else:
         path.mkdir(parents=True, exist_ok=True)
         _write_atomic(stored, json.dumps(settings, sort_keys=True, indent=1))
-    done = {}
-    for file in path.glob("task-*.json"):
+    done: dict[tuple[int, str], list[dict]] = {}
+    for file in sorted(path.glob("task-*.json")):
         task = json.loads(file.read_text())
-        done[(task["fit_id"], task["learner"])] = task["records"]
+        done.setdefault((task["fit_id"], task["learner"]), []).extend(task["records"])
     return done
 
 
 def save_task(path: str | os.PathLike, fit_id: int, learner: str, records: list[dict]) -> None:
-    """Store the records of one finished (fit, learner) task."""
+    """Store records of a (fit, learner) task: all its test blocks, or some of them."""
     task = {"fit_id": fit_id, "learner": learner, "records": records}
-    name = f"task-{fit_id}-{hashlib.sha1(learner.encode()).hexdigest()[:12]}.json"
+    blocks = ",".join(sorted(str(r["test_subset"]) for r in records))
+    key = hashlib.sha1(f"{learner}\0{blocks}".encode()).hexdigest()[:12]
+    name = f"task-{fit_id}-{key}.json"
     _write_atomic(Path(path) / name, json.dumps(task, default=_plain))
 
 

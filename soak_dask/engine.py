@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import as_completed as futures_completed
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -216,6 +217,8 @@ def soak(
         rows = counts.groupby(strata, observed=True)["n"].sum()
         fingerprint = {"token": data_token, "rows": {str(k): int(n) for k, n in rows.items()}}
         done = open_checkpoint(checkpoint, {**settings, "data": fingerprint})
+        # A fit's test blocks may be scored by separate tasks: done only when all of them are.
+        done = {k: v for k, v in done.items() if len(v) == len(fits.loc[k[0], "test_subsets"])}
     todo = [
         (fit_id, name) for fit_id in fits.index for name in estimators if (fit_id, name) not in done
     ]
@@ -392,23 +395,24 @@ def _score_from_stats(
     subsets: list,
     run: RunSpec,
 ) -> list[Any]:
-    """One scoring task per fold for the learners fitted from statistics.
+    """One scoring task per test block for the learners fitted from statistics.
 
-    Their fits are already made, so what is left is predicting test rows: reading each fold's
-    test rows once for all of them, rather than once per fit, keeps this a second pass.
+    Their fits are already made, so what is left is predicting test rows: each (subset, fold)
+    block is read once for all the fits that predict it, rather than once per fit, and a task
+    holds one block (N/(S·K) rows), not a whole fold.
     """
-    by_fold: dict[int, list[tuple[FitState, FitSpec]]] = {}
+    by_block: dict[tuple, list[tuple[FitState, FitSpec]]] = {}
     for (fit_id, name), state in from_stats.items():
         spec = _fit_spec(fits, fit_id, name)
-        by_fold.setdefault(spec.fold, []).append((state, spec))
+        for sub in spec.test_subsets:
+            block_spec = replace(spec, test_subsets=(sub,))
+            by_block.setdefault((spec.fold, sub), []).append((state, block_spec))
     tasks = []
-    for fold, fitted in sorted(by_fold.items()):
-        every = pd.Series({"fold": fold, "train_subsets": (), "test_subsets": tuple(subsets)})
-        test = _fit_rows(data, table, every, train=False)
+    for i, ((fold, sub), fitted) in enumerate(sorted(by_block.items(), key=lambda b: b[0][0])):
+        block = pd.Series({"fold": fold, "train_subsets": (), "test_subsets": (sub,)})
+        test = _fit_rows(data, table, block, train=False)
         tasks.append(
-            dask.delayed(score_many, pure=True)(
-                fitted, test, run, dask_key_name=f"soak-score-{fold}"
-            )
+            dask.delayed(score_many, pure=True)(fitted, test, run, dask_key_name=f"soak-score-{i}")
         )
     return tasks
 

@@ -43,10 +43,11 @@ def test_resume_computes_only_missing_fits(tmp_path, monkeypatch):
         sd.soak(table, learners, n_folds=4, progress=False, checkpoint=tmp_path / "ck")
     monkeypatch.setattr(engine, "_run", real_run)
     def learners_done() -> list[str]:
-        return [json.loads(f.read_text())["learner"] for f in (tmp_path / "ck").glob("task-*")]
+        tasks = [json.loads(f.read_text()) for f in (tmp_path / "ck").glob("task-*")]
+        return [learner for _, learner in {(t["fit_id"], t["learner"]) for t in tasks}]
 
     before = learners_done()
-    assert 10 <= len(before) < total  # stopped mid-run (one-pass fits are scored per fold)
+    assert 0 < len(before) < total  # stopped mid-run (one-pass fits are scored per test block)
 
     FITS.clear()
     resumed = sd.soak(table, learners, n_folds=4, progress=False, checkpoint=tmp_path / "ck")
