@@ -38,6 +38,8 @@ from soak_dask.results import package_versions
 DEFAULT_WORKDIR = Path(tempfile.gettempdir()) / "soak_benchmarks"
 N_BANDS = 20
 N_REGIONS = 4
+#: Environment variables that change memory or thread use, recorded when set.
+ENV_RECORDED = ("ARROW_DEFAULT_MEMORY_POOL", "MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS")
 #: Column roles of the generated pixel table (coordinates and polygon ids are not features).
 ROLES: dict[str, Any] = {"label": "label", "subset": "region", "exclude": ["x", "y", "polygon"]}
 
@@ -234,6 +236,7 @@ def machine() -> dict[str, Any]:
         "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
         "loadavg_1_5_15": [round(x, 2) for x in os.getloadavg()],
         "python": platform.python_version(),
+        "env": {k: os.environ[k] for k in ENV_RECORDED if k in os.environ},
         "versions": package_versions(),
     }
 
