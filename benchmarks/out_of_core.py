@@ -5,12 +5,15 @@ total ``memory_limit``. soak runs with ``persist=False`` (each pass reads from P
 additive learners fitted from one pass of block statistics; optionally also a row-by-row learner
 on a sample of at most ``--max-train-rows`` train rows. A background thread samples every
 worker's resident memory every 0.5 s; the report gives each worker's peak against its limit and
-whether the run completed.
+whether the run completed (a run still going after ``--timeout`` seconds is stopped, as by Ctrl-C,
+and reported as not completed).
 """
 
 from __future__ import annotations
 
+import _thread
 import math
+import threading
 from typing import Any
 
 import pandas as pd
@@ -47,7 +50,10 @@ def table_bytes_per_row(workdir: Any, seed: int) -> float:
 def run(client: Any, source: str, learners: dict[str, Any], args: Any, **kwargs: Any) -> dict:
     """One soak run under the memory sampler; completes or records the failure."""
     row: dict[str, Any] = {"learners": ",".join(learners), **kwargs}
+    # A stalled cluster (workers paused at their memory limit) never finishes: stop it.
+    timer = threading.Timer(args.timeout, _thread.interrupt_main)
     with MemorySampler(client) as sampler, task_seconds(client) as by_task:
+        timer.start()
         try:
             res, seconds = timed(
                 lambda: sd.soak(
@@ -66,8 +72,10 @@ def run(client: Any, source: str, learners: dict[str, Any], args: Any, **kwargs:
             row.update(completed=True, seconds=round(seconds, 1), fits=int(res.attrs["n_fits"]))
             errors = res["error"].mean(["test_subset", "fold"]).to_pandas().round(2)
             print(f"   mean error (%):\n{errors}", flush=True)
-        except (Exception, KeyboardInterrupt) as err:  # reported (Ctrl-C too), not raised
+        except (Exception, KeyboardInterrupt) as err:  # reported (time-out too), not raised
             row.update(completed=False, error=f"{type(err).__name__}: {err}"[:300])
+        finally:
+            timer.cancel()
     limit = parse_bytes(args.memory_limit)
     peaks = sampler.peaks
     row.update(
@@ -98,6 +106,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--measures", default="error", help="measures, comma-separated (default: error)")
     p.add_argument(
         "--train-types", default="same,other,all", help="train types (default all three)"
+    )
+    p.add_argument(
+        "--timeout", type=float, default=1200.0, help="stop a run after this many s (1200)"
     )
     p.add_argument("--row-learner", default="", help="also a row-by-row learner, e.g. logistic")
     p.add_argument("--max-train-rows", type=int, default=100_000, help="its train sample")
