@@ -51,7 +51,13 @@ def run(client: Any, source: str, learners: dict[str, Any], args: Any, **kwargs:
     """One soak run under the memory sampler; completes or records the failure."""
     row: dict[str, Any] = {"learners": ",".join(learners), **kwargs}
     # A stalled cluster (workers paused at their memory limit) never finishes: stop it.
-    timer = threading.Timer(args.timeout, _thread.interrupt_main)
+    fired = threading.Event()
+
+    def stop() -> None:
+        fired.set()
+        _thread.interrupt_main()
+
+    timer = threading.Timer(args.timeout, stop)
     with MemorySampler(client) as sampler, task_seconds(client) as by_task:
         timer.start()
         try:
@@ -73,7 +79,10 @@ def run(client: Any, source: str, learners: dict[str, Any], args: Any, **kwargs:
             errors = res["error"].mean(["test_subset", "fold"]).to_pandas().round(2)
             print(f"   mean error (%):\n{errors}", flush=True)
         except (Exception, KeyboardInterrupt) as err:  # reported (time-out too), not raised
-            row.update(completed=False, error=f"{type(err).__name__}: {err}"[:300])
+            error = f"{type(err).__name__}: {err}"[:300]
+            if fired.is_set():
+                error = f"stopped by --timeout {args.timeout:g} s"
+            row.update(completed=False, error=error)
         finally:
             timer.cancel()
     limit = parse_bytes(args.memory_limit)
