@@ -8,7 +8,6 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import as_completed as futures_completed
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -29,8 +28,9 @@ from .fitting import (
     fit_and_score,
     guard,
     partial_fit_step,
+    score_block,
     score_fitted,
-    score_many,
+    score_partition,
 )
 from .folds import seeded_hash
 from .learners import resolve_learners
@@ -248,7 +248,7 @@ def soak(
         run,
         skip=max_train_rows is not None,
     )
-    tasks = _score_from_stats(data, table, fits, from_stats, subsets, run) + [
+    tasks = _score_from_stats(data, fits, from_stats, run) + [
         _fit_task(
             data,
             table,
@@ -389,32 +389,35 @@ def _fit_task(
 
 def _score_from_stats(
     data: dd.DataFrame,
-    table: Table,
     fits: pd.DataFrame,
     from_stats: Mapping[tuple[int, str], FitState],
-    subsets: list,
     run: RunSpec,
 ) -> list[Any]:
-    """One scoring task per test block for the learners fitted from statistics.
+    """Scoring tasks of the learners fitted from statistics: partition by partition.
 
-    Their fits are already made, so what is left is predicting test rows: each (subset, fold)
-    block is read once for all the fits that predict it, rather than once per fit, and a task
-    holds one block (N/(S·K) rows), not a whole fold.
+    Their fits are made already (small models), so each partition is read once and predicted by
+    every fit whose test blocks it holds; one task per (fold, subset) test block then merges the
+    partitions' additive partial scores. No task holds more than one partition of rows, so the
+    pass runs in bounded memory on tables larger than the cluster's.
     """
-    by_block: dict[tuple, list[tuple[FitState, FitSpec]]] = {}
-    for (fit_id, name), state in from_stats.items():
-        spec = _fit_spec(fits, fit_id, name)
+    if not from_stats:
+        return []
+    fitted = {key: (state, _fit_spec(fits, *key)) for key, state in from_stats.items()}
+    by_block: dict[tuple, list[tuple[int, str]]] = {}
+    for key, (_, spec) in fitted.items():
         for sub in spec.test_subsets:
-            block_spec = replace(spec, test_subsets=(sub,))
-            by_block.setdefault((spec.fold, sub), []).append((state, block_spec))
-    tasks = []
-    for i, ((fold, sub), fitted) in enumerate(sorted(by_block.items(), key=lambda b: b[0][0])):
-        block = pd.Series({"fold": fold, "train_subsets": (), "test_subsets": (sub,)})
-        test = _fit_rows(data, table, block, train=False)
-        tasks.append(
-            dask.delayed(score_many, pure=True)(fitted, test, run, dask_key_name=f"soak-score-{i}")
-        )
-    return tasks
+            by_block.setdefault((spec.fold, sub), []).append(key)
+    blocks = [(fold, sub, keys) for (fold, sub), keys in sorted(by_block.items())]
+    shared = dask.delayed(fitted, name=f"soak-fitted-{dask.base.tokenize(fitted)}", pure=True)
+    columns = [*run.features, run.label, run.subset, run.fold_column]
+    pieces = [
+        dask.delayed(score_partition, nout=len(blocks), pure=True)(part, shared, blocks, run)
+        for part in data[columns].to_delayed()
+    ]
+    return [
+        dask.delayed(score_block, pure=True)([piece[i] for piece in pieces], shared, sub, keys, run)
+        for i, (_, sub, keys) in enumerate(blocks)
+    ]
 
 
 def _by_fit(records: list[dict[str, Any]]) -> dict[tuple[int, str], list[dict[str, Any]]]:

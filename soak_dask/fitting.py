@@ -5,16 +5,16 @@ from __future__ import annotations
 import copy
 import time
 import traceback
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
-from .measures import score
+from .measures import finish, merge, partial_scores
 from .sizes import downsample
 
 
@@ -118,11 +118,58 @@ def score_fitted(
     return score_blocks(state, blocks, fit, run)
 
 
-def score_many(
-    fitted: list[tuple[FitState, FitSpec]], test: pd.DataFrame, run: RunSpec
+def score_partition(
+    part: pd.DataFrame,
+    fitted: dict[tuple[int, str], tuple[FitState, FitSpec]],
+    blocks: list[tuple[int, Any, list[tuple[int, str]]]],
+    run: RunSpec,
+) -> tuple[dict[str, Any], ...]:
+    """Partial scores of one partition's rows, for every test block and fit that predicts it.
+
+    ``blocks`` lists (fold, subset, keys of the fits predicting that block). Features and labels
+    are extracted once for the partition; one item per block is returned, to be merged over
+    partitions by ``score_block``, so no task holds more than a partition of rows.
+    """
+    subsets = pd.Index(list(dict.fromkeys(sub for _, sub, _ in blocks)))
+    key = part[run.fold_column].to_numpy(np.int64) * len(subsets) + subsets.get_indexer(
+        part[run.subset]
+    )
+    X, y = _test_xy(part, run)
+    out = []
+    for fold, sub, keys in blocks:
+        rows = key == fold * len(subsets) + subsets.get_loc(sub)
+        pieces = {}
+        if rows.any():
+            for k in keys:
+                state = fitted[k][0]
+                if not state.message:
+                    start = time.perf_counter()
+                    partial = predict_partial(state.estimator, X[rows], y[rows], run)
+                    pieces[k] = (partial, time.perf_counter() - start)
+        out.append({"n": int(rows.sum()), "fits": pieces})
+    return tuple(out)
+
+
+def score_block(
+    pieces: list[dict[str, Any]],
+    fitted: dict[tuple[int, str], tuple[FitState, FitSpec]],
+    sub: Any,
+    keys: list[tuple[int, str]],
+    run: RunSpec,
 ) -> list[dict[str, Any]]:
-    """Score several fitted learners of one fold on that fold's test rows, read once."""
-    return [r for state, fit in fitted for r in score_fitted(state, test, fit, run)]
+    """Records of one test block from its partitions' ``score_partition`` items."""
+    records = []
+    for k in keys:
+        state, fit = fitted[k]
+        found = [p["fits"][k] for p in pieces if k in p["fits"]]
+        if state.message or not found:
+            values = dict.fromkeys(run.measures, run.error_score if state.message else np.nan)
+        else:
+            values = finish(run.measures, reduce(merge, [partial for partial, _ in found]))
+        records.append(
+            _record(state, fit, sub, sum(p["n"] for p in pieces), values, sum(s for _, s in found))
+        )
+    return records
 
 
 def score_blocks(
@@ -135,25 +182,42 @@ def score_blocks(
         if state.message:
             values = dict.fromkeys(run.measures, run.error_score)
         else:
-            values = _predict_and_score(state.estimator, *_xy(block, run), run)
-        records.append(
-            {
-                "learner": fit.learner,
-                "fit_id": fit.fit_id,
-                "test_subset": sub,
-                "n_train": state.n_train,
-                "n_test": len(block),
-                "fit_seconds": state.seconds,
-                **values,
-                "predict_seconds": time.perf_counter() - start,
-                "message": state.message,
-            }
-        )
+            values = finish(
+                run.measures, predict_partial(state.estimator, *_test_xy(block, run), run)
+            )
+        records.append(_record(state, fit, sub, len(block), values, time.perf_counter() - start))
     return records
 
 
+def _record(
+    state: FitState, fit: FitSpec, sub: Any, n_test: int, values: dict, seconds: float
+) -> dict[str, Any]:
+    return {
+        "learner": fit.learner,
+        "fit_id": fit.fit_id,
+        "test_subset": sub,
+        "n_train": state.n_train,
+        "n_test": n_test,
+        "fit_seconds": state.seconds,
+        **values,
+        "predict_seconds": seconds,
+        "message": state.message,
+    }
+
+
 def _xy(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Features as float64 and the label as it is (for fitting)."""
     return frame[list(run.features)].to_numpy(np.float64), frame[run.label].to_numpy()
+
+
+def _test_xy(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
+    """Features, and the label as class codes (classification) or float64 (regression).
+
+    Codes because the measures count and compare labels, and strings are slow to compare."""
+    X, y = _xy(frame, run)
+    if run.classes is None:
+        return X, y.astype(np.float64)
+    return X, pd.Index(run.classes).get_indexer(y)
 
 
 def guard(run: RunSpec, call: Callable[[], Any]) -> tuple[Any, str]:
@@ -167,22 +231,18 @@ def guard(run: RunSpec, call: Callable[[], Any]) -> tuple[Any, str]:
         return None, "".join(traceback.format_exception_only(err)).strip()
 
 
-def _predict_and_score(est, X: np.ndarray, y: np.ndarray, run: RunSpec) -> dict[str, float]:
-    if len(y) == 0:
-        return dict.fromkeys(run.measures, np.nan)
-    pred = est.predict(X)
-    proba, classes = None, run.classes
-    if classes is not None:
-        if {"auc", "log_loss"} & set(run.measures):
-            proba = _class_scores(est, X, classes)
-        # Integer codes: the metrics sort labels many times, and sorting strings is slow.
-        index = pd.Index(classes)
-        y, pred, classes = index.get_indexer(y), index.get_indexer(pred), range(len(classes))
-    with warnings.catch_warnings():
-        # A test block may lack some predicted classes; the measures are still well defined.
-        warnings.filterwarnings("ignore", message=".*y_pred contains classes not in y_true")
-        warnings.filterwarnings("ignore", message="A single label was found")
-        return score(run.measures, y, pred, proba, classes)
+def predict_partial(est, X: np.ndarray, y: np.ndarray, run: RunSpec) -> dict[str, Any]:
+    """``measures.partial_scores`` of ``est``'s predictions of rows ``X`` (labels ``y`` from
+    ``_test_xy``)."""
+    if run.classes is None:
+        return partial_scores(run.measures, y, est.predict(X) if len(y) else y)
+    if not len(y):
+        return partial_scores(run.measures, y, y, None, len(run.classes))
+    pred = pd.Index(run.classes).get_indexer(est.predict(X))
+    proba = None
+    if {"auc", "log_loss"} & set(run.measures):
+        proba = _class_scores(est, X, run.classes)
+    return partial_scores(run.measures, y, pred, proba, len(run.classes))
 
 
 def _class_scores(est, X: np.ndarray, classes: tuple) -> np.ndarray | None:

@@ -1,10 +1,15 @@
-"""Test-set measures: classification error in percent, as in the SOAK paper, and others."""
+"""Test-set measures: classification error in percent, as in the SOAK paper, and others.
+
+Each measure is computed from additive pieces (counts, sums, a confusion matrix; labels and
+scores for AUC), so the rows of a test block can be scored partition by partition."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import pandas as pd
 from sklearn import metrics
 
 from .table import Task
@@ -47,28 +52,127 @@ def score(
         Class probabilities (or binary decision scores, one column), columns in ``classes``
         order; needed for ``auc`` and ``log_loss``, which are NaN without it.
     classes : sequence, optional
-        Every class of the table, so log loss counts classes absent from a train set.
+        Every class of the table (classification), so log loss counts classes absent from a
+        train set. Default: the classes in ``y_true`` and ``y_pred``, if they are not numbers.
 
     Examples
     --------
     >>> score(["error", "accuracy"], np.array(["a", "b"]), np.array(["a", "a"]))
     {'error': 50.0, 'accuracy': 0.5}
     """
-    if len(y_true) == 0:
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    if classes is None and set(measures) <= set(CLASSIFICATION):
+        classes = np.unique(np.concatenate([y_true, y_pred]))
+    if classes is not None:
+        index = pd.Index(classes)
+        y_true, y_pred = index.get_indexer(y_true), index.get_indexer(y_pred)
+    n_classes = None if classes is None else len(classes)
+    return finish(measures, partial_scores(measures, y_true, y_pred, proba, n_classes))
+
+
+def partial_scores(
+    measures: Sequence[str],
+    y_true: np.ndarray,
+    y_pred: np.ndarray,
+    proba: np.ndarray | None = None,
+    n_classes: int | None = None,
+) -> dict[str, Any]:
+    """Additive pieces of ``measures`` on some rows of a test block.
+
+    Pieces of the same block from different partitions combine with ``merge``, and ``finish``
+    turns them into the measures, so a block is scored without gathering its rows.
+
+    Parameters
+    ----------
+    measures : sequence of str
+        Names from ``CLASSIFICATION`` or ``REGRESSION``.
+    y_true, y_pred : ndarray
+        Classification: class codes 0..n_classes-1. Regression: values.
+    proba : ndarray, optional
+        Class probabilities (n_classes columns) or binary decision scores (one column).
+    n_classes : int, optional
+        Number of classes (classification); None for regression.
+    """
+    n = len(y_true)
+    if n_classes is None:
+        mean = float(np.mean(y_true)) if n else 0.0
+        return {
+            "n": n,
+            "sse": float(np.sum((y_true - y_pred) ** 2)),
+            "sae": float(np.sum(np.abs(y_true - y_pred))),
+            "mean": mean,
+            "m2": float(np.sum((y_true - mean) ** 2)),
+        }
+    cells = np.bincount(y_true * n_classes + y_pred, minlength=n_classes * n_classes)
+    out: dict[str, Any] = {"n": n, "confusion": cells.reshape(n_classes, n_classes)}
+    if "log_loss" in measures:
+        out["log_loss"] = _log_loss_sum(y_true, proba, n_classes)
+    if "auc" in measures:
+        out["auc"] = None if proba is None else (y_true.astype(np.int16), proba)
+    return out
+
+
+def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Combine the ``partial_scores`` of two disjoint sets of rows of one block."""
+    n = a["n"] + b["n"]
+    if "confusion" not in a:
+        # Chan et al.'s pairwise update of the sum of squared deviations from the mean.
+        delta = b["mean"] - a["mean"]
+        share = b["n"] / n if n else 0.0
+        return {
+            "n": n,
+            "sse": a["sse"] + b["sse"],
+            "sae": a["sae"] + b["sae"],
+            "mean": a["mean"] + delta * share,
+            "m2": a["m2"] + b["m2"] + delta**2 * a["n"] * share,
+        }
+    out = {"n": n, "confusion": a["confusion"] + b["confusion"]}
+    if "log_loss" in a:
+        out["log_loss"] = a["log_loss"] + b["log_loss"]
+    if "auc" in a:
+        both = [a["auc"], b["auc"]]
+        out["auc"] = (
+            None
+            if None in both
+            else (np.concatenate([p[0] for p in both]), np.concatenate([p[1] for p in both]))
+        )
+    return out
+
+
+def finish(measures: Sequence[str], pieces: dict[str, Any]) -> dict[str, float]:
+    """The measures of a block from its merged ``partial_scores``."""
+    if pieces["n"] == 0:
         return dict.fromkeys(measures, np.nan)
-    return {m: float(_MEASURES[m](y_true, y_pred, proba, classes)) for m in measures}
+    return {m: float(_FINISH[m](pieces)) for m in measures}
 
 
-def _auc(y_true, y_pred, proba, classes) -> float:
-    if proba is None:
+def _log_loss_sum(y_true: np.ndarray, proba: np.ndarray | None, n_classes: int) -> float:
+    """Summed log loss, clipped as scikit-learn's ``log_loss`` does."""
+    if proba is None or proba.ndim == 1 or proba.shape[1] != n_classes:
         return np.nan
-    classes = list(classes)
-    if proba.ndim == 1 or proba.shape[1] == 1:  # binary decision scores for classes[1]
-        return _binary_auc(y_true == classes[1], proba.reshape(-1))
-    if len(classes) == 2:
-        return _binary_auc(y_true == classes[1], proba[:, 1])
+    eps = np.finfo(proba.dtype).eps
+    p = np.clip(proba[np.arange(len(y_true)), y_true], eps, 1 - eps)
+    return float(-np.sum(np.log(p)))
+
+
+def _balanced_accuracy(pieces: dict[str, Any]) -> float:
+    """Mean recall over the classes present in the block, as scikit-learn computes it."""
+    cm = pieces["confusion"]
+    present = cm.sum(axis=1) > 0
+    return float(np.mean(np.diag(cm)[present] / cm.sum(axis=1)[present]))
+
+
+def _auc(pieces: dict[str, Any]) -> float:
+    if pieces["auc"] is None:
+        return np.nan
+    y_true, proba = pieces["auc"]
+    n_classes = len(pieces["confusion"])
+    if proba.ndim == 1 or proba.shape[1] == 1:  # binary decision scores for class 1
+        return _binary_auc(y_true == 1, proba.reshape(-1))
+    if n_classes == 2:
+        return _binary_auc(y_true == 1, proba[:, 1])
     # Multiclass: macro one-vs-rest over the classes present in this test block.
-    aucs = [_binary_auc(y_true == c, proba[:, i]) for i, c in enumerate(classes)]
+    aucs = [_binary_auc(y_true == c, proba[:, c]) for c in range(n_classes)]
     aucs = [a for a in aucs if not np.isnan(a)]
     return float(np.mean(aucs)) if aucs else np.nan
 
@@ -79,20 +183,26 @@ def _binary_auc(positive: np.ndarray, scores: np.ndarray) -> float:
     return metrics.roc_auc_score(positive, scores)
 
 
-def _log_loss(y_true, y_pred, proba, classes) -> float:
-    if proba is None or proba.ndim == 1 or proba.shape[1] != len(classes):
+def _r2(pieces: dict[str, Any]) -> float:
+    if pieces["n"] < 2:
         return np.nan
-    return metrics.log_loss(y_true, proba, labels=list(classes))
+    if pieces["m2"] == 0:  # constant truth: scikit-learn's force_finite convention
+        return 1.0 if pieces["sse"] == 0 else 0.0
+    return 1.0 - pieces["sse"] / pieces["m2"]
 
 
-_MEASURES = {
-    "error": lambda t, p, *_: 100.0 * np.mean(t != p),
-    "accuracy": lambda t, p, *_: np.mean(t == p),
-    "balanced_accuracy": lambda t, p, *_: metrics.balanced_accuracy_score(t, p),
+def _accuracy(pieces: dict[str, Any]) -> float:
+    return np.trace(pieces["confusion"]) / pieces["n"]
+
+
+_FINISH = {
+    "error": lambda p: 100.0 * (1.0 - _accuracy(p)),
+    "accuracy": _accuracy,
+    "balanced_accuracy": _balanced_accuracy,
     "auc": _auc,
-    "log_loss": _log_loss,
-    "mse": lambda t, p, *_: metrics.mean_squared_error(t, p),
-    "rmse": lambda t, p, *_: np.sqrt(metrics.mean_squared_error(t, p)),
-    "mae": lambda t, p, *_: metrics.mean_absolute_error(t, p),
-    "r2": lambda t, p, *_: metrics.r2_score(t, p) if len(t) > 1 else np.nan,
+    "log_loss": lambda p: p["log_loss"] / p["n"],
+    "mse": lambda p: p["sse"] / p["n"],
+    "rmse": lambda p: np.sqrt(p["sse"] / p["n"]),
+    "mae": lambda p: p["sae"] / p["n"],
+    "r2": _r2,
 }
