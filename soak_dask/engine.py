@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
+import queue
+import threading
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import as_completed as futures_completed
 from functools import partial
 from typing import Any
 
@@ -162,7 +162,7 @@ def soak(
     data = table.data[cols]
     if persist:
         data = client.persist(data) if client is not None else data.persist()
-        table = table.with_fold(data, table.fold)
+        table = table.with_fold(data, table.fold, table.fold_counts)
     counts = _folds.block_counts(table)
     n_folds = _folds.check_fold_values(counts, table.fold, n_folds)
     subsets = sorted(counts[table.subset].unique().tolist())
@@ -370,7 +370,9 @@ def _fit_task(
     fraction: float,
 ) -> Any:
     """The delayed result of one (fit, learner): one task, or a chain for ``partial_fit``."""
-    key = f"soak-fit-{fit.fit_id}-{fit.learner}"
+    # Named for the task stream and dashboard; the token keeps runs on one client apart.
+    token = dask.base.tokenize(data, fit_row, fit, estimator, run, incremental, epochs, fraction)
+    key = f"soak-fit-{fit.fit_id}-{fit.learner}-{token}"
     if not incremental:
         rows = _fit_rows(data, table, fit_row, fraction=fraction, seed=run.seed)
         return dask.delayed(fit_and_score, pure=True)(rows, estimator, fit, run, dask_key_name=key)
@@ -408,14 +410,24 @@ def _score_from_stats(
         for sub in spec.test_subsets:
             by_block.setdefault((spec.fold, sub), []).append(key)
     blocks = [(fold, sub, keys) for (fold, sub), keys in sorted(by_block.items())]
-    shared = dask.delayed(fitted, name=f"soak-fitted-{dask.base.tokenize(fitted)}", pure=True)
+    token = dask.base.tokenize(data, fitted, blocks, run)
+    shared = dask.delayed(fitted, name=f"soak-fitted-{token}", pure=True)
     columns = [*run.features, run.label, run.subset, run.fold_column]
     pieces = [
-        dask.delayed(score_partition, nout=len(blocks), pure=True)(part, shared, blocks, run)
-        for part in data[columns].to_delayed()
+        dask.delayed(score_partition, nout=len(blocks), pure=True)(
+            part, shared, blocks, run, dask_key_name=f"soak-predict-{i}-{token}"
+        )
+        for i, part in enumerate(data[columns].to_delayed())
     ]
     return [
-        dask.delayed(score_block, pure=True)([piece[i] for piece in pieces], shared, sub, keys, run)
+        dask.delayed(score_block, pure=True)(
+            [piece[i] for piece in pieces],
+            shared,
+            sub,
+            keys,
+            run,
+            dask_key_name=f"soak-score-{i}-{token}",
+        )
         for i, (_, sub, keys) in enumerate(blocks)
     ]
 
@@ -486,13 +498,7 @@ def _run(tasks: list, client: Any, progress: bool) -> Iterator[Any]:
     """Yield task results as they finish, releasing each future once its result is here."""
     with progress_bar(len(tasks), "fits", enabled=progress, client=client) as bar:
         if client is None:
-            # Dask's local scheduler returns only when all is done; a thread pool of per-task
-            # computations streams results (and checkpoints) as they finish.
-            with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
-                futures = [pool.submit(dask.compute, task, scheduler="sync") for task in tasks]
-                for future in futures_completed(futures):
-                    bar.update(1)
-                    yield future.result()[0]
+            yield from _run_local(tasks, bar)
             return
         from distributed import as_completed
 
@@ -502,6 +508,55 @@ def _run(tasks: list, client: Any, progress: bool) -> Iterator[Any]:
             future.release()
             bar.update(1)
             yield result
+
+
+def _run_local(tasks: list, bar: Any) -> Iterator[Any]:
+    """Compute ``tasks`` as one graph on Dask's local scheduler, yielding results as they finish.
+
+    One graph, so tasks share what they read; a scheduler callback streams each task's result
+    (and so its checkpoint) as soon as it is computed, rather than when all are done.
+    """
+    from dask.callbacks import Callback
+
+    wanted = {task.key for task in tasks}
+    finished: queue.Queue = queue.Queue()
+    stop = threading.Event()
+    end = object()
+
+    class Stream(Callback):
+        def _pretask(self, key, dsk, state):
+            if stop.is_set():  # the caller went away: start nothing more
+                raise _Stopped
+
+        def _posttask(self, key, result, dsk, state, worker_id):
+            if key in wanted:
+                finished.put(result)
+
+    def compute() -> None:
+        try:
+            with Stream():
+                dask.compute(*tasks)
+        except _Stopped:
+            pass
+        except BaseException as err:  # noqa: BLE001 -- re-raised in the caller's thread
+            finished.put(err)
+        finished.put(end)
+
+    worker = threading.Thread(target=compute, daemon=True)
+    worker.start()
+    try:
+        for item in iter(finished.get, end):
+            if isinstance(item, BaseException):
+                raise item
+            bar.update(1)
+            yield item
+    finally:
+        stop.set()
+        worker.join()  # tasks already running finish; none start after the caller stops
+
+
+class _Stopped(Exception):
+    """Ends a local computation whose results are no longer wanted."""
 
 
 def _warn_failures(records: list[dict[str, Any]]) -> None:

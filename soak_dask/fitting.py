@@ -134,19 +134,22 @@ def score_partition(
     key = part[run.fold_column].to_numpy(np.int64) * len(subsets) + subsets.get_indexer(
         part[run.subset]
     )
-    X, y = _test_xy(part, run)
+    # Rows sorted by block once, so each block is a contiguous slice rather than a mask.
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    X, y = _test_xy(part.iloc[order], run)
     out = []
     for fold, sub, keys in blocks:
-        rows = key == fold * len(subsets) + subsets.get_loc(sub)
+        code = fold * len(subsets) + subsets.get_loc(sub)
+        rows = slice(np.searchsorted(key, code), np.searchsorted(key, code, side="right"))
         pieces = {}
-        if rows.any():
-            for k in keys:
-                state = fitted[k][0]
-                if not state.message:
-                    start = time.perf_counter()
-                    partial = predict_partial(state.estimator, X[rows], y[rows], run)
-                    pieces[k] = (partial, time.perf_counter() - start)
-        out.append({"n": int(rows.sum()), "fits": pieces})
+        for k in keys if rows.stop > rows.start else ():
+            state = fitted[k][0]
+            if not state.message:
+                start = time.perf_counter()
+                partial = predict_partial(state.estimator, X[rows], y[rows], run)
+                pieces[k] = (partial, time.perf_counter() - start)
+        out.append({"n": rows.stop - rows.start, "fits": pieces})
     return tuple(out)
 
 
@@ -238,7 +241,9 @@ def predict_partial(est, X: np.ndarray, y: np.ndarray, run: RunSpec) -> dict[str
         return partial_scores(run.measures, y, est.predict(X) if len(y) else y)
     if not len(y):
         return partial_scores(run.measures, y, y, None, len(run.classes))
-    pred = pd.Index(run.classes).get_indexer(est.predict(X))
+    # Factorised first: only the few distinct predictions are looked up among the classes.
+    codes, values = pd.factorize(est.predict(X))
+    pred = pd.Index(run.classes).get_indexer(values)[codes]
     proba = None
     if {"auc", "log_loss"} & set(run.measures):
         proba = _class_scores(est, X, run.classes)

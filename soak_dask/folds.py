@@ -155,10 +155,15 @@ def assign_folds(table: Table, n_folds: int = 10, seed: int = 1, *, stratify: bo
     if stratify and table.task == "classification":
         keys.append(table.label)
     if table.group is not None:
-        data = _assign_group_folds(table, keys, n_folds, seed)
-    else:
-        data = _assign_row_folds(table, keys, n_folds, seed)
-    return table.with_fold(data, FOLD_COLUMN)
+        return table.with_fold(_assign_group_folds(table, keys, n_folds, seed), FOLD_COLUMN)
+    data, strata = _assign_row_folds(table, keys, n_folds, seed)
+    # Row folds follow from the stratum counts, so the block counts need no pass over the data
+    # (when the strata are the blocks' keys: subset, and the label for classification).
+    counts = None
+    if (table.label in keys) == (table.task == "classification"):
+        counts = _row_fold_counts(strata, n_folds, seed)
+        counts = counts[[table.subset, FOLD_COLUMN, *keys[1:], "n"]]
+    return table.with_fold(data, FOLD_COLUMN, counts)
 
 
 def _check_n_folds(n_folds: int) -> None:
@@ -172,10 +177,29 @@ def _key_index(part: pd.DataFrame, keys: list[str]) -> pd.MultiIndex:
     return pd.MultiIndex.from_arrays([part[k].to_numpy() for k in keys], names=keys)
 
 
+def _key_codes(part: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.MultiIndex]:
+    """Each row's code among the partition's distinct key combinations, and those combinations.
+
+    Columns are factorised one by one (hashing, no Python objects per row), which is much faster
+    than building a MultiIndex of the rows when keys are strings.
+    """
+    combined = np.zeros(len(part), dtype=np.int64)
+    levels = []
+    for key in keys:
+        codes, uniques = pd.factorize(part[key], use_na_sentinel=False)
+        combined = combined * max(len(uniques), 1) + codes
+        levels.append(uniques)
+    inverse, found = pd.factorize(combined)
+    arrays = []
+    for uniques in reversed(levels):
+        arrays.append(np.asarray(uniques).take(found % max(len(uniques), 1)))
+        found = found // max(len(uniques), 1)
+    return inverse, pd.MultiIndex.from_arrays(arrays[::-1], names=keys)
+
+
 def _count_part(part: pd.DataFrame, keys: list[str], partition_info=None) -> pd.DataFrame:
-    counts = _key_index(part, keys).value_counts(dropna=False, sort=False)
-    out = counts.rename("n").reset_index()
-    out.columns = [*keys, "n"]
+    inverse, found = _key_codes(part, keys)
+    out = found.to_frame(index=False).assign(n=np.bincount(inverse, minlength=len(found)))
     return out.assign(partition=partition_info["number"] if partition_info else 0)
 
 
@@ -189,7 +213,10 @@ def _check_na_keys(strata: pd.DataFrame, keys: list[str]) -> None:
             )
 
 
-def _assign_row_folds(table: Table, keys: list[str], n_folds: int, seed: int) -> dd.DataFrame:
+def _assign_row_folds(
+    table: Table, keys: list[str], n_folds: int, seed: int
+) -> tuple[dd.DataFrame, pd.Series]:
+    """The table with its fold column, and the rows of each stratum."""
     data = table.data
     meta = pd.DataFrame({**{k: data._meta[k] for k in keys}, "n": pd.Series([], dtype="int64")})
     # Only the key columns are read for the counts (the projection reaches the reader).
@@ -218,7 +245,28 @@ def _assign_row_folds(table: Table, keys: list[str], n_folds: int, seed: int) ->
         seed,
         meta=pd.Series([], dtype="int8", name=FOLD_COLUMN),
     )
-    return data.assign(**{FOLD_COLUMN: folds})
+    return data.assign(**{FOLD_COLUMN: folds}), strata
+
+
+def _row_fold_counts(strata: pd.Series, n_folds: int, seed: int) -> pd.DataFrame:
+    """Rows per (stratum, fold) of permuted-block folds, from the strata's sizes alone.
+
+    Each complete block of K rows gives every fold one row; the last, partial block of each
+    stratum gives one row to each of the first folds of its permutation.
+    """
+    sizes = strata.to_numpy()
+    full, rest = np.divmod(sizes, n_folds)
+    counts = np.repeat(full[:, None], n_folds, axis=1)
+    codes = np.repeat(np.arange(len(sizes)), rest)
+    first = np.repeat(np.cumsum(rest) - rest, rest)  # where each stratum's partial block starts
+    position = full[codes] * n_folds + np.arange(len(codes)) - first
+    np.add.at(counts, (codes, permuted_block_folds(codes, position, n_folds, seed) - 1), 1)
+    frame = strata.index.to_frame(index=False).loc[np.repeat(np.arange(len(sizes)), n_folds)]
+    frame = frame.assign(
+        **{FOLD_COLUMN: np.tile(np.arange(1, n_folds + 1, dtype=np.int8), len(sizes))},
+        n=counts.reshape(-1),
+    )
+    return frame.loc[frame["n"] > 0].reset_index(drop=True)
 
 
 def _fold_part(
@@ -232,13 +280,18 @@ def _fold_part(
     partition_info=None,
 ) -> pd.Series:
     number = partition_info["number"] if partition_info else 0
-    codes = index.get_indexer(_key_index(part, keys))
+    inverse, found = _key_codes(part, keys)
+    codes = index.get_indexer(found)[inverse]
     if not np.array_equal(np.bincount(codes, minlength=len(index)), expected[number]):
         raise RuntimeError(
             "the table's partitions changed between counting and assigning folds; "
             "persist the table (table.data.persist()) before assign_folds"
         )
-    local = pd.Series(codes).groupby(codes).cumcount().to_numpy()
+    # Position of each row among the partition's rows of its stratum.
+    order = np.argsort(codes, kind="stable")
+    starts = np.cumsum(expected[number]) - expected[number]
+    local = np.empty(len(codes), dtype=np.int64)
+    local[order] = np.arange(len(codes)) - starts[codes[order]]
     folds = permuted_block_folds(codes, offsets[number, codes] + local, n_folds, seed)
     return pd.Series(folds, index=part.index, name=FOLD_COLUMN)
 
@@ -323,8 +376,11 @@ def block_counts(table: Table) -> pd.DataFrame:
     keys = [table.subset, table.fold]
     if table.task == "classification":
         keys.append(table.label)
-    sizes = table.data.groupby(keys, dropna=False, observed=True).size(split_out=1).compute()
-    counts = sizes.rename("n").reset_index()
+    if table.fold_counts is not None:
+        counts = table.fold_counts
+    else:
+        sizes = table.data.groupby(keys, dropna=False, observed=True).size(split_out=1).compute()
+        counts = sizes.rename("n").reset_index()
     _check_na_keys(counts, keys)
     if table.task == "regression":
         n_na = int(table.data[table.label].isna().sum().compute())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import dask.dataframe as dd
@@ -51,6 +51,9 @@ class Table:
         Where the data came from, recorded in the results.
     user_subset : bool
         False when the user gave no subset column (plain K-fold CV).
+    fold_counts : DataFrame or None
+        Rows per (subset, fold[, label]) block when known without a pass over the data (folds
+        assigned by ``assign_folds``); ``soak_dask.block_counts`` then returns it.
     """
 
     data: dd.DataFrame
@@ -62,6 +65,7 @@ class Table:
     task: Task
     source: str
     user_subset: bool = True
+    fold_counts: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     @property
     def roles(self) -> dict[str, Any]:
@@ -74,9 +78,12 @@ class Table:
             "features": list(self.features),
         }
 
-    def with_fold(self, data: dd.DataFrame, fold: str) -> Table:
-        """Return a copy whose ``data`` carries the fold column ``fold``."""
-        return replace(self, data=data, fold=fold)
+    def with_fold(
+        self, data: dd.DataFrame, fold: str, fold_counts: pd.DataFrame | None = None
+    ) -> Table:
+        """Return a copy whose ``data`` carries the fold column ``fold`` (rows per block
+        ``fold_counts``, if known)."""
+        return replace(self, data=data, fold=fold, fold_counts=fold_counts)
 
     def __repr__(self) -> str:
         subset = self.subset if self.user_subset else "(none: plain K-fold CV)"

@@ -46,6 +46,28 @@ def test_row_folds_balanced_and_partition_invariant(data, k, seed, nparts):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames, st.integers(2, 7), st.integers(0, 2**31), st.booleans())
+def test_block_counts_without_a_pass_equal_counted(data, k, seed, regression):
+    subset, y, _ = data
+    df = pd.DataFrame({"x": np.arange(len(y), dtype=float), "s": subset, "y": y})
+    if regression:
+        df["y"] = (df["y"] == "p") * 1.5
+    table = sd.load_table(dd.from_pandas(df, npartitions=3, sort=False), label="y", subset="s")
+    folded = sd.assign_folds(table, k, seed)
+    assert folded.fold_counts is not None  # derived from the stratum counts
+    keys = ["s", FOLD_COLUMN] + ([] if regression else ["y"])
+    counted = folded.data[keys].compute().groupby(keys).size().rename("n").reset_index()
+    pd.testing.assert_frame_equal(
+        sd.block_counts(folded).sort_values(keys).reset_index(drop=True),
+        counted,
+        check_dtype=False,
+    )
+    # Without the label in the strata, the counts by label need their pass.
+    if not regression:
+        assert sd.assign_folds(table, k, seed, stratify=False).fold_counts is None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 5), st.integers(0, 2**31), st.integers(1, 4))
 def test_group_folds_keep_groups_whole(data, k, seed, nparts):
     subset, y, g = data

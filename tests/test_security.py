@@ -56,7 +56,8 @@ def test_soak_over_tls_equals_local_scheduler(certs, tls_address):
     fits = [t for t in stream.data if str(t["key"]).startswith(("soak-fit-", "soak-score-"))]
     assert res.attrs["n_fits"] == 2 * 3 * 3  # 3K fits per learner for S=2
     # Logistic regression is fitted on its rows (one task per fit); featureless from block
-    # statistics, scored by one task per test block (2 subsets × 3 folds).
+    # statistics, predicted partition by partition and merged by one task per test block
+    # (2 subsets × 3 folds).
     assert sum(str(t["key"]).startswith("soak-fit-") for t in fits) == 3 * 3
     assert sum(str(t["key"]).startswith("soak-score-") for t in fits) == 2 * 3
     assert {t["worker"] for t in fits} <= set(workers)

@@ -19,7 +19,7 @@ from .slow_learner import SlowClassifier
 TIMINGS = ["fit_seconds", "predict_seconds"]
 #: The scheduler's HTTP server on a free port, without the Bokeh dashboard.
 NO_DASHBOARD = {"dashboard": False, "dashboard_address": ":0"}
-#: Dask key prefix of the engine's fit tasks (``soak-fit-{fit_id}-{learner}``).
+#: Dask key prefix of the engine's fit tasks (``soak-fit-{fit_id}-{learner}-{token}``).
 FIT_KEY = "soak-fit-"
 
 
