@@ -27,6 +27,7 @@ from .fitting import (
     RunSpec,
     fit_and_score,
     guard,
+    merge_pieces,
     partial_fit_step,
     score_block,
     score_fitted,
@@ -394,13 +395,15 @@ def _score_from_stats(
     fits: pd.DataFrame,
     from_stats: Mapping[tuple[int, str], FitState],
     run: RunSpec,
+    split_every: int = 8,
 ) -> list[Any]:
     """Scoring tasks of the learners fitted from statistics: partition by partition.
 
     Their fits are made already (small models), so each partition is read once and predicted by
-    every fit whose test blocks it holds; one task per (fold, subset) test block then merges the
-    partitions' additive partial scores. No task holds more than one partition of rows, so the
-    pass runs in bounded memory on tables larger than the cluster's.
+    every fit whose test blocks it holds; a tree of merges (fan-in ``split_every``) adds up the
+    partitions' partial scores, and one task per (fold, subset) test block finishes them. No
+    task holds more than one partition of rows, so the pass runs in bounded memory on tables
+    larger than the cluster's (AUC excepted: it needs every test row's scores).
     """
     if not from_stats:
         return []
@@ -413,15 +416,25 @@ def _score_from_stats(
     token = dask.base.tokenize(data, fitted, blocks, run)
     shared = dask.delayed(fitted, name=f"soak-fitted-{token}", pure=True)
     columns = [*run.features, run.label, run.subset, run.fold_column]
-    pieces = [
+    level = [
         dask.delayed(score_partition, nout=len(blocks), pure=True)(
             part, shared, blocks, run, dask_key_name=f"soak-predict-{i}-{token}"
         )
         for i, part in enumerate(data[columns].to_delayed())
     ]
+    # A tree of merges keeps few pieces alive (tasks and keys hold memory on a worker too).
+    depth = 0
+    while len(level) > split_every:
+        depth += 1
+        level = [
+            dask.delayed(merge_pieces, nout=len(blocks), pure=True)(
+                level[i : i + split_every], dask_key_name=f"soak-merge-{depth}-{i}-{token}"
+            )
+            for i in range(0, len(level), split_every)
+        ]
     return [
         dask.delayed(score_block, pure=True)(
-            [piece[i] for piece in pieces],
+            [node[i] for node in level],
             shared,
             sub,
             keys,

@@ -7,7 +7,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import reduce
+from functools import cache, reduce
 from typing import Any
 
 import numpy as np
@@ -138,19 +138,51 @@ def score_partition(
     order = np.argsort(key, kind="stable")
     key = key[order]
     X, y = _test_xy(part.iloc[order], run)
-    out = []
-    for fold, sub, keys in blocks:
-        code = fold * len(subsets) + subsets.get_loc(sub)
-        rows = slice(np.searchsorted(key, code), np.searchsorted(key, code, side="right"))
-        pieces = {}
-        for k in keys if rows.stop > rows.start else ():
-            state = fitted[k][0]
-            if not state.message:
-                start = time.perf_counter()
-                partial = predict_partial(state.estimator, X[rows], y[rows], run)
-                pieces[k] = (partial, time.perf_counter() - start)
-        out.append({"n": rows.stop - rows.start, "fits": pieces})
+    codes = [fold * len(subsets) + subsets.get_loc(sub) for fold, sub, _ in blocks]
+    starts, stops = np.searchsorted(key, codes), np.searchsorted(key, codes, side="right")
+    out = [{"n": int(stop - start), "fits": {}} for start, stop in zip(starts, stops, strict=True)]
+    served: dict[tuple[int, str], list[int]] = {}
+    for i, (_, _, keys) in enumerate(blocks):
+        for k in keys if stops[i] > starts[i] else ():
+            served.setdefault(k, []).append(i)
+    for k, ids in served.items():
+        state = fitted[k][0]
+        if state.message:
+            continue
+        # One prediction per fit over all of its test rows here, then split by block.
+        rows = np.concatenate([np.arange(starts[i], stops[i]) for i in ids])
+        start = time.perf_counter()
+        pred, proba = predict_codes(state.estimator, X[rows], run)
+        seconds = (time.perf_counter() - start) / len(rows)
+        at = 0
+        for i in ids:
+            n = out[i]["n"]
+            block = slice(at, at + n)
+            partial = partial_scores(
+                run.measures,
+                y[starts[i] : stops[i]],
+                pred[block],
+                None if proba is None else proba[block],
+                None if run.classes is None else len(run.classes),
+            )
+            out[i]["fits"][k] = (partial, seconds * n)
+            at += n
     return tuple(out)
+
+
+def merge_pieces(items: list[tuple[dict[str, Any], ...]]) -> tuple[dict[str, Any], ...]:
+    """Merge ``score_partition`` outputs of several partitions, block by block."""
+    return tuple(reduce(_merge_piece, pieces) for pieces in zip(*items, strict=True))
+
+
+def _merge_piece(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    fits = dict(a["fits"])
+    for k, (partial, seconds) in b["fits"].items():
+        if k in fits:
+            fits[k] = (merge(fits[k][0], partial), fits[k][1] + seconds)
+        else:
+            fits[k] = (partial, seconds)
+    return {"n": a["n"] + b["n"], "fits": fits}
 
 
 def score_block(
@@ -160,18 +192,17 @@ def score_block(
     keys: list[tuple[int, str]],
     run: RunSpec,
 ) -> list[dict[str, Any]]:
-    """Records of one test block from its partitions' ``score_partition`` items."""
+    """Records of one test block from its ``score_partition`` (or ``merge_pieces``) items."""
+    merged = reduce(_merge_piece, pieces)
     records = []
     for k in keys:
         state, fit = fitted[k]
-        found = [p["fits"][k] for p in pieces if k in p["fits"]]
-        if state.message or not found:
+        partial, seconds = merged["fits"].get(k, (None, 0.0))
+        if state.message or partial is None:
             values = dict.fromkeys(run.measures, run.error_score if state.message else np.nan)
         else:
-            values = finish(run.measures, reduce(merge, [partial for partial, _ in found]))
-        records.append(
-            _record(state, fit, sub, sum(p["n"] for p in pieces), values, sum(s for _, s in found))
-        )
+            values = finish(run.measures, partial)
+        records.append(_record(state, fit, sub, merged["n"], values, seconds))
     return records
 
 
@@ -237,17 +268,30 @@ def guard(run: RunSpec, call: Callable[[], Any]) -> tuple[Any, str]:
 def predict_partial(est, X: np.ndarray, y: np.ndarray, run: RunSpec) -> dict[str, Any]:
     """``measures.partial_scores`` of ``est``'s predictions of rows ``X`` (labels ``y`` from
     ``_test_xy``)."""
+    n_classes = None if run.classes is None else len(run.classes)
+    return partial_scores(run.measures, y, *predict_codes(est, X, run), n_classes)
+
+
+def predict_codes(est, X: np.ndarray, run: RunSpec) -> tuple[np.ndarray, np.ndarray | None]:
+    """Predictions (class codes for classification) and, if a measure needs them, class
+    scores in the table's class order."""
+    if not len(X):
+        return np.zeros(0, dtype=np.int64 if run.classes else np.float64), None
     if run.classes is None:
-        return partial_scores(run.measures, y, est.predict(X) if len(y) else y)
-    if not len(y):
-        return partial_scores(run.measures, y, y, None, len(run.classes))
+        return est.predict(X), None
     # Factorised first: only the few distinct predictions are looked up among the classes.
     codes, values = pd.factorize(est.predict(X))
-    pred = pd.Index(run.classes).get_indexer(values)[codes]
+    lookup = _class_codes(run.classes)
+    pred = np.array([lookup[v] for v in values], dtype=np.int64)[codes]
     proba = None
     if {"auc", "log_loss"} & set(run.measures):
         proba = _class_scores(est, X, run.classes)
-    return partial_scores(run.measures, y, pred, proba, len(run.classes))
+    return pred, proba
+
+
+@cache
+def _class_codes(classes: tuple) -> dict[Any, int]:
+    return {c: i for i, c in enumerate(classes)}
 
 
 def _class_scores(est, X: np.ndarray, classes: tuple) -> np.ndarray | None:

@@ -23,7 +23,10 @@ def table():
     return sd.load_table(df, label="label", subset="region", exclude=["x", "y", "polygon"])
 
 
-def test_one_pass_equals_fitting_on_rows(table):
+@pytest.mark.parametrize("npartitions", [1, 20])
+def test_one_pass_equals_fitting_on_rows(table, npartitions):
+    # 20 partitions: the partial scores go through a tree of merges (fan-in 8).
+    table = sd.Table(**{**table.__dict__, "data": table.data.repartition(npartitions=npartitions)})
     learners = {
         "featureless": "featureless",
         "lda": LinearDiscriminantAnalysis(),
