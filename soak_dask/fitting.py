@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import time
 import traceback
 from collections.abc import Callable
@@ -131,13 +132,14 @@ def score_partition(
     partitions by ``score_block``, so no task holds more than a partition of rows.
     """
     subsets = pd.Index(list(dict.fromkeys(sub for _, sub, _ in blocks)))
-    key = part[run.fold_column].to_numpy(np.int64) * len(subsets) + subsets.get_indexer(
-        part[run.subset]
+    key = part[run.fold_column].to_numpy(np.int64) * len(subsets) + _codes(
+        part[run.subset], subsets
     )
     # Rows sorted by block once, so each block is a contiguous slice rather than a mask.
     order = np.argsort(key, kind="stable")
     key = key[order]
-    X, y = _test_xy(part.iloc[order], run)
+    X, y = _test_xy(part, run)
+    X, y = X[order], y[order]
     codes = [fold * len(subsets) + subsets.get_loc(sub) for fold, sub, _ in blocks]
     starts, stops = np.searchsorted(key, codes), np.searchsorted(key, codes, side="right")
     out = [{"n": int(stop - start), "fits": {}} for start, stop in zip(starts, stops, strict=True)]
@@ -149,11 +151,17 @@ def score_partition(
         state = fitted[k][0]
         if state.message:
             continue
-        # One prediction per fit over all of its test rows here, then split by block.
-        rows = np.concatenate([np.arange(starts[i], stops[i]) for i in ids])
+        # One prediction per fit over all of its test rows here, then split by block; rows
+        # sorted by (fold, subset) make them one slice (a view) unless its subsets are apart.
+        contiguous = all(stops[i] == starts[j] for i, j in itertools.pairwise(ids))
+        rows = (
+            slice(starts[ids[0]], stops[ids[-1]])
+            if contiguous
+            else np.concatenate([np.arange(starts[i], stops[i]) for i in ids])
+        )
         start = time.perf_counter()
         pred, proba = predict_codes(state.estimator, X[rows], run)
-        seconds = (time.perf_counter() - start) / len(rows)
+        seconds = (time.perf_counter() - start) / len(pred)
         at = 0
         for i in ids:
             n = out[i]["n"]
@@ -248,10 +256,19 @@ def _test_xy(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]
     """Features, and the label as class codes (classification) or float64 (regression).
 
     Codes because the measures count and compare labels, and strings are slow to compare."""
-    X, y = _xy(frame, run)
+    X = frame[list(run.features)].to_numpy(np.float64)
     if run.classes is None:
-        return X, y.astype(np.float64)
-    return X, pd.Index(run.classes).get_indexer(y)
+        return X, frame[run.label].to_numpy(np.float64)
+    return X, _codes(frame[run.label], pd.Index(run.classes))
+
+
+def _codes(values: pd.Series, categories: pd.Index) -> np.ndarray:
+    """Position of each value among ``categories`` (-1 if absent or missing).
+
+    Only the distinct values are looked up: hashing a column of Arrow strings natively is
+    several times faster than ``categories.get_indexer`` on it."""
+    codes, uniques = pd.factorize(values)
+    return np.append(categories.get_indexer(uniques), -1)[codes]
 
 
 def guard(run: RunSpec, call: Callable[[], Any]) -> tuple[Any, str]:
