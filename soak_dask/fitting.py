@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator, clone
 
 from .measures import finish, merge, partial_scores
 from .sizes import downsample
+from .table import category_codes
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ def score_partition(
     partitions by ``score_block``, so no task holds more than a partition of rows.
     """
     subsets = pd.Index(list(dict.fromkeys(sub for _, sub, _ in blocks)))
-    key = part[run.fold_column].to_numpy(np.int64) * len(subsets) + _codes(
+    key = part[run.fold_column].to_numpy(np.int64) * len(subsets) + category_codes(
         part[run.subset], subsets
     )
     # Rows sorted by block once, so each block is a contiguous slice rather than a mask.
@@ -160,7 +161,7 @@ def score_partition(
             else np.concatenate([np.arange(starts[i], stops[i]) for i in ids])
         )
         start = time.perf_counter()
-        pred, proba = predict_codes(state.estimator, X[rows], run)
+        pred, proba = predictcategory_codes(state.estimator, X[rows], run)
         seconds = (time.perf_counter() - start) / len(pred)
         at = 0
         for i in ids:
@@ -259,16 +260,7 @@ def _test_xy(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]
     X = frame[list(run.features)].to_numpy(np.float64)
     if run.classes is None:
         return X, frame[run.label].to_numpy(np.float64)
-    return X, _codes(frame[run.label], pd.Index(run.classes))
-
-
-def _codes(values: pd.Series, categories: pd.Index) -> np.ndarray:
-    """Position of each value among ``categories`` (-1 if absent or missing).
-
-    Only the distinct values are looked up: hashing a column of Arrow strings natively is
-    several times faster than ``categories.get_indexer`` on it."""
-    codes, uniques = pd.factorize(values)
-    return np.append(categories.get_indexer(uniques), -1)[codes]
+    return X, category_codes(frame[run.label], pd.Index(run.classes))
 
 
 def guard(run: RunSpec, call: Callable[[], Any]) -> tuple[Any, str]:
@@ -286,10 +278,10 @@ def predict_partial(est, X: np.ndarray, y: np.ndarray, run: RunSpec) -> dict[str
     """``measures.partial_scores`` of ``est``'s predictions of rows ``X`` (labels ``y`` from
     ``_test_xy``)."""
     n_classes = None if run.classes is None else len(run.classes)
-    return partial_scores(run.measures, y, *predict_codes(est, X, run), n_classes)
+    return partial_scores(run.measures, y, *predictcategory_codes(est, X, run), n_classes)
 
 
-def predict_codes(est, X: np.ndarray, run: RunSpec) -> tuple[np.ndarray, np.ndarray | None]:
+def predictcategory_codes(est, X: np.ndarray, run: RunSpec) -> tuple[np.ndarray, np.ndarray | None]:
     """Predictions (class codes for classification) and, if a measure needs them, class
     scores in the table's class order."""
     if not len(X):
@@ -298,7 +290,7 @@ def predict_codes(est, X: np.ndarray, run: RunSpec) -> tuple[np.ndarray, np.ndar
         return est.predict(X), None
     # Factorised first: only the few distinct predictions are looked up among the classes.
     codes, values = pd.factorize(est.predict(X))
-    lookup = _class_codes(run.classes)
+    lookup = _classcategory_codes(run.classes)
     pred = np.array([lookup[v] for v in values], dtype=np.int64)[codes]
     proba = None
     if {"auc", "log_loss"} & set(run.measures):
@@ -307,7 +299,7 @@ def predict_codes(est, X: np.ndarray, run: RunSpec) -> tuple[np.ndarray, np.ndar
 
 
 @cache
-def _class_codes(classes: tuple) -> dict[Any, int]:
+def _classcategory_codes(classes: tuple) -> dict[Any, int]:
     return {c: i for i, c in enumerate(classes)}
 
 

@@ -56,7 +56,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import LabelBinarizer, StandardScaler
 
-from .table import Table
+from .table import Table, category_codes
 
 _EPS = np.finfo(np.float64).eps
 _FIELDS = ("count", "mean", "scatter")
@@ -306,7 +306,7 @@ class _Cells:
 
 
 def _codes(values: pd.Series, index: pd.Index, role: str) -> np.ndarray:
-    codes = index.get_indexer(values)
+    codes = category_codes(values, index)
     if (codes < 0).any():
         unknown = pd.unique(values[codes < 0].to_numpy())[:5].tolist()
         raise ValueError(

@@ -267,3 +267,13 @@ def _from_xarray(ds: xr.Dataset, name: str) -> dd.DataFrame:
         ds = ds.chunk({row: PANDAS_CHUNKSIZE})
     ddf = ds.to_dask_dataframe()
     return ddf.drop(columns=[row]) if row not in ds.data_vars else ddf
+
+
+def category_codes(values: pd.Series, categories: pd.Index) -> np.ndarray:
+    """Position of each value among ``categories`` (-1 if absent or missing).
+
+    Only the distinct values are looked up: hashing a column of Arrow strings natively is
+    several times faster than ``categories.get_indexer`` on the column.
+    """
+    codes, uniques = pd.factorize(values)
+    return np.append(categories.get_indexer(uniques), -1)[codes]
