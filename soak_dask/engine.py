@@ -168,7 +168,6 @@ def soak(
     n_folds = _folds.check_fold_values(counts, table.fold, n_folds)
     subsets = sorted(counts[table.subset].unique().tolist())
     check_blocks(counts, table, subsets, n_folds)
-    check_features(data, table.features)
     if user_folds:
         check_folds_within_groups(table)
     classes = (
@@ -249,6 +248,10 @@ def soak(
         run,
         skip=max_train_rows is not None,
     )
+    if not from_stats:
+        # Block statistics need finite values in every feature, so when they were made the
+        # check is done; otherwise it is a pass of its own.
+        check_features(data, table.features)
     tasks = _score_from_stats(data, fits, from_stats, run) + [
         _fit_task(
             data,
