@@ -83,6 +83,15 @@ def _add_table_args(parser: argparse.ArgumentParser, run_file: bool) -> None:
         help="comma-separated columns that are not features",
     )
     parser.add_argument(
+        "--rows-per-partition",
+        dest="rows_per_partition",
+        type=int,
+        metavar="N",
+        **kw,
+        help="rows per Dask partition, what one task reads (default 500000; lower it for "
+        "workers with little memory)",
+    )
+    parser.add_argument(
         "--folds",
         type=int,
         metavar="K",
@@ -258,6 +267,7 @@ def run_command(args: argparse.Namespace) -> None:
         fold=settings.fold_column,
         features=settings.features,
         exclude=settings.exclude,
+        rows_per_partition=settings.rows_per_partition,
     )
     measures = check_measures(settings.measures, table.task)
     checkpoint = Path(settings.checkpoint or f"{settings.out}.checkpoint")
@@ -300,6 +310,7 @@ def info_command(args: argparse.Namespace) -> None:
         fold=args.fold_column,
         features=args.features,
         exclude=args.exclude or (),
+        rows_per_partition=args.rows_per_partition,
     )
     print(describe_table(table, n_folds=args.folds))
 

@@ -30,6 +30,7 @@ _KINDS: dict[str, str] = {
     "fold_column": "str",
     "features": "list",
     "exclude": "list",
+    "rows_per_partition": "int",
     "folds": "int",
     "seed": "int",
     "learner": "list",
@@ -106,6 +107,7 @@ class RunSettings:
     fold_column: str | None = None
     features: list[str] | None = None
     exclude: list[str] = field(default_factory=list)
+    rows_per_partition: int | None = None
     folds: int | None = None
     seed: int = 1
     learner: list[str] | None = None

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .parquet import read_parquet
+from .parquet import ROWS_PER_PARTITION, read_parquet
 
 Task = Literal["classification", "regression"]
 
@@ -23,8 +23,6 @@ SINGLE_SUBSET = "all_rows"
 #: Name of the column added when SOAK has no subset column, or assigns the folds itself.
 SUBSET_COLUMN = "__soak_subset__"
 FOLD_COLUMN = "__soak_fold__"
-#: Rows per partition when a pandas DataFrame is given.
-PANDAS_CHUNKSIZE = 250_000
 
 
 @dataclass(frozen=True)
@@ -105,6 +103,7 @@ def load_table(
     exclude: Sequence[str] = (),
     task: Task | None = None,
     storage_options: dict | None = None,
+    rows_per_partition: int | None = None,
 ) -> Table:
     """Open a table lazily and name the role of its columns.
 
@@ -131,6 +130,11 @@ def load_table(
         "classification" or "regression": overrides the task inferred from the label's dtype.
     storage_options : dict, optional
         Passed to fsspec for remote sources (credentials, endpoint).
+    rows_per_partition : int, optional
+        Rows per Dask partition (default 500,000), the unit a task reads and holds: lower it
+        for workers with little memory. Parquet row groups are combined up to this many rows,
+        so a partition is never smaller than one row group; in-memory frames and Datasets are
+        cut to it; a chunked Zarr store keeps its chunks.
 
     Returns
     -------
@@ -145,7 +149,11 @@ def load_table(
     >>> table.features
     ('x1',)
     """
-    ddf, name = _open(source, storage_options)
+    if rows_per_partition is not None and (
+        not isinstance(rows_per_partition, int | np.integer) or rows_per_partition < 1
+    ):
+        raise ValueError(f"rows_per_partition={rows_per_partition!r}: need a positive integer")
+    ddf, name = _open(source, storage_options, rows_per_partition or ROWS_PER_PARTITION)
     columns = list(ddf.columns)
     duplicated = sorted({c for c in columns if columns.count(c) > 1})
     if duplicated:
@@ -213,17 +221,19 @@ def _infer_task(dtype: Any) -> Task:
     return "regression" if pd.api.types.is_float_dtype(dtype) else "classification"
 
 
-def _open(source: Any, storage_options: dict | None) -> tuple[dd.DataFrame, str]:
+def _open(
+    source: Any, storage_options: dict | None, rows_per_partition: int
+) -> tuple[dd.DataFrame, str]:
     """Return a lazy frame for ``source`` and a short name for messages and results."""
     if isinstance(source, dd.DataFrame):
         return source, "dask DataFrame"
     if isinstance(source, pd.DataFrame):
         if source.empty:
             raise ValueError("the pandas DataFrame is empty")
-        nparts = max(1, int(np.ceil(len(source) / PANDAS_CHUNKSIZE)))
+        nparts = max(1, int(np.ceil(len(source) / rows_per_partition)))
         return dd.from_pandas(source, npartitions=nparts, sort=False), "pandas DataFrame"
     if isinstance(source, xr.Dataset):
-        return _from_xarray(source, "xarray Dataset"), "xarray Dataset"
+        return _from_xarray(source, "xarray Dataset", rows_per_partition), "xarray Dataset"
     if not isinstance(source, str | os.PathLike):
         raise TypeError(
             f"cannot load a table from {type(source).__name__}; give a path or URL to Parquet "
@@ -236,8 +246,8 @@ def _open(source: Any, storage_options: dict | None) -> tuple[dd.DataFrame, str]
             # Stores without consolidated metadata (Zarr v3's default) are read all the same.
             warnings.filterwarnings("ignore", message="Failed to open Zarr store with consolid")
             ds = xr.open_zarr(path, storage_options=storage_options, consolidated=None)
-        return _from_xarray(ds, path), name
-    ddf = read_parquet(path, storage_options)
+        return _from_xarray(ds, path, rows_per_partition), name
+    ddf = read_parquet(path, storage_options, rows_per_partition)
     if len(ddf.columns) == 0:
         raise ValueError(f"Parquet {path} has no columns")
     return ddf, name
@@ -251,7 +261,7 @@ def _is_zarr(path: str, storage_options: dict | None) -> bool:
     return any(fs.exists(f"{root}/{meta}") for meta in ("zarr.json", ".zgroup", ".zmetadata"))
 
 
-def _from_xarray(ds: xr.Dataset, name: str) -> dd.DataFrame:
+def _from_xarray(ds: xr.Dataset, name: str, rows_per_partition: int) -> dd.DataFrame:
     dims = set(ds.dims)
     if len(dims) != 1:
         raise ValueError(
@@ -264,7 +274,7 @@ def _from_xarray(ds: xr.Dataset, name: str) -> dd.DataFrame:
     if any(v.chunks for v in ds.variables.values()):
         ds = ds.unify_chunks()
     else:  # in memory: split into partitions like a pandas frame
-        ds = ds.chunk({row: PANDAS_CHUNKSIZE})
+        ds = ds.chunk({row: rows_per_partition})
     ddf = ds.to_dask_dataframe()
     return ddf.drop(columns=[row]) if row not in ds.data_vars else ddf
 

@@ -69,6 +69,17 @@ def test_parquet_sources_give_the_same_rows(frame, tmp_path, kind):
         assert table.data[["b1"]].npartitions == 3
 
 
+def test_rows_per_partition(frame, tmp_path):
+    directory = _write_files(frame, tmp_path / "pixels")  # 3 files of 40 rows, row groups of 15
+    for rows, parts in [(15, 9), (30, 6), (1000, 3)]:
+        table = sd.load_table(directory, label="y", subset="region", rows_per_partition=rows)
+        assert table.data.npartitions == parts  # row groups combined, files never joined
+        assert len(table.data.compute()) == len(frame)
+    assert sd.load_table(frame, label="y", rows_per_partition=50).data.npartitions == 3
+    with pytest.raises(ValueError, match=r"rows_per_partition=0: need a positive integer"):
+        sd.load_table(frame, label="y", rows_per_partition=0)
+
+
 def test_hive_partitioned_directory(frame, tmp_path):
     frame.to_parquet(tmp_path / "hive", partition_cols=["region"])
     table = sd.load_table(tmp_path / "hive", label="y", subset="region", features=["b1"])
