@@ -161,7 +161,7 @@ def score_partition(
             else np.concatenate([np.arange(starts[i], stops[i]) for i in ids])
         )
         start = time.perf_counter()
-        pred, proba = predictcategory_codes(state.estimator, X[rows], run)
+        pred, proba = predict_codes(state.estimator, X[rows], run)
         seconds = (time.perf_counter() - start) / len(pred)
         at = 0
         for i in ids:
@@ -260,7 +260,7 @@ def _test_xy(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]
     X = frame[list(run.features)].to_numpy(np.float64)
     if run.classes is None:
         return X, frame[run.label].to_numpy(np.float64)
-    return X, category_codes(frame[run.label], pd.Index(run.classes))
+    return X, category_codes(frame[run.label], _class_index(run.classes))
 
 
 def guard(run: RunSpec, call: Callable[[], Any]) -> tuple[Any, str]:
@@ -278,20 +278,17 @@ def predict_partial(est, X: np.ndarray, y: np.ndarray, run: RunSpec) -> dict[str
     """``measures.partial_scores`` of ``est``'s predictions of rows ``X`` (labels ``y`` from
     ``_test_xy``)."""
     n_classes = None if run.classes is None else len(run.classes)
-    return partial_scores(run.measures, y, *predictcategory_codes(est, X, run), n_classes)
+    return partial_scores(run.measures, y, *predict_codes(est, X, run), n_classes)
 
 
-def predictcategory_codes(est, X: np.ndarray, run: RunSpec) -> tuple[np.ndarray, np.ndarray | None]:
+def predict_codes(est, X: np.ndarray, run: RunSpec) -> tuple[np.ndarray, np.ndarray | None]:
     """Predictions (class codes for classification) and, if a measure needs them, class
     scores in the table's class order."""
     if not len(X):
         return np.zeros(0, dtype=np.int64 if run.classes else np.float64), None
     if run.classes is None:
         return est.predict(X), None
-    # Factorised first: only the few distinct predictions are looked up among the classes.
-    codes, values = pd.factorize(est.predict(X))
-    lookup = _classcategory_codes(run.classes)
-    pred = np.array([lookup[v] for v in values], dtype=np.int64)[codes]
+    pred = category_codes(est.predict(X), _class_index(run.classes))
     proba = None
     if {"auc", "log_loss"} & set(run.measures):
         proba = _class_scores(est, X, run.classes)
@@ -299,8 +296,8 @@ def predictcategory_codes(est, X: np.ndarray, run: RunSpec) -> tuple[np.ndarray,
 
 
 @cache
-def _classcategory_codes(classes: tuple) -> dict[Any, int]:
-    return {c: i for i, c in enumerate(classes)}
+def _class_index(classes: tuple) -> pd.Index:
+    return pd.Index(classes)
 
 
 def _class_scores(est, X: np.ndarray, classes: tuple) -> np.ndarray | None:

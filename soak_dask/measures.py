@@ -196,13 +196,14 @@ def _r2(pieces: dict[str, Any]) -> float:
     return 1.0 - pieces["sse"] / pieces["m2"]
 
 
-def _accuracy(pieces: dict[str, Any]) -> float:
-    return np.trace(pieces["confusion"]) / pieces["n"]
+def _wrong(pieces: dict[str, Any]) -> int:
+    return pieces["n"] - int(np.trace(pieces["confusion"]))
 
 
 _FINISH = {
-    "error": lambda p: 100.0 * (1.0 - _accuracy(p)),
-    "accuracy": _accuracy,
+    # Counts divided last, so the values equal numpy's means of the comparisons exactly.
+    "error": lambda p: 100.0 * (_wrong(p) / p["n"]),
+    "accuracy": lambda p: (p["n"] - _wrong(p)) / p["n"],
     "balanced_accuracy": _balanced_accuracy,
     "auc": _auc,
     "log_loss": lambda p: p["log_loss"] / p["n"],
