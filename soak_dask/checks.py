@@ -50,9 +50,8 @@ def check_folds_within_groups(table: Table) -> None:
         )
 
 
-def check_blocks(counts: pd.DataFrame, table: Table, subsets: list, n_folds: int) -> None:
-    """Every (subset, fold) test block must have rows."""
-    blocks = counts.groupby([table.subset, table.fold], observed=True)["n"].sum()
+def check_blocks(blocks: pd.Series, subsets: list, n_folds: int) -> None:
+    """Every (subset, fold) test block must have rows (``blocks``: rows per block)."""
     full = pd.MultiIndex.from_product([subsets, range(1, n_folds + 1)])
     empty = [b for b in full if blocks.get(b, 0) == 0]
     if empty:

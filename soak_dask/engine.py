@@ -42,6 +42,7 @@ from .progress import progress_bar
 from .results import build_dataset, encode_attrs, package_versions
 from .sizes import check_sizes, size_labels, size_plan
 from .table import Table
+from .tree import tree_reduce
 
 
 def soak(
@@ -167,7 +168,8 @@ def soak(
     counts = _folds.block_counts(table)
     n_folds = _folds.check_fold_values(counts, table.fold, n_folds)
     subsets = sorted(counts[table.subset].unique().tolist())
-    check_blocks(counts, table, subsets, n_folds)
+    block_rows = counts.groupby([table.subset, table.fold], observed=True)["n"].sum()
+    check_blocks(block_rows, subsets, n_folds)
     if user_folds:
         check_folds_within_groups(table)
     classes = (
@@ -235,7 +237,7 @@ def soak(
         error_score=error_score,
         seed=seed,
     )
-    train_rows = _train_rows_per_fit(counts, table, fits)
+    train_rows = _train_rows_per_fit(block_rows, fits)
     from_stats = _fits_from_stats(
         table.with_fold(data, table.fold) if onepass else None,
         [(fit_id, name) for fit_id, name in todo if fits.loc[fit_id, "n_groups"] == 0],
@@ -350,12 +352,13 @@ def select_rows(
     return part.loc[train | (in_fold & sub.isin(list(test_subsets)).to_numpy())]
 
 
-def _train_rows_per_fit(counts: pd.DataFrame, table: Table, fits: pd.DataFrame) -> pd.Series:
-    """Rows of each fit's full train set, from the block counts."""
-    blocks = counts.groupby([table.subset, table.fold], observed=True)["n"].sum()
+def _train_rows_per_fit(block_rows: pd.Series, fits: pd.DataFrame) -> pd.Series:
+    """Rows of each fit's full train set, from the rows per (subset, fold) block."""
     return pd.Series(
         {
-            fit_id: sum(n for (s, k), n in blocks.items() if s in f.train_subsets and k != f.fold)
+            fit_id: sum(
+                n for (s, k), n in block_rows.items() if s in f.train_subsets and k != f.fold
+            )
             for fit_id, f in fits.iterrows()
         }
     )
@@ -426,15 +429,7 @@ def _score_from_stats(
         for i, part in enumerate(data[columns].to_delayed())
     ]
     # A tree of merges keeps few pieces alive (tasks and keys hold memory on a worker too).
-    depth = 0
-    while len(level) > split_every:
-        depth += 1
-        level = [
-            dask.delayed(merge_pieces, nout=len(blocks), pure=True)(
-                level[i : i + split_every], dask_key_name=f"soak-merge-{depth}-{i}-{token}"
-            )
-            for i in range(0, len(level), split_every)
-        ]
+    level = tree_reduce(level, merge_pieces, split_every, keep=split_every, nout=len(blocks))
     return [
         dask.delayed(score_block, pure=True)(
             [node[i] for node in level],

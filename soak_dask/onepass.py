@@ -57,6 +57,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import LabelBinarizer, StandardScaler
 
 from .table import Table, category_codes
+from .tree import tree_reduce
 
 _EPS = np.finfo(np.float64).eps
 _FIELDS = ("count", "mean", "scatter")
@@ -246,14 +247,8 @@ def block_stats(
     level = [
         dask.delayed(cells.moments, pure=True)(part) for part in table.data[columns].to_delayed()
     ]
-    while len(level) > 1:
-        level = [
-            dask.delayed(_pool_list, pure=True)(level[i : i + split_every])
-            for i in range(0, len(level), split_every)
-        ]
-    return dask.delayed(BlockStats, pure=True)(
-        level[0], cells.subsets, class_values, cells.features
-    )
+    (pooled,) = tree_reduce(level, _pool_list, split_every)
+    return dask.delayed(BlockStats, pure=True)(pooled, cells.subsets, class_values, cells.features)
 
 
 @dataclass(frozen=True)
