@@ -8,6 +8,8 @@ import threading
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from functools import partial
 from typing import Any
 
@@ -16,6 +18,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import xarray as xr
+from dask.system import CPU_COUNT
 from sklearn.base import BaseEstimator
 
 from . import folds as _folds
@@ -270,12 +273,14 @@ def soak(
         if (fit_id, name) not in from_stats
     ]
     records = [r for batch in done.values() for r in batch]
-    for batch in _run(tasks, client, progress):
-        batch = [{**r, "test_subset": names[r["test_subset"]]} for r in batch]
-        if checkpoint is not None:
-            for (fit_id, learner), rows in _by_fit(batch).items():
-                save_task(checkpoint, fit_id, learner, rows)
-        records.extend(batch)
+    # closing(): however the loop ends, the run stops at once (no fits left running behind).
+    with closing(_run(tasks, client, progress)) as batches:
+        for batch in batches:
+            batch = [{**r, "test_subset": names[r["test_subset"]]} for r in batch]
+            if checkpoint is not None:
+                for (fit_id, learner), rows in _by_fit(batch).items():
+                    save_task(checkpoint, fit_id, learner, rows)
+            records.extend(batch)
     _warn_failures(records)
     splits = splits.assign(test_subset=splits["test_subset"].map(names))
     settings["versions"] = package_versions()
@@ -544,13 +549,22 @@ def _run_local(tasks: list, bar: Any) -> Iterator[Any]:
                 finished.put(result)
 
     def compute() -> None:
+        # An own pool (unless the user configured one) so that stopping can wait for the tasks
+        # still running: Dask's scheduler returns on the first error while its pool goes on.
+        pool = dask.config.get("pool", None)
+        own = pool is None
+        if own:
+            pool = ThreadPoolExecutor(dask.config.get("num_workers", None) or CPU_COUNT)
         try:
             with Stream():
-                dask.compute(*tasks)
+                dask.compute(*tasks, pool=pool)
         except _Stopped:
             pass
         except BaseException as err:  # noqa: BLE001 -- re-raised in the caller's thread
             finished.put(err)
+        finally:
+            if own:
+                pool.shutdown(wait=True)
         finished.put(end)
 
     worker = threading.Thread(target=compute, daemon=True)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from contextlib import closing
 
 import pytest
 import xarray as xr
@@ -33,15 +34,20 @@ def test_resume_computes_only_missing_fits(tmp_path, monkeypatch):
     real_run = engine._run
 
     def dies_after_ten(tasks, client, progress):
-        for i, result in enumerate(real_run(tasks, client, progress)):
-            if i == 10:
-                raise KeyboardInterrupt  # the client is killed mid-run
-            yield result
+        with closing(real_run(tasks, client, progress)) as results:
+            for i, result in enumerate(results):
+                if i == 10:
+                    raise KeyboardInterrupt  # the client is killed mid-run
+                yield result
 
     monkeypatch.setattr(engine, "_run", dies_after_ten)
     with pytest.raises(KeyboardInterrupt):
         sd.soak(table, learners, n_folds=4, progress=False, checkpoint=tmp_path / "ck")
     monkeypatch.setattr(engine, "_run", real_run)
+    fitted = len(FITS)
+    time.sleep(0.5)
+    assert len(FITS) == fitted  # nothing went on fitting behind the stopped run
+
     def learners_done() -> list[str]:
         tasks = [json.loads(f.read_text()) for f in (tmp_path / "ck").glob("task-*")]
         return [learner for _, learner in {(t["fit_id"], t["learner"]) for t in tasks}]
