@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import queue
 import threading
@@ -359,11 +360,10 @@ def select_rows(
 
 def _train_rows_per_fit(block_rows: pd.Series, fits: pd.DataFrame) -> pd.Series:
     """Rows of each fit's full train set, from the rows per (subset, fold) block."""
+    rows, totals = block_rows.to_dict(), block_rows.groupby(level=0).sum().to_dict()
     return pd.Series(
         {
-            fit_id: sum(
-                n for (s, k), n in block_rows.items() if s in f.train_subsets and k != f.fold
-            )
+            fit_id: sum(totals.get(s, 0) - rows.get((s, f.fold), 0) for s in f.train_subsets)
             for fit_id, f in fits.iterrows()
         }
     )
@@ -497,6 +497,9 @@ def _fits_from_stats(
     out = {}
     for fit_id, name in todo:
         pooled = train_stats(stats, fits.loc[fit_id, "train_subsets"], fits.loc[fit_id, "fold"])
+        if pooled.classes is not None:
+            # Fitted on class codes, the models predict codes: scoring never handles labels.
+            pooled = dataclasses.replace(pooled, classes=np.arange(len(pooled.classes)))
         start = time.perf_counter()
         fitted, message = guard(run, partial(fit_from_stats, estimators[name], pooled))
         state = FitState(

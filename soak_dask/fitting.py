@@ -6,13 +6,14 @@ import copy
 import itertools
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache, reduce
+from functools import cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn import config_context
 from sklearn.base import BaseEstimator, clone
 
 from .measures import finish, merge, partial_scores
@@ -161,7 +162,9 @@ def score_partition(
             else np.concatenate([np.arange(starts[i], stops[i]) for i in ids])
         )
         start = time.perf_counter()
-        pred, proba = predict_codes(state.estimator, X[rows], run)
+        # Block statistics needed finite features, so scikit-learn need not check them again.
+        with config_context(assume_finite=True):
+            pred, proba = predict_codes(state.estimator, X[rows], run, coded=True)
         seconds = (time.perf_counter() - start) / len(pred)
         at = 0
         for i in ids:
@@ -181,17 +184,21 @@ def score_partition(
 
 def merge_pieces(items: list[tuple[dict[str, Any], ...]]) -> tuple[dict[str, Any], ...]:
     """Merge ``score_partition`` outputs of several partitions, block by block."""
-    return tuple(reduce(_merge_piece, pieces) for pieces in zip(*items, strict=True))
+    return tuple(_merge_block(pieces) for pieces in zip(*items, strict=True))
 
 
-def _merge_piece(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    fits = dict(a["fits"])
-    for k, (partial, seconds) in b["fits"].items():
-        if k in fits:
-            fits[k] = (merge(fits[k][0], partial), fits[k][1] + seconds)
-        else:
-            fits[k] = (partial, seconds)
-    return {"n": a["n"] + b["n"], "fits": fits}
+def _merge_block(pieces: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    by_fit: dict[tuple[int, str], list[tuple[dict[str, Any], float]]] = {}
+    for piece in pieces:
+        for k, item in piece["fits"].items():
+            by_fit.setdefault(k, []).append(item)
+    return {
+        "n": sum(piece["n"] for piece in pieces),
+        "fits": {
+            k: (merge([partial for partial, _ in items]), sum(s for _, s in items))
+            for k, items in by_fit.items()
+        },
+    }
 
 
 def score_block(
@@ -202,7 +209,7 @@ def score_block(
     run: RunSpec,
 ) -> list[dict[str, Any]]:
     """Records of one test block from its ``score_partition`` (or ``merge_pieces``) items."""
-    merged = reduce(_merge_piece, pieces)
+    merged = _merge_block(pieces)
     records = []
     for k in keys:
         state, fit = fitted[k]
@@ -281,17 +288,26 @@ def predict_partial(est, X: np.ndarray, y: np.ndarray, run: RunSpec) -> dict[str
     return partial_scores(run.measures, y, *predict_codes(est, X, run), n_classes)
 
 
-def predict_codes(est, X: np.ndarray, run: RunSpec) -> tuple[np.ndarray, np.ndarray | None]:
+def predict_codes(
+    est, X: np.ndarray, run: RunSpec, coded: bool = False
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Predictions (class codes for classification) and, if a measure needs them, class
-    scores in the table's class order."""
+    scores in the table's class order.
+
+    ``coded``: ``est`` was fitted on the class codes (as fits from block statistics are), so it
+    predicts codes already.
+    """
     if not len(X):
         return np.zeros(0, dtype=np.int64 if run.classes else np.float64), None
     if run.classes is None:
         return est.predict(X), None
-    pred = category_codes(est.predict(X), _class_index(run.classes))
+    pred = est.predict(X)
+    classes = tuple(range(len(run.classes))) if coded else run.classes
+    if not coded:
+        pred = category_codes(pred, _class_index(classes))
     proba = None
     if {"auc", "log_loss"} & set(run.measures):
-        proba = _class_scores(est, X, run.classes)
+        proba = _class_scores(est, X, classes)
     return pred, proba
 
 
@@ -308,10 +324,11 @@ def _class_scores(est, X: np.ndarray, classes: tuple) -> np.ndarray | None:
         except AttributeError:  # e.g. SGDClassifier with hinge loss has no probabilities
             raw = None
         if raw is not None:
+            columns = _class_index(classes).get_indexer(est.classes_)
+            if np.array_equal(columns, np.arange(len(classes))):
+                return raw
             proba = np.zeros((len(X), len(classes)))
-            index = {c: i for i, c in enumerate(classes)}
-            for j, c in enumerate(est.classes_):
-                proba[:, index[c]] = raw[:, j]
+            proba[:, columns] = raw
             return proba
     if hasattr(est, "decision_function") and len(est.classes_) == 2 == len(classes):
         return est.decision_function(X).reshape(-1, 1)  # AUC only: not probabilities

@@ -1,16 +1,17 @@
 """Test-set measures: classification error in percent, as in the SOAK paper, and others.
 
-Each measure is computed from additive pieces (counts, sums, a confusion matrix; labels and
-scores for AUC), so the rows of a test block can be scored partition by partition."""
+Each measure is computed from additive pieces (counts, sums, a confusion matrix; for AUC the
+positive and negative rows at each distinct score), so the rows of a test block can be scored
+partition by partition."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import reduce
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .table import Task
 
@@ -108,35 +109,75 @@ def partial_scores(
     if "log_loss" in measures:
         out["log_loss"] = _log_loss_sum(y_true, proba, n_classes)
     if "auc" in measures:
-        out["auc"] = None if proba is None else (y_true.astype(np.int16), proba)
+        out["auc"] = None if proba is None else _auc_columns(y_true, proba, n_classes)
     return out
 
 
-def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Combine the ``partial_scores`` of two disjoint sets of rows of one block."""
-    n = a["n"] + b["n"]
-    if "confusion" not in a:
-        # Chan et al.'s pairwise update of the sum of squared deviations from the mean.
-        delta = b["mean"] - a["mean"]
-        share = b["n"] / n if n else 0.0
-        return {
-            "n": n,
-            "sse": a["sse"] + b["sse"],
-            "sae": a["sae"] + b["sae"],
-            "mean": a["mean"] + delta * share,
-            "m2": a["m2"] + b["m2"] + delta**2 * a["n"] * share,
-        }
-    out = {"n": n, "confusion": a["confusion"] + b["confusion"]}
-    if "log_loss" in a:
-        out["log_loss"] = a["log_loss"] + b["log_loss"]
-    if "auc" in a:
-        both = [a["auc"], b["auc"]]
+def _auc_columns(y_true: np.ndarray, proba: np.ndarray, n_classes: int) -> list[tuple]:
+    """AUC's pieces: for the positive class (two classes) or each class (one-vs-rest), the
+    distinct scores in order with the positive and negative rows at each."""
+    if proba.ndim == 1 or proba.shape[1] == 1:  # binary decision scores for class 1
+        columns = [(y_true == 1, proba.reshape(-1))]
+    elif n_classes == 2:
+        columns = [(y_true == 1, proba[:, 1])]
+    else:
+        columns = [(y_true == c, proba[:, c]) for c in range(n_classes)]
+    return [
+        _distinct(scores, positive.astype(np.int64), (~positive).astype(np.int64), "quicksort")
+        for positive, scores in columns
+    ]
+
+
+def _distinct(values: np.ndarray, pos: np.ndarray, neg: np.ndarray, kind: str) -> tuple:
+    """Distinct ``values`` in order, with the ``pos`` and ``neg`` counts summed over each."""
+    if not len(values):
+        return values, pos, neg
+    order = np.argsort(values, kind=kind)
+    values = values[order]
+    pos, neg = pos[order], neg[order]
+    starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
+    if len(starts) == len(values):  # no ties (continuous scores): nothing to sum
+        return values, pos, neg
+    return values[starts], np.add.reduceat(pos, starts), np.add.reduceat(neg, starts)
+
+
+def _merge_auc(parts: Sequence[tuple]) -> tuple:
+    # "stable" is timsort for floats: it merges the sorted runs in O(n log(runs)).
+    return _distinct(*(np.concatenate(arrays) for arrays in zip(*parts, strict=True)), "stable")
+
+
+def merge(pieces: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Combine the ``partial_scores`` of disjoint sets of rows of one block (all at once, so
+    AUC's sorted pieces are merged in one go)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    if "confusion" not in pieces[0]:
+        return reduce(_merge_moments, pieces)
+    out = {"n": sum(p["n"] for p in pieces), "confusion": sum(p["confusion"] for p in pieces)}
+    if "log_loss" in pieces[0]:
+        out["log_loss"] = sum(p["log_loss"] for p in pieces)
+    if "auc" in pieces[0]:
+        columns = [p["auc"] for p in pieces]
         out["auc"] = (
             None
-            if None in both
-            else (np.concatenate([p[0] for p in both]), np.concatenate([p[1] for p in both]))
+            if any(c is None for c in columns)
+            else [_merge_auc(parts) for parts in zip(*columns, strict=True)]
         )
     return out
+
+
+def _merge_moments(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Chan et al.'s pairwise update of the sum of squared deviations from the mean."""
+    n = a["n"] + b["n"]
+    delta = b["mean"] - a["mean"]
+    share = b["n"] / n if n else 0.0
+    return {
+        "n": n,
+        "sse": a["sse"] + b["sse"],
+        "sae": a["sae"] + b["sae"],
+        "mean": a["mean"] + delta * share,
+        "m2": a["m2"] + b["m2"] + delta**2 * a["n"] * share,
+    }
 
 
 def finish(measures: Sequence[str], pieces: dict[str, Any]) -> dict[str, float]:
@@ -163,29 +204,23 @@ def _balanced_accuracy(pieces: dict[str, Any]) -> float:
 
 
 def _auc(pieces: dict[str, Any]) -> float:
+    """Binary AUC, or (more classes) the macro one-vs-rest mean over the classes present in
+    the block."""
     if pieces["auc"] is None:
         return np.nan
-    y_true, proba = pieces["auc"]
-    n_classes = len(pieces["confusion"])
-    if proba.ndim == 1 or proba.shape[1] == 1:  # binary decision scores for class 1
-        return _binary_auc(y_true == 1, proba.reshape(-1))
-    if n_classes == 2:
-        return _binary_auc(y_true == 1, proba[:, 1])
-    # Multiclass: macro one-vs-rest over the classes present in this test block.
-    aucs = [_binary_auc(y_true == c, proba[:, c]) for c in range(n_classes)]
+    aucs = [_binary_auc(*column) for column in pieces["auc"]]
     aucs = [a for a in aucs if not np.isnan(a)]
     return float(np.mean(aucs)) if aucs else np.nan
 
 
-def _binary_auc(positive: np.ndarray, scores: np.ndarray) -> float:
-    """ROC AUC as the Mann-Whitney statistic (ties count half): equal to scikit-learn's
-    ``roc_auc_score`` and one sort instead of a ROC curve."""
-    n_pos = int(positive.sum())
-    n_neg = len(positive) - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return np.nan  # AUC is undefined when the test block has one class
-    ranks = stats.rankdata(scores)
-    return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+def _binary_auc(values: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> float:
+    """ROC AUC as the Mann-Whitney statistic (ties count half), equal to scikit-learn's
+    ``roc_auc_score``: counted in integers, so rounded once, by the final division."""
+    n_pos, n_neg = int(pos.sum()), int(neg.sum())
+    if n_pos == 0 or n_neg == 0 or np.isnan(values).any():
+        return np.nan  # undefined with one class in the block (or scores that are NaN)
+    below = np.cumsum(neg) - neg  # negatives scored lower than each distinct score
+    return (2 * int(pos @ below) + int(pos @ neg)) / (2 * n_pos * n_neg)
 
 
 def _r2(pieces: dict[str, Any]) -> float:

@@ -1,7 +1,5 @@
 """Measures from merged partial scores equal scikit-learn's metrics on the whole block."""
 
-from functools import reduce
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,6 +14,12 @@ def _pieces(n: int, cuts: list[int]) -> list[slice]:
     return [slice(a, b) for a, b in zip(edges[:-1], edges[1:], strict=False)]
 
 
+def _tree_merge(parts: list[dict]) -> dict:
+    """Merged as a tree of merges does (merged pieces merged again)."""
+    half = len(parts) // 2
+    return merge([merge(parts[:half]), merge(parts[half:])]) if half > 1 else merge(parts)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     n=st.integers(2, 300),
@@ -28,8 +32,7 @@ def test_classification_pieces_merge_to_sklearn(n, n_classes, seed, cuts):
     y = rng.integers(0, n_classes, n)
     proba = rng.dirichlet(np.ones(n_classes), n)
     pred = proba.argmax(axis=1)
-    merged = reduce(
-        merge,
+    merged = _tree_merge(
         [
             partial_scores(CLASSIFICATION, y[s], pred[s], proba[s], n_classes)
             for s in _pieces(n, cuts)
@@ -42,12 +45,32 @@ def test_classification_pieces_merge_to_sklearn(n, n_classes, seed, cuts):
     assert got["log_loss"] == pytest.approx(metrics.log_loss(y, proba, labels=labels), rel=1e-12)
     present = [c for c in labels if 0 < (y == c).sum() < n]
     if n_classes == 2 and present:
-        assert got["auc"] == pytest.approx(metrics.roc_auc_score(y, proba[:, 1]))
+        assert got["auc"] == pytest.approx(metrics.roc_auc_score(y, proba[:, 1]), rel=1e-12)
     elif n_classes > 2 and present:
         expected = np.mean([metrics.roc_auc_score(y == c, proba[:, c]) for c in present])
-        assert got["auc"] == pytest.approx(expected)
+        assert got["auc"] == pytest.approx(expected, rel=1e-12)
     else:
         assert np.isnan(got["auc"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(2, 300),
+    levels=st.integers(1, 6),
+    seed=st.integers(0, 2**31),
+    cuts=st.lists(st.integers(0, 300), max_size=5),
+)
+def test_auc_with_tied_scores_merges_to_sklearn(n, levels, seed, cuts):
+    # Few distinct scores (one: a featureless learner), spread over pieces: ties count half.
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    scores = rng.integers(0, levels, n).astype(float).reshape(-1, 1)
+    parts = [partial_scores(["auc"], y[s], y[s], scores[s], 2) for s in _pieces(n, cuts)]
+    got = finish(["auc"], _tree_merge(parts))["auc"]
+    if 0 < y.sum() < n:
+        assert got == pytest.approx(metrics.roc_auc_score(y, scores[:, 0]), rel=1e-12)
+    else:
+        assert np.isnan(got)
 
 
 @settings(max_examples=60, deadline=None)
@@ -61,7 +84,7 @@ def test_regression_pieces_merge_to_sklearn(n, seed, scale, cuts):
     rng = np.random.default_rng(seed)
     y = scale * (rng.normal(size=n) + 100)
     pred = y + scale * rng.normal(size=n)
-    merged = reduce(merge, [partial_scores(REGRESSION, y[s], pred[s]) for s in _pieces(n, cuts)])
+    merged = _tree_merge([partial_scores(REGRESSION, y[s], pred[s]) for s in _pieces(n, cuts)])
     got = finish(REGRESSION, merged)
     mse = metrics.mean_squared_error(y, pred)
     assert got["mse"] == pytest.approx(mse, rel=1e-10)
