@@ -123,7 +123,8 @@ def _auc_columns(y_true: np.ndarray, proba: np.ndarray, n_classes: int) -> list[
     else:
         columns = [(y_true == c, proba[:, c]) for c in range(n_classes)]
     return [
-        _distinct(scores, positive.astype(np.int64), (~positive).astype(np.int64), "quicksort")
+        # int32 counts: 16 bytes a distinct score (a block's ties stay below 2**31 rows).
+        _distinct(scores, positive.astype(np.int32), (~positive).astype(np.int32), "quicksort")
         for positive, scores in columns
     ]
 
@@ -216,6 +217,7 @@ def _auc(pieces: dict[str, Any]) -> float:
 def _binary_auc(values: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> float:
     """ROC AUC as the Mann-Whitney statistic (ties count half), equal to scikit-learn's
     ``roc_auc_score``: counted in integers, so rounded once, by the final division."""
+    pos, neg = pos.astype(np.int64), neg.astype(np.int64)
     n_pos, n_neg = int(pos.sum()), int(neg.sum())
     if n_pos == 0 or n_neg == 0 or np.isnan(values).any():
         return np.nan  # undefined with one class in the block (or scores that are NaN)
