@@ -154,7 +154,7 @@ def _add_run_args(run: argparse.ArgumentParser) -> None:
         type=int,
         default=s,
         metavar="N",
-        help="fit on a seeded sample of about N rows when a train set is larger",
+        help="fit a larger train set on a seeded sample of exactly N rows (class shares kept)",
     )
     run.add_argument(
         "--incremental",

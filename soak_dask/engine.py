@@ -44,8 +44,9 @@ from .onepass import block_stats, fit_from_stats, is_additive, train_stats
 from .plan import TRAIN_TYPES, check_train_types, make_plan
 from .progress import progress_bar
 from .results import build_dataset, encode_attrs, package_versions
+from .rowcap import keep_rates, train_class_rows
 from .sizes import check_sizes, size_labels, size_plan
-from .table import Table
+from .table import Table, category_codes
 from .tree import tree_reduce
 
 
@@ -120,9 +121,12 @@ def soak(
     size_seeds : int
         Independent down-samples of each size (the ``sample`` dim).
     max_train_rows : int, optional
-        Fit on a seeded sample of about this many train rows (each row kept with probability
-        max_train_rows / train rows, so label shares are kept in expectation) when a train set is
-        larger; ``n_train`` records the rows used. Bounds the memory of a fit.
+        Fit a train set larger than this on a seeded sample of exactly this many of its rows,
+        each class keeping its share of the train set (largest remainder); ``n_train`` records
+        the rows used. Each task gathers only slightly more rows than that, so it bounds the
+        memory of a fit. Incremental learners get a sample of this size and these shares in
+        expectation (each row kept with its class's rate); down-sampled train sizes are capped
+        after down-sampling (those fits gather their train set whole).
     incremental : bool
         Feed learners that have ``partial_fit`` (SGDClassifier, MultinomialNB, MLPClassifier…)
         one block of train rows per task, so no worker holds a whole train set.
@@ -154,6 +158,13 @@ def soak(
         raise ValueError(f"epochs={epochs!r}: need a positive integer")
     measures = check_measures(measures, table.task)
     estimators = resolve_learners(learners, table.task, seed)
+    streamed = [name for name, est in estimators.items() if hasattr(est, "partial_fit")]
+    if incremental and sizes >= 0 and streamed:
+        raise ValueError(
+            f"incremental=True with sizes={sizes}: down-sampling to a train size needs each train "
+            f"set whole, which learners {streamed} are not given when fed block by block; use "
+            "sizes=-1, or incremental=False"
+        )
     client = _current_client() if client is None else client
     # The data as given (before folds, which depend on the seed) identifies a checkpoint's run.
     data_token = dask.base.tokenize(table.data) if checkpoint is not None else None
@@ -241,7 +252,11 @@ def soak(
         error_score=error_score,
         seed=seed,
     )
-    train_rows = _train_rows_per_fit(block_rows, fits)
+    class_rows = (
+        train_class_rows(counts, fits, table.subset, table.fold, table.label, classes)
+        if max_train_rows
+        else None
+    )
     from_stats = _fits_from_stats(
         table.with_fold(data, table.fold) if onepass else None,
         [(fit_id, name) for fit_id, name in todo if fits.loc[fit_id, "n_groups"] == 0],
@@ -263,12 +278,14 @@ def soak(
             data,
             table,
             fits.loc[fit_id],
-            _fit_spec(fits, fit_id, name),
+            _fit_spec(fits, fit_id, name, max_train_rows, class_rows),
             estimators[name],
             run,
-            incremental=incremental and hasattr(estimators[name], "partial_fit"),
+            incremental=incremental and name in streamed,
             epochs=epochs,
-            fraction=min(1.0, max_train_rows / train_rows[fit_id]) if max_train_rows else 1.0,
+            rates=_keep_rates(
+                class_rows, fits, fit_id, max_train_rows, not (incremental and name in streamed)
+            ),
         )
         for fit_id, name in todo
         if (fit_id, name) not in from_stats
@@ -310,18 +327,18 @@ def _fit_rows(
     data: dd.DataFrame,
     table: Table,
     fit: pd.Series,
+    run: RunSpec,
     *,
     train: bool = True,
     test: bool = True,
-    fraction: float = 1.0,
-    seed: int = 1,
+    rates: tuple[float, ...] | None = None,
 ) -> dd.DataFrame:
     """The lazy rows one fit needs: its train blocks and/or the test blocks it predicts.
 
     Filtering happens next to the data; only these rows reach the worker that fits. With
-    ``fraction`` < 1 each train row is kept with that probability, decided by a seeded hash of
-    its (partition, position), so the sample is the same on any worker and never materialised
-    whole first.
+    ``rates`` (one per class of ``run.classes``, or one for regression) each train row is kept
+    with its class's rate, decided by a seeded hash of its (partition, position), so the sample
+    is the same on any worker and never materialised whole first.
     """
     return data.map_partitions(
         select_rows,
@@ -330,8 +347,10 @@ def _fit_rows(
         int(fit.fold),
         tuple(fit.train_subsets) if train else (),
         tuple(fit.test_subsets) if test else (),
-        fraction,
-        seed,
+        rates,
+        run.seed,
+        run.label,
+        run.classes,
         meta=data._meta,
     )
 
@@ -343,30 +362,24 @@ def select_rows(
     fold: int,
     train_subsets: tuple,
     test_subsets: tuple,
-    fraction: float,
+    rates: tuple[float, ...] | None,
     seed: int,
+    label: str,
+    classes: tuple | None,
     partition_info: dict | None = None,
 ) -> pd.DataFrame:
     """Rows of one partition in the given train and test blocks (train rows sampled)."""
     in_fold = (part[fold_column] == fold).to_numpy()
     sub = part[subset]
     train = ~in_fold & sub.isin(list(train_subsets)).to_numpy()
-    if fraction < 1.0:
+    if rates is not None:
         number = partition_info["number"] if partition_info else 0
         h = seeded_hash(seed, np.uint64(number), np.arange(len(part), dtype=np.uint64))
-        train &= h < np.uint64(fraction * 2.0**64)
+        rate = np.asarray(rates)
+        rate = rate[category_codes(part[label], pd.Index(classes))] if classes else rate[0]
+        below = (np.where(rate < 1.0, rate, 0.0) * 2.0**64).astype(np.uint64)
+        train &= (rate >= 1.0) | (h < below)
     return part.loc[train | (in_fold & sub.isin(list(test_subsets)).to_numpy())]
-
-
-def _train_rows_per_fit(block_rows: pd.Series, fits: pd.DataFrame) -> pd.Series:
-    """Rows of each fit's full train set, from the rows per (subset, fold) block."""
-    rows, totals = block_rows.to_dict(), block_rows.groupby(level=0).sum().to_dict()
-    return pd.Series(
-        {
-            fit_id: sum(totals.get(s, 0) - rows.get((s, f.fold), 0) for s in f.train_subsets)
-            for fit_id, f in fits.iterrows()
-        }
-    )
 
 
 def _fit_task(
@@ -379,25 +392,23 @@ def _fit_task(
     *,
     incremental: bool,
     epochs: int,
-    fraction: float,
+    rates: tuple[float, ...] | None,
 ) -> Any:
     """The delayed result of one (fit, learner): one task, or a chain for ``partial_fit``."""
     # Named for the task stream and dashboard; the token keeps runs on one client apart.
-    token = dask.base.tokenize(data, fit_row, fit, estimator, run, incremental, epochs, fraction)
+    token = dask.base.tokenize(data, fit_row, fit, estimator, run, incremental, epochs, rates)
     key = f"soak-fit-{fit.fit_id}-{fit.learner}-{token}"
     if not incremental:
-        rows = _fit_rows(data, table, fit_row, fraction=fraction, seed=run.seed)
+        rows = _fit_rows(data, table, fit_row, run, rates=rates)
         return dask.delayed(fit_and_score, pure=True)(rows, estimator, fit, run, dask_key_name=key)
     # One task per block of train rows: a worker holds one block and the model at a time.
-    parts = _fit_rows(
-        data, table, fit_row, test=False, fraction=fraction, seed=run.seed
-    ).to_delayed()
+    parts = _fit_rows(data, table, fit_row, run, test=False, rates=rates).to_delayed()
     state = estimator
     for epoch in range(epochs):
         order = np.argsort(seeded_hash(run.seed, np.uint64(epoch), np.arange(len(parts))))
         for i in order:
             state = dask.delayed(partial_fit_step, pure=True)(state, parts[i], run, epoch == 0)
-    test = _fit_rows(data, table, fit_row, train=False)
+    test = _fit_rows(data, table, fit_row, run, train=False)
     return dask.delayed(score_fitted, pure=True)(state, test, fit, run, dask_key_name=key)
 
 
@@ -455,16 +466,36 @@ def _by_fit(records: list[dict[str, Any]]) -> dict[tuple[int, str], list[dict[st
     return out
 
 
-def _fit_spec(fits: pd.DataFrame, fit_id: int, learner: str) -> FitSpec:
+def _fit_spec(
+    fits: pd.DataFrame,
+    fit_id: int,
+    learner: str,
+    max_rows: int | None = None,
+    class_rows: pd.DataFrame | None = None,
+) -> FitSpec:
     fit = fits.loc[fit_id]
+    n_groups = int(fit["n_groups"])
+    # A capped full-size train set keeps its own class shares; a down-sampled one, those it has.
+    shares = class_rows is not None and not n_groups and len(class_rows.columns) > 1
     return FitSpec(
         learner=learner,
         fit_id=int(fit_id),
         fold=int(fit["fold"]),
         test_subsets=tuple(fit["test_subsets"]),
-        n_groups=int(fit["n_groups"]),
+        n_groups=n_groups,
         sample=int(fit["sample"]),
+        max_rows=max_rows or 0,
+        class_rows=tuple(int(n) for n in class_rows.loc[fit_id]) if shares else (),
     )
+
+
+def _keep_rates(
+    class_rows: pd.DataFrame | None, fits: pd.DataFrame, fit_id: int, max_rows: int, exact: bool
+) -> tuple[float, ...] | None:
+    """Per class, the chance that a partition passes on a train row of this fit (None: all)."""
+    if class_rows is None or fits.loc[fit_id, "n_groups"]:
+        return None  # no cap, or a cap after down-sampling (which needs the train set whole)
+    return keep_rates(class_rows.loc[fit_id].to_numpy(), max_rows, margin=exact)
 
 
 def _fits_from_stats(

@@ -46,6 +46,8 @@ class FitSpec:
     test_subsets: tuple
     n_groups: int = 0  # down-sample the train set to this many groups (0: keep all)
     sample: int = 0
+    max_rows: int = 0  # max_train_rows (0: no cap)
+    class_rows: tuple = ()  # the full train set's rows per class: the shares a capped fit keeps
 
 
 @dataclass
@@ -75,13 +77,20 @@ def fit_and_score(
     """Fit a clone of ``estimator`` on the train rows of ``frame``; score each test block.
 
     With ``fit.n_groups`` > 0 the train rows are first down-sampled to that many groups
-    (``soak_dask.sizes.downsample``). Returns one small record per test subset.
+    (``soak_dask.sizes.downsample``); with ``fit.max_rows`` they are then capped at that many
+    rows (``soak_dask.rowcap``). Returns one small record per test subset.
     """
     train, blocks = split_frame(frame, fit.fold, run.fold_column, run.subset, fit.test_subsets)
+    label = run.label if run.classes is not None else None
     if fit.n_groups:
-        label = run.label if run.classes is not None else None
         train = downsample(
             train, fit.n_groups, group=run.group, label=label, seed=run.seed, sample=fit.sample
+        )
+    if fit.max_rows and len(train) > fit.max_rows:
+        shares = pd.Series(fit.class_rows, index=run.classes) if fit.class_rows else None
+        train = downsample(
+            train, fit.max_rows, group=None, label=label, seed=run.seed, sample=fit.sample,
+            shares=shares,
         )
     state = FitState(clone(estimator), n_train=len(train))
     start = time.perf_counter()

@@ -118,11 +118,14 @@ def downsample(
     label: str | None,
     seed: int,
     sample: int,
+    shares: pd.Series | None = None,
 ) -> pd.DataFrame:
     """Keep ``n_groups`` whole groups (rows without groups) of ``train``, label shares kept.
 
     Groups are drawn in the order of a seeded hash of the group value (the row's position
-    without groups), so the same seed and sample give the same rows on any worker.
+    without groups), so the same seed and sample give the same rows on any worker. ``shares``
+    (units per label value) gives the proportions to keep when ``train`` is itself a sample of
+    a larger set; default: those of ``train``.
     """
     keys = (
         pd.util.hash_array(train[group].to_numpy())
@@ -136,10 +139,11 @@ def downsample(
             "rank": seeded_hash(seed, np.uint64(sample), np.uint64(n_groups), keys),
         }
     ).drop_duplicates("unit")
-    shares = units["label"].value_counts(sort=False)
-    quota = _largest_remainder(shares.to_numpy(), n_groups)
+    if shares is None:
+        shares = units["label"].value_counts(sort=False)
+    quota = largest_remainder(shares.to_numpy(), n_groups)
     chosen = []
-    for (value, _), q in zip(shares.items(), quota, strict=True):
+    for value, q in zip(shares.index, quota, strict=True):
         pool = units[units["label"] == value].sort_values("rank")
         chosen.append(pool["unit"].to_numpy()[:q])
     keep = np.concatenate(chosen)
@@ -148,7 +152,7 @@ def downsample(
     return train.iloc[np.sort(keep)]
 
 
-def _largest_remainder(counts: np.ndarray, total: int) -> np.ndarray:
+def largest_remainder(counts: np.ndarray, total: int) -> np.ndarray:
     """Integer quotas proportional to ``counts`` summing to ``total`` (each at most its count)."""
     exact = counts * total / counts.sum()
     quota = np.floor(exact).astype(int)

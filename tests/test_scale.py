@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import xarray as xr
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import RidgeClassifier, SGDClassifier
 from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import make_pipeline
@@ -60,14 +62,69 @@ def test_incremental_partial_fit(table):
     assert err.sel(learner="sgd").mean() < err.sel(learner="base").mean() - 3
 
 
-def test_max_train_rows_samples_train_sets(table):
+CLASS_COUNTS: list[tuple[int, ...]] = []
+
+
+class ClassCounter(ClassifierMixin, BaseEstimator):
+    """Majority-class classifier that records its train rows per class (threads: one process)."""
+
+    def fit(self, X, y):
+        CLASS_COUNTS.append(tuple(int((y == c).sum()) for c in ("other", "tree")))
+        self.model_ = DummyClassifier().fit(X, y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X)
+
+
+def _stratified(counts: tuple[int, ...], total: int) -> tuple[int, ...]:
+    """Largest-remainder quotas of ``total`` rows (written out here, independently)."""
+    exact = [n * total / sum(counts) for n in counts]
+    quota = [int(e) for e in exact]
+    by_remainder = sorted(range(len(counts)), key=lambda i: -(exact[i] - quota[i]))
+    for i in by_remainder[: total - sum(quota)]:
+        quota[i] += 1
+    return tuple(quota)
+
+
+@pytest.mark.parametrize("npartitions", [1, 7])
+def test_max_train_rows_is_an_exact_stratified_sample(table, npartitions):
+    table = sd.Table(**{**table.__dict__, "data": table.data.repartition(npartitions=npartitions)})
     full = sd.soak(table, "featureless", n_folds=4, progress=False)
-    capped = sd.soak(table, "featureless", n_folds=4, max_train_rows=500, progress=False)
+    CLASS_COUNTS.clear()
+    capped = sd.soak(table, {"count": ClassCounter()}, n_folds=4, max_train_rows=500,
+                     progress=False)
     assert capped.attrs["max_train_rows"] == 500
-    n = capped["n_train"].values
-    assert (n > 380).all() and (n < 620).all()
-    xr.testing.assert_equal(capped["n_test"], full["n_test"])
-    again = sd.soak(table, "featureless", n_folds=4, max_train_rows=500, progress=False)
+    # Every train set here has more than 500 rows: each is fitted on exactly 500, each class
+    # keeping its share of the full train set.
+    assert (full["n_train"] > 500).all()
+    assert (capped["n_train"] == 500).all()
+    np.testing.assert_array_equal(capped["n_test"], full["n_test"])
+    folded = sd.assign_folds(table, 4, seed=1)  # the folds soak makes with the same seed
+    rows = folded.data.compute()
+    _, fits = sd.make_plan(sorted(rows["region"].unique()), 4)
+    expected = []
+    for _, fit in fits.iterrows():
+        train = rows[rows["region"].isin(fit.train_subsets) & (rows[folded.fold] != fit.fold)]
+        counts = tuple(int((train["label"] == c).sum()) for c in ("other", "tree"))
+        expected.append(_stratified(counts, 500))
+    assert sorted(CLASS_COUNTS) == sorted(expected)
+    again = sd.soak(table, {"count": ClassCounter()}, n_folds=4, max_train_rows=500,
+                    progress=False)
     xr.testing.assert_identical(capped.drop_vars(TIMINGS), again.drop_vars(TIMINGS))
     with pytest.raises(ValueError, match="max_train_rows=0"):
         sd.soak(table, "featureless", n_folds=4, max_train_rows=0, progress=False)
+
+
+def test_max_train_rows_with_incremental_learners_and_sizes(table):
+    sgd = {"sgd": SGDClassifier(random_state=0)}
+    res = sd.soak(table, sgd, n_folds=4, incremental=True, max_train_rows=500, progress=False)
+    n = res["n_train"].values  # each row kept with its class's rate: 500 in expectation
+    assert (n > 400).all() and (n < 600).all()
+    with pytest.raises(ValueError, match="incremental=True with sizes=0"):
+        sd.soak(table, sgd, n_folds=4, incremental=True, sizes=0, progress=False)
+    # Down-sampled train sets are capped after down-sampling (and never above their size).
+    sized = sd.soak(table, "featureless", n_folds=4, sizes=0, max_train_rows=300, progress=False)
+    n = sized["n_train"]
+    assert (n.sel(train_size="full") == 300).all() and (n <= 300).all()
