@@ -327,16 +327,17 @@ def _fit_rows(
     data: dd.DataFrame,
     table: Table,
     fit: pd.Series,
-    run: RunSpec,
     *,
     train: bool = True,
     test: bool = True,
     rates: tuple[float, ...] | None = None,
+    classes: tuple | None = None,
+    seed: int = 1,
 ) -> dd.DataFrame:
     """The lazy rows one fit needs: its train blocks and/or the test blocks it predicts.
 
     Filtering happens next to the data; only these rows reach the worker that fits. With
-    ``rates`` (one per class of ``run.classes``, or one for regression) each train row is kept
+    ``rates`` (one per class of ``classes``, or one for regression) each train row is kept
     with its class's rate, decided by a seeded hash of its (partition, position), so the sample
     is the same on any worker and never materialised whole first.
     """
@@ -348,9 +349,9 @@ def _fit_rows(
         tuple(fit.train_subsets) if train else (),
         tuple(fit.test_subsets) if test else (),
         rates,
-        run.seed,
-        run.label,
-        run.classes,
+        seed,
+        table.label,
+        classes,
         meta=data._meta,
     )
 
@@ -399,16 +400,18 @@ def _fit_task(
     token = dask.base.tokenize(data, fit_row, fit, estimator, run, incremental, epochs, rates)
     key = f"soak-fit-{fit.fit_id}-{fit.learner}-{token}"
     if not incremental:
-        rows = _fit_rows(data, table, fit_row, run, rates=rates)
+        rows = _fit_rows(data, table, fit_row, rates=rates, classes=run.classes, seed=run.seed)
         return dask.delayed(fit_and_score, pure=True)(rows, estimator, fit, run, dask_key_name=key)
     # One task per block of train rows: a worker holds one block and the model at a time.
-    parts = _fit_rows(data, table, fit_row, run, test=False, rates=rates).to_delayed()
+    parts = _fit_rows(
+        data, table, fit_row, test=False, rates=rates, classes=run.classes, seed=run.seed
+    ).to_delayed()
     state = estimator
     for epoch in range(epochs):
         order = np.argsort(seeded_hash(run.seed, np.uint64(epoch), np.arange(len(parts))))
         for i in order:
             state = dask.delayed(partial_fit_step, pure=True)(state, parts[i], run, epoch == 0)
-    test = _fit_rows(data, table, fit_row, run, train=False)
+    test = _fit_rows(data, table, fit_row, train=False)
     return dask.delayed(score_fitted, pure=True)(state, test, fit, run, dask_key_name=key)
 
 
