@@ -76,16 +76,29 @@ def permuted_block_folds(
     """
     codes = np.asarray(codes, dtype=np.int64)
     index_in_stratum = np.asarray(index_in_stratum, dtype=np.int64)
+    if not len(codes):
+        return np.zeros(0, dtype=np.int8)
     block = index_in_stratum // n_folds
-    # A 1-D key per (stratum, block): sorting it is ~20x faster than unique rows of a 2-D array.
-    width = int(codes.max()) + 1 if len(codes) else 1
-    keys, inverse = np.unique(block * width + codes, return_inverse=True)
+    width = int(codes.max()) + 1
+    # Number the (stratum, block) pairs. Rows of a stratum usually hold consecutive positions
+    # (a partition's, or a stratum's last block), so its blocks form a range: no sort needed.
+    first = np.full(width, np.iinfo(np.int64).max)
+    last = np.full(width, -1)
+    np.minimum.at(first, codes, block)
+    np.maximum.at(last, codes, block)
+    span = np.maximum(last - first + 1, 0)
+    if span.sum() <= 2 * len(codes) + width:
+        start = np.cumsum(span) - span
+        pair = start[codes] + block - first[codes]
+        stratum = np.repeat(np.arange(width), span)
+        pair_block = np.arange(span.sum()) - np.repeat(start - np.minimum(first, last), span)
+    else:  # positions far apart: only the pairs present
+        keys, pair = np.unique(block * width + codes, return_inverse=True)
+        stratum, pair_block = keys % width, keys // width
     # One row of K hashes per (stratum, block); the rank of position j in that row is its fold.
-    hashes = seeded_hash(
-        seed, (keys % width)[:, None], (keys // width)[:, None], np.arange(n_folds)[None, :]
-    )
+    hashes = seeded_hash(seed, stratum[:, None], pair_block[:, None], np.arange(n_folds)[None, :])
     ranks = np.argsort(np.argsort(hashes, axis=1), axis=1)
-    return (ranks[inverse, index_in_stratum % n_folds] + 1).astype(np.int8)
+    return (ranks[pair, index_in_stratum % n_folds] + 1).astype(np.int8)
 
 
 def group_folds(groups: pd.DataFrame, n_folds: int, seed: int) -> pd.Series:
@@ -287,8 +300,9 @@ def _fold_part(
             "the table's partitions changed between counting and assigning folds; "
             "persist the table (table.data.persist()) before assign_folds"
         )
-    # Position of each row among the partition's rows of its stratum.
-    order = np.argsort(codes, kind="stable")
+    # Position of each row among the partition's rows of its stratum (a radix sort on the
+    # smallest integer type of the codes).
+    order = np.argsort(codes.astype(np.min_scalar_type(len(index))), kind="stable")
     starts = np.cumsum(expected[number]) - expected[number]
     local = np.empty(len(codes), dtype=np.int64)
     local[order] = np.arange(len(codes)) - starts[codes[order]]

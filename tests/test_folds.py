@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import soak_dask as sd
-from soak_dask.folds import permuted_block_folds
+from soak_dask.folds import permuted_block_folds, seeded_hash
 from soak_dask.table import FOLD_COLUMN
 
 
@@ -116,6 +116,33 @@ def test_permuted_block_folds_each_block_is_a_permutation():
     folds = permuted_block_folds(np.zeros(30, int), np.arange(30), 10, seed=5)
     for block in folds.reshape(3, 10):
         assert sorted(block) == list(range(1, 11))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    strata=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 300)), min_size=1, max_size=6),
+    k=st.integers(2, 12),
+    seed=st.integers(0, 2**31),
+    scatter=st.booleans(),
+)
+def test_permuted_block_folds_number_blocks_without_sorting(strata, k, seed, scatter):
+    # Each stratum's rows at consecutive positions from an offset (as in a partition), or
+    # scattered; either way each (stratum, block) gets the permutation hashed from its keys.
+    rng = np.random.default_rng(seed)
+    codes = np.concatenate([np.full(n, c) for c, (_, n) in enumerate(strata)]).astype(int)
+    pos = np.concatenate([off + np.arange(n) for off, n in strata]).astype(int)
+    if scatter:
+        pos = rng.integers(0, 10**12, len(pos))
+    order = rng.permutation(len(codes))
+    codes, pos = codes[order], pos[order]
+    if not len(codes):
+        return
+    got = permuted_block_folds(codes, pos, k, seed)
+    width = codes.max() + 1
+    keys, pair = np.unique(pos // k * width + codes, return_inverse=True)
+    hashes = seeded_hash(seed, (keys % width)[:, None], (keys // width)[:, None], np.arange(k))
+    ranks = np.argsort(np.argsort(hashes, axis=1), axis=1)
+    np.testing.assert_array_equal(got, ranks[pair, pos % k] + 1)
 
 
 def test_splitter_folds_equal_cluster_folds():
