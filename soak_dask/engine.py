@@ -169,17 +169,7 @@ def soak(
     # The data as given (before folds, which depend on the seed) identifies a checkpoint's run.
     data_token = dask.base.tokenize(table.data) if checkpoint is not None else None
     user_folds = table.fold is not None
-    if not user_folds:
-        table = _folds.assign_folds(
-            table, 10 if n_folds is None else n_folds, seed, stratify=stratify
-        )
-    cols = [*table.features, table.label, table.subset, table.fold]
-    if table.group is not None:
-        cols.append(table.group)
-    data = table.data[cols]
-    if persist:
-        data = client.persist(data) if client is not None else data.persist()
-        table = table.with_fold(data, table.fold, table.fold_counts)
+    table, data = _folded_data(table, n_folds, seed, stratify, persist, client)
     counts = _folds.block_counts(table)
     n_folds = _folds.check_fold_values(counts, table.fold, n_folds)
     subsets = sorted(counts[table.subset].unique().tolist())
@@ -190,21 +180,9 @@ def soak(
     classes = (
         sorted(counts[table.label].unique().tolist()) if table.task == "classification" else None
     )
-    splits, fits = make_plan(subsets, n_folds, train_types)
-    extra_coords = {}
-    if sizes >= 0:
-        if table.group is not None:
-            by_subset = data.groupby(table.subset, observed=True)[table.group]
-            subset_groups = by_subset.nunique(split_out=1).compute()
-        else:
-            subset_groups = counts.groupby(table.subset, observed=True)["n"].sum()
-        splits, fits = size_plan(splits, fits, subset_groups, sizes, ratio, size_seeds)
-        extra_coords = {
-            "train_size": size_labels(sizes, ratio),
-            "sample": list(range(1, size_seeds + 1)),
-        }
-    else:
-        fits = fits.assign(n_groups=0, sample=0)
+    splits, fits, extra_coords = _plan(
+        table, data, counts, subsets, n_folds, train_types, sizes, ratio, size_seeds
+    )
     names = {s: str(s) for s in subsets}
     settings = {
         "title": "SOAK: Same/Other/All K-fold cross-validation",
@@ -228,14 +206,11 @@ def soak(
         "epochs": epochs,
         "onepass": onepass,
     }
-    done = {}
-    if checkpoint is not None:
-        strata = [c for c in counts.columns if c not in (table.fold, "n")]
-        rows = counts.groupby(strata, observed=True)["n"].sum()
-        fingerprint = {"token": data_token, "rows": {str(k): int(n) for k, n in rows.items()}}
-        done = open_checkpoint(checkpoint, {**settings, "data": fingerprint})
-        # A fit's test blocks may be scored by separate tasks: done only when all of them are.
-        done = {k: v for k, v in done.items() if len(v) == len(fits.loc[k[0], "test_subsets"])}
+    done = (
+        _resume(checkpoint, settings, data_token, counts, table.fold, fits)
+        if checkpoint is not None
+        else {}
+    )
     todo = [
         (fit_id, name) for fit_id in fits.index for name in estimators if (fit_id, name) not in done
     ]
@@ -291,14 +266,7 @@ def soak(
         if (fit_id, name) not in from_stats
     ]
     records = [r for batch in done.values() for r in batch]
-    # closing(): however the loop ends, the run stops at once (no fits left running behind).
-    with closing(_run(tasks, client, progress)) as batches:
-        for batch in batches:
-            batch = [{**r, "test_subset": names[r["test_subset"]]} for r in batch]
-            if checkpoint is not None:
-                for (fit_id, learner), rows in _by_fit(batch).items():
-                    save_task(checkpoint, fit_id, learner, rows)
-            records.extend(batch)
+    records += _collect(tasks, client, progress, names, checkpoint)
     _warn_failures(records)
     splits = splits.assign(test_subset=splits["test_subset"].map(names))
     settings["versions"] = package_versions()
@@ -312,6 +280,87 @@ def soak(
         encode_attrs(settings),
         extra_coords,
     )
+
+
+def _folded_data(
+    table: Table, n_folds: int | None, seed: int, stratify: bool, persist: bool, client: Any
+) -> tuple[Table, dd.DataFrame]:
+    """The table with its fold column (assigned unless the user gave one), and the columns a
+    run reads, persisted if asked."""
+    if table.fold is None:
+        table = _folds.assign_folds(
+            table, 10 if n_folds is None else n_folds, seed, stratify=stratify
+        )
+    cols = [*table.features, table.label, table.subset, table.fold]
+    if table.group is not None:
+        cols.append(table.group)
+    data = table.data[cols]
+    if persist:
+        data = client.persist(data) if client is not None else data.persist()
+        table = table.with_fold(data, table.fold, table.fold_counts)
+    return table, data
+
+
+def _plan(
+    table: Table,
+    data: dd.DataFrame,
+    counts: pd.DataFrame,
+    subsets: list,
+    n_folds: int,
+    train_types: Sequence[str],
+    sizes: int,
+    ratio: float,
+    size_seeds: int,
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, list]]:
+    """The split table, the distinct fits (with their down-sampled sizes) and extra dims."""
+    splits, fits = make_plan(subsets, n_folds, train_types)
+    if sizes < 0:
+        return splits, fits.assign(n_groups=0, sample=0), {}
+    if table.group is not None:
+        by_subset = data.groupby(table.subset, observed=True)[table.group]
+        subset_groups = by_subset.nunique(split_out=1).compute()
+    else:
+        subset_groups = counts.groupby(table.subset, observed=True)["n"].sum()
+    splits, fits = size_plan(splits, fits, subset_groups, sizes, ratio, size_seeds)
+    extra = {"train_size": size_labels(sizes, ratio), "sample": list(range(1, size_seeds + 1))}
+    return splits, fits, extra
+
+
+def _resume(
+    checkpoint: str | os.PathLike,
+    settings: dict[str, Any],
+    data_token: str,
+    counts: pd.DataFrame,
+    fold: str,
+    fits: pd.DataFrame,
+) -> dict[tuple[int, str], list[dict[str, Any]]]:
+    """The fits a checkpoint holds in full (refusing one of other settings or data)."""
+    strata = [c for c in counts.columns if c not in (fold, "n")]
+    rows = counts.groupby(strata, observed=True)["n"].sum()
+    fingerprint = {"token": data_token, "rows": {str(k): int(n) for k, n in rows.items()}}
+    done = open_checkpoint(checkpoint, {**settings, "data": fingerprint})
+    # A fit's test blocks may be scored by separate tasks: done only when all of them are.
+    return {k: v for k, v in done.items() if len(v) == len(fits.loc[k[0], "test_subsets"])}
+
+
+def _collect(
+    tasks: list,
+    client: Any,
+    progress: bool,
+    names: dict[Any, str],
+    checkpoint: str | os.PathLike | None,
+) -> list[dict[str, Any]]:
+    """Run ``tasks``; their records (test subsets named), each fit saved as it arrives."""
+    records = []
+    # closing(): however the loop ends, the run stops at once (no fits left running behind).
+    with closing(_run(tasks, client, progress)) as batches:
+        for batch in batches:
+            batch = [{**r, "test_subset": names[r["test_subset"]]} for r in batch]
+            if checkpoint is not None:
+                for (fit_id, learner), rows in _by_fit(batch).items():
+                    save_task(checkpoint, fit_id, learner, rows)
+            records.extend(batch)
+    return records
 
 
 def _current_client() -> Any:
