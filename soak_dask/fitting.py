@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator, clone
 
 from .measures import finish, merge, partial_scores
 from .sizes import downsample
-from .table import category_codes
+from .table import category_codes, float_array
 
 
 @dataclass(frozen=True)
@@ -266,14 +266,14 @@ def _record(
 
 def _xy(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
     """Features as float64 and the label as it is (for fitting)."""
-    return frame[list(run.features)].to_numpy(np.float64), frame[run.label].to_numpy()
+    return float_array(frame, run.features), frame[run.label].to_numpy()
 
 
 def _test_xy(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
     """Features, and the label as class codes (classification) or float64 (regression).
 
     Codes because the measures count and compare labels, and strings are slow to compare."""
-    X = frame[list(run.features)].to_numpy(np.float64)
+    X = float_array(frame, run.features)
     if run.classes is None:
         return X, frame[run.label].to_numpy(np.float64)
     return X, category_codes(frame[run.label], _class_index(run.classes))

@@ -56,7 +56,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import LabelBinarizer, StandardScaler
 
-from .table import Table, category_codes
+from .table import Table, category_codes, float_array
 from .tree import tree_reduce
 
 _EPS = np.finfo(np.float64).eps
@@ -82,13 +82,16 @@ class Moments:
     scatter: np.ndarray
 
     @classmethod
-    def of(cls, z: np.ndarray) -> Moments:
-        """Moments of the rows of ``z`` (n × q) as one group, by two passes over the rows."""
+    def of(cls, z: np.ndarray, overwrite: bool = False) -> Moments:
+        """Moments of the rows of ``z`` (n × q) as one group, by two passes over the rows.
+
+        ``overwrite``: centre ``z`` (float64) in place rather than in a copy.
+        """
         z = np.asarray(z, dtype=np.float64)
         if len(z) == 0:
             return cls(np.float64(0), np.zeros(z.shape[1]), np.zeros((z.shape[1],) * 2))
         mean = z.mean(axis=0)
-        centred = z - mean
+        centred = np.subtract(z, mean, out=z if overwrite else None)
         return cls(np.float64(len(z)), mean, centred.T @ centred)
 
     @classmethod
@@ -267,11 +270,11 @@ class _Cells:
         """Moments of each cell of one partition, shape (subsets, folds, groups)."""
         s = _codes(part[self.subset], pd.Index(self.subsets), "subset")
         k = _codes(part[self.fold], pd.Index(range(1, self.n_folds + 1)), "fold")
-        z = part[list(self.features)].to_numpy(dtype=np.float64, na_value=np.nan)
+        z = float_array(part, self.features)
         if self.classes is None:
             n_groups = 1
             g = np.zeros(len(part), dtype=np.int64)
-            z = np.column_stack([z, part[self.label].to_numpy(dtype=np.float64, na_value=np.nan)])
+            z = np.column_stack([z, float_array(part, [self.label])])
         else:
             n_groups = len(self.classes)
             g = _codes(part[self.label], pd.Index(self.classes), "label")
@@ -282,10 +285,11 @@ class _Cells:
         mean = np.zeros((len(count), q))
         scatter = np.zeros((len(count), q, q))
         cell = (s * self.n_folds + k) * n_groups + g
-        order = np.argsort(cell, kind="stable")
+        order = np.argsort(cell.astype(np.min_scalar_type(len(count))), kind="stable")
         ids, starts = np.unique(cell[order], return_index=True)
+        z = z[order]  # one gather (a copy): each cell is then a slice, centred in place
         for cid, start, stop in zip(ids, starts, [*starts[1:], len(order)], strict=True):
-            m = Moments.of(z[order[start:stop]])
+            m = Moments.of(z[start:stop], overwrite=True)
             count[cid], mean[cid], scatter[cid] = m.count, m.mean, m.scatter
         return Moments(count.reshape(shape), mean.reshape(*shape, q), scatter.reshape(*shape, q, q))
 
