@@ -89,7 +89,12 @@ def fit_and_score(
     if fit.max_rows and len(train) > fit.max_rows:
         shares = pd.Series(fit.class_rows, index=run.classes) if fit.class_rows else None
         train = downsample(
-            train, fit.max_rows, group=None, label=label, seed=run.seed, sample=fit.sample,
+            train,
+            fit.max_rows,
+            group=None,
+            label=label,
+            seed=run.seed,
+            sample=fit.sample,
             shares=shares,
         )
     state = FitState(clone(estimator), n_train=len(train))

@@ -93,8 +93,9 @@ def test_max_train_rows_is_an_exact_stratified_sample(table, npartitions):
     table = sd.Table(**{**table.__dict__, "data": table.data.repartition(npartitions=npartitions)})
     full = sd.soak(table, "featureless", n_folds=4, progress=False)
     CLASS_COUNTS.clear()
-    capped = sd.soak(table, {"count": ClassCounter()}, n_folds=4, max_train_rows=500,
-                     progress=False)
+    capped = sd.soak(
+        table, {"count": ClassCounter()}, n_folds=4, max_train_rows=500, progress=False
+    )
     assert capped.attrs["max_train_rows"] == 500
     # Every train set here has more than 500 rows: each is fitted on exactly 500, each class
     # keeping its share of the full train set.
@@ -110,8 +111,7 @@ def test_max_train_rows_is_an_exact_stratified_sample(table, npartitions):
         counts = tuple(int((train["label"] == c).sum()) for c in ("other", "tree"))
         expected.append(_stratified(counts, 500))
     assert sorted(CLASS_COUNTS) == sorted(expected)
-    again = sd.soak(table, {"count": ClassCounter()}, n_folds=4, max_train_rows=500,
-                    progress=False)
+    again = sd.soak(table, {"count": ClassCounter()}, n_folds=4, max_train_rows=500, progress=False)
     xr.testing.assert_identical(capped.drop_vars(TIMINGS), again.drop_vars(TIMINGS))
     with pytest.raises(ValueError, match="max_train_rows=0"):
         sd.soak(table, "featureless", n_folds=4, max_train_rows=0, progress=False)
