@@ -151,8 +151,9 @@ def score_partition(
     key = part[run.fold_column].to_numpy(np.int64) * len(subsets) + category_codes(
         part[run.subset], subsets
     )
-    # Rows sorted by block once, so each block is a contiguous slice rather than a mask.
-    order = np.argsort(key, kind="stable")
+    # Rows sorted by block once (a radix sort of the small keys), so each block is a contiguous
+    # slice rather than a mask.
+    order = np.argsort(key.astype(np.min_scalar_type(key.max(initial=0))), kind="stable")
     key = key[order]
     X, y = _test_xy(part, run)
     X, y = X[order], y[order]
