@@ -271,8 +271,8 @@ def _record(
 
 
 def _xy(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
-    """Features as float64 and the label as it is (for fitting)."""
-    return float_array(frame, run.features), frame[run.label].to_numpy()
+    """Features as float64 and the label as it is (for fitting; a copy the learner may change)."""
+    return frame[list(run.features)].to_numpy(np.float64), frame[run.label].to_numpy()
 
 
 def _test_xy(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
