@@ -527,7 +527,8 @@ def _fit_spec(
 ) -> FitSpec:
     fit = fits.loc[fit_id]
     n_groups = int(fit["n_groups"])
-    # A capped full-size train set keeps its own class shares; a down-sampled one, those it has.
+    # A capped full-size train set keeps its class shares; a down-sampled one, those it has
+    # (and regression, with one column of rows, has no classes to share).
     shares = class_rows is not None and not n_groups and len(class_rows.columns) > 1
     return FitSpec(
         learner=learner,

@@ -26,7 +26,7 @@ def train_class_rows(
     fits: pd.DataFrame,
     subset: str,
     fold: str,
-    label: str | None,
+    label: str,
     classes: list | None,
 ) -> pd.DataFrame:
     """Rows of each fit's full train set per class (one column ``n`` for regression).
@@ -38,9 +38,9 @@ def train_class_rows(
     fits : DataFrame
         The plan's distinct fits, with ``train_subsets`` and ``fold``.
     subset, fold, label : str
-        Column names; ``label`` None (or ``classes`` None) for regression.
+        Column names.
     classes : list, optional
-        The table's classes: the columns, in this order.
+        The table's classes: the columns, in this order. None for regression.
     """
     keys = [subset, fold] + ([label] if classes is not None else [])
     cells = counts.groupby(keys, observed=True)["n"].sum()
