@@ -16,9 +16,11 @@ from typing import Any
 
 import dask
 import dask.dataframe as dd
+import dask.threaded
 import numpy as np
 import pandas as pd
 import xarray as xr
+from dask.base import get_scheduler
 from dask.system import CPU_COUNT
 from sklearn.base import BaseEstimator
 
@@ -636,15 +638,16 @@ def _run_local(tasks: list, bar: Any) -> Iterator[Any]:
                 finished.put(result)
 
     def compute() -> None:
-        # An own pool (unless the user configured one) so that stopping can wait for the tasks
-        # still running: Dask's scheduler returns on the first error while its pool goes on.
-        pool = dask.config.get("pool", None)
-        own = pool is None
-        if own:
-            pool = ThreadPoolExecutor(dask.config.get("num_workers", None) or CPU_COUNT)
+        # The threaded scheduler (the default) gets a pool of our own, unless the user set one,
+        # so that stopping can wait for the tasks still running: Dask's scheduler returns on
+        # the first error while its pool goes on. Other schedulers are used as configured.
+        threaded = get_scheduler(collections=tasks) is dask.threaded.get
+        own = threaded and dask.config.get("pool", None) is None
+        workers = dask.config.get("num_workers", None) or CPU_COUNT
+        pool = ThreadPoolExecutor(workers) if own else None
         try:
             with Stream():
-                dask.compute(*tasks, pool=pool)
+                dask.compute(*tasks, **({"pool": pool} if own else {}))
         except _Stopped:
             pass
         except BaseException as err:  # noqa: BLE001 -- re-raised in the caller's thread

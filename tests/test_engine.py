@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -153,3 +155,25 @@ def test_pvalues_on_a_run():
     assert set(p["compare"]) == {"other", "all"}
     summary = res.soak.summary("error")
     assert len(summary) == 3 * 3
+
+
+class ThreadRecorder(CountingClassifier):
+    """Records the thread each fit runs in."""
+
+    threads: set = set()
+
+    def fit(self, X, y):
+        ThreadRecorder.threads.add(threading.get_ident())
+        return super().fit(X, y)
+
+
+def test_a_configured_local_scheduler_is_used():
+    table = sd.load_table(toy_table(n=400, n_subsets=2, seed=3), label="y", subset="subset")
+    learners = {"rec": ThreadRecorder(), "base": "featureless"}
+    threaded = sd.soak(table, learners, n_folds=3, progress=False)
+    ThreadRecorder.threads.clear()
+    with dask.config.set(scheduler="sync"):
+        synchronous = sd.soak(table, learners, n_folds=3, progress=False)
+    assert len(ThreadRecorder.threads) == 1  # every fit in the one scheduler thread
+    timings = ["fit_seconds", "predict_seconds"]
+    xr.testing.assert_identical(threaded.drop_vars(timings), synchronous.drop_vars(timings))
