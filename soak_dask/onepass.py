@@ -36,6 +36,7 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -286,9 +287,11 @@ class _Cells:
         scatter = np.zeros((len(count), q, q))
         cell = (s * self.n_folds + k) * n_groups + g
         order = np.argsort(cell.astype(np.min_scalar_type(len(count))), kind="stable")
-        ids, starts = np.unique(cell[order], return_index=True)
+        cell = cell[order]  # sorted: each cell's rows run from one change of code to the next
+        bounds = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1], True]) if len(cell) else [0]
         z = z[order]  # one gather (a copy): each cell is then a slice, centred in place
-        for cid, start, stop in zip(ids, starts, [*starts[1:], len(order)], strict=True):
+        for start, stop in itertools.pairwise(bounds):
+            cid = cell[start]
             m = Moments.of(z[start:stop], overwrite=True)
             count[cid], mean[cid], scatter[cid] = m.count, m.mean, m.scatter
         return Moments(count.reshape(shape), mean.reshape(*shape, q), scatter.reshape(*shape, q, q))

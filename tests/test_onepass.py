@@ -185,11 +185,14 @@ def test_every_learner_on_every_train_set_equals_scikit_learn(case):
 def test_partitioning_does_not_change_block_statistics():
     df = _frame(seed=5)
     df["fold"] = np.random.default_rng(1).integers(1, N_FOLDS + 1, len(df))
+    frame = df.drop(columns=["y2", "target"])
+    empty = dd.from_pandas(frame.iloc[:0], npartitions=1)
     stats = []
     for npartitions in (1, 5):
-        ddf = dd.from_pandas(df.drop(columns=["y2", "target"]), npartitions=npartitions)
+        # An empty partition too, as a filtered Dask frame may have.
+        ddf = dd.concat([dd.from_pandas(frame, npartitions=npartitions), empty])
         table = sd.load_table(ddf, label="y3", subset="subset", fold="fold")
-        assert table.data.npartitions == npartitions
+        assert table.data.npartitions == npartitions + 1
         stats.append(block_stats(table, SUBSETS, N_FOLDS, ["a", "b", "c"]).compute())
     one, five = (s.moments for s in stats)
     np.testing.assert_array_equal(one.count, five.count)
