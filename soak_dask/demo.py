@@ -558,8 +558,9 @@ def run_demo(
 ) -> Any:
     """The README's main job: generate a pixel table, run SOAK on a cluster, save the results.
 
-    Writes ``out/pixels/`` (Parquet, regenerated each time), ``out/results.zarr`` and
-    ``out/pvalues.csv``, prints the p-value table, and returns the results Dataset.
+    Writes ``out/pixels/`` (Parquet, regenerated each time), ``out/results.zarr``,
+    ``out/pvalues.csv`` and the report ``out/report/report.html`` (with its tables and
+    figures), prints the p-value table and the paths, and returns the results Dataset.
 
     Parameters
     ----------
@@ -582,6 +583,7 @@ def run_demo(
     """
     from .cluster import connect
     from .engine import soak
+    from .report import write_report
     from .results import save_results
     from .stats import pvalues_text
     from .table import load_table
@@ -600,6 +602,7 @@ def run_demo(
         res = soak(table, learners, n_folds=n_folds, seed=seed, progress=progress, client=client)
     store = save_results(res, out / "results.zarr", overwrite=True)
     res.soak.pvalues(measures=["error"]).to_csv(out / "pvalues.csv", index=False)
+    report = write_report(res, out / "report")
     print(pvalues_text(res, "error"))
-    print(f"\nResults: {store}  p-values: {out / 'pvalues.csv'}")
+    print(f"\nResults: {store}  p-values: {out / 'pvalues.csv'}\nReport: {report}")
     return res

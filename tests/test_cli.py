@@ -290,6 +290,9 @@ def test_demo_no_progress(cluster, tmp_path, capsys):
         N_PIXELS * 3  # every pixel tested once per train type
     )
     assert pd.read_csv(tmp_path / "pvalues.csv")["p_paired"].notna().any()
+    report = tmp_path / "report" / "report.html"
+    assert f"Report: {report}" in out
+    assert "soak_error.png" in {p.name for p in report.parent.iterdir()}
 
 
 def test_report_writes_html(flag_run, tmp_path, capsys):

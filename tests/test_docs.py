@@ -137,3 +137,21 @@ def test_examples_run_and_print_what_the_page_shows(tmp_path: Path, monkeypatch)
 
         plt.close("all")
     assert (tmp_path / "tutorial_error.png").stat().st_size > 10_000
+
+
+def test_readme_python_example_runs_as_pasted(tmp_path: Path) -> None:
+    """The README's Python block, saved as a script and run as a user would, works."""
+    text = (ROOT / "README.md").read_text()
+    (script,) = [body for lang, body, *_ in fenced_blocks(text) if lang == "python"]
+    (tmp_path / "soak_example.py").write_text(script)
+    proc = subprocess.run(
+        [sys.executable, "soak_example.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "p_paired" in proc.stdout and "logistic" in proc.stdout
+    assert soak_dask.open_results(tmp_path / "example_results.zarr").attrs["n_folds"] == 10
