@@ -1,7 +1,9 @@
-"""Shared fixtures: the reference data in ../shared (skipped when absent) and small tables."""
+"""Shared fixtures: the reference data in ../shared (skipped when absent, a failure under
+``CI=true``, where it is always laid out) and small tables."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -13,10 +15,17 @@ AZTREES_FEATURES = [f"SAMPLE_{i}" for i in range(1, 22)]
 
 
 def shared_file(*parts: str) -> Path:
-    """Path of a reference file in ../shared/data, or skip the test with the reason."""
+    """Path of a reference file in ../shared/data, or skip the test with the reason.
+
+    Under ``CI=true`` the file must be there: a missing one fails the test instead of silently
+    skipping the comparisons with the paper and the reference implementation.
+    """
     path = SHARED.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"reference data {path} not present (../shared is not checked out here)")
+        reason = f"reference data {path} not present (../shared is not checked out here)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}; CI=true requires it")
+        pytest.skip(reason)
     return path
 
 

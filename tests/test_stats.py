@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,7 +22,7 @@ from soak_dask.stats import (
     validate_results,
 )
 
-PAPER = Path(__file__).parents[2] / "shared" / "data" / "paper"
+from .conftest import shared_file
 
 
 def make_ds(
@@ -68,10 +67,8 @@ SLEEP_2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
 
 
 def _paper_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
-    scores_csv = PAPER / "soak_paper_fold_scores.csv"
-    ttests_csv = PAPER / "soak_paper_paired_ttests.csv"
-    if not (scores_csv.exists() and ttests_csv.exists()):
-        pytest.skip(f"../shared/data not present: {scores_csv} or {ttests_csv} is missing")
+    scores_csv = shared_file("paper", "soak_paper_fold_scores.csv")
+    ttests_csv = shared_file("paper", "soak_paper_paired_ttests.csv")
     return pd.read_csv(scores_csv), pd.read_csv(ttests_csv)
 
 
