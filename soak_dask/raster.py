@@ -1,10 +1,12 @@
-"""Raster inputs: the labelled pixels of an xarray or Zarr raster as a lazy SOAK table.
+"""Raster inputs: the labelled pixels of an xarray, Zarr or GeoTIFF raster as a lazy table.
 
 A raster holds band variables over (y, x) -- or one variable with a band dimension -- plus a
 label raster whose NaN / nodata pixels are unlabelled. ``raster_table`` turns it into the
 pixel table SOAK needs without ever holding the raster in memory: one Dask task per spatial
 chunk of the raster reads that chunk's label, bands and role rasters, keeps the labelled pixels
-and returns a small pandas frame. Unlabelled pixels never leave the worker.
+and returns a small pandas frame. Unlabelled pixels never leave the worker. GeoTIFFs (also
+Cloud-Optimised ones) are opened lazily by ``open_geotiffs`` with rioxarray, the optional
+``raster`` extra.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ import xarray as xr
 
 from .table import Table, Task, load_table
 
-__all__ = ["NodataWarning", "raster_table"]
+__all__ = ["NodataWarning", "open_geotiffs", "raster_table"]
 
 #: Spatial dimensions of the raster and names of the coordinate columns of the table.
 Y, X = "y", "x"
 #: Name of the subset column made by ``tiles=``.
 TILE_COLUMN = "tile"
-#: Chunk size (pixels along y and along x) for a raster held in memory.
+#: Chunk size (pixels along y and along x) for a raster held in memory or read from GeoTIFF.
 DEFAULT_CHUNK = 1024
+#: File name endings of GeoTIFFs (Cloud-Optimised GeoTIFFs are GeoTIFFs too).
+GEOTIFF_SUFFIXES = (".tif", ".tiff")
 
 
 class NodataWarning(UserWarning):
@@ -60,7 +64,7 @@ class _Spec:
 
 
 def raster_table(
-    source: xr.Dataset | str | os.PathLike,
+    source: xr.Dataset | str | os.PathLike | Mapping[str, str | os.PathLike],
     label: str,
     *,
     subset: str | None = None,
@@ -78,9 +82,11 @@ def raster_table(
 
     Parameters
     ----------
-    source : xarray.Dataset, path or URL
+    source : xarray.Dataset, path or URL, or dict
         A Dataset with spatial dims ``y`` and ``x``, or a Zarr store of one (opened with
-        ``xarray.open_zarr``; its chunks are kept). A Dataset held in memory is cut into
+        ``xarray.open_zarr``; its chunks are kept), or GeoTIFFs on one grid as
+        ``{variable: path or URL}``, bands and label alike (opened with ``open_geotiffs``,
+        which names the variables of a multi-band file). A Dataset held in memory is cut into
         chunks of ``DEFAULT_CHUNK`` × ``DEFAULT_CHUNK`` pixels.
     label : str
         Label variable over (y, x) or (time, y, x). NaN or nodata pixels are unlabelled and
@@ -110,7 +116,8 @@ def raster_table(
         ``{code: name}`` for the label's integer codes. Default: the label's CF attributes
         ``flag_values`` / ``flag_meanings``, if any (these also name a subset's codes).
     storage_options : dict, optional
-        Passed to fsspec when ``source`` is a URL.
+        Passed to fsspec when ``source`` is a Zarr URL. GeoTIFF URLs are read by GDAL, which
+        takes its credentials from environment variables (``AWS_*``, ``GDAL_*``) instead.
     task : str, optional
         "classification" or "regression".
         Override the task inferred from the label.
@@ -136,6 +143,13 @@ def raster_table(
     (('B1', 'B2'), 'tile')
     >>> len(table.data) == int((lab >= 0).sum())
     True
+
+    From GeoTIFFs (needs ``pip install 'soak_dask[raster]'``)::
+
+        table = sr.raster_table(
+            {"red": "red.tif", "nir": "nir.tif", "label": "label.tif", "polygon": "polygon.tif"},
+            "label", tiles=(2, 2), group="polygon", nodata={"polygon": 0},
+        )
     """
     ds, name = _open_raster(source, storage_options)
     _check_spatial(ds, name)
@@ -170,14 +184,137 @@ def raster_table(
 def _open_raster(source: Any, storage_options: dict | None) -> tuple[xr.Dataset, str]:
     if isinstance(source, xr.Dataset):
         return source, "xarray raster"
+    if isinstance(source, Mapping):
+        if storage_options is not None:
+            raise ValueError(
+                "storage_options is for Zarr stores; GDAL reads GeoTIFF URLs and takes its "
+                "credentials from environment variables (AWS_ACCESS_KEY_ID, GDAL_HTTP_*, ...) "
+                "set where the workers run"
+            )
+        ds = open_geotiffs(source)
+        return ds, "GeoTIFFs " + ", ".join(f"{k}={os.fspath(v)}" for k, v in source.items())
     if isinstance(source, str | os.PathLike):
         path = os.fspath(source)
+        if path.lower().endswith(GEOTIFF_SUFFIXES):
+            raise ValueError(
+                f"{path} is one GeoTIFF, but a raster table needs the label raster too: give "
+                "the files as {variable: path}, e.g. {'bands': 'scene.tif', 'label': "
+                "'label.tif'}, or open them yourself with soak_dask.raster.open_geotiffs"
+            )
         ds = xr.open_zarr(path, storage_options=storage_options, consolidated=None)
         return ds, path
     raise TypeError(
-        f"cannot read a raster from {type(source).__name__}; give an xarray Dataset or the "
-        "path or URL of a Zarr store"
+        f"cannot read a raster from {type(source).__name__}; give an xarray Dataset, the "
+        "path or URL of a Zarr store, or GeoTIFFs as {variable: path}"
     )
+
+
+def open_geotiffs(
+    files: Mapping[str, str | os.PathLike], *, chunks: int | Mapping[str, int] | None = None
+) -> xr.Dataset:
+    """GeoTIFF or Cloud-Optimised GeoTIFF rasters on one grid as one lazy Dataset.
+
+    Each file is opened with ``rioxarray.open_rasterio(path, chunks=...)``: only its header is
+    read here; pixels are read chunk by chunk by the Dask tasks that need them (GDAL reads
+    only the tiles of a COG that a chunk covers, also over HTTP or S3).
+
+    Parameters
+    ----------
+    files : dict
+        ``{variable: path or URL}``, e.g. ``{"red": "B04.tif", "label": "label.tif"}``. A
+        single-band file becomes the variable of that name; a multi-band file becomes one
+        variable per band, ``"{variable}_{band}"`` where ``band`` is the band's description
+        when every band of the file has a distinct one, else its number from 1.
+    chunks : int or dict, optional
+        Dask chunk size in pixels, e.g. ``512`` or ``{"y": 512, "x": 2048}`` (a COG reads
+        fastest with multiples of its tile size). Default ``DEFAULT_CHUNK`` along ``y`` and
+        ``x``.
+
+    Returns
+    -------
+    xarray.Dataset
+        Variables over (``y``, ``x``) with the files' coordinates (pixel centres) and CRS
+        (``spatial_ref``). The values are stored values: neither masked nor scaled; each
+        variable's nodata value is its ``_FillValue`` attribute, which ``raster_table``
+        honours.
+
+    Raises
+    ------
+    ImportError
+        Without rioxarray (install the ``raster`` extra).
+    ValueError
+        When the files do not share one CRS, transform and shape (naming the file that
+        differs), or when two variables would have the same name.
+    """
+    rioxarray = _import_rioxarray()
+    if not isinstance(files, Mapping) or not files:
+        raise ValueError(f"files={files!r}: give a non-empty dict {{variable: path or URL}}")
+    chunks = {Y: DEFAULT_CHUNK, X: DEFAULT_CHUNK} if chunks is None else chunks
+    variables: dict[str, xr.DataArray] = {}
+    first = None
+    for name, path in files.items():
+        if not isinstance(name, str) or not isinstance(path, str | os.PathLike):
+            raise TypeError(f"files must map variable names to paths; got {name!r}: {path!r}")
+        raster = rioxarray.open_rasterio(path, chunks=chunks)
+        first = first or (name, path, raster)
+        _check_same_grid((name, path, raster), first)
+        for var, band in _split_bands(name, raster).items():
+            if var in variables:
+                raise ValueError(
+                    f"two rasters give a variable named {var!r} (a multi-band file's bands "
+                    "are named '{variable}_{band}'); rename one of the files' keys"
+                )
+            variables[var] = band
+    return xr.Dataset(variables)
+
+
+def _import_rioxarray() -> Any:
+    try:
+        import rioxarray
+    except ImportError as err:
+        raise ImportError(
+            "reading GeoTIFFs needs rioxarray (and rasterio): pip install 'soak_dask[raster]'"
+        ) from err
+    return rioxarray
+
+
+def _check_same_grid(this: tuple, first: tuple) -> None:
+    """Fail unless raster ``this`` has the CRS, transform and shape of ``first``."""
+    (name, path, raster), (name0, path0, raster0) = this, first
+    grid, grid0 = _grid(raster), _grid(raster0)
+    differ = [key for key in grid if grid[key] != grid0[key]]
+    if differ:
+        what = "; ".join(f"{key} {grid[key]} against {grid0[key]}" for key in differ)
+        raise ValueError(
+            f"GeoTIFF {name!r} ({os.fspath(path)}) is not on the grid of {name0!r} "
+            f"({os.fspath(path0)}): {what}. All rasters must share one CRS, transform and "
+            f"shape: reproject or resample {name!r} onto that grid first (e.g. rioxarray's "
+            "raster.rio.reproject_match(reference), or gdalwarp) and write it out"
+        )
+
+
+def _grid(raster: xr.DataArray) -> dict[str, Any]:
+    """CRS, transform (its six numbers, on one line) and shape of a rioxarray raster."""
+    transform = tuple(raster.rio.transform())[:6]
+    return {"CRS": raster.rio.crs, "transform": transform, "shape": raster.rio.shape}
+
+
+def _split_bands(name: str, raster: xr.DataArray) -> dict[str, xr.DataArray]:
+    """One (y, x) variable per band of a raster opened by rioxarray (dims band, y, x)."""
+    n_bands = raster.sizes["band"]
+    if n_bands == 1:
+        return {name: raster.isel(band=0, drop=True)}
+    descriptions = raster.attrs.get("long_name")  # rioxarray: a tuple, one per band
+    named = (
+        isinstance(descriptions, tuple | list)
+        and all(descriptions)
+        and len(set(descriptions)) == n_bands
+    )
+    labels = list(descriptions) if named else range(1, n_bands + 1)
+    return {
+        f"{name}_{label}": raster.isel(band=i, drop=True).assign_attrs(long_name=str(label))
+        for i, label in enumerate(labels)
+    }
 
 
 def _check_spatial(ds: xr.Dataset, name: str) -> None:

@@ -3,17 +3,25 @@
 Each notebook runs as a user would run it (``Run all``, working directory = ``notebooks/``),
 with one cell appended that asserts the statements its Markdown makes about the results, so
 the prose cannot drift from the numbers. Each notebook takes about a minute on two cores.
+
+The notebooks are committed executed, so a reader sees the outputs. To refresh them after a
+change, run ``.venv/bin/python -m tests.test_notebooks [NAME ...]`` from the repository root:
+each notebook is executed as its test executes it (the claims must pass) and written back
+with its outputs, without the claims cell.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +98,44 @@ assert res.attrs["n_fits"] == 140 and res.attrs["n_distinct_train_sets"] == 70
 assert res["error"].notnull().all()
 """
 
+RASTER_CLAIMS = """
+assert sorted(p.suffix for p in files.values()) == [".tif"] * 7
+assert table.features == ("B02", "B03", "B04", "B08") and table.data.npartitions == 6
+assert len(pixels) == int((scene["label"] != 255).sum())  # every labelled pixel, no other
+p = pv.set_index(["learner", "test_subset", "compare"])
+base, logit = p.loc["featureless"], p.loc["logistic"]
+assert (base["mean_diff"] == 0).all() and base["p_paired"].isna().all(), base
+east, east_all = logit.loc[("east", "other")], logit.loc[("east", "all")]
+assert 15 < east["mean_diff"] < 25 and east["p_paired"] < 0.001, east
+assert east["compare_mean"] > 4 * east["same_mean"], east
+assert 3 < east_all["mean_diff"] < 8 and east_all["p_paired"] < 0.05, east_all
+for region in ["west", "centre"]:
+    other, pooled = logit.loc[(region, "other")], logit.loc[(region, "all")]
+    assert 2 < other["mean_diff"] < 4 and other["p_paired"] < 0.01, other
+    assert 0 < pooled["mean_diff"] < 2, pooled
+assert np.abs(gap).max() < 1e-9  # the mapped predictions give SOAK's per-fold errors
+polygons = wrong.join(pixels[["region", "label", "polygon"]]).groupby("polygon").agg(
+    region=("region", "first"), label=("label", "first"), **{t: (t, "mean") for t in wrong}
+)
+assert (polygons["same"] > 0.5).mean() < 0.03, polygons["same"].describe()
+wholly = polygons[polygons["other"] > 0.9]
+assert len(wholly) >= 3 and (wholly["region"] == "east").all(), wholly
+assert (wholly["label"] == "tree").all(), wholly
+assert (polygons["all"] > 0.9).sum() < len(wholly)
+by_region = wrong.groupby(pixels["region"])["all"].mean()
+assert by_region.idxmax() == "east", by_region
+assert len(fig.axes) == 5  # labels, three train types, colour bar
+assert errors.rio.crs == CRS and errors.sizes == {"train_type": 3, "y": H, "x": W}
+"""
+
+# Every notebook in notebooks/, with the claims its test appends.
+CLAIMS = {
+    "01_quickstart.ipynb": QUICKSTART_CLAIMS,
+    "02_aztrees.ipynb": AZTREES_CLAIMS,
+    "03_existing_cluster.ipynb": CLUSTER_CLAIMS,
+    "04_raster.ipynb": RASTER_CLAIMS,
+}
+
 
 def _runs_this_python(manager: KernelSpecManager) -> bool:
     try:
@@ -99,8 +145,7 @@ def _runs_this_python(manager: KernelSpecManager) -> bool:
     return argv[0] in _SELF_NAMES or os.path.abspath(argv[0]) == os.path.abspath(sys.executable)
 
 
-@pytest.fixture(scope="module")
-def kernel() -> str:
+def venv_kernel() -> str:
     """The ``python3`` kernel, made to run this interpreter (installed into sys.prefix if not)."""
     if not _runs_this_python(KernelSpecManager()):
         from ipykernel.kernelspec import install
@@ -109,10 +154,15 @@ def kernel() -> str:
     manager = KernelSpecManager()
     if not _runs_this_python(manager):
         spec = manager.get_kernel_spec(KERNEL)
-        pytest.fail(
+        raise RuntimeError(
             f"kernel {KERNEL!r} runs {spec.argv[0]} (from {spec.resource_dir}), not the venv"
         )
     return KERNEL
+
+
+@pytest.fixture(scope="module")
+def kernel() -> str:
+    return venv_kernel()
 
 
 def execute(name: str, kernel: str, checks: str) -> nbformat.NotebookNode:
@@ -124,6 +174,7 @@ def execute(name: str, kernel: str, checks: str) -> nbformat.NotebookNode:
         kernel_name=kernel,
         timeout=CELL_TIMEOUT,
         resources={"metadata": {"path": str(NOTEBOOKS)}},
+        record_timing=False,  # no timestamps in the stored notebooks
     )
     client.execute()
     return nb
@@ -139,43 +190,98 @@ def stream_text(nb: nbformat.NotebookNode) -> str:
     )
 
 
-@pytest.fixture
-def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Make the kernel (and its Dask workers) write temporary files under tmp_path."""
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    return tmp_path
+@contextmanager
+def _environ(values: Mapping[str, str | None]) -> Iterator[None]:
+    """Set (a str) or unset (None) environment variables, restored afterwards."""
+    saved = {name: os.environ.get(name) for name in values}
+    try:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
-@pytest.mark.parametrize(
-    "name", ["01_quickstart.ipynb", "02_aztrees.ipynb", "03_existing_cluster.ipynb"]
-)
-def test_notebook_is_stored_clean(name: str) -> None:
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+@contextmanager
+def notebook_setting(name: str, tmp: Path) -> Iterator[str]:
+    """The environment notebook ``name`` runs in; yields the claims to append to it.
+
+    The kernel (and its Dask workers) write temporary files under ``tmp``; the AZtrees notebook
+    gets the real table; the cluster notebook gets a scheduler and two workers of its own.
+    """
+    checks = CLAIMS[name]
+    with ExitStack() as stack:
+        stack.enter_context(_environ({"TMPDIR": str(tmp)}))
+        if name == "02_aztrees.ipynb":
+            shared_file("aztrees.parquet")  # the notebook finds it itself, relative to its folder
+            paper = shared_file("paper", "soak_paper_paired_ttests.csv")
+            stack.enter_context(_environ({"AZTREES_PARQUET": None}))
+            checks = f"PAPER = {str(paper)!r}\n" + checks
+        if name == "03_existing_cluster.ipynb":
+            cluster_dir = tmp / "cluster"
+            cluster_dir.mkdir()
+            address = stack.enter_context(dask_processes(cluster_dir))
+            stack.enter_context(_environ({"SOAK_SCHEDULER": address}))
+        yield checks
+
+
+def run_notebook(name: str, kernel: str, tmp: Path) -> nbformat.NotebookNode:
+    """Execute notebook ``name`` in its setting, its claims appended and checked."""
+    with notebook_setting(name, tmp) as checks:
+        return execute(name, kernel, checks)
+
+
+def test_every_notebook_is_tested() -> None:
+    assert sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")) == sorted(CLAIMS)
+
+
+@pytest.mark.parametrize("name", sorted(CLAIMS))
+def test_notebook_is_stored_executed(name: str) -> None:
+    """Committed with the outputs of one top-to-bottom run, without errors, and small."""
+    path = NOTEBOOKS / name
+    nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    assert code and all(not c.outputs and c.execution_count is None for c in code)
+    assert [c.execution_count for c in code] == list(range(1, len(code) + 1))
+    outputs = [o for c in code for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert not [o for o in outputs if "Traceback" in o.get("text", "")]
+    assert "sys.prefix ==" not in path.read_text()  # the appended claims cell is not stored
+    assert path.stat().st_size < 1_000_000
     assert nb.metadata["kernelspec"]["name"] == KERNEL
 
 
-def test_quickstart(kernel: str, private_tmp: Path) -> None:
-    nb = execute("01_quickstart.ipynb", kernel, QUICKSTART_CLAIMS)
+def n_images(nb: nbformat.NotebookNode) -> int:
+    return sum(
+        "image/png" in out.get("data", {})
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+    )
+
+
+def test_quickstart(kernel: str, tmp_path: Path) -> None:
+    nb = run_notebook("01_quickstart.ipynb", kernel, tmp_path)
     assert "90 splits, 70 distinct fits" in stream_text(nb)
-    figures = [
-        o
-        for c in nb.cells
-        if c.cell_type == "code"
-        for o in c.outputs
-        if "image/png" in o.get("data", {})
-    ]
-    assert figures, "the figure cell displayed no image"
+    assert n_images(nb), "the figure cell displayed no image"
 
 
-def test_aztrees_on_the_real_table(kernel: str, private_tmp: Path, monkeypatch) -> None:
-    shared_file("aztrees.parquet")  # the notebook finds it itself, relative to its folder
-    paper = shared_file("paper", "soak_paper_paired_ttests.csv")
-    monkeypatch.delenv("AZTREES_PARQUET", raising=False)
-    nb = execute("02_aztrees.ipynb", kernel, f"PAPER = {str(paper)!r}\n" + AZTREES_CLAIMS)
+def test_aztrees_on_the_real_table(kernel: str, tmp_path: Path) -> None:
+    nb = run_notebook("02_aztrees.ipynb", kernel, tmp_path)
     assert "Using the real AZtrees table" in stream_text(nb)
+
+
+def test_raster_from_geotiffs(kernel: str, tmp_path: Path) -> None:
+    nb = run_notebook("04_raster.ipynb", kernel, tmp_path)
+    assert "largest difference from SOAK's per-fold error: 0 points" in stream_text(nb)
+    assert n_images(nb) == 1, "the map cell displayed no image"
 
 
 def _cell_source(nb_name: str, cell_id: str) -> str:
@@ -242,8 +348,8 @@ def _address(scheduler_file: Path) -> str | None:
         return None
 
 
-@pytest.fixture
-def dask_cluster(tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def dask_processes(tmp_path: Path) -> Iterator[str]:
     """A scheduler and two single-threaded workers as separate processes; yields the address."""
     from distributed import Client
 
@@ -303,7 +409,26 @@ def dask_cluster(tmp_path: Path) -> Iterator[str]:
             _stop(proc)
 
 
-def test_existing_cluster(kernel: str, dask_cluster: str, private_tmp: Path, monkeypatch) -> None:
-    monkeypatch.setenv("SOAK_SCHEDULER", dask_cluster)
-    nb = execute("03_existing_cluster.ipynb", kernel, CLUSTER_CLAIMS)
-    assert f"connected to {dask_cluster}: 2 workers, 2 threads" in stream_text(nb)
+def test_existing_cluster(kernel: str, tmp_path: Path) -> None:
+    nb = run_notebook("03_existing_cluster.ipynb", kernel, tmp_path)  # its own processes
+    assert re.search(r"connected to tcp://127\.0\.0\.1:\d+: 2 workers, 2 threads", stream_text(nb))
+
+
+def main(names: list[str]) -> None:
+    """Execute notebooks as their tests do and store them with their outputs (no claims cell)."""
+    unknown = sorted(set(names) - set(CLAIMS))
+    if unknown:
+        raise SystemExit(f"unknown notebooks {unknown}; notebooks: {sorted(CLAIMS)}")
+    kernel = venv_kernel()
+    for name in names or sorted(CLAIMS):
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="soak-notebook-") as tmp:
+            nb = run_notebook(name, kernel, Path(tmp))
+        nb.cells.pop()  # the claims cell: checked above, not stored
+        nbformat.write(nb, NOTEBOOKS / name)
+        size = (NOTEBOOKS / name).stat().st_size
+        print(f"{name}: executed in {time.monotonic() - started:.0f} s, {size:,} bytes")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import re
+import sys
 import warnings
+from pathlib import Path
 
 import dask
 import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
+import rasterio
+import rioxarray
 import xarray as xr
+from rasterio.transform import from_origin
 
 import soak_dask as sd
-from soak_dask.raster import NodataWarning, raster_table
+from soak_dask.raster import NodataWarning, open_geotiffs, raster_table
 
 H, W = 60, 80
 CHUNKS = {"y": 20, "x": 40}  # 3 × 2 = 6 spatial chunks
@@ -278,3 +283,165 @@ def test_soak_end_to_end_on_raster_table(raw):
     n_test = res["n_test"].sel(learner="featureless", train_type="same").sum("fold")
     assert n_test.to_series().tolist() == expected.tolist()  # every labelled pixel tested once
     assert np.isfinite(res["error"].values).all()
+
+
+# GeoTIFF inputs: the same arrays written as files, on the grid of make_arrays' x and y.
+TRANSFORM = from_origin(500_000.0, 4_000_000.0, 10.0, 10.0)  # pixel centres at x, y above
+CRS = "EPSG:32612"
+
+
+def write_tif(
+    path: Path,
+    data: np.ndarray,
+    *,
+    nodata: float | None = None,
+    driver: str = "GTiff",
+    transform=TRANSFORM,
+    crs: str = CRS,
+    descriptions: list[str] | None = None,
+) -> Path:
+    """Write ``data`` (y, x) or (band, y, x) as a GeoTIFF (16 × 16 tiles) or a COG."""
+    data = data[np.newaxis] if data.ndim == 2 else data
+    count, height, width = data.shape
+    layout = {"tiled": True, "blockxsize": 16, "blockysize": 16} if driver == "GTiff" else {}
+    profile = dict(count=count, height=height, width=width, dtype=data.dtype, nodata=nodata)
+    with rasterio.open(
+        path, "w", driver=driver, crs=crs, transform=transform, **profile, **layout
+    ) as dst:
+        dst.write(data)
+        if descriptions:
+            dst.descriptions = tuple(descriptions)
+    return path
+
+
+@pytest.fixture(scope="module")
+def geotiffs(raw, tmp_path_factory) -> dict[str, Path]:
+    """One single-band GeoTIFF per band, a label (nodata -1) and polygons (nodata 0)."""
+    folder = tmp_path_factory.mktemp("geotiff")
+    files = {b: write_tif(folder / f"{b}.tif", raw["bands"][i]) for i, b in enumerate(BANDS)}
+    files["label"] = write_tif(folder / "label.tif", raw["label"], nodata=-1)
+    files["polygon"] = write_tif(folder / "polygon.tif", raw["polygon"], nodata=0)
+    files["region"] = write_tif(folder / "region.tif", raw["region"])
+    return files
+
+
+@pytest.mark.filterwarnings("ignore::soak_dask.raster.NodataWarning")
+def test_geotiff_bands_give_the_table_and_results_of_the_xarray_path(raw, geotiffs):
+    files = {k: geotiffs[k] for k in [*BANDS, "label", "polygon"]}
+    from_files = raster_table(files, "label", tiles=(2, 2), group="polygon")  # nodata from files
+    nodata = {"label": -1, "polygon": 0}
+    ds = make_dataset(raw).drop_vars("region")
+    from_xarray = raster_table(ds, "label", tiles=(2, 2), group="polygon", nodata=nodata)
+    assert from_files.features == tuple(BANDS)
+    assert (from_files.task, from_files.subset, from_files.group) == (
+        "classification",
+        "tile",
+        "polygon",
+    )
+    assert from_files.source.startswith("GeoTIFFs B1=") and str(geotiffs["label"]) in (
+        from_files.source
+    )
+    expected = reference(raw, group=True, tiles=(2, 2))
+    got = computed(from_files, list(expected.columns))
+    pd.testing.assert_frame_equal(got, expected)
+    pd.testing.assert_frame_equal(got, computed(from_xarray, list(expected.columns)))
+    with dask.config.set(scheduler="sync"):
+        runs = [
+            sd.soak(t, "logistic", n_folds=2, seed=1, progress=False)
+            for t in (from_files, from_xarray)
+        ]
+    for measure in ["error", "n_test"]:
+        xr.testing.assert_equal(runs[0][measure], runs[1][measure])
+    assert np.isfinite(runs[0]["error"].values).all()
+
+
+def test_multiband_cog_with_band_descriptions(raw, tmp_path):
+    refl = write_tif(tmp_path / "refl.tif", raw["bands"], driver="COG", descriptions=BANDS)
+    label = write_tif(tmp_path / "label.tif", raw["label"], nodata=-1, driver="COG")
+    region = write_tif(tmp_path / "region.tif", raw["region"], driver="COG")
+    with rasterio.open(refl) as src:  # GDAL writes a COG as a tiled GeoTIFF with the layout tag
+        assert src.profile["tiled"] and src.tags(ns="IMAGE_STRUCTURE")["LAYOUT"] == "COG"
+    files = {"refl": refl, "label": label, "region": region}
+    table = raster_table(files, "label", subset="region", classes={0: "other", 1: "tree"})
+    names = [f"refl_{b}" for b in BANDS]
+    assert table.features == tuple(names)
+    from_xarray = raster_table(
+        make_dataset(raw, layout="band_dim"),
+        "label",
+        subset="region",
+        bands="refl",
+        nodata={"label": -1},
+        classes={0: "other", 1: "tree"},
+    )
+    expected = reference(raw, names=names, region=True)
+    expected["label"] = pd.array(np.array(["other", "tree"])[expected["label"]], dtype="str")
+    got = computed(table, list(expected.columns))
+    pd.testing.assert_frame_equal(got, expected)
+    pd.testing.assert_frame_equal(got, computed(from_xarray, list(expected.columns)))
+    # Without descriptions, the bands are numbered from 1, as rasterio numbers them.
+    plain = write_tif(tmp_path / "plain.tif", raw["bands"][:2])
+    assert list(open_geotiffs({"refl": plain}).data_vars) == ["refl_1", "refl_2"]
+
+
+def test_geotiffs_are_read_lazily_chunk_by_chunk(raw, geotiffs, monkeypatch):
+    reads = []
+    wrapper = rioxarray._io.RasterioArrayWrapper
+    original = wrapper._getitem
+
+    def counted(self, key):
+        reads.append(key)
+        return original(self, key)
+
+    monkeypatch.setattr(wrapper, "_getitem", counted)
+    files = {k: geotiffs[k] for k in ["B1", "B2", "label"]}
+    ds = open_geotiffs(files, chunks=CHUNKS)
+    assert ds["B1"].chunks == ((20, 20, 20), (40, 40))
+    assert ds.rio.crs == CRS and ds["label"].attrs["_FillValue"] == -1
+    table = raster_table(ds, "label")
+    assert reads == []  # opening the files and building the table read no pixel
+    assert table.data.npartitions == N_CHUNKS
+    with pytest.warns(NodataWarning, match=r"'B2' \(\d+\)"):
+        n_rows = len(table.data.compute(scheduler="sync"))
+    assert len(reads) == N_CHUNKS * len(files)  # each chunk of each file read once
+    assert n_rows == len(reference(raw))
+
+
+@pytest.mark.parametrize(
+    ("change", "differs"),
+    [
+        (dict(transform=from_origin(500_005.0, 4_000_000.0, 10.0, 10.0)), "transform"),
+        (dict(crs="EPSG:32613"), "CRS EPSG:32613 against EPSG:32612"),
+        (dict(shape=(H, W - 1)), r"shape \(60, 79\) against \(60, 80\)"),
+    ],
+)
+def test_geotiff_off_the_grid_is_named(raw, geotiffs, tmp_path, change, differs):
+    shape = change.pop("shape", (H, W))
+    odd = write_tif(tmp_path / "odd.tif", raw["bands"][2][: shape[0], : shape[1]], **change)
+    files = {"B1": geotiffs["B1"], "B3": odd, "label": geotiffs["label"]}
+    message = (
+        rf"GeoTIFF 'B3' \({re.escape(str(odd))}\) is not on the grid of 'B1' .*{differs}.*"
+        r"reproject or resample 'B3' onto that grid first"
+    )
+    with pytest.raises(ValueError, match=message):
+        raster_table(files, "label")
+
+
+def test_geotiff_input_errors(geotiffs, monkeypatch):
+    with pytest.raises(ValueError, match="one GeoTIFF, but a raster table needs the label"):
+        raster_table(geotiffs["B1"], "label")
+    with pytest.raises(ValueError, match="storage_options is for Zarr stores"):
+        raster_table(dict(geotiffs), "label", storage_options={"anon": True})
+    with pytest.raises(ValueError, match="non-empty dict"):
+        open_geotiffs({})
+    with pytest.raises(TypeError, match="map variable names to paths"):
+        open_geotiffs({"B1": 3})
+    monkeypatch.setitem(sys.modules, "rioxarray", None)  # as if the extra were not installed
+    with pytest.raises(ImportError, match=r"pip install 'soak_dask\[raster\]'"):
+        raster_table(dict(geotiffs), "label")
+
+
+def test_multiband_name_clash(raw, tmp_path):
+    two = write_tif(tmp_path / "two.tif", raw["bands"][:2])
+    one = write_tif(tmp_path / "one.tif", raw["bands"][0])
+    with pytest.raises(ValueError, match="two rasters give a variable named 'refl_1'"):
+        open_geotiffs({"refl": two, "refl_1": one})
