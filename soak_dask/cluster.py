@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import signal
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from multiprocessing import resource_tracker
 from typing import Any
 
 import dask
 from distributed import Client, LocalCluster
+from distributed.core import Status
+from distributed.diagnostics.plugin import WorkerPlugin
 from distributed.security import Security
+
+#: The only interface a LocalCluster started by `connect` listens on (scheduler, workers and
+#: dashboard): other machines cannot reach it.
+LOOPBACK = "127.0.0.1"
 
 
 def make_security(
@@ -42,6 +53,118 @@ def _tls_configured() -> bool:
     return bool(tls.get("ca-file") or tls.get("client", {}).get("cert"))
 
 
+def _scheduler_address(scheduler: str) -> str:
+    """The address `scheduler` names: itself, or the one a readable scheduler file holds."""
+    if not os.path.isfile(scheduler):
+        return scheduler
+    try:
+        with open(scheduler, encoding="utf-8") as f:
+            return str(json.load(f)["address"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return scheduler  # distributed's own message will say what is wrong with the file
+
+
+def _check_scheme(scheduler: str, security: Security | None) -> None:
+    """Refuse TLS certificates for a plain-TCP scheduler before any connection attempt.
+
+    Without this, distributed fails deep inside the connection and the client then waits for
+    its connect timeout.
+    """
+    address = _scheduler_address(scheduler)
+    if security is not None and address.startswith("tcp://"):
+        raise ValueError(
+            f"scheduler {address} is plain TCP but TLS certificates were given; use the "
+            "scheduler's tls:// address, or drop the certificates (CLI: --tls-ca-file, "
+            "--tls-cert, --tls-key; Python: security=)"
+        )
+    if address.startswith("tls://") and security is None and not _tls_configured():
+        raise ValueError(
+            f"scheduler {address} uses TLS but no certificates were given; pass "
+            "security=make_security(ca_file, cert, key) (CLI: --tls-ca-file, --tls-cert, "
+            "--tls-key) or set distributed.comm.tls in the Dask config"
+        )
+
+
+def _handlers(name: str) -> list[logging.Handler]:
+    """The handlers that the records of logger `name` reach, as ``Logger.callHandlers`` walks."""
+    found: list[logging.Handler] = []
+    logger: logging.Logger | None = logging.getLogger(name)
+    while logger is not None:
+        found += logger.handlers
+        logger = logger.parent if logger.propagate else None
+    return found
+
+
+@contextmanager
+def _logs_dropped(name: str) -> Iterator[None]:
+    """Drop every record that logger `name` and its children send to this process's handlers."""
+    handlers = _handlers(name)
+    for handler in handlers:
+        handler.addFilter(_drop)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(_drop)
+
+
+def _drop(record: logging.LogRecord) -> bool:
+    return False
+
+
+class _QuietFailures(WorkerPlugin):
+    """Worker plugin: the worker does not log a failed task, nor anything once it is closing.
+
+    A failed task's exception reaches the client anyway, with its traceback; a LocalCluster's
+    workers would print it again (and their shutdown warnings) on the client's terminal.
+    """
+
+    name = "soak-quiet-failures"
+    _closing = frozenset({Status.closing, Status.closing_gracefully, Status.closed})
+
+    def setup(self, worker: Any) -> None:
+        # No teardown: the filter must outlive the plugins, which are torn down while closing.
+        for handler in _handlers("distributed.worker"):
+            handler.addFilter(lambda record: self._keep(worker, record))
+
+    def _keep(self, worker: Any, record: logging.LogRecord) -> bool:
+        failed_task = str(record.msg).startswith("Compute Failed")
+        return not failed_task and worker.status not in self._closing
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[list[bool]]:
+    """Hold back Ctrl-C while a LocalCluster starts, and keep it from its worker processes.
+
+    SIGINT is blocked in this thread meanwhile, so the cluster's event-loop thread, created
+    here, inherits the block and passes it on to every worker process it spawns (restarts
+    included): Ctrl-C reaches only this process, which closes the cluster, instead of
+    printing a KeyboardInterrupt traceback from each worker. A Ctrl-C during the start is
+    recorded in the yielded list rather than raised half-way through it.
+    """
+    if threading.current_thread() is not threading.main_thread() or os.name != "posix":
+        yield []  # handlers are set in the main thread only; masks are POSIX
+        return
+    # Started here first: multiprocessing unblocks SIGINT in the thread that starts its tracker.
+    resource_tracker.ensure_running()
+    interrupted: list[bool] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(True))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield interrupted
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending Ctrl-C is recorded now
+        signal.signal(signal.SIGINT, previous)
+
+
+def _local_cluster(n_workers: int, cluster_kwargs: dict[str, Any]) -> LocalCluster:
+    """A LocalCluster of worker processes listening on `LOOPBACK` only, unless told otherwise."""
+    options = {"dashboard_address": f"{LOOPBACK}:0", "processes": True, **cluster_kwargs}
+    if "host" not in options and "interface" not in options:
+        options["host"] = LOOPBACK
+    return LocalCluster(n_workers=n_workers, **options)
+
+
 @contextmanager
 def connect(
     scheduler: str | None = None,
@@ -50,6 +173,7 @@ def connect(
     n_workers: int | None = None,
     threads_per_worker: int = 1,
     memory_limit: str | float = "auto",
+    log_failures: bool = True,
     **cluster_kwargs: Any,
 ) -> Iterator[Client]:
     """A client for the duration of a ``with`` block.
@@ -68,16 +192,24 @@ def connect(
         Threads per worker (default 1: scikit-learn fits mostly hold the GIL).
     memory_limit : str or float
         Memory limit per worker ("auto": the machine's memory shared among the workers).
+    log_failures : bool, default True
+        Whether the LocalCluster logs failures on this terminal: a failed task ("Compute
+        Failed" and its traceback, from the worker) and the warnings of closing the cluster
+        after an exception or Ctrl-C. The exception is raised here either way, so ``soak``
+        passes False unless ``--debug``. Workers of a running scheduler log where they run.
     **cluster_kwargs
-        Other ``distributed.LocalCluster`` arguments.
+        Other ``distributed.LocalCluster`` arguments. By default the scheduler, the workers
+        and the dashboard listen on 127.0.0.1 only (``host``, ``dashboard_address``); pass
+        ``host=`` or ``interface=`` and ``dashboard_address=`` to open them to other machines.
+
+    Raises
+    ------
+    ValueError
+        If TLS certificates are given for a ``tcp://`` scheduler, or none for a ``tls://`` one
+        (checked before connecting).
     """
     if scheduler is not None:
-        if scheduler.startswith("tls://") and security is None and not _tls_configured():
-            raise ValueError(
-                f"scheduler {scheduler} uses TLS but no certificates were given; pass "
-                "security=make_security(ca_file, cert, key) (CLI: --tls-ca-file, --tls-cert, "
-                "--tls-key) or set distributed.comm.tls in the Dask config"
-            )
+        _check_scheme(scheduler, security)
         kwargs: dict[str, Any] = {"security": security} if security else {}
         where = (
             {"scheduler_file": scheduler} if os.path.isfile(scheduler) else {"address": scheduler}
@@ -91,15 +223,18 @@ def connect(
             client.close()
         return
     n_workers = n_workers or os.cpu_count() or 1
-    with (
-        LocalCluster(
-            n_workers=n_workers,
-            threads_per_worker=threads_per_worker,
-            memory_limit=memory_limit,
-            processes=True,
-            dashboard_address=":0",
-            **cluster_kwargs,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
-        yield client
+    options = {"threads_per_worker": threads_per_worker, "memory_limit": memory_limit}
+    with _sigint_deferred() as interrupted:
+        cluster = _local_cluster(n_workers, {**options, **cluster_kwargs})
+    try:
+        if interrupted:
+            raise KeyboardInterrupt
+        with Client(cluster) as client:
+            if not log_failures:
+                client.register_plugin(_QuietFailures())
+            yield client
+    except BaseException:
+        with _logs_dropped("distributed") if not log_failures else nullcontext():
+            cluster.close()
+        raise
+    cluster.close()

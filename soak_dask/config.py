@@ -1,10 +1,11 @@
 """Settings of ``soak run``: a TOML run file merged with command-line flags, and its learners.
 
 A run file holds the same settings as the flags (``fold_column = "f"`` for ``--fold-column f``)
-plus ``[learners.NAME]`` tables naming any scikit-learn estimator by ``"module:Class"``. Reading
+plus ``[learners.NAME]`` tables naming a scikit-learn estimator by ``"module:Class"``. Reading
 the file never runs code: the estimator string must look like ``package.module:Class``, and the
 module is imported only when the run uses that learner (``learner = ["NAME"]`` or
-``--learner NAME``).
+``--learner NAME``), and only if it belongs to ``ALLOWED_MODULES`` or to the run's
+``allow_modules`` (``--allow-modules``), which is checked before the import.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import importlib
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ _KINDS: dict[str, str] = {
     "fold_column": "str",
     "features": "list",
     "exclude": "list",
+    "coordinates": "str",
     "rows_per_partition": "int",
     "folds": "int",
     "seed": "int",
@@ -51,8 +53,43 @@ _KINDS: dict[str, str] = {
     "out": "path",
     "overwrite": "bool",
     "no_progress": "bool",
+    "allow_modules": "modules",
 }
+_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _ESTIMATOR = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+
+#: Packages whose estimator classes a run file may name without ``allow_modules``: importing
+#: them runs only their own, well-known code. A run adds others with ``allow_modules``.
+ALLOWED_MODULES = ("sklearn", "soak_dask", "xgboost", "lightgbm", "catboost")
+
+#: List settings that must name something: what they name, and what leaving them out means.
+NON_EMPTY_LISTS: dict[str, tuple[str, str]] = {
+    "features": ("column", "to use every numeric column"),
+    "learner": ("learner", "for the default learners (featureless and a linear model)"),
+    "train_types": ("train type", "for all three (same, other, all)"),
+    "measures": ("measure", "for every measure of the task"),
+}
+
+
+def empty_list_message(key: str, given: str, leave_out: str) -> str:
+    """The refusal of a list setting of `NON_EMPTY_LISTS` that names nothing.
+
+    Parameters
+    ----------
+    key : str
+        The setting, e.g. ``"features"``.
+    given : str
+        How the user wrote the empty value (``"''"``, ``"features = [] in run file 'r.toml'"``).
+    leave_out : str
+        What to leave out instead: ``"the flag"`` or the run-file key.
+    """
+    what, meaning = NON_EMPTY_LISTS[key]
+    return f"{given} names no {what}; name at least one, or leave {leave_out} out {meaning}"
+
+
+def module_allowed(module: str, allowed: Iterable[str]) -> bool:
+    """Whether `module` is one of `allowed` or inside one of them (``sklearn.svm`` in sklearn)."""
+    return any(module == name or module.startswith(f"{name}.") for name in allowed)
 
 
 @dataclass(frozen=True)
@@ -73,9 +110,23 @@ class LearnerSpec:
     estimator: str
     params: dict[str, Any] = field(default_factory=dict)
 
-    def build(self) -> BaseEstimator:
-        """Import the class and return an instance; errors name the learner and the fix."""
+    def build(self, allow_modules: Iterable[str] = ()) -> BaseEstimator:
+        """Import the class and return an instance; errors name the learner and the fix.
+
+        Parameters
+        ----------
+        allow_modules : iterable of str
+            Packages or modules trusted besides ``ALLOWED_MODULES``. A module outside both is
+            refused before it is imported, since importing runs its code.
+        """
         module_name, class_name = self.estimator.split(":")
+        if not module_allowed(module_name, (*ALLOWED_MODULES, *allow_modules)):
+            raise ValueError(
+                f"learner {self.name!r}: module {module_name!r} is not allowed: a run file "
+                f"imports estimators only from {list(ALLOWED_MODULES)} and allow_modules. If "
+                f"you trust it, add allow_modules = [{module_name!r}] to the run file or pass "
+                f"--allow-modules {module_name}"
+            )
         try:
             module = importlib.import_module(module_name)
         except ImportError as err:
@@ -107,6 +158,7 @@ class RunSettings:
     fold_column: str | None = None
     features: list[str] | None = None
     exclude: list[str] = field(default_factory=list)
+    coordinates: str = "exclude"
     rows_per_partition: int | None = None
     folds: int | None = None
     seed: int = 1
@@ -127,20 +179,24 @@ class RunSettings:
     tls_key: str | None = None
     overwrite: bool = False
     no_progress: bool = False
+    allow_modules: list[str] = field(default_factory=list)
     learner_specs: dict[str, LearnerSpec] = field(default_factory=dict)
 
     def learners(self) -> dict[str, str | BaseEstimator] | None:
         """``{name: built-in name or estimator}`` for ``soak_dask.soak``.
 
-        Only the learners named in ``learner`` are built, so only their modules are imported.
-        None (no learner named) means the engine's default: featureless and a linear model.
+        Only the learners named in ``learner`` are built, so only their modules are imported,
+        and only from ``ALLOWED_MODULES`` and ``allow_modules``. None (``learner`` not set)
+        means the engine's default: featureless and a linear model.
         """
-        if not self.learner:
+        if self.learner is None:
             return None
+        if not self.learner:
+            raise ValueError(empty_list_message("learner", "learner = []", "learner"))
         out: dict[str, str | BaseEstimator] = {}
         for name in self.learner:
             if name in self.learner_specs:
-                out[name] = self.learner_specs[name].build()
+                out[name] = self.learner_specs[name].build(self.allow_modules)
             elif name in BUILTIN:
                 out[name] = name
             else:
@@ -214,19 +270,27 @@ def check_settings(values: Mapping[str, Any], source: str) -> dict[str, Any]:
     out = {}
     for key, value in values.items():
         kind = _KINDS[key]
-        if kind == "list" and isinstance(value, str):
+        if kind in ("list", "modules") and isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
+        is_list = isinstance(value, list) and all(isinstance(v, str) for v in value)
         ok = {
             "str": isinstance(value, str),
             "path": isinstance(value, str),
             "int": isinstance(value, int) and not isinstance(value, bool),
             "float": isinstance(value, int | float) and not isinstance(value, bool),
             "bool": isinstance(value, bool),
-            "list": isinstance(value, list) and all(isinstance(v, str) for v in value),
+            "list": is_list,
+            "modules": is_list and all(_MODULE.match(v) for v in value),
         }[kind]
         if not ok:
-            expected = {"list": "a list of strings or a comma-separated string"}.get(kind, kind)
+            expected = {
+                "list": "a list of strings or a comma-separated string",
+                "modules": "a list of module names such as 'mypackage' or 'mypackage.models'",
+            }.get(kind, kind)
             raise ValueError(f"{key} = {value!r} in {source}: expected {expected}")
+        if key in NON_EMPTY_LISTS and not value:
+            given = f"{key} = {values[key]!r} in {source}"
+            raise ValueError(empty_list_message(key, given, key))
         out[key] = value
     return out
 

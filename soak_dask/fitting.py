@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import time
 import traceback
@@ -148,16 +149,18 @@ def score_partition(
     partitions by ``score_block``, so no task holds more than a partition of rows.
     """
     subsets = pd.Index(list(dict.fromkeys(sub for _, sub, _ in blocks)))
-    key = part[run.fold_column].to_numpy(np.int64) * len(subsets) + category_codes(
-        part[run.subset], subsets
-    )
+    # Code 0 of each fold holds rows of subsets no block tests (category code -1), so they
+    # never take the code of another fold's block (as when a resumed run scores a few fits).
+    width = len(subsets) + 1
+    in_block = category_codes(part[run.subset], subsets) + 1
+    key = part[run.fold_column].to_numpy(np.int64) * width + in_block
     # Rows sorted by block once (a radix sort of the small keys), so each block is a contiguous
     # slice rather than a mask.
     order = np.argsort(key.astype(np.min_scalar_type(key.max(initial=0))), kind="stable")
     key = key[order]
     X, y = _test_xy(part, run)
     X, y = X[order], y[order]
-    codes = [fold * len(subsets) + subsets.get_loc(sub) for fold, sub, _ in blocks]
+    codes = [fold * width + 1 + subsets.get_loc(sub) for fold, sub, _ in blocks]
     starts, stops = np.searchsorted(key, codes), np.searchsorted(key, codes, side="right")
     out = [{"n": int(stop - start), "fits": {}} for start, stop in zip(starts, stops, strict=True)]
     served: dict[tuple[int, str], list[int]] = {}
@@ -240,17 +243,28 @@ def score_block(
 def score_blocks(
     state: FitState, blocks: dict[Any, pd.DataFrame], fit: FitSpec, run: RunSpec
 ) -> list[dict[str, Any]]:
-    """One record per test block: the measures, counts and timings."""
+    """One record per test block: the measures, counts and timings.
+
+    A failed fit, or a failed prediction of a block, scores ``run.error_score`` with the error
+    as the record's message (or raises with ``error_score="raise"``).
+    """
     records = []
     for sub, block in blocks.items():
         start = time.perf_counter()
-        if state.message:
+        message = state.message
+        if not message:
+            # A learner fitted may still fail to predict (e.g. NaN in a test row): error_score.
+            predict = functools.partial(
+                predict_partial, state.estimator, *_test_xy(block, run), run
+            )
+            scores, failure = guard(run, predict)
+            message = failure and f"predicting test subset {sub!r}: {failure}"
+        if message:
             values = dict.fromkeys(run.measures, run.error_score)
         else:
-            values = finish(
-                run.measures, predict_partial(state.estimator, *_test_xy(block, run), run)
-            )
-        records.append(_record(state, fit, sub, len(block), values, time.perf_counter() - start))
+            values = finish(run.measures, scores)
+        record = _record(state, fit, sub, len(block), values, time.perf_counter() - start)
+        records.append({**record, "message": message})
     return records
 
 

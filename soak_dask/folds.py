@@ -15,15 +15,21 @@ onto the rows.
 from __future__ import annotations
 
 import heapq
-import warnings
+from typing import Any
 
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from .table import FOLD_COLUMN, Table
+from .checks import small_strata_warning, warn
+from .table import FOLD_COLUMN, Table, check_one_type
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: Seeds are below this bound of scikit-learn's ``random_state`` (built-in learners get the
+#: seed as theirs); the folds' hash alone would take any 64-bit seed.
+SEED_LIMIT = 2**32
+#: Folds are stored as int8.
+MAX_FOLDS = 127
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -38,8 +44,46 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def check_seed(seed: Any, name: str = "seed") -> int:
+    """``seed`` as an int, refusing anything but an integer from 0 to 2**32 - 1.
+
+    Floats (even 1.0), strings, booleans and None are refused, never rounded or parsed. One
+    range serves the folds' hash (any 64-bit seed) and the learners' ``random_state``
+    (scikit-learn takes 0 to 2**32 - 1), so the seed a run records is the one every part used.
+
+    Examples
+    --------
+    >>> check_seed(np.int64(7))
+    7
+    >>> check_seed(1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: seed=1.0: need an integer from 0 to 2**32 - 1
+    """
+    if (
+        isinstance(seed, bool)
+        or not isinstance(seed, int | np.integer)
+        or not 0 <= seed < SEED_LIMIT
+    ):
+        raise ValueError(f"{name}={seed!r}: need an integer from 0 to 2**32 - 1")
+    return int(seed)
+
+
+def check_n_folds(n_folds: Any, name: str = "n_folds") -> int:
+    """``n_folds`` as an int, refusing anything but an integer from 2 to 127."""
+    if isinstance(n_folds, bool) or not isinstance(n_folds, int | np.integer) or n_folds < 2:
+        raise ValueError(f"{name}={n_folds!r}: need an integer of at least 2")
+    if n_folds > MAX_FOLDS:
+        raise ValueError(f"{name}={n_folds} is more than {MAX_FOLDS} folds; use fewer folds")
+    return int(n_folds)
+
+
 def seeded_hash(seed: int, *keys: np.ndarray) -> np.ndarray:
-    """Combine integer key arrays (broadcast together) with ``seed`` into uint64 hashes."""
+    """Combine integer key arrays (broadcast together) with ``seed`` into uint64 hashes.
+
+    ``seed`` is a non-negative integer below 2**64 (the callers' seeds, from ``check_seed``,
+    are below 2**32).
+    """
     with np.errstate(over="ignore"):
         h = _splitmix64(np.asarray([seed], dtype=np.uint64))
         for key in keys:
@@ -146,9 +190,10 @@ def assign_folds(table: Table, n_folds: int = 10, seed: int = 1, *, stratify: bo
     table : Table
         From ``soak_dask.load_table``. If it has a group column, whole groups go to one fold.
     n_folds : int
-        K, at least 2.
+        K, from 2 to 127.
     seed : int
-        Same seed and same rows give the same folds, whatever the partitioning or workers.
+        From 0 to 2**32 - 1. Same seed and same rows give the same folds, whatever the
+        partitioning or workers.
     stratify : bool
         Balance folds within subset × label (classification). With False, or for regression,
         strata are the subsets only.
@@ -163,7 +208,8 @@ def assign_folds(table: Table, n_folds: int = 10, seed: int = 1, *, stratify: bo
             f"the table already has the fold column {table.fold!r}; load it without fold= to "
             "assign new folds"
         )
-    _check_n_folds(n_folds)
+    n_folds = check_n_folds(n_folds)
+    seed = check_seed(seed)
     keys = [table.subset]
     if stratify and table.task == "classification":
         keys.append(table.label)
@@ -177,13 +223,6 @@ def assign_folds(table: Table, n_folds: int = 10, seed: int = 1, *, stratify: bo
         counts = _row_fold_counts(strata, n_folds, seed)
         counts = counts[[table.subset, FOLD_COLUMN, *keys[1:], "n"]]
     return table.with_fold(data, FOLD_COLUMN, counts)
-
-
-def _check_n_folds(n_folds: int) -> None:
-    if not isinstance(n_folds, int | np.integer) or n_folds < 2:
-        raise ValueError(f"n_folds={n_folds!r}: need an integer of at least 2")
-    if n_folds > 127:
-        raise ValueError(f"n_folds={n_folds} is more than 127 folds; use fewer folds")
 
 
 def _key_index(part: pd.DataFrame, keys: list[str]) -> pd.MultiIndex:
@@ -216,7 +255,9 @@ def _count_part(part: pd.DataFrame, keys: list[str], partition_info=None) -> pd.
     return out.assign(partition=partition_info["number"] if partition_info else 0)
 
 
-def _check_na_keys(strata: pd.DataFrame, keys: list[str]) -> None:
+def _check_keys(strata: pd.DataFrame, keys: list[str]) -> None:
+    """Refuse missing values, and values of mixed types (e.g. 1 and '1'), in the key columns
+    of ``strata`` (distinct key combinations, counted on the cluster, with their rows ``n``)."""
     for key in keys:
         n_na = int(strata.loc[strata[key].isna(), "n"].sum())
         if n_na:
@@ -224,6 +265,7 @@ def _check_na_keys(strata: pd.DataFrame, keys: list[str]) -> None:
                 f"column {key!r} has {n_na} missing values; drop those rows or fill them "
                 "before running SOAK"
             )
+        check_one_type(strata[key], key)
 
 
 def _assign_row_folds(
@@ -238,7 +280,7 @@ def _assign_row_folds(
         .map_partitions(_count_part, keys, meta=meta.assign(partition=pd.Series([], dtype="int64")))
         .compute()
     )
-    _check_na_keys(counts, keys)
+    _check_keys(counts, keys)
     strata = counts.groupby(keys, observed=True)["n"].sum().sort_index()
     _warn_small_strata(strata, keys, n_folds)
     index = strata.index if len(keys) > 1 else pd.MultiIndex.from_arrays([strata.index])
@@ -313,15 +355,7 @@ def _fold_part(
 def _warn_small_strata(
     strata: pd.Series, keys: list[str], n_folds: int, unit: str = "rows"
 ) -> None:
-    small = strata[strata < n_folds]
-    if len(small):
-        listed = ", ".join(f"{k}: {n}" for k, n in small.items())
-        warnings.warn(
-            f"{len(small)} strata of ({', '.join(keys)}) have fewer {unit} than n_folds="
-            f"{n_folds}, so some folds lack them (a train set may then miss a class): {listed}",
-            UserWarning,
-            stacklevel=4,
-        )
+    warn(small_strata_warning(strata, keys, n_folds, unit), stacklevel=4)
 
 
 def _assign_group_folds(table: Table, keys: list[str], n_folds: int, seed: int) -> dd.DataFrame:
@@ -329,7 +363,7 @@ def _assign_group_folds(table: Table, keys: list[str], n_folds: int, seed: int) 
     data = table.data
     sizes = data.groupby([group, *keys], dropna=False, observed=True).size(split_out=1).compute()
     sizes = sizes.rename("n").reset_index()
-    _check_na_keys(sizes, [group, *keys])
+    _check_keys(sizes, [group, *keys])
     for key in keys:
         spans = sizes.groupby(group, observed=True)[key].nunique()
         spanning = spans[spans > 1]
@@ -395,7 +429,7 @@ def block_counts(table: Table) -> pd.DataFrame:
     else:
         sizes = table.data.groupby(keys, dropna=False, observed=True).size(split_out=1).compute()
         counts = sizes.rename("n").reset_index()
-    _check_na_keys(counts, keys)
+    _check_keys(counts, keys)
     if table.task == "regression":
         n_na = int(table.data[table.label].isna().sum().compute())
         if n_na:
@@ -427,5 +461,4 @@ def check_fold_values(counts: pd.DataFrame, fold: str, n_folds: int | None) -> i
             f"n_folds={n_folds} but fold column {fold!r} has folds 1..{k}; leave n_folds out "
             "to use the column's folds"
         )
-    _check_n_folds(k)
-    return k
+    return check_n_folds(k, f"fold column {fold!r}: K")

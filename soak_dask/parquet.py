@@ -19,19 +19,23 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
+from .fingerprint import SourceFiles, footer_digest
+
 #: Target rows per partition; row groups of one file are grouped up to this.
 ROWS_PER_PARTITION = 500_000
 
 
-def read_parquet(
+def open_parquet(
     path: str,
     storage_options: dict | None = None,
     rows_per_partition: int = ROWS_PER_PARTITION,
-) -> dd.DataFrame:
-    """A lazy frame over a Parquet file, directory (hive partitions allowed) or glob.
+) -> tuple[dd.DataFrame, SourceFiles]:
+    """A lazy frame over a Parquet file, directory (hive partitions allowed) or glob, and its
+    files with their footers' digests (which identify the data in a checkpoint).
 
-    Raises a clear error for a glob matching nothing, an empty file, or files whose schemas
-    disagree. Only the footers are read here.
+    Raises a clear error for a glob matching nothing, an empty file, no rows, or files whose
+    schemas disagree (columns in another order are fine: they are read by name). Only the
+    footers are read here.
     """
     fs, root = fsspec.core.url_to_fs(path, **(storage_options or {}))
     if glob.has_magic(root):
@@ -60,21 +64,28 @@ def read_parquet(
         pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f
         for f in dataset.schema
     )
-    pieces = []
+    pieces, footers, n_rows = [], [], 0
     for frag in fragments:
         keys = pads.get_partition_keys(frag.partition_expression)
         keys = {f.name: keys.get(f.name) for f in partition_fields}
+        footer = frag.metadata
+        footers.append(footer_digest(footer))
+        n_rows += footer.num_rows
         groups, rows = [], 0
-        for i, rg in enumerate(frag.metadata.to_dict()["row_groups"]):
-            if groups and rows + rg["num_rows"] > rows_per_partition:
+        for i in range(footer.num_row_groups):
+            n = footer.row_group(i).num_rows
+            if groups and rows + n > rows_per_partition:
                 pieces.append((frag.path, tuple(groups), keys))
                 groups, rows = [], 0
             groups.append(i)
-            rows += rg["num_rows"]
+            rows += n
         if groups:
             pieces.append((frag.path, tuple(groups), keys))
+    if not n_rows:
+        raise ValueError(f"the Parquet data at {path!r} has no rows")
+    files = SourceFiles(fs, "parquet", tuple(f.path for f in fragments), tuple(footers))
     meta = schema.empty_table().to_pandas()
-    return dd.from_map(
+    frame = dd.from_map(
         read_piece,
         pieces,
         fs=fs,
@@ -83,6 +94,7 @@ def read_parquet(
         label="soak-read-parquet",
         enforce_metadata=False,
     )
+    return frame, files
 
 
 def read_piece(
@@ -95,8 +107,16 @@ def read_piece(
     path, row_groups, keys = piece
     columns = list(schema.names) if columns is None else list(columns)
     in_file = [c for c in columns if c not in keys]
-    with fs.open(path, "rb") as f:
-        table = pq.ParquetFile(f).read_row_groups(list(row_groups), columns=in_file)
+    try:
+        with fs.open(path, "rb") as f:
+            table = pq.ParquetFile(f).read_row_groups(list(row_groups), columns=in_file)
+    except (pa.ArrowInvalid, OSError) as err:
+        # Arrow's messages ("Unexpected end of stream") do not say which file.
+        kind = OSError if isinstance(err, OSError) else ValueError
+        raise kind(
+            f"cannot read row groups {list(row_groups)} of {path}: {' '.join(str(err).split())}; "
+            "the file is corrupt or truncated, or changed since the table was loaded"
+        ) from err
     for name in columns:
         if name in keys:
             value = pa.array([keys[name]] * table.num_rows, type=schema.field(name).type)
@@ -105,12 +125,12 @@ def read_piece(
 
 
 def _check_schemas(fragments: list, path: str) -> None:
-    first = fragments[0].physical_schema.remove_metadata()
+    """Refuse files whose column names or types differ (their order may: pieces are read by
+    name)."""
+    a = {f.name: str(f.type) for f in fragments[0].physical_schema}
     for frag in fragments[1:]:
-        other = frag.physical_schema.remove_metadata()
-        if not other.equals(first):
-            a = {f.name: str(f.type) for f in first}
-            b = {f.name: str(f.type) for f in other}
+        b = {f.name: str(f.type) for f in frag.physical_schema}
+        if a != b:
             diff = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
             raise ValueError(
                 f"Parquet files under {path!r} have different schemas: {fragments[0].path} and "

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -12,10 +14,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import xarray as xr
+import zarr
 
 DIMS = ("learner", "test_subset", "fold", "train_type")
 COUNTS = ("n_train", "n_test")
 TIMINGS = ("fit_seconds", "predict_seconds")
+#: Root attribute marking a store written by ``save_results``; its value, the format version.
+RESULTS_MARK = "soak_dask_results"
+RESULTS_FORMAT = 1
+#: Title of the results ``soak`` makes (stores of soak_dask 0.1.0 carry it but no mark).
+RESULTS_TITLE = "SOAK: Same/Other/All K-fold cross-validation"
 _PACKAGES = ("soak_dask", "dask", "distributed", "pandas", "numpy", "scikit-learn", "xarray")
 
 
@@ -125,11 +133,12 @@ def encode_attrs(settings: Mapping[str, Any]) -> dict[str, Any]:
 def save_results(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
     """Write results to a Zarr store, or a NetCDF file when ``path`` ends in ``.nc``.
 
-    Refuses to replace an existing store unless ``overwrite=True``.
+    The store is marked as results (root attribute ``soak_dask_results``), so that
+    ``overwrite=True`` replaces only such a store: see ``check_output``, which also refuses a
+    path that is, holds or lies inside the input table (``ds.attrs["source"]``).
     """
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; choose another path or pass overwrite=True")
+    path = check_output(path, overwrite=overwrite, source=ds.attrs.get("source"))
+    ds = ds.assign_attrs({RESULTS_MARK: RESULTS_FORMAT})
     if path.suffix == ".nc":
         ds.to_netcdf(path)
     else:
@@ -138,19 +147,148 @@ def save_results(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = F
     return path
 
 
+def check_output(
+    path: str | os.PathLike,
+    *,
+    overwrite: bool,
+    source: Any = None,
+    flag: str = "overwrite=True",
+) -> Path:
+    """Check that results can be written to ``path`` without losing data, before any work.
+
+    Refuses a path that is, holds or lies inside the local file or directory ``source`` (the
+    input table); an existing path unless ``overwrite`` and it is a results store that
+    ``save_results`` wrote (or an empty directory); and a path whose directory cannot be
+    written. ``flag`` names the overwrite option in messages (``--overwrite`` for the CLI).
+    """
+    path = Path(path)
+    check_apart(path, source)
+    if path.exists() or path.is_symlink():
+        if not overwrite:
+            raise FileExistsError(
+                f"{path} exists; pass {flag} to replace it, or choose another path"
+            )
+        if not (is_results_store(path) or (path.is_dir() and not any(path.iterdir()))):
+            raise FileExistsError(
+                f"{path} holds data that is not a soak_dask results store, and {flag} replaces "
+                "only a store written by save_results or 'soak run'; choose another path, or "
+                f"move or delete {path} yourself"
+            )
+    _check_writable(path)
+    return path
+
+
+def check_apart(path: str | os.PathLike, source: Any, what: str = "results") -> None:
+    """Refuse a ``path`` that is, holds or lies inside the local input table ``source``."""
+    src = _local_path(source)
+    if src is None:
+        return
+    out = Path(path).resolve()
+    if out == src:
+        relation = "is the input table"
+    elif out.is_relative_to(src):
+        relation = "is inside the input table's directory"
+    elif src.is_relative_to(out):
+        relation = "holds the input table"
+    else:
+        return
+    raise ValueError(f"{path} {relation} ({source}); write the {what} outside it")
+
+
+def is_results_store(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a results store that ``save_results`` wrote: a Zarr store (holding
+    nothing but Zarr metadata and arrays) or NetCDF file whose root attributes carry
+    ``soak_dask_results`` (or the title ``soak`` gave results before that mark existed)."""
+    path = Path(path)
+    if path.is_dir() and not all(_is_zarr_entry(entry) for entry in path.iterdir()):
+        return False
+    try:
+        if path.is_dir():
+            attrs = dict(zarr.open_group(str(path), mode="r").attrs)
+        elif path.suffix == ".nc":
+            with xr.open_dataset(path) as ds:
+                attrs = dict(ds.attrs)
+        else:
+            return False
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return RESULTS_MARK in attrs or attrs.get("title") == RESULTS_TITLE
+
+
 def open_results(path: str | os.PathLike, **kwargs: Any) -> xr.Dataset:
     """Open saved results (Zarr store or NetCDF file) fully into memory.
+
+    Raises a ``FileNotFoundError`` for a missing path and a ``ValueError`` for one that is not
+    a results store.
 
     Examples
     --------
     >>> ds = open_results("results.zarr")  # doctest: +SKIP
     """
     path = os.fspath(path)
-    if path.rstrip("/").endswith(".nc"):
-        with xr.open_dataset(path, **kwargs) as ds:
-            return ds.load()
-    with xr.open_zarr(path, **{"consolidated": False, **kwargs}) as ds:
-        return ds.load()
+    try:
+        if path.rstrip("/").endswith(".nc"):
+            with xr.open_dataset(path, **kwargs) as ds:
+                ds = ds.load()
+        else:
+            with xr.open_zarr(path, **{"consolidated": False, **kwargs}) as ds:
+                ds = ds.load()
+    except (OSError, ValueError, KeyError) as err:
+        if "://" not in path and not os.path.exists(path):
+            raise FileNotFoundError(f"no results store at {path}") from err
+        raise ValueError(
+            f"{path} is not a soak results store (it cannot be read as Zarr or NetCDF: "
+            f"{' '.join(str(err).split())}); give the path written by 'soak run --out' or "
+            "save_results"
+        ) from err
+    missing = [d for d in DIMS if d not in ds.dims]
+    if missing:
+        raise ValueError(
+            f"{path} is not a soak results store: it lacks the dims {missing}; give the path "
+            "written by 'soak run --out' or save_results"
+        )
+    ds.attrs.pop(RESULTS_MARK, None)  # the mark is the store's, not the results'
+    return ds
+
+
+def _is_zarr_entry(entry: Path) -> bool:
+    """Zarr metadata, or an array or group directory (which holds its own metadata)."""
+    if entry.is_dir():
+        return any((entry / name).is_file() for name in ("zarr.json", ".zarray", ".zgroup"))
+    return entry.name in ("zarr.json", ".zgroup", ".zattrs", ".zmetadata")
+
+
+def _local_path(source: Any) -> Path | None:
+    """The existing local file or directory a table ``source`` names (for a glob, the folder
+    it starts from); None for URLs, names of in-memory data and paths that do not exist."""
+    if not isinstance(source, str | os.PathLike):
+        return None
+    text = os.fspath(source).removeprefix("file://")
+    if "://" in text:
+        return None
+    parts = Path(text).parts
+    plain = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+    local = Path(*parts[:plain]) if plain else Path(".")
+    return local.resolve() if local.exists() else None
+
+
+def _check_writable(path: Path) -> None:
+    """Refuse, before any work, a path whose directory cannot be written."""
+    where = path if path.is_dir() else path.parent
+    while not where.exists():
+        where = where.parent
+    if not where.is_dir():
+        raise NotADirectoryError(f"cannot write {path}: {where} is a file, not a directory")
+    try:
+        with tempfile.TemporaryFile(dir=where):
+            pass
+        if path.is_file() and not os.access(path, os.W_OK):
+            raise PermissionError(f"{path} is read-only")
+    except OSError as err:
+        raise PermissionError(
+            f"cannot write {path}: {err.strerror or err} in {where}; choose another path, or "
+            "make it writable"
+        ) from err
 
 
 def from_dataframe(scores: pd.DataFrame, **attrs: Any) -> xr.Dataset:

@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.multiclass import type_of_target
 
-from .folds import group_folds, permuted_block_folds
+from .folds import check_n_folds, check_seed, group_folds, permuted_block_folds
 from .plan import TRAIN_TYPES, check_train_types, make_plan
+from .table import check_one_type
 
 
 class SameOtherAllCV:
@@ -26,13 +27,13 @@ class SameOtherAllCV:
     subset : array-like of shape (n_samples,)
         Subset of each row. It is never a feature.
     n_splits : int, default=10
-        Number of folds K (ignored when ``fold`` is given).
+        Number of folds K, 2 to 127 (ignored when ``fold`` is given).
     train_types : sequence of {"same", "other", "all"}, default=("same", "other", "all")
         With one subset only "same" exists (plain K-fold CV).
     fold : array-like of shape (n_samples,), optional
         Predefined folds 1..K to use as is.
     random_state : int, default=1
-        Seed of the fold assignment.
+        Seed of the fold assignment, an integer from 0 to 2**32 - 1.
     stratify : bool, default=True
         Balance folds within subset × class when ``y`` holds classes.
 
@@ -62,14 +63,15 @@ class SameOtherAllCV:
         random_state: int = 1,
         stratify: bool = True,
     ) -> None:
+        check_one_type(pd.Series(subset), "subset")  # np.asarray would make 1 and '1' one
         self.subset = np.asarray(subset)
         self.n_splits = n_splits
         self.train_types = check_train_types(train_types)
         self.fold = None if fold is None else np.asarray(fold)
-        self.random_state = random_state
+        self.random_state = check_seed(random_state, "random_state")
         self.stratify = stratify
-        if self.fold is None and (not isinstance(n_splits, int | np.integer) or n_splits < 2):
-            raise ValueError(f"n_splits={n_splits!r}: need an integer of at least 2")
+        if self.fold is None:
+            check_n_folds(n_splits, "n_splits")
         if self.fold is not None and len(self.fold) != len(self.subset):
             raise ValueError(f"fold has {len(self.fold)} values but subset has {len(self.subset)}")
 
@@ -111,6 +113,7 @@ class SameOtherAllCV:
         if groups is None:
             local = pd.Series(codes).groupby(codes).cumcount().to_numpy()
             return permuted_block_folds(codes, local, k, seed).astype(np.int64)
+        check_one_type(pd.Series(groups), "groups")
         table = pd.DataFrame({"group": np.asarray(groups), "stratum": codes})
         sizes = table.groupby(["group", "stratum"]).size().rename("n").reset_index()
         if sizes["group"].duplicated().any():

@@ -33,7 +33,7 @@ frames = st.integers(20, 400).flatmap(
 @given(frames, st.integers(2, 7), st.integers(0, 2**31), st.integers(1, 5))
 def test_row_folds_balanced_and_partition_invariant(data, k, seed, nparts):
     subset, y, _ = data
-    df = pd.DataFrame({"x": np.arange(len(y), dtype=float), "s": subset, "y": y})
+    df = pd.DataFrame({"x1": np.arange(len(y), dtype=float), "s": subset, "y": y})
     folds = _folds(df, nparts, k, seed, subset="s")
     assert folds.between(1, k).all() and len(folds) == len(df)
     sizes = df.assign(f=folds).groupby(["s", "y", "f"]).size().unstack(fill_value=0)
@@ -49,7 +49,7 @@ def test_row_folds_balanced_and_partition_invariant(data, k, seed, nparts):
 @given(frames, st.integers(2, 7), st.integers(0, 2**31), st.booleans())
 def test_block_counts_without_a_pass_equal_counted(data, k, seed, regression):
     subset, y, _ = data
-    df = pd.DataFrame({"x": np.arange(len(y), dtype=float), "s": subset, "y": y})
+    df = pd.DataFrame({"x1": np.arange(len(y), dtype=float), "s": subset, "y": y})
     if regression:
         df["y"] = (df["y"] == "p") * 1.5
     table = sd.load_table(dd.from_pandas(df, npartitions=3, sort=False), label="y", subset="s")
@@ -71,7 +71,7 @@ def test_block_counts_without_a_pass_equal_counted(data, k, seed, regression):
 @given(frames, st.integers(2, 5), st.integers(0, 2**31), st.integers(1, 4))
 def test_group_folds_keep_groups_whole(data, k, seed, nparts):
     subset, y, g = data
-    df = pd.DataFrame({"x": np.arange(len(y), dtype=float), "s": subset, "y": y})
+    df = pd.DataFrame({"x1": np.arange(len(y), dtype=float), "s": subset, "y": y})
     # Groups nested in subset × label, as the data must have them.
     df["g"] = df["s"] + df["y"] + pd.Series(g).astype(str)
     n_groups = df.groupby("s")["g"].nunique()
@@ -87,14 +87,14 @@ def test_group_folds_keep_groups_whole(data, k, seed, nparts):
 def test_group_folds_balance_rows():
     rng = np.random.default_rng(3)
     g = rng.integers(0, 300, 5000)
-    df = pd.DataFrame({"x": rng.normal(size=5000), "y": "a", "g": g})
+    df = pd.DataFrame({"x1": rng.normal(size=5000), "y": "a", "g": g})
     folds = _folds(df, 3, 10, 1, group="g")
     sizes = folds.value_counts()
     assert sizes.max() - sizes.min() <= df["g"].value_counts().max()
 
 
 def test_seed_changes_folds_and_folds_are_random():
-    df = pd.DataFrame({"x": np.arange(1000.0), "y": np.tile(["a", "b"], 500)})
+    df = pd.DataFrame({"x1": np.arange(1000.0), "y": np.tile(["a", "b"], 500)})
     a = _folds(df, 2, 5, 1)
     b = _folds(df, 2, 5, 2)
     assert not a.equals(b)
@@ -104,7 +104,7 @@ def test_seed_changes_folds_and_folds_are_random():
 
 def test_same_folds_with_two_workers():
     distributed = pytest.importorskip("distributed")
-    df = pd.DataFrame({"x": np.arange(2000.0), "y": np.tile(["a", "b", "b", "c"], 500)})
+    df = pd.DataFrame({"x1": np.arange(2000.0), "y": np.tile(["a", "b", "b", "c"], 500)})
     local = _folds(df, 4, 10, 7)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster:
         with distributed.Client(cluster):
@@ -148,7 +148,7 @@ def test_permuted_block_folds_number_blocks_without_sorting(strata, k, seed, sca
 def test_splitter_folds_equal_cluster_folds():
     df = pd.DataFrame(
         {
-            "x": np.arange(600.0),
+            "x1": np.arange(600.0),
             "s": np.repeat(["A", "B", "C"], 200),
             "y": np.tile(list("aab"), 200),
         }
@@ -162,20 +162,20 @@ def test_splitter_folds_equal_cluster_folds():
 
 
 def test_bad_n_folds():
-    df = pd.DataFrame({"x": [1.0, 2.0], "y": ["a", "b"]})
+    df = pd.DataFrame({"x1": [1.0, 2.0], "y": ["a", "b"]})
     with pytest.raises(ValueError, match="n_folds=1"):
         sd.assign_folds(sd.load_table(df, label="y"), 1)
 
 
 def test_group_spanning_subsets_is_an_error():
     df = pd.DataFrame(
-        {"x": np.arange(40.0), "s": ["A", "B"] * 20, "y": "a", "g": np.arange(40) // 4}
+        {"x1": np.arange(40.0), "s": ["A", "B"] * 20, "y": "a", "g": np.arange(40) // 4}
     )
     with pytest.raises(ValueError, match="span more than one value of 's'"):
         sd.assign_folds(sd.load_table(df, label="y", subset="s", group="g"), 2)
 
 
 def test_na_subset_is_an_error():
-    df = pd.DataFrame({"x": np.arange(40.0), "s": ["A", None] * 20, "y": "a"})
+    df = pd.DataFrame({"x1": np.arange(40.0), "s": ["A", None] * 20, "y": "a"})
     with pytest.raises(ValueError, match="column 's' has 20 missing values"):
         sd.assign_folds(sd.load_table(df, label="y", subset="s"), 2)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import signal
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import distributed
+import psutil
 import pytest
 import xarray as xr
 
@@ -16,7 +21,7 @@ from .conftest import toy_table
 
 TIMINGS = ["fit_seconds", "predict_seconds"]
 #: The scheduler's HTTP server on a free port, without the Bokeh dashboard.
-NO_DASHBOARD = {"dashboard": False, "dashboard_address": ":0"}
+NO_DASHBOARD = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
 
 
 @pytest.fixture(scope="module")
@@ -120,3 +125,65 @@ def test_make_security(certs, tmp_path):
         make_security(cert=cert, key=key)
     with pytest.raises(ValueError, match=r"TLS needs \['cert'\] too"):
         make_security(ca, key=key)
+
+
+def listening_ips(ports: set[int]) -> dict[int, set[str]]:
+    """Port -> addresses that this process or its children listen on, for `ports`."""
+    me = psutil.Process()
+    found: dict[int, set[str]] = {port: set() for port in ports}
+    for process in (me, *me.children(recursive=True)):
+        for c in process.net_connections(kind="inet"):
+            if c.status == psutil.CONN_LISTEN and c.laddr.port in ports:
+                found[c.laddr.port].add(c.laddr.ip)
+    return found
+
+
+def sigint_blocked() -> bool:
+    return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+
+def test_local_cluster_listens_on_loopback_only_and_its_workers_ignore_ctrl_c():
+    with connect(n_workers=2) as client:
+        info = client.scheduler_info(n_workers=-1)
+        dashboard = info["services"]["dashboard"]
+        addresses = [info["address"], *info["workers"]]
+        addresses += [w["nanny"] for w in info["workers"].values()]
+        ports = {dashboard} | {int(a.rsplit(":", 1)[1]) for a in addresses}
+        listening = listening_ips(ports)
+        assert client.dashboard_link == f"http://127.0.0.1:{dashboard}/status"
+        # Ctrl-C reaches the terminal's whole process group; only the client acts on it.
+        assert set(client.run(sigint_blocked).values()) == {True}
+        client.restart()  # new worker processes, as after a worker is lost
+        assert set(client.run(sigint_blocked).values()) == {True}
+        assert not sigint_blocked()
+    assert len(ports) == 6 and all(a.startswith("tcp://127.0.0.1:") for a in addresses)
+    # The dashboard was on 0.0.0.0 (every interface); nothing of the cluster is any more.
+    assert listening == dict.fromkeys(ports, {"127.0.0.1"})
+
+
+@pytest.mark.parametrize("as_file", [False, True])
+def test_certificates_for_a_tcp_scheduler_are_refused_at_once(certs, tmp_path, as_file):
+    address = "tcp://127.0.0.1:9"  # nothing listens: any connection attempt would wait
+    scheduler = address
+    if as_file:
+        scheduler = str(tmp_path / "scheduler.json")
+        Path(scheduler).write_text(json.dumps({"address": address}))
+    start = time.monotonic()
+    with pytest.raises(ValueError, match="plain TCP but TLS certificates were given") as info:
+        with connect(scheduler, security=client_security(certs)):
+            pass
+    assert time.monotonic() - start < 2
+    assert address in str(info.value) and "tls://" in str(info.value)
+
+
+def failing_task(x: int) -> int:
+    raise ZeroDivisionError(f"task {x} fails")
+
+
+@pytest.mark.parametrize("log_failures", [True, False])
+def test_local_workers_log_failed_tasks_only_when_asked(capfd, log_failures):
+    with connect(n_workers=1, log_failures=log_failures) as client:
+        with pytest.raises(ZeroDivisionError, match="task 1 fails"):
+            client.submit(failing_task, 1).result()
+    err = capfd.readouterr().err  # the worker process writes to the same stderr
+    assert ("Compute Failed" in err and "task 1 fails" in err) is log_failures, err

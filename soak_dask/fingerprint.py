@@ -1,0 +1,122 @@
+"""Identity of a table's data, which a checkpoint records: the same in a new process for the
+same files, different when they are rewritten.
+
+- Parquet: per file, its path, size, modification time (ns when local) and a SHA-256 of its
+  footer (row groups, rows, per-column statistics), read anyway when the table is opened.
+- Zarr store: per top-level entry (a variable, or a metadata file), a SHA-256 of the sizes and
+  modification times of its files.
+- Anything else (pandas, xarray in memory, a Dask DataFrame): Dask's token of the lazy frame,
+  which hashes the values of in-memory data, but for a user's Dask frame only its graph.
+
+What it cannot see is documented in docs/scaling.md ("Checkpoints").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import dask.base
+import pyarrow as pa
+import pyarrow.parquet as pq
+from fsspec.implementations.local import LocalFileSystem
+
+if TYPE_CHECKING:
+    from .table import Table
+
+#: Keys of fsspec's ``info`` that stand for a file's version on stores without ``mtime``.
+_MODIFIED = (
+    "mtime",
+    "LastModified",
+    "last_modified",
+    "updated",
+    "ETag",
+    "etag",
+    "md5Hash",
+    "created",
+)
+
+
+@dataclass(frozen=True)
+class SourceFiles:
+    """The files a table reads, fingerprinted when a run with a checkpoint starts.
+
+    Attributes
+    ----------
+    fs : fsspec.AbstractFileSystem
+        Their file system.
+    kind : {"parquet", "zarr"}
+    paths : tuple of str
+        The Parquet files, or the Zarr store's root.
+    footers : tuple of str
+        Per Parquet file, the SHA-256 of its footer as the table read it (empty for Zarr).
+    """
+
+    fs: Any
+    kind: Literal["parquet", "zarr"]
+    paths: tuple[str, ...]
+    footers: tuple[str, ...] = ()
+
+    def fingerprint(self) -> dict[str, str]:
+        """``{file or store entry: its state}``, stat'ed now."""
+        if self.kind == "parquet":
+            infos = _file_infos(self.fs, self.paths)
+            return {
+                path: f"{_stamp(self.fs, infos[path])}, footer {footer}"
+                for path, footer in zip(self.paths, self.footers, strict=True)
+            }
+        (root,) = self.paths
+        self.fs.invalidate_cache(root)
+        listing = self.fs.find(root, detail=True)
+        entries: dict[str, list[str]] = {}
+        for path, info in sorted(listing.items()):
+            relative = path[len(root.rstrip("/")) + 1 :]
+            entries.setdefault(relative.split("/")[0], []).append(
+                f"{relative} {_stamp(self.fs, info)}"
+            )
+        return {
+            entry: f"{len(lines)} files, {_digest(chr(10).join(lines).encode())}"
+            for entry, lines in entries.items()
+        }
+
+
+def footer_digest(metadata: pq.FileMetaData) -> str:
+    """SHA-256 (16 hex digits) of a Parquet footer: row groups, rows, column statistics."""
+    sink = pa.BufferOutputStream()
+    metadata.write_metadata_file(sink)
+    return _digest(sink.getvalue().to_pybytes())
+
+
+def data_fingerprint(table: Table) -> dict[str, Any]:
+    """What identifies ``table``'s data in a checkpoint's settings (see the module's doc)."""
+    if table.files is not None:
+        return {table.files.kind: table.files.fingerprint()}
+    return {"token": dask.base.tokenize(table.data)}
+
+
+def _file_infos(fs: Any, paths: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """fsspec's ``info`` of each file, from one fresh listing per folder (one request per
+    folder on an object store, rather than one per file)."""
+    if isinstance(fs, LocalFileSystem):
+        return {path: {"name": path, "size": os.path.getsize(path)} for path in paths}
+    listed: dict[str, dict[str, Any]] = {}
+    for folder in dict.fromkeys(posixpath.dirname(path) for path in paths):
+        fs.invalidate_cache(folder)  # a listing cached earlier in this process may be stale
+        listed.update((info["name"], info) for info in fs.ls(folder, detail=True))
+    return {path: listed.get(path) or fs.info(path) for path in paths}
+
+
+def _stamp(fs: Any, info: dict[str, Any]) -> str:
+    """Size and modification time of a file (ns for local files) as fsspec lists it."""
+    if isinstance(fs, LocalFileSystem):
+        modified: Any = os.stat(info["name"]).st_mtime_ns
+    else:
+        modified = next((info[k] for k in _MODIFIED if info.get(k) is not None), "unknown")
+    return f"{info.get('size')} bytes, modified {modified}"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
