@@ -3,6 +3,7 @@ same files, different when they are rewritten.
 
 - Parquet: per file, its path, size, modification time (ns when local) and a SHA-256 of its
   footer (row groups, rows, per-column statistics), read anyway when the table is opened.
+- CSV/TSV: per file, its path, size and modification time.
 - Zarr store: per top-level entry (a variable, or a metadata file), a SHA-256 of the sizes and
   modification times of its files.
 - Anything else (pandas, xarray in memory, a Dask DataFrame): Dask's token of the lazy frame,
@@ -48,24 +49,25 @@ class SourceFiles:
     ----------
     fs : fsspec.AbstractFileSystem
         Their file system.
-    kind : {"parquet", "zarr"}
+    kind : {"parquet", "csv", "zarr"}
     paths : tuple of str
-        The Parquet files, or the Zarr store's root.
+        The Parquet or CSV files, or the Zarr store's root.
     footers : tuple of str
-        Per Parquet file, the SHA-256 of its footer as the table read it (empty for Zarr).
+        Per Parquet file, the SHA-256 of its footer as the table read it ("" for a CSV file;
+        empty for Zarr).
     """
 
     fs: Any
-    kind: Literal["parquet", "zarr"]
+    kind: Literal["parquet", "csv", "zarr"]
     paths: tuple[str, ...]
     footers: tuple[str, ...] = ()
 
     def fingerprint(self) -> dict[str, str]:
         """``{file or store entry: its state}``, stat'ed now."""
-        if self.kind == "parquet":
+        if self.kind != "zarr":
             infos = _file_infos(self.fs, self.paths)
             return {
-                path: f"{_stamp(self.fs, infos[path])}, footer {footer}"
+                path: _stamp(self.fs, infos[path]) + (f", footer {footer}" if footer else "")
                 for path, footer in zip(self.paths, self.footers, strict=True)
             }
         (root,) = self.paths

@@ -48,11 +48,16 @@ def open_parquet(
         source = root
         if fs.isfile(root) and fs.size(root) == 0:
             raise ValueError(f"{path!r} is an empty file, not Parquet")
+        if fs.isdir(root):
+            _check_directory(fs, root, path)
     try:
         dataset = pads.dataset(source, filesystem=fs, format="parquet", partitioning="hive")
         fragments = list(dataset.get_fragments())
     except (pa.ArrowInvalid, OSError) as err:
-        raise ValueError(f"cannot read Parquet at {path!r}: {err}") from err
+        raise ValueError(
+            f"cannot read Parquet at {path!r}: {err} (CSV and TSV files are read when their "
+            "names end in .csv, .tsv, .tab or .txt)"
+        ) from err
     if not fragments:
         raise FileNotFoundError(f"no Parquet files under {path!r}")
     _check_schemas(fragments, path)
@@ -122,6 +127,30 @@ def read_piece(
             value = pa.array([keys[name]] * table.num_rows, type=schema.field(name).type)
             table = table.append_column(name, value)
     return table.select(columns).cast(pa.schema([schema.field(c) for c in columns])).to_pandas()
+
+
+#: Endings of Parquet files; other files of a directory have their first bytes checked.
+_SUFFIXES = (".parquet", ".parq", ".pq")
+
+
+def _check_directory(fs: fsspec.AbstractFileSystem, root: str, path: str) -> None:
+    """Refuse a directory holding files that are not Parquet, naming them (pyarrow would fail
+    on the first with a message about its bytes, not its name). Hidden files (``_SUCCESS``,
+    ``.crc``) are skipped, as pyarrow skips them."""
+    strange = []
+    for name in sorted(fs.find(root)):
+        relative = name[len(root.rstrip("/")) + 1 :]
+        if any(part.startswith(("_", ".")) for part in relative.split("/")):
+            continue
+        if not name.lower().endswith(_SUFFIXES):
+            with fs.open(name, "rb") as f:
+                if f.read(4) != b"PAR1":
+                    strange.append(relative)
+    if strange:
+        raise ValueError(
+            f"the directory {path!r} holds files that are not Parquet: {strange[:10]}; move "
+            f"them out, or name the tables with a glob such as '{path.rstrip('/')}/*.parquet'"
+        )
 
 
 def _check_schemas(fragments: list, path: str) -> None:
