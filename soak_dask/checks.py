@@ -1,14 +1,90 @@
-"""Checks of the data before anything is fitted: clear errors instead of wrong numbers."""
+"""Checks of the data before anything is fitted: clear errors instead of wrong numbers.
+
+The warnings about the data are written here, once: a run gives them (``soak_dask.soak``,
+``soak_dask.assign_folds``; ``soak_dask.load_table`` for coordinates) and
+``soak_dask.describe_table`` lists the same messages, from the same counts, before any run.
+"""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable, Mapping, Sequence
 
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
 from .table import Table
+
+_LISTED = 5  # examples named in one message
+
+
+def named(items: Iterable[object]) -> str:
+    """The first few ``items``, comma-separated, with their number when some are left out."""
+    items = list(items)
+    text = ", ".join(map(str, items[:_LISTED]))
+    return text + (f", ... ({len(items)} in all)" if len(items) > _LISTED else "")
+
+
+def warn(message: str | None, stacklevel: int = 3) -> None:
+    """Give ``message`` as a UserWarning, if there is one."""
+    if message:
+        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
+
+
+def infinite_features_error(n_inf: Mapping[str, int]) -> str | None:
+    """The refusal of feature columns with infinite values (``n_inf``: rows per column)."""
+    inf = {c: int(n) for c, n in n_inf.items() if n}
+    if not inf:
+        return None
+    return (
+        f"feature columns {list(inf)} have infinite values ({list(inf.values())} rows); "
+        "replace or drop those rows, or leave those columns out of features"
+    )
+
+
+def missing_features_warning(n_na: Mapping[str, int]) -> str | None:
+    """The warning about feature columns with missing values (``n_na``: rows per column)."""
+    na = {c: int(n) for c, n in n_na.items() if n}
+    if not na:
+        return None
+    return (
+        f"feature columns {list(na)} have missing values ({list(na.values())} rows); "
+        "learners that cannot handle NaN will fail and score NaN"
+    )
+
+
+def small_strata_warning(
+    strata: pd.Series, keys: Sequence[str], n_folds: int, unit: str = "rows"
+) -> str | None:
+    """The warning about strata (rows or groups per key combination) smaller than K: folds
+    are balanced per stratum, so some folds lack them."""
+    small = strata[(strata > 0) & (strata < n_folds)]
+    if small.empty:
+        return None
+    listed = ", ".join(f"{k}: {n}" for k, n in small.items())
+    return (
+        f"{len(small)} strata of ({', '.join(keys)}) have fewer {unit} than n_folds="
+        f"{n_folds}, so some folds lack them (a train set may then miss a class): {listed}"
+    )
+
+
+def one_class_warning(counts: pd.DataFrame, subset: str, label: str) -> str | None:
+    """The warning about subsets holding one class (``counts``: rows ``n`` per key
+    combination, with the columns ``subset`` and ``label``)."""
+    classes = counts.loc[counts["n"] > 0].groupby(subset, observed=True)[label].unique()
+    single = [f"{s} (only {_plain(v[0])!r})" for s, v in classes.items() if len(v) == 1]
+    if not single:
+        return None
+    return (
+        f"subsets with one class of {label!r}: {named(single)}; 'same' models there predict "
+        "that class only and AUC is undefined"
+    )
+
+
+def _plain(value: object) -> object:
+    """A NumPy scalar as the Python value it holds (which prints as itself)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def check_features(data: dd.DataFrame, features: tuple[str, ...]) -> None:
@@ -19,20 +95,10 @@ def check_features(data: dd.DataFrame, features: tuple[str, ...]) -> None:
     """
     values = data[list(features)]
     n_inf, n_na = dd.compute(np.isinf(values).sum(), values.isna().sum())
-    inf = n_inf[n_inf > 0]
-    if len(inf):
-        raise ValueError(
-            f"feature columns {inf.index.tolist()} have infinite values ({inf.tolist()} rows); "
-            "replace or drop those rows, or leave those columns out of features"
-        )
-    na = n_na[n_na > 0]
-    if len(na):
-        warnings.warn(
-            f"feature columns {na.index.tolist()} have missing values ({na.tolist()} rows); "
-            "learners that cannot handle NaN will fail and score NaN",
-            UserWarning,
-            stacklevel=3,
-        )
+    error = infinite_features_error(n_inf)
+    if error:
+        raise ValueError(error)
+    warn(missing_features_warning(n_na))
 
 
 def check_folds_within_groups(table: Table) -> None:
@@ -59,3 +125,26 @@ def check_blocks(blocks: pd.Series, subsets: list, n_folds: int) -> None:
             f"{len(empty)} (subset, fold) test blocks are empty, e.g. {empty[:5]}: each subset "
             f"needs rows in every fold; use fewer folds (n_folds={n_folds}) or larger subsets"
         )
+
+
+#: Test folds of one subset whose sizes differ by more than this factor get a warning: the
+#: mean over folds then gives a row of the smallest fold over 3 times the weight of one of the
+#: largest. Without groups folds differ by a row or so; whole groups can make them differ a lot.
+UNEQUAL_FOLDS = 3.0
+
+
+def unequal_folds_warning(blocks: pd.Series, factor: float = UNEQUAL_FOLDS) -> str | None:
+    """The warning about subsets whose test folds differ in size by more than ``factor``
+    (``blocks``: rows per (subset, fold), indexed by the two)."""
+    rows = blocks[blocks > 0]
+    sizes = rows.groupby(level=0, observed=True).agg(["min", "max"])
+    uneven = sizes[sizes["max"] > factor * sizes["min"]]
+    if uneven.empty:
+        return None
+    listed = named(f"{s}: {lo:,} to {hi:,} rows" for s, (lo, hi) in uneven.iterrows())
+    return (
+        f"test folds differ in size by more than a factor of {factor:g} within subsets "
+        f"({listed}): the mean over folds counts a row of a small fold more than one of a "
+        "large fold; read it beside the row-weighted mean (weighted_mean, with n_test_min and "
+        "n_test_max, in summary() and the report), or use smaller groups or fewer folds"
+    )

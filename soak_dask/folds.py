@@ -210,9 +210,7 @@ def assign_folds(table: Table, n_folds: int = 10, seed: int = 1, *, stratify: bo
         )
     n_folds = check_n_folds(n_folds)
     seed = check_seed(seed)
-    keys = [table.subset]
-    if stratify and table.task == "classification":
-        keys.append(table.label)
+    keys = strata_keys(table, stratify)
     if table.group is not None:
         return table.with_fold(_assign_group_folds(table, keys, n_folds, seed), FOLD_COLUMN)
     data, strata = _assign_row_folds(table, keys, n_folds, seed)
@@ -223,6 +221,39 @@ def assign_folds(table: Table, n_folds: int = 10, seed: int = 1, *, stratify: bo
         counts = _row_fold_counts(strata, n_folds, seed)
         counts = counts[[table.subset, FOLD_COLUMN, *keys[1:], "n"]]
     return table.with_fold(data, FOLD_COLUMN, counts)
+
+
+def strata_keys(table: Table, stratify: bool) -> list[str]:
+    """The columns whose value combinations ``assign_folds`` balances across folds: the subset,
+    and the label for stratified classification."""
+    stratified = stratify and table.task == "classification"
+    return [table.subset, *([table.label] if stratified else [])]
+
+
+def fold_rows(
+    sizes: pd.DataFrame, keys: list[str], n_folds: int, seed: int, group: str | None = None
+) -> pd.Series:
+    """Rows per (subset, fold) that ``assign_folds`` gives, from counts alone (no pass).
+
+    Parameters
+    ----------
+    sizes : DataFrame
+        Rows ``n`` per combination of ``keys`` (subset first; see ``strata_keys``), or with
+        ``group``, per group and combination (each group in one combination).
+    keys : list of str
+    n_folds, seed : int
+        As given to ``assign_folds``.
+    group : str, optional
+        The group column: whole groups go to one fold.
+    """
+    if group is None:
+        strata = sizes.groupby(keys, observed=True)["n"].sum().sort_index()
+        counts = _row_fold_counts(strata, n_folds, seed)
+    else:
+        mapping = _group_mapping(sizes, group, keys, n_folds, seed)
+        folds = mapping.reindex(sizes[group].to_numpy()).to_numpy()
+        counts = sizes.assign(**{FOLD_COLUMN: folds})
+    return counts.groupby([keys[0], FOLD_COLUMN], observed=True)["n"].sum()
 
 
 def _key_index(part: pd.DataFrame, keys: list[str]) -> pd.MultiIndex:
@@ -386,7 +417,6 @@ def _assign_group_folds(table: Table, keys: list[str], n_folds: int, seed: int) 
             f"subsets {few.to_dict()} have fewer groups of {group!r} than n_folds={n_folds}, "
             "so some test folds would be empty; use fewer folds or smaller groups"
         )
-    strata = sizes.groupby(keys, observed=True)["n"].sum().sort_index()
     # With groups, what a fold can hold of a stratum is counted in groups, not rows.
     _warn_small_strata(
         sizes.groupby(keys, observed=True)[group].nunique(),
@@ -394,6 +424,17 @@ def _assign_group_folds(table: Table, keys: list[str], n_folds: int, seed: int) 
         n_folds,
         unit=f"groups of {group!r}",
     )
+    mapping = _group_mapping(sizes, group, keys, n_folds, seed)
+    return data.map_partitions(
+        _map_group_folds, group, mapping, meta=data._meta.assign(**{FOLD_COLUMN: np.int8(0)})
+    )
+
+
+def _group_mapping(
+    sizes: pd.DataFrame, group: str, keys: list[str], n_folds: int, seed: int
+) -> pd.Series:
+    """The fold of each group (``group_folds``), from its rows ``n`` per key combination."""
+    strata = sizes.groupby(keys, observed=True)["n"].sum().sort_index()
     index = strata.index if len(keys) > 1 else pd.MultiIndex.from_arrays([strata.index])
     groups = pd.DataFrame(
         {
@@ -402,10 +443,7 @@ def _assign_group_folds(table: Table, keys: list[str], n_folds: int, seed: int) 
             "n": sizes["n"].to_numpy(),
         }
     )
-    mapping = group_folds(groups, n_folds, seed)
-    return data.map_partitions(
-        _map_group_folds, group, mapping, meta=data._meta.assign(**{FOLD_COLUMN: np.int8(0)})
-    )
+    return group_folds(groups, n_folds, seed)
 
 
 def _map_group_folds(part: pd.DataFrame, group: str, mapping: pd.Series) -> pd.DataFrame:

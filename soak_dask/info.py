@@ -2,7 +2,9 @@
 and the problems that would make folds empty or fits fail.
 
 Everything is computed in one pass over the data: each partition is summarised where it lies
-(counts, distinct groups, missing values) and only those small summaries reach the client.
+(counts, distinct groups, missing and infinite values) and only those small summaries reach
+the client. The warnings are those a run with the same settings gives (the messages of
+``soak_dask.checks``, from the same counts), plus the errors it would stop with.
 """
 
 from __future__ import annotations
@@ -11,14 +13,22 @@ from dataclasses import dataclass
 from typing import Any
 
 import dask
+import numpy as np
 import pandas as pd
 
-from .folds import check_fold_values
-from .table import Table
+from .checks import (
+    infinite_features_error,
+    missing_features_warning,
+    named,
+    one_class_warning,
+    small_strata_warning,
+    unequal_folds_warning,
+)
+from .folds import check_fold_values, check_n_folds, check_seed, fold_rows, strata_keys
+from .table import Table, check_one_type, coordinates_warning, float_array
 
 #: Default K, as in ``soak_dask.soak``.
 DEFAULT_FOLDS = 10
-_LISTED = 5  # examples named in one warning
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,8 @@ class TableInfo:
     subset, group, fold : str or None
         Role columns (``subset`` None: one subset, plain K-fold CV).
     features : tuple of str
+    excluded_coordinates : tuple of str
+        Columns named like coordinates that the default features left out.
     n_rows : int
     n_folds : int
         K: the fold column's largest fold, else the requested (default 10).
@@ -44,7 +56,8 @@ class TableInfo:
     missing : dict
         Column -> number of missing values, for columns that have any.
     warnings : list of str
-        Problems for SOAK, each naming the columns, values and the fix.
+        The warnings a run would give, and the problems that would stop it, each naming the
+        columns, values and the fix.
     """
 
     source: str
@@ -61,12 +74,15 @@ class TableInfo:
     fold_rows: pd.DataFrame | None
     missing: dict[str, int]
     warnings: list[str]
+    excluded_coordinates: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return format_info(self)
 
 
-def describe_table(table: Table, n_folds: int | None = None) -> TableInfo:
+def describe_table(
+    table: Table, n_folds: int | None = None, *, seed: int = 1, stratify: bool = True
+) -> TableInfo:
     """Summarise ``table`` for SOAK in one pass over its partitions.
 
     Parameters
@@ -76,6 +92,12 @@ def describe_table(table: Table, n_folds: int | None = None) -> TableInfo:
     n_folds : int, optional
         K the run will use (default 10). With a fold column, K is read from the column and a
         different ``n_folds`` is reported as a warning.
+    seed : int
+        As the run's ``seed``, which decides the folds SOAK assigns, and so (with groups) how
+        much their sizes differ.
+    stratify : bool
+        As the run's ``stratify``: whether folds are balanced within subset × label, which
+        decides the strata checked for having fewer rows (or groups) than folds.
 
     Returns
     -------
@@ -85,23 +107,33 @@ def describe_table(table: Table, n_folds: int | None = None) -> TableInfo:
     Examples
     --------
     >>> import pandas as pd, soak_dask as sd
-    >>> df = pd.DataFrame({"x": range(8), "y": list("abab") * 2, "s": list("AAAABBBB")})
+    >>> df = pd.DataFrame({"b1": range(8), "y": list("abab") * 2, "s": list("AAAABBBB")})
     >>> info = describe_table(sd.load_table(df, label="y", subset="s"), n_folds=2)
     >>> info.rows.to_dict("index")
     {'A': {'a': 2, 'b': 2}, 'B': {'a': 2, 'b': 2}}
     """
+    if n_folds is not None:
+        n_folds = check_n_folds(n_folds)
+    seed = check_seed(seed)
     roles = _roles(table)
     parts = [dask.delayed(_summarise_part)(part, **roles) for part in table.data.to_delayed()]
     summaries = dask.compute(*parts)
     blocks = _sum(s["blocks"] for s in summaries)
     missing = _sum(s["missing"] for s in summaries)
     missing = {str(c): int(n) for c, n in missing.items() if n}
-    members = (
-        pd.concat([s["members"] for s in summaries]).drop_duplicates() if table.group else None
-    )
+    infinite = _sum(s["infinite"] for s in summaries)
+    group_rows = _sum(s["groups"] for s in summaries).rename("n") if table.group else None
+    group_rows = None if group_rows is None else group_rows.reset_index()
+    members = None if group_rows is None else group_rows.drop(columns="n")
     counts = blocks.rename("n").reset_index()
+    for frame in (counts, members):  # the role columns' distinct values, as counted
+        for column in [] if frame is None else frame.columns.drop("n", errors="ignore"):
+            check_one_type(frame[column], column)
     known = counts.dropna(subset=[c for c in counts.columns if c != "n"])
-    notes = [_missing_warning(table, missing)] if missing else []
+    notes = [coordinates_warning(table.excluded_coordinates)] if table.excluded_coordinates else []
+    notes += _missing_role_warnings(table, missing)
+    in_features = {c: n for c, n in missing.items() if c in table.features}
+    notes += [missing_features_warning(in_features), infinite_features_error(infinite)]
     k = n_folds or DEFAULT_FOLDS
     fold_rows = None
     if table.fold is not None:
@@ -111,13 +143,12 @@ def describe_table(table: Table, n_folds: int | None = None) -> TableInfo:
         notes += _empty_block_warnings(fold_rows, table, k)
     if table.task == "classification":
         rows = _table(known, table.subset, table.label)
-        notes += _class_warnings(rows, table.label)
-        strata, what = rows.stack(), "subset × label"
+        notes.append(one_class_warning(known, table.subset, table.label))
     else:
         rows = _regression_rows(known, _sum_frames(s["label"] for s in summaries), table.subset)
-        strata, what = rows["rows"], "subsets"
     if table.fold is None:
-        notes += _stratum_warnings(strata, what, k)
+        notes.append(_strata_warning(table, known, members, k, stratify))
+    notes.append(_unequal_folds(table, known, group_rows, fold_rows, k, seed, stratify))
     groups = None
     if members is not None:
         groups = members.groupby(table.subset, observed=True)[table.group].nunique()
@@ -130,13 +161,14 @@ def describe_table(table: Table, n_folds: int | None = None) -> TableInfo:
         group=table.group,
         fold=table.fold,
         features=table.features,
+        excluded_coordinates=table.excluded_coordinates,
         n_rows=int(blocks.sum()),
         n_folds=int(k),
         rows=rows,
         groups=groups,
         fold_rows=fold_rows,
         missing=missing,
-        warnings=notes,
+        warnings=[note for note in notes if note],
     )
 
 
@@ -146,6 +178,7 @@ def _roles(table: Table) -> dict[str, Any]:
         "label": table.label,
         "group": table.group,
         "fold": table.fold,
+        "features": list(table.features),
         "classification": table.task == "classification",
     }
 
@@ -156,6 +189,7 @@ def _summarise_part(
     label: str,
     group: str | None,
     fold: str | None,
+    features: list[str],
     classification: bool,
 ) -> dict[str, Any]:
     """Small summaries of one partition; runs where the partition is."""
@@ -163,10 +197,11 @@ def _summarise_part(
     out: dict[str, Any] = {
         "blocks": part.groupby(keys, dropna=False, observed=True).size(),
         "missing": part.isna().sum(),
+        "infinite": pd.Series(np.isinf(float_array(part, features)).sum(axis=0), index=features),
     }
     if group is not None:
-        out["members"] = part[[subset, *([label] if classification else []), group]]
-        out["members"] = out["members"].drop_duplicates()
+        members = [subset, *([label] if classification else []), group]
+        out["groups"] = part.groupby(members, dropna=False, observed=True).size()
     if not classification:
         y = part[label]
         stats = pd.DataFrame({"sum": y, "count": y.notna(), "min": y, "max": y})
@@ -210,22 +245,13 @@ def _regression_rows(counts: pd.DataFrame, label: pd.DataFrame, subset: str) -> 
     )
 
 
-def _named(items: Any) -> str:
-    items = list(items)
-    text = ", ".join(map(str, items[:_LISTED]))
-    return text + (f", ... ({len(items)} in all)" if len(items) > _LISTED else "")
-
-
-def _missing_warning(table: Table, missing: dict[str, int]) -> str:
+def _missing_role_warnings(table: Table, missing: dict[str, int]) -> list[str]:
+    """Missing values in role columns, which stop a run."""
     roles = {table.label: "label", table.subset: "subset", table.group: "group", table.fold: "fold"}
     role_cols = [f"{roles[c]} column {c!r}: {n}" for c, n in missing.items() if c in roles]
-    features = [f"{c!r}: {n}" for c, n in missing.items() if c not in roles]
-    parts = []
-    if role_cols:
-        parts.append(f"missing values in role columns ({_named(role_cols)}) stop SOAK")
-    if features:
-        parts.append(f"missing values in features ({_named(features)}) stop most learners")
-    return "; ".join(parts) + ": drop or fill those rows first"
+    if not role_cols:
+        return []
+    return [f"missing values in role columns ({named(role_cols)}) stop SOAK: drop those rows"]
 
 
 def _fold_k(counts: pd.DataFrame, fold: str, n_folds: int | None) -> tuple[int, list[str]]:
@@ -243,33 +269,45 @@ def _empty_block_warnings(fold_rows: pd.DataFrame, table: Table, k: int) -> list
         return []
     return [
         f"{len(empty)} (subset, fold) blocks of ({table.subset}, {table.fold}) have no rows, e.g. "
-        f"{_named(empty)}: SOAK needs every subset in every fold; renumber the folds"
+        f"{named(empty)}: SOAK needs every subset in every fold; renumber the folds"
     ]
 
 
-def _class_warnings(rows: pd.DataFrame, label: str) -> list[str]:
-    present = rows > 0
-    single = [
-        f"{s} (only {row[row].index[0]!r})" for s, row in present.iterrows() if row.sum() == 1
-    ]
-    if not single:
-        return []
-    return [
-        f"subsets with one class of {label!r}: {_named(single)}; 'same' models there predict "
-        "that class only and AUC is undefined"
-    ]
+def _strata_warning(
+    table: Table, counts: pd.DataFrame, members: pd.DataFrame | None, k: int, stratify: bool
+) -> str | None:
+    """The strata that ``soak_dask.assign_folds`` would find smaller than K: rows per subset
+    (× label when stratified), or with groups, groups per stratum."""
+    keys = strata_keys(table, stratify)
+    if members is None:
+        strata = counts.groupby(keys, observed=True)["n"].sum().sort_index()
+        return small_strata_warning(strata, keys, k)
+    known = members.dropna()
+    strata = known.groupby(keys, observed=True)[table.group].nunique()
+    return small_strata_warning(strata, keys, k, unit=f"groups of {table.group!r}")
 
 
-def _stratum_warnings(strata: pd.Series, what: str, k: int) -> list[str]:
-    """Strata with rows but fewer than K: folds are balanced per stratum, so some lack it."""
-    small = strata[(strata > 0) & (strata < k)]
-    if small.empty:
-        return []
-    names = [f"{key}: {n}" for key, n in small.items()]
-    return [
-        f"{len(small)} strata ({what}) have fewer rows than the {k} folds, so some folds lack "
-        f"them: {_named(names)}; use fewer folds or merge small strata"
-    ]
+def _unequal_folds(
+    table: Table,
+    counts: pd.DataFrame,
+    group_rows: pd.DataFrame | None,
+    user_folds: pd.DataFrame | None,
+    k: int,
+    seed: int,
+    stratify: bool,
+) -> str | None:
+    """The run's warning about test folds of very different sizes, from the fold column's
+    rows or the folds SOAK would assign (computed from the counts: no pass)."""
+    if user_folds is not None:
+        return unequal_folds_warning(user_folds.stack())
+    keys = strata_keys(table, stratify)
+    if group_rows is None:
+        return unequal_folds_warning(fold_rows(counts, keys, k, seed))
+    sizes = group_rows.dropna().groupby([*keys, table.group], observed=True)["n"].sum()
+    sizes = sizes[sizes > 0].reset_index()
+    if sizes[table.group].duplicated().any():
+        return None  # a group in two strata stops the run before folds (listed below)
+    return unequal_folds_warning(fold_rows(sizes, keys, k, seed, table.group))
 
 
 def _group_warnings(members: pd.DataFrame, groups: pd.Series, table: Table, k: int) -> list[str]:
@@ -282,13 +320,13 @@ def _group_warnings(members: pd.DataFrame, groups: pd.Series, table: Table, k: i
         if len(spanning):
             notes.append(
                 f"{len(spanning)} groups of {group!r} have more than one {key!r} value "
-                f"(e.g. {_named(spanning)}); assigning folds needs one value per group"
+                f"(e.g. {named(spanning)}); assigning folds needs one value per group"
             )
     few = groups[groups < k]
     if table.fold is None and len(few):
         notes.append(
             f"subsets with fewer groups of {group!r} than the {k} folds: "
-            f"{_named(f'{s}: {n}' for s, n in few.items())}; some test folds would be empty, "
+            f"{named(f'{s}: {n}' for s, n in few.items())}; some test folds would be empty, "
             "use fewer folds"
         )
     return notes
@@ -306,6 +344,7 @@ def format_info(info: TableInfo) -> str:
         f"group:    {info.group or '(none)'}",
         f"folds:    {info.n_folds} ({fold})",
         f"features ({len(info.features)}): {', '.join(info.features)}",
+        *_left_out(info.excluded_coordinates),
         "",
         f"rows per subset × {'label' if info.task == 'classification' else 'label summary'}:",
         _with_total(info.rows)
@@ -321,6 +360,11 @@ def format_info(info: TableInfo) -> str:
     lines += ["", "warnings:" if info.warnings else "warnings: none"]
     lines += [f"  - {w}" for w in info.warnings]
     return "\n".join(lines)
+
+
+def _left_out(columns: tuple[str, ...]) -> list[str]:
+    """The line naming the coordinate columns left out of the features, if any."""
+    return [f"left out (coordinates): {', '.join(columns)}"] if columns else []
 
 
 def _with_total(rows: pd.DataFrame) -> str:

@@ -25,8 +25,8 @@ Examples
 >>> import numpy as np, pandas as pd, soak_dask as sd
 >>> from sklearn.linear_model import Ridge
 >>> rng = np.random.default_rng(0)
->>> df = pd.DataFrame({"x": rng.normal(size=60), "region": np.repeat(["N", "S"], 30)})
->>> df["y"] = 2.0 * df["x"] + rng.normal(size=60)
+>>> df = pd.DataFrame({"x1": rng.normal(size=60), "region": np.repeat(["N", "S"], 30)})
+>>> df["y"] = 2.0 * df["x1"] + rng.normal(size=60)
 >>> table = sd.assign_folds(sd.load_table(df, label="y", subset="region"), n_folds=3)
 >>> stats = block_stats(table, ["N", "S"], n_folds=3).compute()
 >>> est = fit_from_stats(Ridge(alpha=1.0), train_stats(stats, ["N", "S"], fold=1))

@@ -12,15 +12,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import dask
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LinearRegression, LogisticRegression, SGDClassifier
 
 import soak_dask as sd
 from soak_dask.demo import write_pixel_parquet
+from soak_dask.info import describe_table
+from soak_dask.learners import resolve_learners
 
 from .conftest import toy_table
 
@@ -86,7 +91,9 @@ def test_missing_values_in_role_columns(column, group):
 def test_missing_values_in_regression_label():
     df = toy_table(n=90).assign(target=np.linspace(0, 1, 90))
     df.loc[5, "target"] = np.nan
-    table = sd.load_table(df, label="target", subset="subset")
+    with clear_error(ValueError, "label column 'target'", "1 missing values", "drop those rows"):
+        sd.load_table(df, label="target", subset="subset")  # before the task is inferred
+    table = sd.load_table(df, label="target", subset="subset", task="regression")
     with clear_error(ValueError, "'target'", "1 missing values"):
         sd.soak(table, n_folds=3, learners="featureless", measures=["mse"], progress=False)
 
@@ -116,6 +123,77 @@ def test_infinite_feature_values_are_named():
 def test_soak_needs_a_table():
     with clear_error(TypeError, "load_table"):
         sd.soak(toy_table(n=30), n_folds=3, **FAST)
+
+
+@pytest.mark.parametrize("features", [[], (), "x0"])
+def test_features_empty_or_one_string(features):
+    with clear_error(ValueError, f"features={features!r}", "leave features out"):
+        sd.load_table(toy_table(n=30), label="y", subset="subset", features=features)
+
+
+def one_and_text_one(df: pd.DataFrame, column: str) -> pd.DataFrame:
+    """``df`` with ``column``'s first value replaced by 1 (int) and its second by '1' (str)."""
+    first, second = df[column].unique()[:2]
+    values = df[column].astype(object)
+    values[df[column] == first] = 1
+    values[df[column] == second] = "1"
+    return df.assign(**{column: values})
+
+
+@pytest.mark.parametrize("column", ["subset", "y", "group"])
+def test_values_one_and_text_one_in_a_pandas_role_column(column):
+    df = one_and_text_one(grouped(), column)
+    role = {"subset": "subset", "y": "label", "group": "group"}[column]
+    with clear_error(ValueError, f"{role} column {column!r}", "1 (int)", "'1' (str)", "one type"):
+        sd.load_table(df, label="y", subset="subset", group="group")
+
+
+@pytest.mark.parametrize(
+    ("column", "fold"), [("subset", False), ("y", False), ("group", False), ("subset", True)]
+)
+def test_values_one_and_text_one_counted_on_the_cluster(column, fold):
+    """An object column of a Dask frame is seen first where its values are counted."""
+    df = one_and_text_one(grouped(), column).assign(fold=np.resize([1, 2, 3], 240))
+    with dask.config.set({"dataframe.convert-string": False}):
+        ddf = dd.from_pandas(df, npartitions=3)
+    table = sd.load_table(
+        ddf,
+        label="y",
+        subset="subset",
+        group=None if fold else "group",
+        fold="fold" if fold else None,
+    )
+    with clear_error(ValueError, f"column {column!r}", "1 (int)", "'1' (str)", "one type"):
+        sd.soak(table, n_folds=None if fold else 3, **FAST)
+    with clear_error(ValueError, f"column {column!r}", "1 (int)", "'1' (str)"):
+        describe_table(table)
+    if column == "subset":
+        with clear_error(ValueError, "'subset'", "1 (int)", "'1' (str)"):
+            sd.SameOtherAllCV(df["subset"].tolist(), n_splits=3)
+
+
+@pytest.mark.parametrize("seed", [1.5, 1.0, np.float64(2.0), "1", -1, 2**32, 2**70, None, True])
+def test_seed_not_an_integer_from_0_to_2_to_the_32(seed):
+    table = sd.load_table(toy_table(n=60), label="y", subset="subset")
+    words = (f"seed={seed!r}", "integer from 0 to 2**32 - 1")
+    with clear_error(ValueError, *words):
+        sd.soak(table, n_folds=3, seed=seed, **FAST)
+    with clear_error(ValueError, *words):
+        sd.assign_folds(table, 3, seed)
+    with clear_error(ValueError, *words):
+        resolve_learners("random_forest", "classification", seed)
+    with clear_error(ValueError, f"random_state={seed!r}", "integer from 0 to 2**32 - 1"):
+        sd.SameOtherAllCV(np.zeros(10), n_splits=3, random_state=seed)
+
+
+@pytest.mark.parametrize("seed", [np.int64(7), np.uint32(2**32 - 1)])
+def test_numpy_integer_seeds_equal_python_ints(seed):
+    table = sd.load_table(toy_table(n=90), label="y", subset="subset")
+    as_int = sd.soak(table, "decision_tree", n_folds=3, seed=int(seed), progress=False)
+    as_numpy = sd.soak(table, "decision_tree", n_folds=3, seed=seed, progress=False)
+    assert as_numpy["error"].notnull().all()
+    np.testing.assert_array_equal(as_numpy["error"], as_int["error"])
+    assert as_numpy.attrs["seed"] == as_int.attrs["seed"]
 
 
 # --- folds and groups -----------------------------------------------------------------------
@@ -184,6 +262,26 @@ def test_fold_column_values_outside_one_to_k(values, words):
         sd.soak(table, **FAST)
 
 
+@pytest.mark.parametrize(
+    ("values", "dtype"), [(["1", "2", "3"], "str"), ([1, 2, 3], object), ([True, False], bool)]
+)
+def test_fold_column_not_numeric(values, dtype):
+    df = toy_table(n=90).assign(fold=pd.Series(np.resize(values, 90), dtype=dtype))
+    with clear_error(ValueError, "fold column 'fold'", "dtype", "astype(int)"):
+        sd.load_table(df, label="y", subset="subset", fold="fold")
+
+
+def test_n_folds_refused_with_a_fold_column_and_beyond_127():
+    df = toy_table(n=90).assign(fold=np.resize([1, 2, 3], 90))
+    table = sd.load_table(df, label="y", subset="subset", fold="fold")
+    with clear_error(ValueError, "n_folds=0", "at least 2"):
+        sd.soak(table, n_folds=0, **FAST)
+    with clear_error(ValueError, "n_folds=0", "at least 2"):
+        describe_table(table, n_folds=0)
+    with clear_error(ValueError, "n_splits=128", "127"):
+        sd.SameOtherAllCV(np.zeros(300), n_splits=128)
+
+
 def test_fold_column_with_missing_values_or_other_n_folds():
     df = toy_table(n=90).assign(fold=np.resize([1.0, 2.0, 3.0], 90))
     table = sd.load_table(df, label="y", subset="subset", fold="fold")
@@ -233,13 +331,40 @@ def test_train_set_with_one_class_scores_nan_with_one_warning():
     res, messages = soak_warnings(
         table, learners={"lr": LogisticRegression(), "base": "featureless"}, n_folds=3
     )
-    assert len(messages) == 1, messages
-    assert messages[0].startswith("3 fits failed") and "lr fit" in messages[0]
-    assert "class" in messages[0]
+    assert len(messages) == 2, messages  # the data's warning (as soak info gives), the fits'
+    assert messages[0].startswith("subsets with one class of 'y': s2 (only 'no')")
+    assert messages[1].startswith("3 fits failed") and "lr fit" in messages[1]
+    assert "class" in messages[1]
     failed = res["error"].sel(learner="lr", test_subset="s2", train_type="same")
     assert failed.isnull().all()
     assert int(res["error"].isnull().sum()) == 3
     assert res["error"].sel(learner="base").notnull().all()
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_one_missing_feature_value_scores_nan_where_that_row_is_used(incremental):
+    """Fits and predictions that meet the NaN score NaN with the warning the run gave first;
+    a learner that handles NaN scores everywhere."""
+    df = toy_table(n=150, n_subsets=3, seed=2).assign(fold=np.resize([1, 2, 3], 150))
+    df.loc[5, "x1"] = np.nan
+    row_subset, row_fold = df.loc[5, "subset"], df.loc[5, "fold"]
+    table = sd.load_table(df, label="y", subset="subset", fold="fold")
+    linear = SGDClassifier(random_state=0) if incremental else LogisticRegression()
+    learners = {"lr": linear, "hgb": HistGradientBoostingClassifier(max_iter=5)}
+    res, messages = soak_warnings(table, learners=learners, incremental=incremental)
+    lr = res["error"].sel(learner="lr")
+    for t in lr["test_subset"].values:
+        for k in lr["fold"].values:
+            for tt in lr["train_type"].values:
+                trained_on = {"same": t == row_subset, "other": t != row_subset, "all": True}[tt]
+                meets = (t == row_subset and k == row_fold) or (k != row_fold and trained_on)
+                cell = lr.sel(test_subset=t, fold=k, train_type=tt)
+                assert bool(cell.isnull()) == meets, (t, k, tt)
+    assert res["error"].sel(learner="hgb").notnull().all()
+    assert len(messages) == 2, messages
+    assert "'x1'" in messages[0] and "score NaN" in messages[0]
+    assert "fits failed and score NaN" in messages[1] and "lr fit" in messages[1]
+    assert f"predicting test subset {row_subset!r}" in messages[1] and "NaN" in messages[1]
 
 
 def test_unknown_learner_measure_and_train_type():
@@ -323,3 +448,56 @@ def test_source_files_are_never_written_or_moved(tmp_path, persist):
     sd.save_results(res, tmp_path / "results.zarr")
     assert _fingerprint(pixels) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pixels", "results.zarr"]
+
+
+# --- issue 11: column names, roles and the label ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"exclude": ["X0"]}, ["exclude", "'X0'", "did you mean 'x0'"]),
+        ({"exclude": ["x0", "subst"]}, ["exclude", "'subst'", "'subset'"]),
+        ({"features": ["x0", "x_1"]}, ["features", "'x_1'", "'x1'"]),
+        ({"features": ["x0", "zzz"]}, ["features", "'zzz'", "available columns"]),
+    ],
+)
+def test_unknown_column_in_exclude_or_features_names_it_and_close_matches(kwargs, words):
+    with clear_error(ValueError, *words):
+        sd.load_table(toy_table(n=30), label="y", subset="subset", **kwargs)
+
+
+def test_a_column_in_both_features_and_exclude():
+    with clear_error(ValueError, "['x1']", "both in features and in exclude"):
+        sd.load_table(toy_table(n=30), label="y", features=["x0", "x1"], exclude=["x1"])
+
+
+@pytest.mark.parametrize(
+    ("roles", "first", "second", "column"),
+    [
+        ({"label": "y", "subset": "y"}, "label", "subset", "y"),
+        ({"label": "y", "subset": "subset", "group": "subset"}, "subset", "group", "subset"),
+        ({"label": "y", "group": "group", "fold": "group"}, "group", "fold", "group"),
+        ({"label": "fold", "fold": "fold"}, "label", "fold", "fold"),
+    ],
+)
+def test_one_role_per_column(roles, first, second, column):
+    df = grouped().assign(fold=np.resize([1, 2, 3], 240))
+    with clear_error(ValueError, f"column {column!r}", f"both the {first} and the {second}"):
+        sd.load_table(df, **roles)
+
+
+@pytest.mark.parametrize("source", ["pandas", "parquet"])
+def test_zero_one_label_with_a_missing_value_is_reported_as_missing(tmp_path, source):
+    """Issue 11: the label was taken for a quantity, and a classifier refused it."""
+    df = toy_table(n=90).assign(tree=lambda d: (d["y"] == "yes").astype(float)).drop(columns="y")
+    df.loc[7, "tree"] = np.nan
+    if source == "parquet":
+        df.to_parquet(tmp_path / "t.parquet")
+    data = df if source == "pandas" else tmp_path / "t.parquet"
+    with clear_error(ValueError, "label column 'tree'", "1 missing values", "drop those rows"):
+        sd.load_table(data, label="tree", subset="subset")
+    table = sd.load_table(df.dropna(subset=["tree"]), label="tree", subset="subset")
+    assert table.task == "classification"
+    res = sd.soak(table, n_folds=3, **{**FAST, "learners": {"lr": LogisticRegression()}})
+    assert res["error"].notnull().all() and res.attrs["classes"] == ["0.0", "1.0"]
