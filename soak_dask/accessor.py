@@ -18,11 +18,16 @@ class SoakAccessor:
         self._ds = ds
 
     def pvalues(self, measures: Any = None, **kwargs: Any) -> pd.DataFrame:
-        """Paired t-tests of other and all vs same; see ``soak_dask.stats.pvalues``."""
+        """Paired t-tests of other and all vs same; see ``soak_dask.stats.pvalues``.
+
+        Results of plain K-fold CV (one subset) have nothing to compare: a warning says so and
+        the frame is empty; use ``summary()``.
+        """
         return stats.pvalues(self._ds, measures, **kwargs)
 
     def summary(self, measures: Any = None) -> pd.DataFrame:
-        """Mean ± SD per learner × test subset × train type; see ``soak_dask.stats.summary``."""
+        """Mean ± SD, row-weighted mean and test rows per learner × test subset × train type;
+        see ``soak_dask.stats.summary``."""
         return stats.summary(self._ds, measures)
 
     def plot(self, measure: str = "error", learners: Any = None, **kwargs: Any) -> Any:
@@ -30,3 +35,9 @@ class SoakAccessor:
         from .plot import plot_soak  # matplotlib is imported only when a figure is drawn
 
         return plot_soak(self._ds, measure, learners, **kwargs)
+
+    def plot_learners(self, measure: str = "error", learners: Any = None, **kwargs: Any) -> Any:
+        """matplotlib Figure comparing the learners; see ``soak_dask.plot.plot_learners``."""
+        from .plot import plot_learners
+
+        return plot_learners(self._ds, measure, learners, **kwargs)

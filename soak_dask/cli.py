@@ -8,17 +8,32 @@ lists each one's flags. A user error prints one line ``soak: error: ...`` and ex
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from textwrap import indent
 from typing import Any
 
-from .config import RunSettings, load_run_file, merge_settings, setting_names
+from .config import (
+    ALLOWED_MODULES,
+    RunSettings,
+    empty_list_message,
+    load_run_file,
+    merge_settings,
+    setting_names,
+)
+from .learners import describe_builtins
 
 #: Exit status of a user error, as argparse uses.
 USAGE_ERROR = 2
+#: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED = 130
+# Finished fits reach the run's checkpoint (--checkpoint, or OUT.checkpoint) as they arrive.
+_RESUME_HINT = (
+    "; the fits finished so far are in the checkpoint: run the same command again (same --out "
+    "and --checkpoint) to resume"
+)
 
 
 class UsageError(Exception):
@@ -38,6 +53,22 @@ def _comma_list(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _names(key: str) -> Callable[[str], list[str]]:
+    """Argparse type of the flag of list setting `key`: a comma-separated list, not empty.
+
+    An empty value (``--features ''``) is refused: it would mean no column, no learner, ...
+    while leaving the flag out means the default.
+    """
+
+    def parse(value: str) -> list[str]:
+        names = _comma_list(value)
+        if not names:
+            raise argparse.ArgumentTypeError(empty_list_message(key, repr(value), "the flag"))
+        return names
+
+    return parse
+
+
 def _add_table_args(parser: argparse.ArgumentParser, run_file: bool) -> None:
     """Flags naming the table and its columns, shared by ``run`` and ``info``.
 
@@ -50,7 +81,7 @@ def _add_table_args(parser: argparse.ArgumentParser, run_file: bool) -> None:
         nargs="?" if run_file else None,
         metavar="DATA",
         **kw,
-        help="Parquet file/directory/glob or Zarr store, path or URL",
+        help="Parquet or CSV/TSV file/directory/glob, or Zarr store, path or URL",
     )
     parser.add_argument(
         "--label", metavar="COLUMN", required=not run_file, **kw, help="column to predict"
@@ -70,7 +101,7 @@ def _add_table_args(parser: argparse.ArgumentParser, run_file: bool) -> None:
     )
     parser.add_argument(
         "--features",
-        type=_comma_list,
+        type=_names("features"),
         metavar="A,B,...",
         **kw,
         help="comma-separated feature columns",
@@ -81,6 +112,13 @@ def _add_table_args(parser: argparse.ArgumentParser, run_file: bool) -> None:
         metavar="A,B,...",
         **kw,
         help="comma-separated columns that are not features",
+    )
+    parser.add_argument(
+        "--coordinates",
+        choices=["exclude", "include"],
+        **kw,
+        help="columns named like coordinates (x, y, xcoord, lon, lat, easting, row, ...) when "
+        "--features is not given: left out with a warning (exclude, the default) or used",
     )
     parser.add_argument(
         "--rows-per-partition",
@@ -108,7 +146,7 @@ def _add_run_args(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--learner",
-        type=_comma_list,
+        type=_names("learner"),
         action="extend",
         default=s,
         metavar="NAME",
@@ -118,14 +156,14 @@ def _add_run_args(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--train-types",
         dest="train_types",
-        type=_comma_list,
+        type=_names("train_types"),
         default=s,
         metavar="TYPES",
         help="comma-separated, from same,other,all (default: all three)",
     )
     run.add_argument(
         "--measures",
-        type=_comma_list,
+        type=_names("measures"),
         default=s,
         metavar="A,B,...",
         help="e.g. error,auc (default: every measure of the task)",
@@ -186,6 +224,15 @@ def _add_run_args(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--tls-key", dest="tls_key", default=s, metavar="FILE", help="client key (PEM)"
     )
+    run.add_argument(
+        "--allow-modules",
+        dest="allow_modules",
+        type=_comma_list,
+        default=s,
+        metavar="A,B,...",
+        help=f"packages or modules that run-file learners may import besides "
+        f"{', '.join(ALLOWED_MODULES)} (importing a module runs its code)",
+    )
     run.add_argument("--config", metavar="FILE", help="TOML run file; flags override it")
     run.add_argument("--out", default=s, metavar="PATH", help="results to write: .zarr or .nc")
     run.add_argument("--overwrite", action="store_true", default=s, help="replace --out")
@@ -209,12 +256,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", default=False, **debug)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, help_text: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text)
+    def command(name: str, help_text: str, **kwargs: Any) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text, **kwargs)
         sub.add_argument("--debug", default=argparse.SUPPRESS, **debug)
         return sub
 
-    _add_run_args(command("run", "run SOAK on a table and save the results"))
+    _add_run_args(
+        command(
+            "run",
+            "run SOAK on a table and save the results",
+            epilog=f"built-in learners (--learner NAME):\n{indent(describe_builtins(), '  ')}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the list's lines
+        )
+    )
 
     info = command("info", "describe a table: task, features, rows per subset × label, warnings")
     _add_table_args(info, run_file=False)
@@ -244,12 +298,13 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
 
 def run_command(args: argparse.Namespace) -> None:
     """``soak run``: load the table, run SOAK on the cluster, save and summarise the results."""
+    from .checkpoint import remove_checkpoint
     from .cluster import connect, make_security
     from .engine import soak
     from .measures import check_measures
     from .plan import check_train_types
     from .results import save_results
-    from .stats import pvalues_text
+    from .stats import results_text
     from .table import load_table
 
     settings = run_settings(args)
@@ -257,8 +312,7 @@ def run_command(args: argparse.Namespace) -> None:
     learners = settings.learners()
     train_types = check_train_types(settings.train_types)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
-    if Path(settings.out).exists() and not settings.overwrite:
-        raise FileExistsError(f"{settings.out} exists; pass --overwrite or choose another --out")
+    checkpoint = _checked_paths(settings)
     table = load_table(
         settings.data,
         label=settings.label,
@@ -267,11 +321,11 @@ def run_command(args: argparse.Namespace) -> None:
         fold=settings.fold_column,
         features=settings.features,
         exclude=settings.exclude,
+        coordinates=settings.coordinates,
         rows_per_partition=settings.rows_per_partition,
     )
     measures = check_measures(settings.measures, table.task)
-    checkpoint = Path(settings.checkpoint or f"{settings.out}.checkpoint")
-    with connect(settings.scheduler, security=security) as client:
+    with connect(settings.scheduler, security=security, log_failures=args.debug) as client:
         res = soak(
             table,
             learners,
@@ -292,9 +346,28 @@ def run_command(args: argparse.Namespace) -> None:
         )
     store = save_results(res, settings.out, overwrite=settings.overwrite)
     if settings.checkpoint is None:  # our own: the saved results make it redundant
-        shutil.rmtree(checkpoint)
-    print(pvalues_text(res, measures[0]))
+        remove_checkpoint(checkpoint)
+    print(results_text(res, measures[0]))
     print(f"\nResults: {store}")
+
+
+def _checked_paths(settings: RunSettings) -> Path:
+    """Check ``--out`` and the checkpoint before any work (nothing written over or into the
+    input, other data or each other; ``--out`` writable); return the checkpoint's path."""
+    from .checkpoint import check_checkpoint_dir
+    from .results import check_output
+
+    check_output(
+        settings.out, overwrite=settings.overwrite, source=settings.data, flag="--overwrite"
+    )
+    checkpoint = Path(settings.checkpoint or f"{settings.out}.checkpoint")
+    out, kept = Path(settings.out).resolve(), checkpoint.resolve()
+    if out.is_relative_to(kept) or kept.is_relative_to(out):
+        raise UsageError(
+            f"--checkpoint {checkpoint} and --out {settings.out} overlap; give separate paths"
+        )
+    check_checkpoint_dir(checkpoint, source=settings.data)
+    return checkpoint
 
 
 def info_command(args: argparse.Namespace) -> None:
@@ -310,19 +383,25 @@ def info_command(args: argparse.Namespace) -> None:
         fold=args.fold_column,
         features=args.features,
         exclude=args.exclude or (),
+        coordinates=args.coordinates or "exclude",
         rows_per_partition=args.rows_per_partition,
     )
     print(describe_table(table, n_folds=args.folds))
 
 
 def report_command(args: argparse.Namespace) -> None:
-    """``soak report``: write the HTML report of a results store and print its path."""
+    """``soak report``: write the HTML report of a results store; print the first measure's
+    results as ``soak run`` does (tests, or mean ± SD in plain K-fold CV), then its path."""
     if not Path(args.results).exists():
         raise FileNotFoundError(f"results store {args.results} does not exist; run 'soak run'")
     from .report import write_report  # its own dependencies load only for this command
     from .results import open_results
+    from .stats import results_text, validate_results
 
-    print(write_report(open_results(args.results), args.out, overwrite=args.overwrite))
+    ds = open_results(args.results)
+    page = write_report(ds, args.out, overwrite=args.overwrite, flag="--overwrite")
+    print(results_text(ds, validate_results(ds)[0]))
+    print(page)
 
 
 def demo_command(args: argparse.Namespace) -> None:
@@ -362,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in argv  # known even when parsing fails
+    args = None
     try:
         args = build_parser().parse_args(argv)
         with warnings.catch_warnings():
@@ -373,6 +453,12 @@ def main(argv: list[str] | None = None) -> int:
         message = " ".join(str(err).split()) or type(err).__name__
         print(f"soak: error: {message}", file=sys.stderr)
         return USAGE_ERROR
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        resumable = args is not None and args.command == "run"
+        print(f"soak: interrupted{_RESUME_HINT if resumable else ''}", file=sys.stderr)
+        return INTERRUPTED
     return 0
 
 

@@ -8,7 +8,7 @@ import queue
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from functools import partial
@@ -25,8 +25,16 @@ from dask.system import CPU_COUNT
 from sklearn.base import BaseEstimator
 
 from . import folds as _folds
-from .checkpoint import open_checkpoint, save_task
-from .checks import check_blocks, check_features, check_folds_within_groups
+from .checkpoint import check_checkpoint_dir, open_checkpoint, run_key, save_task
+from .checks import (
+    check_blocks,
+    check_features,
+    check_folds_within_groups,
+    one_class_warning,
+    unequal_folds_warning,
+    warn,
+)
+from .fingerprint import data_fingerprint
 from .fitting import (
     FitSpec,
     FitState,
@@ -45,7 +53,7 @@ from .measures import check_measures
 from .onepass import block_stats, fit_from_stats, is_additive, train_stats
 from .plan import TRAIN_TYPES, check_train_types, make_plan
 from .progress import progress_bar
-from .results import build_dataset, encode_attrs, package_versions
+from .results import RESULTS_TITLE, build_dataset, encode_attrs, package_versions
 from .rowcap import keep_rates, train_class_rows
 from .sizes import check_sizes, size_labels, size_plan
 from .table import Table, category_codes
@@ -90,7 +98,8 @@ def soak(
     n_folds : int, optional
         K (default 10). With a fold column, K is read from it.
     seed : int
-        Seed of the folds and of built-in learners' randomness.
+        Seed of the folds and of built-in learners' randomness: an integer from 0 to
+        2**32 - 1 (scikit-learn's range for ``random_state``).
     train_types : sequence of {"same", "other", "all"} or comma-separated str
         Which train sets to compare. With one subset only "same" exists.
     measures : sequence of str, optional
@@ -108,11 +117,13 @@ def soak(
     client : distributed.Client, optional
         Default: the current client, if any; otherwise Dask's local scheduler.
     progress : bool
-        Show a progress bar of the fits.
+        Show a progress bar of the fits: (fit, learner) pairs, as counted by ``n_fits``.
     checkpoint : path, optional
         Directory where each finished fit's scores are saved as it arrives. Running again with
-        the same checkpoint and settings computes only the missing fits; other settings (data,
-        seed, folds, learners and their parameters, measures…) are refused, never mixed.
+        the same checkpoint and settings, in this process or another, computes only the missing
+        fits; other settings (data, seed, folds, learners and their parameters, measures…) are
+        refused, never mixed. Files are identified by their sizes, modification times and
+        Parquet footers (see docs/scaling.md, "Checkpoints"); edited records are refused.
     sizes : int
         Down-sampled train sizes (mlr3resampling's ResamplingSameOtherSizesCV): -1 none;
         0 also every train set down-sampled to the smallest train set of its test subset and
@@ -152,6 +163,9 @@ def soak(
             f"soak takes a Table, not a {type(table).__name__}; make one with "
             "soak_dask.load_table(data, label=..., subset=...)"
         )
+    seed = _folds.check_seed(seed)
+    if n_folds is not None:
+        n_folds = _folds.check_n_folds(n_folds)
     train_types = check_train_types(train_types)
     check_sizes(sizes, ratio, size_seeds)
     if max_train_rows is not None and (not isinstance(max_train_rows, int) or max_train_rows < 1):
@@ -169,25 +183,33 @@ def soak(
         )
     client = _current_client() if client is None else client
     # The data as given (before folds, which depend on the seed) identifies a checkpoint's run.
-    data_token = dask.base.tokenize(table.data) if checkpoint is not None else None
+    data_id = None
+    if checkpoint is not None:
+        check_checkpoint_dir(checkpoint, table.source)  # refused before any pass over the data
+        data_id = data_fingerprint(table)
     user_folds = table.fold is not None
     table, data = _folded_data(table, n_folds, seed, stratify, persist, client)
     counts = _folds.block_counts(table)
+    if not counts["n"].sum():
+        raise ValueError(f"the table ({table.source}) has no rows")
     n_folds = _folds.check_fold_values(counts, table.fold, n_folds)
     subsets = sorted(counts[table.subset].unique().tolist())
     block_rows = counts.groupby([table.subset, table.fold], observed=True)["n"].sum()
     check_blocks(block_rows, subsets, n_folds)
+    warn(unequal_folds_warning(block_rows), stacklevel=2)
     if user_folds:
         check_folds_within_groups(table)
     classes = (
         sorted(counts[table.label].unique().tolist()) if table.task == "classification" else None
     )
+    if classes is not None:
+        warn(one_class_warning(counts, table.subset, table.label), stacklevel=2)
     splits, fits, extra_coords = _plan(
         table, data, counts, subsets, n_folds, train_types, sizes, ratio, size_seeds
     )
     names = {s: str(s) for s in subsets}
     settings = {
-        "title": "SOAK: Same/Other/All K-fold cross-validation",
+        "title": RESULTS_TITLE,
         "task": table.task,
         "source": table.source,
         **table.roles,
@@ -208,10 +230,10 @@ def soak(
         "epochs": epochs,
         "onepass": onepass,
     }
-    done = (
-        _resume(checkpoint, settings, data_token, counts, table.fold, fits)
+    done, save = (
+        _resume(checkpoint, settings, data_id, counts, table.fold, fits)
         if checkpoint is not None
-        else {}
+        else ({}, None)
     )
     todo = [
         (fit_id, name) for fit_id in fits.index for name in estimators if (fit_id, name) not in done
@@ -268,7 +290,8 @@ def soak(
         if (fit_id, name) not in from_stats
     ]
     records = [r for batch in done.values() for r in batch]
-    records += _collect(tasks, client, progress, names, checkpoint)
+    blocks = {(fit_id, name): len(fits.loc[fit_id, "test_subsets"]) for fit_id, name in todo}
+    records += _collect(tasks, client, progress, names, save, blocks)
     _warn_failures(records)
     splits = splits.assign(test_subset=splits["test_subset"].map(names))
     settings["versions"] = package_versions()
@@ -331,18 +354,21 @@ def _plan(
 def _resume(
     checkpoint: str | os.PathLike,
     settings: dict[str, Any],
-    data_token: str,
+    data_id: dict[str, Any],
     counts: pd.DataFrame,
     fold: str,
     fits: pd.DataFrame,
-) -> dict[tuple[int, str], list[dict[str, Any]]]:
-    """The fits a checkpoint holds in full (refusing one of other settings or data)."""
+) -> tuple[dict[tuple[int, str], list[dict[str, Any]]], Callable[..., None]]:
+    """The fits a checkpoint holds in full (refusing one of other settings or data), and the
+    function saving a finished fit's records into it: ``save(fit_id, learner, records)``."""
     strata = [c for c in counts.columns if c not in (fold, "n")]
     rows = counts.groupby(strata, observed=True)["n"].sum()
-    fingerprint = {"token": data_token, "rows": {str(k): int(n) for k, n in rows.items()}}
-    done = open_checkpoint(checkpoint, {**settings, "data": fingerprint})
+    run = {**settings, "data": {**data_id, "rows": {str(k): int(n) for k, n in rows.items()}}}
+    done = open_checkpoint(checkpoint, run)
+    save = partial(save_task, checkpoint, key=run_key(run))
     # A fit's test blocks may be scored by separate tasks: done only when all of them are.
-    return {k: v for k, v in done.items() if len(v) == len(fits.loc[k[0], "test_subsets"])}
+    full = {k: v for k, v in done.items() if len(v) == len(fits.loc[k[0], "test_subsets"])}
+    return full, save
 
 
 def _collect(
@@ -350,18 +376,34 @@ def _collect(
     client: Any,
     progress: bool,
     names: dict[Any, str],
-    checkpoint: str | os.PathLike | None,
+    save: Callable[..., None] | None,
+    blocks: Mapping[tuple[int, str], int],
 ) -> list[dict[str, Any]]:
-    """Run ``tasks``; their records (test subsets named), each fit saved as it arrives."""
+    """Run ``tasks``; their records (test subsets named), each fit saved as it arrives (by
+    ``save``, if given).
+
+    ``blocks`` gives the test blocks of each (fit, learner) to run. The progress bar counts
+    these pairs, as ``n_fits`` does, each once all its blocks are scored: one task may score
+    several fits (one-pass learners are scored block by block), and one fit several blocks.
+    """
     records = []
-    # closing(): however the loop ends, the run stops at once (no fits left running behind).
-    with closing(_run(tasks, client, progress)) as batches:
-        for batch in batches:
-            batch = [{**r, "test_subset": names[r["test_subset"]]} for r in batch]
-            if checkpoint is not None:
-                for (fit_id, learner), rows in _by_fit(batch).items():
-                    save_task(checkpoint, fit_id, learner, rows)
-            records.extend(batch)
+    left = dict(blocks)
+    with progress_bar(len(left), "fits", enabled=progress, client=client) as bar:
+
+        def count(batch: list[dict[str, Any]]) -> None:
+            for key, rows in _by_fit(batch).items():
+                left[key] -= len(rows)
+                if not left[key]:
+                    bar.update(1)
+
+        # closing(): however the loop ends, the run stops at once (no fits left running).
+        with closing(_run(tasks, client, count)) as batches:
+            for batch in batches:
+                batch = [{**r, "test_subset": names[r["test_subset"]]} for r in batch]
+                if save is not None:
+                    for (fit_id, learner), rows in _by_fit(batch).items():
+                        save(fit_id, learner, rows)
+                records.extend(batch)
     return records
 
 
@@ -599,23 +641,25 @@ def _fits_from_stats(
     return out
 
 
-def _run(tasks: list, client: Any, progress: bool) -> Iterator[Any]:
-    """Yield task results as they finish, releasing each future once its result is here."""
-    with progress_bar(len(tasks), "fits", enabled=progress, client=client) as bar:
-        if client is None:
-            yield from _run_local(tasks, bar)
-            return
-        from distributed import as_completed
+def _run(tasks: list, client: Any, arrived: Callable[[Any], None]) -> Iterator[Any]:
+    """Yield task results as they finish, releasing each future once its result is here.
 
-        futures = client.compute(tasks)
-        for future in as_completed(futures):
-            result = future.result()
-            future.release()
-            bar.update(1)
-            yield result
+    ``arrived(result)`` is called with each result as it arrives, before it is yielded.
+    """
+    if client is None:
+        yield from _run_local(tasks, arrived)
+        return
+    from distributed import as_completed
+
+    futures = client.compute(tasks)
+    for future in as_completed(futures):
+        result = future.result()
+        future.release()
+        arrived(result)
+        yield result
 
 
-def _run_local(tasks: list, bar: Any) -> Iterator[Any]:
+def _run_local(tasks: list, arrived: Callable[[Any], None]) -> Iterator[Any]:
     """Compute ``tasks`` as one graph on Dask's local scheduler, yielding results as they finish.
 
     One graph, so tasks share what they read; a scheduler callback streams each task's result
@@ -663,7 +707,7 @@ def _run_local(tasks: list, bar: Any) -> Iterator[Any]:
         for item in iter(finished.get, end):
             if isinstance(item, BaseException):
                 raise item
-            bar.update(1)
+            arrived(item)
             yield item
     finally:
         stop.set()

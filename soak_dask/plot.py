@@ -4,10 +4,15 @@
   block of panels, one panel per test subset, showing the test error of every fold and its
   mean ± SD when training on the same, other and all subsets, with the paired t-test of
   other−same and all−same written under each row.
+- ``plot_learners`` puts the learners side by side: per test subset a panel, per learner a
+  row of mean ± SD for each train type, on one x axis (the whole figure of plain K-fold CV).
 - ``plot_datasets`` draws Figures 4–5 across data sets: per data set, the range over its
   test subsets of the mean difference other−same and all−same, beside the range of log10(p).
 
-Both return the ``matplotlib.figure.Figure`` (made with pyplot, so Jupyter shows it) and
+Mean ± SD bars stop at the measure's range (``MEASURE_RANGES``: no negative error, no
+accuracy above 1).
+
+Each returns the ``matplotlib.figure.Figure`` (made with pyplot, so Jupyter shows it) and
 never call ``plt.show()``; close it with ``plt.close(fig)`` when drawing many.
 """
 
@@ -27,16 +32,20 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from .results import MEASURE_NAMES, from_dataframe
-from .stats import RESULT_DIMS, pvalues, validate_results
+from .stats import RESULT_DIMS, no_tests_reason, pvalues, validate_results
 
 __all__ = [
     "COLORS",
+    "LOWER_IS_BETTER",
+    "MEASURE_RANGES",
     "ORDERS",
     "check_choice",
     "datasets_table",
     "format_comparison",
     "format_pvalue",
+    "mean_sd_bar",
     "plot_datasets",
+    "plot_learners",
     "plot_soak",
 ]
 
@@ -45,6 +54,22 @@ COLORS: dict[str, str] = {"same": "#000000", "other": "#D55E00", "all": "#0072B2
 
 #: Panel orders of plot_soak.
 ORDERS: tuple[str, ...] = ("name", "effect")
+
+#: Values each measure can take: mean ± SD bars are clipped to them (an SD bar of an error
+#: near 0 would otherwise reach below 0). Other measures are not clipped.
+MEASURE_RANGES: dict[str, tuple[float, float]] = {
+    "error": (0.0, 100.0),
+    "accuracy": (0.0, 1.0),
+    "balanced_accuracy": (0.0, 1.0),
+    "auc": (0.0, 1.0),
+    "log_loss": (0.0, math.inf),
+    "mse": (0.0, math.inf),
+    "rmse": (0.0, math.inf),
+    "mae": (0.0, math.inf),
+    "r2": (-math.inf, 1.0),
+}
+#: Measures where a smaller value is a better model.
+LOWER_IS_BETTER: frozenset[str] = frozenset({"error", "log_loss", "mse", "rmse", "mae"})
 _MINUS = "\u2212"  # typographic minus: "other−same" reads as a difference, not a hyphenation
 # plot_soak layout in inches. A panel column is wide enough for "other−same +12.3, p<0.0001"
 # at 7 pt; the gaps hold 8-9 pt text (y tick labels, panel titles, x tick labels).
@@ -52,7 +77,12 @@ _PANEL_WIDTH = 3.0
 _ROW_HEIGHT = 0.34  # one train type in a panel
 _LEFT, _RIGHT, _PANEL_GAP = 0.6, 0.15, 0.2
 _LEGEND, _LEARNER_TITLE, _PANEL_TITLE, _TICKS, _XLABEL = 0.35, 0.3, 0.22, 0.28, 0.3
+# The legend's entries fit one row from this figure width (two panel columns) on; a narrower
+# figure stacks them, one row of this height each.
+_LEGEND_ONE_ROW, _LEGEND_ROW = 6.0, 0.17
 _DATASET_ROW = 0.4  # one data set in plot_datasets
+# plot_learners: one train type of one learner, the gap between learners, the learner names.
+_LEARNER_ROW, _LEARNER_GAP, _NAMES = 0.2, 0.15, 1.5
 
 
 # ------------------------------------------------------------------------------ text
@@ -88,6 +118,25 @@ def format_comparison(compare: str, mean_diff: float, p: float) -> str:
 def _measure_label(ds: xr.Dataset, measure: str) -> str:
     """Axis label of a measure: its long_name attr, else the package's name for it."""
     return str(ds[measure].attrs.get("long_name", MEASURE_NAMES.get(measure, measure)))
+
+
+def mean_sd_bar(values: np.ndarray, measure: str) -> tuple[float, float, float] | None:
+    """(low, mean, high) of the mean ± SD bar of fold `values`, clipped to the measure's range.
+
+    NaN folds are left out; one fold gives a bar of length 0; no finite fold gives None.
+
+    Examples
+    --------
+    >>> [round(v, 2) for v in mean_sd_bar(np.array([0.0, 0.0, 30.0]), "error")]  # SD 17.32
+    [0.0, 10.0, 27.32]
+    """
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return None
+    mean = float(finite.mean())
+    sd = float(finite.std(ddof=1)) if finite.size > 1 else 0.0
+    low, high = MEASURE_RANGES.get(measure, (-math.inf, math.inf))
+    return max(mean - sd, low), mean, min(mean + sd, high)
 
 
 # ------------------------------------------------------------------------------ plot_soak
@@ -129,7 +178,7 @@ def _other_effect(table: pd.DataFrame, index: str, value: str) -> pd.Series:
 def _subset_order(subsets: list[str], tests: pd.DataFrame, order: str) -> list[str]:
     """Test subsets by name, or by decreasing effect with undefined effects last."""
     by_name = sorted(subsets)
-    if order == "name":
+    if order == "name" or tests.empty:  # no tests (plain K-fold CV): no effect to sort by
         return by_name
     effect = _other_effect(tests, "test_subset", "mean_diff").abs()
     # sorted() is stable, so equal effects keep name order.
@@ -137,18 +186,23 @@ def _subset_order(subsets: list[str], tests: pd.DataFrame, order: str) -> list[s
 
 
 def _draw_panel(
-    ax: Axes, values: np.ndarray, train_types: list[str], texts: dict[str, str], title: str
+    ax: Axes,
+    values: np.ndarray,
+    train_types: list[str],
+    texts: dict[str, str],
+    title: str,
+    measure: str,
 ) -> None:
     """One test subset: per train type (a row, same on top) fold dots and mean ± SD.
 
     `values` is (fold, train_type); `texts` maps a compare train type to its test's text.
-    Dots sit just above the row's line, mean ± SD on it and the text just under it, so the
-    three never overlap.
+    Dots sit just above the row's line, mean ± SD (clipped to the measure's range) on it and
+    the text just under it, so the three never overlap.
     """
     for row, train_type in enumerate(train_types):
         color = COLORS.get(train_type, "#555555")
         folds = values[:, row]
-        finite = folds[np.isfinite(folds)]
+        bar = mean_sd_bar(folds, measure)
         ax.plot(
             folds,
             np.full(folds.shape, row - 0.22),
@@ -159,11 +213,9 @@ def _draw_panel(
             color=color,
             gid=f"folds:{train_type}",
         )
-        if finite.size:
-            mean = finite.mean()
-            sd = finite.std(ddof=1) if finite.size > 1 else 0.0
+        if bar is not None:
             ax.plot(
-                [mean - sd, mean, mean + sd],
+                bar,
                 [row] * 3,
                 "-",
                 lw=2,
@@ -200,6 +252,7 @@ def _learner_block(
     tests: pd.DataFrame,
     subsets: list[str],
     ncols: int,
+    measure: str,
     xlabel: str,
 ) -> float:
     """Draw one learner's wrapped grid of panels from `top` (inches below the figure's top).
@@ -242,6 +295,7 @@ def _learner_block(
             train_types,
             texts[subset],
             f"test subset {subset}",
+            measure,
         )
     for ax in axes.flat[len(subsets) :]:
         ax.remove()
@@ -269,20 +323,35 @@ def _learner_block(
     return grid_bottom + _TICKS + _XLABEL
 
 
-def _legend_handles() -> list[Line2D]:
-    return [
+def _legend_handles(tests: bool) -> list[Line2D]:
+    """Legend entries of plot_soak; the text entry only when there are tests to write."""
+    handles = [
         Line2D([], [], ls="none", marker="o", mfc="none", color="#555555", label="one test fold"),
         Line2D([], [], ls="-", lw=2, marker="D", ms=4, color="#555555", label="mean ± SD"),
-        Line2D([], [], ls="none", label="text: mean difference and paired t-test p over folds"),
     ]
+    if tests:
+        handles.append(Line2D([], [], ls="none", label="text: mean difference, paired t-test p"))
+    return handles
 
 
-def _soak_figsize(n_learners: int, n_subsets: int, ncols: int, n_types: int) -> tuple[float, float]:
-    """Figure size (inches) that `_learner_block` fills exactly."""
+def _legend_rows(width: float, n_entries: int) -> int:
+    """Rows of plot_soak's legend: one, or one per entry when the figure is too narrow."""
+    return 1 if width >= _LEGEND_ONE_ROW else n_entries
+
+
+def _soak_figsize(
+    n_learners: int, n_subsets: int, ncols: int, n_types: int, n_entries: int
+) -> tuple[float, float]:
+    """Figure size (inches) that `_learner_block` and the legend fill exactly."""
     nrows = math.ceil(n_subsets / ncols)
     grid = nrows * n_types * _ROW_HEIGHT + (nrows - 1) * (_PANEL_TITLE + _TICKS)
     block = _LEARNER_TITLE + _PANEL_TITLE + grid + _TICKS + _XLABEL
-    return _LEFT + ncols * _PANEL_WIDTH - _PANEL_GAP + _RIGHT, _LEGEND + n_learners * block
+    width = _LEFT + ncols * _PANEL_WIDTH - _PANEL_GAP + _RIGHT
+    return width, _legend_height(width, n_entries) + n_learners * block
+
+
+def _legend_height(width: float, n_entries: int) -> float:
+    return _LEGEND + (_legend_rows(width, n_entries) - 1) * _LEGEND_ROW
 
 
 def plot_soak(
@@ -297,9 +366,11 @@ def plot_soak(
 
     Per learner, a block of panels (wrapped into rows of at most `ncols`), one per test subset.
     In a panel each train type is a row (same on top): hollow dots are the folds' scores, the
-    diamond and bar their mean ± SD, and the text under the other and all rows gives the mean
-    difference to same and the two-sided paired t-test p over folds
-    (``soak_dask.stats.pvalues``). Panels of one learner share their x axis.
+    diamond and bar their mean ± SD (clipped to the measure's range, `MEASURE_RANGES`), and
+    the text under the other and all rows gives the mean difference to same and the
+    two-sided paired t-test p over folds (``soak_dask.stats.pvalues``). Panels of one learner
+    share their x axis. Results with nothing to compare (plain K-fold CV) get no text; see
+    `plot_learners` for them.
 
     Parameters
     ----------
@@ -336,22 +407,16 @@ def plot_soak(
     check_choice("order", order, ORDERS)
     chosen = _select_learners(ds, learners)
     subsets = [str(s) for s in ds["test_subset"].values]
-    if ncols is None:
-        ncols = min(len(subsets), 5)
-    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
-        raise ValueError(f"ncols must be a positive integer, got ncols={ncols!r}")
-    ncols = min(ncols, len(subsets))
-    fig = plt.figure(
-        figsize=_soak_figsize(len(chosen), len(subsets), ncols, ds.sizes["train_type"])
-    )
-    tests = pvalues(ds, measure)
-    tests["test_subset"] = tests["test_subset"].astype(str)
-    tests["learner"] = tests["learner"].astype(str)
+    ncols = _panel_columns(ncols, len(subsets), 5)
+    tests = _tests(ds, measure)
+    handles = _legend_handles(not tests.empty)
+    figsize = _soak_figsize(len(chosen), len(subsets), ncols, ds.sizes["train_type"], len(handles))
+    fig = plt.figure(figsize=figsize)
     values = ds[measure].assign_coords(
         learner=[str(v) for v in ds["learner"].values], test_subset=subsets
     )
     xlabel = _measure_label(ds, measure)
-    top = _LEGEND
+    top = _legend_height(figsize[0], len(handles))
     for learner in chosen:
         learner_tests = tests[tests["learner"] == learner]
         top = _learner_block(
@@ -362,10 +427,172 @@ def plot_soak(
             learner_tests,
             _subset_order(subsets, learner_tests, order),
             ncols,
+            measure,
             xlabel,
         )
-    fig.legend(handles=_legend_handles(), loc="upper center", ncols=3, frameon=False, fontsize=8)
+    fig.legend(
+        handles=handles,
+        loc="upper center",
+        ncols=len(handles) // _legend_rows(figsize[0], len(handles)),
+        frameon=False,
+        fontsize=8,
+    )
     return fig
+
+
+def _tests(ds: xr.Dataset, measure: str) -> pd.DataFrame:
+    """pvalues() of `measure` with names as str; no rows when there is nothing to compare
+    (plain K-fold CV), without the warning meant for users who ask for p-values."""
+    if no_tests_reason(ds):
+        return pd.DataFrame(columns=["learner", "test_subset", "compare", "mean_diff", "p_paired"])
+    tests = pvalues(ds, measure)
+    return tests.assign(
+        test_subset=tests["test_subset"].astype(str), learner=tests["learner"].astype(str)
+    )
+
+
+def _panel_columns(ncols: int | None, n_panels: int, default: int) -> int:
+    """Panels per row: `ncols` (checked) or `default`, at most `n_panels`."""
+    if ncols is None:
+        ncols = default
+    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
+        raise ValueError(f"ncols must be a positive integer, got ncols={ncols!r}")
+    return min(ncols, n_panels)
+
+
+# ------------------------------------------------------------------------------ plot_learners
+
+
+def plot_learners(
+    ds: xr.Dataset,
+    measure: str = "error",
+    learners: str | Iterable[str] | None = None,
+    *,
+    ncols: int | None = None,
+) -> Figure:
+    """The learners side by side: per test subset a panel, per learner a row.
+
+    In a learner's row, each train type (same on top, coloured as in `plot_soak`) shows its
+    mean ± SD over folds (diamond and bar, clipped to the measure's range, see
+    `MEASURE_RANGES`) and the folds' scores (small hollow dots). All panels share one x axis,
+    so learners compare within and across test subsets. Results of plain K-fold CV (one
+    subset, ``same`` only) give one panel with one row per learner.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        SOAK results (dims ``learner``, ``test_subset``, ``fold``, ``train_type``).
+    measure : str, default "error"
+    learners : str or iterable of str, optional
+        Learners to draw, top to bottom. Default: all, in the results' order.
+    ncols : int, optional
+        Panels per row. Default ``min(number of test subsets, 3)``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        About 3 in wide per panel column, 0.2 in high per learner and train type.
+
+    Raises
+    ------
+    ValueError
+        If `ds` is not a results Dataset, `measure` is missing, a learner is unknown, or
+        `ncols` is invalid.
+
+    Examples
+    --------
+    >>> fig = plot_learners(results, "auc")  # doctest: +SKIP
+    """
+    validate_results(ds, measure)
+    chosen = _select_learners(ds, learners)
+    subsets = [str(s) for s in ds["test_subset"].values]
+    ncols = _panel_columns(ncols, len(subsets), 3)
+    nrows = math.ceil(len(subsets) / ncols)
+    train_types = [str(t) for t in ds["train_type"].values]
+    panel = len(chosen) * (len(train_types) * _LEARNER_ROW + _LEARNER_GAP)
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        # One panel (plain K-fold CV) is drawn wider: it is the whole comparison.
+        figsize=(_NAMES + max(ncols * _PANEL_WIDTH, 4.5), 0.9 + nrows * (panel + 0.55)),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+        layout="constrained",
+    )
+    values = ds[measure].assign_coords(
+        learner=[str(v) for v in ds["learner"].values], test_subset=subsets
+    )
+    plain = bool(no_tests_reason(ds)) and len(subsets) == 1
+    for ax, subset in zip(axes.flat, subsets, strict=False):
+        ax.set_gid(f"learners:{subset}")
+        _draw_learners(ax, values.sel(test_subset=subset), chosen, train_types, measure)
+        title = f"plain K-fold CV, {ds.sizes['fold']} folds" if plain else f"test subset {subset}"
+        ax.set_title(title, fontsize=9)
+        ax.xaxis.set_tick_params(labelbottom=True)  # under every panel of a wrapped grid
+    for ax in axes.flat[len(subsets) :]:
+        ax.remove()
+    axes.flat[0].set_yticks(range(len(chosen)), chosen)
+    axes.flat[0].set_ylim(len(chosen) - 0.5, -0.5)
+    better = "lower" if measure in LOWER_IS_BETTER else "higher"
+    fig.supxlabel(f"{_measure_label(ds, measure)} ({better} is better)", fontsize=9)
+    handles = [
+        Line2D([], [], ls="none", marker="o", mfc="none", color="#555555", label="one test fold"),
+        Line2D([], [], lw=2, marker="D", ms=4, color="#555555", label="mean ± SD over folds"),
+    ]
+    if not plain:
+        handles += [
+            Line2D([], [], lw=2, color=COLORS.get(t, "#555555"), label=f"train on {t}")
+            for t in train_types
+        ]
+    fig.legend(
+        handles=handles,
+        loc="outside upper center",
+        ncols=len(handles) if ncols > 1 else 2,
+        frameon=False,
+        fontsize=8,
+    )
+    return fig
+
+
+def _draw_learners(
+    ax: Axes, values: xr.DataArray, learners: list[str], train_types: list[str], measure: str
+) -> None:
+    """One test subset of plot_learners: learner i at y = i, its train types just around it."""
+    step = 0.8 / len(train_types)
+    for i, learner in enumerate(learners):
+        for j, train_type in enumerate(train_types):
+            y = i + (j - (len(train_types) - 1) / 2) * step
+            folds = values.sel(learner=learner, train_type=train_type).values
+            color = COLORS.get(train_type, "#555555")
+            ax.plot(
+                folds,
+                np.full(folds.shape, y),
+                "o",
+                ms=3,
+                mfc="none",
+                mew=0.7,
+                alpha=0.6,
+                color=color,
+                gid=f"folds:{learner}:{train_type}",
+            )
+            bar = mean_sd_bar(folds, measure)
+            if bar is not None:
+                ax.plot(
+                    bar,
+                    [y] * 3,
+                    "-",
+                    lw=2,
+                    marker="D",
+                    ms=4,
+                    markevery=[1],
+                    color=color,
+                    gid=f"mean_sd:{learner}:{train_type}",
+                )
+    ax.grid(axis="x", color="#dddddd", lw=0.6)
+    ax.set_axisbelow(True)
+    ax.tick_params(labelsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
 
 
 # ------------------------------------------------------------------------------ plot_datasets

@@ -16,7 +16,8 @@ def progress_bar(
 ) -> Iterator[tqdm]:
     """A tqdm bar (terminal or notebook) of ``total`` items; prints the dashboard link first.
 
-    With ``enabled=False`` the bar is silent but still counts, so callers need no branches.
+    With ``enabled=False`` the bar is silent (tqdm's ``disable``), so callers need no
+    branches.
     """
     if enabled and client is not None and getattr(client, "dashboard_link", None):
         print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr)

@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import xarray as xr
+from matplotlib.figure import Figure
 
-from .plot import ORDERS, check_choice, plot_soak
+from .checks import UNEQUAL_FOLDS, unequal_folds_warning
+from .plot import ORDERS, check_choice, format_pvalue, plot_learners, plot_soak
 from .results import MEASURE_NAMES
-from .stats import RESULT_DIMS, pvalues, summary, validate_results
+from .stats import PVALUE_COLUMNS, no_tests_reason, pvalues, summary, validate_results
+from .table import coordinates_warning
 
 __all__ = ["markdown_table", "write_report"]
 
@@ -37,7 +41,15 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 _TABLE_FILES = ("pvalues.csv", "pvalues.md", "summary.csv", "summary.md")
 # Files a previous report may have left; only these are deleted when writing over it.
 _REPORT_GLOBS = ("report.html", *_TABLE_FILES, "soak_*.png", "soak_*.svg")
-_PNG_DPI = 100
+# Figures are drawn at _PNG_DPI and shown _SCREEN_DPI CSS pixels wide per inch of figure:
+# larger than their natural 96 (their text is 7-9 pt), sharp on high-density screens.
+_PNG_DPI, _SCREEN_DPI = 150, 110
+# Characters that can start Markdown (GitHub-flavoured: tables, strikethrough, math) or inline
+# HTML in a table cell, and what shows each literally in CommonMark, GitHub and Python-Markdown:
+# an HTML entity, or a backslash. An underscore between two letters or digits cannot emphasise,
+# so "test_subset" stays as it is.
+_MARKDOWN_SPECIAL = re.compile(r"[&<>~$\\`*\[\]|]|(?<![^\W_])_|_(?![^\W_])")
+_MARKDOWN_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "~": "&#126;", "$": "&#36;"}
 # Columns of the HTML p-value table; the CSV keeps every column of pvalues().
 _HTML_PVALUE_COLUMNS = [
     "learner",
@@ -51,16 +63,37 @@ _HTML_PVALUE_COLUMNS = [
     "reason",
 ]
 _CSS = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em;
+body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 78em; padding: 0 1.2em;
        color: #222; line-height: 1.45; }
-h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ccc; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
-th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right; vertical-align: top; }
+h1 { font-size: 1.55em; margin-bottom: 0.3em; }
+h2 { margin-top: 1.8em; border-bottom: 1px solid #ccc; font-size: 1.3em; }
+h3 { font-size: 1.05em; margin: 1.2em 0 0.4em; }
+.lede { font-size: 1.05em; margin-top: 0; }
+nav { font-size: 0.9em; color: #555; }
+.notes { border-left: 4px solid #d55e00; background: #fff6ef; padding: 0.4em 1em; margin: 1em 0; }
+.notes p { margin: 0.4em 0; }
+figure { margin: 1em 0 1.5em; }
+figure img { max-width: 100%; height: auto; display: block; }
+figcaption { font-size: 0.88em; color: #444; max-width: 60em; margin-top: 0.3em; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.4em 0 1.2em; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.55em; text-align: right; vertical-align: top; }
 th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
-.settings td, .pvalues td:nth-child(-n+3), .pvalues td:last-child,
-.means td:nth-child(-n+2) { text-align: left; }
-.figure img { max-width: 100%; height: auto; }
+td.text, th.text { text-align: left; }
+.results td { white-space: nowrap; }
+tr.same td { border-top: 2px solid #bbb; }
+td.uneven { color: #b04000; font-weight: 600; }
+.settings { font-size: 0.9em; }
+.settings th { text-align: left; white-space: nowrap; width: 12em; }
+.settings td { text-align: left; }
+.settings ul { margin: 0; padding-left: 1.1em; }
+.pvalues td:nth-child(-n+3), .pvalues td:last-child { text-align: left; }
+details { margin: 0.6em 0; }
+details > summary { cursor: pointer; color: #0b5394; }
+details.measure > summary { font-size: 1.3em; font-weight: bold; color: #222; margin-top: 1.2em;
+                            border-bottom: 1px solid #ccc; }
 code { background: #f3f3f3; padding: 0 0.2em; }
+.muted { color: #666; }
 """
 _EXPLANATION = """
 <p>Each row of the data belongs to a <b>subset</b> (region, year, image, ...) and a
@@ -71,10 +104,11 @@ sets, all outside that fold, and scored on the rows of the test subset in that f
 <li><b>other</b>: the rows of all other subsets;</li>
 <li><b>all</b>: the rows of every subset (same and other pooled).</li>
 </ul>
-<p>In the figures, each panel is one test subset and each row one train type: hollow dots are
-the scores of the K folds, the diamond and bar their mean &plusmn; SD. The text under the
-<b>other</b> and <b>all</b> rows gives the mean difference to <b>same</b> over folds and the
-p-value of a two-sided paired t-test over the folds (K&minus;1 degrees of freedom).</p>
+<p>In the figures, hollow dots are the scores of the K folds, the diamond and bar their mean
+&plusmn; SD (the bar stops at the measure's range, e.g. 0 % error). In the per-learner figures,
+each panel is one test subset and each row one train type; the text under the <b>other</b> and
+<b>all</b> rows gives the mean difference to <b>same</b> over folds and the p-value of a
+two-sided paired t-test over the folds (K&minus;1 degrees of freedom).</p>
 <ul>
 <li><b>other&minus;same</b> near 0 with a large p: a model trained on the other subsets predicts
 this subset as well as one trained on it: the subsets share their patterns. A difference far
@@ -83,9 +117,20 @@ worse; for accuracy and AUC a negative one).</li>
 <li><b>all&minus;same</b> better than 0 with a small p (below 0 for error): pooling the subsets
 helps, more data beats specific data; worse than 0: the other subsets' rows hurt.</li>
 <li>p=NA means the test is undefined, e.g. when every fold gives the same difference (the
-<code>reason</code> column says why). With few folds, p-values are rough: read them with the
-dots.</li>
+<code>reason</code> column of the t-test table says why). With few folds, p-values are rough:
+read them with the dots.</li>
+<li>The <b>row-weighted mean</b> weighs each fold by its test rows: for error, accuracy and log
+loss it is the score of all test rows pooled. When groups make folds of very different sizes,
+the plain mean over folds counts a row of a small fold more: read both.</li>
 </ul>
+"""
+_PLAIN_EXPLANATION = """
+<p>These results hold one subset, so SOAK is plain K-fold cross-validation: each learner is
+trained on K&minus;1 folds and scored on the remaining one, K times. There is no <b>other</b> or
+<b>all</b> train set to compare with <b>same</b>, hence no p-values: the figures and tables give
+each learner's mean &plusmn; SD over the folds (hollow dots: the folds; the bar stops at the
+measure's range) and the <b>row-weighted mean</b>, each fold weighted by its test rows (for
+error, accuracy and log loss, the score of all rows pooled).</p>
 """
 
 
@@ -102,13 +147,16 @@ def markdown_table(frame: pd.DataFrame, digits: int = 4) -> str:
     -------
     str
         Header, alignment row (numbers right-aligned) and one line per row, newline-terminated.
+        Text is shown as it is: Markdown and HTML characters are escaped (a subset named
+        ``<script>`` stays text), line breaks become spaces.
 
     Examples
     --------
-    >>> print(markdown_table(pd.DataFrame({"a": ["x|y"], "p": [0.012345]})), end="")
+    >>> print(markdown_table(pd.DataFrame({"a": ["x|y", "<b>"], "p": [0.012345, 1]})), end="")
     | a | p |
     | :-- | --: |
     | x\\|y | 0.01235 |
+    | &lt;b&gt; | 1 |
     """
     numeric = [pd.api.types.is_numeric_dtype(dtype) for dtype in frame.dtypes]
     lines = [
@@ -120,7 +168,19 @@ def markdown_table(frame: pd.DataFrame, digits: int = 4) -> str:
 
 
 def _markdown_row(cells: Iterable[str]) -> str:
-    return "| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+    return "| " + " | ".join(_markdown_text(c) for c in cells) + " |"
+
+
+def _markdown_text(text: str) -> str:
+    """`text` to show literally in Markdown: special characters escaped, one line.
+
+    Examples
+    --------
+    >>> print(_markdown_text("<script>alert(1)</script> *a*|b test_subset"))
+    &lt;script&gt;alert(1)&lt;/script&gt; \\*a\\*\\|b test_subset
+    """
+    line = " ".join(text.splitlines())
+    return _MARKDOWN_SPECIAL.sub(lambda m: _MARKDOWN_ESCAPES.get(m[0], "\\" + m[0]), line)
 
 
 def _cell(value: Any, digits: int) -> str:
@@ -139,7 +199,7 @@ def _is_previous_report(out: Path) -> bool:
         return f'<meta name="generator" content="{GENERATOR}">' in f.read(4096)
 
 
-def _prepare_dir(out: Path, overwrite: bool) -> None:
+def _prepare_dir(out: Path, overwrite: bool, flag: str) -> None:
     """Create `out`, or clear the files of a previous report in it; refuse anything else."""
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"out={str(out)!r} exists and is not a directory")
@@ -153,8 +213,8 @@ def _prepare_dir(out: Path, overwrite: bool) -> None:
         elif not overwrite:
             raise FileExistsError(
                 f"out={str(out)!r} is a non-empty directory that does not hold a soak_dask "
-                "report; choose an empty or new directory, or pass overwrite=True to write "
-                "the report's files into it (other files are kept)"
+                f"report; choose an empty or new directory, or pass {flag} to write the "
+                "report's files into it (other files are kept)"
             )
     out.mkdir(parents=True, exist_ok=True)
 
@@ -164,18 +224,31 @@ def _write_tables(out: Path, name: str, frame: pd.DataFrame) -> None:
     (out / f"{name}.md").write_text(markdown_table(frame), encoding="utf-8")
 
 
-def _write_figure(out: Path, ds: xr.Dataset, measure: str, order: str) -> bytes:
-    """Save ``soak_<measure>.png`` and ``.svg``; return the PNG bytes for embedding."""
-    fig = plot_soak(ds, measure, order=order)
+def _write_figure(out: Path, fig: Figure, name: str) -> tuple[bytes, float]:
+    """Save `fig` as ``<name>.png`` and ``.svg`` and close it; return the PNG and its width
+    in inches."""
     try:
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=_PNG_DPI)
-        fig.savefig(out / f"soak_{measure}.svg", format="svg")
+        fig.savefig(out / f"{name}.svg", format="svg")
+        inches = float(fig.get_figwidth())
     finally:
         plt.close(fig)  # pyplot keeps every figure alive until closed
     png = buffer.getvalue()
-    (out / f"soak_{measure}.png").write_bytes(png)
-    return png
+    (out / f"{name}.png").write_bytes(png)
+    return png, inches
+
+
+def _figure_html(figure: tuple[bytes, float], alt: str, caption: str) -> str:
+    """A figure `_SCREEN_DPI` CSS pixels wide per inch (narrower on a narrow screen), with its
+    caption under it."""
+    png, inches = figure
+    image64 = base64.b64encode(png).decode("ascii")
+    return (
+        f'<figure><img alt="{html.escape(alt)}" width="{round(inches * _SCREEN_DPI)}" '
+        f'src="data:image/png;base64,{image64}">\n'
+        f"<figcaption>{caption}</figcaption></figure>\n"
+    )
 
 
 def _html_table(frame: pd.DataFrame, css_class: str) -> str:
@@ -189,71 +262,335 @@ def _html_table(frame: pd.DataFrame, css_class: str) -> str:
     )
 
 
-def _settings_value(value: Any) -> str:
-    """HTML of one attr: JSON objects (learners, versions) as a list, sequences joined."""
+# --- settings ---------------------------------------------------------------------------------
+
+
+def _names(value: Any) -> list[str]:
+    """An attr holding names (a list, an array, one str, or "" for none) as a list of str."""
+    if value is None or (isinstance(value, str) and not value):
+        return []
     if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            items = "".join(
-                f"<li><code>{html.escape(str(k))}</code>: {html.escape(str(v))}</li>"
-                for k, v in parsed.items()
-            )
-            return f"<ul>{items}</ul>"
-        return html.escape(value)
+        return [value]
+    return [str(v) for v in np.atleast_1d(value)]
+
+
+def _json_attr(value: Any) -> dict[str, Any]:
+    """An attr holding a JSON object (learners, versions), or {} when it does not."""
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _listed(items: Iterable[str], limit: int = 30) -> str:
+    """Escaped, comma-separated items; past `limit`, the rest in a closed details element."""
+    items = [html.escape(i) for i in items]
+    if len(items) <= limit:
+        return ", ".join(items)
+    rest = ", ".join(items[limit:])
+    more = f"<details><summary>and {len(items) - limit} more</summary>{rest}</details>"
+    return f"{', '.join(items[:limit])} {more}"
+
+
+def _n_rows(ds: xr.Dataset) -> int | None:
+    """Rows of the table: every row is tested once per learner and train type."""
+    if "n_test" not in ds.data_vars:
+        return None
+    return int(_block_rows(ds).sum())
+
+
+def _block_rows(ds: xr.Dataset) -> pd.Series:
+    """Test rows per (test subset, fold): the same for every learner and train type."""
+    rows = ds["n_test"].max(["learner", "train_type"]).clip(min=0)
+    return rows.to_series()
+
+
+# Attrs that soak() writes, shown in words by _settings_rows (title is the page's; onepass
+# changes no score); any other attr is listed as it is.
+_KNOWN_ATTRS = frozenset(
+    "title task source label subset group fold features excluded_coordinates seed n_folds "
+    "train_types measures stratify classes learners n_fits n_distinct_train_sets sizes ratio "
+    "size_seeds max_train_rows incremental epochs onepass versions".split()
+)
+
+
+def _code(value: Any) -> str:
+    return f"<code>{html.escape(str(value))}</code>"
+
+
+def _settings_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
+    """(name, HTML) of the run's settings in words, those that apply; then unknown attrs."""
+    rows = _data_rows(ds) + _fit_rows(ds)
+    return rows + [
+        (str(k), _settings_value(v)) for k, v in ds.attrs.items() if k not in _KNOWN_ATTRS
+    ]
+
+
+def _data_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
+    """Settings of the data: source, label, subsets, groups, folds, seed, features."""
+    a = ds.attrs
+    rows = []
+    if a.get("source"):
+        n_rows = _n_rows(ds)
+        rows.append(("Data", _code(a["source"]) + (f", {n_rows:,} rows" if n_rows else "")))
+    if a.get("label"):
+        classes = _names(a.get("classes"))
+        task = html.escape(str(a.get("task", ""))) + (f": {_listed(classes)}" if classes else "")
+        rows.append(("Label", f"{_code(a['label'])} ({task})"))
+    if "subset" in a:
+        subsets = _listed(str(s) for s in ds["test_subset"].values)
+        text = f"{_code(a['subset'])}: {subsets}" if a["subset"] else "none: plain K-fold CV"
+        rows.append(("Subsets", text))
+    if "group" in a:
+        text = f"{_code(a['group'])}: the rows of a group share one fold" if a["group"] else "none"
+        rows.append(("Groups", text))
+    rows.append(("Folds", _folds_text(ds)))
+    if "seed" in a:
+        rows.append(("Seed", f'{a["seed"]} <span class="muted">(folds, learners)</span>'))
+    features = _names(a.get("features"))
+    if features:
+        rows.append(("Features", f"{len(features)}: {_listed(features)}"))
+    left_out = _names(a.get("excluded_coordinates"))
+    if left_out:
+        rows.append(("Coordinates left out", _listed(left_out)))
+    return rows
+
+
+def _fit_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
+    """Settings of the fits: learners, train types, measures, counts, options in use, versions."""
+    a = ds.attrs
+    rows = []
+    learners = _json_attr(a.get("learners"))
+    if learners:
+        items = "".join(
+            f"<li><b>{html.escape(name)}</b>: {_code(' '.join(str(est).split()))}</li>"
+            for name, est in learners.items()
+        )
+        rows.append(("Learners", f"<ul>{items}</ul>"))
+    # The train types that exist (one subset has no other and all, whatever was asked).
+    rows.append(("Train types", html.escape(", ".join(map(str, ds["train_type"].values)))))
+    if _names(a.get("measures")):
+        rows.append(("Measures", html.escape(", ".join(_names(a["measures"])))))
+    if "n_fits" in a:
+        distinct = a.get("n_distinct_train_sets", "?")
+        learners_n = ds.sizes["learner"]
+        rows.append(("Fits", f"{a['n_fits']}: {distinct} train sets × {learners_n} learners"))
+    if int(a.get("sizes", -1)) >= 0:
+        sizes = f"sizes={a['sizes']}, ratio={a.get('ratio')}, {a.get('size_seeds')} samples each"
+        rows.append(("Down-sampled train sizes", html.escape(sizes)))
+    if a.get("max_train_rows") not in (None, ""):
+        cap = f"{int(a['max_train_rows']):,} rows (a seeded sample keeping class shares)"
+        rows.append(("Train sets capped at", cap))
+    if int(a.get("incremental", 0)):
+        epochs = f"partial_fit on one block of rows at a time, {a.get('epochs', 1)} epoch(s)"
+        rows.append(("Incremental fits", epochs))
+    versions = _json_attr(a.get("versions"))
+    if versions:
+        rows.append(("Versions", html.escape(", ".join(f"{k} {v}" for k, v in versions.items()))))
+    return rows
+
+
+def _folds_text(ds: xr.Dataset) -> str:
+    a = ds.attrs
+    k = a.get("n_folds", ds.sizes["fold"])
+    if a.get("fold"):
+        return f"K = {k}, from column <code>{html.escape(str(a['fold']))}</code>"
+    if "stratify" not in a:
+        return f"K = {k}"
+    by = ["subset" if a.get("subset") else "", "label" if a.get("task") == "classification" else ""]
+    by = " × ".join(b for b in by if b) or "subset"
+    how = f", balanced within each {by}" if int(a["stratify"]) else ""
+    return f"K = {k}, assigned by SOAK{how}"
+
+
+def _settings_value(value: Any) -> str:
+    """HTML of an attr this page does not know: JSON objects as a list, sequences joined."""
+    parsed = _json_attr(value)
+    if parsed:
+        items = "".join(
+            f"<li><code>{html.escape(str(k))}</code>: {html.escape(str(v))}</li>"
+            for k, v in parsed.items()
+        )
+        return f"<ul>{items}</ul>"
     if isinstance(value, list | tuple | np.ndarray):
         return html.escape(", ".join(str(v) for v in value))
     return html.escape(str(value))
 
 
 def _settings_html(ds: xr.Dataset) -> str:
-    """Table of the results' sizes and every attr of the run."""
-    sizes = ", ".join(f"{ds.sizes[dim]} {dim}" for dim in RESULT_DIMS)
-    rows = [("size", html.escape(sizes))]
-    rows += [(str(k), _settings_value(v)) for k, v in ds.attrs.items()]
-    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>\n" for k, v in rows)
+    body = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>\n" for k, v in _settings_rows(ds)
+    )
     return f'<table class="settings">\n{body}</table>'
 
 
-def _summary_wide(table: pd.DataFrame) -> pd.DataFrame:
-    """Mean ± SD per learner × test subset, one column per train type."""
-    text = table.assign(
-        value=[
-            "" if math.isnan(m) else (f"{m:.4g}" if math.isnan(s) else f"{m:.4g} ± {s:.3g}")
-            for m, s in zip(table["mean"], table["sd"], strict=True)
+# --- results of one measure -------------------------------------------------------------------
+
+
+def _decimals(values: pd.Series) -> int:
+    """Decimals showing 4 significant digits of the largest value: 22.54, 3.511, 0.8512."""
+    finite = np.abs(values.to_numpy(dtype=float))
+    finite = finite[np.isfinite(finite) & (finite > 0)]
+    return 2 if not finite.size else int(np.clip(3 - math.floor(math.log10(finite.max())), 0, 6))
+
+
+def _fixed(value: float, decimals: int, sign: bool = False) -> str:
+    """`value` with `decimals` decimals and a typographic minus; NaN as an empty cell."""
+    if not np.isfinite(value):
+        return ""
+    return f"{value:{'+' if sign else ''}.{decimals}f}".replace("-", "−")
+
+
+def _rows_text(low: Any, high: Any) -> tuple[str, bool]:
+    """Test rows per fold as text ("293", "179–1,535"), and whether they are uneven."""
+    if not np.isfinite(low):
+        return "", False
+    low, high = int(low), int(high)
+    text = f"{low:,}" if low == high else f"{low:,}–{high:,}"
+    return text, high > UNEQUAL_FOLDS * low
+
+
+def _css(name: str) -> str:
+    """A class attribute, or nothing for no class."""
+    return f' class="{name}"' if name else ""
+
+
+def _results_table(means: pd.DataFrame, tests: pd.DataFrame, plain: bool) -> str:
+    """One row per learner × test subset × train type: folds, test rows, mean ± SD, the
+    row-weighted mean and, for other and all, the difference to same and its p-value."""
+    head = ["Learner", "Folds", "Test rows per fold", "Mean ± SD", "Row-weighted mean"]
+    if not plain:
+        head[1:1] = ["Test subset", "Train type"]
+        head += ["Difference to same", "p (paired t-test)"]
+    digits = _decimals(means["mean"])
+    by_test = {(str(r.learner), str(r.test_subset), r.compare): r for r in tests.itertuples()}
+    text = {"Learner", "Test subset", "Train type"}
+    header = "".join(f"<th{_css('text' if h in text else '')}>{h}</th>" for h in head)
+    lines = [f"<tr>{header}</tr>"]
+    for row in means.itertuples():
+        rows, uneven = _rows_text(row.n_test_min, row.n_test_max)
+        sd = f" ± {_fixed(row.sd, digits)}" if np.isfinite(row.sd) else ""
+        cells = [
+            (str(row.learner), "text"),
+            (str(row.n), ""),
+            (rows, "uneven" if uneven else ""),
+            (_fixed(row.mean, digits) + sd, ""),
+            (_fixed(row.weighted_mean, digits), ""),
         ]
-    )
-    order = list(dict.fromkeys(table["train_type"]))
-    wide = text.pivot(index=["learner", "test_subset"], columns="train_type", values="value")
-    return wide[order].reset_index().rename_axis(columns=None)
+        if not plain:
+            cells[1:1] = [(str(row.test_subset), "text"), (str(row.train_type), "text")]
+            test = by_test.get((str(row.learner), str(row.test_subset), row.train_type))
+            if test is None:
+                cells += [("", ""), ("", "")]
+            else:
+                p = format_pvalue(test.p_paired).removeprefix("p=")
+                cells += [(_fixed(test.mean_diff, digits, sign=True), ""), (p, "")]
+        first = ' class="same"' if not plain and row.train_type == "same" else ""
+        tds = "".join(f"<td{_css(css)}>{html.escape(text)}</td>" for text, css in cells)
+        lines.append(f"<tr{first}>{tds}</tr>")
+    body = "\n".join(lines)
+    return f'<div class="scroll"><table class="results">\n{body}\n</table></div>'
 
 
 def _measure_section(
-    measure: str, png: bytes, tests: pd.DataFrame, means: pd.DataFrame, ds: xr.Dataset
+    out: Path,
+    ds: xr.Dataset,
+    measure: str,
+    tests: pd.DataFrame,
+    means: pd.DataFrame,
+    order: str,
+    first: bool,
 ) -> str:
-    label = ds[measure].attrs.get("long_name", MEASURE_NAMES.get(measure, measure))
-    image = base64.b64encode(png).decode("ascii")
+    """The figures and tables of one measure: open for the first, folded for the others."""
+    label = html.escape(
+        str(ds[measure].attrs.get("long_name", MEASURE_NAMES.get(measure, measure)))
+    )
+    plain = bool(no_tests_reason(ds))
+    k = ds.sizes["fold"]
+    learners_png = _write_figure(out, plot_learners(ds, measure), f"soak_{measure}_learners")
+    figures = _figure_html(
+        learners_png,
+        f"learners compared on {measure}",
+        f"Learners compared on {label}: mean &plusmn; SD over the {k} folds (bar, stopped at the "
+        "measure's range) and each fold (hollow dots)"
+        + ("." if plain else ", per test subset (panel) and train type (colour)."),
+    )
+    if not plain:
+        soak_png = _write_figure(out, plot_soak(ds, measure, order=order), f"soak_{measure}")
+        figures += _figure_html(
+            soak_png,
+            f"SOAK figure of {measure}",
+            f"Same, other and all for each learner: one panel per test subset. Under the other "
+            f"and all rows: the mean difference to same over the {k} folds and the paired "
+            "t-test p.",
+        )
+    tables = f"<h3>Mean &plusmn; SD over folds{'' if plain else ', and tests against same'}</h3>\n"
+    tables += _results_table(means, tests, plain)
+    if not plain:
+        tables += (
+            "<details><summary>Every column of the paired t-tests (also in "
+            '<code>pvalues.csv</code>)</summary>\n<div class="scroll">'
+            f"{_html_table(tests[_HTML_PVALUE_COLUMNS], 'pvalues')}</div></details>\n"
+        )
     return (
-        f'<h2 id="{html.escape(measure)}">{html.escape(str(label))} '
-        f"(<code>{html.escape(measure)}</code>)</h2>\n"
-        f'<div class="figure"><img alt="SOAK figure of {html.escape(measure)}" '
-        f'src="data:image/png;base64,{image}"></div>\n'
-        f"<h3>Paired t-tests against same</h3>\n"
-        f"{_html_table(tests[_HTML_PVALUE_COLUMNS], 'pvalues')}\n"
-        f"<h3>Mean ± SD over folds</h3>\n{_html_table(_summary_wide(means), 'means')}\n"
+        f'<details class="measure" id="{html.escape(measure)}"{" open" if first else ""}>'
+        f"<summary>{label} (<code>{html.escape(measure)}</code>)</summary>\n"
+        f"{figures}{tables}</details>\n"
     )
 
 
-def _page(ds: xr.Dataset, sections: list[str], measures: list[str]) -> str:
+def _notes(ds: xr.Dataset) -> list[str]:
+    """What the reader must know before reading the numbers: plain CV, uneven folds,
+    coordinates left out."""
+    notes = []
+    reason = no_tests_reason(ds)
+    if reason:
+        notes.append(
+            f"<b>No p-values</b>: {html.escape(reason)}. Each learner's mean &plusmn; SD over "
+            "the folds is shown instead."
+        )
+    if "n_test" in ds.data_vars:
+        uneven = unequal_folds_warning(_block_rows(ds))
+        if uneven:
+            notes.append(f"<b>Uneven folds</b>: {html.escape(uneven)}.")
+    left_out = _names(ds.attrs.get("excluded_coordinates"))
+    if left_out:
+        notes.append(f"<b>Coordinates</b>: {html.escape(coordinates_warning(left_out))}.")
+    return notes
+
+
+def _lede(ds: xr.Dataset) -> str:
+    """One sentence of what was run, from the attrs that say it."""
+    a = ds.attrs
+    what = f"Predicting <b>{html.escape(str(a['label']))}</b>" if a.get("label") else "Results"
+    if a.get("source"):
+        what += f" in {_code(Path(str(a['source'])).name or a['source'])}"
+    n = _n_rows(ds)
+    if n:
+        what += f" ({n:,} rows)"
+    if a.get("subset"):
+        what += (
+            f" across {ds.sizes['test_subset']} subsets of <b>{html.escape(str(a['subset']))}</b>"
+        )
+    elif no_tests_reason(ds) and ds.sizes["test_subset"] == 1:
+        what += " by plain K-fold CV (one subset)"
+    if a.get("group"):
+        what += f", groups of <b>{html.escape(str(a['group']))}</b> kept whole"
+    learners = ", ".join(html.escape(str(v)) for v in ds["learner"].values)
+    return f"{what}: {ds.sizes['fold']} folds, learners {learners}."
+
+
+def _page(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str]) -> str:
     title = html.escape(str(ds.attrs.get("title", "SOAK: Same/Other/All K-fold cross-validation")))
-    files = ", ".join(
-        f"<code>{name}</code>"
-        for name in _TABLE_FILES
-        + tuple(f"soak_{m}.{ext}" for m in measures for ext in ("png", "svg"))
+    plain = bool(no_tests_reason(ds))
+    notes = "".join(f"<p>{n}</p>" for n in _notes(ds))
+    notes = f'<div class="notes">{notes}</div>' if notes else ""
+    contents = " · ".join(
+        [f'<a href="#{html.escape(m)}">{html.escape(m)}</a>' for m in measures]
+        + ['<a href="#settings">settings</a>', '<a href="#files">files</a>']
     )
-    contents = " · ".join(f'<a href="#{html.escape(m)}">{html.escape(m)}</a>' for m in measures)
+    listed = ", ".join(f"<code>{html.escape(name)}</code>" for name in files)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -266,14 +603,17 @@ def _page(ds: xr.Dataset, sections: list[str], measures: list[str]) -> str:
 </head>
 <body>
 <h1>{title}</h1>
-<p>Measures: {contents}</p>
-<h2>How to read this report</h2>
-{_EXPLANATION}
-<h2>Settings of the run</h2>
-{_settings_html(ds)}
+<p class="lede">{_lede(ds)}</p>
+{notes}
+<nav>Measures and sections: {contents}</nav>
+<details><summary>How to read this report</summary>
+{_PLAIN_EXPLANATION if plain else _EXPLANATION}
+</details>
 {"".join(sections)}
-<h2>Files</h2>
-<p>Next to this page: {files}. The CSV files hold every column at full precision.</p>
+<h2 id="settings">Settings of the run</h2>
+{_settings_html(ds)}
+<h2 id="files">Files</h2>
+<p>Next to this page: {listed}. The CSV files hold every column at full precision.</p>
 </body>
 </html>
 """
@@ -286,17 +626,23 @@ def write_report(
     *,
     order: str = "name",
     overwrite: bool = False,
+    flag: str = "overwrite=True",
 ) -> Path:
     """Write tables, figures and a self-contained HTML page of SOAK results into `out`.
 
     Files written:
 
-    - ``pvalues.csv`` / ``pvalues.md``: ``soak_dask.stats.pvalues`` of the measures;
+    - ``pvalues.csv`` / ``pvalues.md``: ``soak_dask.stats.pvalues`` of the measures (not for
+      plain K-fold CV, which has nothing to test);
     - ``summary.csv`` / ``summary.md``: ``soak_dask.stats.summary``;
-    - ``soak_<measure>.png`` / ``.svg``: ``soak_dask.plot.plot_soak`` per measure;
-    - ``report.html``: one page with the figures embedded (base64 PNG), the tables, the run's
-      settings (``ds.attrs``) and how to read them. It loads no external file, script or
-      style sheet.
+    - ``soak_<measure>_learners.png`` / ``.svg``: ``soak_dask.plot.plot_learners`` per measure;
+    - ``soak_<measure>.png`` / ``.svg``: ``soak_dask.plot.plot_soak`` per measure (not for
+      plain K-fold CV);
+    - ``report.html``: one page with the figures embedded (base64 PNG): what was run, notes
+      (uneven test folds, coordinates left out, no p-values), per measure the figures and a
+      table of mean ± SD, row-weighted mean, test rows per fold and tests against same (the
+      first measure open, the others folded), the settings in words and how to read them. It
+      loads no external file, script or style sheet.
 
     Parameters
     ----------
@@ -312,6 +658,8 @@ def write_report(
     overwrite : bool, default False
         Write into a non-empty directory that is not a previous report (files of the same
         names are replaced, others kept).
+    flag : str, default "overwrite=True"
+        How messages name the `overwrite` option (``--overwrite`` for ``soak report``).
 
     Returns
     -------
@@ -334,21 +682,30 @@ def write_report(
     names = validate_results(ds, measures)
     check_choice("order", order, ORDERS)
     out = Path(out)
-    _prepare_dir(out, overwrite)
-    tests = pvalues(ds, names)
+    _prepare_dir(out, overwrite, flag)
+    plain = bool(no_tests_reason(ds))
+    tests = pd.DataFrame(columns=PVALUE_COLUMNS) if plain else pvalues(ds, names)
     means = summary(ds, names)
-    _write_tables(out, "pvalues", tests)
+    files = [] if plain else ["pvalues.csv", "pvalues.md"]
+    if not plain:
+        _write_tables(out, "pvalues", tests)
     _write_tables(out, "summary", means)
-    sections = [
-        _measure_section(
-            m,
-            _write_figure(out, ds, m, order),
-            tests[tests["measure"] == m],
-            means[means["measure"] == m],
-            ds,
+    files += ["summary.csv", "summary.md"]
+    sections = []
+    for i, m in enumerate(names):
+        sections.append(
+            _measure_section(
+                out,
+                ds,
+                m,
+                tests[tests["measure"] == m],
+                means[means["measure"] == m],
+                order,
+                first=i == 0,
+            )
         )
-        for m in names
-    ]
+        figures = [f"soak_{m}_learners"] if plain else [f"soak_{m}", f"soak_{m}_learners"]
+        files += [f"{name}.{ext}" for name in figures for ext in ("png", "svg")]
     page = out / "report.html"
-    page.write_text(_page(ds, sections, names), encoding="utf-8")
+    page.write_text(_page(ds, sections, names, files), encoding="utf-8")
     return page

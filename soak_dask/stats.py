@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -28,7 +29,10 @@ __all__ = [
     "RESULT_DIMS",
     "SUMMARY_COLUMNS",
     "TRAIN_TYPES",
+    "no_tests_reason",
     "pvalues",
+    "pvalues_text",
+    "results_text",
     "summary",
     "validate_results",
 ]
@@ -62,7 +66,18 @@ PVALUE_COLUMNS: list[str] = [
     "reason",
 ]
 
-SUMMARY_COLUMNS: list[str] = ["learner", "test_subset", "train_type", "measure", "n", "mean", "sd"]
+SUMMARY_COLUMNS: list[str] = [
+    "learner",
+    "test_subset",
+    "train_type",
+    "measure",
+    "n",
+    "mean",
+    "sd",
+    "weighted_mean",
+    "n_test_min",
+    "n_test_max",
+]
 
 # R's t.test() stops with "data are essentially constant" when the standard error is below
 # 10 * .Machine$double.eps * |mean|. Using the same cut makes differences that are equal up to
@@ -307,6 +322,24 @@ def _per_train_size(func: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataF
     return wrapper
 
 
+def no_tests_reason(ds: xr.Dataset) -> str:
+    """Why `ds` holds no comparison to test, or "" when it has ``other`` or ``all``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"learner": "lr", "test_subset": "all_rows", "fold": [1, 2],
+    ...                    "train_type": "same", "error": [10.0, 20.0]})
+    >>> no_tests_reason(df.set_index(["learner", "test_subset", "fold", "train_type"]).to_xarray())
+    "one subset: plain K-fold CV, no 'other' or 'all' train set to compare with 'same'"
+    """
+    if set(_coord_values(ds, "train_type")) - {"same"}:
+        return ""
+    if ds.sizes["test_subset"] == 1:
+        return "one subset: plain K-fold CV, no 'other' or 'all' train set to compare with 'same'"
+    return "'same' train sets only (train_types='same'), no 'other' or 'all' to compare with"
+
+
 @_per_train_size
 def pvalues(
     ds: xr.Dataset,
@@ -362,7 +395,11 @@ def pvalues(
 
     Notes
     -----
-    An impossible comparison is a row of NaN with a reason, never an exception or a
+    Results with no train type but ``same`` (one subset: plain K-fold CV; or a run with
+    ``train_types="same"``) have nothing to compare: then a UserWarning says so and points to
+    `summary`, and the frame has no rows (see `no_tests_reason`).
+
+    Otherwise an impossible comparison is a row of NaN with a reason, never an exception or a
     RuntimeWarning: with one subset ``other`` does not exist, and ``all`` equals ``same`` so
     every difference is 0 and t is undefined (R's ``t.test`` stops on such "essentially
     constant" data; the same tolerance is used here).
@@ -385,6 +422,16 @@ def pvalues(
     """
     names = validate_results(ds, measures)
     compare_types = _check_compare(compare)
+    reason = no_tests_reason(ds)
+    if reason:
+        warnings.warn(
+            f"no p-values: {reason}; see summary() (ds.soak.summary()) for the mean ± SD over "
+            "folds of each learner",
+            UserWarning,
+            stacklevel=3,  # the caller of the train-size wrapper
+        )
+        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in PVALUE_COLUMNS})
+        return empty.astype({c: "float64" for c in PVALUE_COLUMNS[5:-1]} | {"n": "int64"})
     train_types = [str(v) for v in _coord_values(ds, "train_type")]
     learners = _coord_values(ds, "learner")
     subsets = _coord_values(ds, "test_subset")
@@ -424,9 +471,18 @@ def summary(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> pd.D
     Returns
     -------
     pandas.DataFrame
-        Columns ``learner, test_subset, train_type, measure, n, mean, sd``; ``n`` counts the
-        finite folds, ``sd`` has ddof=1 (NaN when ``n < 2``, ``mean`` NaN when ``n == 0``).
-        Rows in that order, following coordinate order and then the order of `measures`.
+        One row per learner, test subset, train type and measure (coordinate order, then the
+        order of `measures`), with columns:
+
+        - ``n``: the finite folds; ``mean`` and ``sd`` (ddof=1) over them (``sd`` NaN when
+          ``n < 2``, ``mean`` NaN when ``n == 0``);
+        - ``weighted_mean``: the mean over those folds weighted by their test rows
+          (``n_test``). For measures that average over rows (error, accuracy, log_loss, mse,
+          mae) it is the pooled value, every test row counting once; the fold mean counts
+          the rows of a small fold more. NaN without ``n_test`` in the results;
+        - ``n_test_min``, ``n_test_max``: the fewest and most test rows of those folds (floats,
+          NaN without ``n_test``). Under groups, folds hold whole groups and may differ
+          widely; then read ``weighted_mean`` beside ``mean``.
 
     Raises
     ------
@@ -439,33 +495,72 @@ def summary(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> pd.D
     >>> df = pd.DataFrame({
     ...     "learner": "lasso", "test_subset": "A", "fold": [1, 2, 3, 1, 2, 3],
     ...     "train_type": ["same"] * 3 + ["other"] * 3,
-    ...     "error": [10.0, 12.0, 11.0, 15.0, 16.0, 18.0]})
+    ...     "error": [10.0, 12.0, 20.0, 15.0, 16.0, 18.0],
+    ...     "n_test": [100, 100, 400] * 2})
     >>> ds = df.set_index(["learner", "test_subset", "fold", "train_type"]).to_xarray()
-    >>> summary(ds).round(4)
-      learner test_subset train_type measure  n     mean      sd
-    0   lasso           A      other   error  3  16.3333  1.5275
-    1   lasso           A       same   error  3  11.0000  1.0000
+    >>> summary(ds, "error").drop(columns=["learner", "test_subset", "measure"]).round(4)
+      train_type  n     mean      sd  weighted_mean  n_test_min  n_test_max
+    0      other  3  16.3333  1.5275        17.1667       100.0       400.0
+    1       same  3  14.0000  5.2915        17.0000       100.0       400.0
     """
     names = validate_results(ds, measures)
     learners = _coord_values(ds, "learner")
     subsets = _coord_values(ds, "test_subset")
     train_types = _coord_values(ds, "train_type")
     values = {m: _measure_values(ds, m) for m in names}
+    sizes = _measure_values(ds, "n_test") if "n_test" in ds.data_vars else None
     rows = []
     for i, learner in enumerate(learners):
         for j, subset in enumerate(subsets):
             for k, train_type in enumerate(train_types):
+                n_test = None if sizes is None else sizes[i, j, :, k]
                 for m in names:
-                    v = values[m][i, j, :, k]
-                    v = v[np.isfinite(v)]
-                    mean, sd = _mean_sd(v)
-                    rows.append((learner, subset, train_type, m, v.size, mean, sd))
+                    rows.append(
+                        (
+                            learner,
+                            subset,
+                            train_type,
+                            m,
+                            *_fold_stats(values[m][i, j, :, k], n_test),
+                        )
+                    )
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
-    return out.astype({"n": "int64", "mean": "float64", "sd": "float64"})
+    return out.astype(
+        {
+            "n": "int64",
+            "mean": "float64",
+            "sd": "float64",
+            "weighted_mean": "float64",
+            "n_test_min": "float64",
+            "n_test_max": "float64",
+        }
+    )
+
+
+def _fold_stats(values: np.ndarray, n_test: np.ndarray | None) -> tuple:
+    """n, mean, sd, row-weighted mean and the fewest and most test rows of the finite folds."""
+    finite = np.isfinite(values)
+    mean, sd = _mean_sd(values[finite])
+    if n_test is None or not finite.any():
+        return int(finite.sum()), mean, sd, math.nan, math.nan, math.nan
+    rows = n_test[finite]
+    weighted = float(np.sum(values[finite] * rows) / rows.sum()) if rows.sum() > 0 else math.nan
+    return int(finite.sum()), mean, sd, weighted, int(rows.min()), int(rows.max())
+
+
+def _printable(value: Any) -> Any:
+    """A text cell with its unprintable characters (terminal escapes, line breaks) escaped."""
+    if not isinstance(value, str) or value.isprintable():
+        return value
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in value)
 
 
 def pvalues_text(ds: xr.Dataset, measure: str = "error") -> str:
-    """The paired t-tests of one measure as a plain-text table, for terminals and logs."""
+    """The paired t-tests of one measure as a plain-text table, for terminals and logs.
+
+    Names are printed as they are, except unprintable characters, shown as escapes
+    (``\\x1b``): a subset name cannot move the cursor or recolour the terminal.
+    """
     keep = [
         "learner",
         "test_subset",
@@ -477,6 +572,42 @@ def pvalues_text(ds: xr.Dataset, measure: str = "error") -> str:
     ]
     table = pvalues(ds, measures=[measure])
     columns = [c for c in table.columns if c in keep or c == "train_size"]
-    title = f"{measure}: other / all vs same (paired t-test over folds)"
+    return _text_table(f"{measure}: other / all vs same (paired t-test over folds)", table[columns])
+
+
+def results_text(ds: xr.Dataset, measure: str = "error") -> str:
+    """What ``soak run`` prints: `pvalues_text`, or when the results hold nothing to compare
+    (plain K-fold CV), the mean ± SD over folds of each learner, saying why.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"learner": "lr", "test_subset": "all_rows", "fold": [1, 2],
+    ...                    "train_type": "same", "error": [10.0, 20.0], "n_test": [50, 150]})
+    >>> ds = df.set_index(["learner", "test_subset", "fold", "train_type"]).to_xarray()
+    >>> print(results_text(ds))
+    one subset: plain K-fold CV, no 'other' or 'all' train set to compare with 'same': no p-values
+    error: mean ± SD over the folds of each learner (weighted_mean: folds weighted by test rows)
+    learner  n  mean     sd  weighted_mean  n_test_min  n_test_max
+         lr  2  15.0 7.0711           17.5          50         150
+    """
+    reason = no_tests_reason(ds)
+    if not reason:
+        return pvalues_text(ds, measure)
+    table = summary(ds, [measure])
+    drop = ["train_type", "measure"] + (["test_subset"] if ds.sizes["test_subset"] == 1 else [])
+    title = (
+        f"{reason}: no p-values\n{measure}: mean ± SD over the folds of each learner "
+        "(weighted_mean: folds weighted by test rows)"
+    )
+    rows = {c: "Int64" for c in ("n_test_min", "n_test_max")}  # counts, printed as such
+    return _text_table(title, table.drop(columns=drop).astype(rows))
+
+
+def _text_table(title: str, table: pd.DataFrame) -> str:
+    """`title` over `table` as plain text, numbers to 4 decimals, names printable."""
+    text = table.round(4)
+    names = text.select_dtypes(exclude="number").columns
+    text[names] = text[names].map(_printable)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
-        return f"{title}\n{table[columns].round(4).to_string(index=False)}"
+        return f"{title}\n{text.to_string(index=False)}"

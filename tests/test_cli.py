@@ -8,8 +8,12 @@ passed by address.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -165,7 +169,8 @@ def test_estimator_module_imported_only_when_named(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     conf = write_toml(
         tmp_path / "run.toml",
-        f'[learners.probe]\nestimator = "{PROBE}:ProbeNB"\nparams = {{var_smoothing = 0.5}}\n',
+        f'allow_modules = ["{PROBE}"]\n[learners.probe]\nestimator = "{PROBE}:ProbeNB"\n'
+        "params = {var_smoothing = 0.5}\n",
     )
     file = load_run_file(conf)
     required = {"data": "d", "label": "y", "out": "o"}
@@ -189,8 +194,10 @@ def test_estimator_module_imported_only_when_named(tmp_path, monkeypatch):
         ("__import__('os').system('touch PWNED')", "is not of the form 'package.module:Class'"),
         ("os:system; touch PWNED", "is not of the form 'package.module:Class'"),
         ("eval", "is not of the form 'package.module:Class'"),
-        ("os:system", "is not a scikit-learn estimator class"),
-        ("no_such_module_xyz:Model", "cannot import module 'no_such_module_xyz'"),
+        ("os:system", "module 'os' is not allowed"),
+        ("no_such_module_xyz:Model", "module 'no_such_module_xyz' is not allowed"),
+        ("sklearn.utils:Bunch", "is not a scikit-learn estimator class"),
+        ("sklearn.no_such_module_xyz:Model", "cannot import module 'sklearn.no_such_module_xyz'"),
     ],
 )
 def test_run_file_never_runs_code(pixels, tmp_path, monkeypatch, capsys, estimator, message):
@@ -203,9 +210,176 @@ def test_run_file_never_runs_code(pixels, tmp_path, monkeypatch, capsys, estimat
     assert not (tmp_path / "PWNED").exists() and not (tmp_path / "r.zarr").exists()
 
 
+SIDE_EFFECT = "soak_cli_side_effect"  # a module whose import writes a file
+
+
+def side_effect_module(folder: Path) -> Path:
+    """Write `SIDE_EFFECT` into `folder`; importing it creates the returned file."""
+    marker = folder / "IMPORTED"
+    (folder / f"{SIDE_EFFECT}.py").write_text(
+        f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
+        "from sklearn.naive_bayes import GaussianNB\n\nclass NB(GaussianNB):\n    pass\n"
+    )
+    return marker
+
+
+def test_run_file_imports_only_allowed_modules(pixels, tmp_path, monkeypatch, capsys):
+    marker = side_effect_module(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, SIDE_EFFECT, raising=False)
+    learner = f'learner = ["nb"]\n[learners.nb]\nestimator = "{SIDE_EFFECT}:NB"\n'
+    conf = write_toml(tmp_path / "run.toml", learner)
+    argv = ["run", *table_flags(pixels), "--config", conf, "--out", tmp_path / "r.zarr"]
+    code, _, err = soak(argv, capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"module '{SIDE_EFFECT}' is not allowed" in err
+    assert f"allow_modules = ['{SIDE_EFFECT}']" in err and f"--allow-modules {SIDE_EFFECT}" in err
+    assert not marker.exists() and SIDE_EFFECT not in sys.modules  # checked before importing
+    # Neither a prefix of the name nor a package it is not inside allows it.
+    for allowed in (["soak_cli"], ["sklearn", "soak_cli_side"]):
+        code, _, err = soak([*argv, "--allow-modules", ",".join(allowed)], capsys)
+        assert code == 2 and "is not allowed" in err and not marker.exists()
+
+    def learners(argv: list, toml: str) -> dict:
+        monkeypatch.delitem(sys.modules, SIDE_EFFECT, raising=False)
+        marker.unlink(missing_ok=True)
+        write_toml(conf, toml + learner)
+        args = cli.build_parser().parse_args([*argv, "--config", str(conf)])
+        return cli.run_settings(args).learners()
+
+    base = ["run", "d", "--label", "y", "--out", "o"]
+    # The run-file key and the flag allow the same thing; the flag replaces the key.
+    for built in (
+        learners(base, f'allow_modules = ["{SIDE_EFFECT}"]\n'),
+        learners([*base, "--allow-modules", SIDE_EFFECT], ""),
+        learners([*base, "--allow-modules", f"x,{SIDE_EFFECT}"], 'allow_modules = ["y"]\n'),
+    ):
+        assert type(built["nb"]).__name__ == "NB" and marker.exists()
+    with pytest.raises(ValueError, match="is not allowed"):
+        learners([*base, "--allow-modules", "y"], f'allow_modules = ["{SIDE_EFFECT}"]\n')
+    assert not marker.exists()
+    with pytest.raises(ValueError, match="expected a list of module names"):
+        load_run_file(write_toml(conf, 'allow_modules = ["os; rm -rf"]\n'))
+
+
+def test_empty_lists_are_refused_by_name(pixels, tmp_path, capsys):
+    base = ["run", *table_flags(pixels), "--out", tmp_path / "r.zarr"]
+    every_numeric = "name at least one, or leave the flag out to use every numeric column"
+    cases = [
+        ([*base, "--features", ""], f"argument --features: '' names no column; {every_numeric}"),
+        ([*base, "--features", " , "], "argument --features: ' , ' names no column"),
+        ([*base, "--learner", ""], "argument --learner: '' names no learner; name at least one"),
+        ([*base, "--learner", "lda", "--learner", ","], "argument --learner: ',' names no"),
+        ([*base, "--train-types", ""], "argument --train-types: '' names no train type"),
+        ([*base, "--measures", ""], "argument --measures: '' names no measure"),
+        (["info", pixels, "--label", "label", "--features", ""], "argument --features: ''"),
+    ]
+    for key, value, shown, what in [
+        ("features", "[]", "[]", "column"),
+        ("features", '""', "''", "column"),
+        ("learner", "[]", "[]", "learner"),
+        ("measures", "[]", "[]", "measure"),
+    ]:
+        conf = write_toml(tmp_path / f"{key}{len(cases)}.toml", f"{key} = {value}\n")
+        message = f"{key} = {shown} in run file {str(conf)!r} names no {what}; name at least "
+        cases.append(([*base, "--config", conf], f"{message}one, or leave {key} out"))
+    for argv, message in cases:
+        code, _, err = soak(argv, capsys)
+        assert code == 2 and err.startswith("soak: error: ") and message in err, (argv, err)
+        assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r.zarr").exists()
+
+
+def not_warnings(err: str) -> list[str]:
+    """The lines of stderr other than ``soak: warning:`` ones."""
+    return [line for line in err.strip().splitlines() if not line.startswith("soak: warning: ")]
+
+
+def test_tls_certificates_for_a_tcp_scheduler_fail_at_once(pixels, tmp_path, capsys):
+    files = make_tls_files(tmp_path)
+    argv = [
+        "run", *table_flags(pixels), "--scheduler", "tcp://127.0.0.1:9", "--tls-ca-file",
+        files.ca_file, "--tls-cert", files.cert, "--tls-key", files.key, "--out", tmp_path / "r",
+    ]  # fmt: skip
+    start = time.monotonic()
+    code, _, err = soak(argv, capsys)
+    assert time.monotonic() - start < 30  # it was a traceback, then a 60 s connect timeout
+    assert code == 2 and len(not_warnings(err)) == 1, err
+    assert "tcp://127.0.0.1:9 is plain TCP but TLS certificates were given; use the " in err
+    assert "tls:// address, or drop the certificates" in err
+
+
+def soak_process(argv: list, cwd: Path) -> subprocess.Popen:
+    """``soak argv`` as a child in its own process group, as a terminal runs a command."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}  # tests.slow_learner
+    env["PYTHONWARNINGS"] = "ignore"  # the slow learner's convergence warnings
+    return subprocess.Popen(
+        [str(Path(sys.executable).with_name("soak")), *map(str, argv)],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_ctrl_c_prints_one_line_and_exits_130(pixels, tmp_path):
+    conf = write_toml(
+        tmp_path / "run.toml",
+        f"""
+data = "{pixels}"
+label = "label"
+subset = "region"
+folds = 3
+learner = ["slow"]
+allow_modules = ["tests.slow_learner"]
+no_progress = true
+out = "r.zarr"
+[learners.slow]
+estimator = "tests.slow_learner:SlowClassifier"
+seconds = 2.0
+""",
+    )
+    proc = soak_process(["run", "--config", conf], tmp_path)
+    checkpoint = tmp_path / "r.zarr.checkpoint"
+    deadline = time.monotonic() + 240
+    while not list(checkpoint.glob("task-*.json")) and proc.poll() is None:
+        assert time.monotonic() < deadline, "no fit finished in time"
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole group, workers included
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert not_warnings(err) == [
+        "soak: interrupted; the fits finished so far are in the checkpoint: run the same "
+        "command again (same --out and --checkpoint) to resume"
+    ]
+    assert out == "" and list(checkpoint.glob("task-*.json")) and not (tmp_path / "r.zarr").exists()
+
+
+def test_failed_worker_task_prints_one_line(pixels, tmp_path):
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(pixels, corrupt)
+    part = sorted(corrupt.glob("*.parquet"))[1]
+    data = bytearray(part.read_bytes())
+    data[len(data) // 4 : len(data) // 2] = b"U" * (len(data) // 2 - len(data) // 4)  # pages
+    part.write_bytes(bytes(data))
+    argv = ["run", corrupt, "--label", "label", "--subset", "region", "--folds", "3",
+            "--learner", "featureless", "--no-progress", "--out"]  # fmt: skip
+    runs = ([*argv, tmp_path / "r.zarr"], ["--debug", *argv, tmp_path / "debug.zarr"])
+    procs = [soak_process(a, tmp_path) for a in runs]
+    (_, err), (_, debug_err) = (p.communicate(timeout=300) for p in procs)
+    assert [p.returncode for p in procs] == [2, 1], (err, debug_err)
+    # The row groups are read by a worker task: --debug shows the worker's log of it.
+    assert "Compute Failed" in debug_err and part.name in debug_err
+    lines = not_warnings(err)  # no worker log, no traceback, no shutdown warnings
+    assert len(lines) == 1 and lines[0].startswith("soak: error: ") and part.name in lines[0], err
+
+
 def user_error_cases(pixels: Path, tmp: Path) -> list[tuple[list, str]]:
     """(argv, expected message) pairs, each a mistake caught before any cluster starts."""
-    base = ["run", *table_flags(pixels), "--out", tmp / "r.zarr"]
+    base = ["run", *table_flags(pixels), "--exclude", "x,y", "--out", tmp / "r.zarr"]
     bad_key = write_toml(tmp / "key.toml", "fold = 3\n")
     bad_type = write_toml(tmp / "type.toml", 'folds = "ten"\n')
     bad_toml = write_toml(tmp / "syntax.toml", "folds = \n")
@@ -218,7 +392,8 @@ def user_error_cases(pixels: Path, tmp: Path) -> list[tuple[list, str]]:
         ([*base, "--config", bad_toml], "is not valid TOML"),
         ([*base, "--config", tmp / "missing.toml"], "run file"),
         ([*base, "--label", "nope"], "label column 'nope' is not in"),
-        ([*base, "--features", "B01,nope"], "feature columns ['nope'] are not in"),
+        ([*base, "--features", "B01,nope"], "features names columns that are not in"),
+        ([*base, "--exclude", "x,yy"], "'yy' (did you mean 'y'?)"),
         (["run", tmp / "none.parquet", "--label", "y", "--out", tmp / "r"], "no file or dir"),
         ([*base, "--folds", "abc"], "argument --folds: invalid int value: 'abc'"),
         ([*base, "--train-types", "same,sometimes"], "unknown train_types ['sometimes']"),
@@ -250,12 +425,13 @@ def test_debug_raises_with_traceback(pixels, tmp_path):
 def test_every_setting_has_a_flag():
     argv = [
         "run", "data", "--label", "y", "--subset", "s", "--group", "g", "--fold-column", "f",
-        "--features", "a,b", "--exclude", "c", "--folds", "3", "--seed", "2", "--learner", "lda",
-        "--train-types", "same", "--measures", "error", "--no-persist", "--scheduler", "tcp://h:1",
+        "--features", "a,b", "--exclude", "c", "--coordinates", "include", "--folds", "3",
+        "--seed", "2", "--learner", "lda", "--train-types", "same", "--measures", "error",
+        "--no-persist", "--scheduler", "tcp://h:1",
         "--tls-ca-file", "ca", "--tls-cert", "c", "--tls-key", "k", "--out", "o", "--overwrite",
         "--no-progress", "--sizes", "0", "--ratio", "0.25", "--size-seeds", "2",
         "--max-train-rows", "100", "--incremental", "--epochs", "2", "--checkpoint", "ck",
-        "--rows-per-partition", "1000",
+        "--rows-per-partition", "1000", "--allow-modules", "mypkg",
     ]  # fmt: skip
     given = set(vars(cli.build_parser().parse_args(argv)))
     assert set(setting_names()) - given == {"learners"}  # [learners.NAME] tables: files only
@@ -309,6 +485,7 @@ def test_report_writes_html(flag_run, tmp_path, capsys):
     code, out, err = soak(["report", store, "--out", other], capsys)
     assert code == 2 and err.startswith("soak: error: ") and len(err.splitlines()) == 1
     assert "does not hold a soak_dask report" in err
+    assert "pass --overwrite to write" in err and "overwrite=True" not in err  # the CLI's word
     code, out, err = soak(["report", store, "--out", other, "--overwrite"], capsys)
     assert code == 0 and (other / "report.html").is_file() and (other / "notes.txt").exists()
 
@@ -392,3 +569,123 @@ def test_run_checkpoints_and_resumes(pixels, cluster, tmp_path, capsys):
     assert code == 0 and before == {p: p.stat().st_mtime_ns for p in ckpt.glob("task-*.json")}
     code, _, err = soak([*argv, "--overwrite", "--checkpoint", ckpt, "--seed", "2"], capsys)
     assert code == 2 and "other settings (seed: 1 then, 2 now" in err
+
+
+def copy_table(pixels: Path, to: Path) -> Path:
+    to.mkdir()
+    for part in pixels.iterdir():
+        (to / part.name).write_bytes(part.read_bytes())
+    return to
+
+
+def test_run_refuses_a_checkpoint_of_a_rewritten_file(pixels, cluster, tmp_path, capsys):
+    data = copy_table(pixels, tmp_path / "pixels")
+    argv = [
+        "run", data, "--label", "label", "--subset", "region", "--exclude", "x,y,polygon",
+        "--folds", "3", "--learner", "featureless", "--scheduler", cluster.scheduler_address,
+        "--no-progress", "--checkpoint", tmp_path / "ck",
+    ]  # fmt: skip
+    code, _, err = soak([*argv, "--out", tmp_path / "a.zarr"], capsys)
+    assert code == 0, err
+    part = sorted(data.iterdir())[1]
+    table = pd.read_parquet(part)
+    table.assign(B01=table["B01"] + 1.0).to_parquet(part)  # other feature values, same path
+    code, _, err = soak([*argv, "--out", tmp_path / "b.zarr"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"other settings (data.parquet.{part}: " in err and "delete it to start over" in err
+    assert not (tmp_path / "b.zarr").exists()
+
+
+def read_only_dir(tmp_path: Path) -> Path:
+    """A directory this process cannot write in (root writes anywhere but in /sys)."""
+    if os.geteuid() != 0:
+        path = tmp_path / "read-only"
+        path.mkdir(mode=0o555)
+        return path
+    if not Path("/sys/kernel").is_dir():
+        pytest.skip("running as root without /sys: no read-only directory to test with")
+    return Path("/sys/kernel")
+
+
+def test_run_checks_out_and_checkpoint_before_any_work(pixels, tmp_path, capsys):
+    """Refused at once (no cluster is started, nothing is read or written): --out inside the
+    input, holding it, holding other data, or not writable; a checkpoint inside the input."""
+    data = copy_table(pixels, tmp_path / "pixels")
+    other = tmp_path / "notes"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    run = ["run", data, "--label", "label", "--subset", "region", "--scheduler", "tcp://nowhere:1"]
+    cases = {
+        data / "r.zarr": f"is inside the input table's directory ({data})",
+        tmp_path: f"holds the input table ({data})",
+        other: f"{other} holds data that is not a soak_dask results store, and --overwrite",
+        read_only_dir(tmp_path) / "r.zarr": "cannot write",
+    }
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    for out, words in cases.items():
+        argv = [*run, "--out", out, "--overwrite", "--checkpoint", tmp_path / "ck"]
+        code, _, err = soak(argv, capsys)
+        assert code == 2 and len(err.splitlines()) == 1 and words in err, err
+    code, _, err = soak([*run, "--out", tmp_path / "r.zarr", "--checkpoint", data / "ck"], capsys)
+    assert code == 2 and "ck is inside the input table's directory" in err, err
+    code, _, err = soak([*run, "--out", tmp_path / "r.zarr", "--checkpoint", tmp_path], capsys)
+    assert code == 2 and "overlap; give separate paths" in err, err
+    assert before == {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes", "pixels"]
+
+
+def test_report_of_a_path_that_is_not_results(pixels, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    text = tmp_path / "notes.nc"
+    text.write_text("not NetCDF")
+    for path in (pixels, empty, text):
+        code, _, err = soak(["report", path, "--out", tmp_path / "rep"], capsys)
+        assert code == 2 and len(err.splitlines()) == 1, err
+        assert err.startswith(f"soak: error: {path} is not a soak results store"), err
+    assert not (tmp_path / "rep").exists()
+
+
+def test_run_help_lists_the_builtin_learners_one_line_each(capsys):
+    from soak_dask.learners import BUILTIN, DESCRIPTIONS
+
+    assert list(DESCRIPTIONS) == list(BUILTIN)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["run", "--help"])
+    assert stop.value.code == 0
+    out = capsys.readouterr().out
+    listed = out[out.index("built-in learners (--learner NAME):") :].splitlines()[1:]
+    assert [line.split()[0] for line in listed] == list(BUILTIN)
+    for line, name in zip(listed, BUILTIN, strict=True):
+        assert DESCRIPTIONS[name] in line
+    assert "lasso_cv                L1 logistic/linear regression" in out
+    assert (
+        "linear                  ordinary least-squares linear regression (regression only)" in out
+    )
+
+
+def test_run_without_subset_prints_mean_sd_not_nan_pvalues(pixels, cluster, tmp_path, capsys):
+    store = tmp_path / "plain.zarr"
+    argv = [
+        "run", str(pixels), "--label", "label", "--exclude", "x,y,region,polygon",
+        "--folds", "3", "--learner", "featureless,logistic", "--measures", "error,auc",
+        "--scheduler", cluster.scheduler_address, "--out", store, "--no-progress",
+    ]  # fmt: skip
+    code, out, err = soak(argv, capsys)
+    assert code == 0, err
+    assert "p_paired" not in out and "NaN" not in out and "no p-values" not in err
+    lines = out.splitlines()
+    assert lines[0].startswith("one subset: plain K-fold CV")
+    assert lines[1].startswith("error: mean ± SD over the folds of each learner")
+    ds = open_results(store)
+    summary = ds.soak.summary("error").set_index("learner")
+    for learner in ("featureless", "logistic"):
+        (row,) = [line.split() for line in lines if line.split()[:1] == [learner]]
+        assert float(row[2]) == pytest.approx(summary.loc[learner, "mean"], abs=1e-4)
+        assert int(row[-1]) == summary.loc[learner, "n_test_max"]
+    # soak report says the same, then the page's path.
+    code, report_out, err = soak(["report", store, "--out", tmp_path / "rep"], capsys)
+    assert code == 0, err
+    assert report_out.splitlines()[:-1] == lines[:-2]  # run also printed "", "Results: ..."
+    page = Path(report_out.splitlines()[-1])
+    assert "No p-values" in page.read_text(encoding="utf-8")

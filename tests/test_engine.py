@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import warnings
 
@@ -141,6 +142,8 @@ def test_aztrees_on_local_cluster_round_trips_through_zarr(aztrees, tmp_path):
         warnings.simplefilter("error")
         # Real data: region S has only 8 "Not tree" polygons for 10 folds, and SOAK says so.
         warnings.filterwarnings("ignore", message=r".*fewer groups of 'polygon' than n_folds")
+        # and its polygons make S's test folds hold 26 to 1,504 rows (tested below).
+        warnings.filterwarnings("ignore", message=r"test folds differ in size")
         local = sd.soak(table, learners, n_folds=10, seed=1, progress=False)
     timing = ["fit_seconds", "predict_seconds"]
     xr.testing.assert_equal(local.drop_vars(timing), res.drop_vars(timing))
@@ -177,3 +180,81 @@ def test_a_configured_local_scheduler_is_used():
     assert len(ThreadRecorder.threads) == 1  # every fit in the one scheduler thread
     timings = ["fit_seconds", "predict_seconds"]
     xr.testing.assert_identical(threaded.drop_vars(timings), synchronous.drop_vars(timings))
+
+
+@pytest.fixture
+def bars(monkeypatch):
+    """The progress bars the engine opens, recorded (each stays readable once closed)."""
+    from contextlib import contextmanager
+
+    from soak_dask import engine
+
+    opened = []
+    real = engine.progress_bar
+
+    @contextmanager
+    def recording(*args, **kwargs):
+        with real(*args, **kwargs) as bar:
+            opened.append(bar)
+            yield bar
+
+    monkeypatch.setattr(engine, "progress_bar", recording)
+    return opened
+
+
+def test_progress_bar_counts_the_fits_of_n_fits(bars, tmp_path, capsys):
+    # featureless is fitted from block statistics and scored by one task per test block
+    # (several fits per task); the counting learner by one task per fit, which scores the
+    # fit's test blocks (three for an "all" fit). The bar counts (fit, learner) pairs.
+    table = sd.load_table(toy_table(n=300, n_subsets=3, seed=8), label="y", subset="subset")
+    learners = {"count": CountingClassifier(), "base": "featureless"}
+    res = sd.soak(table, learners, n_folds=4, progress=True, checkpoint=tmp_path / "ck")
+    (bar,) = bars
+    assert bar.total == bar.n == res.attrs["n_fits"] == 2 * 4 * 7
+    assert f"{bar.total}/{bar.total}" in capsys.readouterr().err
+
+    # Resumed: only the fits missing from the checkpoint are counted. A one-pass fit that
+    # lost one of its test blocks is missing (it runs again whole).
+    files = sorted((tmp_path / "ck").glob("task-*.json"))
+    lost = {}
+    for file in files:
+        task = json.loads(file.read_text())
+        key = (task["fit_id"], task["learner"])
+        if len(lost) < 3 and (task["learner"] == "count" or len(task["records"]) == 1):
+            lost.setdefault(key, []).append(file)
+    for lost_files in lost.values():
+        lost_files[0].unlink()
+    resumed = sd.soak(table, learners, n_folds=4, progress=True, checkpoint=tmp_path / "ck")
+    bar = bars[-1]
+    assert bar.total == bar.n == len(lost) == 3
+    out = capsys.readouterr().out
+    assert f"resuming, {res.attrs['n_fits'] - 3} of {res.attrs['n_fits']} fits already done" in out
+    timing = ["fit_seconds", "predict_seconds"]
+    xr.testing.assert_identical(resumed.drop_vars(timing), res.drop_vars(timing))
+
+
+def test_unequal_test_folds_are_warned_and_summarised():
+    # Subset s0 has two big groups (90 % of its rows), so its test folds differ widely.
+    df = toy_table(n=600, n_subsets=2, seed=11)
+    row = np.arange(len(df))
+    big = (df["subset"] == "s0") & (row % 10 < 9)
+    df["group"] = df["subset"] + "-" + df["y"] + "-" + np.where(big, "big", (row // 5).astype(str))
+    table = sd.load_table(df, label="y", subset="subset", group="group")
+    with pytest.warns(UserWarning, match="test folds differ in size") as caught:
+        res = sd.soak(table, {"lr": LogisticRegression()}, n_folds=3, progress=False)
+    n_test = res["n_test"].sel(learner="lr", train_type="same")
+    s0, s1 = n_test.sel(test_subset="s0").values, n_test.sel(test_subset="s1").values
+    assert s0.max() > 3 * s0.min() and s1.max() <= 3 * s1.min()
+    (message,) = [str(w.message) for w in caught if "test folds differ" in str(w.message)]
+    assert f"(s0: {s0.min():,} to {s0.max():,} rows)" in message
+    assert "weighted_mean" in message
+
+    summary = res.soak.summary("error").set_index(["test_subset", "train_type"])
+    for train_type in ("same", "other", "all"):
+        error = res["error"].sel(learner="lr", test_subset="s0", train_type=train_type).values
+        got = summary.loc[("s0", train_type)]
+        # The row-weighted mean of fold errors is the pooled error: wrong rows / test rows.
+        wrong = np.round(error * s0 / 100)
+        assert got["weighted_mean"] == pytest.approx(100 * wrong.sum() / s0.sum(), rel=1e-12)
+        assert got["mean"] == pytest.approx(error.mean(), rel=1e-12)
+        assert (got["n_test_min"], got["n_test_max"]) == (s0.min(), s0.max())

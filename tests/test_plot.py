@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 
 import matplotlib
 
@@ -17,7 +18,15 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import soak_dask as sd  # noqa: E402
 from soak_dask.demo import make_pixel_table  # noqa: E402
-from soak_dask.plot import datasets_table, format_pvalue, plot_datasets, plot_soak  # noqa: E402
+from soak_dask.plot import (  # noqa: E402
+    MEASURE_RANGES,
+    datasets_table,
+    format_pvalue,
+    mean_sd_bar,
+    plot_datasets,
+    plot_learners,
+    plot_soak,
+)
 
 from .conftest import shared_file  # noqa: E402
 
@@ -359,3 +368,111 @@ def test_plot_datasets_bad_input():
         plot_datasets({"x": two, "y": two.to_dataframe()}, learner="glm")
     with pytest.raises(ValueError, match="alpha must be between 0 and 1"):
         plot_datasets({"x": two}, learner="glm", alpha=5)
+
+
+# --- bars within the measure's range, legends inside the figure, learners compared ------------
+
+
+def skewed_results() -> xr.Dataset:
+    """Folds with one outlier: mean ± SD runs past 0 % error and past accuracy 1."""
+    error = [0.0, 0.0, 0.0, 60.0]
+    rows = [
+        ("lr", subset, k + 1, tt, error[k], 1 - error[k] / 100)
+        for subset in ("A", "B")
+        for tt in ("same", "other", "all")
+        for k in range(4)
+    ]
+    columns = ["learner", "test_subset", "fold", "train_type", "error", "accuracy"]
+    return sd.from_dataframe(pd.DataFrame(rows, columns=columns))
+
+
+def bars(fig: Figure) -> list[np.ndarray]:
+    """x data of every mean ± SD bar of a figure."""
+    return [
+        line.get_xdata()
+        for ax in fig.axes
+        for line in ax.lines
+        if (line.get_gid() or "").startswith("mean_sd:")
+    ]
+
+
+@pytest.mark.parametrize("draw", [plot_soak, plot_learners])
+def test_mean_sd_bars_stop_at_the_measure_range(draw):
+    ds = skewed_results()
+    sd_error = np.std([0, 0, 0, 60], ddof=1)  # 30: mean 15 - 30 is below 0 % error
+    for measure, expected in (
+        ("error", [0, 15, 15 + sd_error]),
+        ("accuracy", [0.85 - sd_error / 100, 0.85, 1]),
+    ):
+        found = bars(draw(ds, measure))
+        assert len(found) == 6  # one per test subset and train type
+        for x in found:
+            np.testing.assert_allclose(x, expected)
+
+
+def test_every_bar_of_a_real_run_is_within_range(small_run):
+    for measure in small_run.attrs["measures"]:
+        low, high = MEASURE_RANGES[measure]
+        for draw in (plot_soak, plot_learners):
+            found = np.concatenate(bars(draw(small_run, measure)))
+            assert ((found >= low) & (found <= high)).all(), (measure, draw.__name__)
+            plt.close("all")
+
+
+def legend_inside(fig: Figure) -> bool:
+    fig.canvas.draw()
+    (legend,) = fig.legends
+    box, frame = legend.get_window_extent(), fig.bbox
+    return frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+
+
+@pytest.mark.parametrize("n_subsets", [1, 2, 3])
+def test_legend_fits_inside_the_figure(n_subsets):
+    ds = results_from({"a": {s: 1.0 for s in "ABC"[:n_subsets]}})
+    fig = plot_soak(ds)
+    assert legend_inside(fig)
+    assert "text: mean difference, paired t-test p" in [t.get_text() for t in fig.legends[0].texts]
+    assert legend_inside(plot_learners(ds))
+
+
+def test_plain_kfold_figure_has_no_test_text_and_no_warning():
+    ds = results_from({"a": {"all_rows": 0.0}}).sel(train_type=["same"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = plot_soak(ds)
+        learners = plot_learners(ds)
+    assert [t.get_text() for t in fig.legends[0].texts] == ["one test fold", "mean ± SD"]
+    assert legend_inside(fig)  # a one-panel figure is narrow: the legend stacks
+    assert all(not ax.texts for ax in fig.axes)
+    (ax,) = learners.axes
+    assert ax.get_title() == "plain K-fold CV, 5 folds"
+    assert [t.get_text() for t in learners.legends[0].texts] == [
+        "one test fold",
+        "mean ± SD over folds",
+    ]
+
+
+def test_learners_figure_shows_each_learner_per_test_subset(small_run):
+    fig = plot_learners(small_run, "auc")
+    found = {ax.get_gid().split(":", 1)[1]: ax for ax in fig.axes if ax.get_gid()}
+    assert list(found) == ["NE", "NW", "S"]
+    first = found["NE"]
+    assert [t.get_text() for t in first.get_yticklabels()] == ["featureless", "logistic"]
+    assert found["S"].get_xlim() == first.get_xlim()  # one x axis: learners compare across panels
+    for subset, ax in found.items():
+        for learner in ("featureless", "logistic"):
+            for tt in ("same", "other", "all"):
+                folds = small_run["auc"].sel(learner=learner, test_subset=subset, train_type=tt)
+                dots = by_gid(ax, f"folds:{learner}:{tt}")
+                np.testing.assert_array_equal(dots.get_xdata(), folds.values)
+                bar = by_gid(ax, f"mean_sd:{learner}:{tt}")
+                np.testing.assert_allclose(bar.get_xdata(), mean_sd_bar(folds.values, "auc"))
+                # Each learner's train types sit around its row.
+                row = ["featureless", "logistic"].index(learner)
+                assert abs(dots.get_ydata()[0] - row) < 0.5
+            y = [
+                by_gid(ax, f"folds:{learner}:{tt}").get_ydata()[0]
+                for tt in ("same", "other", "all")
+            ]
+            assert y == sorted(y) and ax.get_ylim()[0] > ax.get_ylim()[1]  # same on top
+    assert "higher is better" in fig.get_supxlabel()

@@ -17,7 +17,10 @@ from soak_dask.stats import (
     PVALUE_COLUMNS,
     RESULT_DIMS,
     SUMMARY_COLUMNS,
+    no_tests_reason,
     pvalues,
+    pvalues_text,
+    results_text,
     summary,
     validate_results,
 )
@@ -517,3 +520,60 @@ def test_property_shift_leaves_t_unchanged(folds, shift):
     assert b["p_paired"] == pytest.approx(a["p_paired"], rel=1e-6, abs=1e-12)
     assert b["mean_diff"] == pytest.approx(a["mean_diff"], abs=1e-9)
     assert b["same_mean"] == pytest.approx(a["same_mean"] + shift, abs=1e-9)
+
+
+# ---------------------------------------------------------------- plain K-fold CV, fold sizes
+
+
+def test_plain_kfold_pvalues_warn_and_have_no_rows():
+    ds = make_ds({"same": [10.0, 20.0, 30.0]}, subsets=("all_rows",))
+    assert no_tests_reason(ds) == (
+        "one subset: plain K-fold CV, no 'other' or 'all' train set to compare with 'same'"
+    )
+    with pytest.warns(UserWarning, match=r"no p-values: one subset: plain K-fold CV.*summary\(\)"):
+        res = pvalues(ds)
+    assert res.empty and list(res.columns) == PVALUE_COLUMNS
+    assert res["p_paired"].dtype == np.float64 and res["n"].dtype == np.int64
+
+
+def test_same_only_with_several_subsets_says_why():
+    ds = make_ds({"same": [[1.0, 2.0], [3.0, 4.0]]}, subsets=("A", "B"))
+    with pytest.warns(UserWarning, match=r"'same' train sets only \(train_types='same'\)"):
+        assert pvalues(ds).empty
+    assert no_tests_reason(make_ds({"same": [1.0, 2.0], "all": [1.0, 3.0]})) == ""
+
+
+def test_results_text_is_mean_sd_in_plain_kfold_and_tests_otherwise():
+    ds = make_ds({"same": [10.0, 20.0, 30.0]}, subsets=("all_rows",))
+    ds["n_test"] = xr.full_like(ds["error"], 100, dtype=np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        text = results_text(ds)
+    lines = text.splitlines()
+    assert lines[0].startswith("one subset: plain K-fold CV") and lines[0].endswith("no p-values")
+    assert lines[1].startswith("error: mean ± SD over the folds of each learner")
+    assert lines[2].split() == [
+        "learner", "n", "mean", "sd", "weighted_mean", "n_test_min", "n_test_max"
+    ]  # fmt: skip
+    assert lines[3].split() == ["lasso", "3", "20.0", "10.0", "20.0", "100", "100"]
+    compared = make_ds({"same": [1.0, 2.0, 4.0], "other": [2.0, 3.0, 3.5]})
+    assert results_text(compared) == pvalues_text(compared)
+
+
+def test_summary_weighs_folds_by_their_test_rows():
+    ds = make_ds({"same": [10.0, 20.0, np.nan, 40.0], "other": [0.0, 10.0, 10.0, 10.0]})
+    ds["n_test"] = xr.DataArray([10, 30, 50, 60], dims="fold").broadcast_like(ds["error"])
+    res = summary(ds).set_index("train_type")
+    same, other = res.loc["same"], res.loc["other"]
+    # The NaN fold is left out of every statistic, its rows too.
+    assert same["n"] == 3 and same["mean"] == pytest.approx(70 / 3)
+    assert same["weighted_mean"] == pytest.approx((100 + 600 + 2400) / 100)
+    assert (same["n_test_min"], same["n_test_max"]) == (10, 60)
+    assert other["weighted_mean"] == pytest.approx((0 + 300 + 500 + 600) / 150)
+    assert (other["n_test_min"], other["n_test_max"]) == (10, 60)
+
+
+def test_summary_without_test_rows_leaves_them_undefined():
+    res = summary(make_ds({"same": [1.0, 2.0]}))
+    assert res[["weighted_mean", "n_test_min", "n_test_max"]].isna().all().all()
+    assert math.isnan(res.iloc[0]["n_test_min"])  # plain floats: row access keeps NaN
