@@ -300,7 +300,7 @@ def run_command(args: argparse.Namespace) -> None:
     """``soak run``: load the table, run SOAK on the cluster, save and summarise the results."""
     from .checkpoint import remove_checkpoint
     from .cluster import connect, make_security
-    from .engine import soak
+    from .engine import check_options, soak
     from .measures import check_measures
     from .plan import check_train_types
     from .results import save_results
@@ -309,6 +309,16 @@ def run_command(args: argparse.Namespace) -> None:
 
     settings = run_settings(args)
     # Everything that can be checked without a cluster is checked first.
+    check_options(
+        seed=settings.seed,
+        n_folds=settings.folds,
+        sizes=settings.sizes,
+        ratio=settings.ratio,
+        size_seeds=settings.size_seeds,
+        max_train_rows=settings.max_train_rows,
+        epochs=settings.epochs,
+        spell=_flag,
+    )
     learners = settings.learners()
     train_types = check_train_types(settings.train_types)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
@@ -351,6 +361,11 @@ def run_command(args: argparse.Namespace) -> None:
     print(f"\nResults: {store}")
 
 
+def _flag(option: str) -> str:
+    """The ``soak run`` flag of a ``soak()`` option, for messages."""
+    return "--folds" if option == "n_folds" else "--" + option.replace("_", "-")
+
+
 def _checked_paths(settings: RunSettings) -> Path:
     """Check ``--out`` and the checkpoint before any work (nothing written over or into the
     input, other data or each other; ``--out`` writable); return the checkpoint's path."""
@@ -372,9 +387,12 @@ def _checked_paths(settings: RunSettings) -> Path:
 
 def info_command(args: argparse.Namespace) -> None:
     """``soak info``: print ``soak_dask.info.describe_table`` of the table."""
+    from .folds import check_n_folds
     from .info import describe_table
     from .table import load_table
 
+    if args.folds is not None:
+        check_n_folds(args.folds, "--folds")
     table = load_table(
         args.data,
         label=args.label,

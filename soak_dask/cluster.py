@@ -158,9 +158,11 @@ def _sigint_deferred() -> Iterator[list[bool]]:
 
 
 def _local_cluster(n_workers: int, cluster_kwargs: dict[str, Any]) -> LocalCluster:
-    """A LocalCluster of worker processes listening on `LOOPBACK` only, unless told otherwise."""
+    """A LocalCluster listening on `LOOPBACK` only (dashboard, and scheduler and workers when
+    they are processes), unless told otherwise."""
     options = {"dashboard_address": f"{LOOPBACK}:0", "processes": True, **cluster_kwargs}
-    if "host" not in options and "interface" not in options:
+    # Threads-only clusters talk in-process (inproc://) and refuse a host.
+    if options["processes"] and "host" not in options and "interface" not in options:
         options["host"] = LOOPBACK
     return LocalCluster(n_workers=n_workers, **options)
 
@@ -229,7 +231,11 @@ def connect(
     try:
         if interrupted:
             raise KeyboardInterrupt
-        with Client(cluster) as client:
+        # The link names where the dashboard listens (an in-process cluster's address names
+        # the machine's IP instead); kept for the block, as the link is read when shown.
+        link = {"distributed.dashboard.link": f"{{scheme}}://{LOOPBACK}:{{port}}/status"}
+        loopback = "dashboard_address" not in cluster_kwargs
+        with Client(cluster) as client, dask.config.set(link if loopback else {}):
             if not log_failures:
                 client.register_plugin(_QuietFailures())
             yield client

@@ -163,15 +163,16 @@ def soak(
             f"soak takes a Table, not a {type(table).__name__}; make one with "
             "soak_dask.load_table(data, label=..., subset=...)"
         )
-    seed = _folds.check_seed(seed)
-    if n_folds is not None:
-        n_folds = _folds.check_n_folds(n_folds)
+    seed, n_folds = check_options(
+        seed=seed,
+        n_folds=n_folds,
+        sizes=sizes,
+        ratio=ratio,
+        size_seeds=size_seeds,
+        max_train_rows=max_train_rows,
+        epochs=epochs,
+    )
     train_types = check_train_types(train_types)
-    check_sizes(sizes, ratio, size_seeds)
-    if max_train_rows is not None and (not isinstance(max_train_rows, int) or max_train_rows < 1):
-        raise ValueError(f"max_train_rows={max_train_rows!r}: need a positive integer or None")
-    if not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs={epochs!r}: need a positive integer")
     measures = check_measures(measures, table.task)
     estimators = resolve_learners(learners, table.task, seed)
     streamed = [name for name, est in estimators.items() if hasattr(est, "partial_fit")]
@@ -305,6 +306,42 @@ def soak(
         encode_attrs(settings),
         extra_coords,
     )
+
+
+def check_options(
+    *,
+    seed: Any,
+    n_folds: Any,
+    sizes: Any,
+    ratio: Any,
+    size_seeds: Any,
+    max_train_rows: Any,
+    epochs: Any,
+    spell: Callable[[str], str] = str,
+) -> tuple[int, int | None]:
+    """Check the numeric run options, which need no data, before any work (the CLI calls it
+    before it starts a cluster); errors name each option as ``spell`` writes it.
+
+    Returns
+    -------
+    (int, int or None)
+        The seed and K (None: from the fold column, or the default) as plain ints.
+    """
+    seed = _folds.check_seed(seed, spell("seed"))
+    if n_folds is not None:
+        n_folds = _folds.check_n_folds(n_folds, spell("n_folds"))
+    check_sizes(sizes, ratio, size_seeds)
+    if max_train_rows is not None and (
+        isinstance(max_train_rows, bool)
+        or not isinstance(max_train_rows, int)
+        or max_train_rows < 1
+    ):
+        raise ValueError(
+            f"{spell('max_train_rows')}={max_train_rows!r}: need a positive integer or None"
+        )
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"{spell('epochs')}={epochs!r}: need a positive integer")
+    return seed, n_folds
 
 
 def _folded_data(
