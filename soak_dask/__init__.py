@@ -9,9 +9,11 @@ from importlib.metadata import PackageNotFoundError, version
 from . import accessor as _accessor  # noqa: F401  (registers the Dataset.soak accessor)
 from .engine import soak
 from .folds import assign_folds, block_counts
+from .lasso import LassoCVClassifier, LassoCVRegressor
 from .learners import BUILTIN as BUILTIN_LEARNERS
 from .learners import builtin_learner
 from .plan import TRAIN_TYPES, make_plan
+from .pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
 from .raster import NodataWarning, raster_table
 from .results import from_dataframe, open_results, save_results
 from .splitter import SameOtherAllCV
@@ -37,7 +39,11 @@ except PackageNotFoundError:  # running from a source tree without installation
 
 __all__ = [
     "BUILTIN_LEARNERS",
+    "LassoCVClassifier",
+    "LassoCVRegressor",
     "NodataWarning",
+    "PrunedTreeClassifier",
+    "PrunedTreeRegressor",
     "SameOtherAllCV",
     "TRAIN_TYPES",
     "Table",

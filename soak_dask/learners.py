@@ -15,10 +15,8 @@ from sklearn.ensemble import (
     RandomForestRegressor,
 )
 from sklearn.linear_model import (
-    LassoCV,
     LinearRegression,
     LogisticRegression,
-    LogisticRegressionCV,
     RidgeClassifierCV,
     RidgeCV,
 )
@@ -26,8 +24,10 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+from .folds import check_seed
+from .lasso import LassoCVClassifier, LassoCVRegressor
+from .pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
 from .table import Task
 
 
@@ -43,18 +43,10 @@ BUILTIN: dict[str, tuple[Callable[[int], Any] | None, Callable[[int], Any] | Non
     ),
     "logistic": (lambda seed: _scaled(LogisticRegression(max_iter=1000)), None),
     "lasso_cv": (
-        # L1 logistic regression with internal 10-fold CV, like the SOAK paper's cv_glmnet.
-        lambda seed: _scaled(
-            LogisticRegressionCV(
-                l1_ratios=(1.0,),
-                solver="liblinear",
-                cv=10,
-                scoring="neg_log_loss",
-                random_state=seed,
-                use_legacy_attributes=False,
-            )
-        ),
-        lambda seed: _scaled(LassoCV(cv=10, random_state=seed)),
+        # The SOAK paper's cv_glmnet: lasso path, internal 10-fold CV, lambda.1se; the
+        # estimators standardise the features themselves.
+        lambda seed: LassoCVClassifier(random_state=seed),
+        lambda seed: LassoCVRegressor(random_state=seed),
     ),
     "ridge": (lambda seed: _scaled(RidgeClassifierCV()), lambda seed: _scaled(RidgeCV())),
     "linear": (None, lambda seed: LinearRegression()),
@@ -65,8 +57,9 @@ BUILTIN: dict[str, tuple[Callable[[int], Any] | None, Callable[[int], Any] | Non
         lambda seed: _scaled(KNeighborsRegressor()),
     ),
     "decision_tree": (
-        lambda seed: DecisionTreeClassifier(random_state=seed),
-        lambda seed: DecisionTreeRegressor(random_state=seed),
+        # The SOAK paper's rpart: rpart's default size limits and cp = 0.01 pruning.
+        lambda seed: PrunedTreeClassifier(random_state=seed),
+        lambda seed: PrunedTreeRegressor(random_state=seed),
     ),
     "random_forest": (
         lambda seed: RandomForestClassifier(n_estimators=100, random_state=seed),
@@ -77,6 +70,38 @@ BUILTIN: dict[str, tuple[Callable[[int], Any] | None, Callable[[int], Any] | Non
         lambda seed: HistGradientBoostingRegressor(random_state=seed),
     ),
 }
+
+#: One line per built-in learner, for ``soak run --help`` and the docs (keys: those of BUILTIN).
+DESCRIPTIONS: dict[str, str] = {
+    "featureless": "baseline: most frequent class / mean of the train rows, features unused",
+    "logistic": "logistic regression (L2, C=1) on standardised features",
+    "lasso_cv": "L1 logistic/linear regression, penalty by internal 10-fold CV (glmnet-style, "
+    "lambda.1se)",
+    "ridge": "ridge on standardised features, penalty by leave-one-out CV",
+    "linear": "ordinary least-squares linear regression",
+    "lda": "linear discriminant analysis",
+    "gaussian_nb": "Gaussian naive Bayes",
+    "knn": "5 nearest neighbours on standardised features",
+    "decision_tree": "decision tree pruned by cost-complexity (rpart-like)",
+    "random_forest": "random forest of 100 trees",
+    "hist_gradient_boosting": "histogram gradient boosting, scikit-learn's defaults",
+}
+
+
+def describe_builtins() -> str:
+    """The built-in learners, one line each: name, what it fits, and its task if only one.
+
+    Examples
+    --------
+    >>> print(describe_builtins().splitlines()[4])
+    linear                  ordinary least-squares linear regression (regression only)
+    """
+    lines = []
+    for name, (classify, regress) in BUILTIN.items():
+        task = "classification" if classify else "regression"
+        only = "" if classify and regress else f" ({task} only)"
+        lines.append(f"{name:<23} {DESCRIPTIONS[name]}{only}")
+    return "\n".join(lines)
 
 
 def builtin_learner(name: str, task: Task, seed: int = 1) -> BaseEstimator:
@@ -110,8 +135,10 @@ def resolve_learners(
     """Turn the user's ``learners`` into ``{name: unfitted estimator}``.
 
     Accepts a dict of name -> estimator or built-in name, a list of either (named after the
-    built-in name or the estimator's class), or one of them alone.
+    built-in name or the estimator's class), or one of them alone. ``seed`` (0 to 2**32 - 1)
+    is the ``random_state`` of built-in learners that have one.
     """
+    seed = check_seed(seed)
     if learners is None:
         learners = default_learners(task)
     if isinstance(learners, str | BaseEstimator) or not isinstance(learners, Mapping | Sequence):
