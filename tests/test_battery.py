@@ -1478,7 +1478,7 @@ def cli_runs(request, shared, tmp_path_factory):
     chosen = [
         (item.callspec.id, item.callspec.params["case"])
         for item in request.session.items
-        if item.module is request.module and item.originalname == "test_cli"
+        if getattr(item, "module", None) is request.module and item.originalname == "test_cli"
     ]
     runs: dict[str, tuple[Ctx, Future]] = {}
     with ThreadPoolExecutor(max_workers=2) as pool:

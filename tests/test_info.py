@@ -92,7 +92,7 @@ def test_cli_info_refuses_fewer_than_two_or_more_than_127_folds(pixels, capsys, 
     argv += ["--exclude", "x,y"]
     assert cli.main(argv) == cli.USAGE_ERROR
     err = capsys.readouterr().err
-    assert err.startswith(f"soak: error: n_folds={folds}") and len(err.splitlines()) == 1
+    assert err.startswith(f"soak: error: --folds={folds}") and len(err.splitlines()) == 1
 
 
 def awkward_frame() -> pd.DataFrame:
