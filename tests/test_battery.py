@@ -58,6 +58,7 @@ from soak_dask.info import describe_table
 
 from .conftest import toy_table
 from .test_bad_input import clear_error
+from .test_cli import read_only_dir
 from .test_security import listening_ips
 from .tls_certs import make_tls_files
 
@@ -226,17 +227,6 @@ def side_effect_module(folder: Path) -> Path:
         "from sklearn.naive_bayes import GaussianNB\n\nclass NB(GaussianNB):\n    pass\n"
     )
     return marker
-
-
-def read_only_dir(tmp: Path) -> Path:
-    """A directory this process cannot write in (root writes anywhere but in /sys)."""
-    if os.geteuid() != 0:
-        path = tmp / "read-only"
-        path.mkdir(mode=0o555)
-        return path
-    if not Path("/sys/kernel").is_dir():
-        pytest.skip("running as root without /sys: no read-only directory to test with")
-    return Path("/sys/kernel")
 
 
 def absent(path: Path) -> Callable[[], None]:
