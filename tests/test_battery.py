@@ -59,6 +59,7 @@ from soak_dask.info import describe_table
 from .conftest import toy_table
 from .test_bad_input import clear_error
 from .test_cli import read_only_dir
+from .test_results_store import results
 from .test_security import listening_ips
 from .tls_certs import make_tls_files
 
@@ -483,23 +484,10 @@ def dir_with_notes(ctx: Ctx) -> Path:
     return ctx.source(folder)
 
 
-def results_frame(**attrs: Any) -> xr.Dataset:
-    scores = pd.DataFrame(
-        {
-            "learner": "featureless",
-            "test_subset": np.repeat(["A", "B"], 2),
-            "fold": [1, 2, 1, 2],
-            "train_type": "same",
-            "error": [10.0, 12.0, 9.0, 11.0],
-        }
-    )
-    return sd.from_dataframe(scores, **attrs)
-
-
 def save_onto_input(ctx: Ctx) -> None:
     data = ctx.copy(ctx.shared.folded)
     ctx.let(data=data)
-    sd.save_results(results_frame(source=str(data)), data, overwrite=True)
+    sd.save_results(results(source=str(data)), data, overwrite=True)
 
 
 def save_onto_other_data(ctx: Ctx) -> None:
@@ -507,13 +495,13 @@ def save_onto_other_data(ctx: Ctx) -> None:
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     ctx.let(other=ctx.source(other))
-    sd.save_results(results_frame(), other, overwrite=True)
+    sd.save_results(results(), other, overwrite=True)
 
 
 def save_twice(ctx: Ctx) -> None:
-    sd.save_results(results_frame(), ctx.tmp / "r.zarr")
+    sd.save_results(results(), ctx.tmp / "r.zarr")
     ctx.source(ctx.tmp / "r.zarr")
-    sd.save_results(results_frame(note="new"), ctx.tmp / "r.zarr")
+    sd.save_results(results(note="new"), ctx.tmp / "r.zarr")
 
 
 def damaged_checkpoint(ctx: Ctx, damage: str) -> None:
@@ -983,7 +971,7 @@ API_CASES = [
     ),
     api(
         "save_results-read-only-dir",
-        lambda ctx: sd.save_results(results_frame(), read_only_dir(ctx.tmp) / "r.zarr"),
+        lambda ctx: sd.save_results(results(), read_only_dir(ctx.tmp) / "r.zarr"),
         Error(("cannot write", "r.zarr"), kind=PermissionError, fix=("choose another path",)),
     ),
     api(
@@ -1208,7 +1196,7 @@ def report_argv(ctx: Ctx, store: Path) -> list:
 
 def report_onto_other_data(ctx: Ctx) -> list:
     store = ctx.tmp / "r.zarr"
-    sd.save_results(results_frame(), store)
+    sd.save_results(results(), store)
     other = ctx.tmp / "notes"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
