@@ -6,22 +6,26 @@ subset, and does pooling subsets help? See ``soak`` and ``load_table``.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from . import accessor as _accessor  # noqa: F401  (registers the Dataset.soak accessor)
-from .engine import soak
-from .folds import assign_folds, block_counts
-from .lasso import LassoCVClassifier, LassoCVRegressor
-from .learners import BUILTIN as BUILTIN_LEARNERS
-from .learners import builtin_learner
-from .plan import TRAIN_TYPES, make_plan
-from .pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
-from .raster import NodataWarning, raster_table
-from .results import from_dataframe, open_results, save_results
-from .splitter import SameOtherAllCV
-from .stats import pvalues, summary
-from .table import Table, load_table
+from .learn.builtin import BUILTIN as BUILTIN_LEARNERS
+from .learn.builtin import builtin_learner
+from .learn.lasso import LassoCVClassifier, LassoCVRegressor
+from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
+from .results import accessor as _accessor  # noqa: F401  (registers the Dataset.soak accessor)
+from .results.stats import pvalues, summary
+from .results.store import from_dataframe, open_results, save_results
+from .run.engine import soak
+from .split.folds import assign_folds, block_counts
+from .split.plan import TRAIN_TYPES, make_plan
+from .split.splitter import SameOtherAllCV
+from .tables.raster import NodataWarning, raster_table
+from .tables.table import Table, load_table
 
 # Figures and reports need matplotlib: imported on first use, not with the package.
-_LAZY = {"plot_soak": "plot", "plot_datasets": "plot", "write_report": "report"}
+_LAZY = {
+    "plot_soak": "results.plot",
+    "plot_datasets": "results.plot",
+    "write_report": "results.report",
+}
 
 
 def __getattr__(name: str):

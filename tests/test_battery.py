@@ -51,10 +51,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import soak_dask as sd
-from soak_dask import cli
-from soak_dask.cluster import connect, make_security
-from soak_dask.config import load_run_file, merge_settings
-from soak_dask.info import describe_table
+from soak_dask.app import cli
+from soak_dask.app.config import load_run_file, merge_settings
+from soak_dask.app.info import describe_table
+from soak_dask.run.cluster import connect, make_security
 
 from .conftest import toy_table
 from .test_bad_input import clear_error

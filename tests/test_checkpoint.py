@@ -18,8 +18,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import soak_dask as sd
-from soak_dask import engine
-from soak_dask.checkpoint import remove_checkpoint
+from soak_dask.run import engine
+from soak_dask.run.checkpoint import remove_checkpoint
 
 from .conftest import toy_table
 from .test_engine import FITS, CountingClassifier

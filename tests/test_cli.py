@@ -21,9 +21,10 @@ import pandas as pd
 import pytest
 from distributed import LocalCluster
 
-from soak_dask import cli, open_results
-from soak_dask.config import RunSettings, load_run_file, merge_settings, setting_names
-from soak_dask.demo import write_pixel_parquet
+from soak_dask import open_results
+from soak_dask.app import cli
+from soak_dask.app.config import RunSettings, load_run_file, merge_settings, setting_names
+from soak_dask.app.demo import write_pixel_parquet
 
 from .tls_certs import cluster_security, make_tls_files
 
@@ -472,7 +473,7 @@ def test_demo_no_progress(cluster, tmp_path, capsys):
 
 
 def test_report_writes_html(flag_run, tmp_path, capsys):
-    pytest.importorskip("soak_dask.report")
+    pytest.importorskip("soak_dask.results.report")
     _, store = flag_run
     code, out, err = soak(["report", store, "--out", tmp_path / "rep"], capsys)
     assert code == 0, err
@@ -647,7 +648,7 @@ def test_report_of_a_path_that_is_not_results(pixels, tmp_path, capsys):
 
 
 def test_run_help_lists_the_builtin_learners_one_line_each(capsys):
-    from soak_dask.learners import BUILTIN, DESCRIPTIONS
+    from soak_dask.learn.builtin import BUILTIN, DESCRIPTIONS
 
     assert list(DESCRIPTIONS) == list(BUILTIN)
     with pytest.raises(SystemExit) as stop:

@@ -82,13 +82,13 @@ def _public_callables() -> list[str]:
 
 def test_api_page_documents_the_public_api(site: Path) -> None:
     html = (site / "api" / "index.html").read_text()
-    # An entry's id is its full name: soak_dask.soak, or soak_dask.plot.plot_soak for a name
+    # An entry's id is its full name: soak_dask.soak, or soak_dask.results.plot.plot_soak for a name
     # that soak_dask imports lazily from a submodule.
     missing = [
         n for n in _public_callables() if not re.search(rf'id="soak_dask(\.\w+)?\.{n}"', html)
     ]
     assert not missing, f"docs/api.md lacks entries for {missing}"
-    for name in ["soak_dask.demo.make_pixel_table", "soak_dask.cluster.connect"]:
+    for name in ["soak_dask.app.demo.make_pixel_table", "soak_dask.run.cluster.connect"]:
         assert f'id="{name}"' in html
     # The rendered entry carries the docstring, not just a heading.
     assert "Open a table lazily and name the role of its columns" in html

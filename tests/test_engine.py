@@ -187,7 +187,7 @@ def bars(monkeypatch):
     """The progress bars the engine opens, recorded (each stays readable once closed)."""
     from contextlib import contextmanager
 
-    from soak_dask import engine
+    from soak_dask.run import engine
 
     opened = []
     real = engine.progress_bar

@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import soak_dask as sd
-from soak_dask.folds import permuted_block_folds, seeded_hash
-from soak_dask.table import FOLD_COLUMN
+from soak_dask.hashing import seeded_hash
+from soak_dask.split.folds import permuted_block_folds
+from soak_dask.tables.table import FOLD_COLUMN
 
 
 def _folds(df: pd.DataFrame, npartitions: int, k: int, seed: int, **roles) -> pd.Series:

@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 
 import soak_dask as sd
-import soak_dask.parquet
-from soak_dask import cli, load_table
-from soak_dask.demo import make_pixel_table, write_pixel_parquet
-from soak_dask.info import TableInfo, describe_table
+import soak_dask.tables.parquet
+from soak_dask import load_table
+from soak_dask.app import cli
+from soak_dask.app.demo import make_pixel_table, write_pixel_parquet
+from soak_dask.app.info import TableInfo, describe_table
 
 from .conftest import shared_file
 
@@ -46,8 +47,8 @@ def test_counts_equal_pandas_in_one_pass(pixels, monkeypatch):
         reads.append(piece)
         return read_piece(piece, *args, **kwargs)
 
-    read_piece = soak_dask.parquet.read_piece
-    monkeypatch.setattr(soak_dask.parquet, "read_piece", counting_read)
+    read_piece = soak_dask.tables.parquet.read_piece
+    monkeypatch.setattr(soak_dask.tables.parquet, "read_piece", counting_read)
     table = load_table(pixels, label="label", subset="region", group="polygon", exclude=["x", "y"])
     computes = []
     with dask.config.set(scheduler="threads"), dask.callbacks.Callback(start=computes.append):

@@ -20,8 +20,8 @@ from sklearn.model_selection import cross_validate
 from sklearn.tree import DecisionTreeClassifier
 
 import soak_dask as sd
-from soak_dask.engine import _fit_rows
-from soak_dask.fitting import split_frame
+from soak_dask.run.engine import _fit_rows
+from soak_dask.run.fitting import split_frame
 
 SUBSETS = ("A", "B", "C", "D")
 CLASSES = ("p", "q", "r")

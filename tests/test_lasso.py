@@ -15,7 +15,7 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import soak_dask as sd
-from soak_dask.lasso import _fold_ids
+from soak_dask.learn.lasso import _fold_ids
 
 from .conftest import AZTREES_FEATURES, toy_table
 

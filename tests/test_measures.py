@@ -6,7 +6,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn import metrics
 
-from soak_dask.measures import CLASSIFICATION, REGRESSION, finish, merge, partial_scores, score
+from soak_dask.learn.measures import (
+    CLASSIFICATION,
+    REGRESSION,
+    finish,
+    merge,
+    partial_scores,
+    score,
+)
 
 
 def _pieces(n: int, cuts: list[int]) -> list[slice]:

@@ -26,7 +26,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 import soak_dask as sd
-from soak_dask.onepass import (
+from soak_dask.run.onepass import (
     Moments,
     block_stats,
     fit_from_stats,

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 import soak_dask as sd
-from soak_dask.engine import _fit_rows
-from soak_dask.fitting import split_frame
+from soak_dask.run.engine import _fit_rows
+from soak_dask.run.fitting import split_frame
 
 from .conftest import shared_file
 

@@ -1,4 +1,4 @@
-"""Tests of soak_dask.plot: the paper's figures drawn from real and hand-built results."""
+"""Tests of soak_dask.results.plot: the paper's figures drawn from real and hand-built results."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import xarray as xr  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import soak_dask as sd  # noqa: E402
-from soak_dask.demo import make_pixel_table  # noqa: E402
-from soak_dask.plot import (  # noqa: E402
+from soak_dask.app.demo import make_pixel_table  # noqa: E402
+from soak_dask.results.plot import (  # noqa: E402
     MEASURE_RANGES,
     datasets_table,
     format_pvalue,

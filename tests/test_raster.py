@@ -18,7 +18,7 @@ import xarray as xr
 from rasterio.transform import from_origin
 
 import soak_dask as sd
-from soak_dask.raster import NodataWarning, open_geotiffs, raster_table
+from soak_dask.tables.raster import NodataWarning, open_geotiffs, raster_table
 
 H, W = 60, 80
 CHUNKS = {"y": 20, "x": 40}  # 3 × 2 = 6 spatial chunks
@@ -271,7 +271,7 @@ def test_unnamed_label_code_fails_when_read(raw):
         computed(table, ["label"])
 
 
-@pytest.mark.filterwarnings("ignore::soak_dask.raster.NodataWarning")
+@pytest.mark.filterwarnings("ignore::soak_dask.tables.raster.NodataWarning")
 def test_soak_end_to_end_on_raster_table(raw):
     nodata = {"label": -1, "polygon": 0}
     ds = make_dataset(raw)
@@ -325,7 +325,7 @@ def geotiffs(raw, tmp_path_factory) -> dict[str, Path]:
     return files
 
 
-@pytest.mark.filterwarnings("ignore::soak_dask.raster.NodataWarning")
+@pytest.mark.filterwarnings("ignore::soak_dask.tables.raster.NodataWarning")
 def test_geotiff_bands_give_the_table_and_results_of_the_xarray_path(raw, geotiffs):
     files = {k: geotiffs[k] for k in [*BANDS, "label", "polygon"]}
     from_files = raster_table(files, "label", tiles=(2, 2), group="polygon")  # nodata from files

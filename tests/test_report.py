@@ -1,4 +1,4 @@
-"""Tests of soak_dask.report: files, tables, and the HTML page opened in headless Chromium."""
+"""Tests of soak_dask.results.report: files, tables, and the HTML page in headless Chromium."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ import xarray as xr  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import soak_dask as sd  # noqa: E402
-from soak_dask.demo import make_pixel_table  # noqa: E402
-from soak_dask.report import CSP, markdown_table, write_report  # noqa: E402
-from soak_dask.stats import pvalues_text  # noqa: E402
+from soak_dask.app.demo import make_pixel_table  # noqa: E402
+from soak_dask.results.report import CSP, markdown_table, write_report  # noqa: E402
+from soak_dask.results.stats import pvalues_text  # noqa: E402
 
 from .test_plot import results_from, run_small_soak  # noqa: E402
 

@@ -1,7 +1,7 @@
 """``soak run`` on a Parquet table, stopped (Ctrl-C, then kill -9) and resumed in new processes,
 ends identical to an undisturbed run; ``--out`` on the input is refused and the input kept.
 
-Each stopped or resumed ``soak`` runs in a subprocess (``python -m soak_dask.cli``), with a slow
+Each stopped or resumed ``soak`` runs in a subprocess (``python -m soak_dask.app.cli``), with a slow
 test learner named by a run file, on this module's LocalCluster given by address. (A rewritten
 file refused by name: tests/test_cli.py and tests/test_checkpoint.py.)
 """
@@ -21,8 +21,9 @@ import pytest
 import xarray as xr
 from distributed import LocalCluster
 
-from soak_dask import cli, open_results
-from soak_dask.demo import write_pixel_parquet
+from soak_dask import open_results
+from soak_dask.app import cli
+from soak_dask.app.demo import write_pixel_parquet
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMINGS = ["fit_seconds", "predict_seconds"]
@@ -60,7 +61,7 @@ def start(*argv: object) -> subprocess.Popen:
     process keeps it)."""
     path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     return subprocess.Popen(
-        [sys.executable, "-m", "soak_dask.cli", *map(str, argv)],
+        [sys.executable, "-m", "soak_dask.app.cli", *map(str, argv)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

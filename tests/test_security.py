@@ -1,4 +1,4 @@
-"""SOAK on a TLS-only Dask cluster (127.0.0.1) through ``soak_dask.cluster`` from Python."""
+"""SOAK on a TLS-only Dask cluster (127.0.0.1) through ``soak_dask.run.cluster`` from Python."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 import xarray as xr
 
 import soak_dask as sd
-from soak_dask.cluster import connect, make_security
+from soak_dask.run.cluster import connect, make_security
 
 from . import tls_certs
 from .conftest import toy_table

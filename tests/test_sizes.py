@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import soak_dask as sd
-from soak_dask.sizes import downsample, size_plan
+from soak_dask.split.sizes import downsample, size_plan
 
 from .conftest import shared_file, toy_table
 

@@ -1,4 +1,4 @@
-"""Tests of soak_dask.stats: paired t-tests and summaries of SOAK results."""
+"""Tests of soak_dask.results.stats: paired t-tests and summaries of SOAK results."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from soak_dask.stats import (
+from soak_dask.results.stats import (
     PVALUE_COLUMNS,
     RESULT_DIMS,
     SUMMARY_COLUMNS,

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .results import check_apart
+from ..results.store import check_apart
 
 SETTINGS = "settings.json"
 _TASK_KEYS = {"fit_id", "learner", "records", "hash"}

@@ -16,9 +16,8 @@ import pandas as pd
 import xarray as xr
 import zarr
 
-DIMS = ("learner", "test_subset", "fold", "train_type")
-COUNTS = ("n_train", "n_test")
-TIMINGS = ("fit_seconds", "predict_seconds")
+from ..schema import COUNTS, MEASURE_NAMES, RESULT_DIMS, TIMINGS, TRAIN_TYPES
+
 #: Root attribute marking a store written by ``save_results``; its value, the format version.
 RESULTS_MARK = "soak_dask_results"
 RESULTS_FORMAT = 1
@@ -68,7 +67,7 @@ def build_dataset(
     """
     scores = pd.DataFrame.from_records(list(records))
     rows = splits.merge(scores, on=["fit_id", "test_subset"], how="left", validate="many_to_many")
-    train_types = [t for t in ("same", "other", "all") if t in set(splits["train_type"])]
+    train_types = [t for t in TRAIN_TYPES if t in set(splits["train_type"])]
     coords = {
         "learner": np.array(learners, dtype=object),
         "test_subset": np.array(subsets, dtype=object),
@@ -92,26 +91,11 @@ def build_dataset(
     ds = ds.assign_coords(fit_id=fit_id.astype(np.int64))
     for name in measures:
         ds[name].attrs["long_name"] = MEASURE_NAMES[name]
-    ds["n_train"].attrs["long_name"] = "rows in the train set"
-    ds["n_test"].attrs["long_name"] = "rows in the test block"
-    ds["fit_seconds"].attrs["long_name"] = "seconds to fit (shared by the splits a fit serves)"
-    ds["predict_seconds"].attrs["long_name"] = "seconds to predict the test block"
+    for name, long_name in {**COUNTS, **TIMINGS}.items():
+        ds[name].attrs["long_name"] = long_name
     ds.attrs.update(attrs)
     ds.attrs["measures"] = list(measures)
     return ds
-
-
-MEASURE_NAMES = {
-    "error": "test error (percent)",
-    "accuracy": "accuracy",
-    "balanced_accuracy": "balanced accuracy",
-    "auc": "area under the ROC curve",
-    "log_loss": "log loss",
-    "mse": "mean squared error",
-    "rmse": "root mean squared error",
-    "mae": "mean absolute error",
-    "r2": "coefficient of determination R²",
-}
 
 
 def encode_attrs(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -241,7 +225,7 @@ def open_results(path: str | os.PathLike, **kwargs: Any) -> xr.Dataset:
             f"{' '.join(str(err).split())}); give the path written by 'soak run --out' or "
             "save_results"
         ) from err
-    missing = [d for d in DIMS if d not in ds.dims]
+    missing = [d for d in RESULT_DIMS if d not in ds.dims]
     if missing:
         raise ValueError(
             f"{path} is not a soak results store: it lacks the dims {missing}; give the path "
@@ -304,12 +288,12 @@ def from_dataframe(scores: pd.DataFrame, **attrs: Any) -> xr.Dataset:
     >>> from_dataframe(df)["error"].sizes["fold"]
     2
     """
-    missing = [c for c in DIMS if c not in scores.columns]
+    missing = [c for c in RESULT_DIMS if c not in scores.columns]
     if missing:
-        raise ValueError(f"scores lack the columns {missing}; need {list(DIMS)}")
+        raise ValueError(f"scores lack the columns {missing}; need {list(RESULT_DIMS)}")
     frame = scores.assign(test_subset=scores["test_subset"].astype(str))
-    ds = frame.set_index(list(DIMS)).to_xarray()
-    order = [t for t in ("same", "other", "all") if t in set(frame["train_type"])]
+    ds = frame.set_index(list(RESULT_DIMS)).to_xarray()
+    order = [t for t in TRAIN_TYPES if t in set(frame["train_type"])]
     ds = ds.reindex(train_type=order)
     measures = [v for v in ds.data_vars if v not in (*COUNTS, *TIMINGS)]
     ds.attrs.update(attrs)

@@ -15,6 +15,7 @@ from pathlib import Path
 from textwrap import indent
 from typing import Any
 
+from ..learn.builtin import describe_builtins
 from .config import (
     ALLOWED_MODULES,
     RunSettings,
@@ -23,7 +24,6 @@ from .config import (
     merge_settings,
     setting_names,
 )
-from .learners import describe_builtins
 
 #: Exit status of a user error, as argparse uses.
 USAGE_ERROR = 2
@@ -298,14 +298,14 @@ def run_settings(args: argparse.Namespace) -> RunSettings:
 
 def run_command(args: argparse.Namespace) -> None:
     """``soak run``: load the table, run SOAK on the cluster, save and summarise the results."""
-    from .checkpoint import remove_checkpoint
-    from .cluster import connect, make_security
-    from .engine import check_options, soak
-    from .measures import check_measures
-    from .plan import check_train_types
-    from .results import save_results
-    from .stats import results_text
-    from .table import load_table
+    from ..learn.measures import check_measures
+    from ..results.stats import results_text
+    from ..results.store import save_results
+    from ..run.checkpoint import remove_checkpoint
+    from ..run.cluster import connect, make_security
+    from ..run.engine import check_options, soak
+    from ..split.plan import check_train_types
+    from ..tables.table import load_table
 
     settings = run_settings(args)
     # Everything that can be checked without a cluster is checked first.
@@ -369,8 +369,8 @@ def _flag(option: str) -> str:
 def _checked_paths(settings: RunSettings) -> Path:
     """Check ``--out`` and the checkpoint before any work (nothing written over or into the
     input, other data or each other; ``--out`` writable); return the checkpoint's path."""
-    from .checkpoint import check_checkpoint_dir
-    from .results import check_output
+    from ..results.store import check_output
+    from ..run.checkpoint import check_checkpoint_dir
 
     check_output(
         settings.out, overwrite=settings.overwrite, source=settings.data, flag="--overwrite"
@@ -386,10 +386,10 @@ def _checked_paths(settings: RunSettings) -> Path:
 
 
 def info_command(args: argparse.Namespace) -> None:
-    """``soak info``: print ``soak_dask.info.describe_table`` of the table."""
-    from .folds import check_n_folds
+    """``soak info``: print ``soak_dask.app.info.describe_table`` of the table."""
+    from ..split.folds import check_n_folds
+    from ..tables.table import load_table
     from .info import describe_table
-    from .table import load_table
 
     if args.folds is not None:
         check_n_folds(args.folds, "--folds")
@@ -412,9 +412,9 @@ def report_command(args: argparse.Namespace) -> None:
     results as ``soak run`` does (tests, or mean ± SD in plain K-fold CV), then its path."""
     if not Path(args.results).exists():
         raise FileNotFoundError(f"results store {args.results} does not exist; run 'soak run'")
-    from .report import write_report  # its own dependencies load only for this command
-    from .results import open_results
-    from .stats import results_text, validate_results
+    from ..results.report import write_report  # its own dependencies load only for this command
+    from ..results.stats import results_text, validate_results
+    from ..results.store import open_results
 
     ds = open_results(args.results)
     page = write_report(ds, args.out, overwrite=args.overwrite, flag="--overwrite")

@@ -38,6 +38,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..schema import DEFAULT_N_FOLDS
+
 __all__ = ["make_pixel_table", "run_demo", "write_pixel_parquet"]
 
 #: Region names by number of regions, laid out as rows of tiles from north to south.
@@ -142,7 +144,7 @@ def make_pixel_table(
 
     Examples
     --------
-    >>> from soak_dask.demo import make_pixel_table
+    >>> from soak_dask.app.demo import make_pixel_table
     >>> df = make_pixel_table(n_pixels=2_000, n_bands=4, seed=1)
     >>> df.shape
     (2000, 9)
@@ -222,7 +224,7 @@ def write_pixel_parquet(
     **kwargs
         Passed to ``make_pixel_table`` (``n_pixels``, ``n_regions``, ``seed``, ...).
         They are also stored as JSON in each file's schema metadata under the key
-        ``soak_dask.demo``.
+        ``soak_dask.app.demo``.
 
     Returns
     -------
@@ -239,7 +241,7 @@ def write_pixel_parquet(
     Examples
     --------
     >>> import tempfile, pandas as pd
-    >>> from soak_dask.demo import write_pixel_parquet
+    >>> from soak_dask.app.demo import write_pixel_parquet
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     out = write_pixel_parquet(tmp + "/pixels", n_files=3, n_pixels=1_500, seed=2)
     ...     print(sorted(p.name for p in out.iterdir()))
@@ -550,7 +552,7 @@ def run_demo(
     *,
     n_pixels: int = 60_000,
     n_regions: int = 3,
-    n_folds: int = 10,
+    n_folds: int = DEFAULT_N_FOLDS,
     seed: int = 1,
     scheduler: str | None = None,
     learners: Any = None,
@@ -581,12 +583,12 @@ def run_demo(
     progress : bool
         Show the progress bar.
     """
-    from .cluster import connect
-    from .engine import soak
-    from .report import write_report
-    from .results import save_results
-    from .stats import pvalues_text
-    from .table import load_table
+    from ..results.report import write_report
+    from ..results.stats import pvalues_text
+    from ..results.store import save_results
+    from ..run.cluster import connect
+    from ..run.engine import soak
+    from ..tables.table import load_table
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -24,9 +24,15 @@ from dask.base import get_scheduler
 from dask.system import CPU_COUNT
 from sklearn.base import BaseEstimator
 
-from . import folds as _folds
-from .checkpoint import check_checkpoint_dir, open_checkpoint, run_key, save_task
-from .checks import (
+from ..hashing import seeded_hash
+from ..learn.builtin import resolve_learners
+from ..learn.measures import check_measures
+from ..results.store import RESULTS_TITLE, build_dataset, encode_attrs, package_versions
+from ..schema import DEFAULT_N_FOLDS, TRAIN_TYPES
+from ..split import folds as _folds
+from ..split.plan import check_train_types, make_plan
+from ..split.sizes import check_sizes, size_labels, size_plan
+from ..tables.checks import (
     check_blocks,
     check_features,
     check_folds_within_groups,
@@ -34,7 +40,9 @@ from .checks import (
     unequal_folds_warning,
     warn,
 )
-from .fingerprint import data_fingerprint
+from ..tables.fingerprint import data_fingerprint
+from ..tables.table import Table, category_codes
+from .checkpoint import check_checkpoint_dir, open_checkpoint, run_key, save_task
 from .fitting import (
     FitSpec,
     FitState,
@@ -47,16 +55,9 @@ from .fitting import (
     score_fitted,
     score_partition,
 )
-from .folds import seeded_hash
-from .learners import resolve_learners
-from .measures import check_measures
 from .onepass import block_stats, fit_from_stats, is_additive, train_stats
-from .plan import TRAIN_TYPES, check_train_types, make_plan
 from .progress import progress_bar
-from .results import RESULTS_TITLE, build_dataset, encode_attrs, package_versions
 from .rowcap import keep_rates, train_class_rows
-from .sizes import check_sizes, size_labels, size_plan
-from .table import Table, category_codes
 from .tree import tree_reduce
 
 
@@ -351,7 +352,7 @@ def _folded_data(
     run reads, persisted if asked."""
     if table.fold is None:
         table = _folds.assign_folds(
-            table, 10 if n_folds is None else n_folds, seed, stratify=stratify
+            table, DEFAULT_N_FOLDS if n_folds is None else n_folds, seed, stratify=stratify
         )
     cols = [*table.features, table.label, table.subset, table.fold]
     if table.group is not None:

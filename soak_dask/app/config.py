@@ -20,7 +20,7 @@ from typing import Any
 
 from sklearn.base import BaseEstimator
 
-from .learners import BUILTIN
+from ..learn.builtin import BUILTIN
 
 #: How a value of each setting is checked: its kind, and whether it is a path.
 _KINDS: dict[str, str] = {

@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .table import Task
+from ..schema import MEASURES
+from ..tables.table import Task
 
-CLASSIFICATION = ("error", "accuracy", "balanced_accuracy", "auc", "log_loss")
-REGRESSION = ("mse", "rmse", "mae", "r2")
+CLASSIFICATION = MEASURES["classification"]
+REGRESSION = MEASURES["regression"]
 
 
 def check_measures(measures: Sequence[str] | str | None, task: Task) -> tuple[str, ...]:

@@ -24,6 +24,8 @@ import pandas as pd
 import xarray as xr
 from scipy import stats as sps
 
+from ..schema import NON_MEASURE_VARS, REFERENCE, RESULT_DIMS, TRAIN_TYPES
+
 __all__ = [
     "PVALUE_COLUMNS",
     "RESULT_DIMS",
@@ -36,17 +38,6 @@ __all__ = [
     "summary",
     "validate_results",
 ]
-
-#: Dimensions every measure variable of a results Dataset must have, in this order.
-RESULT_DIMS: tuple[str, ...] = ("learner", "test_subset", "fold", "train_type")
-
-#: The train types of SOAK; "same" is the reference the others are compared with.
-TRAIN_TYPES: tuple[str, ...] = ("same", "other", "all")
-
-#: Data variables that describe a split rather than score it: never default measures.
-NON_MEASURE_VARS: frozenset[str] = frozenset(
-    {"n_train", "n_test", "fit_seconds", "predict_seconds"}
-)
 
 PVALUE_COLUMNS: list[str] = [
     "learner",
@@ -186,7 +177,7 @@ def _check_compare(compare: str | Iterable[str]) -> list[str]:
     """Validate `compare`; a misspelt train type is an error, a known but absent one is not."""
     names = list(dict.fromkeys(_as_name_list(compare)))  # drop repeats, keep order
     for name in names:
-        if name == "same":
+        if name == REFERENCE:
             raise ValueError("compare must not contain 'same': it is the reference of every test")
         if name not in TRAIN_TYPES:
             raise ValueError(f"compare={name!r} is not a train type; choose among 'other', 'all'")
@@ -250,7 +241,7 @@ def _compare_row(
     """
     row: dict[str, Any] = dict.fromkeys(PVALUE_COLUMNS[5:-1], math.nan)
     row["n"] = 0
-    absent = [tt for tt, v in (("same", same), (compare, comp)) if v is None]
+    absent = [tt for tt, v in ((REFERENCE, same), (compare, comp)) if v is None]
     if absent:
         what = " and ".join(f"'{tt}'" for tt in absent)
         reason = f"train_type {what} {'is' if len(absent) == 1 else 'are'} not in the results"
@@ -333,7 +324,7 @@ def no_tests_reason(ds: xr.Dataset) -> str:
     >>> no_tests_reason(df.set_index(["learner", "test_subset", "fold", "train_type"]).to_xarray())
     "one subset: plain K-fold CV, no 'other' or 'all' train set to compare with 'same'"
     """
-    if set(_coord_values(ds, "train_type")) - {"same"}:
+    if set(_coord_values(ds, "train_type")) - {REFERENCE}:
         return ""
     if ds.sizes["test_subset"] == 1:
         return "one subset: plain K-fold CV, no 'other' or 'all' train set to compare with 'same'"
@@ -446,7 +437,7 @@ def pvalues(
     for i, learner in enumerate(learners):
         for j, subset in enumerate(subsets):
             for m in names:
-                same = column(values[m], i, j, "same")
+                same = column(values[m], i, j, REFERENCE)
                 for c in compare_types:
                     comp = column(values[m], i, j, c)
                     row = _compare_row(same, comp, c, len(subsets))

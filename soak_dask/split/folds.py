@@ -21,27 +21,16 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from .checks import small_strata_warning, warn
-from .table import FOLD_COLUMN, Table, check_one_type
+from ..hashing import seeded_hash
+from ..schema import DEFAULT_N_FOLDS
+from ..tables.checks import small_strata_warning, warn
+from ..tables.table import FOLD_COLUMN, Table, check_one_type
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 #: Seeds are below this bound of scikit-learn's ``random_state`` (built-in learners get the
 #: seed as theirs); the folds' hash alone would take any 64-bit seed.
 SEED_LIMIT = 2**32
 #: Folds are stored as int8.
 MAX_FOLDS = 127
-
-
-def _splitmix64(x: np.ndarray) -> np.ndarray:
-    """Vectorised splitmix64 finaliser: a fast, well-mixed, platform-independent hash."""
-    x = x.astype(np.uint64, copy=True)
-    x += _GOLDEN
-    x ^= x >> np.uint64(30)
-    x *= np.uint64(0xBF58476D1CE4E5B9)
-    x ^= x >> np.uint64(27)
-    x *= np.uint64(0x94D049BB133111EB)
-    x ^= x >> np.uint64(31)
-    return x
 
 
 def check_seed(seed: Any, name: str = "seed") -> int:
@@ -76,19 +65,6 @@ def check_n_folds(n_folds: Any, name: str = "n_folds") -> int:
     if n_folds > MAX_FOLDS:
         raise ValueError(f"{name}={n_folds} is more than {MAX_FOLDS} folds; use fewer folds")
     return int(n_folds)
-
-
-def seeded_hash(seed: int, *keys: np.ndarray) -> np.ndarray:
-    """Combine integer key arrays (broadcast together) with ``seed`` into uint64 hashes.
-
-    ``seed`` is a non-negative integer below 2**64 (the callers' seeds, from ``check_seed``,
-    are below 2**32).
-    """
-    with np.errstate(over="ignore"):
-        h = _splitmix64(np.asarray([seed], dtype=np.uint64))
-        for key in keys:
-            h = _splitmix64(h ^ np.asarray(key).astype(np.uint64))
-    return h
 
 
 def permuted_block_folds(
@@ -182,7 +158,9 @@ def group_folds(groups: pd.DataFrame, n_folds: int, seed: int) -> pd.Series:
     return pd.Series(folds, index=order["group"].to_numpy(), name="fold").sort_index()
 
 
-def assign_folds(table: Table, n_folds: int = 10, seed: int = 1, *, stratify: bool = True) -> Table:
+def assign_folds(
+    table: Table, n_folds: int = DEFAULT_N_FOLDS, seed: int = 1, *, stratify: bool = True
+) -> Table:
     """Add a fold column (1..K) to ``table``, computed on the cluster.
 
     Parameters

@@ -17,9 +17,9 @@ import pandas as pd
 from sklearn import config_context
 from sklearn.base import BaseEstimator, clone
 
-from .measures import finish, merge, partial_scores
-from .sizes import downsample
-from .table import category_codes, float_array
+from ..learn.measures import finish, merge, partial_scores
+from ..split.sizes import downsample
+from ..tables.table import category_codes, float_array
 
 
 @dataclass(frozen=True)
@@ -78,8 +78,8 @@ def fit_and_score(
     """Fit a clone of ``estimator`` on the train rows of ``frame``; score each test block.
 
     With ``fit.n_groups`` > 0 the train rows are first down-sampled to that many groups
-    (``soak_dask.sizes.downsample``); with ``fit.max_rows`` they are then capped at that many
-    rows (``soak_dask.rowcap``). Returns one small record per test subset.
+    (``soak_dask.split.sizes.downsample``); with ``fit.max_rows`` they are then capped at that many
+    rows (``soak_dask.run.rowcap``). Returns one small record per test subset.
     """
     train, blocks = split_frame(frame, fit.fold, run.fold_column, run.subset, fit.test_subsets)
     label = run.label if run.classes is not None else None

@@ -31,8 +31,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from .results import MEASURE_NAMES, from_dataframe
-from .stats import RESULT_DIMS, no_tests_reason, pvalues, validate_results
+from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURE_RANGES, RESULT_DIMS
+from .stats import no_tests_reason, pvalues, validate_results
+from .store import from_dataframe
 
 __all__ = [
     "COLORS",
@@ -55,21 +56,6 @@ COLORS: dict[str, str] = {"same": "#000000", "other": "#D55E00", "all": "#0072B2
 #: Panel orders of plot_soak.
 ORDERS: tuple[str, ...] = ("name", "effect")
 
-#: Values each measure can take: mean ± SD bars are clipped to them (an SD bar of an error
-#: near 0 would otherwise reach below 0). Other measures are not clipped.
-MEASURE_RANGES: dict[str, tuple[float, float]] = {
-    "error": (0.0, 100.0),
-    "accuracy": (0.0, 1.0),
-    "balanced_accuracy": (0.0, 1.0),
-    "auc": (0.0, 1.0),
-    "log_loss": (0.0, math.inf),
-    "mse": (0.0, math.inf),
-    "rmse": (0.0, math.inf),
-    "mae": (0.0, math.inf),
-    "r2": (-math.inf, 1.0),
-}
-#: Measures where a smaller value is a better model.
-LOWER_IS_BETTER: frozenset[str] = frozenset({"error", "log_loss", "mse", "rmse", "mae"})
 _MINUS = "\u2212"  # typographic minus: "other−same" reads as a difference, not a hyphenation
 # plot_soak layout in inches. A panel column is wide enough for "other−same +12.3, p<0.0001"
 # at 7 pt; the gaps hold 8-9 pt text (y tick labels, panel titles, x tick labels).
@@ -368,8 +354,8 @@ def plot_soak(
     In a panel each train type is a row (same on top): hollow dots are the folds' scores, the
     diamond and bar their mean ± SD (clipped to the measure's range, `MEASURE_RANGES`), and
     the text under the other and all rows gives the mean difference to same and the
-    two-sided paired t-test p over folds (``soak_dask.stats.pvalues``). Panels of one learner
-    share their x axis. Results with nothing to compare (plain K-fold CV) get no text; see
+    two-sided paired t-test p over folds (``soak_dask.results.stats.pvalues``). Panels of one
+    learner share their x axis. Results with nothing to compare (plain K-fold CV) get no text; see
     `plot_learners` for them.
 
     Parameters

@@ -4,7 +4,7 @@ and the problems that would make folds empty or fits fail.
 Everything is computed in one pass over the data: each partition is summarised where it lies
 (counts, distinct groups, missing and infinite values) and only those small summaries reach
 the client. The warnings are those a run with the same settings gives (the messages of
-``soak_dask.checks``, from the same counts), plus the errors it would stop with.
+``soak_dask.tables.checks``, from the same counts), plus the errors it would stop with.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import dask
 import numpy as np
 import pandas as pd
 
-from .checks import (
+from ..schema import DEFAULT_N_FOLDS
+from ..split.folds import check_fold_values, check_n_folds, check_seed, fold_rows, strata_keys
+from ..tables.checks import (
     infinite_features_error,
     missing_features_warning,
     named,
@@ -24,11 +26,9 @@ from .checks import (
     small_strata_warning,
     unequal_folds_warning,
 )
-from .folds import check_fold_values, check_n_folds, check_seed, fold_rows, strata_keys
-from .table import Table, check_one_type, coordinates_warning, float_array
+from ..tables.table import Table, check_one_type, coordinates_warning, float_array
 
 #: Default K, as in ``soak_dask.soak``.
-DEFAULT_FOLDS = 10
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def describe_table(
     notes += _missing_role_warnings(table, missing)
     in_features = {c: n for c, n in missing.items() if c in table.features}
     notes += [missing_features_warning(in_features), infinite_features_error(infinite)]
-    k = n_folds or DEFAULT_FOLDS
+    k = n_folds or DEFAULT_N_FOLDS
     fold_rows = None
     if table.fold is not None:
         k, fold_notes = _fold_k(known, table.fold, n_folds)

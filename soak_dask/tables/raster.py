@@ -132,7 +132,7 @@ def raster_table(
 
     Examples
     --------
-    >>> import numpy as np, xarray as xr, soak_dask.raster as sr
+    >>> import numpy as np, xarray as xr, soak_dask.tables.raster as sr
     >>> rng = np.random.default_rng(0)
     >>> lab = np.where(rng.random((4, 6)) < 0.5, rng.integers(0, 2, (4, 6)), -1)
     >>> ds = xr.Dataset({"B1": (("y", "x"), rng.random((4, 6))),
@@ -199,7 +199,7 @@ def _open_raster(source: Any, storage_options: dict | None) -> tuple[xr.Dataset,
             raise ValueError(
                 f"{path} is one GeoTIFF, but a raster table needs the label raster too: give "
                 "the files as {variable: path}, e.g. {'bands': 'scene.tif', 'label': "
-                "'label.tif'}, or open them yourself with soak_dask.raster.open_geotiffs"
+                "'label.tif'}, or open them yourself with soak_dask.tables.raster.open_geotiffs"
             )
         ds = xr.open_zarr(path, storage_options=storage_options, consolidated=None)
         return ds, path

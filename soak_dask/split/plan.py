@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-TRAIN_TYPES = ("same", "other", "all")
+from ..schema import TRAIN_TYPES
 
 
 def check_train_types(train_types: Iterable[str] | str) -> tuple[str, ...]:

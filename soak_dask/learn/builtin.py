@@ -25,10 +25,10 @@ from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from .folds import check_seed
+from ..split.folds import check_seed
+from ..tables.table import Task
 from .lasso import LassoCVClassifier, LassoCVRegressor
 from .pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
-from .table import Task
 
 
 def _scaled(estimator: BaseEstimator) -> BaseEstimator:

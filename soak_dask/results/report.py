@@ -3,8 +3,8 @@
 ``write_report`` turns a results Dataset into a directory a colleague can open without
 Python: ``report.html`` embeds every figure (base64 PNG) and table, loads nothing from the
 network (its Content-Security-Policy forbids it), and explains how to read same/other/all and
-the p-values. The CSV files hold the full-precision tables of ``soak_dask.stats.pvalues``
-and ``soak_dask.stats.summary``.
+the p-values. The CSV files hold the full-precision tables of ``soak_dask.results.stats.pvalues``
+and ``soak_dask.results.stats.summary``.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 
-from .checks import UNEQUAL_FOLDS, unequal_folds_warning
+from ..schema import MEASURE_NAMES
+from ..tables.checks import UNEQUAL_FOLDS, unequal_folds_warning
+from ..tables.table import coordinates_warning
 from .plot import ORDERS, check_choice, format_pvalue, plot_learners, plot_soak
-from .results import MEASURE_NAMES
 from .stats import PVALUE_COLUMNS, no_tests_reason, pvalues, summary, validate_results
-from .table import coordinates_warning
 
 __all__ = ["markdown_table", "write_report"]
 
@@ -632,11 +632,12 @@ def write_report(
 
     Files written:
 
-    - ``pvalues.csv`` / ``pvalues.md``: ``soak_dask.stats.pvalues`` of the measures (not for
+    - ``pvalues.csv`` / ``pvalues.md``: ``soak_dask.results.stats.pvalues`` of the measures (not for
       plain K-fold CV, which has nothing to test);
-    - ``summary.csv`` / ``summary.md``: ``soak_dask.stats.summary``;
-    - ``soak_<measure>_learners.png`` / ``.svg``: ``soak_dask.plot.plot_learners`` per measure;
-    - ``soak_<measure>.png`` / ``.svg``: ``soak_dask.plot.plot_soak`` per measure (not for
+    - ``summary.csv`` / ``summary.md``: ``soak_dask.results.stats.summary``;
+    - ``soak_<measure>_learners.png`` / ``.svg``: ``soak_dask.results.plot.plot_learners`` per
+      measure;
+    - ``soak_<measure>.png`` / ``.svg``: ``soak_dask.results.plot.plot_soak`` per measure (not for
       plain K-fold CV);
     - ``report.html``: one page with the figures embedded (base64 PNG): what was run, notes
       (uneven test folds, coordinates left out, no p-values), per measure the figures and a
@@ -652,9 +653,9 @@ def write_report(
         Directory to write; created if missing. A non-empty directory must hold a previous
         report (whose report files are then replaced) unless `overwrite` is True.
     measures : str or iterable of str, optional
-        Default: ``ds.attrs["measures"]`` (see ``soak_dask.stats.validate_results``).
+        Default: ``ds.attrs["measures"]`` (see ``soak_dask.results.stats.validate_results``).
     order : {"name", "effect"}, default "name"
-        Panel order of the figures (see ``soak_dask.plot.plot_soak``).
+        Panel order of the figures (see ``soak_dask.results.plot.plot_soak``).
     overwrite : bool, default False
         Write into a non-empty directory that is not a previous report (files of the same
         names are replaced, others kept).

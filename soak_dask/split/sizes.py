@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .folds import seeded_hash
+from ..hashing import seeded_hash
 
 FULL = "full"
 

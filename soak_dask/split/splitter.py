@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.multiclass import type_of_target
 
+from ..schema import DEFAULT_N_FOLDS, TRAIN_TYPES
+from ..tables.table import check_one_type
 from .folds import check_n_folds, check_seed, group_folds, permuted_block_folds
-from .plan import TRAIN_TYPES, check_train_types, make_plan
-from .table import check_one_type
+from .plan import check_train_types, make_plan
 
 
 class SameOtherAllCV:
@@ -56,7 +57,7 @@ class SameOtherAllCV:
     def __init__(
         self,
         subset: Sequence,
-        n_splits: int = 10,
+        n_splits: int = DEFAULT_N_FOLDS,
         *,
         train_types: Sequence[str] = TRAIN_TYPES,
         fold: Sequence | None = None,

@@ -57,7 +57,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import LabelBinarizer, StandardScaler
 
-from .table import Table, category_codes, float_array
+from ..tables.table import Table, category_codes, float_array
 from .tree import tree_reduce
 
 _EPS = np.finfo(np.float64).eps

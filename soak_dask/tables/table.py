@@ -137,7 +137,8 @@ def load_table(
         A Parquet file, directory or glob; CSV/TSV text (a file, glob or directory of files
         ending in .csv, .tsv, .tab or .txt, optionally compressed; the delimiter follows the
         ending, or is sniffed from the header of a .txt; column types are inferred from the
-        first megabyte, see ``soak_dask.delimited``); a Zarr store (an xarray Dataset with one
+        first megabyte, see
+        ``soak_dask.tables.delimited``); a Zarr store (an xarray Dataset with one
         row dimension and one variable per column), local or an fsspec URL such as ``s3://``;
         or an in-memory frame or Dataset. Nothing is read into the client.
     label : str

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .sizes import largest_remainder
+from ..split.sizes import largest_remainder
 
 #: Extra rows kept per class, in standard deviations of the binomial count (plus a constant):
 #: the chance that a class keeps fewer than its quota is below 1e-6.

@@ -1,0 +1,1 @@
+"""The application: the ``soak`` command, run files, the demo and ``soak info``."""

@@ -1,0 +1,2 @@
+"""Analysing results: the results store, tests and summaries, plots, the report and the
+Dataset accessor."""

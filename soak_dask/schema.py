@@ -1,0 +1,76 @@
+"""The shape of a result, written once: dims, train types, measures, counts and defaults.
+
+At the bottom of the import graph: results, stats, plans, plots and the report read these
+names from here, so a design that adds a dim or a measure changes one place.
+"""
+
+from __future__ import annotations
+
+import math
+
+#: Dims of every measure variable of a SOAK result, in this order.
+RESULT_DIMS: tuple[str, ...] = ("learner", "test_subset", "fold", "train_type")
+
+#: Dims a result gains with down-sampled train sizes.
+SIZE_DIMS: tuple[str, ...] = ("train_size", "sample")
+
+#: The train types of SOAK, in canonical order; ``REFERENCE`` is what the others are compared
+#: with.
+TRAIN_TYPES: tuple[str, ...] = ("same", "other", "all")
+REFERENCE = "same"
+
+#: K when neither the user nor a fold column sets it.
+DEFAULT_N_FOLDS = 10
+
+#: Task types of a table, from its label.
+TASKS: tuple[str, ...] = ("classification", "regression")
+
+#: Measures of each task, the first the default of plots and reports.
+MEASURES: dict[str, tuple[str, ...]] = {
+    "classification": ("error", "accuracy", "balanced_accuracy", "auc", "log_loss"),
+    "regression": ("mse", "rmse", "mae", "r2"),
+}
+
+#: A measure's long name (the variable's ``long_name`` attr).
+MEASURE_NAMES: dict[str, str] = {
+    "error": "test error (percent)",
+    "accuracy": "accuracy",
+    "balanced_accuracy": "balanced accuracy",
+    "auc": "area under the ROC curve",
+    "log_loss": "log loss",
+    "mse": "mean squared error",
+    "rmse": "root mean squared error",
+    "mae": "mean absolute error",
+    "r2": "coefficient of determination R²",
+}
+
+#: Values each measure can take (mean ± SD bars are clipped to them).
+MEASURE_RANGES: dict[str, tuple[float, float]] = {
+    "error": (0.0, 100.0),
+    "accuracy": (0.0, 1.0),
+    "balanced_accuracy": (0.0, 1.0),
+    "auc": (0.0, 1.0),
+    "log_loss": (0.0, math.inf),
+    "mse": (0.0, math.inf),
+    "rmse": (0.0, math.inf),
+    "mae": (0.0, math.inf),
+    "r2": (-math.inf, 1.0),
+}
+
+#: Measures where a smaller value is a better model.
+LOWER_IS_BETTER: frozenset[str] = frozenset({"error", "log_loss", "mse", "rmse", "mae"})
+
+#: Integer variables of a result that count rows, with their long names.
+COUNTS: dict[str, str] = {
+    "n_train": "rows in the train set",
+    "n_test": "rows in the test block",
+}
+
+#: Timing variables of a result, with their long names.
+TIMINGS: dict[str, str] = {
+    "fit_seconds": "seconds to fit (shared by the splits a fit serves)",
+    "predict_seconds": "seconds to predict the test block",
+}
+
+#: Data variables that describe a split rather than score it: never default measures.
+NON_MEASURE_VARS: frozenset[str] = frozenset({*COUNTS, *TIMINGS})

@@ -1,0 +1,1 @@
+"""Splitting: folds assigned on the cluster, and the plans of which train sets to fit."""
