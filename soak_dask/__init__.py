@@ -14,8 +14,10 @@ from .results import accessor as _accessor  # noqa: F401  (registers the Dataset
 from .results.stats import pvalues, summary
 from .results.store import from_dataframe, open_results, save_results
 from .run.engine import soak
+from .schema import TRAIN_TYPES
+from .split.designs import SameOtherAll, make_plan
 from .split.folds import assign_folds, block_counts
-from .split.plan import TRAIN_TYPES, make_plan
+from .split.plan import Plan, Selection, Term
 from .split.splitter import SameOtherAllCV
 from .tables.raster import NodataWarning, raster_table
 from .tables.table import Table, load_table
@@ -47,7 +49,11 @@ __all__ = [
     "LassoCVRegressor",
     "NodataWarning",
     "PrunedTreeClassifier",
+    "Plan",
     "PrunedTreeRegressor",
+    "SameOtherAll",
+    "Selection",
+    "Term",
     "SameOtherAllCV",
     "TRAIN_TYPES",
     "Table",

@@ -47,3 +47,23 @@ def toy_table(n: int = 300, n_subsets: int = 3, seed: int = 0, n_groups: int | N
     if n_groups:
         df["group"] = subset + "-" + y + "-" + pd.Series(rng.integers(0, n_groups, n)).astype(str)
     return df
+
+
+def plan_rows(table, plan) -> dict:
+    """``{fit_id: (train rows, {block: test rows})}`` of ``plan`` on ``table``, selected from the
+    lazy table as the engine's tasks select them (``fitting.select_rows``, ``split_frame``)."""
+    import dask
+
+    from soak_dask.run.fitting import select_rows, split_frame
+
+    lazy = {}
+    for fit_id, fit in plan.fits.iterrows():
+        tests = plan.blocks.loc[list(fit["blocks"])]
+        args = (fit["train"], tuple(tests["test"]), None, 1, table.label, None)
+        lazy[fit_id] = table.data.map_partitions(select_rows, *args, meta=table.data._meta)
+    out = {}
+    for fit_id, frame in zip(lazy, dask.compute(*lazy.values()), strict=True):
+        tests = plan.blocks.loc[list(plan.fits.loc[fit_id, "blocks"])]
+        blocks = zip(tests.index, tests["test"], tests["name"], strict=True)
+        out[fit_id] = split_frame(frame, plan.fits.loc[fit_id, "train"], list(blocks))
+    return out

@@ -18,7 +18,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import soak_dask as sd
-from soak_dask.run import engine
+from soak_dask.run import executor
 from soak_dask.run.checkpoint import remove_checkpoint
 
 from .conftest import toy_table
@@ -37,7 +37,7 @@ def test_resume_computes_only_missing_fits(tmp_path, monkeypatch):
     full = sd.soak(table, learners, n_folds=4, progress=False)
     total = full.attrs["n_fits"]
 
-    real_run = engine._run
+    real_run = executor._run
 
     def dies_after_ten(tasks, client, progress):
         with closing(real_run(tasks, client, progress)) as results:
@@ -46,10 +46,10 @@ def test_resume_computes_only_missing_fits(tmp_path, monkeypatch):
                     raise KeyboardInterrupt  # the client is killed mid-run
                 yield result
 
-    monkeypatch.setattr(engine, "_run", dies_after_ten)
+    monkeypatch.setattr(executor, "_run", dies_after_ten)
     with pytest.raises(KeyboardInterrupt):
         sd.soak(table, learners, n_folds=4, progress=False, checkpoint=tmp_path / "ck")
-    monkeypatch.setattr(engine, "_run", real_run)
+    monkeypatch.setattr(executor, "_run", real_run)
     fitted = len(FITS)
     time.sleep(0.5)
     assert len(FITS) == fitted  # nothing went on fitting behind the stopped run

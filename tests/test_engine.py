@@ -187,10 +187,10 @@ def bars(monkeypatch):
     """The progress bars the engine opens, recorded (each stays readable once closed)."""
     from contextlib import contextmanager
 
-    from soak_dask.run import engine
+    from soak_dask.run import executor
 
     opened = []
-    real = engine.progress_bar
+    real = executor.progress_bar
 
     @contextmanager
     def recording(*args, **kwargs):
@@ -198,7 +198,7 @@ def bars(monkeypatch):
             opened.append(bar)
             yield bar
 
-    monkeypatch.setattr(engine, "progress_bar", recording)
+    monkeypatch.setattr(executor, "progress_bar", recording)
     return opened
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,8 +19,8 @@ from sklearn.model_selection import cross_validate
 from sklearn.tree import DecisionTreeClassifier
 
 import soak_dask as sd
-from soak_dask.run.engine import _fit_rows
-from soak_dask.run.fitting import split_frame
+
+from .conftest import plan_rows
 
 SUBSETS = ("A", "B", "C", "D")
 CLASSES = ("p", "q", "r")
@@ -91,14 +90,16 @@ def engine_splits(case: Case) -> Splits:
     df = case.df.assign(fold=case.folds())
     group = "g" if case.grouped else None
     table = sd.load_table(df, "y", "s", group, "fold", features=["row_id"])
-    splits, fits = sd.make_plan(sorted(df["s"].unique()), case.n_folds, case.train_types)
-    frames = [_fit_rows(table.data, table, fit) for _, fit in fits.iterrows()]
-    out = {}
-    for (_, fit), frame in zip(fits.iterrows(), dask.compute(*frames), strict=True):
-        train, blocks = split_frame(frame, fit.fold, "fold", "s", fit.test_subsets)
-        for r in splits[splits["fit_id"] == fit.name].itertuples():
-            out[(r.test_subset, r.fold, r.train_type)] = (_ids(train), _ids(blocks[r.test_subset]))
-    return out
+    design = sd.SameOtherAll(case.n_folds, case.train_types)
+    plan = design.plan_for(sorted(df["s"].unique()), subset="s", fold="fold")
+    rows = plan_rows(table, plan)
+    return {
+        (r.test_subset, r.fold, r.train_type): (
+            _ids(rows[r.fit_id][0]),
+            _ids(rows[r.fit_id][1][r.block]),
+        )
+        for r in plan.splits.itertuples()
+    }
 
 
 def _ids(frame: pd.DataFrame) -> frozenset:

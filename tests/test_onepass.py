@@ -26,6 +26,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 import soak_dask as sd
+from soak_dask import Selection, Term
 from soak_dask.run.onepass import (
     Moments,
     block_stats,
@@ -79,6 +80,11 @@ REGRESSORS = [
     make_pipeline(StandardScaler(), Ridge(alpha=5.0)),
     make_pipeline(StandardScaler(with_std=False), LinearRegression()),
 ]
+
+
+def _train(subsets: list[str], fold: int) -> Selection:
+    """The train set {subset in ``subsets``, fold != ``fold``}."""
+    return Selection((Term("subset", tuple(subsets)), Term("fold", (fold,), exclude=True)))
 
 
 def _frame(n: int = 450, seed: int = 0) -> pd.DataFrame:
@@ -164,14 +170,14 @@ def _compare(got, ref, X_test: np.ndarray) -> None:
 def test_every_learner_on_every_train_set_equals_scikit_learn(case):
     rows, stats, label, fold_col = case
     learners = REGRESSORS if label == "target" else CLASSIFIERS
-    _, fits = sd.make_plan(SUBSETS, N_FOLDS)
+    fits = sd.SameOtherAll(N_FOLDS).plan_for(SUBSETS, fold=fold_col).fits
     assert len(fits) == 21  # same/other/all for 3 subsets × 3 folds, distinct train sets
     missing_class = 0
     for fit in fits.itertuples():
         in_fold = rows[fold_col] == fit.fold
         train = rows[~in_fold & rows["subset"].isin(fit.train_subsets)]
         test = rows[in_fold & rows["subset"].isin(fit.test_subsets)]
-        ts = train_stats(stats, fit.train_subsets, fit.fold)
+        ts = train_stats(stats, fit.train, "subset", fold_col)
         assert ts.n_rows == len(train)
         X, y = train[FEATURES].to_numpy(np.float64), train[label].to_numpy()
         missing_class += label == "y3" and len(np.unique(y)) < 3
@@ -294,11 +300,15 @@ def test_bad_input_raises_clear_errors():
     with pytest.raises(ValueError, match="no fold column"):
         block_stats(no_folds, SUBSETS, N_FOLDS, ["a", "b", "c"])
     stats = block_stats(table, SUBSETS, N_FOLDS, ["a", "b", "c"]).compute()
-    with pytest.raises(ValueError, match=r"train subsets \['D'\]"):
-        train_stats(stats, ["A", "D"], 1)
-    with pytest.raises(ValueError, match="fold=4 is outside the folds 1..3"):
-        train_stats(stats, ["A"], 4)
-    ts = train_stats(stats, ["A"], 1)
+    with pytest.raises(ValueError, match=r"subset values \['D'\] are not among"):
+        train_stats(stats, _train(["A", "D"], 1), "subset", "fold")
+    with pytest.raises(ValueError, match=r"fold values \[4\] are not among \[1, 2, 3\]"):
+        train_stats(stats, _train(["A"], 4), "subset", "fold")
+    with pytest.raises(ValueError, match=r"reads \['reserved'\]: statistics are per"):
+        train_stats(
+            stats, _train(["A"], 1) & Selection((Term("reserved", (0,)),)), "subset", "fold"
+        )
+    ts = train_stats(stats, _train(["A"], 1), "subset", "fold")
     with pytest.raises(ValueError, match="cannot be fitted from block statistics"):
         fit_from_stats(LogisticRegression(), ts)
     with pytest.raises(ValueError, match="Ridge does not fit classification"):
@@ -311,7 +321,7 @@ def test_fit_errors_match_scikit_learn():
     df["fold"] = np.arange(len(df)) % N_FOLDS + 1
     table = sd.load_table(df, label="y3", subset="subset", fold="fold")
     stats = block_stats(table, SUBSETS, N_FOLDS, ["a", "b", "c"]).compute()
-    ts = train_stats(stats, ["C"], 1)
+    ts = train_stats(stats, _train(["C"], 1), "subset", "fold")
     train = df[(df["subset"] == "C") & (df["fold"] != 1)]  # classes a and b only
     est = GaussianNB(priors=[0.2, 0.3, 0.5])
     with pytest.raises(ValueError, match="Number of priors must match") as ref:

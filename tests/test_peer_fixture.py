@@ -6,10 +6,8 @@ import pandas as pd
 import pytest
 
 import soak_dask as sd
-from soak_dask.run.engine import _fit_rows
-from soak_dask.run.fitting import split_frame
 
-from .conftest import shared_file
+from .conftest import plan_rows, shared_file
 
 FIXTURES = [
     "aztrees3_subset_stratum_K10_sizesm1",
@@ -30,21 +28,17 @@ def test_splits_equal_reference(aztrees, fixture):
     assert len(iterations) == 90
     df = aztrees.assign(fold=folds.sort_values("row_id")["fold"].to_numpy())
     table = sd.load_table(df, label="y", subset="region3", fold="fold", features=["row_id"])
-    splits, fits = sd.make_plan(sorted(df["region3"].unique()), 10)
-    frames = {
-        fit_id: _fit_rows(table.data, table, fit).compute() for fit_id, fit in fits.iterrows()
-    }
-    plan = splits.set_index(["test_subset", "fold", "train_type"])["fit_id"]
+    plan = sd.SameOtherAll(10).plan_for(sorted(df["region3"].unique()), subset="region3")
+    rows = plan_rows(table, plan)
+    cells = plan.splits.set_index(["test_subset", "fold", "train_type"])
     checked = 0
     for it in iterations.itertuples():
         key = (it[2], it[4], it[3])  # test.subset, test.fold, train.subsets
-        fit_id = plan[key]
-        train, blocks = split_frame(
-            frames[fit_id], fits.loc[fit_id, "fold"], "fold", "region3", [key[0]]
-        )
+        train, blocks = rows[cells.loc[key, "fit_id"]]
+        test = blocks[cells.loc[key, "block"]]
         assert set(train["row_id"]) == _ids(it.train), key
-        assert set(blocks[key[0]]["row_id"]) == _ids(it.test), key
-        assert len(train) == it.n_train and len(blocks[key[0]]) == it.n_test
+        assert set(test["row_id"]) == _ids(it.test), key
+        assert len(train) == it.n_train and len(test) == it.n_test
         checked += 1
     assert checked == 90
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import soak_dask as sd
-from soak_dask.split.sizes import downsample, size_plan
+from soak_dask.split.sizes import downsample
 
 from .conftest import shared_file, toy_table
 
@@ -18,8 +18,8 @@ def test_plan_sizes_equal_reference(aztrees):
     ref = pd.read_csv(shared_file("mlr3resampling", f"{name}_iterations.csv"))
     df = aztrees.assign(fold=folds.sort_values("row_id")["fold"].to_numpy())
     subset_groups = df.groupby("region3", observed=True)["polygon"].nunique()
-    splits, fits = sd.make_plan(sorted(df["region3"].unique()), 10)
-    sized, _ = size_plan(splits, fits, subset_groups, sizes=0)
+    plan = sd.SameOtherAll(10, sizes=0).plan_for(sorted(df["region3"].unique()), subset_groups)
+    sized = plan.splits.join(plan.fits["n_groups"], on="fit_id")
     small = sized[(sized["train_size"] == "smallest") & (sized["n_groups"] > 0)]
     ref_small = ref[ref["groups"] != ref["n.train.groups"]]
     got = small.set_index(["test_subset", "fold", "train_type"])["n_groups"].sort_index()

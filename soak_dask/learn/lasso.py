@@ -192,6 +192,89 @@ def _stop_path(dev_ratio, m, relative):  # pragma: no cover (compiled)
 
 
 @njit(cache=True, nogil=True)
+def _line_search(
+    X1, y, w, b, u, d, pen, loss, g, active, eta, eta_new, v_new, g_new
+):  # pragma: no cover (compiled)
+    """Backtracking (Armijo) line search on the penalised objective from ``b`` along the
+    Newton direction ``d`` (``u`` is the quadratic subproblem's solution, d = u − b on
+    ``active``).
+
+    ``loss``, ``g`` and ``eta`` belong to ``b``; the pass at the last step tried is written into
+    ``eta_new``, ``v_new`` and ``g_new``. Returns (step, loss at the last step tried, whether it
+    decreased the objective enough); after MAX_HALVINGS failed halvings the step is halved once
+    more than the pass it returns.
+    """
+    before = loss + _penalty(b, pen)
+    slope = _penalty(u, pen) - _penalty(b, pen)
+    for j in active:
+        slope -= g[j] * d[j]
+    step = 1.0
+    for _ in range(MAX_HALVINGS):
+        new_loss = _logistic_pass(X1, y, w, eta, d, step, eta_new, v_new, g_new)
+        after = new_loss + _penalty(b + step * d, pen)
+        # Sufficient decrease, or no change beyond the rounding of the sums.
+        if after <= before + min(1e-4 * step * slope, ROUNDING * abs(before)):
+            return step, new_loss, True
+        step *= 0.5
+    return step, new_loss, False
+
+
+@njit(cache=True, nogil=True)
+def _newton_solve(
+    X1, y, w, pen, active, thresh, max_sweeps, H, fresh, b, loss, etas, vs, gs, cur
+):  # pragma: no cover (compiled)
+    """Newton (IRLS) steps at one λ, moving only the coordinates in ``active``, until a step
+    would change nothing that matters (H_jj·d_j² < ``thresh`` on every coordinate).
+
+    Each step minimises the quadratic approximation of the loss at ``b`` plus the L1 penalty
+    by coordinate descent on ``H`` (X'WX), then line-searches along the result. ``b`` and
+    ``H`` are updated in place; ``fresh`` tells whether ``H`` was computed at ``b``.
+    ``etas``, ``vs`` and ``gs`` hold two passes over the rows (η, Newton weights, score):
+    row ``cur`` at ``b``, the other one the trial step's, so accepting a step only flips
+    ``cur``. Returns (loss at ``b``, ``cur``, ``fresh``, converged, CD sweeps).
+    """
+    q = b.size
+    u = np.empty(q)
+    r = np.empty(q)
+    d = np.zeros(q)  # the Newton direction: zero outside the active set
+    converged = True
+    sweeps = 0
+    previous = np.inf
+    for _ in range(MAX_NEWTON):
+        u[:] = b
+        r[:] = gs[cur]
+        done = _cd_quadratic(H, r, u, pen, active, thresh, max_sweeps)
+        sweeps += abs(done)
+        converged = converged and done > 0
+        largest = 0.0
+        for j in active:
+            d[j] = u[j] - b[j]
+            largest = max(largest, H[j, j] * d[j] * d[j])
+        if largest < thresh:
+            return loss, cur, fresh, converged, sweeps  # b is the solution
+        if not fresh and largest > SLOW * previous:
+            # H, from an earlier point of the path, no longer gives fast steps: refresh it
+            # here and solve again (H only sets the speed, not the solution).
+            _weighted_gram(X1, vs[cur], active, H)
+            fresh = True
+            continue
+        previous = largest
+        nxt = 1 - cur
+        step, loss, decreased = _line_search(
+            X1, y, w, b, u, d, pen, loss, gs[cur], active, etas[cur], etas[nxt], vs[nxt], gs[nxt]
+        )
+        converged = converged and decreased
+        for j in active:
+            b[j] += step * d[j]
+        cur = nxt
+        fresh = False
+        if step < 1.0:  # far from the solution: the next step needs the true Hessian
+            _weighted_gram(X1, vs[cur], active, H)
+            fresh = True
+    return loss, cur, fresh, False, sweeps
+
+
+@njit(cache=True, nogil=True)
 def _logistic_path(
     X1, y, w, lambdas, pf, tol, max_sweeps, early_stop, coefs, dev_ratio
 ):  # pragma: no cover (compiled)
@@ -208,20 +291,16 @@ def _logistic_path(
         ybar += w[i] * y[i]
     b = np.zeros(q)
     b[0] = math.log(ybar / (1.0 - ybar))
-    eta = np.full(n, b[0])
-    eta_new = np.empty(n)
-    v = np.empty(n)
-    v_new = np.empty(n)
-    g = np.empty(q)
-    g_new = np.empty(q)
-    zero = np.zeros(q)
-    loss = _logistic_pass(X1, y, w, eta, zero, 0.0, eta, v, g)
+    # Two passes over the rows (η, Newton weights, score): row cur is at b (see _newton_solve).
+    etas = np.empty((2, n))
+    etas[0] = b[0]
+    vs = np.empty((2, n))
+    gs = np.empty((2, q))
+    cur = 0
+    loss = _logistic_pass(X1, y, w, etas[0], np.zeros(q), 0.0, etas[0], vs[0], gs[0])
     null_loss = loss
     thresh = tol * null_loss
     H = np.zeros((q, q))
-    u = np.empty(q)
-    r = np.empty(q)
-    d = np.zeros(q)  # the Newton direction: zero outside the strong set
     strong = np.zeros(q, dtype=np.bool_)
     strong[0] = True
     covered = np.zeros(q, dtype=np.bool_)  # the coordinates whose rows of H are computed
@@ -233,70 +312,27 @@ def _logistic_path(
     for m in range(lambdas.size):
         lam = lambdas[m]
         pen = lam * pf
-        _strong_set(strong, g, pf, lam, lam_prev)
+        _strong_set(strong, gs[cur], pf, lam, lam_prev)
         converged = True
         while True:  # until no feature outside the strong set breaks the KKT conditions
             active = np.flatnonzero(strong)
             if not np.all(covered[active]):  # H lacks rows for features that just entered
-                _weighted_gram(X1, v, active, H)
+                _weighted_gram(X1, vs[cur], active, H)
                 covered[active] = True
                 fresh = True
-            previous = np.inf
-            for _ in range(MAX_NEWTON):
-                u[:] = b
-                r[:] = g
-                done = _cd_quadratic(H, r, u, pen, active, thresh, max_sweeps)
-                sweeps += abs(done)
-                converged = converged and done > 0
-                largest = 0.0
-                for j in active:
-                    d[j] = u[j] - b[j]
-                    largest = max(largest, H[j, j] * d[j] * d[j])
-                if largest < thresh:
-                    break  # the step would change nothing that matters: b is the solution
-                if not fresh and largest > SLOW * previous:
-                    # H, from an earlier point of the path, no longer gives fast steps: refresh
-                    # it here and solve again (H only sets the speed, not the solution).
-                    _weighted_gram(X1, v, active, H)
-                    fresh = True
-                    continue
-                previous = largest
-                # Backtracking (Armijo) on the penalised objective along d.
-                before = loss + _penalty(b, pen)
-                slope = _penalty(u, pen) - _penalty(b, pen)
-                for j in active:
-                    slope -= g[j] * d[j]
-                step = 1.0
-                for _ in range(MAX_HALVINGS):
-                    new_loss = _logistic_pass(X1, y, w, eta, d, step, eta_new, v_new, g_new)
-                    after = new_loss + _penalty(b + step * d, pen)
-                    # Sufficient decrease, or no change beyond the rounding of the sums.
-                    if after <= before + min(1e-4 * step * slope, ROUNDING * abs(before)):
-                        break
-                    step *= 0.5
-                else:
-                    converged = False
-                for j in active:
-                    b[j] += step * d[j]
-                    d[j] = 0.0
-                eta, eta_new = eta_new, eta
-                v, v_new = v_new, v
-                g, g_new = g_new, g
-                loss = new_loss
-                fresh = False
-                if step < 1.0:  # far from the solution: the next step needs the true Hessian
-                    _weighted_gram(X1, v, active, H)
-                    fresh = True
-            else:
-                converged = False
-            if not _add_violators(strong, g, pen):
+            loss, cur, fresh, solved, cd_sweeps = _newton_solve(
+                X1, y, w, pen, active, thresh, max_sweeps, H, fresh, b, loss, etas, vs, gs, cur
+            )
+            sweeps += cd_sweeps
+            converged = converged and solved
+            if not _add_violators(strong, gs[cur], pen):
                 break
         failed += not converged
         coefs[m] = b
         dev_ratio[m] = 1.0 - loss / null_loss
         fitted = m + 1
         lam_prev = lam
-        saturated = v.sum() <= (1.0 + PMIN) * PMIN * (1.0 - PMIN)
+        saturated = vs[cur].sum() <= (1.0 + PMIN) * PMIN * (1.0 - PMIN)
         if saturated or (early_stop and _stop_path(dev_ratio, m, False)):
             break
     return fitted, sweeps, failed

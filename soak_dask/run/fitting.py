@@ -17,7 +17,9 @@ import pandas as pd
 from sklearn import config_context
 from sklearn.base import BaseEstimator, clone
 
+from ..hashing import seeded_hash
 from ..learn.measures import finish, merge, partial_scores
+from ..split.plan import Selection
 from ..split.sizes import downsample
 from ..tables.table import category_codes, float_array
 
@@ -43,10 +45,10 @@ class FitSpec:
 
     learner: str
     fit_id: int
-    fold: int
-    test_subsets: tuple
+    train: Selection
+    tests: tuple[tuple[int, Selection, str], ...]  # each test block: id, rows, name
     n_groups: int = 0  # down-sample the train set to this many groups (0: keep all)
-    sample: int = 0
+    draw: int = 0  # which down-sample
     max_rows: int = 0  # max_train_rows (0: no cap)
     class_rows: tuple = ()  # the full train set's rows per class: the shares a capped fit keeps
 
@@ -62,14 +64,41 @@ class FitState:
     started: bool = False
 
 
+def select_rows(
+    part: pd.DataFrame,
+    train: Selection | None,
+    tests: tuple[Selection, ...],
+    rates: tuple[float, ...] | None,
+    seed: int,
+    label: str,
+    classes: tuple | None,
+    partition_info: dict | None = None,
+) -> pd.DataFrame:
+    """Rows of one partition in a fit's train set (sampled at ``rates``) or its test blocks.
+
+    With ``rates`` (one per class of ``classes``, or one for regression) each train row is kept
+    with its class's rate, decided by a seeded hash of its (partition, position), so the sample
+    is the same on any worker and never materialised whole first.
+    """
+    keep = np.zeros(len(part), dtype=bool) if train is None else train.mask(part)
+    if rates is not None:
+        number = partition_info["number"] if partition_info else 0
+        h = seeded_hash(seed, np.uint64(number), np.arange(len(part), dtype=np.uint64))
+        rate = np.asarray(rates)
+        rate = rate[category_codes(part[label], pd.Index(classes))] if classes else rate[0]
+        below = (np.where(rate < 1.0, rate, 0.0) * 2.0**64).astype(np.uint64)
+        keep &= (rate >= 1.0) | (h < below)
+    for test in tests:
+        keep |= test.mask(part)
+    return part.loc[keep]
+
+
 def split_frame(
-    frame: pd.DataFrame, fold: int, fold_column: str, subset: str, test_subsets: tuple | list
-) -> tuple[pd.DataFrame, dict[Any, pd.DataFrame]]:
-    """Split a fit's rows into its train rows and one test block per test subset."""
-    in_fold = (frame[fold_column] == fold).to_numpy()
-    test = frame.loc[in_fold]
-    blocks = {sub: test.loc[(test[subset] == sub).to_numpy()] for sub in test_subsets}
-    return frame.loc[~in_fold], blocks
+    frame: pd.DataFrame, train: Selection | None, tests: Sequence[tuple[int, Selection, str]]
+) -> tuple[pd.DataFrame | None, dict[int, pd.DataFrame]]:
+    """Split a fit's rows into its train rows (None without ``train``) and its test blocks."""
+    blocks = {block: frame.loc[test.mask(frame)] for block, test, _ in tests}
+    return (None if train is None else frame.loc[train.mask(frame)]), blocks
 
 
 def fit_and_score(
@@ -81,11 +110,11 @@ def fit_and_score(
     (``soak_dask.split.sizes.downsample``); with ``fit.max_rows`` they are then capped at that many
     rows (``soak_dask.run.rowcap``). Returns one small record per test subset.
     """
-    train, blocks = split_frame(frame, fit.fold, run.fold_column, run.subset, fit.test_subsets)
+    train, blocks = split_frame(frame, fit.train, fit.tests)
     label = run.label if run.classes is not None else None
     if fit.n_groups:
         train = downsample(
-            train, fit.n_groups, group=run.group, label=label, seed=run.seed, sample=fit.sample
+            train, fit.n_groups, group=run.group, label=label, seed=run.seed, sample=fit.draw
         )
     if fit.max_rows and len(train) > fit.max_rows:
         shares = pd.Series(fit.class_rows, index=run.classes) if fit.class_rows else None
@@ -95,7 +124,7 @@ def fit_and_score(
             group=None,
             label=label,
             seed=run.seed,
-            sample=fit.sample,
+            sample=fit.draw,
             shares=shares,
         )
     state = FitState(clone(estimator), n_train=len(train))
@@ -130,7 +159,7 @@ def score_fitted(
     state: FitState, test: pd.DataFrame, fit: FitSpec, run: RunSpec
 ) -> list[dict[str, Any]]:
     """Score a learner fitted elsewhere (incrementally, or from block statistics)."""
-    _, blocks = split_frame(test, fit.fold, run.fold_column, run.subset, fit.test_subsets)
+    _, blocks = split_frame(test, None, fit.tests)
     if not state.started and not state.message:
         state.message = "no train rows reached the learner"
     return score_blocks(state, blocks, fit, run)
@@ -222,7 +251,7 @@ def _merge_block(pieces: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def score_block(
     pieces: list[dict[str, Any]],
     fitted: dict[tuple[int, str], tuple[FitState, FitSpec]],
-    sub: Any,
+    block: int,
     keys: list[tuple[int, str]],
     run: RunSpec,
 ) -> list[dict[str, Any]]:
@@ -236,7 +265,7 @@ def score_block(
             values = dict.fromkeys(run.measures, run.error_score if state.message else np.nan)
         else:
             values = finish(run.measures, partial)
-        records.append(_record(state, fit, sub, merged["n"], values, seconds))
+        records.append(_record(state, fit, block, merged["n"], values, seconds))
     return records
 
 
@@ -249,32 +278,31 @@ def score_blocks(
     as the record's message (or raises with ``error_score="raise"``).
     """
     records = []
-    for sub, block in blocks.items():
+    names = {block: name for block, _, name in fit.tests}
+    for block, rows in blocks.items():
         start = time.perf_counter()
         message = state.message
         if not message:
             # A learner fitted may still fail to predict (e.g. NaN in a test row): error_score.
-            predict = functools.partial(
-                predict_partial, state.estimator, *_test_xy(block, run), run
-            )
+            predict = functools.partial(predict_partial, state.estimator, *_test_xy(rows, run), run)
             scores, failure = guard(run, predict)
-            message = failure and f"predicting test subset {sub!r}: {failure}"
+            message = failure and f"predicting test {names[block]}: {failure}"
         if message:
             values = dict.fromkeys(run.measures, run.error_score)
         else:
             values = finish(run.measures, scores)
-        record = _record(state, fit, sub, len(block), values, time.perf_counter() - start)
+        record = _record(state, fit, block, len(rows), values, time.perf_counter() - start)
         records.append({**record, "message": message})
     return records
 
 
 def _record(
-    state: FitState, fit: FitSpec, sub: Any, n_test: int, values: dict, seconds: float
+    state: FitState, fit: FitSpec, block: int, n_test: int, values: dict, seconds: float
 ) -> dict[str, Any]:
     return {
         "learner": fit.learner,
         "fit_id": fit.fit_id,
-        "test_subset": sub,
+        "block": block,
         "n_train": state.n_train,
         "n_test": n_test,
         "fit_seconds": state.seconds,

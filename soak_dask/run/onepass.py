@@ -57,6 +57,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import LabelBinarizer, StandardScaler
 
+from ..split.plan import Selection
 from ..tables.table import Table, category_codes, float_array
 from .tree import tree_reduce
 
@@ -322,29 +323,37 @@ def _pool_list(parts: list[Moments]) -> Moments:
     return Moments.stack(parts).pool(0)
 
 
-def train_stats(stats: BlockStats, train_subsets: Sequence, fold: int) -> TrainStats:
-    """Pooled moments of the train set {subset in ``train_subsets``, fold ≠ ``fold``}.
+def train_stats(stats: BlockStats, train: Selection, subset: str, fold: str) -> TrainStats:
+    """Pooled moments of the train set ``train``, a selection of (subset, fold) cells.
 
     Parameters
     ----------
     stats : BlockStats
         From ``block_stats``.
-    train_subsets : sequence
-        Subsets whose blocks outside the test fold form the train set.
-    fold : int
-        The test fold κ (1..K), left out of the train set.
+    train : Selection
+        The train set, reading only the ``subset`` and ``fold`` columns.
+    subset, fold : str
+        The table's subset and fold columns.
 
     Returns
     -------
     TrainStats
     """
-    unknown = [s for s in train_subsets if s not in stats.subsets]
-    if unknown:
-        raise ValueError(f"train subsets {unknown} are not among {list(stats.subsets)}")
-    if not 1 <= fold <= stats.n_folds:
-        raise ValueError(f"fold={fold} is outside the folds 1..{stats.n_folds}")
-    chosen = np.isin(np.arange(len(stats.subsets)), [stats.subsets.index(s) for s in train_subsets])
-    blocks = chosen[:, None] & (np.arange(1, stats.n_folds + 1) != fold)[None, :]
+    others = sorted(train.columns - {subset, fold})
+    if others:
+        raise ValueError(f"train set {train} reads {others}: statistics are per (subset, fold)")
+    for term in train.terms:
+        known = stats.subsets if term.column == subset else range(1, stats.n_folds + 1)
+        unknown = [v for v in term.values if v not in known]
+        if unknown:
+            raise ValueError(f"{term.column} values {unknown} are not among {list(known)}")
+    cells = pd.DataFrame(
+        {
+            subset: np.repeat(np.asarray(stats.subsets, dtype=object), stats.n_folds),
+            fold: np.tile(np.arange(1, stats.n_folds + 1), len(stats.subsets)),
+        }
+    )
+    blocks = train.mask(cells).reshape(len(stats.subsets), stats.n_folds)
     pooled = stats.moments.take(blocks).pool(0)
     return TrainStats(pooled, stats.classes, len(stats.features))
 

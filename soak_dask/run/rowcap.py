@@ -22,40 +22,32 @@ _MARGIN_ROWS = 10
 
 
 def train_class_rows(
-    counts: pd.DataFrame,
-    fits: pd.DataFrame,
-    subset: str,
-    fold: str,
-    label: str,
-    classes: list | None,
+    counts: pd.DataFrame, fits: pd.DataFrame, label: str, classes: list | None
 ) -> pd.DataFrame:
     """Rows of each fit's full train set per class (one column ``n`` for regression).
 
     Parameters
     ----------
     counts : DataFrame
-        Rows per (subset, fold[, label]) block, column ``n`` (``folds.block_counts``).
+        Rows per block of key values (and label), column ``n`` (``folds.block_counts``).
     fits : DataFrame
-        The plan's distinct fits, with ``train_subsets`` and ``fold``.
-    subset, fold, label : str
-        Column names.
+        The plan's distinct fits, with their ``train`` selections.
+    label : str
+        The label column.
     classes : list, optional
         The table's classes: the columns, in this order. None for regression.
     """
-    keys = [subset, fold] + ([label] if classes is not None else [])
-    cells = counts.groupby(keys, observed=True)["n"].sum()
+    keys = [c for c in counts.columns if c not in ("n", label)]
+    cells = counts.groupby([*keys, *([label] if classes is not None else [])], observed=True)["n"]
+    by_block = cells.sum()
     by_block = (
-        cells.unstack(fill_value=0).reindex(columns=classes, fill_value=0)
+        by_block.unstack(fill_value=0).reindex(columns=classes, fill_value=0)
         if classes is not None
-        else cells.to_frame("n")
+        else by_block.to_frame("n")
     )
-    block_subset = by_block.index.get_level_values(0)
-    block_fold = by_block.index.get_level_values(1).to_numpy()
+    key_frame = by_block.index.to_frame(index=False)
     values = by_block.to_numpy(np.int64)
-    rows = [
-        values[block_subset.isin(list(f.train_subsets)) & (block_fold != f.fold)].sum(axis=0)
-        for _, f in fits.iterrows()
-    ]
+    rows = [values[train.mask(key_frame)].sum(axis=0) for train in fits["train"]]
     return pd.DataFrame(rows, index=fits.index, columns=by_block.columns)
 
 

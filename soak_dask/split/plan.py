@@ -1,89 +1,195 @@
-"""The split plan: which train sets SOAK fits, as data, before anything runs."""
+"""Plans as data: which train sets to fit, which test blocks each scores, and where each score
+lands in the result.
+
+A train set and a test block are each a ``Selection``: a conjunction of conditions on key
+columns of the table (the subset and fold columns, and whatever a design adds: a repeat's
+folds, a reserved flag). A ``Plan`` holds three small tables -- the distinct fits, the test
+blocks and the splits (one per result cell, with its coordinates) -- so one executor runs any
+design, and identical train selections become one fit whatever design asked for them.
+Builders (``soak_dask.split.designs``) add their key columns on the cluster and return a plan.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from ..schema import TRAIN_TYPES
 
-
-def check_train_types(train_types: Iterable[str] | str) -> tuple[str, ...]:
-    """Validate ``train_types`` and return them in canonical order (same, other, all).
-
-    A string such as ``"same,all"`` is split on commas.
-    """
-    if isinstance(train_types, str):
-        train_types = [t.strip() for t in train_types.split(",") if t.strip()]
-    chosen = set(train_types)
-    unknown = sorted(chosen - set(TRAIN_TYPES))
-    if unknown:
-        raise ValueError(f"unknown train_types {unknown}; choose from {list(TRAIN_TYPES)}")
-    if not chosen:
-        raise ValueError(f"train_types is empty; choose one or more of {list(TRAIN_TYPES)}")
-    return tuple(t for t in TRAIN_TYPES if t in chosen)
-
-
-def make_plan(
-    subsets: Sequence, n_folds: int, train_types: Iterable[str] | str = TRAIN_TYPES
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Splits and the distinct fits that serve them.
-
-    Every train set is a union of (subset, fold) blocks, so a fit is identified by its fold and
-    its set of train subsets: ``all`` for fold k is one fit whatever the test subset, and with two
-    subsets other(A) is same(B). With one subset only ``same`` exists (plain K-fold CV).
-
-    Parameters
-    ----------
-    subsets : sequence
-        The distinct subset values, in the order results should use.
-    n_folds : int
-        K; folds are numbered 1..K.
-    train_types : iterable of {"same", "other", "all"}
-        Any non-empty selection (mlr3resampling's S, O, A, SO, SA, SOA).
-
-    Returns
-    -------
-    splits : DataFrame
-        One row per split: ``test_subset, fold, train_type, fit_id``.
-    fits : DataFrame
-        One row per distinct fit, indexed by ``fit_id``: ``fold``, ``train_subsets`` (tuple),
-        ``test_subsets`` (tuple of the subsets whose test block this fit predicts).
+@dataclass(frozen=True)
+class Term:
+    """Rows whose ``column`` is one of ``values`` (or none of them, with ``exclude``).
 
     Examples
     --------
-    >>> splits, fits = make_plan(["A", "B", "C"], n_folds=10)
-    >>> len(splits), len(fits)
-    (90, 70)
-    >>> len(make_plan(["A", "B"], n_folds=10)[1])
-    30
+    >>> print(Term("fold", (3,), exclude=True))
+    fold != 3
+    >>> Term("region", ("A", "B")).mask(pd.DataFrame({"region": ["A", "C", "B"]})).tolist()
+    [True, False, True]
     """
-    train_types = check_train_types(train_types)
-    subsets = list(subsets)
-    if len(set(subsets)) != len(subsets):
-        raise ValueError(f"subsets must be distinct, got {subsets}")
-    if len(subsets) == 1:
-        train_types = ("same",)
-    rows = []
-    for test in subsets:
-        for fold in range(1, n_folds + 1):
-            members = {
-                "same": (test,),
-                "other": tuple(s for s in subsets if s != test),
-                "all": tuple(subsets),
-            }
-            for train_type in train_types:
-                rows.append((test, fold, train_type, members[train_type]))
-    splits = pd.DataFrame(rows, columns=["test_subset", "fold", "train_type", "train_subsets"])
-    keys = list(zip(splits["fold"], splits["train_subsets"], strict=True))
-    fit_keys = list(dict.fromkeys(keys))
-    fit_ids = {key: i for i, key in enumerate(fit_keys)}
-    splits["fit_id"] = [fit_ids[k] for k in keys]
-    fits = pd.DataFrame(fit_keys, columns=["fold", "train_subsets"])
-    fits["test_subsets"] = [
-        tuple(dict.fromkeys(splits.loc[splits["fit_id"] == i, "test_subset"]))
-        for i in range(len(fits))
-    ]
+
+    column: str
+    values: tuple
+    exclude: bool = False
+
+    def mask(self, frame: pd.DataFrame) -> np.ndarray:
+        """Boolean array: which rows of ``frame`` meet the condition."""
+        column = frame[self.column]
+        if len(self.values) == 1:  # a comparison is faster than a hash lookup
+            hit = (column == self.values[0]).to_numpy()
+        else:
+            hit = column.isin(list(self.values)).to_numpy()
+        return ~hit if self.exclude else hit
+
+    def __str__(self) -> str:
+        if len(self.values) == 1:
+            return f"{self.column} {'!=' if self.exclude else '=='} {self.values[0]}"
+        listed = ", ".join(map(str, self.values))
+        return f"{self.column} {'not in' if self.exclude else 'in'} {{{listed}}}"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Rows meeting every one of ``terms`` (all rows when there are none).
+
+    Hashable and comparable, so identical train sets are found by equality; ``&`` restricts one
+    selection by another (rows reserved from every train set, an inner plan inside an outer
+    train set).
+
+    Examples
+    --------
+    >>> same = Selection((Term("region", ("A",)), Term("fold", (2,), exclude=True)))
+    >>> print(same)
+    region == A & fold != 2
+    >>> print(same & Selection((Term("reserved", (False,)),)))
+    region == A & fold != 2 & reserved == False
+    """
+
+    terms: tuple[Term, ...] = ()
+
+    def mask(self, frame: pd.DataFrame) -> np.ndarray:
+        """Boolean array: which rows of ``frame`` are selected."""
+        out = np.ones(len(frame), dtype=bool)
+        for term in self.terms:
+            out &= term.mask(frame)
+        return out
+
+    @property
+    def columns(self) -> frozenset[str]:
+        """The key columns the selection reads."""
+        return frozenset(term.column for term in self.terms)
+
+    def __and__(self, other: Selection) -> Selection:
+        return Selection(self.terms + other.terms)
+
+    def __str__(self) -> str:
+        return " & ".join(map(str, self.terms)) or "all rows"
+
+
+#: What makes two fits the same fit: their train selection, the number of groups a
+#: down-sample keeps (0: all) and which down-sample (0: none).
+FIT_KEY = ("train", "n_groups", "draw")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A resampling plan: distinct fits, test blocks and the result cells they fill.
+
+    Attributes
+    ----------
+    fits : DataFrame
+        Indexed by ``fit_id``: ``train`` (Selection), ``n_groups`` (down-sample the train set
+        to this many groups; 0 keeps it whole), ``draw`` (which down-sample, 1.., 0 for none),
+        ``blocks`` (tuple of the test blocks the fit scores), plus columns a design adds to
+        describe its fits.
+    blocks : DataFrame
+        Indexed by ``block``: ``test`` (Selection), ``name`` (how messages name the block),
+        plus one column per cell key (``cell_columns``) giving the block's value of it.
+    splits : DataFrame
+        One row per result cell: one column per dim of ``coords``, ``fit_id`` and ``block``.
+    coords : dict
+        Dim -> ordered coordinate values of the result (the learner dim excepted).
+    cell_columns : tuple of str
+        Key columns whose value combinations ("cells") partition the table so that every test
+        block is one cell and every train set a union of cells: then statistics per cell make
+        any fit in one pass. Empty when a design's sets are not made of cells.
+    """
+
+    fits: pd.DataFrame
+    blocks: pd.DataFrame
+    splits: pd.DataFrame
+    coords: dict[str, list] = field(default_factory=dict)
+    cell_columns: tuple[str, ...] = ()
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        """Dims of the result cells, in order."""
+        return tuple(self.coords)
+
+    def table(self) -> pd.DataFrame:
+        """The plan as one printable table: a row per split with its train and test sets."""
+        fits = self.fits[["train", "n_groups"]].map(str, na_action="ignore")
+        out = self.splits.join(fits, on="fit_id").join(self.blocks["test"].map(str), on="block")
+        return out[[*self.dims, "fit_id", "train", "n_groups", "test"]]
+
+    def __repr__(self) -> str:
+        shape = " × ".join(f"{dim} {len(values)}" for dim, values in self.coords.items())
+        return (
+            f"Plan({len(self.splits)} splits ({shape}), {len(self.fits)} distinct fits, "
+            f"{len(self.blocks)} test blocks)"
+        )
+
+
+def build_plan(
+    rows: Iterable[tuple[Mapping[str, Any], Selection, int, int, Any]],
+    tests: Mapping[Any, Selection],
+    coords: Mapping[str, list],
+    cells: Mapping[Any, Mapping[str, Any]] | None = None,
+) -> Plan:
+    """A plan from its splits, finding the distinct fits.
+
+    Parameters
+    ----------
+    rows : iterable of (coordinates, train, n_groups, draw, test key)
+        One per result cell, in the order fits should be numbered (first use).
+    tests : mapping
+        Test key -> the test block's Selection.
+    coords : mapping
+        Dim -> ordered coordinate values.
+    cells : mapping, optional
+        Test key -> the block's cell key values (see ``Plan.cell_columns``).
+
+    Examples
+    --------
+    >>> a, b = (Selection((Term("fold", (k,)),)) for k in (1, 2))
+    >>> rows = [({"fold": 1, "t": "x"}, b, 0, 0, 1), ({"fold": 1, "t": "y"}, b, 0, 0, 1),
+    ...         ({"fold": 2, "t": "x"}, a, 0, 0, 2)]
+    >>> build_plan(rows, {1: a, 2: b}, {"fold": [1, 2], "t": ["x", "y"]})
+    Plan(3 splits (fold 2 × t 2), 2 distinct fits, 2 test blocks)
+    """
+    keys = list(tests)
+    block_of = {key: i for i, key in enumerate(keys)}
+    fit_ids: dict[tuple, int] = {}
+    split_rows, fit_blocks = [], []
+    for where, train, n_groups, draw, test in rows:
+        fit = fit_ids.setdefault((train, int(n_groups), int(draw)), len(fit_ids))
+        if fit == len(fit_blocks):
+            fit_blocks.append([])
+        if block_of[test] not in fit_blocks[fit]:
+            fit_blocks[fit].append(block_of[test])
+        split_rows.append({**where, "fit_id": fit, "block": block_of[test]})
+    fits = pd.DataFrame(list(fit_ids), columns=list(FIT_KEY))
+    fits["blocks"] = [tuple(b) for b in fit_blocks]
     fits.index.name = "fit_id"
-    return splits[["test_subset", "fold", "train_type", "fit_id"]], fits
+    blocks = pd.DataFrame({"test": [tests[k] for k in keys]})
+    blocks["name"] = [f"block {k}" for k in keys]
+    cell_columns: tuple[str, ...] = ()
+    if cells is not None:
+        blocks = blocks.join(pd.DataFrame([dict(cells[k]) for k in keys]))
+        cell_columns = tuple(next(iter(cells.values()), {}))
+    blocks.index.name = "block"
+    splits = pd.DataFrame(split_rows, columns=[*coords, "fit_id", "block"])
+    return Plan(fits, blocks, splits, {k: list(v) for k, v in coords.items()}, cell_columns)

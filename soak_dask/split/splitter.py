@@ -10,8 +10,9 @@ from sklearn.utils.multiclass import type_of_target
 
 from ..schema import DEFAULT_N_FOLDS, TRAIN_TYPES
 from ..tables.table import check_one_type
+from .designs import SameOtherAll, check_train_types
 from .folds import check_n_folds, check_seed, group_folds, permuted_block_folds
-from .plan import check_train_types, make_plan
+from .plan import Plan
 
 
 class SameOtherAllCV:
@@ -85,19 +86,20 @@ class SameOtherAllCV:
     def _k(self) -> int:
         return int(self.fold.max()) if self.fold is not None else self.n_splits
 
-    def _plan(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        return make_plan(sorted(np.unique(self.subset).tolist()), self._k(), self.train_types)
+    def _plan(self) -> Plan:
+        design = SameOtherAll(self._k(), self.train_types)
+        return design.plan_for(sorted(np.unique(self.subset).tolist()))
 
     def get_n_splits(self, X=None, y=None, groups=None) -> int:
         """Number of (test_subset, fold, train_type) splits."""
-        return len(self._plan()[0])
+        return len(self._plan().splits)
 
     def split_info(self, X=None, y=None, groups=None) -> pd.DataFrame:
         """One row per split, in ``split`` order: test_subset, fold, train_type, fit_id.
 
         Splits sharing a ``fit_id`` have the same train set.
         """
-        return self._plan()[0]
+        return self._plan().splits[["test_subset", "fold", "train_type", "fit_id"]]
 
     def folds(self, X, y=None, groups=None) -> np.ndarray:
         """The fold (1..K) of every row."""
@@ -124,11 +126,8 @@ class SameOtherAllCV:
 
     def split(self, X, y=None, groups=None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield (train indices, test indices) for each split, in ``split_info`` order."""
-        fold = self.folds(X, y, groups)
-        splits, fits = self._plan()
-        for test_subset, k, _, fit_id in splits.itertuples(index=False):
-            train_subsets = list(fits.loc[fit_id, "train_subsets"])
-            in_fold = fold == k
-            train = np.flatnonzero(~in_fold & np.isin(self.subset, train_subsets))
-            test = np.flatnonzero(in_fold & (self.subset == test_subset))
-            yield train, test
+        keys = pd.DataFrame({"subset": self.subset, "fold": self.folds(X, y, groups)})
+        plan = self._plan()
+        for fit_id, block in zip(plan.splits["fit_id"], plan.splits["block"], strict=True):
+            train = np.flatnonzero(plan.fits.at[fit_id, "train"].mask(keys))
+            yield train, np.flatnonzero(plan.blocks.at[block, "test"].mask(keys))

@@ -1,0 +1,278 @@
+"""The three ways to fit a plan's (fit, learner) pairs, as interchangeable strategies.
+
+Each strategy says which pairs it ``accepts`` and turns a list of them into Dask tasks whose
+results are score records. ``assign`` gives each pair to the first strategy that accepts it:
+
+- ``OnePass``: learners whose fit needs only additive statistics (featureless, linear and
+  ridge models, LDA, Gaussian naive Bayes) are fitted on the client from one pass of per-cell
+  statistics, then scored partition by partition;
+- ``PartialFit``: learners with ``partial_fit`` get one block of train rows per task, so no
+  worker holds a whole train set;
+- ``WholeTrainSet``: any learner, fitted on its train rows gathered in one task.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+
+from ..hashing import seeded_hash
+from ..split.plan import Plan
+from ..tables.table import Table
+from .fitting import (
+    FitSpec,
+    FitState,
+    RunSpec,
+    fit_and_score,
+    guard,
+    merge_pieces,
+    partial_fit_step,
+    score_block,
+    score_fitted,
+    score_partition,
+    select_rows,
+)
+from .onepass import block_stats, fit_from_stats, is_additive, train_stats
+from .rowcap import keep_rates
+from .tree import tree_reduce
+
+Pair = tuple[int, str]  # (fit_id, learner)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every strategy reads: the data, the plan, the learners and the run's options."""
+
+    table: Table
+    data: dd.DataFrame
+    plan: Plan
+    estimators: Mapping[str, BaseEstimator]
+    run: RunSpec
+    client: Any = None
+    max_rows: int | None = None
+    class_rows: pd.DataFrame | None = None  # rows per class of each fit (with max_rows)
+
+    def spec(self, fit_id: int, learner: str) -> FitSpec:
+        """The task description of one (fit, learner) pair."""
+        fit = self.plan.fits.loc[fit_id]
+        blocks = self.plan.blocks.loc[list(fit["blocks"])]
+        n_groups = int(fit["n_groups"])
+        # A capped full-size train set keeps its class shares; a down-sampled one, those it
+        # has (and regression, with one column of rows, has no classes to share).
+        rows = self.class_rows
+        shares = rows is not None and not n_groups and len(rows.columns) > 1
+        return FitSpec(
+            learner=learner,
+            fit_id=int(fit_id),
+            train=fit["train"],
+            tests=tuple(zip(blocks.index, blocks["test"], blocks["name"], strict=True)),
+            n_groups=n_groups,
+            draw=int(fit["draw"]),
+            max_rows=self.max_rows or 0,
+            class_rows=tuple(int(n) for n in rows.loc[fit_id]) if shares else (),
+        )
+
+    def rates(self, fit_id: int, exact: bool) -> tuple[float, ...] | None:
+        """Per class, the chance that a partition passes on a train row of this fit (None:
+        all; so also for a cap after down-sampling, which needs the train set whole)."""
+        if self.class_rows is None or self.plan.fits.loc[fit_id, "n_groups"]:
+            return None
+        return keep_rates(self.class_rows.loc[fit_id].to_numpy(), self.max_rows, margin=exact)
+
+    def rows(self, spec: FitSpec, *, train: bool = True, test: bool = True, rates=None):
+        """The lazy rows of one fit: its train rows (sampled at ``rates``) and/or test blocks.
+
+        Filtering happens next to the data; only these rows reach the worker that fits.
+        """
+        run = self.run
+        return self.data.map_partitions(
+            select_rows,
+            spec.train if train else None,
+            tuple(test for _, test, _ in spec.tests) if test else (),
+            rates,
+            run.seed,
+            run.label,
+            run.classes,
+            meta=self.data._meta,
+        )
+
+    def token(self, *parts: Any) -> str:
+        """Names tasks for the dashboard; the token keeps runs on one client apart."""
+        return dask.base.tokenize(self.data, self.run, *parts)
+
+
+class WholeTrainSet:
+    """Fit each learner on its whole train set gathered in one task (any learner)."""
+
+    def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
+        return True
+
+    def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
+        out = []
+        for fit_id, learner in pairs:
+            spec = ctx.spec(fit_id, learner)
+            rows = ctx.rows(spec, rates=ctx.rates(fit_id, exact=True))
+            estimator = ctx.estimators[learner]
+            key = f"soak-fit-{fit_id}-{learner}-{ctx.token(spec, estimator, 'whole')}"
+            out.append(
+                dask.delayed(fit_and_score, pure=True)(
+                    rows, estimator, spec, ctx.run, dask_key_name=key
+                )
+            )
+        return out, []
+
+
+@dataclass(frozen=True)
+class PartialFit:
+    """Feed learners with ``partial_fit`` one block of train rows per task, ``epochs`` times
+    (block order reshuffled, seeded), so a worker holds one block and the model at a time."""
+
+    epochs: int = 1
+
+    def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
+        return hasattr(ctx.estimators[learner], "partial_fit")
+
+    def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
+        return [self._chain(ctx, *pair) for pair in pairs], []
+
+    def _chain(self, ctx: Context, fit_id: int, learner: str) -> Any:
+        spec, run = ctx.spec(fit_id, learner), ctx.run
+        rates = ctx.rates(fit_id, exact=False)
+        parts = ctx.rows(spec, test=False, rates=rates).to_delayed()
+        state = ctx.estimators[learner]
+        for epoch in range(self.epochs):
+            order = np.argsort(seeded_hash(run.seed, np.uint64(epoch), np.arange(len(parts))))
+            for i in order:
+                state = dask.delayed(partial_fit_step, pure=True)(state, parts[i], run, epoch == 0)
+        test = ctx.rows(spec, train=False)
+        token = ctx.token(spec, ctx.estimators[learner], self.epochs, rates)
+        key = f"soak-fit-{fit_id}-{learner}-{token}"
+        return dask.delayed(score_fitted, pure=True)(state, test, spec, run, dask_key_name=key)
+
+
+@dataclass(frozen=True)
+class OnePass:
+    """Fit additive learners on the client from one pass of per-cell statistics; score them
+    partition by partition.
+
+    The pass is skipped (its pairs handed back) when the statistics cannot be made, e.g. for
+    non-finite values: those fits then run on their rows and report their own failures.
+    """
+
+    split_every: int = 8
+
+    def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
+        plan, table = ctx.plan, ctx.table
+        return (
+            ctx.max_rows is None
+            and plan.cell_columns == (table.subset, table.fold)
+            and not plan.fits.loc[fit_id, "n_groups"]
+            and is_additive(ctx.estimators[learner]) is not None
+        )
+
+    def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
+        if not pairs:
+            return [], []
+        table, plan = ctx.table, ctx.plan
+        subsets = plan.coords["test_subset"]
+        lazy = block_stats(
+            table.with_fold(ctx.data, table.fold), subsets, len(plan.coords["fold"]), _classes(ctx)
+        )
+        try:
+            stats = ctx.client.compute(lazy).result() if ctx.client is not None else lazy.compute()
+        except ValueError as err:
+            warnings.warn(f"one-pass statistics unavailable ({err}); fitting on rows", stacklevel=4)
+            return [], pairs
+        fitted = {pair: (self._fit(ctx, stats, *pair), ctx.spec(*pair)) for pair in pairs}
+        return self._score(ctx, fitted), []
+
+    @staticmethod
+    def _fit(ctx: Context, stats: Any, fit_id: int, learner: str) -> FitState:
+        table = ctx.table
+        pooled = train_stats(stats, ctx.plan.fits.loc[fit_id, "train"], table.subset, table.fold)
+        if pooled.classes is not None:
+            # Fitted on class codes, the models predict codes: scoring never handles labels.
+            pooled = dataclasses.replace(pooled, classes=np.arange(len(pooled.classes)))
+        estimator = ctx.estimators[learner]
+        start = time.perf_counter()
+        fitted, message = guard(ctx.run, partial(fit_from_stats, estimator, pooled))
+        return FitState(
+            estimator if fitted is None else fitted,
+            n_train=int(pooled.n_rows),
+            seconds=time.perf_counter() - start,
+            message=message,
+            started=True,
+        )
+
+    def _score(self, ctx: Context, fitted: dict[Pair, tuple[FitState, FitSpec]]) -> list[Any]:
+        """Scoring tasks: each partition is read once and predicted by every fit whose test
+        blocks it holds; a tree of merges (fan-in ``split_every``) adds up the partitions'
+        partial scores, and one task per test block finishes them. No task holds more than
+        one partition of rows, so the pass runs in bounded memory on tables larger than the
+        cluster's (AUC excepted: it needs every test row's scores)."""
+        by_block: dict[int, list[Pair]] = {}
+        for pair, (_, spec) in fitted.items():
+            for block, _, _ in spec.tests:
+                by_block.setdefault(block, []).append(pair)
+        cells, fold, subset = ctx.plan.blocks, ctx.table.fold, ctx.table.subset
+        ordered = sorted(by_block, key=lambda b: (cells.at[b, fold], cells.at[b, subset]))
+        blocks = [(cells.at[b, fold], cells.at[b, subset], by_block[b]) for b in ordered]
+        token = ctx.token(fitted, blocks)
+        shared = dask.delayed(fitted, name=f"soak-fitted-{token}", pure=True)
+        columns = [*ctx.run.features, ctx.run.label, ctx.run.subset, ctx.run.fold_column]
+        level = [
+            dask.delayed(score_partition, nout=len(blocks), pure=True)(
+                part, shared, blocks, ctx.run, dask_key_name=f"soak-predict-{i}-{token}"
+            )
+            for i, part in enumerate(ctx.data[columns].to_delayed())
+        ]
+        # A tree of merges keeps few pieces alive (tasks and keys hold memory on a worker too).
+        level = tree_reduce(
+            level, merge_pieces, self.split_every, keep=self.split_every, nout=len(blocks)
+        )
+        return [
+            dask.delayed(score_block, pure=True)(
+                [node[i] for node in level],
+                shared,
+                block,
+                keys,
+                ctx.run,
+                dask_key_name=f"soak-score-{i}-{token}",
+            )
+            for i, (block, (_, _, keys)) in enumerate(zip(ordered, blocks, strict=True))
+        ]
+
+
+def _classes(ctx: Context) -> list | None:
+    return None if ctx.run.classes is None else list(ctx.run.classes)
+
+
+def make_tasks(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> tuple[list[Any], bool]:
+    """The tasks of ``pairs``, each pair made by the first of ``strategies`` that accepts it.
+
+    The last strategy must accept any pair: it also takes the pairs another hands back. Also
+    returns whether one-pass statistics were made (which checked every feature is finite).
+    """
+    *first, last = strategies
+    chosen: dict[Pair, int] = {}
+    for pair in pairs:
+        chosen[pair] = next((i for i, s in enumerate(first) if s.accepts(ctx, *pair)), len(first))
+    tasks, back, stats_made = [], set(), False
+    for i, strategy in enumerate(first):
+        made, left = strategy.tasks(ctx, [p for p in pairs if chosen[p] == i])
+        stats_made |= isinstance(strategy, OnePass) and bool(made)
+        tasks += made
+        back.update(left)
+    made, _ = last.tasks(ctx, [p for p in pairs if chosen[p] == len(first) or p in back])
+    return tasks + made, stats_made
