@@ -49,6 +49,7 @@ class FitSpec:
     tests: tuple[tuple[int, Selection, str], ...]  # each test block: id, rows, name
     n_groups: int = 0  # down-sample the train set to this many groups (0: keep all)
     draw: int = 0  # which down-sample
+    weights: str | None = None  # column of integer row weights (each row used that many times)
     max_rows: int = 0  # max_train_rows (0: no cap)
     class_rows: tuple = ()  # the full train set's rows per class: the shares a capped fit keeps
 
@@ -127,6 +128,8 @@ def fit_and_score(
             sample=fit.draw,
             shares=shares,
         )
+    if fit.weights is not None:
+        train = train.iloc[np.repeat(np.arange(len(train)), train[fit.weights].to_numpy())]
     state = FitState(clone(estimator), n_train=len(train))
     start = time.perf_counter()
     _, state.message = guard(run, lambda: state.estimator.fit(*_xy(train, run)))

@@ -18,7 +18,7 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 import dask
@@ -66,7 +66,6 @@ class Context:
     def spec(self, fit_id: int, learner: str) -> FitSpec:
         """The task description of one (fit, learner) pair."""
         fit = self.plan.fits.loc[fit_id]
-        blocks = self.plan.blocks.loc[list(fit["blocks"])]
         n_groups = int(fit["n_groups"])
         # A capped full-size train set keeps its class shares; a down-sampled one, those it
         # has (and regression, with one column of rows, has no classes to share).
@@ -76,12 +75,18 @@ class Context:
             learner=learner,
             fit_id=int(fit_id),
             train=fit["train"],
-            tests=tuple(zip(blocks.index, blocks["test"], blocks["name"], strict=True)),
+            tests=tuple(self._tests[b] for b in fit["blocks"]),
             n_groups=n_groups,
             draw=int(fit["draw"]),
+            weights=fit["weights"],
             max_rows=self.max_rows or 0,
             class_rows=tuple(int(n) for n in rows.loc[fit_id]) if shares else (),
         )
+
+    @cached_property
+    def _tests(self) -> list[tuple[int, Any, str]]:
+        blocks = self.plan.blocks
+        return list(zip(blocks.index, blocks["test"], blocks["name"], strict=True))
 
     def rates(self, fit_id: int, exact: bool) -> tuple[float, ...] | None:
         """Per class, the chance that a partition passes on a train row of this fit (None:
@@ -113,7 +118,8 @@ class Context:
 
 
 class WholeTrainSet:
-    """Fit each learner on its whole train set gathered in one task (any learner)."""
+    """Fit each learner on its whole train set gathered in one task (any learner, any fit:
+    down-sampled, capped or weighted)."""
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
         return True
@@ -141,7 +147,8 @@ class PartialFit:
     epochs: int = 1
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
-        return hasattr(ctx.estimators[learner], "partial_fit")
+        unweighted = ctx.plan.fits.loc[fit_id, "weights"] is None
+        return unweighted and hasattr(ctx.estimators[learner], "partial_fit")
 
     def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
         return [self._chain(ctx, *pair) for pair in pairs], []
@@ -178,6 +185,7 @@ class OnePass:
             ctx.max_rows is None
             and plan.cell_columns == (table.subset, table.fold)
             and not plan.fits.loc[fit_id, "n_groups"]
+            and plan.fits.loc[fit_id, "weights"] is None
             and is_additive(ctx.estimators[learner]) is not None
         )
 

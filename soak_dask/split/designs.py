@@ -12,7 +12,7 @@ import pandas as pd
 from ..schema import DEFAULT_N_FOLDS, SIZE_DIMS, TRAIN_TYPES
 from ..tables.table import Table
 from .folds import assign_folds, check_fold_values, check_n_folds, check_seed
-from .plan import Plan, Selection, Term, build_plan
+from .plan import Fit, Plan, Selection, Term, build_plan
 from .sizes import FULL, check_sizes, nominal_groups, size_labels
 
 
@@ -61,9 +61,12 @@ class SameOtherAll:
     >>> plan = design.plan_for(["A", "B"])
     >>> plan
     Plan(12 splits (test_subset 2 × fold 3 × train_type 2), 9 distinct fits, 6 test blocks)
-    >>> plan.table().iloc[1].to_dict()  # doctest: +NORMALIZE_WHITESPACE
-    {'test_subset': 'A', 'fold': 1, 'train_type': 'all', 'fit_id': 1,
-     'train': 'subset in {A, B} & fold != 1', 'n_groups': '0', 'test': 'subset == A & fold == 1'}
+    >>> columns = ["test_subset", "fold", "train_type", "fit_id", "train", "test"]
+    >>> print(plan.table().loc[:2, columns].to_string(index=False))
+    test_subset  fold train_type  fit_id                        train                    test
+              A     1       same       0      subset == A & fold != 1 subset == A & fold == 1
+              A     1        all       1 subset in {A, B} & fold != 1 subset == A & fold == 1
+              A     2       same       2      subset == A & fold != 2 subset == A & fold == 2
     """
 
     def __init__(
@@ -150,7 +153,7 @@ class SameOtherAll:
         ]
         coords = {"test_subset": subsets, "fold": list(range(1, k + 1)), "train_type": list(types)}
         if self.sizes < 0:
-            rows = [(where, train, 0, 0, _cell(where)) for where, train in full]
+            rows = [(where, Fit(train), _cell(where)) for where, train in full]
         else:
             if subset_groups is None:
                 raise ValueError(f"sizes={self.sizes} needs subset_groups (groups per subset)")
@@ -187,7 +190,7 @@ class SameOtherAll:
         labels = size_labels(self.sizes, self.ratio)
         samples = range(1, self.size_seeds + 1)
         rows = [
-            ({**where, "train_size": FULL, "sample": n}, train, 0, 0, _cell(where))
+            ({**where, "train_size": FULL, "sample": n}, Fit(train), _cell(where))
             for where, train in full
             for n in samples
         ]
@@ -197,10 +200,8 @@ class SameOtherAll:
             for n in samples:
                 for i, label in enumerate(labels[1:]):
                     target = max(1, int(smallest * self.ratio**i))
-                    kept = (0, 0) if target >= whole else (target, n)
-                    rows.append(
-                        ({**where, "train_size": label, "sample": n}, train, *kept, _cell(where))
-                    )
+                    fit = Fit(train) if target >= whole else Fit(train, target, n)
+                    rows.append(({**where, "train_size": label, "sample": n}, fit, _cell(where)))
         return rows
 
 
@@ -214,7 +215,8 @@ def _describe(plan: Plan, subset: str, fold: str) -> Plan:
     fits = plan.fits
     fits["fold"] = [int(train.terms[1].values[0]) for train in fits["train"]]
     fits["train_subsets"] = [train.terms[0].values for train in fits["train"]]
-    fits["test_subsets"] = [tuple(plan.blocks.loc[list(b), subset]) for b in fits["blocks"]]
+    tested = plan.blocks[subset].tolist()
+    fits["test_subsets"] = [tuple(tested[b] for b in blocks) for blocks in fits["blocks"]]
     plan.blocks["name"] = [f"subset {s!r}" for s in plan.blocks[subset]]
     return plan
 

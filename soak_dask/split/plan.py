@@ -89,9 +89,30 @@ class Selection:
         return " & ".join(map(str, self.terms)) or "all rows"
 
 
-#: What makes two fits the same fit: their train selection, the number of groups a
-#: down-sample keeps (0: all) and which down-sample (0: none).
-FIT_KEY = ("train", "n_groups", "draw")
+@dataclass(frozen=True)
+class Fit:
+    """What a fit is fitted on; two equal ``Fit`` are one fit, whatever asked for them.
+
+    Attributes
+    ----------
+    train : Selection
+        The train rows.
+    n_groups : int
+        Down-sample the train set to this many groups (rows without groups); 0 keeps it whole.
+    draw : int
+        Which down-sample (1..), 0 for none.
+    weights : str, optional
+        A key column of integer row weights (a bootstrap's counts): each train row is used
+        that many times. None: once each.
+    """
+
+    train: Selection
+    n_groups: int = 0
+    draw: int = 0
+    weights: str | None = None
+
+
+FIT_COLUMNS = tuple(Fit.__dataclass_fields__)
 
 
 @dataclass(frozen=True)
@@ -101,10 +122,9 @@ class Plan:
     Attributes
     ----------
     fits : DataFrame
-        Indexed by ``fit_id``: ``train`` (Selection), ``n_groups`` (down-sample the train set
-        to this many groups; 0 keeps it whole), ``draw`` (which down-sample, 1.., 0 for none),
-        ``blocks`` (tuple of the test blocks the fit scores), plus columns a design adds to
-        describe its fits.
+        Indexed by ``fit_id``: the fields of ``Fit`` (``train``, ``n_groups``, ``draw``,
+        ``weights``), ``blocks`` (tuple of the test blocks the fit scores), plus columns a
+        design adds to describe its fits.
     blocks : DataFrame
         Indexed by ``block``: ``test`` (Selection), ``name`` (how messages name the block),
         plus one column per cell key (``cell_columns``) giving the block's value of it.
@@ -131,9 +151,9 @@ class Plan:
 
     def table(self) -> pd.DataFrame:
         """The plan as one printable table: a row per split with its train and test sets."""
-        fits = self.fits[["train", "n_groups"]].map(str, na_action="ignore")
+        fits = self.fits[list(FIT_COLUMNS)].map(str)
         out = self.splits.join(fits, on="fit_id").join(self.blocks["test"].map(str), on="block")
-        return out[[*self.dims, "fit_id", "train", "n_groups", "test"]]
+        return out[[*self.dims, "fit_id", *FIT_COLUMNS, "test"]]
 
     def __repr__(self) -> str:
         shape = " × ".join(f"{dim} {len(values)}" for dim, values in self.coords.items())
@@ -144,7 +164,7 @@ class Plan:
 
 
 def build_plan(
-    rows: Iterable[tuple[Mapping[str, Any], Selection, int, int, Any]],
+    rows: Iterable[tuple[Mapping[str, Any], Fit, Any]],
     tests: Mapping[Any, Selection],
     coords: Mapping[str, list],
     cells: Mapping[Any, Mapping[str, Any]] | None = None,
@@ -153,7 +173,7 @@ def build_plan(
 
     Parameters
     ----------
-    rows : iterable of (coordinates, train, n_groups, draw, test key)
+    rows : iterable of (coordinates, Fit, test key)
         One per result cell, in the order fits should be numbered (first use).
     tests : mapping
         Test key -> the test block's Selection.
@@ -165,23 +185,26 @@ def build_plan(
     Examples
     --------
     >>> a, b = (Selection((Term("fold", (k,)),)) for k in (1, 2))
-    >>> rows = [({"fold": 1, "t": "x"}, b, 0, 0, 1), ({"fold": 1, "t": "y"}, b, 0, 0, 1),
-    ...         ({"fold": 2, "t": "x"}, a, 0, 0, 2)]
+    >>> rows = [({"fold": 1, "t": "x"}, Fit(b), 1), ({"fold": 1, "t": "y"}, Fit(b), 1),
+    ...         ({"fold": 2, "t": "x"}, Fit(a), 2)]
     >>> build_plan(rows, {1: a, 2: b}, {"fold": [1, 2], "t": ["x", "y"]})
     Plan(3 splits (fold 2 × t 2), 2 distinct fits, 2 test blocks)
     """
     keys = list(tests)
     block_of = {key: i for i, key in enumerate(keys)}
-    fit_ids: dict[tuple, int] = {}
+    fit_ids: dict[Fit, int] = {}
     split_rows, fit_blocks = [], []
-    for where, train, n_groups, draw, test in rows:
-        fit = fit_ids.setdefault((train, int(n_groups), int(draw)), len(fit_ids))
+    for where, key, test in rows:
+        fit = fit_ids.setdefault(key, len(fit_ids))
         if fit == len(fit_blocks):
             fit_blocks.append([])
         if block_of[test] not in fit_blocks[fit]:
             fit_blocks[fit].append(block_of[test])
         split_rows.append({**where, "fit_id": fit, "block": block_of[test]})
-    fits = pd.DataFrame(list(fit_ids), columns=list(FIT_KEY))
+    # Object columns: pandas would read None among strings as a missing string (NaN).
+    values = [[getattr(f, c) for c in FIT_COLUMNS] for f in fit_ids]
+    fits = pd.DataFrame(values, columns=list(FIT_COLUMNS), dtype=object)
+    fits = fits.astype({"n_groups": np.int64, "draw": np.int64})
     fits["blocks"] = [tuple(b) for b in fit_blocks]
     fits.index.name = "fit_id"
     blocks = pd.DataFrame({"test": [tests[k] for k in keys]})
