@@ -132,9 +132,17 @@ def fit_and_score(
         train = train.iloc[np.repeat(np.arange(len(train)), train[fit.weights].to_numpy())]
     state = FitState(clone(estimator), n_train=len(train))
     start = time.perf_counter()
-    _, state.message = guard(run, lambda: state.estimator.fit(*_xy(train, run)))
+    _, state.message = guard(run, lambda: state.estimator.fit(*fit_arrays(train, run)))
     state.seconds = time.perf_counter() - start
     return score_blocks(state, blocks, fit, run)
+
+
+def fit_many(
+    parts: list[pd.DataFrame], jobs: list[tuple[BaseEstimator, FitSpec]], run: RunSpec
+) -> list[dict[str, Any]]:
+    """``fit_and_score`` of several fits on one small table, gathered once (``parts``)."""
+    frame = pd.concat(parts)
+    return [r for estimator, fit in jobs for r in fit_and_score(frame, estimator, fit, run)]
 
 
 def partial_fit_step(
@@ -148,7 +156,7 @@ def partial_fit_step(
     state = FitState(clone(state)) if not isinstance(state, FitState) else copy.deepcopy(state)
     if state.message or len(part) == 0:
         return state
-    X, y = _xy(part, run)
+    X, y = fit_arrays(part, run)
     kwargs = {"classes": np.asarray(run.classes)} if run.classes is not None else {}
     start = time.perf_counter()
     _, state.message = guard(run, lambda: state.estimator.partial_fit(X, y, **kwargs))
@@ -190,7 +198,7 @@ def score_partition(
     # slice rather than a mask.
     order = np.argsort(key.astype(np.min_scalar_type(key.max(initial=0))), kind="stable")
     key = key[order]
-    X, y = _test_xy(part, run)
+    X, y = score_arrays(part, run)
     X, y = X[order], y[order]
     codes = [fold * width + 1 + subsets.get_loc(sub) for fold, sub, _ in blocks]
     starts, stops = np.searchsorted(key, codes), np.searchsorted(key, codes, side="right")
@@ -287,7 +295,9 @@ def score_blocks(
         message = state.message
         if not message:
             # A learner fitted may still fail to predict (e.g. NaN in a test row): error_score.
-            predict = functools.partial(predict_partial, state.estimator, *_test_xy(rows, run), run)
+            predict = functools.partial(
+                predict_partial, state.estimator, *score_arrays(rows, run), run
+            )
             scores, failure = guard(run, predict)
             message = failure and f"predicting test {names[block]}: {failure}"
         if message:
@@ -315,12 +325,12 @@ def _record(
     }
 
 
-def _xy(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
+def fit_arrays(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
     """Features as float64 and the label as it is (for fitting; a copy the learner may change)."""
     return frame[list(run.features)].to_numpy(np.float64), frame[run.label].to_numpy()
 
 
-def _test_xy(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
+def score_arrays(frame: pd.DataFrame, run: RunSpec) -> tuple[np.ndarray, np.ndarray]:
     """Features, and the label as class codes (classification) or float64 (regression).
 
     Codes because the measures count and compare labels, and strings are slow to compare."""
@@ -343,7 +353,7 @@ def guard(run: RunSpec, call: Callable[[], Any]) -> tuple[Any, str]:
 
 def predict_partial(est, X: np.ndarray, y: np.ndarray, run: RunSpec) -> dict[str, Any]:
     """``measures.partial_scores`` of ``est``'s predictions of rows ``X`` (labels ``y`` from
-    ``_test_xy``)."""
+    ``score_arrays``)."""
     n_classes = None if run.classes is None else len(run.classes)
     return partial_scores(run.measures, y, *predict_codes(est, X, run), n_classes)
 

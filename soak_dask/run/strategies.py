@@ -35,6 +35,7 @@ from .fitting import (
     FitState,
     RunSpec,
     fit_and_score,
+    fit_many,
     guard,
     merge_pieces,
     partial_fit_step,
@@ -136,6 +137,28 @@ class WholeTrainSet:
                     rows, estimator, spec, ctx.run, dask_key_name=key
                 )
             )
+        return out, []
+
+
+@dataclass(frozen=True)
+class Batched:
+    """Many fits per task on a small table: each task gathers the table once and makes
+    ``size`` fits on it (leave-one-out's hundreds of fits would otherwise each read it)."""
+
+    size: int = 64
+
+    def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
+        return True
+
+    def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
+        parts = ctx.data.to_delayed()
+        out = []
+        for start in range(0, len(pairs), self.size):
+            jobs = [
+                (ctx.estimators[n], ctx.spec(f, n)) for f, n in pairs[start : start + self.size]
+            ]
+            key = f"soak-batch-{start}-{ctx.token(jobs)}"
+            out.append(dask.delayed(fit_many, pure=True)(parts, jobs, ctx.run, dask_key_name=key))
         return out, []
 
 

@@ -1,0 +1,246 @@
+"""``evaluate``: how well does a learner predict new data from the same population? K-fold,
+repeated, subsampling, leave-one-out, leave-one-group-out or bootstrap estimates, an optional
+reserved test split scored once by the final models, on the same engine as SOAK."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dask
+import numpy as np
+import xarray as xr
+from sklearn.base import BaseEstimator
+
+from ..learn.builtin import resolve_learners
+from ..learn.measures import check_measures
+from ..results.store import build_dataset, encode_attrs, package_versions
+from ..split.folds import check_seed
+from ..split.outer import outer_design, reserve
+from ..split.plan import Plan
+from ..tables.table import Table
+from .engine import _check_table, _data_id
+from .executor import Checkpoint, current_client, run_plan
+from .final import fit_final
+from .fitting import RunSpec
+from .strategies import Batched, Context, WholeTrainSet
+
+#: Title of evaluate's results.
+TITLE = "soak_dask evaluation: resampling estimates of learners"
+#: Weight of the out-of-bag score in Efron's .632 estimate (≈ 1 − 1/e, the share of rows a
+#: resample holds).
+_W632 = 0.632
+
+
+def evaluate(
+    table: Table,
+    learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
+    *,
+    outer: str = "cv",
+    outer_folds: int = 5,
+    outer_repeats: int = 1,
+    test_split: float = 0.0,
+    seed: int = 1,
+    measures: Sequence[str] | str | None = None,
+    client: Any = None,
+    progress: bool = True,
+    checkpoint: str | os.PathLike | None = None,
+    train_ratio: float = 0.8,
+    persist: bool = True,
+) -> xr.Dataset:
+    """Estimate how well ``learners`` predict new rows of ``table``'s population.
+
+    The subset column, if any, plays no part (SOAK compares subsets; this evaluates learners).
+    With a group column every strategy keeps whole groups together (``cv`` is grouped K-fold,
+    ``lodo`` its extreme case); without one, folds are class-stratified.
+
+    Parameters
+    ----------
+    table : Table
+        From ``soak_dask.load_table``.
+    learners : dict, list, estimator or str, optional
+        As for ``soak_dask.soak``.
+    outer : {"cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap"}
+        How the training rows are scored: K-fold; K-fold ``outer_repeats`` times with fresh
+        folds; ``outer_repeats`` random train/test splits (``train_ratio`` to train);
+        leave-one-out (small tables only); leave one group out; ``outer_repeats`` bootstrap
+        resamples scored out of bag (with the .632 and .632+ estimates).
+    outer_folds : int
+        K for cv and repeated_cv, capped at the groups (grouped) or the rarest class's rows
+        (ungrouped), with a warning; the value used is in ``attrs["outer_folds"]``.
+    outer_repeats : int
+        Repeats of repeated_cv, splits of subsampling, resamples of bootstrap.
+    test_split : float
+        Share of the rows reserved before anything else sees the data (whole groups with a
+        group column, a class-stratified sample otherwise), in no outer train set, scored
+        once by the final models with a bootstrap 95 % interval over its rows. 0: none.
+        Drawn as k of K folds (K ≤ 20): the share used is in ``attrs["test_split"]``.
+    seed : int
+        Seed of every split, resample and built-in learner: same seed, same results.
+    measures : sequence of str, optional
+        Default: all for the task.
+    client, progress, checkpoint, persist
+        As for ``soak_dask.soak``.
+    train_ratio : float
+        Share of the rows that train in each subsampling split.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (learner, repeat, fold): one variable per measure plus ``n_train``, ``n_test``,
+        ``fit_seconds``, ``predict_seconds``; ``test_<measure>`` (learner, interval) and
+        ``n_test_split`` with a test split; for the bootstrap, ``<measure>_632`` (and
+        ``error_632plus``) and ``<measure>_resubstitution``. ``.soak.summary()`` gives mean ±
+        SD over folds, ``.soak.by_fold()`` the folds, ``.soak.compare(a, b, measure)`` the
+        paired t-test of two learners.
+    """
+    _check_table(table)
+    seed = check_seed(seed)
+    share = _check_share(test_split)
+    design = outer_design(outer, outer_folds, outer_repeats, seed, train_ratio)
+    measures = check_measures(measures, table.task)
+    estimators = resolve_learners(learners, table.task, seed)
+    client = current_client() if client is None else client
+    data_id = _data_id(checkpoint, table)
+    train, held, share = reserve(table, share, seed) if share else (table, None, 0.0)
+    keyed, used = design.add_keys(train)
+    data = keyed.data
+    if persist:
+        data = client.persist(data) if client is not None else data.persist()
+    classes = _classes(keyed, data)
+    plan = design.plan(keyed, used)
+    settings = _settings(keyed, outer, used, share, measures, classes, estimators, seed, plan)
+    run = RunSpec(
+        features=keyed.features,
+        label=keyed.label,
+        subset=keyed.subset,
+        fold_column="",  # no (subset, fold) cells: the one-pass strategy is not used
+        measures=tuple(measures),
+        classes=classes,
+        group=keyed.group,
+        seed=seed,
+    )
+    ctx = Context(keyed, data, plan, estimators, run, client)
+    small = design.outer in ("loo", "lodo")
+    strategies = [Batched()] if small else [WholeTrainSet()]
+    if checkpoint is not None:
+        checkpoint = Checkpoint(checkpoint, settings, {**data_id, "rows": {}})
+    records = run_plan(ctx, strategies, progress, checkpoint)
+    ds = build_dataset(
+        records,
+        plan.splits,
+        plan.coords,
+        list(estimators),
+        measures,
+        encode_attrs({**settings, "versions": package_versions()}),
+    )
+    finals = _final_fits(ctx, held, design.outer == "bootstrap")
+    return _with_finals(ds, finals, measures, design.outer == "bootstrap")
+
+
+def _check_share(test_split: Any) -> float:
+    if isinstance(test_split, bool) or not isinstance(test_split, int | float):
+        raise ValueError(f"test_split={test_split!r}: need a number from 0 to 0.5")
+    if not 0 <= test_split <= 0.5:
+        raise ValueError(
+            f"test_split={test_split!r}: need a share from 0 (none) to 0.5; resampling scores "
+            "every training row, so a large test split mostly withholds data from the model"
+        )
+    return float(test_split)
+
+
+def _classes(table: Table, data: Any) -> tuple | None:
+    if table.task != "classification":
+        return None
+    return tuple(sorted(data[table.label].unique().compute().tolist()))
+
+
+def _settings(
+    table: Table,
+    outer: str,
+    used: dict[str, Any],
+    share: float,
+    measures: Sequence[str],
+    classes: tuple | None,
+    estimators: Mapping[str, Any],
+    seed: int,
+    plan: Plan,
+) -> dict[str, Any]:
+    """What the result records of the run (and a checkpoint is identified by)."""
+    return {
+        "title": TITLE,
+        "design": "evaluate",
+        "task": table.task,
+        "source": table.source,
+        **table.roles,
+        "outer": outer,
+        "outer_folds": used.get("outer_folds", 1),
+        "outer_repeats": len(plan.coords["repeat"]),
+        "train_ratio": used.get("train_ratio", ""),
+        "test_split": share,
+        "seed": seed,
+        "measures": list(measures),
+        "classes": [str(c) for c in classes] if classes else None,
+        "learners": {name: repr(est) for name, est in estimators.items()},
+        "n_fits": len(plan.fits) * len(estimators),
+        "n_distinct_train_sets": len(plan.fits),
+    }
+
+
+def _final_fits(ctx: Context, held: Any, bootstrap: bool) -> dict[str, dict[str, Any]]:
+    """Each learner fitted on all training rows, as one task each; None without a test split
+    or a bootstrap (they are what the final fits are scored for)."""
+    if held is None and not bootstrap:
+        return {}
+    train = ctx.data.to_delayed()
+    columns = [*ctx.run.features, ctx.run.label]
+    test = held[columns].to_delayed() if held is not None else []
+    tasks = [
+        dask.delayed(fit_final, pure=True)(train, test, est, ctx.run, bootstrap)
+        for est in ctx.estimators.values()
+    ]
+    done = ctx.client.compute(tasks, sync=True) if ctx.client is not None else dask.compute(*tasks)
+    return dict(zip(ctx.estimators, done, strict=True))
+
+
+def _with_finals(
+    ds: xr.Dataset, finals: dict[str, dict[str, Any]], measures: Sequence[str], bootstrap: bool
+) -> xr.Dataset:
+    """``ds`` with the test split's scores and intervals, and the .632 estimates."""
+    learners = list(ds["learner"].values)
+    if finals and "test" in next(iter(finals.values())):
+        for m in measures:
+            values = [finals[n]["test"][m] for n in learners]
+            ds[f"test_{m}"] = (("learner", "interval"), np.array(values, dtype=np.float64))
+            ds[f"test_{m}"].attrs["long_name"] = f"{ds[m].attrs['long_name']} on the test split"
+        ds = ds.assign_coords(interval=["estimate", "low", "high"])
+        ds["n_test_split"] = ("learner", np.array([finals[n]["n_test"] for n in learners]))
+    if bootstrap:
+        ds = _with_632(ds, finals, measures)
+    return ds
+
+
+def _with_632(
+    ds: xr.Dataset, finals: dict[str, dict[str, Any]], measures: Sequence[str]
+) -> xr.Dataset:
+    """Efron's .632 (every measure) and .632+ (error) estimates from each resample's
+    out-of-bag score and the final model's resubstitution score."""
+    learners = list(ds["learner"].values)
+    for m in measures:
+        resub = xr.DataArray([finals[n]["resubstitution"][m] for n in learners], dims="learner")
+        ds[f"{m}_resubstitution"] = resub
+        ds[f"{m}_632"] = (1 - _W632) * resub + _W632 * ds[m]
+    if "error" in measures and "no_information" in next(iter(finals.values())):
+        gamma = xr.DataArray([finals[n]["no_information"] for n in learners], dims="learner")
+        ds["error_632plus"] = _632plus(ds["error"], ds["error_resubstitution"], gamma)
+    return ds
+
+
+def _632plus(oob: xr.DataArray, resub: xr.DataArray, gamma: xr.DataArray) -> xr.DataArray:
+    """Efron and Tibshirani's .632+ error: the .632 weight raised by the relative overfitting
+    rate R = (oob − resub) / (γ − resub), R in [0, 1], oob capped at γ."""
+    capped = np.minimum(oob, gamma)
+    rate = xr.where((capped > resub) & (gamma > resub), (capped - resub) / (gamma - resub), 0.0)
+    weight = _W632 / (1 - (1 - _W632) * rate.clip(0, 1))
+    return (1 - weight) * resub + weight * capped

@@ -1,0 +1,102 @@
+"""The final model: one fit of a learner on all training rows, scored on the reserved test split
+(with a bootstrap interval over its rows) and on its own training rows (the resubstitution
+score of the .632 estimates). Runs on a worker."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, clone
+
+from ..hashing import salt, seeded_hash
+from ..learn.measures import finish, partial_scores
+from .fitting import RunSpec, fit_arrays, predict_codes, score_arrays
+
+#: Bootstrap resamples of the test split's rows behind its 95 % interval.
+N_BOOT = 1000
+
+
+def fit_final(
+    train_parts: list[pd.DataFrame],
+    test_parts: list[pd.DataFrame],
+    estimator: BaseEstimator,
+    run: RunSpec,
+    resubstitution: bool,
+) -> dict[str, Any]:
+    """Fit a clone of ``estimator`` on the training rows; score the test rows (if any) with an
+    interval, and the training rows with ``resubstitution``.
+
+    Returns
+    -------
+    dict
+        ``model``, ``n_train``, ``fit_seconds``; ``test`` (measure -> (estimate, low, high))
+        and ``n_test`` with test rows; ``resubstitution`` (measure -> score) and
+        ``no_information`` (the .632+ no-information error, classification) if asked.
+    """
+    train = pd.concat(train_parts)
+    start = time.perf_counter()
+    model = clone(estimator).fit(*fit_arrays(train, run))
+    out: dict[str, Any] = {
+        "model": model,
+        "n_train": len(train),
+        "fit_seconds": time.perf_counter() - start,
+    }
+    test = pd.concat(test_parts) if test_parts else train.iloc[:0]
+    if len(test):
+        out["test"] = interval(model, *score_arrays(test, run), run)
+        out["n_test"] = len(test)
+    if resubstitution:
+        y, pred, proba = _predicted(model, *score_arrays(train, run), run)
+        out["resubstitution"] = finish(run.measures, _partial(run, y, pred, proba))
+        if run.classes is not None:
+            out["no_information"] = no_information_error(y, pred, len(run.classes))
+    return out
+
+
+def interval(
+    model: BaseEstimator, X: np.ndarray, y: np.ndarray, run: RunSpec, n_boot: int = N_BOOT
+) -> dict[str, tuple[float, float, float]]:
+    """Each measure on the rows, and its bootstrap 95 % percentile interval over them (the
+    resamples seeded by the run's seed, so the same run gives the same interval)."""
+    y, pred, proba = _predicted(model, X, y, run)
+    estimate = finish(run.measures, _partial(run, y, pred, proba))
+    rng = np.random.default_rng(int(seeded_hash(run.seed, salt("test_split_interval"))[0]))
+    draws = {m: np.empty(n_boot) for m in run.measures}
+    for b in range(n_boot):
+        rows = rng.integers(0, len(y), len(y))
+        scores = finish(run.measures, _partial(run, y[rows], pred[rows], _take(proba, rows)))
+        for m in run.measures:
+            draws[m][b] = scores[m]
+    out = {}
+    for m in run.measures:
+        finite = draws[m][np.isfinite(draws[m])]
+        low, high = np.percentile(finite, [2.5, 97.5]) if len(finite) else (np.nan, np.nan)
+        out[m] = (float(estimate[m]), float(low), float(high))
+    return out
+
+
+def no_information_error(y: np.ndarray, pred: np.ndarray, n_classes: int) -> float:
+    """Efron and Tibshirani's no-information error rate γ = Σ_k p_k (1 − q_k), in percent: p
+    the class shares of the labels, q of the predictions."""
+    p = np.bincount(y, minlength=n_classes) / len(y)
+    q = np.bincount(pred, minlength=n_classes) / len(pred)
+    return float(100 * np.sum(p * (1 - q)))
+
+
+def _predicted(
+    model: BaseEstimator, X: np.ndarray, y: np.ndarray, run: RunSpec
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    pred, proba = predict_codes(model, X, run)
+    return y, pred, proba
+
+
+def _partial(run: RunSpec, y: np.ndarray, pred: np.ndarray, proba: np.ndarray | None) -> Any:
+    n_classes = None if run.classes is None else len(run.classes)
+    return partial_scores(run.measures, y, pred, proba, n_classes)
+
+
+def _take(proba: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    return None if proba is None else proba[rows]

@@ -1,0 +1,354 @@
+"""The resampling designs of ``evaluate``: K-fold, repeated K-fold, subsampling, leave-one-out,
+leave-one-group-out and the bootstrap, and the reserved test split.
+
+Each builder adds its key columns on the cluster -- fold columns from ``assign_folds`` (class-
+stratified, whole groups kept together, exactly balanced), row positions, group codes, or
+bootstrap counts from seeded hashes -- and returns a ``Plan`` over them with dims (repeat,
+fold). The same seed gives the same splits whatever the partitioning or number of workers.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import replace
+from fractions import Fraction
+from typing import Any
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from ..hashing import salt, seeded_hash, uniform
+from ..tables.table import FOLD_COLUMN, Table, category_codes
+from .folds import assign_folds, check_n_folds, check_seed
+from .plan import Fit, Plan, Selection, Term, build_plan
+
+#: The outer strategies of ``evaluate``.
+OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap")
+#: Leave-one-out is for very small data: above this many rows it is refused.
+LOO_MAX_ROWS = 2000
+#: Reserved and subsampled shares are drawn as k of K folds, K at most this.
+_MAX_SHARE_FOLDS = 20
+RESERVED = "__soak_reserved__"
+#: P(N <= k) of N ~ Poisson(1), k = 0..29: a row's count is the number of these below a uniform.
+_POISSON_CDF = sps.poisson.cdf(np.arange(30), 1.0)
+
+
+def key_name(kind: str, repeat: int) -> str:
+    """The column of repeat ``repeat``'s key of ``kind`` (fold, split, boot, ...)."""
+    return f"__soak_{kind}_{repeat}__"
+
+
+def repeat_seed(seed: int, repeat: int) -> int:
+    """The seed of repeat ``repeat``: ``seed`` itself for the first (so repeated K-fold's first
+    repeat is K-fold), a salted hash of it for the others."""
+    if repeat == 1:
+        return seed
+    return int(seeded_hash(seed, salt("repeat"), np.uint64(repeat))[0] % np.uint64(2**32))
+
+
+def share_folds(share: float) -> tuple[int, int]:
+    """(k, K): the share of rows ``share`` as k of K equal folds, K ≤ 20 (e.g. 0.2 -> 1 of 5).
+
+    Examples
+    --------
+    >>> share_folds(0.2), share_folds(0.25), share_folds(0.3), share_folds(1 / 3)
+    ((1, 5), (1, 4), (3, 10), (1, 3))
+    """
+    best = Fraction(share).limit_denominator(_MAX_SHARE_FOLDS)
+    k, n = best.numerator, best.denominator
+    return (max(k, 1), max(n, 2))
+
+
+def _with_key(table: Table, name: str, n_folds: int, seed: int) -> Table:
+    """``table`` plus the key column ``name``: folds 1..K from ``assign_folds`` (stratified by
+    class, whole groups together), beside the key columns it has."""
+    folded = assign_folds(replace(table, fold=None, fold_counts=None), n_folds, seed)
+    data = folded.data.rename(columns={FOLD_COLUMN: name})
+    return replace(table, data=data, fold=None, fold_counts=None, files=None)
+
+
+def reserve(table: Table, share: float, seed: int) -> tuple[Table, dd.DataFrame, float]:
+    """Split off a test split of ``share`` of the rows before anything else sees the data.
+
+    Whole groups with a group column, a class-stratified sample otherwise (k of K folds of
+    ``assign_folds``). Returns the table of the other rows, the reserved rows (lazy) and the
+    share actually reserved (k/K).
+    """
+    k, n = share_folds(share)
+    keyed = _with_key(table, RESERVED, n, int(seeded_hash(seed, salt("test_split"))[0] % 2**32))
+    held = keyed.data[RESERVED] <= k
+    rest = keyed.data[~held].drop(columns=RESERVED)
+    return replace(table, data=rest, files=None), keyed.data[held].drop(columns=RESERVED), k / n
+
+
+def capped_folds(table: Table, n_folds: int) -> int:
+    """K capped as the guide says: never more folds than groups (grouped) or than the rarest
+    class has rows (ungrouped classification), nor rows; never fewer than 2 (a warning names
+    both numbers when K is lowered)."""
+    if table.group is not None:
+        limit, what = int(table.data[table.group].nunique().compute()), "groups"
+    elif table.task == "classification":
+        counts = table.data[table.label].value_counts().compute()
+        limit, what = int(counts.min()), f"rows of the rarest class ({counts.idxmin()!r})"
+    else:
+        limit, what = int(table.data.shape[0].compute()), "rows"
+    if limit < 2:
+        raise ValueError(f"the table has {limit} {what}: need at least 2 for any resampling")
+    if n_folds > limit:
+        warnings.warn(
+            f"outer_folds={n_folds} is more than the {limit} {what}; using {limit} folds",
+            UserWarning,
+            stacklevel=4,
+        )
+        return limit
+    return n_folds
+
+
+class KFold:
+    """K-fold cross-validation, ``n_repeats`` times with fresh fold assignments (class-
+    stratified; grouped K-fold with a group column). A user fold column is used as is.
+
+    Examples
+    --------
+    >>> KFold(5, n_repeats=2)
+    KFold(n_folds=5, n_repeats=2, seed=1)
+    """
+
+    outer = "cv"
+
+    def __init__(self, n_folds: int = 5, n_repeats: int = 1, seed: int = 1) -> None:
+        self.n_folds = check_n_folds(n_folds, "outer_folds")
+        self.n_repeats = _positive(n_repeats, "outer_repeats")
+        self.seed = check_seed(seed)
+
+    def __repr__(self) -> str:
+        return _repr(self, "n_folds", "n_repeats", "seed")
+
+    def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
+        """``table`` with a fold column per repeat, and the settings used (K after capping)."""
+        if table.fold is not None:
+            if self.n_repeats > 1:
+                raise ValueError(
+                    "outer_repeats > 1 needs folds assigned here; load the table without fold="
+                )
+            k = int(table.data[table.fold].max().compute())
+            data = table.data.rename(columns={table.fold: key_name("fold", 1)})
+            return replace(table, data=data, fold=None, files=None), {"outer_folds": k}
+        k = capped_folds(table, self.n_folds)
+        for r in range(1, self.n_repeats + 1):
+            table = _with_key(table, key_name("fold", r), k, repeat_seed(self.seed, r))
+        return table, {"outer_folds": k}
+
+    def plan(self, table: Table, used: dict[str, Any]) -> Plan:
+        k = used["outer_folds"]
+        rows, tests = [], {}
+        for r in range(1, self.n_repeats + 1):
+            for j in range(1, k + 1):
+                column = key_name("fold", r)
+                tests[r, j] = Selection((Term(column, (j,)),))
+                rows.append(
+                    (
+                        {"repeat": r, "fold": j},
+                        Fit(Selection((Term(column, (j,), exclude=True),))),
+                        (r, j),
+                    )
+                )
+        return build_plan(
+            rows,
+            tests,
+            {"repeat": list(range(1, self.n_repeats + 1)), "fold": list(range(1, k + 1))},
+        )
+
+
+class Subsampling(KFold):
+    """Repeated random train/test splits (``n_repeats``), ``train_ratio`` of the rows (of the
+    groups' rows, with a group column) to train; class-stratified."""
+
+    outer = "subsampling"
+
+    def __init__(self, n_repeats: int = 5, train_ratio: float = 0.8, seed: int = 1) -> None:
+        if not (isinstance(train_ratio, float | int) and 0 < train_ratio < 1):
+            raise ValueError(f"train_ratio={train_ratio!r}: need a number between 0 and 1")
+        self.n_repeats = _positive(n_repeats, "outer_repeats")
+        self.train_ratio = float(train_ratio)
+        self.seed = check_seed(seed)
+
+    def __repr__(self) -> str:
+        return _repr(self, "n_repeats", "train_ratio", "seed")
+
+    def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
+        k, n = share_folds(1 - self.train_ratio)
+        for r in range(1, self.n_repeats + 1):
+            table = _with_key(table, key_name("split", r), n, repeat_seed(self.seed, r))
+        return table, {"train_ratio": 1 - k / n, "test_folds": k}
+
+    def plan(self, table: Table, used: dict[str, Any]) -> Plan:
+        held = tuple(range(1, used["test_folds"] + 1))
+        rows, tests = [], {}
+        for r in range(1, self.n_repeats + 1):
+            column = key_name("split", r)
+            tests[r] = Selection((Term(column, held),))
+            rows.append(
+                ({"repeat": r, "fold": 1}, Fit(Selection((Term(column, held, exclude=True),))), r)
+            )
+        return build_plan(rows, tests, {"repeat": list(range(1, self.n_repeats + 1)), "fold": [1]})
+
+
+class LeaveOneGroupOut:
+    """One fold per group (needs a group column); ``loo`` on a grouped table is this."""
+
+    outer = "lodo"
+    n_repeats = 1
+
+    def __repr__(self) -> str:
+        return _repr(self)
+
+    def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
+        if table.group is None:
+            raise ValueError(
+                "outer='lodo' leaves out one group at a time: load the table with group="
+            )
+        groups = pd.Index(sorted(table.data[table.group].unique().compute().tolist()))
+        single = table.data.groupby(table.group)[table.label].nunique().compute()
+        if table.task == "classification":
+            _warn_single_class(single[single == 1].index.tolist(), len(groups))
+        column = key_name("fold", 1)
+        data = table.data.map_partitions(_code_column, table.group, groups, column)
+        return replace(table, data=data, files=None), {"outer_folds": len(groups)}
+
+    plan = KFold.plan
+
+
+class LeaveOneOut:
+    """One fold per row, for very small data (at most ``LOO_MAX_ROWS`` rows)."""
+
+    outer = "loo"
+    n_repeats = 1
+
+    def __repr__(self) -> str:
+        return _repr(self)
+
+    def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
+        if table.group is not None:
+            return LeaveOneGroupOut().add_keys(table)
+        lengths = table.data.map_partitions(len).compute()
+        n = int(lengths.sum())
+        if n > LOO_MAX_ROWS:
+            raise ValueError(
+                f"outer='loo' fits one model per row and the table has {n:,} rows (limit "
+                f"{LOO_MAX_ROWS:,}); use outer='cv' (e.g. outer_folds=10), which estimates the "
+                "same quantity for a fraction of the fits"
+            )
+        offsets = np.concatenate([[0], np.cumsum(lengths.to_numpy())[:-1]])
+        column = key_name("fold", 1)
+        data = table.data.map_partitions(_position_column, offsets, column)
+        return replace(table, data=data, files=None), {"outer_folds": n}
+
+    plan = KFold.plan
+
+
+class Bootstrap:
+    """``n_repeats`` bootstrap resamples: each row (each group, with a group column) is used
+    Poisson(1) times -- the row weights of an unbounded bootstrap, drawn row by row from a
+    seeded hash, so no task needs the whole table; models are scored out of bag."""
+
+    outer = "bootstrap"
+
+    def __init__(self, n_repeats: int = 10, seed: int = 1) -> None:
+        self.n_repeats = _positive(n_repeats, "outer_repeats")
+        self.seed = check_seed(seed)
+
+    def __repr__(self) -> str:
+        return _repr(self, "n_repeats", "seed")
+
+    def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
+        lengths = table.data.map_partitions(len).compute()
+        offsets = np.concatenate([[0], np.cumsum(lengths.to_numpy())[:-1]])
+        names = [key_name("boot", r) for r in range(1, self.n_repeats + 1)]
+        data = table.data.map_partitions(_poisson_columns, offsets, table.group, names, self.seed)
+        return replace(table, data=data, files=None), {}
+
+    def plan(self, table: Table, used: dict[str, Any]) -> Plan:
+        rows, tests = [], {}
+        for r in range(1, self.n_repeats + 1):
+            column = key_name("boot", r)
+            tests[r] = Selection((Term(column, (0,)),))
+            rows.append(({"repeat": r, "fold": 1}, Fit(Selection(), weights=column), r))
+        return build_plan(rows, tests, {"repeat": list(range(1, self.n_repeats + 1)), "fold": [1]})
+
+
+def outer_design(outer: str, outer_folds: int, outer_repeats: int, seed: int, train_ratio: float):
+    """The builder of ``evaluate``'s ``outer`` strategy."""
+    if outer == "cv":
+        return KFold(outer_folds, 1, seed)
+    if outer == "repeated_cv":
+        return KFold(outer_folds, outer_repeats, seed)
+    if outer == "subsampling":
+        return Subsampling(outer_repeats, train_ratio, seed)
+    if outer == "loo":
+        return LeaveOneOut()
+    if outer == "lodo":
+        return LeaveOneGroupOut()
+    if outer == "bootstrap":
+        return Bootstrap(outer_repeats, seed)
+    raise ValueError(f"outer={outer!r} is not a strategy; choose from {list(OUTER)}")
+
+
+def _repr(builder: Any, *names: str) -> str:
+    given = ", ".join(f"{name}={getattr(builder, name)!r}" for name in names)
+    return f"{type(builder).__name__}({given})"
+
+
+def _positive(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name}={value!r}: need a positive integer")
+    return int(value)
+
+
+def _warn_single_class(groups: list, n_groups: int) -> None:
+    if not groups:
+        return
+    listed = ", ".join(map(repr, groups[:10])) + (" …" if len(groups) > 10 else "")
+    warnings.warn(
+        f"{len(groups)} of {n_groups} groups hold a single class ({listed}): leaving one of "
+        "them out scores one class only, so balanced accuracy is that class's recall and AUC is "
+        "undefined (NaN). Use outer='cv' with outer_folds below the number of groups: grouped "
+        "folds keep whole groups together and mix classes in every fold",
+        UserWarning,
+        stacklevel=5,
+    )
+
+
+def _code_column(part: pd.DataFrame, group: str, groups: pd.Index, column: str) -> pd.DataFrame:
+    return part.assign(**{column: category_codes(part[group], groups) + 1})
+
+
+def _position_column(
+    part: pd.DataFrame, offsets: np.ndarray, column: str, partition_info: dict | None = None
+) -> pd.DataFrame:
+    start = offsets[partition_info["number"]] if partition_info else 0
+    return part.assign(**{column: np.arange(start + 1, start + 1 + len(part), dtype=np.int64)})
+
+
+def _poisson_columns(
+    part: pd.DataFrame,
+    offsets: np.ndarray,
+    group: str | None,
+    names: list[str],
+    seed: int,
+    partition_info: dict | None = None,
+) -> pd.DataFrame:
+    """Poisson(1) counts per row (per group: one count for all its rows), one column per
+    resample, from a seeded hash of the row's position in the table (or of its group)."""
+    if group is None:
+        start = offsets[partition_info["number"]] if partition_info else 0
+        keys = np.arange(start, start + len(part), dtype=np.uint64)
+    else:
+        keys = pd.util.hash_array(part[group].to_numpy())
+    columns = {}
+    for r, name in enumerate(names, start=1):
+        u = uniform(seeded_hash(seed, salt("bootstrap"), np.uint64(r), keys))
+        columns[name] = np.searchsorted(_POISSON_CDF, u, side="right").astype(np.int64)
+    return part.assign(**columns)
