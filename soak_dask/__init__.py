@@ -14,6 +14,7 @@ from .results import accessor as _accessor  # noqa: F401  (registers the Dataset
 from .results.stats import pvalues, summary
 from .results.store import from_dataframe, open_results, save_results
 from .run.engine import soak
+from .run.evaluate import evaluate
 from .schema import TRAIN_TYPES
 from .split.designs import SameOtherAll, make_plan
 from .split.folds import assign_folds, block_counts
@@ -60,6 +61,7 @@ __all__ = [
     "assign_folds",
     "block_counts",
     "builtin_learner",
+    "evaluate",
     "from_dataframe",
     "load_table",
     "make_plan",

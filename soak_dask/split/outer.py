@@ -62,9 +62,11 @@ def share_folds(share: float) -> tuple[int, int]:
 
 
 def _with_key(table: Table, name: str, n_folds: int, seed: int) -> Table:
-    """``table`` plus the key column ``name``: folds 1..K from ``assign_folds`` (stratified by
-    class, whole groups together), beside the key columns it has."""
-    folded = assign_folds(replace(table, fold=None, fold_counts=None), n_folds, seed)
+    """``table`` plus the key column ``name``: folds 1..K from ``assign_folds`` (whole groups
+    together with a group column, whatever their classes; else stratified by class), beside
+    the key columns it has."""
+    base = replace(table, fold=None, fold_counts=None)
+    folded = assign_folds(base, n_folds, seed, stratify=table.group is None)
     data = folded.data.rename(columns={FOLD_COLUMN: name})
     return replace(table, data=data, fold=None, fold_counts=None, files=None)
 
