@@ -9,9 +9,10 @@ from importlib.metadata import PackageNotFoundError, version
 from .learn.builtin import BUILTIN as BUILTIN_LEARNERS
 from .learn.builtin import builtin_learner
 from .learn.lasso import LassoCVClassifier, LassoCVRegressor
+from .learn.persist import SavedModel, UntrustedModelError, load_model, predict_table, save_model
 from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
 from .results import accessor as _accessor  # noqa: F401  (registers the Dataset.soak accessor)
-from .results.stats import pvalues, summary
+from .results.stats import adjust_pvalues, by_fold, compare, evaluation_summary, pvalues, summary
 from .results.store import from_dataframe, open_results, save_results
 from .run.engine import soak
 from .run.evaluate import evaluate
@@ -49,27 +50,36 @@ __all__ = [
     "LassoCVClassifier",
     "LassoCVRegressor",
     "NodataWarning",
-    "PrunedTreeClassifier",
     "Plan",
+    "PrunedTreeClassifier",
     "PrunedTreeRegressor",
     "SameOtherAll",
-    "Selection",
-    "Term",
     "SameOtherAllCV",
+    "SavedModel",
+    "Selection",
     "TRAIN_TYPES",
     "Table",
+    "Term",
+    "UntrustedModelError",
+    "adjust_pvalues",
     "assign_folds",
     "block_counts",
     "builtin_learner",
+    "by_fold",
+    "compare",
     "evaluate",
+    "evaluation_summary",
     "from_dataframe",
+    "load_model",
     "load_table",
     "make_plan",
     "open_results",
     "plot_datasets",
     "plot_soak",
+    "predict_table",
     "pvalues",
     "raster_table",
+    "save_model",
     "save_results",
     "soak",
     "summary",

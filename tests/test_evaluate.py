@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.dummy import DummyClassifier
 from sklearn.model_selection import (
     LeaveOneGroupOut,
@@ -184,3 +184,34 @@ def test_bad_options_are_named():
         sd.evaluate(table, outer_folds=1, progress=False)
     with pytest.raises(ValueError, match="load the table with group="):
         sd.evaluate(table, outer="lodo", progress=False)
+
+
+def test_final_model_is_a_fit_on_all_training_rows_and_saves_safely(tmp_path):
+    df = _frame(n=300)
+    table = sd.load_table(df, label="y", features=["row_id", "x0", "x1"])
+    tree = DecisionTreeClassifier(max_depth=3, random_state=0)
+    Recording.seen = []
+    ds = sd.evaluate(
+        table,
+        {"tree": tree, "rec": Recording()},
+        test_split=0.2,
+        measures=["accuracy"],
+        progress=False,
+        models=tmp_path / "models",
+    )
+    train_ids = sorted(Recording.seen[-1])  # the final fit saw every training row
+    train = df.set_index("row_id", drop=False).loc[train_ids]
+    direct = clone(tree).fit(train[["row_id", "x0", "x1"]].to_numpy(), train["y"])
+    saved = sd.load_model(tmp_path / "models" / "tree.skops", trusted=["sklearn.tree._tree.Tree"])
+    assert saved.features == ("row_id", "x0", "x1") and saved.label == "y"
+    np.testing.assert_array_equal(saved.estimator.tree_.value, direct.tree_.value)
+    lazy = dd.from_pandas(df, npartitions=6)
+    predicted = sd.predict_table(saved, lazy).compute()
+    np.testing.assert_array_equal(
+        predicted.to_numpy(), direct.predict(df[["row_id", "x0", "x1"]].to_numpy())
+    )
+    held = df.drop(index=train_ids)
+    accuracy = np.mean(direct.predict(held[["row_id", "x0", "x1"]].to_numpy()) == held["y"])
+    assert ds["test_accuracy"].sel(learner="tree", interval="estimate").item() == pytest.approx(
+        accuracy
+    )

@@ -8,22 +8,16 @@ lists each one's flags. A user error prints one line ``soak: error: ...`` and ex
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from textwrap import indent
 from typing import Any
 
 from ..learn.builtin import describe_builtins
-from .config import (
-    ALLOWED_MODULES,
-    RunSettings,
-    empty_list_message,
-    load_run_file,
-    merge_settings,
-    setting_names,
-)
+from ..settings import REQUIRED, SETTINGS, Setting, check_run_options
+from .config import RunSettings, empty_list_message, load_run_file, merge_settings
 
 #: Exit status of a user error, as argparse uses.
 USAGE_ERROR = 2
@@ -69,184 +63,112 @@ def _names(key: str) -> Callable[[str], list[str]]:
     return parse
 
 
-def _add_table_args(parser: argparse.ArgumentParser, run_file: bool) -> None:
-    """Flags naming the table and its columns, shared by ``run`` and ``info``.
+#: Where the flags record how the user typed them (``--folds`` or ``--n-folds``), for messages.
+_TYPED = "_typed_flags"
 
-    With ``run_file``, DATA and --label may come from a run file instead, and unset flags stay
-    out of the namespace (``argparse.SUPPRESS``), so ``run`` can tell them from run-file values.
+
+def _note(namespace: argparse.Namespace, dest: str, option: str | None) -> None:
+    if option is not None:
+        setattr(namespace, _TYPED, {**getattr(namespace, _TYPED, {}), dest: option})
+
+
+class _Value(argparse.Action):
+    """Store a setting's value (with `extend`, add to the list of a repeated flag) and note the
+    flag as typed."""
+
+    def __init__(self, *args: Any, extend: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.extend = extend
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[override]
+        _note(namespace, self.dest, option_string)
+        if self.extend:
+            values = [*(getattr(namespace, self.dest, None) or []), *values]
+        setattr(namespace, self.dest, values)
+
+
+class _Switch(argparse.BooleanOptionalAction):
+    """``--NAME`` / ``--no-NAME`` of a bool setting, noting the flag as typed."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[override]
+        _note(namespace, self.dest, option_string)
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _arg_type(setting: Setting) -> Callable[[str], Any] | None:
+    """How a flag's text becomes the setting's value."""
+    if setting.empty is not None:
+        return _names(setting.name)
+    return {"int": int, "float": float, "list": _comma_list, "modules": _comma_list}.get(
+        setting.kind
+    )
+
+
+def _add_setting(parser: Any, setting: Setting, default: Any) -> None:
+    """The argument of `setting`, and its older spellings as hidden arguments."""
+    if setting.kind == "bool":
+        parser.add_argument(
+            setting.flag, action=_Switch, dest=setting.dest, default=default, help=setting.help
+        )
+        return
+    kw = {
+        "action": _Value,
+        "type": _arg_type(setting),
+        "default": default,
+        "choices": setting.choices or None,
+        "metavar": setting.flag if setting.positional else setting.metavar,
+        "extend": setting.kind == "learners",
+    }
+    if setting.positional:
+        required = default is not argparse.SUPPRESS
+        parser.add_argument(setting.dest, nargs=None if required else "?", help=setting.help, **kw)
+        return
+    required = setting.default is REQUIRED and default is not argparse.SUPPRESS
+    parser.add_argument(setting.flag, dest=setting.dest, required=required, help=setting.help, **kw)
+    for flag in setting.alias_flags:
+        parser.add_argument(flag, dest=setting.dest, help=argparse.SUPPRESS, **kw)
+
+
+#: ``--help`` sections of the settings, by scope.
+_SECTIONS = {
+    "table": "the table (soak_dask.load_table)",
+    "run": "the run (soak_dask.soak)",
+    "app": "data, output and cluster",
+}
+#: The settings ``soak demo`` takes, as flags of the same names as ``soak run``'s.
+_DEMO = ("n_folds", "seed", "scheduler", "progress")
+#: The settings of ``soak info``: the table's, and K for its warnings.
+_INFO = ("data", *(s.name for s in SETTINGS.values() if s.scope == "table"), "n_folds")
+
+
+def _add_settings(parser: argparse.ArgumentParser, names: Iterable[str], run_file: bool) -> None:
+    """The flags of the settings `names` (those with flags), in ``--help`` sections by scope.
+
+    With ``run_file``, unset flags stay out of the namespace (``argparse.SUPPRESS``), so
+    ``run`` can tell them from run-file values, and DATA and --label may come from the file.
     """
-    kw = {"default": argparse.SUPPRESS if run_file else None}
-    parser.add_argument(
-        "data",
-        nargs="?" if run_file else None,
-        metavar="DATA",
-        **kw,
-        help="Parquet or CSV/TSV file/directory/glob, or Zarr store, path or URL",
-    )
-    parser.add_argument(
-        "--label", metavar="COLUMN", required=not run_file, **kw, help="column to predict"
-    )
-    parser.add_argument(
-        "--subset", metavar="COLUMN", **kw, help="column of subsets (none: plain K-fold CV)"
-    )
-    parser.add_argument(
-        "--group", metavar="COLUMN", **kw, help="rows sharing a group value stay in one fold"
-    )
-    parser.add_argument(
-        "--fold-column",
-        dest="fold_column",
-        metavar="COLUMN",
-        **kw,
-        help="column of folds 1..K, used as is",
-    )
-    parser.add_argument(
-        "--features",
-        type=_names("features"),
-        metavar="A,B,...",
-        **kw,
-        help="comma-separated feature columns",
-    )
-    parser.add_argument(
-        "--exclude",
-        type=_comma_list,
-        metavar="A,B,...",
-        **kw,
-        help="comma-separated columns that are not features",
-    )
-    parser.add_argument(
-        "--coordinates",
-        choices=["exclude", "include"],
-        **kw,
-        help="columns named like coordinates (x, y, xcoord, lon, lat, easting, row, ...) when "
-        "--features is not given: left out with a warning (exclude, the default) or used",
-    )
-    parser.add_argument(
-        "--rows-per-partition",
-        dest="rows_per_partition",
-        type=int,
-        metavar="N",
-        **kw,
-        help="rows per Dask partition, what one task reads (default 500000; lower it for "
-        "workers with little memory)",
-    )
-    parser.add_argument(
-        "--folds",
-        type=int,
-        metavar="K",
-        **kw,
-        help="K (default 10, or the fold column's largest fold)",
-    )
+    chosen = [SETTINGS[name] for name in names if SETTINGS[name].cli]
+    for scope, title in _SECTIONS.items():
+        section = parser.add_argument_group(title)
+        for setting in (s for s in chosen if s.scope == scope):
+            default = argparse.SUPPRESS if run_file else setting.default
+            _add_setting(section, setting, None if default is REQUIRED else default)
+        if scope == "app" and run_file:
+            section.add_argument(
+                "--config", metavar="FILE", help="TOML run file; flags override it"
+            )
 
 
-def _add_run_args(run: argparse.ArgumentParser) -> None:
-    s = argparse.SUPPRESS
-    _add_table_args(run, run_file=True)
-    run.add_argument(
-        "--seed", type=int, default=s, metavar="N", help="seed of folds and learners (default 1)"
-    )
-    run.add_argument(
-        "--learner",
-        type=_names("learner"),
-        action="extend",
-        default=s,
-        metavar="NAME",
-        help="learner to fit (repeat or comma-separate): a built-in or a [learners.NAME] of "
-        "the run file (default: featureless and a linear model)",
-    )
-    run.add_argument(
-        "--train-types",
-        dest="train_types",
-        type=_names("train_types"),
-        default=s,
-        metavar="TYPES",
-        help="comma-separated, from same,other,all (default: all three)",
-    )
-    run.add_argument(
-        "--measures",
-        type=_names("measures"),
-        default=s,
-        metavar="A,B,...",
-        help="e.g. error,auc (default: every measure of the task)",
-    )
-    run.add_argument(
-        "--no-persist",
-        dest="no_persist",
-        action="store_true",
-        default=s,
-        help="read rows from storage for each fit instead of keeping the table in memory",
-    )
-    run.add_argument(
-        "--sizes",
-        type=int,
-        default=s,
-        metavar="N",
-        help="also down-sampled train sizes: 0 the smallest train set, N also smallest*ratio^1..N",
-    )
-    run.add_argument("--ratio", type=float, default=s, help="ratio between sizes (0.5)")
-    run.add_argument(
-        "--size-seeds", dest="size_seeds", type=int, default=s, help="down-samples per size"
-    )
-    run.add_argument(
-        "--max-train-rows",
-        dest="max_train_rows",
-        type=int,
-        default=s,
-        metavar="N",
-        help="fit a larger train set on a seeded sample of exactly N rows (class shares kept)",
-    )
-    run.add_argument(
-        "--incremental",
-        action="store_true",
-        default=s,
-        help="feed partial_fit learners one block of rows at a time",
-    )
-    run.add_argument("--epochs", type=int, default=s, help="passes for --incremental (1)")
-    run.add_argument(
-        "--checkpoint",
-        default=s,
-        metavar="DIR",
-        help="where finished fits are saved so a stopped run resumes (default: OUT.checkpoint; "
-        "removed once the results are written)",
-    )
-    run.add_argument(
-        "--scheduler",
-        default=s,
-        metavar="ADDRESS",
-        help="running Dask scheduler (tcp://, tls:// or a scheduler file); default: a "
-        "LocalCluster on this machine",
-    )
-    run.add_argument(
-        "--tls-ca-file", dest="tls_ca_file", default=s, metavar="FILE", help="TLS CA (PEM)"
-    )
-    run.add_argument(
-        "--tls-cert", dest="tls_cert", default=s, metavar="FILE", help="client cert (PEM)"
-    )
-    run.add_argument(
-        "--tls-key", dest="tls_key", default=s, metavar="FILE", help="client key (PEM)"
-    )
-    run.add_argument(
-        "--allow-modules",
-        dest="allow_modules",
-        type=_comma_list,
-        default=s,
-        metavar="A,B,...",
-        help=f"packages or modules that run-file learners may import besides "
-        f"{', '.join(ALLOWED_MODULES)} (importing a module runs its code)",
-    )
-    run.add_argument("--config", metavar="FILE", help="TOML run file; flags override it")
-    run.add_argument("--out", default=s, metavar="PATH", help="results to write: .zarr or .nc")
-    run.add_argument("--overwrite", action="store_true", default=s, help="replace --out")
-    _add_no_progress(run, s)
+def typed_flags(args: argparse.Namespace) -> dict[str, str]:
+    """Setting name -> the flag as the user typed it, of the settings given by flag."""
+    by_dest = {s.dest: s.name for s in SETTINGS.values()}
+    return {by_dest[dest]: flag for dest, flag in getattr(args, _TYPED, {}).items()}
 
 
-def _add_no_progress(parser: argparse.ArgumentParser, default: Any) -> None:
-    parser.add_argument(
-        "--no-progress",
-        dest="no_progress",
-        action="store_true",
-        default=default,
-        help="no progress bar",
-    )
+def _spell(args: argparse.Namespace) -> Callable[[str], str]:
+    """How messages name a setting: the flag as typed, else its flag."""
+    typed = typed_flags(args)
+    return lambda name: typed.get(name, SETTINGS[name].flag)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -261,17 +183,19 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--debug", default=argparse.SUPPRESS, **debug)
         return sub
 
-    _add_run_args(
+    _add_settings(
         command(
             "run",
             "run SOAK on a table and save the results",
             epilog=f"built-in learners (--learner NAME):\n{indent(describe_builtins(), '  ')}",
             formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the list's lines
-        )
+        ),
+        SETTINGS,
+        run_file=True,
     )
 
     info = command("info", "describe a table: task, features, rows per subset × label, warnings")
-    _add_table_args(info, run_file=False)
+    _add_settings(info, _INFO, run_file=False)
 
     report = command("report", "write an HTML report of saved results")
     report.add_argument("results", help="results store written by 'soak run'")
@@ -282,18 +206,26 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="soak_demo_output", help="output directory")
     demo.add_argument("--pixels", type=int, default=60_000, help="pixels to generate")
     demo.add_argument("--regions", type=int, default=3, help="regions (subsets)")
-    demo.add_argument("--folds", type=int, default=10)
-    demo.add_argument("--seed", type=int, default=1)
-    demo.add_argument("--scheduler", default=None, help="address of a running Dask scheduler")
-    _add_no_progress(demo, False)
+    for name in _DEMO:
+        _add_setting(demo, SETTINGS[name], SETTINGS[name].default)
     return parser
 
 
 def run_settings(args: argparse.Namespace) -> RunSettings:
-    """The run file's settings (``--config``) overridden by the flags given."""
+    """The run file's settings (``--config``) overridden by the flags given, checked (errors
+    name each flag as typed, each run-file key as written)."""
     file = load_run_file(args.config) if args.config else {}
-    flags = {k: v for k, v in vars(args).items() if k in setting_names()}
-    return merge_settings(file, flags)
+    by_dest = {s.dest: s.name for s in SETTINGS.values() if s.cli}
+    flags = {by_dest[dest]: value for dest, value in vars(args).items() if dest in by_dest}
+    return merge_settings(file, flags, typed_flags(args))
+
+
+def _values(settings: RunSettings, scope: str) -> dict[str, Any]:
+    """The settings of `scope` that have flags, by name: keywords of ``load_table`` or
+    ``soak``."""
+    return {
+        s.name: getattr(settings, s.dest) for s in SETTINGS.values() if s.scope == scope and s.cli
+    }
 
 
 def run_command(args: argparse.Namespace) -> None:
@@ -303,57 +235,20 @@ def run_command(args: argparse.Namespace) -> None:
     from ..results.store import save_results
     from ..run.checkpoint import remove_checkpoint
     from ..run.cluster import connect, make_security
-    from ..run.engine import check_options, soak
-    from ..split.plan import check_train_types
+    from ..run.engine import soak
     from ..tables.table import load_table
 
-    settings = run_settings(args)
     # Everything that can be checked without a cluster is checked first.
-    check_options(
-        seed=settings.seed,
-        n_folds=settings.folds,
-        sizes=settings.sizes,
-        ratio=settings.ratio,
-        size_seeds=settings.size_seeds,
-        max_train_rows=settings.max_train_rows,
-        epochs=settings.epochs,
-        spell=_flag,
-    )
+    settings = run_settings(args)
     learners = settings.learners()
-    train_types = check_train_types(settings.train_types)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
     checkpoint = _checked_paths(settings)
-    table = load_table(
-        settings.data,
-        label=settings.label,
-        subset=settings.subset,
-        group=settings.group,
-        fold=settings.fold_column,
-        features=settings.features,
-        exclude=settings.exclude,
-        coordinates=settings.coordinates,
-        rows_per_partition=settings.rows_per_partition,
-    )
+    table = load_table(settings.data, **_values(settings, "table"))
     measures = check_measures(settings.measures, table.task)
+    run = {**_values(settings, "run"), "learners": learners, "measures": measures}
+    run["checkpoint"] = checkpoint
     with connect(settings.scheduler, security=security, log_failures=args.debug) as client:
-        res = soak(
-            table,
-            learners,
-            n_folds=settings.folds,
-            seed=settings.seed,
-            train_types=train_types,
-            measures=measures,
-            persist=not settings.no_persist,
-            client=client,
-            progress=not settings.no_progress,
-            sizes=settings.sizes,
-            ratio=settings.ratio,
-            size_seeds=settings.size_seeds,
-            max_train_rows=settings.max_train_rows,
-            incremental=settings.incremental,
-            epochs=settings.epochs,
-            checkpoint=checkpoint,
-        )
+        res = soak(table, **run, client=client)
     store = save_results(res, settings.out, overwrite=settings.overwrite)
     if settings.checkpoint is None:  # our own: the saved results make it redundant
         remove_checkpoint(checkpoint)
@@ -361,23 +256,19 @@ def run_command(args: argparse.Namespace) -> None:
     print(f"\nResults: {store}")
 
 
-def _flag(option: str) -> str:
-    """The ``soak run`` flag of a ``soak()`` option, for messages."""
-    return "--folds" if option == "n_folds" else "--" + option.replace("_", "-")
-
-
-def _checked_paths(settings: RunSettings) -> Path:
+def _checked_paths(settings: RunSettings) -> str | os.PathLike:
     """Check ``--out`` and the checkpoint before any work (nothing written over or into the
-    input, other data or each other; ``--out`` writable); return the checkpoint's path."""
-    from ..results.store import check_output
+    input, other data or each other; ``--out`` writable); return the checkpoint's path or URL
+    (``s3://…`` as well: credentials come from the environment)."""
+    from ..results.store import check_output, overlaps
     from ..run.checkpoint import check_checkpoint_dir
 
     check_output(
         settings.out, overwrite=settings.overwrite, source=settings.data, flag="--overwrite"
     )
-    checkpoint = Path(settings.checkpoint or f"{settings.out}.checkpoint")
-    out, kept = Path(settings.out).resolve(), checkpoint.resolve()
-    if out.is_relative_to(kept) or kept.is_relative_to(out):
+    # A string, not a Path: Path("s3://b/out") would lose the URL's "//".
+    checkpoint = settings.checkpoint or f"{os.fspath(settings.out).rstrip('/')}.checkpoint"
+    if overlaps(settings.out, checkpoint):
         raise UsageError(
             f"--checkpoint {checkpoint} and --out {settings.out} overlap; give separate paths"
         )
@@ -387,31 +278,19 @@ def _checked_paths(settings: RunSettings) -> Path:
 
 def info_command(args: argparse.Namespace) -> None:
     """``soak info``: print ``soak_dask.app.info.describe_table`` of the table."""
-    from ..split.folds import check_n_folds
     from ..tables.table import load_table
     from .info import describe_table
 
-    if args.folds is not None:
-        check_n_folds(args.folds, "--folds")
-    table = load_table(
-        args.data,
-        label=args.label,
-        subset=args.subset,
-        group=args.group,
-        fold=args.fold_column,
-        features=args.features,
-        exclude=args.exclude or (),
-        coordinates=args.coordinates or "exclude",
-        rows_per_partition=args.rows_per_partition,
-    )
-    print(describe_table(table, n_folds=args.folds))
+    given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _INFO) if s.cli}
+    values = check_run_options(given, spell=_spell(args))
+    n_folds = values.pop("n_folds")
+    table = load_table(values.pop("data"), **values)
+    print(describe_table(table, n_folds=n_folds))
 
 
 def report_command(args: argparse.Namespace) -> None:
     """``soak report``: write the HTML report of a results store; print the first measure's
     results as ``soak run`` does (tests, or mean ± SD in plain K-fold CV), then its path."""
-    if not Path(args.results).exists():
-        raise FileNotFoundError(f"results store {args.results} does not exist; run 'soak run'")
     from ..results.report import write_report  # its own dependencies load only for this command
     from ..results.stats import results_text, validate_results
     from ..results.store import open_results
@@ -426,14 +305,12 @@ def demo_command(args: argparse.Namespace) -> None:
     """``soak demo``: the README's job on a generated pixel table."""
     from .demo import run_demo
 
+    given = {name: getattr(args, name) for name in _DEMO}
     run_demo(
         args.out,
         n_pixels=args.pixels,
         n_regions=args.regions,
-        n_folds=args.folds,
-        seed=args.seed,
-        scheduler=args.scheduler,
-        progress=not args.no_progress,
+        **{name: value for name, value in given.items() if value is not None},  # else run_demo's
     )
 
 

@@ -1,11 +1,14 @@
 """Settings of ``soak run``: a TOML run file merged with command-line flags, and its learners.
 
-A run file holds the same settings as the flags (``fold_column = "f"`` for ``--fold-column f``)
-plus ``[learners.NAME]`` tables naming a scikit-learn estimator by ``"module:Class"``. Reading
-the file never runs code: the estimator string must look like ``package.module:Class``, and the
-module is imported only when the run uses that learner (``learner = ["NAME"]`` or
-``--learner NAME``), and only if it belongs to ``ALLOWED_MODULES`` or to the run's
-``allow_modules`` (``--allow-modules``), which is checked before the import.
+A run file holds the settings of ``soak_dask.settings.SETTINGS`` that have flags, by name
+(``n_folds = 5`` for ``--n-folds 5``; older spellings such as ``folds`` are aliases).
+``learners`` is either a list of names (``learners = ["featureless", "nb"]``) or tables, one per
+learner, naming a scikit-learn estimator by ``"module:Class"`` (``[learners.nb]``), as
+``soak(learners=...)`` takes a list or a dict; a list given as well, by the flag or by the older
+key ``learner``, picks among the tables. Reading the file never runs code: the estimator string
+must look like ``package.module:Class``, and the module is imported only when the run uses that
+learner, and only if it belongs to ``ALLOWED_MODULES`` or to the run's ``allow_modules``
+(``--allow-modules``), which is checked before the import.
 """
 
 from __future__ import annotations
@@ -13,61 +16,31 @@ from __future__ import annotations
 import importlib
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
 from typing import Any
 
 from sklearn.base import BaseEstimator
 
 from ..learn.builtin import BUILTIN
+from ..settings import ALLOWED_MODULES, KINDS, REQUIRED, SETTINGS, SPELLINGS, Setting, canonical
 
-#: How a value of each setting is checked: its kind, and whether it is a path.
+#: The settings a run file and the flags set (the others are Python's only).
+_FILE_SETTINGS = [s for s in SETTINGS.values() if s.cli]
+
+#: The kind of each run-file key, aliases included: a learner selection is a list of names
+#: (``[learners.NAME]`` tables are read apart, by ``_learner_specs``).
 _KINDS: dict[str, str] = {
-    "data": "path",
-    "label": "str",
-    "subset": "str",
-    "group": "str",
-    "fold_column": "str",
-    "features": "list",
-    "exclude": "list",
-    "coordinates": "str",
-    "rows_per_partition": "int",
-    "folds": "int",
-    "seed": "int",
-    "learner": "list",
-    "train_types": "list",
-    "measures": "list",
-    "no_persist": "bool",
-    "sizes": "int",
-    "ratio": "float",
-    "size_seeds": "int",
-    "max_train_rows": "int",
-    "incremental": "bool",
-    "epochs": "int",
-    "checkpoint": "path",
-    "scheduler": "str",
-    "tls_ca_file": "path",
-    "tls_cert": "path",
-    "tls_key": "path",
-    "out": "path",
-    "overwrite": "bool",
-    "no_progress": "bool",
-    "allow_modules": "modules",
+    key: "list" if s.kind == "learners" else s.kind
+    for s in _FILE_SETTINGS
+    for key in (s.file_key, *s.aliases)
 }
-_MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _ESTIMATOR = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
-
-#: Packages whose estimator classes a run file may name without ``allow_modules``: importing
-#: them runs only their own, well-known code. A run adds others with ``allow_modules``.
-ALLOWED_MODULES = ("sklearn", "soak_dask", "xgboost", "lightgbm", "catboost")
 
 #: List settings that must name something: what they name, and what leaving them out means.
 NON_EMPTY_LISTS: dict[str, tuple[str, str]] = {
-    "features": ("column", "to use every numeric column"),
-    "learner": ("learner", "for the default learners (featureless and a linear model)"),
-    "train_types": ("train type", "for all three (same, other, all)"),
-    "measures": ("measure", "for every measure of the task"),
+    s.name: s.empty for s in SETTINGS.values() if s.empty is not None
 }
 
 
@@ -77,13 +50,13 @@ def empty_list_message(key: str, given: str, leave_out: str) -> str:
     Parameters
     ----------
     key : str
-        The setting, e.g. ``"features"``.
+        The setting as the user spelled it, e.g. ``"features"`` or ``"learner"``.
     given : str
         How the user wrote the empty value (``"''"``, ``"features = [] in run file 'r.toml'"``).
     leave_out : str
         What to leave out instead: ``"the flag"`` or the run-file key.
     """
-    what, meaning = NON_EMPTY_LISTS[key]
+    what, meaning = NON_EMPTY_LISTS[SPELLINGS[key].name]
     return f"{given} names no {what}; name at least one, or leave {leave_out} out {meaning}"
 
 
@@ -146,77 +119,70 @@ class LearnerSpec:
             raise ValueError(f"learner {self.name!r}: {class_name}: {err}") from err
 
 
-@dataclass(frozen=True)
-class RunSettings:
-    """Everything ``soak run`` needs, after merging defaults, the run file and the flags."""
+class _Learners:
+    """The learners of a ``RunSettings``, built on demand."""
 
-    data: str
-    label: str
-    out: str
-    subset: str | None = None
-    group: str | None = None
-    fold_column: str | None = None
-    features: list[str] | None = None
-    exclude: list[str] = field(default_factory=list)
-    coordinates: str = "exclude"
-    rows_per_partition: int | None = None
-    folds: int | None = None
-    seed: int = 1
-    learner: list[str] | None = None
-    train_types: list[str] = field(default_factory=lambda: ["same", "other", "all"])
-    measures: list[str] | None = None
-    no_persist: bool = False
-    sizes: int = -1
-    ratio: float = 0.5
-    size_seeds: int = 1
-    max_train_rows: int | None = None
-    incremental: bool = False
-    epochs: int = 1
-    checkpoint: str | None = None
-    scheduler: str | None = None
-    tls_ca_file: str | None = None
-    tls_cert: str | None = None
-    tls_key: str | None = None
-    overwrite: bool = False
-    no_progress: bool = False
-    allow_modules: list[str] = field(default_factory=list)
-    learner_specs: dict[str, LearnerSpec] = field(default_factory=dict)
+    learner_specs: dict[str, LearnerSpec | str] | None
+    allow_modules: Sequence[str]
 
     def learners(self) -> dict[str, str | BaseEstimator] | None:
         """``{name: built-in name or estimator}`` for ``soak_dask.soak``.
 
-        Only the learners named in ``learner`` are built, so only their modules are imported,
-        and only from ``ALLOWED_MODULES`` and ``allow_modules``. None (``learner`` not set)
-        means the engine's default: featureless and a linear model.
+        Only the learners the run uses are built, so only their modules are imported, and only
+        from ``ALLOWED_MODULES`` and ``allow_modules``. None (``learners`` not set) means the
+        engine's default: featureless and a linear model.
         """
-        if self.learner is None:
+        if self.learner_specs is None:
             return None
-        if not self.learner:
-            raise ValueError(empty_list_message("learner", "learner = []", "learner"))
-        out: dict[str, str | BaseEstimator] = {}
-        for name in self.learner:
-            if name in self.learner_specs:
-                out[name] = self.learner_specs[name].build(self.allow_modules)
-            elif name in BUILTIN:
-                out[name] = name
-            else:
-                raise ValueError(
-                    f"unknown learner {name!r}; built-in learners: {sorted(BUILTIN)}; "
-                    f"run-file learners: {sorted(self.learner_specs)}. Define others in the "
-                    f'run file as [learners.{name}] with estimator = "module:Class"'
-                )
-        return out
+        return {
+            name: spec if isinstance(spec, str) else spec.build(self.allow_modules)
+            for name, spec in self.learner_specs.items()
+        }
+
+
+def _field(setting: Setting) -> tuple[str, Any, Any]:
+    default = None if setting.default is REQUIRED else setting.default  # merge_settings checks
+    return setting.dest, _TYPES[setting.kind], field(default=default)
+
+
+_TYPES = {
+    "str": str | None,
+    "path": str | None,
+    "int": int | None,
+    "float": float,
+    "bool": bool,
+    "list": Sequence[str] | None,
+    "modules": Sequence[str],
+    "learners": dict[str, LearnerSpec | str] | None,
+}
+
+#: Everything ``soak run`` needs, after merging defaults, the run file and the flags: one
+#: attribute per setting of ``SETTINGS`` that has a flag, named as the setting (``learners``,
+#: unbuilt, is ``learner_specs``: ``learners()`` builds them).
+RunSettings = make_dataclass(
+    "RunSettings",
+    [_field(s) for s in _FILE_SETTINGS],
+    bases=(_Learners,),
+    frozen=True,
+    namespace={"__module__": __name__, "__doc__": "Everything ``soak run`` needs."},
+)
 
 
 def setting_names() -> list[str]:
-    """Valid top-level keys of a run file."""
-    return [*_KINDS, "learners"]
+    """The settings a run file and the flags set, by name (``learners`` included)."""
+    return [s.name for s in _FILE_SETTINGS]
+
+
+def run_file_keys() -> list[str]:
+    """Valid top-level keys of a run file: the settings', then their older spellings."""
+    return [*(s.file_key for s in _FILE_SETTINGS), *(a for s in _FILE_SETTINGS for a in s.aliases)]
 
 
 def load_run_file(path: str | Path) -> dict[str, Any]:
     """Read and check a TOML run file; nothing is imported.
 
-    Relative paths in the file (``data``, ``out``, ``tls_*``) are relative to the file's folder.
+    Relative paths in the file (``data``, ``out``, ``tls_*``...) are relative to the file's
+    folder.
 
     Parameters
     ----------
@@ -226,7 +192,7 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
     Returns
     -------
     dict
-        Checked settings; ``learner_specs`` holds the ``[learners.NAME]`` tables.
+        Checked settings by name; ``learner_specs`` holds the ``[learners.NAME]`` tables.
 
     Raises
     ------
@@ -234,7 +200,7 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
         If the file does not exist.
     ValueError
         For TOML syntax errors, unknown keys (the message lists the valid ones), values of the
-        wrong type, or a malformed learner table.
+        wrong type or out of range, or a malformed learner table.
     """
     path = Path(path)
     if not path.is_file():
@@ -243,84 +209,128 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"run file {str(path)!r} is not valid TOML: {err}") from err
-    unknown = sorted(set(raw) - set(setting_names()))
+    unknown = sorted(set(raw) - set(_KINDS))
     if unknown:
         raise ValueError(
             f"unknown key {unknown[0]!r} in run file {str(path)!r}; valid keys: "
-            f"{', '.join(setting_names())}"
+            f"{', '.join(run_file_keys())}"
         )
-    specs = _learner_specs(raw.pop("learners", {}), path)
+    tables = raw.pop("learners") if isinstance(raw.get("learners"), dict) else {}
+    specs = _learner_specs(tables, path)
     settings = check_settings(raw, source=f"run file {str(path)!r}")
     for key, value in settings.items():
-        if _KINDS[key] == "path" and not _is_url(value) and not Path(value).is_absolute():
+        if SETTINGS[key].kind == "path" and not _is_url(value) and not Path(value).is_absolute():
             settings[key] = str(path.parent / value)
     return {**settings, "learner_specs": specs}
 
 
-def check_settings(values: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """Check the type of each setting and normalise lists (a comma-separated str is a list).
+def check_settings(
+    values: Mapping[str, Any], source: str, typed: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Check the settings of one source; return them by name, normalised (a comma-separated
+    str is a list; ``no_persist = true`` is ``persist = False``; K an int...).
 
     Parameters
     ----------
     values : mapping
-        Setting name -> value, from a run file or the flags.
+        Setting name or alias -> value, from a run file or the flags.
     source : str
         Where the values came from, for messages.
+    typed : mapping, optional
+        For flags: setting name -> the flag as the user typed it (``--folds``), which messages
+        name; a setting not in it is named by the flag of the key given. Without it (a run
+        file), messages name the key as written and the file.
     """
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in values.items():
-        kind = _KINDS[key]
-        if kind in ("list", "modules") and isinstance(value, str):
-            value = [v.strip() for v in value.split(",") if v.strip()]
-        is_list = isinstance(value, list) and all(isinstance(v, str) for v in value)
-        ok = {
-            "str": isinstance(value, str),
-            "path": isinstance(value, str),
-            "int": isinstance(value, int) and not isinstance(value, bool),
-            "float": isinstance(value, int | float) and not isinstance(value, bool),
-            "bool": isinstance(value, bool),
-            "list": is_list,
-            "modules": is_list and all(_MODULE.match(v) for v in value),
-        }[kind]
-        if not ok:
-            expected = {
-                "list": "a list of strings or a comma-separated string",
-                "modules": "a list of module names such as 'mypackage' or 'mypackage.models'",
-            }.get(kind, kind)
-            raise ValueError(f"{key} = {value!r} in {source}: expected {expected}")
-        if key in NON_EMPTY_LISTS and not value:
-            given = f"{key} = {values[key]!r} in {source}"
-            raise ValueError(empty_list_message(key, given, key))
-        out[key] = value
+        setting, value = _checked_type(key, value, source)
+        if setting.name in out:
+            raise ValueError(f"{source} sets {setting.name} twice (as {key} too); keep one")
+        # Messages name the setting as the user wrote it: the flag as typed, or the key.
+        flag = setting.flag if key == setting.name else f"--{key.replace('_', '-')}"
+        name = key if typed is None else typed.get(setting.name, flag)
+        try:
+            out[setting.name] = setting.checked(value, name)
+        except ValueError as err:
+            raise ValueError(err if typed is not None else f"{err} (in {source})") from None
     return out
 
 
-def merge_settings(file: Mapping[str, Any], flags: Mapping[str, Any]) -> RunSettings:
+def _checked_type(key: str, value: Any, source: str) -> tuple[Setting, Any]:
+    """The setting `key` spells and `value` of its type, as that setting's (or an error)."""
+    setting, given = SPELLINGS[key], value
+    kind = "list" if setting.kind == "learners" else setting.kind
+    if kind in ("list", "modules") and isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not KINDS[kind][0](value):
+        expected = KINDS[kind][1]
+        raise ValueError(f"{key} = {value!r} in {source}: expected {expected}")
+    if kind in ("list", "modules"):
+        value = list(value)
+    if setting.empty is not None and not value:
+        raise ValueError(empty_list_message(key, f"{key} = {given!r} in {source}", key))
+    return canonical(key, value)
+
+
+def merge_settings(
+    file: Mapping[str, Any], flags: Mapping[str, Any], typed: Mapping[str, str] | None = None
+) -> RunSettings:
     """Run settings from a checked run file overridden by the flags given on the command line.
+
+    Parameters
+    ----------
+    file : mapping
+        From ``load_run_file`` (or empty).
+    flags : mapping
+        Setting name (or alias) -> value of the flags given.
+    typed : mapping, optional
+        Setting name -> the flag as typed, for messages (see ``check_settings``).
 
     Raises
     ------
     ValueError
-        If ``data``, ``label`` or ``out`` is set nowhere.
+        If ``data``, ``label`` or ``out`` is set nowhere, a value is refused, or a learner is
+        neither built in nor a table of the run file.
     """
-    merged = {**file, **check_settings(flags, source="command line")}
-    for key, flag in (("data", "DATA"), ("label", "--label"), ("out", "--out")):
+    merged = {**file, **check_settings(flags, source="command line", typed=typed or {})}
+    for key in ("data", "label", "out"):
         if not merged.get(key):
-            raise ValueError(f"no {key} given: pass {flag} or set {key} in the run file (--config)")
-    return RunSettings(**merged)
+            raise ValueError(
+                f"no {key} given: pass {SETTINGS[key].flag} or set {key} in the run file (--config)"
+            )
+    tables = merged.pop("learner_specs", {})
+    chosen = merged.pop("learners", None)
+    if chosen is None and tables:
+        chosen = list(tables)  # the tables are the learners, as a dict is to soak()
+    return RunSettings(**merged, learner_specs=_chosen(chosen, tables))
 
 
-def _learner_specs(tables: Any, path: Path) -> dict[str, LearnerSpec]:
-    if not isinstance(tables, dict):
-        raise ValueError(
-            f"learners in run file {str(path)!r} must be tables: [learners.NAME] with "
-            'estimator = "module:Class"'
-        )
+def _chosen(
+    names: Sequence[str] | None, tables: Mapping[str, LearnerSpec | str]
+) -> dict[str, LearnerSpec | str] | None:
+    """The learners `names` picks: run-file tables first, then built-ins; None: the default."""
+    if names is None:
+        return None
+    for name in names:
+        if name not in tables and name not in BUILTIN:
+            raise ValueError(
+                f"unknown learner {name!r}; built-in learners: {sorted(BUILTIN)}; "
+                f"run-file learners: {sorted(tables)}. Define others in the "
+                f'run file as [learners.{name}] with estimator = "module:Class"'
+            )
+    return {name: tables.get(name, name) for name in names}
+
+
+def _learner_specs(tables: Any, path: Path) -> dict[str, LearnerSpec | str]:
     return {name: _learner_spec(name, table) for name, table in tables.items()}
 
 
-def _learner_spec(name: str, table: Any) -> LearnerSpec:
+def _learner_spec(name: str, table: Any) -> LearnerSpec | str:
     where = f"[learners.{name}]"
+    if isinstance(table, str):  # another name for a built-in, as soak(learners={name: str})
+        if table not in BUILTIN:
+            raise ValueError(f"learners.{name} = {table!r} is not a built-in learner")
+        return table
     if not isinstance(table, dict) or "estimator" not in table:
         raise ValueError(f'{where} needs estimator = "module:Class", e.g. "sklearn.svm:SVC"')
     rest = dict(table)

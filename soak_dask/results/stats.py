@@ -1,8 +1,11 @@
-"""Paired t-tests and mean ± SD summaries of SOAK results.
+"""Paired t-tests and mean ± SD summaries of SOAK and evaluate results.
 
-Every function takes the results ``xarray.Dataset`` (dims ``learner``, ``test_subset``,
-``fold``, ``train_type``; one data variable per measure) and returns a tidy
-``pandas.DataFrame``, one row per statistic, ready to print, filter or plot.
+Every function takes a results ``xarray.Dataset`` and returns a tidy ``pandas.DataFrame``, one
+row per statistic, ready to print, filter or plot. SOAK results (``soak()``: dims ``learner``,
+``test_subset``, ``fold``, ``train_type``) get `pvalues` and `summary`; evaluate results
+(``evaluate()``: dims ``learner``, ``repeat``, ``fold``) get `evaluation_summary`, `by_fold` and
+`compare`. Both t-tests can use the corrected resampled t-test of Nadeau and Bengio (2003), and
+`pvalues` can adjust its p-values for the family of comparisons (Holm, Benjamini–Hochberg).
 
 The question SOAK asks of a test subset is "does training on other subsets (or on all of them)
 predict this subset better or worse than training on the same subset?". Folds are shared by the
@@ -24,13 +27,23 @@ import pandas as pd
 import xarray as xr
 from scipy import stats as sps
 
-from ..schema import NON_MEASURE_VARS, REFERENCE, RESULT_DIMS, TRAIN_TYPES
+from ..schema import COUNTS, NON_MEASURE_VARS, REFERENCE, RESULT_DIMS, TIMINGS, TRAIN_TYPES
 
 __all__ = [
+    "ADJUST_METHODS",
+    "COMPARE_COLUMNS",
+    "EVALUATION_DIMS",
+    "EVALUATION_SUMMARY_COLUMNS",
     "PVALUE_COLUMNS",
     "RESULT_DIMS",
     "SUMMARY_COLUMNS",
     "TRAIN_TYPES",
+    "adjust_pvalues",
+    "by_fold",
+    "compare",
+    "evaluation_summary",
+    "is_evaluation",
+    "validate_evaluation",
     "no_tests_reason",
     "pvalues",
     "pvalues_text",
@@ -69,6 +82,52 @@ SUMMARY_COLUMNS: list[str] = [
     "n_test_min",
     "n_test_max",
 ]
+
+#: Columns `pvalues` adds, before ``reason``, with ``corrected=True``.
+CORRECTED_COLUMNS: list[str] = ["test_train_ratio", "t_corrected", "p_corrected"]
+
+#: Dims of every measure variable of an evaluate result, in this order.
+EVALUATION_DIMS: tuple[str, ...] = ("learner", "repeat", "fold")
+
+EVALUATION_SUMMARY_COLUMNS: list[str] = [
+    "learner",
+    "measure",
+    "n",
+    "mean",
+    "sd",
+    "min",
+    "max",
+    "test_estimate",
+    "test_low",
+    "test_high",
+    "n_test_split",
+]
+
+COMPARE_COLUMNS: list[str] = [
+    "learner_a",
+    "learner_b",
+    "measure",
+    "n",
+    "a_mean",
+    "a_sd",
+    "b_mean",
+    "b_sd",
+    "mean_diff",
+    "sd_diff",
+    "t",
+    "df",
+    "p",
+    "corrected",
+    "test_train_ratio",
+    "reason",
+]
+
+#: The p-value adjustments of `adjust_pvalues`, by the names it accepts.
+ADJUST_METHODS: dict[str, str] = {"holm": "holm", "bh": "bh", "fdr_bh": "bh"}
+
+# Variables of an evaluate result that derive from a measure (bootstrap designs): summarised
+# and compared beside it by default.
+_DERIVED_SUFFIXES: tuple[str, ...] = ("_632", "_632plus")
 
 # R's t.test() stops with "data are essentially constant" when the standard error is below
 # 10 * .Machine$double.eps * |mean|. Using the same cut makes differences that are equal up to
@@ -138,16 +197,43 @@ def validate_results(ds: xr.Dataset, measures: str | Iterable[str] | None = None
     ...
     ValueError: measure 'auc' is not in the results; available: error
     """
+    return _validate(ds, measures, RESULT_DIMS, _default_measures)
+
+
+def is_evaluation(ds: xr.Dataset) -> bool:
+    """Whether `ds` is the result of ``evaluate()`` (``attrs["design"] == "evaluate"``)."""
+    return ds.attrs.get("design") == "evaluate"
+
+
+def _other_kind_hint(ds: xr.Dataset, dims: tuple[str, ...]) -> str:
+    """What to call instead when `ds` is the other kind of result than `dims` describes."""
+    if dims == RESULT_DIMS and (is_evaluation(ds) or "repeat" in ds.dims):
+        return (
+            "; these are evaluate() results: use evaluation_summary(), by_fold() or "
+            "compare() (ds.soak.summary(), .by_fold(), .compare(a, b, measure))"
+        )
+    if dims == EVALUATION_DIMS and "train_type" in ds.dims:
+        return "; these are soak() results: use pvalues() or summary()"
+    return ""
+
+
+def _validate(
+    ds: xr.Dataset,
+    measures: str | Iterable[str] | None,
+    dims: tuple[str, ...],
+    default: Callable[[xr.Dataset], list[str]],
+) -> list[str]:
+    """The checks of `validate_results` and `validate_evaluation`, for measures with `dims`."""
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"results must be an xarray.Dataset, got {type(ds).__name__}")
-    missing_dims = [d for d in RESULT_DIMS if d not in ds.dims]
+    missing_dims = [d for d in dims if d not in ds.dims]
     if missing_dims:
         raise ValueError(
             f"results are missing dimension(s) {', '.join(map(repr, missing_dims))}; "
-            f"expected dims {', '.join(RESULT_DIMS)}, "
-            f"found {', '.join(map(str, ds.dims)) or 'none'}"
+            f"expected dims {', '.join(dims)}, "
+            f"found {', '.join(map(str, ds.dims)) or 'none'}{_other_kind_hint(ds, dims)}"
         )
-    available = _default_measures(ds)
+    available = default(ds)
     wanted = available if measures is None else _as_name_list(measures)
     if not wanted:
         raise ValueError(
@@ -161,16 +247,69 @@ def validate_results(ds: xr.Dataset, measures: str | Iterable[str] | None = None
                 f"available: {', '.join(available) or 'none'}"
             )
         var = ds[name]
-        if set(var.dims) != set(RESULT_DIMS):
-            extra = [d for d in var.dims if d not in RESULT_DIMS]
+        if set(var.dims) != set(dims):
+            extra = [d for d in var.dims if d not in dims]
             hint = f"; select one value first, e.g. ds.sel({extra[0]}=...)" if extra else ""
             raise ValueError(
                 f"measure {name!r} has dims {tuple(map(str, var.dims))}, "
-                f"expected exactly {RESULT_DIMS}{hint}"
+                f"expected exactly {dims}{hint}"
             )
         if not (np.issubdtype(var.dtype, np.number) or np.issubdtype(var.dtype, np.bool_)):
             raise ValueError(f"measure {name!r} has non-numeric dtype {var.dtype}")
     return wanted
+
+
+def _default_evaluation_measures(ds: xr.Dataset) -> list[str]:
+    """Measures of an evaluate result to analyse when the caller names none.
+
+    Each of ``ds.attrs["measures"]`` present, followed by its bootstrap estimates
+    (``<m>_632``, ``<m>_632plus``) when the result has them. Without the attr, every float
+    variable with the evaluate dims that is not a split description or a timing.
+    """
+    listed = [m for m in _as_name_list(ds.attrs.get("measures", [])) if m in ds.data_vars]
+    if listed:
+        return [
+            name
+            for m in listed
+            for name in (m, *(m + suffix for suffix in _DERIVED_SUFFIXES))
+            if name in ds.data_vars
+        ]
+    return [
+        str(name)
+        for name, var in ds.data_vars.items()
+        if name not in NON_MEASURE_VARS
+        and set(var.dims) == set(EVALUATION_DIMS)
+        and np.issubdtype(var.dtype, np.floating)
+    ]
+
+
+def validate_evaluation(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> list[str]:
+    """Check that `ds` is an evaluate results Dataset and resolve the measures to analyse.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Results of ``evaluate()``: dims ``learner``, ``repeat``, ``fold``.
+    measures : str or iterable of str, optional
+        Measure variables wanted. Default: each of ``ds.attrs["measures"]`` present and its
+        bootstrap estimates (``<m>_632``, ``<m>_632plus``) when present; else every float
+        variable with those dims except ``n_train``, ``n_test`` and the timings.
+
+    Returns
+    -------
+    list of str
+        The measure names, each a numeric variable with exactly the dims ``learner``,
+        ``repeat``, ``fold``.
+
+    Raises
+    ------
+    TypeError
+        If `ds` is not an ``xarray.Dataset``.
+    ValueError
+        If a dimension or a requested measure is missing (the message names the ones
+        available), if a measure has other dimensions, or if no measure can be found.
+    """
+    return _validate(ds, measures, EVALUATION_DIMS, _default_evaluation_measures)
 
 
 def _check_compare(compare: str | Iterable[str]) -> list[str]:
@@ -230,16 +369,40 @@ def _welch_p(same: np.ndarray, comp: np.ndarray) -> tuple[float, str]:
     return float(2 * sps.t.sf(abs(t), df)), ""
 
 
+def _constant(mean_diff: float, sd_diff: float, n: int) -> bool:
+    """Whether `n` differences are constant up to rounding: R's "essentially constant" data."""
+    return sd_diff == 0 or sd_diff / math.sqrt(n) < _CONSTANT_TOL * abs(mean_diff)
+
+
+def _paired_t(mean_diff: float, sd_diff: float, n: int, ratio: float = 0.0) -> tuple[float, float]:
+    """t and two-sided p (``n - 1`` df) of a paired t-test of `n` >= 2 non-constant differences.
+
+    The variance of the mean difference is ``sd_diff² · (1/n + ratio)``: ``ratio = 0`` is the
+    plain test, ``ratio = n_test / n_train`` the corrected resampled t-test of Nadeau and
+    Bengio (2003), which accounts for the overlap of the train sets (written so that
+    ``ratio = 0`` gives exactly the plain test's floats).
+    """
+    t = mean_diff / (sd_diff / math.sqrt(n) * math.sqrt(1 + n * ratio))
+    return t, float(2 * sps.t.sf(abs(t), n - 1))
+
+
 def _compare_row(
-    same: np.ndarray | None, comp: np.ndarray | None, compare: str, n_subsets: int
+    same: np.ndarray | None,
+    comp: np.ndarray | None,
+    compare: str,
+    n_subsets: int,
+    ratio: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Statistics of one (learner, test_subset, measure, compare) cell.
 
     `same` and `comp` are the per-fold values (NaN where missing), or None when that train
-    type is absent from the results. Never raises and never warns: what cannot be computed
-    is NaN and explained in ``reason``.
+    type is absent from the results. With `ratio` (per fold, ``n_test / n_train`` of the
+    compare train type) the row also gets the corrected t-test. Never raises and never warns:
+    what cannot be computed is NaN and explained in ``reason``.
     """
     row: dict[str, Any] = dict.fromkeys(PVALUE_COLUMNS[5:-1], math.nan)
+    if ratio is not None:
+        row.update(dict.fromkeys(CORRECTED_COLUMNS, math.nan))
     row["n"] = 0
     absent = [tt for tt, v in ((REFERENCE, same), (compare, comp)) if v is None]
     if absent:
@@ -268,8 +431,9 @@ def _compare_row(
         )
     else:
         row["df"] = float(n - 1)
-        se = sd_diff / math.sqrt(n)
-        if sd_diff == 0 or se < _CONSTANT_TOL * abs(mean_diff):
+        if ratio is not None:
+            row["test_train_ratio"] = _mean_ratio(ratio[paired])
+        if _constant(mean_diff, sd_diff, n):
             reason = (
                 f"all {n} paired differences are identical ({compare} - same = {mean_diff:g} in "
                 "every fold): their SD is 0, so t and p_paired are undefined "
@@ -279,13 +443,52 @@ def _compare_row(
                 reason += " (one subset: 'all' is the same train set as 'same')"
             reasons.append(reason)
         else:
-            row["t"] = mean_diff / se
-            row["p_paired"] = float(2 * sps.t.sf(abs(row["t"]), n - 1))
+            row["t"], row["p_paired"] = _paired_t(mean_diff, sd_diff, n)
+            if ratio is not None:
+                row["t_corrected"], row["p_corrected"] = _paired_t(
+                    mean_diff, sd_diff, n, row["test_train_ratio"]
+                )
+                if math.isnan(row["test_train_ratio"]):
+                    reasons.append(_NO_RATIO)
     row["p_welch"], welch_reason = _welch_p(same, comp)
     if welch_reason:
         reasons.append(welch_reason)
     row["reason"] = "; ".join(reasons)
     return row
+
+
+_NO_RATIO = (
+    "the corrected t-test is undefined: no paired fold has a positive n_train and a finite n_test"
+)
+
+
+def _mean_ratio(ratios: np.ndarray) -> float:
+    """Mean ``n_test / n_train`` of the cells a corrected test pairs, NaN where unknown."""
+    finite = ratios[np.isfinite(ratios)]
+    return float(finite.mean()) if finite.size else math.nan
+
+
+def _test_train_ratio(ds: xr.Dataset, dims: tuple[str, ...]) -> np.ndarray:
+    """``n_test / n_train`` of every cell, axes in `dims` order, for the corrected t-test."""
+    missing = [v for v in ("n_train", "n_test") if v not in ds.data_vars]
+    if missing:
+        raise ValueError(
+            f"corrected=True needs the train and test rows of every split, but the results lack "
+            f"{' and '.join(missing)}; pass corrected=False, or add n_train and n_test "
+            "(rows in the train set and in the test block) with the measures' dims"
+        )
+    n_train, n_test = (
+        np.asarray(
+            ds[v]
+            .expand_dims({d: ds.sizes[d] for d in dims if d not in ds[v].dims})
+            .transpose(*dims)
+            .values,
+            dtype=np.float64,
+        )
+        for v in ("n_train", "n_test")
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):  # no train rows: no ratio
+        return np.where(n_train > 0, n_test / n_train, math.nan)
 
 
 def _per_train_size(func: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
@@ -331,11 +534,13 @@ def no_tests_reason(ds: xr.Dataset) -> str:
     return "'same' train sets only (train_types='same'), no 'other' or 'all' to compare with"
 
 
-@_per_train_size
 def pvalues(
     ds: xr.Dataset,
     measures: str | Iterable[str] | None = None,
     compare: str | Iterable[str] = ("other", "all"),
+    *,
+    corrected: bool = False,
+    adjust: str | None = None,
 ) -> pd.DataFrame:
     """Paired t-tests over folds of each compare train type against "same".
 
@@ -344,6 +549,9 @@ def pvalues(
     t-test (``n - 1`` degrees of freedom, ``n`` = number of folds where both are finite) tests
     whether the mean difference ``compare - same`` is zero. This is R's
     ``t.test(compare, same, paired=TRUE)``.
+
+    Options add the corrected resampled t-test of Nadeau and Bengio (2003) and p-values
+    adjusted for the number of comparisons in the table; they add columns and change none.
 
     Parameters
     ----------
@@ -355,6 +563,19 @@ def pvalues(
         except sizes and timings.
     compare : str or iterable of {"other", "all"}, default ("other", "all")
         Train types to compare with ``same``.
+    corrected : bool, default False
+        Also run the corrected resampled t-test: the variance of the mean difference is
+        inflated from ``sd² / n`` to ``sd² · (1/n + n_test/n_train)``, with ``n_test/n_train``
+        the mean over the paired folds of the compare train type's test rows over its train
+        rows. Cross-validation train sets overlap, so the folds are correlated and the plain
+        test is too liberal; the correction accounts for that. Needs ``n_train`` and
+        ``n_test`` in `ds`.
+    adjust : {"holm", "bh", "fdr_bh"}, optional
+        Adjust the p-values for the family of comparisons in the returned table (every row
+        with a defined p, all learners, subsets, measures, compare types and train sizes):
+        ``"holm"`` controls the family-wise error rate (Holm 1979), ``"bh"`` (alias
+        ``"fdr_bh"``) the false discovery rate (Benjamini and Hochberg 1995). The adjusted
+        p is of ``p_corrected`` when `corrected`, else of ``p_paired``. See `adjust_pvalues`.
 
     Returns
     -------
@@ -371,6 +592,9 @@ def pvalues(
         - ``p_welch``: two-sided Welch (unequal variance, unpaired) t-test p, each train type's
           missing folds dropped separately, as R's ``t.test(paired=FALSE)`` does and as
           mlr3resampling reports
+        - with `corrected`: ``test_train_ratio`` (mean ``n_test / n_train`` of the pairs),
+          ``t_corrected`` and ``p_corrected`` (same df as ``t``)
+        - with `adjust`: ``p_adjusted``, NaN where the p it adjusts is
         - ``reason``: "" when every statistic is defined, else why some are NaN (compare type
           absent, fewer than 2 paired folds, all differences identical, ...)
 
@@ -378,7 +602,8 @@ def pvalues(
     ------
     ValueError
         If `ds` lacks a result dimension or a requested measure (see `validate_results`),
-        or if `compare` names ``same`` or an unknown train type.
+        or if `compare` names ``same`` or an unknown train type, or if `adjust` is unknown,
+        or if `corrected` is set and `ds` lacks ``n_train`` or ``n_test``.
 
     See Also
     --------
@@ -410,26 +635,57 @@ def pvalues(
     1     all  0        NaN     NaN       NaN
     >>> res.loc[1, "reason"]
     "train_type 'all' is not in the results"
+
+    With 3 folds each test block is half the size of its train set (``n_test / n_train`` =
+    0.5), so the corrected test inflates the variance by (1/3 + 0.5) / (1/3) = 2.5:
+
+    >>> ds["n_train"], ds["n_test"] = xr.full_like(ds["error"], 20), xr.full_like(ds["error"], 10)
+    >>> pvalues(ds, corrected=True, adjust="holm").loc[0, ["t_corrected", "p_corrected",
+    ...                                                    "p_adjusted"]].round(4).to_dict()
+    {'t_corrected': 3.8247, 'p_corrected': 0.0621, 'p_adjusted': 0.0621}
     """
+    method = None if adjust is None else _adjust_method(adjust, "adjust")
+    out = _pvalue_table(ds, measures, compare, corrected)
+    if method is not None:
+        tested = out["p_corrected" if corrected else "p_paired"]
+        out.insert(out.columns.get_loc("reason"), "p_adjusted", adjust_pvalues(tested, method))
+    return out
+
+
+def _pvalue_columns(corrected: bool) -> list[str]:
+    """Columns of `pvalues`, ``reason`` last."""
+    return PVALUE_COLUMNS[:-1] + (CORRECTED_COLUMNS if corrected else []) + PVALUE_COLUMNS[-1:]
+
+
+@_per_train_size
+def _pvalue_table(
+    ds: xr.Dataset,
+    measures: str | Iterable[str] | None,
+    compare: str | Iterable[str],
+    corrected: bool,
+) -> pd.DataFrame:
+    """`pvalues` of one train size, before adjustment (which spans every train size)."""
     names = validate_results(ds, measures)
     compare_types = _check_compare(compare)
+    ratios = _test_train_ratio(ds, RESULT_DIMS) if corrected else None
+    columns = _pvalue_columns(corrected)
     reason = no_tests_reason(ds)
     if reason:
         warnings.warn(
             f"no p-values: {reason}; see summary() (ds.soak.summary()) for the mean ± SD over "
             "folds of each learner",
             UserWarning,
-            stacklevel=3,  # the caller of the train-size wrapper
+            stacklevel=4,  # the caller of pvalues(), above the train-size wrapper
         )
-        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in PVALUE_COLUMNS})
-        return empty.astype({c: "float64" for c in PVALUE_COLUMNS[5:-1]} | {"n": "int64"})
+        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+        return empty.astype({c: "float64" for c in columns[5:-1]} | {"n": "int64"})
     train_types = [str(v) for v in _coord_values(ds, "train_type")]
     learners = _coord_values(ds, "learner")
     subsets = _coord_values(ds, "test_subset")
     values = {m: _measure_values(ds, m) for m in names}
 
-    def column(arr: np.ndarray, i: int, j: int, train_type: str) -> np.ndarray | None:
-        if train_type not in train_types:
+    def column(arr: np.ndarray | None, i: int, j: int, train_type: str) -> np.ndarray | None:
+        if arr is None or train_type not in train_types:
             return None
         return arr[i, j, :, train_types.index(train_type)]
 
@@ -440,10 +696,11 @@ def pvalues(
                 same = column(values[m], i, j, REFERENCE)
                 for c in compare_types:
                     comp = column(values[m], i, j, c)
-                    row = _compare_row(same, comp, c, len(subsets))
+                    ratio = column(ratios, i, j, c)
+                    row = _compare_row(same, comp, c, len(subsets), ratio)
                     row.update(learner=learner, test_subset=subset, measure=m, compare=c)
                     rows.append(row)
-    out = pd.DataFrame(rows, columns=PVALUE_COLUMNS)
+    out = pd.DataFrame(rows, columns=columns)
     return out.astype({"n": "int64", "reason": str})
 
 
@@ -537,6 +794,348 @@ def _fold_stats(values: np.ndarray, n_test: np.ndarray | None) -> tuple:
     rows = n_test[finite]
     weighted = float(np.sum(values[finite] * rows) / rows.sum()) if rows.sum() > 0 else math.nan
     return int(finite.sum()), mean, sd, weighted, int(rows.min()), int(rows.max())
+
+
+def _adjust_method(value: str, option: str) -> str:
+    """The canonical name of an adjustment, or a ValueError naming `option` and the choices."""
+    if not isinstance(value, str) or value not in ADJUST_METHODS:
+        raise ValueError(
+            f"{option}={value!r} is not a p-value adjustment; choose 'holm' (family-wise error "
+            "rate), 'bh' or 'fdr_bh' (Benjamini–Hochberg false discovery rate), or None"
+        )
+    return ADJUST_METHODS[value]
+
+
+def adjust_pvalues(p: Iterable[float], method: str = "holm") -> np.ndarray:
+    """P-values adjusted for multiple comparisons, Holm or Benjamini–Hochberg.
+
+    The family is every finite p of `p`; NaN stays NaN and does not count. With the ``m``
+    finite p-values sorted, ``p(1) <= … <= p(m)``:
+
+    - Holm: ``p̃(i) = max over j <= i of min(1, (m - j + 1) p(j))``, which controls the
+      family-wise error rate (the chance of any false rejection);
+    - Benjamini–Hochberg: ``p̃(i) = min over j >= i of min(1, m p(j) / j)``, which controls the
+      false discovery rate (the expected share of false rejections among the rejections).
+
+    Tied p-values get equal adjusted values, and adjusted values keep the order of the p-values.
+
+    Parameters
+    ----------
+    p : iterable of float
+        P-values in [0, 1], NaN where undefined.
+    method : {"holm", "bh", "fdr_bh"}, default "holm"
+        ``"fdr_bh"`` (statsmodels' name) is ``"bh"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The adjusted p-values, float64, in the order of `p`.
+
+    Raises
+    ------
+    ValueError
+        If `method` is unknown or a finite p is outside [0, 1].
+
+    Examples
+    --------
+    >>> adjust_pvalues([0.01, 0.04, 0.03, float("nan")], "holm")
+    array([0.03, 0.06, 0.06,  nan])
+    >>> adjust_pvalues([0.01, 0.04, 0.03, float("nan")], "bh")
+    array([0.03, 0.04, 0.04,  nan])
+    """
+    method = _adjust_method(method, "method")
+    values = np.array(list(p) if not isinstance(p, np.ndarray) else p, dtype=np.float64)
+    out = np.full(values.shape, math.nan)
+    finite = np.isfinite(values)
+    q = values[finite]
+    if ((q < 0) | (q > 1)).any():
+        raise ValueError(f"p-values must lie in [0, 1]; got {float(q[(q < 0) | (q > 1)][0])!r}")
+    m = q.size
+    order = np.argsort(q, kind="stable")
+    ranked = q[order]
+    if method == "holm":
+        adjusted = np.maximum.accumulate((m - np.arange(m)) * ranked)
+    else:
+        adjusted = np.minimum.accumulate((m / np.arange(1, m + 1) * ranked)[::-1])[::-1]
+    unsorted = np.empty(m)
+    unsorted[order] = np.minimum(adjusted, 1.0)
+    out[finite] = unsorted
+    return out
+
+
+def _evaluation_values(ds: xr.Dataset, name: str) -> np.ndarray:
+    """Float array of one variable, one row per learner, its (repeat, fold) cells flattened."""
+    values = np.asarray(ds[name].transpose(*EVALUATION_DIMS).values, dtype=np.float64)
+    return values.reshape(ds.sizes["learner"], -1)
+
+
+def _test_split_interval(ds: xr.Dataset, measure: str) -> np.ndarray | None:
+    """(estimate, low, high) per learner of the reserved test split, or None without one."""
+    name = f"test_{measure}"
+    if name not in ds.data_vars:
+        return None
+    var = ds[name]
+    bounds = ["estimate", "low", "high"]
+    if set(var.dims) != {"learner", "interval"} or not set(bounds) <= set(
+        _coord_values(ds, "interval")
+    ):
+        raise ValueError(
+            f"{name!r} must have dims ('learner', 'interval') with interval labels {bounds}; "
+            f"it has dims {tuple(map(str, var.dims))}"
+        )
+    return np.asarray(var.sel(interval=bounds).transpose("learner", "interval").values, float)
+
+
+def evaluation_summary(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> pd.DataFrame:
+    """Mean ± SD over the resampling cells of each learner and measure, and the test split.
+
+    The guide reports resampling results as the mean and the standard deviation across the
+    folds, never a standard error: folds share training data, so no unbiased estimator of the
+    mean's variance exists (Bengio and Grandvalet 2004). A reserved test split has no folds;
+    its score carries the bootstrap 95 % interval over its rows that ``evaluate`` stores.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Results of ``evaluate()``: dims ``learner``, ``repeat``, ``fold``, one variable per
+        measure, NaN in the cells of folds that do not exist for the design; optionally
+        ``test_<measure>`` (dims ``learner``, ``interval``) and ``n_test_split``.
+    measures : str or iterable of str, optional
+        Default: see `validate_evaluation` (the run's measures and their bootstrap .632
+        estimates when present).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per learner × measure (coordinate order, then the order of `measures`):
+
+        - ``n``: the (repeat, fold) cells with a finite score;
+        - ``mean``, ``sd`` (ddof=1), ``min``, ``max`` over them (``sd`` NaN when ``n < 2``);
+        - ``test_estimate``, ``test_low``, ``test_high``: the test split's score and its 95 %
+          interval, and ``n_test_split`` its rows (NaN / <NA> without a test split or for a
+          measure it does not score).
+
+    Raises
+    ------
+    ValueError
+        If `ds` lacks an evaluate dimension or a requested measure (the message lists those
+        available), or if a ``test_<measure>`` variable has another shape.
+
+    See Also
+    --------
+    by_fold : every cell's scores.
+    compare : paired t-test of two learners.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> ds = xr.Dataset(
+    ...     {"error": (("learner", "repeat", "fold"), [[[10.0, 20.0, 30.0]], [[5, 10, np.nan]]])},
+    ...     coords={"learner": ["tree", "lasso"], "repeat": [1], "fold": [1, 2, 3]})
+    >>> evaluation_summary(ds)[["learner", "n", "mean", "sd", "min", "max"]].round(4)
+      learner  n  mean       sd   min   max
+    0    tree  3  20.0  10.0000  10.0  30.0
+    1   lasso  2   7.5   3.5355   5.0  10.0
+    """
+    names = validate_evaluation(ds, measures)
+    learners = _coord_values(ds, "learner")
+    n_split = (
+        ds["n_test_split"].transpose("learner").values.tolist()
+        if "n_test_split" in ds.data_vars
+        else [None] * len(learners)
+    )
+    values = {m: _evaluation_values(ds, m) for m in names}
+    intervals = {m: _test_split_interval(ds, m) for m in names}
+    rows = []
+    for i, learner in enumerate(learners):
+        for m in names:
+            cells = values[m][i][np.isfinite(values[m][i])]
+            mean, sd = _mean_sd(cells)
+            spread = (cells.min(), cells.max()) if cells.size else (math.nan, math.nan)
+            interval = intervals[m]
+            test = (math.nan,) * 3 if interval is None else tuple(interval[i])
+            split_rows = None if interval is None else n_split[i]
+            rows.append((learner, m, cells.size, mean, sd, *spread, *test, split_rows))
+    out = pd.DataFrame(rows, columns=EVALUATION_SUMMARY_COLUMNS)
+    floats = {c: "float64" for c in EVALUATION_SUMMARY_COLUMNS[3:-1]}
+    return out.astype(floats | {"n": "int64", "n_test_split": "Int64"})
+
+
+def by_fold(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> pd.DataFrame:
+    """The full per-fold table of an evaluate result: one row per existing resampling cell.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Results of ``evaluate()`` (see `evaluation_summary`).
+    measures : str or iterable of str, optional
+        Default: see `validate_evaluation`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``learner``, ``repeat``, ``fold``, the measures, then those of ``n_train``,
+        ``n_test``, ``fit_seconds``, ``predict_seconds`` that `ds` has; rows in coordinate
+        order. Cells of folds that do not exist for the design (every measure NaN and no test
+        rows, e.g. folds 2… of a bootstrap) are dropped; a fold that exists but could not be
+        scored keeps its row, with NaN. ``n_train`` and ``n_test`` are int64 (Int64 if a kept
+        row lacks them).
+
+    Raises
+    ------
+    ValueError
+        As `validate_evaluation`.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> dims = ("learner", "repeat", "fold")
+    >>> ds = xr.Dataset(
+    ...     {"mse": (dims, [[[1.5, np.nan], [2.5, np.nan]]]),
+    ...      "n_test": (dims, [[[37, np.nan], [36, np.nan]]])},
+    ...     coords={"learner": ["ridge"], "repeat": [1, 2], "fold": [1, 2]})
+    >>> by_fold(ds)
+      learner  repeat  fold  mse  n_test
+    0   ridge       1     1  1.5      37
+    1   ridge       2     1  2.5      36
+    """
+    names = validate_evaluation(ds, measures)
+    extra = [v for v in (*COUNTS, *TIMINGS) if v in ds.data_vars and v not in names]
+    index = pd.MultiIndex.from_product(
+        [_coord_values(ds, d) for d in EVALUATION_DIMS], names=list(EVALUATION_DIMS)
+    )
+    columns = {
+        v: np.asarray(
+            ds[v].broadcast_like(ds[names[0]]).transpose(*EVALUATION_DIMS).values, np.float64
+        ).ravel()
+        for v in (*names, *extra)
+    }
+    table = pd.DataFrame(columns, index=index)
+    exists = table[names].notna().any(axis=1)
+    if "n_test" in table:
+        exists |= table["n_test"] > 0
+    table = table[exists.to_numpy()].reset_index()
+    for count in (c for c in COUNTS if c in table):
+        table[count] = table[count].astype("int64" if table[count].notna().all() else "Int64")
+    return table
+
+
+def compare(
+    ds: xr.Dataset,
+    a: str,
+    b: str,
+    measure: str | Iterable[str] | None = None,
+    *,
+    corrected: bool = False,
+) -> pd.DataFrame:
+    """Paired t-test of learner `a` against learner `b` over the same resampling cells.
+
+    Both learners are scored on the same (repeat, fold) test sets, so their scores are paired
+    by cell: with ``δ_i = θ_i(a) − θ_i(b)`` over the ``n`` cells where both are finite, the
+    two-sided test of mean δ = 0 has ``t = mean(δ) / (sd(δ) / √n)``, ``n − 1`` degrees of
+    freedom (``scipy.stats.ttest_rel(a, b)``).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Results of ``evaluate()`` (see `evaluation_summary`).
+    a, b : str
+        Two different learners of ``ds.learner``.
+    measure : str or iterable of str, optional
+        Measure(s) to test, one row each. Default: see `validate_evaluation`.
+    corrected : bool, default False
+        Use the corrected resampled t-test of Nadeau and Bengio (2003): the variance of the
+        mean difference is ``sd(δ)² · (1/n + n_test/n_train)`` instead of ``sd(δ)² / n``, with
+        ``n_test/n_train`` the mean over the paired cells (of both learners). Resampled train
+        sets overlap, so the cells are positively correlated and the plain test rejects too
+        often; the correction widens it accordingly. Needs ``n_train`` and ``n_test``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per measure, columns:
+
+        - ``learner_a``, ``learner_b``, ``measure``;
+        - ``n``: the paired cells; ``a_mean``, ``a_sd``, ``b_mean``, ``b_sd`` over them (ddof=1);
+        - ``mean_diff``, ``sd_diff``: mean and SD (ddof=1) of ``a − b``;
+        - ``t``, ``df`` (``n − 1``), ``p`` (two-sided): of the plain test, or the corrected one
+          when ``corrected`` (the column of that name says which);
+        - ``test_train_ratio``: mean ``n_test / n_train`` of the paired cells (NaN without
+          ``n_train``/``n_test``);
+        - ``reason``: "" when t and p are defined, else why not (fewer than 2 paired cells,
+          identical differences).
+
+        For error-like measures a negative ``mean_diff`` means `a` is better; for scores
+        (accuracy, AUC, R²) a positive one does.
+
+    Raises
+    ------
+    ValueError
+        If `a` or `b` is not a learner of `ds` (the message lists them), if ``a == b``, if a
+        measure is unknown (see `validate_evaluation`), or if `corrected` is set and `ds`
+        lacks ``n_train`` or ``n_test``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ds = xr.Dataset(
+    ...     {"error": (("learner", "repeat", "fold"), [[[10.0, 12.0, 11.0]], [[15, 16, 18]]])},
+    ...     coords={"learner": ["tree", "lasso"], "repeat": [1], "fold": [1, 2, 3]})
+    >>> compare(ds, "lasso", "tree", "error")[["n", "mean_diff", "t", "df", "p"]].round(4)
+       n  mean_diff       t   df       p
+    0  3     5.3333  6.0474  2.0  0.0263
+    """
+    names = validate_evaluation(ds, measure)
+    learners = [str(v) for v in _coord_values(ds, "learner")]
+    for role, name in (("a", a), ("b", b)):
+        if name not in learners:
+            raise ValueError(
+                f"{role}={name!r} is not a learner of the results; available: "
+                f"{', '.join(map(repr, learners))}"
+            )
+    if a == b:
+        raise ValueError(f"a and b are both {a!r}: compare two different learners")
+    ia, ib = learners.index(a), learners.index(b)
+    ratios = (
+        _test_train_ratio(ds, EVALUATION_DIMS).reshape(len(learners), -1)
+        if corrected or {"n_train", "n_test"} <= set(ds.data_vars)
+        else None
+    )
+    rows = []
+    for m in names:
+        values = _evaluation_values(ds, m)
+        x, y = values[ia], values[ib]
+        paired = np.isfinite(x) & np.isfinite(y)
+        row: dict[str, Any] = dict.fromkeys(COMPARE_COLUMNS[4:], math.nan)
+        n = int(paired.sum())
+        row.update(learner_a=a, learner_b=b, measure=m, n=n, corrected=corrected, reason="")
+        row["a_mean"], row["a_sd"] = _mean_sd(x[paired])
+        row["b_mean"], row["b_sd"] = _mean_sd(y[paired])
+        row["mean_diff"], row["sd_diff"] = _mean_sd(x[paired] - y[paired])
+        if ratios is not None:
+            row["test_train_ratio"] = _mean_ratio(
+                np.concatenate([ratios[ia][paired], ratios[ib][paired]])
+            )
+        if n < 2:
+            row["reason"] = (
+                f"fewer than 2 paired cells (n={n}): the paired t-test needs at least 2 "
+                f"(repeat, fold) cells where both {a!r} and {b!r} are finite"
+            )
+        elif _constant(row["mean_diff"], row["sd_diff"], n):
+            row["df"] = float(n - 1)
+            row["reason"] = (
+                f"all {n} paired differences are identical ({a} - {b} = {row['mean_diff']:g} "
+                "in every cell): their SD is 0, so t and p are undefined"
+            )
+        else:
+            row["df"] = float(n - 1)
+            ratio = row["test_train_ratio"] if corrected else 0.0
+            row["t"], row["p"] = _paired_t(row["mean_diff"], row["sd_diff"], n, ratio)
+            if math.isnan(ratio):
+                row["reason"] = _NO_RATIO
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
+    return out.astype({"n": "int64", "corrected": bool, "reason": str})
 
 
 def _printable(value: Any) -> Any:

@@ -1,20 +1,26 @@
-"""Gather score records into the results ``xarray.Dataset`` and read/write it."""
+"""Gather score records into the results ``xarray.Dataset`` and read/write it, at a local
+path or an fsspec URL (``s3://…``) alike."""
 
 from __future__ import annotations
 
 import glob
 import json
 import os
+import posixpath
 import tempfile
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
+import fsspec
 import numpy as np
 import pandas as pd
 import xarray as xr
 import zarr
+from fsspec.implementations.local import LocalFileSystem
 
 from ..schema import COUNTS, MEASURE_NAMES, RESULT_DIMS, TIMINGS, TRAIN_TYPES
 
@@ -40,42 +46,33 @@ def package_versions() -> dict[str, str]:
 def build_dataset(
     records: Iterable[Mapping[str, Any]],
     splits: pd.DataFrame,
+    coords: Mapping[str, Sequence],
     learners: Sequence[str],
-    subsets: Sequence[str],
-    n_folds: int,
     measures: Sequence[str],
     attrs: Mapping[str, Any],
-    extra_coords: Mapping[str, Sequence] | None = None,
 ) -> xr.Dataset:
-    """Place per-(learner, fit, test subset) records on the splits they serve.
+    """Place per-(learner, fit, test block) records on the result cells they serve.
 
     Parameters
     ----------
     records : iterable of dict
-        Keys ``learner, fit_id, test_subset``, the measures, counts and timings.
+        Keys ``learner, fit_id, block``, the measures, counts and timings.
     splits : DataFrame
-        The plan's split table (``test_subset, fold, train_type, fit_id``), test subsets as str.
-    learners, subsets : sequence of str
-        Coordinate values, in order.
-    n_folds : int
+        The plan's result cells: a column per dim of ``coords``, ``fit_id`` and ``block``.
+    coords : mapping
+        Dim -> ordered coordinate values (test subsets as str); the learner dim comes first.
+    learners : sequence of str
     measures : sequence of str
     attrs : mapping
         Run settings stored in ``Dataset.attrs``.
-    extra_coords : mapping, optional
-        Further split dims (``train_size``, ``sample``) and their ordered values; ``splits``
-        then has a column for each.
     """
     scores = pd.DataFrame.from_records(list(records))
-    rows = splits.merge(scores, on=["fit_id", "test_subset"], how="left", validate="many_to_many")
-    train_types = [t for t in TRAIN_TYPES if t in set(splits["train_type"])]
+    rows = splits.merge(scores, on=["fit_id", "block"], how="left", validate="many_to_many")
     coords = {
         "learner": np.array(learners, dtype=object),
-        "test_subset": np.array(subsets, dtype=object),
-        "fold": np.arange(1, n_folds + 1, dtype=np.int64),
-        "train_type": np.array(train_types, dtype=object),
         **{
             k: np.array(v, dtype=object if isinstance(v[0], str) else np.int64)
-            for k, v in (extra_coords or {}).items()
+            for k, v in coords.items()
         },
     }
     dims = list(coords)
@@ -114,83 +111,186 @@ def encode_attrs(settings: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def save_results(ds: xr.Dataset, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+@dataclass(frozen=True)
+class Location:
+    """A local path or fsspec URL (``s3://bucket/prefix``…), resolved once.
+
+    Attributes
+    ----------
+    fs : fsspec.AbstractFileSystem
+        Its file system, made with the caller's ``storage_options``.
+    path : str
+        The path on ``fs`` (absolute for a local path).
+    shown : str
+        As the caller wrote it, for messages: a local path as ``pathlib`` prints it, a URL as is.
+    kind : str
+        ``"file"`` or ``"directory"`` for an entry listed by ``entries``; otherwise ``""``.
+    """
+
+    fs: Any
+    path: str
+    shown: str
+    kind: str = ""
+
+    def __str__(self) -> str:
+        return self.shown
+
+    @property
+    def local(self) -> bool:
+        return isinstance(self.fs, LocalFileSystem)
+
+    @property
+    def url(self) -> str:
+        """What xarray and zarr open (with ``storage_options``)."""
+        return self.shown if self.local else self.fs.unstrip_protocol(self.path)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """``storage_options=`` to open ``url`` with xarray or zarr (none for a local path)."""
+        return {} if self.local else {"storage_options": dict(self.fs.storage_options)}
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.path.rstrip("/"))
+
+    def child(self, name: str) -> Location:
+        shown = str(Path(self.shown, name)) if self.local else f"{self.shown.rstrip('/')}/{name}"
+        return Location(self.fs, f"{self.path.rstrip('/')}/{name}", shown)
+
+    def entries(self) -> list[Location]:
+        """What a directory holds, with their kinds, from one fresh listing (another process
+        may have written there since a listing was cached)."""
+        self.fs.invalidate_cache(self.path)
+        return [
+            replace(self.child(posixpath.basename(info["name"].rstrip("/"))), kind=info["type"])
+            for info in self.fs.ls(self.path, detail=True)
+        ]
+
+
+def locate(path: str | os.PathLike | Location, storage_options: dict | None = None) -> Location:
+    """The ``Location`` of a local path or fsspec URL (``storage_options`` go to its file
+    system, as in ``load_table``); a ``Location`` is returned as is."""
+    if isinstance(path, Location):
+        return path
+    text = os.fspath(path)
+    fs, inner = fsspec.core.url_to_fs(text, **(storage_options or {}))
+    if isinstance(fs, LocalFileSystem):
+        text = str(Path(text.removeprefix("file://")))
+    return Location(fs, inner, text)
+
+
+def save_results(
+    ds: xr.Dataset,
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    storage_options: dict | None = None,
+) -> Path | str:
     """Write results to a Zarr store, or a NetCDF file when ``path`` ends in ``.nc``.
 
-    The store is marked as results (root attribute ``soak_dask_results``), so that
-    ``overwrite=True`` replaces only such a store: see ``check_output``, which also refuses a
-    path that is, holds or lies inside the input table (``ds.attrs["source"]``).
+    ``path`` is local or an fsspec URL (``s3://bucket/results.zarr``), with ``storage_options``
+    for its file system as in ``load_table``. The store is marked as results (root attribute
+    ``soak_dask_results``), so that ``overwrite=True`` replaces only such a store: see
+    ``check_output``, which also refuses a path that is, holds or lies inside the input table
+    (``ds.attrs["source"]``). Returns the path written: a ``Path``, or the URL as given.
     """
-    path = check_output(path, overwrite=overwrite, source=ds.attrs.get("source"))
+    where = check_output(
+        path, overwrite=overwrite, source=ds.attrs.get("source"), storage_options=storage_options
+    )
     ds = ds.assign_attrs({RESULTS_MARK: RESULTS_FORMAT})
-    if path.suffix == ".nc":
-        ds.to_netcdf(path)
+    if where.name.endswith(".nc"):
+        # One whole write: on an object store, a single put, so the file appears whole or not.
+        where.fs.pipe_file(where.path, bytes(ds.to_netcdf()))
     else:
         # Zarr v3 has no consolidated metadata in its spec; plain metadata reads everywhere.
-        ds.to_zarr(path, mode="w", consolidated=False)
-    return path
+        # mode="w" empties the store first: check_output made sure it holds only our results.
+        ds.to_zarr(where.url, mode="w", consolidated=False, **where.options)
+    return Path(where.shown) if where.local else where.shown
 
 
 def check_output(
-    path: str | os.PathLike,
+    path: str | os.PathLike | Location,
     *,
     overwrite: bool,
     source: Any = None,
     flag: str = "overwrite=True",
-) -> Path:
+    storage_options: dict | None = None,
+) -> Location:
     """Check that results can be written to ``path`` without losing data, before any work.
 
-    Refuses a path that is, holds or lies inside the local file or directory ``source`` (the
-    input table); an existing path unless ``overwrite`` and it is a results store that
+    Refuses a path that is, holds or lies inside the file or directory ``source`` (the input
+    table); an existing path unless ``overwrite`` and it is a results store that
     ``save_results`` wrote (or an empty directory); and a path whose directory cannot be
     written. ``flag`` names the overwrite option in messages (``--overwrite`` for the CLI).
+    ``path`` is local or an fsspec URL, opened with ``storage_options``.
     """
-    path = Path(path)
-    check_apart(path, source)
-    if path.exists() or path.is_symlink():
+    where = locate(path, storage_options)
+    check_apart(where, source)
+    where.fs.invalidate_cache(where.path)  # a listing cached earlier may be stale
+    if where.fs.lexists(where.path):
         if not overwrite:
             raise FileExistsError(
-                f"{path} exists; pass {flag} to replace it, or choose another path"
+                f"{where} exists; pass {flag} to replace it, or choose another path"
             )
-        if not (is_results_store(path) or (path.is_dir() and not any(path.iterdir()))):
+        empty = where.fs.isdir(where.path) and not where.entries()
+        if not (is_results_store(where) or empty):
             raise FileExistsError(
-                f"{path} holds data that is not a soak_dask results store, and {flag} replaces "
+                f"{where} holds data that is not a soak_dask results store, and {flag} replaces "
                 "only a store written by save_results or 'soak run'; choose another path, or "
-                f"move or delete {path} yourself"
+                f"move or delete {where} yourself"
             )
-    _check_writable(path)
-    return path
+    _check_writable(where)
+    return where
 
 
-def check_apart(path: str | os.PathLike, source: Any, what: str = "results") -> None:
-    """Refuse a ``path`` that is, holds or lies inside the local input table ``source``."""
-    src = _local_path(source)
+def check_apart(
+    path: str | os.PathLike | Location,
+    source: Any,
+    what: str = "results",
+    *,
+    storage_options: dict | None = None,
+) -> None:
+    """Refuse a ``path`` that is, holds or lies inside the input table ``source``: a local
+    path, or a URL on the same kind of file system (names of in-memory data are ignored)."""
+    src = _source_key(source)
     if src is None:
         return
-    out = Path(path).resolve()
-    if out == src:
+    out = _key(locate(path, storage_options))
+    if src[0] not in out[0]:
+        return
+    if out[1] == src[1]:
         relation = "is the input table"
-    elif out.is_relative_to(src):
+    elif out[1].is_relative_to(src[1]):
         relation = "is inside the input table's directory"
-    elif src.is_relative_to(out):
+    elif src[1].is_relative_to(out[1]):
         relation = "holds the input table"
     else:
         return
     raise ValueError(f"{path} {relation} ({source}); write the {what} outside it")
 
 
-def is_results_store(path: str | os.PathLike) -> bool:
+def overlaps(first: str | os.PathLike | Location, second: str | os.PathLike | Location) -> bool:
+    """Whether two paths or URLs (on the same kind of file system) are one, or one lies
+    inside the other: ``--out`` and ``--checkpoint`` must not."""
+    (fs1, a), (fs2, b) = _key(locate(first)), _key(locate(second))
+    return bool(set(fs1) & set(fs2)) and (a.is_relative_to(b) or b.is_relative_to(a))
+
+
+def is_results_store(
+    path: str | os.PathLike | Location, *, storage_options: dict | None = None
+) -> bool:
     """Whether ``path`` is a results store that ``save_results`` wrote: a Zarr store (holding
     nothing but Zarr metadata and arrays) or NetCDF file whose root attributes carry
     ``soak_dask_results`` (or the title ``soak`` gave results before that mark existed)."""
-    path = Path(path)
-    if path.is_dir() and not all(_is_zarr_entry(entry) for entry in path.iterdir()):
+    where = locate(path, storage_options)
+    is_dir = where.fs.isdir(where.path)
+    if is_dir and not all(_is_zarr_entry(entry) for entry in where.entries()):
         return False
     try:
-        if path.is_dir():
-            attrs = dict(zarr.open_group(str(path), mode="r").attrs)
-        elif path.suffix == ".nc":
-            with xr.open_dataset(path) as ds:
+        if is_dir:
+            attrs = dict(zarr.open_group(where.url, mode="r", **where.options).attrs)
+        elif where.name.endswith(".nc"):
+            with xr.open_dataset(where.url, **where.options) as ds:
                 attrs = dict(ds.attrs)
         else:
             return False
@@ -199,8 +299,11 @@ def is_results_store(path: str | os.PathLike) -> bool:
     return RESULTS_MARK in attrs or attrs.get("title") == RESULTS_TITLE
 
 
-def open_results(path: str | os.PathLike, **kwargs: Any) -> xr.Dataset:
-    """Open saved results (Zarr store or NetCDF file) fully into memory.
+def open_results(
+    path: str | os.PathLike, *, storage_options: dict | None = None, **kwargs: Any
+) -> xr.Dataset:
+    """Open saved results (Zarr store or NetCDF file, local or an fsspec URL opened with
+    ``storage_options``) fully into memory; ``kwargs`` go to xarray.
 
     Raises a ``FileNotFoundError`` for a missing path and a ``ValueError`` for one that is not
     a results store.
@@ -208,70 +311,109 @@ def open_results(path: str | os.PathLike, **kwargs: Any) -> xr.Dataset:
     Examples
     --------
     >>> ds = open_results("results.zarr")  # doctest: +SKIP
+    >>> ds = open_results("s3://bucket/r.zarr", storage_options={"anon": True})  # doctest: +SKIP
     """
-    path = os.fspath(path)
+    where = locate(path, storage_options)
     try:
-        if path.rstrip("/").endswith(".nc"):
-            with xr.open_dataset(path, **kwargs) as ds:
-                ds = ds.load()
-        else:
-            with xr.open_zarr(path, **{"consolidated": False, **kwargs}) as ds:
-                ds = ds.load()
+        ds = _load(where, kwargs)
     except (OSError, ValueError, KeyError) as err:
-        if "://" not in path and not os.path.exists(path):
-            raise FileNotFoundError(f"no results store at {path}") from err
+        if not where.fs.exists(where.path):
+            raise FileNotFoundError(f"no results store at {where}") from err
         raise ValueError(
-            f"{path} is not a soak results store (it cannot be read as Zarr or NetCDF: "
+            f"{where} is not a soak results store (it cannot be read as Zarr or NetCDF: "
             f"{' '.join(str(err).split())}); give the path written by 'soak run --out' or "
             "save_results"
         ) from err
     missing = [d for d in RESULT_DIMS if d not in ds.dims]
     if missing:
         raise ValueError(
-            f"{path} is not a soak results store: it lacks the dims {missing}; give the path "
+            f"{where} is not a soak results store: it lacks the dims {missing}; give the path "
             "written by 'soak run --out' or save_results"
         )
     ds.attrs.pop(RESULTS_MARK, None)  # the mark is the store's, not the results'
     return ds
 
 
-def _is_zarr_entry(entry: Path) -> bool:
+def _load(where: Location, kwargs: dict[str, Any]) -> xr.Dataset:
+    """The Zarr store or NetCDF file at ``where``, loaded."""
+    if where.name.endswith(".nc"):
+        with xr.open_dataset(where.url, **where.options, **kwargs) as ds:
+            return ds.load()
+    with xr.open_zarr(where.url, **{"consolidated": False, **where.options, **kwargs}) as ds:
+        return ds.load()
+
+
+def _is_zarr_entry(entry: Location) -> bool:
     """Zarr metadata, or an array or group directory (which holds its own metadata)."""
-    if entry.is_dir():
-        return any((entry / name).is_file() for name in ("zarr.json", ".zarray", ".zgroup"))
+    if entry.kind == "directory":
+        return any(
+            entry.fs.isfile(entry.child(name).path) for name in ("zarr.json", ".zarray", ".zgroup")
+        )
     return entry.name in ("zarr.json", ".zgroup", ".zattrs", ".zmetadata")
 
 
-def _local_path(source: Any) -> Path | None:
-    """The existing local file or directory a table ``source`` names (for a glob, the folder
-    it starts from); None for URLs, names of in-memory data and paths that do not exist."""
+def _key(where: Location) -> tuple[tuple[str, ...], PurePath]:
+    """Where a location is, to compare with a source: its file system's protocols and its
+    path (local paths with links resolved)."""
+    fs_protocols = where.fs.protocol
+    protocols = (fs_protocols,) if isinstance(fs_protocols, str) else tuple(fs_protocols)
+    if where.local:
+        return protocols, Path(where.shown).resolve()
+    return protocols, PurePosixPath(where.path)
+
+
+def _source_key(source: Any) -> tuple[str, PurePath] | None:
+    """The protocol and path of the file or directory a table ``source`` names (for a glob,
+    the folder it starts from); None for names of in-memory data and local paths that do
+    not exist."""
     if not isinstance(source, str | os.PathLike):
         return None
     text = os.fspath(source).removeprefix("file://")
-    if "://" in text:
-        return None
-    parts = Path(text).parts
+    protocol, rest = fsspec.core.split_protocol(text)
+    parts = PurePosixPath(rest).parts if protocol else Path(text).parts
     plain = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+    if protocol:
+        return protocol, PurePosixPath(*parts[:plain])
     local = Path(*parts[:plain]) if plain else Path(".")
-    return local.resolve() if local.exists() else None
+    return ("file", local.resolve()) if local.exists() else None
 
 
-def _check_writable(path: Path) -> None:
+def _check_writable(where: Location) -> None:
     """Refuse, before any work, a path whose directory cannot be written."""
-    where = path if path.is_dir() else path.parent
-    while not where.exists():
-        where = where.parent
-    if not where.is_dir():
-        raise NotADirectoryError(f"cannot write {path}: {where} is a file, not a directory")
+    if not where.local:
+        _check_remote_writable(where)
+        return
+    path = Path(where.shown)
+    place = path if path.is_dir() else path.parent
+    while not place.exists():
+        place = place.parent
+    if not place.is_dir():
+        raise NotADirectoryError(f"cannot write {path}: {place} is a file, not a directory")
     try:
-        with tempfile.TemporaryFile(dir=where):
+        with tempfile.TemporaryFile(dir=place):
             pass
         if path.is_file() and not os.access(path, os.W_OK):
             raise PermissionError(f"{path} is read-only")
     except OSError as err:
         raise PermissionError(
-            f"cannot write {path}: {err.strerror or err} in {where}; choose another path, or "
+            f"cannot write {path}: {err.strerror or err} in {place}; choose another path, or "
             "make it writable"
+        ) from err
+
+
+def _check_remote_writable(where: Location) -> None:
+    """Write and delete an empty object of our own where the results go (inside the store,
+    or beside the NetCDF file): an object store's permissions show only when used."""
+    nc = where.name.endswith(".nc")
+    folder = posixpath.dirname(where.path) if nc else where.path.rstrip("/")
+    probe = f"{folder}/.soak_dask-write-check-{uuid.uuid4().hex}"
+    try:
+        where.fs.pipe_file(probe, b"")
+        where.fs.rm_file(probe)
+    except OSError as err:
+        raise PermissionError(
+            f"cannot write {where}: {err}; choose another path, or check the credentials and "
+            "storage_options"
         ) from err
 
 

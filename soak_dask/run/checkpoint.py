@@ -1,7 +1,8 @@
 """Checkpoints: score records saved as fits finish, so a stopped run resumes where it was.
 
-A checkpoint is a directory holding ``settings.json`` (what the run computes: data fingerprint,
-seed, folds, learners and their parameters, measures…) and one small JSON file of records per
+A checkpoint is a directory, local or on any fsspec file system (a prefix such as
+``s3://bucket/ckpt``), holding ``settings.json`` (what the run computes: data fingerprint, seed,
+folds, learners and their parameters, measures…) and one small JSON file of records per
 finished (fit, learner) task. A run given the same directory loads the finished tasks and
 computes only the others; a run with different settings is refused, so results are never mixed.
 
@@ -13,6 +14,7 @@ settings and compute the hash himself.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import hmac
 import json
@@ -21,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..results.store import check_apart
+from ..results.store import Location, check_apart, locate
 
 SETTINGS = "settings.json"
 _TASK_KEYS = {"fit_id", "learner", "records", "hash"}
@@ -29,8 +31,11 @@ _TASK_KEYS = {"fit_id", "learner", "records", "hash"}
 _SHOWN = 5
 
 
-def open_checkpoint(path: str | os.PathLike, settings: Mapping[str, Any]) -> dict:
-    """Create the checkpoint at ``path`` or check it was made with ``settings``.
+def open_checkpoint(
+    path: str | os.PathLike, settings: Mapping[str, Any], *, storage_options: dict | None = None
+) -> dict:
+    """Create the checkpoint at ``path`` (local, or an fsspec URL opened with
+    ``storage_options``) or check it was made with ``settings``.
 
     Returns
     -------
@@ -45,38 +50,48 @@ def open_checkpoint(path: str | os.PathLike, settings: Mapping[str, Any]) -> dic
     FileExistsError
         If ``path`` is a non-empty directory that is not a checkpoint.
     """
-    path = Path(path)
+    root = locate(path, storage_options)
     settings = _plain_json(settings)
-    stored = path / SETTINGS
-    if stored.exists():
-        before = _read_json(stored, path)
+    stored = root.child(SETTINGS)
+    root.fs.invalidate_cache(root.path)  # another process may have written there since
+    if root.fs.isfile(stored.path):
+        before = _read_json(root.fs.cat_file(stored.path), stored, root)
         if before != settings:
             raise ValueError(
-                f"checkpoint {path} was written by a run with other settings "
+                f"checkpoint {root} was written by a run with other settings "
                 f"({describe_differences(before, settings)}); use another checkpoint path, or "
                 "delete it to start over"
             )
     else:
-        check_checkpoint_dir(path)
-        path.mkdir(parents=True, exist_ok=True)
-        _write_atomic(stored, json.dumps(settings, sort_keys=True, indent=1))
+        check_checkpoint_dir(root)
+        if root.local:  # an object store has no folders: a key's prefix needs none
+            root.fs.makedirs(root.path, exist_ok=True)
+        # settings.json first: files beside it are then known to be this checkpoint's.
+        _write(stored, json.dumps(settings, sort_keys=True, indent=1))
     key = run_key(settings)
     done: dict[tuple[int, str], list[dict]] = {}
-    for file in sorted(path.glob("task-*.json")):
-        task = _read_task(file, path, key)
+    files = _own_files(root, "task-*.json")
+    # One call, so that an object store serves the files concurrently (and none: no call).
+    texts = root.fs.cat([file.path for file in files]) if files else {}
+    for file in files:
+        task = _read_task(texts[file.path], file, root, key)
         done.setdefault((task["fit_id"], task["learner"]), []).extend(task["records"])
     return done
 
 
-def check_checkpoint_dir(path: str | os.PathLike, source: Any = None) -> None:
+def check_checkpoint_dir(
+    path: str | os.PathLike | Location, source: Any = None, *, storage_options: dict | None = None
+) -> None:
     """Refuse a ``path`` that holds anything but a checkpoint (or nothing), or is, holds or
-    lies inside the input table ``source`` (a path or a name, see ``check_apart``)."""
-    path = Path(path)
-    check_apart(path, source, "checkpoint")
-    if path.exists() and not path.is_dir():
-        raise FileExistsError(f"checkpoint {path} is a file, not a directory; choose another path")
-    if path.is_dir() and not (path / SETTINGS).exists() and any(path.iterdir()):
-        raise FileExistsError(f"{path} is not empty and not a SOAK checkpoint; choose another path")
+    lies inside the input table ``source`` (a path, URL or name, see ``check_apart``)."""
+    root = locate(path, storage_options)
+    check_apart(root, source, "checkpoint")
+    fs = root.fs
+    fs.invalidate_cache(root.path)
+    if fs.isfile(root.path):
+        raise FileExistsError(f"checkpoint {root} is a file, not a directory; choose another path")
+    if fs.isdir(root.path) and not fs.isfile(root.child(SETTINGS).path) and root.entries():
+        raise FileExistsError(f"{root} is not empty and not a SOAK checkpoint; choose another path")
 
 
 def run_key(settings: Mapping[str, Any]) -> str:
@@ -86,32 +101,41 @@ def run_key(settings: Mapping[str, Any]) -> str:
 
 
 def save_task(
-    path: str | os.PathLike, fit_id: int, learner: str, records: list[dict], key: str
+    path: str | os.PathLike,
+    fit_id: int,
+    learner: str,
+    records: list[dict],
+    key: str,
+    *,
+    storage_options: dict | None = None,
 ) -> None:
     """Store records of a (fit, learner) task (all its test blocks, or some of them), with
     their hash keyed by ``key`` (``run_key`` of the run's settings)."""
     task = {"fit_id": int(fit_id), "learner": learner, "records": records}
     task = json.loads(json.dumps(task, default=_plain))  # what a reader gets back
-    blocks = ",".join(sorted(str(r["test_subset"]) for r in records))
+    blocks = ",".join(sorted(str(r["block"]) for r in records))
     name = hashlib.sha1(f"{learner}\0{blocks}".encode()).hexdigest()[:12]
     text = json.dumps({**task, "hash": _task_hash(task, key)})
-    _write_atomic(Path(path) / f"task-{fit_id}-{name}.json", text)
+    _write(locate(path, storage_options).child(f"task-{fit_id}-{name}.json"), text)
 
 
-def remove_checkpoint(path: str | os.PathLike) -> None:
+def remove_checkpoint(path: str | os.PathLike, *, storage_options: dict | None = None) -> None:
     """Delete a checkpoint's own files (settings and tasks), and its directory if then empty.
 
     Anything else in the directory is kept; a directory without ``settings.json`` (not a
     checkpoint) is left alone entirely.
     """
-    path = Path(path)
-    if not (path / SETTINGS).is_file():
+    root = locate(path, storage_options)
+    root.fs.invalidate_cache(root.path)
+    if not root.fs.isfile(root.child(SETTINGS).path):
         return
+    # settings.json goes last: a removal stopped midway leaves a checkpoint, removable again.
     for pattern in ("task-*.json", "task-*.tmp", SETTINGS, "settings.tmp"):
-        for file in path.glob(pattern):
-            file.unlink()
-    if not any(path.iterdir()):
-        path.rmdir()
+        files = [file.path for file in _own_files(root, pattern)]
+        if files:
+            root.fs.rm(files)  # on S3, one request per 1,000 files
+    if root.local and not root.entries():  # (an object store's prefix ends with its last key)
+        root.fs.rmdir(root.path)
 
 
 def describe_differences(before: Any, now: Any) -> str:
@@ -173,9 +197,21 @@ def _window(value: Any, other: Any, width: int = 80) -> str:
     return ("…" if start else "") + text[start:end] + ("…" if end < len(text) else "")
 
 
-def _read_task(file: Path, checkpoint: Path, key: str) -> dict[str, Any]:
-    """A task file's content, refused if unreadable, incomplete or not this run's."""
-    task = _read_json(file, checkpoint)
+def _own_files(root: Location, pattern: str) -> list[Location]:
+    """The files directly in the checkpoint ``root`` whose names match ``pattern``, sorted."""
+    return sorted(
+        (
+            entry
+            for entry in root.entries()
+            if entry.kind != "directory" and fnmatch.fnmatchcase(entry.name, pattern)
+        ),
+        key=lambda entry: entry.name,
+    )
+
+
+def _read_task(data: bytes, file: Location, checkpoint: Location, key: str) -> dict[str, Any]:
+    """A task file's content ``data``, refused if unreadable, incomplete or not this run's."""
+    task = _read_json(data, file, checkpoint)
     if not isinstance(task, dict) or set(task) != _TASK_KEYS:
         found = sorted(task) if isinstance(task, dict) else type(task).__name__
         _refuse(file, checkpoint, f"holds {found}, not the keys {sorted(_TASK_KEYS)}")
@@ -189,14 +225,14 @@ def _read_task(file: Path, checkpoint: Path, key: str) -> dict[str, Any]:
     return body
 
 
-def _read_json(file: Path, checkpoint: Path) -> Any:
+def _read_json(data: bytes, file: Location, checkpoint: Location) -> Any:
     try:
-        return json.loads(file.read_text(encoding="utf-8"))
+        return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         _refuse(file, checkpoint, f"is not readable JSON ({err})")
 
 
-def _refuse(file: Path, checkpoint: Path, problem: str) -> NoReturn:
+def _refuse(file: Location, checkpoint: Location, problem: str) -> NoReturn:
     if file.name == SETTINGS:
         fix = f"delete the checkpoint {checkpoint} to start over, or use another checkpoint path"
     else:
@@ -217,11 +253,17 @@ def _plain_json(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
-def _write_atomic(target: Path, text: str) -> None:
-    # Write then rename, so a run killed mid-write leaves no half file behind.
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+def _write(target: Location, text: str) -> None:
+    """Write ``text`` so that a run killed mid-write leaves no half file behind: locally, to a
+    temporary file then renamed; on an object store (where a rename is a copy), in a single
+    put, which makes the object appear whole or not at all."""
+    data = text.encode("utf-8")
+    if not target.local:
+        target.fs.pipe_file(target.path, data)
+        return
+    tmp = Path(target.path).with_suffix(".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target.path)
 
 
 def _plain(value: Any) -> Any:

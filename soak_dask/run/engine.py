@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dask.dataframe as dd
@@ -18,10 +18,10 @@ from ..learn.builtin import resolve_learners
 from ..learn.measures import check_measures
 from ..results.store import RESULTS_TITLE, build_dataset, encode_attrs, package_versions
 from ..schema import TRAIN_TYPES
+from ..settings import SETTINGS, check_run_options, identity
 from ..split import folds as _folds
 from ..split.designs import SameOtherAll
 from ..split.plan import Plan
-from ..split.sizes import check_sizes
 from ..tables.checks import (
     check_blocks,
     check_folds_within_groups,
@@ -137,24 +137,14 @@ def soak(
         ``.soak.pvalues()`` and ``.soak.summary()`` compare the train types.
     """
     _check_table(table)
-    seed, n_folds = check_options(
-        seed=seed,
-        n_folds=n_folds,
-        sizes=sizes,
-        ratio=ratio,
-        size_seeds=size_seeds,
-        max_train_rows=max_train_rows,
-        epochs=epochs,
-    )
-    design = SameOtherAll(
-        n_folds,
-        train_types,
-        seed=seed,
-        stratify=stratify,
-        sizes=sizes,
-        ratio=ratio,
-        size_seeds=size_seeds,
-    )
+    # Every option as declared in soak_dask.settings: checked, then recorded in the results.
+    given = {
+        k: v for k, v in locals().items() if k in SETTINGS and k not in ("learners", "measures")
+    }
+    options = check_run_options(given)
+    seed, n_folds = options["seed"], options["n_folds"]
+    sized = {k: options[k] for k in ("sizes", "ratio", "size_seeds")}
+    design = SameOtherAll(n_folds, train_types, seed=seed, stratify=stratify, **sized)
     measures = check_measures(measures, table.task)
     estimators = resolve_learners(learners, table.task, seed)
     _check_incremental(estimators, incremental, sizes)
@@ -165,13 +155,7 @@ def soak(
     table, data = _prepared(design.add_keys(table), persist, client)
     counts, classes = _checked(table, n_folds, user_folds)
     plan = design.plan(table, counts)
-    settings = {
-        **_settings(table, design, plan, measures, classes, estimators),
-        "max_train_rows": max_train_rows,
-        "incremental": incremental,
-        "epochs": epochs,
-        "onepass": onepass,
-    }
+    settings = _settings(table, options, plan, measures, classes, estimators)
     ctx = _context(table, data, plan, estimators, measures, classes, error_score, seed, client)
     strategies = [
         *([OnePass()] if onepass else []),
@@ -182,42 +166,6 @@ def soak(
         checkpoint = Checkpoint(checkpoint, settings, {**data_id, "rows": _rows(counts, table)})
     records = run_plan(_capped(ctx, counts, max_train_rows), strategies, progress, checkpoint)
     return _assemble(records, plan, list(estimators), measures, settings)
-
-
-def check_options(
-    *,
-    seed: Any,
-    n_folds: Any,
-    sizes: Any,
-    ratio: Any,
-    size_seeds: Any,
-    max_train_rows: Any,
-    epochs: Any,
-    spell: Callable[[str], str] = str,
-) -> tuple[int, int | None]:
-    """Check the numeric run options, which need no data, before any work (the CLI calls it
-    before it starts a cluster); errors name each option as ``spell`` writes it.
-
-    Returns
-    -------
-    (int, int or None)
-        The seed and K (None: from the fold column, or the default) as plain ints.
-    """
-    seed = _folds.check_seed(seed, spell("seed"))
-    if n_folds is not None:
-        n_folds = _folds.check_n_folds(n_folds, spell("n_folds"))
-    check_sizes(sizes, ratio, size_seeds)
-    if max_train_rows is not None and (
-        isinstance(max_train_rows, bool)
-        or not isinstance(max_train_rows, int)
-        or max_train_rows < 1
-    ):
-        raise ValueError(
-            f"{spell('max_train_rows')}={max_train_rows!r}: need a positive integer or None"
-        )
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"{spell('epochs')}={epochs!r}: need a positive integer")
-    return seed, n_folds
 
 
 def _check_table(table: Any) -> None:
@@ -288,30 +236,30 @@ def _checked(
 
 def _settings(
     table: Table,
-    design: SameOtherAll,
+    options: dict[str, Any],
     plan: Plan,
     measures: Sequence[str],
     classes: list | None,
     estimators: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The run's settings as results record them (and a checkpoint is identified by)."""
+    """The run's settings as results record them (and a checkpoint is identified by): the
+    identifying options of ``soak_dask.settings``, as resolved for the data."""
+    resolved = {
+        **options,
+        "n_folds": len(plan.coords["fold"]),
+        "train_types": list(options["train_types"]),
+        "measures": list(measures),
+        "learners": {name: repr(est) for name, est in estimators.items()},
+    }
     return {
         "title": RESULTS_TITLE,
         "task": table.task,
         "source": table.source,
         **table.roles,
-        "seed": design.seed,
-        "n_folds": len(plan.coords["fold"]),
-        "train_types": list(design.train_types),
-        "measures": list(measures),
-        "stratify": design.stratify,
+        **identity(resolved),
         "classes": [str(c) for c in classes] if classes else None,
-        "learners": {name: repr(est) for name, est in estimators.items()},
         "n_fits": len(plan.fits) * len(estimators),
         "n_distinct_train_sets": len(plan.fits),
-        "sizes": design.sizes,
-        "ratio": design.ratio,
-        "size_seeds": design.size_seeds,
     }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import dask
@@ -15,6 +16,7 @@ from sklearn.base import BaseEstimator
 
 from ..learn.builtin import resolve_learners
 from ..learn.measures import check_measures
+from ..learn.persist import save_model
 from ..results.store import build_dataset, encode_attrs, package_versions
 from ..split.folds import check_seed
 from ..split.outer import outer_design, reserve
@@ -48,6 +50,7 @@ def evaluate(
     checkpoint: str | os.PathLike | None = None,
     train_ratio: float = 0.8,
     persist: bool = True,
+    models: str | os.PathLike | None = None,
 ) -> xr.Dataset:
     """Estimate how well ``learners`` predict new rows of ``table``'s population.
 
@@ -84,6 +87,12 @@ def evaluate(
         As for ``soak_dask.soak``.
     train_ratio : float
         Share of the rows that train in each subsampling split.
+    models : path, optional
+        Directory to save each learner's final model in, as ``<learner>.skops`` (a safe format:
+        ``soak_dask.load_model`` reads it without running code from the file, and
+        ``soak_dask.predict_table`` predicts a table larger than memory with it). The final
+        model is one fit on all training rows (the test split excepted); the fold models only
+        make the estimate.
 
     Returns
     -------
@@ -135,8 +144,11 @@ def evaluate(
         measures,
         encode_attrs({**settings, "versions": package_versions()}),
     )
-    finals = _final_fits(ctx, held, design.outer == "bootstrap")
-    return _with_finals(ds, finals, measures, design.outer == "bootstrap")
+    bootstrap = design.outer == "bootstrap"
+    finals = _final_fits(ctx, held, bootstrap or models is not None)
+    if models is not None:
+        ds.attrs.update(encode_attrs({"models": _save_models(finals, models, keyed, settings)}))
+    return _with_finals(ds, finals, measures, bootstrap)
 
 
 def _check_share(test_split: Any) -> float:
@@ -188,20 +200,44 @@ def _settings(
     }
 
 
-def _final_fits(ctx: Context, held: Any, bootstrap: bool) -> dict[str, dict[str, Any]]:
-    """Each learner fitted on all training rows, as one task each; None without a test split
-    or a bootstrap (they are what the final fits are scored for)."""
-    if held is None and not bootstrap:
+def _final_fits(ctx: Context, held: Any, wanted: bool) -> dict[str, dict[str, Any]]:
+    """Each learner fitted on all training rows, one task each, when a test split is scored,
+    a bootstrap needs its resubstitution scores, or the models are saved (``wanted``)."""
+    if held is None and not wanted:
         return {}
     train = ctx.data.to_delayed()
     columns = [*ctx.run.features, ctx.run.label]
     test = held[columns].to_delayed() if held is not None else []
     tasks = [
-        dask.delayed(fit_final, pure=True)(train, test, est, ctx.run, bootstrap)
+        dask.delayed(fit_final, pure=True)(train, test, est, ctx.run, wanted)
         for est in ctx.estimators.values()
     ]
     done = ctx.client.compute(tasks, sync=True) if ctx.client is not None else dask.compute(*tasks)
     return dict(zip(ctx.estimators, done, strict=True))
+
+
+def _save_models(
+    finals: dict[str, dict[str, Any]], models: str | os.PathLike, table: Table, settings: dict
+) -> dict[str, str]:
+    """Save each final model as ``<learner>.skops`` in ``models``; their paths."""
+    folder = Path(models)
+    folder.mkdir(parents=True, exist_ok=True)
+    keep = ("outer", "outer_folds", "outer_repeats", "test_split", "seed", "source")
+    paths = {}
+    for name, final in finals.items():
+        meta = {"learner": name, **{k: settings[k] for k in keep}}
+        path = folder / f"{name}.skops"
+        # Replaces only a model file soak_dask wrote (save_model refuses any other file).
+        save_model(
+            final["model"],
+            path,
+            features=table.features,
+            label=table.label,
+            overwrite=True,
+            metadata=meta,
+        )
+        paths[name] = str(path)
+    return paths
 
 
 def _with_finals(
