@@ -21,6 +21,8 @@ from sklearn.model_selection import (
 from sklearn.tree import DecisionTreeClassifier
 
 import soak_dask as sd
+from soak_dask.run.final import interval
+from soak_dask.run.fitting import RunSpec
 
 TREE = DecisionTreeClassifier(max_depth=2, random_state=0)
 TIMINGS = ["fit_seconds", "predict_seconds"]
@@ -215,3 +217,21 @@ def test_final_model_is_a_fit_on_all_training_rows_and_saves_safely(tmp_path):
     assert ds["test_accuracy"].sel(learner="tree", interval="estimate").item() == pytest.approx(
         accuracy
     )
+
+
+def test_folds_from_assign_folds_beside_a_test_split():
+    table = sd.assign_folds(_table(_frame(n=200), group="g"), 4, stratify=False)
+    ds = sd.evaluate(table, "featureless", test_split=0.25, progress=False)
+    assert ds.sizes["fold"] == 4 and ds.attrs["test_split"] == 0.25
+
+
+def test_test_split_interval_resamples_groups():
+    df = _frame(n=200)
+    X, y = df[["x0", "x1"]].to_numpy(), (df["y"] == "b").to_numpy().astype(np.int64)
+    model = clone(TREE).fit(X, y)
+    run = RunSpec(("x0", "x1"), "y", "s", "", ("error", "auc"), classes=(0, 1), seed=3)
+    rows = interval(model, X, y, run)
+    assert interval(model, X, y, run, groups=np.arange(len(y))) == rows  # groups of one row
+    grouped = interval(model, X, y, run, groups=df["g"].to_numpy())
+    assert grouped["error"][0] == rows["error"][0]  # the estimate is the same
+    assert grouped["error"] != rows["error"]

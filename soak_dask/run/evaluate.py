@@ -165,7 +165,7 @@ def _check_share(test_split: Any) -> float:
 def _classes(table: Table, data: Any) -> tuple | None:
     if table.task != "classification":
         return None
-    return tuple(sorted(data[table.label].unique().compute().tolist()))
+    return tuple(sorted(data[table.label].unique(split_out=1).compute().tolist()))
 
 
 def _settings(
@@ -206,7 +206,7 @@ def _final_fits(ctx: Context, held: Any, wanted: bool) -> dict[str, dict[str, An
     if held is None and not wanted:
         return {}
     train = ctx.data.to_delayed()
-    columns = [*ctx.run.features, ctx.run.label]
+    columns = [*ctx.run.features, ctx.run.label, *([ctx.run.group] if ctx.run.group else [])]
     test = held[columns].to_delayed() if held is not None else []
     tasks = [
         dask.delayed(fit_final, pure=True)(train, test, est, ctx.run, wanted)

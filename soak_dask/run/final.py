@@ -46,7 +46,8 @@ def fit_final(
     }
     test = pd.concat(test_parts) if test_parts else train.iloc[:0]
     if len(test):
-        out["test"] = interval(model, *score_arrays(test, run), run)
+        groups = None if run.group is None else test[run.group].to_numpy()
+        out["test"] = interval(model, *score_arrays(test, run), run, groups)
         out["n_test"] = len(test)
     if resubstitution:
         y, pred, proba = _predicted(model, *score_arrays(train, run), run)
@@ -57,16 +58,26 @@ def fit_final(
 
 
 def interval(
-    model: BaseEstimator, X: np.ndarray, y: np.ndarray, run: RunSpec, n_boot: int = N_BOOT
+    model: BaseEstimator,
+    X: np.ndarray,
+    y: np.ndarray,
+    run: RunSpec,
+    groups: np.ndarray | None = None,
+    n_boot: int = N_BOOT,
 ) -> dict[str, tuple[float, float, float]]:
-    """Each measure on the rows, and its bootstrap 95 % percentile interval over them (the
-    resamples seeded by the run's seed, so the same run gives the same interval)."""
+    """Each measure on the rows, and its bootstrap 95 % percentile interval: rows resampled,
+    or whole groups with ``groups`` (rows of a group are not independent, so resampling rows
+    would understate the uncertainty). Seeded by the run's seed: same run, same interval."""
     y, pred, proba = _predicted(model, X, y, run)
     estimate = finish(run.measures, _partial(run, y, pred, proba))
     rng = np.random.default_rng(int(seeded_hash(run.seed, salt("test_split_interval"))[0]))
+    units = None if groups is None else _group_rows(groups)
     draws = {m: np.empty(n_boot) for m in run.measures}
     for b in range(n_boot):
-        rows = rng.integers(0, len(y), len(y))
+        if units is None:
+            rows = rng.integers(0, len(y), len(y))
+        else:
+            rows = np.concatenate([units[u] for u in rng.integers(0, len(units), len(units))])
         scores = finish(run.measures, _partial(run, y[rows], pred[rows], _take(proba, rows)))
         for m in run.measures:
             draws[m][b] = scores[m]
@@ -76,6 +87,13 @@ def interval(
         low, high = np.percentile(finite, [2.5, 97.5]) if len(finite) else (np.nan, np.nan)
         out[m] = (float(estimate[m]), float(low), float(high))
     return out
+
+
+def _group_rows(groups: np.ndarray) -> list[np.ndarray]:
+    """The row indices of each group."""
+    codes, _ = pd.factorize(groups)
+    order = np.argsort(codes, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
 
 
 def no_information_error(y: np.ndarray, pred: np.ndarray, n_classes: int) -> float:

@@ -31,6 +31,7 @@ LOO_MAX_ROWS = 2000
 #: Reserved and subsampled shares are drawn as k of K folds, K at most this.
 _MAX_SHARE_FOLDS = 20
 RESERVED = "__soak_reserved__"
+_ASIDE = "__soak_fold_aside__"
 #: P(N <= k) of N ~ Poisson(1), k = 0..29: a row's count is the number of these below a uniform.
 _POISSON_CDF = sps.poisson.cdf(np.arange(30), 1.0)
 
@@ -62,13 +63,28 @@ def share_folds(share: float) -> tuple[int, int]:
 
 
 def _with_key(table: Table, name: str, n_folds: int, seed: int) -> Table:
-    """``table`` plus the key column ``name``: folds 1..K from ``assign_folds`` (whole groups
-    together with a group column, whatever their classes; else stratified by class), beside
-    the key columns it has."""
-    base = replace(table, fold=None, fold_counts=None)
-    folded = assign_folds(base, n_folds, seed, stratify=table.group is None)
-    data = folded.data.rename(columns={FOLD_COLUMN: name})
-    return replace(table, data=data, fold=None, fold_counts=None, files=None)
+    """``table`` plus the key column ``name``: folds 1..K from ``assign_folds`` (stratified by
+    class; with a group column, whole groups together, stratified when every group holds one
+    class), beside the columns it has (folds of an earlier ``assign_folds`` included)."""
+    data = table.data
+    aside = FOLD_COLUMN in data.columns  # the folds assign_folds makes use this name too
+    if aside:
+        data = data.rename(columns={FOLD_COLUMN: _ASIDE})
+    base = replace(table, data=data, fold=None, fold_counts=None)
+    folded = assign_folds(base, n_folds, seed, stratify=_stratifiable(table))
+    data = folded.data.rename(
+        columns={FOLD_COLUMN: name, **({_ASIDE: FOLD_COLUMN} if aside else {})}
+    )
+    return replace(table, data=data, fold_counts=None, files=None)
+
+
+def _stratifiable(table: Table) -> bool:
+    """Whether folds can be stratified by class: always without groups; with groups, when
+    every group holds a single class (else classes cannot be balanced group by group)."""
+    if table.group is None or table.task != "classification":
+        return True
+    classes = table.data.groupby(table.group)[table.label].nunique(split_out=1)
+    return int(classes.max().compute()) == 1
 
 
 def reserve(table: Table, share: float, seed: int) -> tuple[Table, dd.DataFrame, float]:
@@ -90,9 +106,9 @@ def capped_folds(table: Table, n_folds: int) -> int:
     class has rows (ungrouped classification), nor rows; never fewer than 2 (a warning names
     both numbers when K is lowered)."""
     if table.group is not None:
-        limit, what = int(table.data[table.group].nunique().compute()), "groups"
+        limit, what = int(table.data[table.group].nunique(split_out=1).compute()), "groups"
     elif table.task == "classification":
-        counts = table.data[table.label].value_counts().compute()
+        counts = table.data[table.label].value_counts(split_out=1).compute()
         limit, what = int(counts.min()), f"rows of the rarest class ({counts.idxmin()!r})"
     else:
         limit, what = int(table.data.shape[0].compute()), "rows"
@@ -212,8 +228,8 @@ class LeaveOneGroupOut:
             raise ValueError(
                 "outer='lodo' leaves out one group at a time: load the table with group="
             )
-        groups = pd.Index(sorted(table.data[table.group].unique().compute().tolist()))
-        single = table.data.groupby(table.group)[table.label].nunique().compute()
+        groups = pd.Index(sorted(table.data[table.group].unique(split_out=1).compute().tolist()))
+        single = table.data.groupby(table.group)[table.label].nunique(split_out=1).compute()
         if table.task == "classification":
             _warn_single_class(single[single == 1].index.tolist(), len(groups))
         column = key_name("fold", 1)
