@@ -11,6 +11,9 @@ import math
 #: Dims of every measure variable of a SOAK result, in this order.
 RESULT_DIMS: tuple[str, ...] = ("learner", "test_subset", "fold", "train_type")
 
+#: Dims of every measure variable of an ``evaluate`` result (``attrs["design"] == "evaluate"``).
+EVALUATION_DIMS: tuple[str, ...] = ("learner", "repeat", "fold")
+
 #: Dims a result gains with down-sampled train sizes.
 SIZE_DIMS: tuple[str, ...] = ("train_size", "sample")
 

@@ -27,7 +27,15 @@ import pandas as pd
 import xarray as xr
 from scipy import stats as sps
 
-from ..schema import COUNTS, NON_MEASURE_VARS, REFERENCE, RESULT_DIMS, TIMINGS, TRAIN_TYPES
+from ..schema import (
+    COUNTS,
+    EVALUATION_DIMS,
+    NON_MEASURE_VARS,
+    REFERENCE,
+    RESULT_DIMS,
+    TIMINGS,
+    TRAIN_TYPES,
+)
 
 __all__ = [
     "ADJUST_METHODS",
@@ -87,7 +95,6 @@ SUMMARY_COLUMNS: list[str] = [
 CORRECTED_COLUMNS: list[str] = ["test_train_ratio", "t_corrected", "p_corrected"]
 
 #: Dims of every measure variable of an evaluate result, in this order.
-EVALUATION_DIMS: tuple[str, ...] = ("learner", "repeat", "fold")
 
 EVALUATION_SUMMARY_COLUMNS: list[str] = [
     "learner",

@@ -22,7 +22,14 @@ import xarray as xr
 import zarr
 from fsspec.implementations.local import LocalFileSystem
 
-from ..schema import COUNTS, MEASURE_NAMES, RESULT_DIMS, TIMINGS, TRAIN_TYPES
+from ..schema import (
+    COUNTS,
+    EVALUATION_DIMS,
+    MEASURE_NAMES,
+    RESULT_DIMS,
+    TIMINGS,
+    TRAIN_TYPES,
+)
 
 #: Root attribute marking a store written by ``save_results``; its value, the format version.
 RESULTS_MARK = "soak_dask_results"
@@ -318,13 +325,17 @@ def open_results(
         ds = _load(where, kwargs)
     except (OSError, ValueError, KeyError) as err:
         if not where.fs.exists(where.path):
-            raise FileNotFoundError(f"no results store at {where}") from err
+            raise FileNotFoundError(
+                f"no results store at {where}: it does not exist; run 'soak run' or "
+                "'soak evaluate' with --out there first"
+            ) from err
         raise ValueError(
             f"{where} is not a soak results store (it cannot be read as Zarr or NetCDF: "
             f"{' '.join(str(err).split())}); give the path written by 'soak run --out' or "
             "save_results"
         ) from err
-    missing = [d for d in RESULT_DIMS if d not in ds.dims]
+    dims = EVALUATION_DIMS if ds.attrs.get("design") == "evaluate" else RESULT_DIMS
+    missing = [d for d in dims if d not in ds.dims]
     if missing:
         raise ValueError(
             f"{where} is not a soak results store: it lacks the dims {missing}; give the path "

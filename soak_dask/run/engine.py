@@ -29,10 +29,8 @@ from ..tables.checks import (
     unequal_folds_warning,
     warn,
 )
-from ..tables.fingerprint import data_fingerprint
-from ..tables.table import Table
-from .checkpoint import check_checkpoint_dir
-from .executor import Checkpoint, current_client, run_plan
+from ..tables.table import Table, check_table
+from .executor import Checkpoint, current_client, data_identity, run_plan
 from .fitting import RunSpec
 from .rowcap import train_class_rows
 from .strategies import Context, OnePass, PartialFit, WholeTrainSet
@@ -136,7 +134,7 @@ def soak(
         ``n_train``, ``n_test``, ``fit_seconds``, ``predict_seconds``; settings in attrs.
         ``.soak.pvalues()`` and ``.soak.summary()`` compare the train types.
     """
-    _check_table(table)
+    check_table(table, "soak")
     # Every option as declared in soak_dask.settings: checked, then recorded in the results.
     given = {
         k: v for k, v in locals().items() if k in SETTINGS and k not in ("learners", "measures")
@@ -150,7 +148,7 @@ def soak(
     _check_incremental(estimators, incremental, sizes)
     client = current_client() if client is None else client
     # The data as given (before folds, which depend on the seed) identifies a checkpoint's run.
-    data_id = _data_id(checkpoint, table)
+    data_id = data_identity(checkpoint, table)
     user_folds = table.fold is not None
     table, data = _prepared(design.add_keys(table), persist, client)
     counts, classes = _checked(table, n_folds, user_folds)
@@ -168,14 +166,6 @@ def soak(
     return _assemble(records, plan, list(estimators), measures, settings)
 
 
-def _check_table(table: Any) -> None:
-    if not isinstance(table, Table):
-        raise TypeError(
-            f"soak takes a Table, not a {type(table).__name__}; make one with "
-            "soak_dask.load_table(data, label=..., subset=...)"
-        )
-
-
 def _check_incremental(estimators: Mapping[str, Any], incremental: bool, sizes: int) -> None:
     streamed = [name for name, est in estimators.items() if hasattr(est, "partial_fit")]
     if incremental and sizes >= 0 and streamed:
@@ -184,15 +174,6 @@ def _check_incremental(estimators: Mapping[str, Any], incremental: bool, sizes: 
             f"set whole, which learners {streamed} are not given when fed block by block; use "
             "sizes=-1, or incremental=False"
         )
-
-
-def _data_id(checkpoint: str | os.PathLike | None, table: Table) -> dict[str, Any] | None:
-    """The fingerprint of the data as given, for a checkpoint (checked first: a bad checkpoint
-    directory is refused before any pass over the data)."""
-    if checkpoint is None:
-        return None
-    check_checkpoint_dir(checkpoint, table.source)
-    return data_fingerprint(table)
 
 
 def _rows(counts: pd.DataFrame, table: Table) -> dict[str, int]:

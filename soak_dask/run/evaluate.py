@@ -21,9 +21,8 @@ from ..results.store import build_dataset, encode_attrs, package_versions
 from ..split.folds import check_seed
 from ..split.outer import outer_design, reserve
 from ..split.plan import Plan
-from ..tables.table import Table
-from .engine import _check_table, _data_id
-from .executor import Checkpoint, current_client, run_plan
+from ..tables.table import Table, check_table
+from .executor import Checkpoint, current_client, data_identity, run_plan
 from .final import fit_final
 from .fitting import RunSpec
 from .strategies import Batched, Context, WholeTrainSet
@@ -104,14 +103,14 @@ def evaluate(
         SD over folds, ``.soak.by_fold()`` the folds, ``.soak.compare(a, b, measure)`` the
         paired t-test of two learners.
     """
-    _check_table(table)
+    check_table(table, "evaluate")
     seed = check_seed(seed)
     share = _check_share(test_split)
     design = outer_design(outer, outer_folds, outer_repeats, seed, train_ratio)
     measures = check_measures(measures, table.task)
     estimators = resolve_learners(learners, table.task, seed)
     client = current_client() if client is None else client
-    data_id = _data_id(checkpoint, table)
+    data_id = data_identity(checkpoint, table)
     train, held, share = reserve(table, share, seed) if share else (table, None, 0.0)
     keyed, used = design.add_keys(train)
     data = keyed.data

@@ -22,7 +22,9 @@ from dask.system import CPU_COUNT
 
 from ..split.plan import Plan
 from ..tables.checks import check_features
-from .checkpoint import open_checkpoint, run_key, save_task
+from ..tables.fingerprint import data_fingerprint
+from ..tables.table import Table
+from .checkpoint import check_checkpoint_dir, open_checkpoint, run_key, save_task
 from .progress import progress_bar
 from .strategies import Context, make_tasks
 
@@ -43,6 +45,15 @@ class Checkpoint:
     path: str | os.PathLike
     settings: dict[str, Any]
     data: dict[str, Any]  # the data's fingerprint and its rows per stratum
+
+
+def data_identity(checkpoint: str | os.PathLike | None, table: Table) -> dict[str, Any] | None:
+    """The fingerprint of the data as given, for a checkpoint (checked first: a bad checkpoint
+    directory is refused before any pass over the data)."""
+    if checkpoint is None:
+        return None
+    check_checkpoint_dir(checkpoint, table.source)
+    return data_fingerprint(table)
 
 
 def run_plan(

@@ -115,6 +115,15 @@ class Table:
         )
 
 
+def check_table(table: Any, caller: str) -> None:
+    """Refuse anything but a ``Table``, saying how to make one; ``caller`` names the function."""
+    if not isinstance(table, Table):
+        raise TypeError(
+            f"{caller} takes a Table, not a {type(table).__name__}; make one with "
+            "soak_dask.load_table(data, label=..., subset=...)"
+        )
+
+
 def load_table(
     source: str | os.PathLike | pd.DataFrame | dd.DataFrame | xr.Dataset,
     label: str,
