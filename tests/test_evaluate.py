@@ -221,7 +221,8 @@ def test_final_model_is_a_fit_on_all_training_rows_and_saves_safely(tmp_path):
 
 def test_folds_from_assign_folds_beside_a_test_split():
     table = sd.assign_folds(_table(_frame(n=200), group="g"), 4, stratify=False)
-    ds = sd.evaluate(table, "featureless", test_split=0.25, progress=False)
+    with pytest.warns(UserWarning, match="cut out of the folds of assign_folds"):
+        ds = sd.evaluate(table, "featureless", test_split=0.25, progress=False)
     assert ds.sizes["fold"] == 4 and ds.attrs["test_split"] == 0.25
 
 

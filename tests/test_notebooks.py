@@ -128,12 +128,38 @@ assert len(fig.axes) == 5  # labels, three train types, colour bar
 assert errors.rio.crs == CRS and errors.sizes == {"train_type": 3, "y": H, "x": W}
 """
 
+EVALUATE_CLAIMS = """
+s = summary.set_index(["learner", "measure"])
+assert res.attrs["n_fits"] == 15 and int(res["n_test_split"].values[0]) == 1086
+# single-class polygons: grouped folds are class-stratified, so every fold tests both classes
+assert folds["auc"].notna().all() and (s.xs("auc", level="measure")["n"] == 5).all()
+big = folds[folds["n_test"] > 1478]  # polygon 108 (1,478 Not tree pixels) and Tree pixels
+assert len(big) == 3 and (big["balanced_accuracy"] < 1).all(), big
+fl = folds.query("learner == 'featureless'")["error"]
+assert fl.between(5, 15).all() and fl.max() - fl.min() > 5
+lg, rf = s.loc["logistic"], s.loc["random_forest"]
+assert 5 < lg.loc["error", "mean"] < 8 and lg.loc["error", "test_estimate"] < 3
+assert 0.9 < lg.loc["auc", "mean"] < rf.loc["auc", "mean"]
+assert rf.loc["auc", "test_estimate"] > lg.loc["auc", "test_estimate"]
+assert rf.loc["error", "mean"] > lg.loc["error", "mean"] and rf.loc["error", "max"] > 25
+assert rf.loc["error", "test_estimate"] > lg.loc["error", "test_estimate"]
+# the interval resamples polygons: wide, from about 1 % to over 20 % for the random forest
+assert rf.loc["error", "test_low"] < 2 and rf.loc["error", "test_high"] > 20
+assert lg.loc["error", "test_low"] < 1.5 and lg.loc["error", "test_high"] > 5
+c = {k: res.soak.compare("random_forest", "logistic", ["error", "auc"], corrected=k)
+     .set_index("measure") for k in (False, True)}
+assert c[False].loc["auc", "p"] < 0.05 < 0.1 < c[True].loc["auc", "p"] < 0.2
+assert c[False].loc["auc", "n"] == 5 and c[False].loc["error", "p"] > 0.4
+assert len(fig.axes) == 2
+"""
+
 # Every notebook in notebooks/, with the claims its test appends.
 CLAIMS = {
     "01_quickstart.ipynb": QUICKSTART_CLAIMS,
     "02_aztrees.ipynb": AZTREES_CLAIMS,
     "03_existing_cluster.ipynb": CLUSTER_CLAIMS,
     "04_raster.ipynb": RASTER_CLAIMS,
+    "05_evaluate.ipynb": EVALUATE_CLAIMS,
 }
 
 
@@ -282,6 +308,14 @@ def test_raster_from_geotiffs(kernel: str, tmp_path: Path) -> None:
     nb = run_notebook("04_raster.ipynb", kernel, tmp_path)
     assert "largest difference from SOAK's per-fold error: 0 points" in stream_text(nb)
     assert n_images(nb) == 1, "the map cell displayed no image"
+
+
+def test_evaluate_on_aztrees(kernel: str, tmp_path: Path, monkeypatch) -> None:
+    shared_file("aztrees.parquet")  # the notebook finds it itself, relative to its folder
+    monkeypatch.delenv("AZTREES_PARQUET", raising=False)
+    nb = run_notebook("05_evaluate.ipynb", kernel, tmp_path)
+    assert "Using the real AZtrees table" in stream_text(nb)
+    assert n_images(nb) == 1, "the figure cell displayed no image"
 
 
 def _cell_source(nb_name: str, cell_id: str) -> str:

@@ -5,6 +5,7 @@ reserved test split scored once by the final models, on the same engine as SOAK.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from ..results.store import build_dataset, encode_attrs, package_versions
 from ..split.folds import check_seed
 from ..split.outer import outer_design, reserve
 from ..split.plan import Plan
-from ..tables.table import Table, check_table
+from ..tables.table import FOLD_COLUMN, Table, check_table
 from .executor import Checkpoint, current_client, data_identity, run_plan
 from .final import fit_final
 from .fitting import RunSpec
@@ -76,7 +77,8 @@ def evaluate(
     test_split : float
         Share of the rows reserved before anything else sees the data (whole groups with a
         group column, a class-stratified sample otherwise), in no outer train set, scored
-        once by the final models with a bootstrap 95 % interval over its rows. 0: none.
+        once by the final models with a bootstrap 95 % interval (resampling its rows, or its
+        groups with a group column). 0: none.
         Drawn as k of K folds (K ≤ 20): the share used is in ``attrs["test_split"]``.
     seed : int
         Seed of every split, resample and built-in learner: same seed, same results.
@@ -111,6 +113,16 @@ def evaluate(
     estimators = resolve_learners(learners, table.task, seed)
     client = current_client() if client is None else client
     data_id = data_identity(checkpoint, table)
+    if share and table.fold is not None:
+        folds = (
+            "assign_folds's folds" if table.fold == FOLD_COLUMN else f"fold column {table.fold!r}"
+        )
+        warnings.warn(
+            f"test_split={share} is cut out of {folds}, which may then lose their balance; "
+            "let evaluate draw the folds of the other rows instead (no fold column)",
+            UserWarning,
+            stacklevel=2,
+        )
     train, held, share = reserve(table, share, seed) if share else (table, None, 0.0)
     keyed, used = design.add_keys(train)
     data = keyed.data

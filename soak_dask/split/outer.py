@@ -105,7 +105,12 @@ def capped_folds(table: Table, n_folds: int) -> int:
     """K capped as the guide says: never more folds than groups (grouped) or than the rarest
     class has rows (ungrouped classification), nor rows; never fewer than 2 (a warning names
     both numbers when K is lowered)."""
-    if table.group is not None:
+    if table.group is not None and _stratifiable(table) and table.task == "classification":
+        # Folds are dealt class by class: a fold needs a group of the rarest class.
+        per_class = table.data.groupby(table.label)[table.group].nunique(split_out=1).compute()
+        limit = int(per_class.min())
+        what = f"groups of the rarest class ({per_class.idxmin()!r})"
+    elif table.group is not None:
         limit, what = int(table.data[table.group].nunique(split_out=1).compute()), "groups"
     elif table.task == "classification":
         counts = table.data[table.label].value_counts(split_out=1).compute()
@@ -332,8 +337,8 @@ def _warn_single_class(groups: list, n_groups: int) -> None:
     warnings.warn(
         f"{len(groups)} of {n_groups} groups hold a single class ({listed}): leaving one of "
         "them out scores one class only, so balanced accuracy is that class's recall and AUC is "
-        "undefined (NaN). Use outer='cv' with outer_folds below the number of groups: grouped "
-        "folds keep whole groups together and mix classes in every fold",
+        "undefined (NaN). Use outer='cv' with outer_folds at most the rarest class's number of "
+        "groups: grouped folds keep whole groups together and then hold every class",
         UserWarning,
         stacklevel=5,
     )

@@ -14,7 +14,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from .table import Table
+from .table import SUBSET_COLUMN, Table
 
 _LISTED = 5  # examples named in one message
 
@@ -62,6 +62,8 @@ def small_strata_warning(
     small = strata[(strata > 0) & (strata < n_folds)]
     if small.empty:
         return None
+    if keys[0] == SUBSET_COLUMN and len(keys) > 1:  # no subset column: strata are the classes
+        keys, small = keys[1:], small.droplevel(0)
     listed = ", ".join(f"{k}: {n}" for k, n in small.items())
     return (
         f"{len(small)} strata of ({', '.join(keys)}) have fewer {unit} than n_folds="
