@@ -114,9 +114,8 @@ def evaluate(
     client = current_client() if client is None else client
     data_id = data_identity(checkpoint, table)
     if share and table.fold is not None:
-        folds = (
-            "assign_folds's folds" if table.fold == FOLD_COLUMN else f"fold column {table.fold!r}"
-        )
+        given = f"the fold column {table.fold!r}"
+        folds = "the folds of assign_folds" if table.fold == FOLD_COLUMN else given
         warnings.warn(
             f"test_split={share} is cut out of {folds}, which may then lose their balance; "
             "let evaluate draw the folds of the other rows instead (no fold column)",
