@@ -9,7 +9,6 @@ from importlib.metadata import PackageNotFoundError, version
 from .learn.builtin import BUILTIN as BUILTIN_LEARNERS
 from .learn.builtin import builtin_learner
 from .learn.lasso import LassoCVClassifier, LassoCVRegressor
-from .learn.persist import SavedModel, UntrustedModelError, load_model, predict_table, save_model
 from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
 from .results import accessor as _accessor  # noqa: F401  (registers the Dataset.soak accessor)
 from .results.stats import adjust_pvalues, by_fold, compare, evaluation_summary, pvalues, summary
@@ -29,6 +28,11 @@ _LAZY = {
     "plot_soak": "results.plot",
     "plot_datasets": "results.plot",
     "write_report": "results.report",
+    # skops loads in about a second: only when a model is saved or loaded.
+    **dict.fromkeys(
+        ["SavedModel", "UntrustedModelError", "load_model", "predict_table", "save_model"],
+        "learn.persist",
+    ),
 }
 
 

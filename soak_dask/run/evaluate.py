@@ -17,7 +17,6 @@ from sklearn.base import BaseEstimator
 
 from ..learn.builtin import resolve_learners
 from ..learn.measures import check_measures
-from ..learn.persist import save_model
 from ..results.store import build_dataset, encode_attrs, package_versions
 from ..split.folds import check_seed
 from ..split.outer import outer_design, reserve
@@ -230,6 +229,8 @@ def _save_models(
     finals: dict[str, dict[str, Any]], models: str | os.PathLike, table: Table, settings: dict
 ) -> dict[str, str]:
     """Save each final model as ``<learner>.skops`` in ``models``; their paths."""
+    from ..learn.persist import save_model  # skops: imported when models are saved
+
     folder = Path(models)
     folder.mkdir(parents=True, exist_ok=True)
     keep = ("outer", "outer_folds", "outer_repeats", "test_split", "seed", "source")
