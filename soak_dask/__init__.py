@@ -27,6 +27,7 @@ from .tables.table import Table, load_table
 _LAZY = {
     "plot_soak": "results.plot",
     "plot_datasets": "results.plot",
+    "plot_evaluation": "results.plot",
     "write_report": "results.report",
     # skops loads in about a second: only when a model is saved or loaded.
     **dict.fromkeys(
@@ -79,6 +80,7 @@ __all__ = [
     "make_plan",
     "open_results",
     "plot_datasets",
+    "plot_evaluation",
     "plot_soak",
     "predict_table",
     "pvalues",

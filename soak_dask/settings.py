@@ -6,8 +6,10 @@ Older spellings stay accepted as ``aliases`` (``--folds``, ``folds = 5``; ``no_p
 means ``persist = false``). The command line, the run file (``soak_dask.app.config``) and the
 checks of ``soak`` all read `SETTINGS`, so a new setting is one entry here.
 
-Scopes: ``"table"`` settings are ``load_table``'s, ``"run"`` settings ``soak``'s, and ``"app"``
-settings belong to the ``soak`` command only (input, output, cluster, imports).
+Scopes: ``"table"`` settings are ``load_table``'s, ``"run"`` settings ``soak``'s, ``"evaluate"``
+settings ``evaluate``'s own (the run settings marked ``evaluate`` it takes too), and ``"app"``
+settings belong to the ``soak`` command only (input, output, cluster, imports). A run file holds
+``evaluate``'s own settings in an ``[evaluation]`` table (`EVALUATION_TABLE`).
 
 Examples
 --------
@@ -34,7 +36,14 @@ import numpy as np
 
 from .schema import DEFAULT_N_FOLDS, MEASURES, TASKS, TRAIN_TYPES
 
-Scope = Literal["table", "run", "app"]
+Scope = Literal["table", "run", "evaluate", "app"]
+#: The commands that run learners on a table: ``soak run`` and ``soak evaluate``.
+Command = Literal["run", "evaluate"]
+#: The run-file table of ``evaluate``'s own settings, named as the guide's evaluation block.
+EVALUATION_TABLE = "evaluation"
+#: ``evaluate``'s outer strategies (``soak_dask.split.outer.OUTER``, which imports this module's
+#: dependents, so it cannot be imported here).
+OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap")
 #: A value check: ``check(value, name)`` returns the value normalised (plain ints, a tuple of
 #: train types...) or raises ValueError naming the option as ``name``.
 Check = Callable[[Any, str], Any]
@@ -113,6 +122,13 @@ def _size_seeds(value: Any, name: str) -> int:
     return int(value)
 
 
+def _test_split(value: Any, name: str) -> float:
+    # evaluate's own check (run.evaluate._check_share), one option at a time.
+    if not KINDS["float"][0](value) or not 0 <= value <= 0.5:
+        raise ValueError(f"{name}={value!r}: need a share from 0 (none) to 0.5")
+    return float(value)
+
+
 def _one_of(choices: Sequence[str]) -> Check:
     def check(value: Any, name: str) -> str:
         if value not in choices:
@@ -153,8 +169,8 @@ class Setting:
     name : str
         The Python keyword, and unless `key` says otherwise the run-file key; the flag is
         ``--`` + the key with dashes.
-    scope : {"table", "run", "app"}
-        ``load_table``'s, ``soak``'s, or the ``soak`` command's.
+    scope : {"table", "run", "evaluate", "app"}
+        ``load_table``'s, ``soak``'s, ``evaluate``'s own, or the ``soak`` command's.
     kind : str
         A key of `KINDS`: the type of a value.
     default : object
@@ -176,6 +192,8 @@ class Setting:
     identity : bool
         Recorded in the results' attrs and the checkpoint's identity (a run resumes only with
         the same value).
+    evaluate : bool
+        A ``"run"`` setting that ``evaluate`` takes too (``soak evaluate`` has its flag).
     cli : bool
         Has a flag and a run-file key; False: Python only.
     positional : bool
@@ -197,6 +215,7 @@ class Setting:
     choices: tuple[str, ...] = ()
     empty: tuple[str, str] | None = None
     identity: bool = False
+    evaluate: bool = False
     cli: bool = True
     positional: bool = False
     attr: str = ""
@@ -302,7 +321,7 @@ _DECLARED = (
         "learners to fit, comma-separated or repeated (--learner NAME too): built-ins or "
         "[learners.NAME] of the run file (default: featureless and a linear model)",
         lambda value, name: value,  # soak_dask.learn.builtin.resolve_learners checks them
-        aliases=("learner",), metavar="NAME", identity=True,
+        aliases=("learner",), metavar="NAME", identity=True, evaluate=True,
         empty=("learner", "for the default learners (featureless and a linear model)"),
         attr="learner_specs",  # unbuilt there: RunSettings.learners() builds them
     ),
@@ -310,7 +329,9 @@ _DECLARED = (
         "n_folds", None, f"K (default {DEFAULT_N_FOLDS}, or the fold column's largest fold)",
         _n_folds, metavar="K", aliases=("folds",),
     ),
-    _count("seed", 1, "seed of folds and learners, 0 to 2**32 - 1 (default 1)", _seed),
+    _count(
+        "seed", 1, "seed of folds and learners, 0 to 2**32 - 1 (default 1)", _seed, evaluate=True
+    ),
     Setting(
         "train_types", "run", "list", TRAIN_TYPES,
         f"comma-separated, from {','.join(TRAIN_TYPES)} (default: all)",
@@ -321,6 +342,7 @@ _DECLARED = (
         "measures", "run", "list", None,
         f"e.g. {','.join(MEASURES['classification'][:2])} (default: every measure of the task)",
         metavar="A,B,...", empty=("measure", "for every measure of the task"), identity=True,
+        evaluate=True,
     ),
     Setting(
         "stratify", "run", "bool", True, "balance folds within subset × label",
@@ -330,7 +352,7 @@ _DECLARED = (
         "persist", "run", "bool", True,
         "keep the table in cluster memory for the fits (--no-persist: each fit reads its rows "
         "from storage, for tables larger than the cluster's memory)",
-        aliases=("no_persist",),
+        aliases=("no_persist",), evaluate=True,
     ),
     Setting(
         "error_score", "run", "score", np.nan,
@@ -338,13 +360,13 @@ _DECLARED = (
     ),
     Setting(
         "progress", "run", "bool", True, "show a progress bar of the fits",
-        aliases=("no_progress",),
+        aliases=("no_progress",), evaluate=True,
     ),
     Setting(
         "checkpoint", "run", "path", None,
         "where finished fits are saved so a stopped run resumes (default: OUT.checkpoint; "
         "removed once the results are written)",
-        metavar="DIR",
+        metavar="DIR", evaluate=True,
     ),
     _count(
         "sizes", -1,
@@ -369,6 +391,39 @@ _DECLARED = (
     Setting(
         "onepass", "run", "bool", True,
         "fit additive learners from one pass of block statistics", identity=True, cli=False,
+    ),
+    # evaluate's own, in its order: a run file's [evaluation] table.
+    Setting(
+        "outer", "evaluate", "str", "cv",
+        "how the training rows are scored: K-fold (cv), K-fold with fresh folds per repeat, "
+        "random train/test splits, leave one row or group out, bootstrap (default cv)",
+        choices=OUTER,
+    ),
+    Setting(
+        "outer_folds", "evaluate", "int", 5,
+        "K of cv and repeated_cv (default 5), capped at the groups or the rarest class's rows",
+        _n_folds, metavar="K",
+    ),
+    Setting(
+        "outer_repeats", "evaluate", "int", 1,
+        "repeats of repeated_cv, splits of subsampling, resamples of bootstrap (default 1)",
+        _positive(optional=False), metavar="N",
+    ),
+    Setting(
+        "test_split", "evaluate", "float", 0.0,
+        "share of the rows reserved as a test split, scored once by the final models "
+        "(0, the default: none; at most 0.5)",
+        _test_split, metavar="SHARE",
+    ),
+    Setting(
+        "train_ratio", "evaluate", "float", 0.8,
+        "share of the rows that train in each subsampling split (default 0.8)", _ratio,
+        metavar="R",
+    ),
+    Setting(
+        "models", "evaluate", "path", None,
+        "directory to save each learner's final model in, as LEARNER.skops (default: not saved)",
+        metavar="DIR",
     ),
     # The soak command's: input, output, cluster, imports.
     Setting(
@@ -395,7 +450,8 @@ _DECLARED = (
 )
 # fmt: on
 
-#: Every setting by name, in order: ``load_table``'s, ``soak``'s, then the command's.
+#: Every setting by name, in order: ``load_table``'s, ``soak``'s, ``evaluate``'s, then the
+#: command's.
 SETTINGS: dict[str, Setting] = {s.name: s for s in _DECLARED}
 
 #: Each spelling of a setting (name, run-file key, older spellings) -> the setting.
@@ -411,6 +467,18 @@ def defaults(scope: Scope) -> dict[str, Any]:
     1
     """
     return {s.name: s.default for s in _DECLARED if s.scope == scope}
+
+
+def command_settings(command: Command) -> list[Setting]:
+    """The settings of ``soak run`` or ``soak evaluate``, in order: the table's, the run's
+    (for evaluate, those marked ``evaluate``, then its own) and the command's.
+
+    >>> [s.name for s in command_settings("evaluate") if s.scope in ("run", "evaluate")][:4]
+    ['learners', 'seed', 'measures', 'persist']
+    """
+    if command == "run":
+        return [s for s in _DECLARED if s.scope != "evaluate"]
+    return [s for s in _DECLARED if s.scope != "run" or s.evaluate]
 
 
 def canonical(key: str, value: Any) -> tuple[Setting, Any]:

@@ -15,7 +15,7 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import soak_dask as sd
-from soak_dask.learn.lasso import _fold_ids
+from soak_dask.learn.lasso import _exp_log1p, _fold_ids
 
 from .conftest import AZTREES_FEATURES, toy_table
 
@@ -177,6 +177,17 @@ def test_cv_deviance_is_the_held_out_binomial_deviance():
         per_fold.append(-2 * np.mean(np.where(held, np.log(share), np.log(1 - share))))
     weights = np.bincount(folds)
     assert model.cv_deviance_[0] == pytest.approx(np.average(per_fold, weights=weights))
+
+
+def test_vectorised_exp_and_log1p_match_numpy():
+    """The pass's own exp(−|e|) and log(1 + exp(−|e|)) agree with numpy's to rounding, from
+    0 to beyond the underflow of exp."""
+    rng = np.random.default_rng(0)
+    e = np.concatenate([rng.normal(scale=5, size=2000), [0.0, -0.0, 1e-300, 0.3465, 700, -750]])
+    z, log1p_z = np.empty(e.size), np.empty(e.size)
+    _exp_log1p(e, z, log1p_z, np.empty(e.size, dtype=np.int64))
+    np.testing.assert_allclose(z, np.exp(-np.abs(e)), rtol=1e-14, atol=1e-300)
+    np.testing.assert_allclose(log1p_z, np.log1p(np.exp(-np.abs(e))), rtol=1e-14, atol=1e-300)
 
 
 def test_folds_are_stratified_and_seeded():

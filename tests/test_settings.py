@@ -1,8 +1,8 @@
 """Tests of ``soak_dask.settings``: each setting declared once, and everything derived from it.
 
-The Python signatures, the checks, the run-file keys and the ``soak run`` flags all come from
-``SETTINGS``; older spellings (``--folds``, ``fold_column``... ``no_persist = true``) are
-aliases that give the same settings as the names.
+The Python signatures, the checks, the run-file keys and the ``soak run`` and ``soak evaluate``
+flags all come from ``SETTINGS``; older spellings (``--folds``, ``fold_column``...
+``no_persist = true``) are aliases that give the same settings as the names.
 """
 
 from __future__ import annotations
@@ -27,11 +27,14 @@ from soak_dask.settings import (
     SPELLINGS,
     canonical,
     check_run_options,
+    command_settings,
     defaults,
     identity,
 )
 
 FLAGGED = [s for s in SETTINGS.values() if s.cli]
+#: The flags of each command.
+COMMAND_FLAGS = {c: [s for s in command_settings(c) if s.cli] for c in ("run", "evaluate")}
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 
 
@@ -48,7 +51,8 @@ def same(a: object, b: object) -> bool:
 @pytest.mark.parametrize("setting", SETTINGS.values(), ids=list(SETTINGS))
 def test_every_setting_has_help_a_kind_and_a_check(setting):
     assert setting.help and "\n" not in setting.help
-    assert setting.kind in KINDS and setting.scope in ("table", "run", "app")
+    assert setting.kind in KINDS and setting.scope in ("table", "run", "evaluate", "app")
+    assert not setting.evaluate or setting.scope == "run"  # shared run settings only
     assert re.fullmatch(r"[a-z][a-z0-9_]*", setting.name)
     if setting.default is not REQUIRED:
         assert same(setting.checked(setting.default), setting.default) or setting.name in (
@@ -92,6 +96,34 @@ def test_load_table_signature_is_the_table_settings():
     }
     assert list(given_) == list(declared)
     assert all(given_[k] is REQUIRED or same(given_[k], declared[k]) for k in declared)
+
+
+def test_evaluate_signature_is_its_settings():
+    params = inspect.signature(sd.evaluate).parameters
+    given_ = {k: p.default for k, p in params.items() if k not in ("table", "client")}
+    declared = {s.name: s.default for s in command_settings("evaluate") if s.scope != "table"}
+    declared = {k: v for k, v in declared.items() if SETTINGS[k].scope != "app"}
+    assert set(given_) == set(declared)
+    assert all(same(given_[k], declared[k]) for k in declared), (given_, declared)
+    from soak_dask.split.outer import OUTER
+
+    assert SETTINGS["outer"].choices == OUTER
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("outer", "kfold", "outer='kfold': choose from ['cv', 'repeated_cv'"),
+        ("outer_folds", 1, "outer_folds=1: need an integer of at least 2"),
+        ("outer_repeats", 0, "outer_repeats=0: need a positive integer"),
+        ("test_split", 0.6, "test_split=0.6: need a share from 0 (none) to 0.5"),
+        ("test_split", True, "test_split=True: need a share"),
+        ("train_ratio", 1.0, "train_ratio=1.0: need 0 < ratio < 1"),
+    ],
+)
+def test_evaluate_settings_refuse_what_evaluate_refuses(name, value, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        SETTINGS[name].checked(value)
 
 
 def test_identity_is_what_results_record():
@@ -162,23 +194,36 @@ def test_canonical_negates_only_no_aliases(key, value):
 # --- the command line ---------------------------------------------------------------------
 
 
-def run_parser() -> argparse.ArgumentParser:
+def run_parser(command: str = "run") -> argparse.ArgumentParser:
     parser = cli.build_parser()
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return commands.choices["run"]
+    return commands.choices[command]
 
 
-def test_one_argument_per_setting_and_hidden_aliases():
-    actions = [a for a in run_parser()._actions if a.dest not in ("help", "debug", "config")]
+@pytest.mark.parametrize("command", ["run", "evaluate"])
+def test_one_argument_per_setting_and_hidden_aliases(command):
+    flagged = COMMAND_FLAGS[command]
+    actions = [a for a in run_parser(command)._actions if a.dest not in ("help", "debug", "config")]
     shown = [a for a in actions if a.help != argparse.SUPPRESS]
     hidden = [a for a in actions if a.help == argparse.SUPPRESS]
-    assert sorted(a.dest for a in shown) == sorted(s.dest for s in FLAGGED)
+    assert sorted(a.dest for a in shown) == sorted(s.dest for s in flagged)
     for action in shown:
-        setting = next(s for s in FLAGGED if s.dest == action.dest)
+        setting = next(s for s in flagged if s.dest == action.dest)
         assert (action.option_strings or [action.metavar])[0] == setting.flag
     assert sorted(f for a in hidden for f in a.option_strings) == sorted(
-        f for s in FLAGGED for f in s.alias_flags
+        f for s in flagged for f in s.alias_flags
     )
+
+
+def test_commands_share_the_settings_evaluate_takes():
+    run, evaluate = ({s.name for s in COMMAND_FLAGS[c]} for c in ("run", "evaluate"))
+    own = {s.name for s in SETTINGS.values() if s.scope == "evaluate"}
+    assert own == {"outer", "outer_folds", "outer_repeats", "test_split", "train_ratio", "models"}
+    assert evaluate - run == own and not run & own
+    assert run - evaluate == {  # SOAK's own: K, train types, sizes, incremental fits
+        "n_folds", "train_types", "sizes", "ratio", "size_seeds", "max_train_rows",
+        "incremental", "epochs",
+    }  # fmt: skip
 
 
 def argv_settings(argv: list[str], tmp_path: Path) -> config.RunSettings:
@@ -219,9 +264,12 @@ def test_run_help_is_grouped(capsys):
 
 
 def test_run_file_keys_are_the_settings_and_their_aliases():
-    keys = {s.file_key for s in FLAGGED} | {a for s in FLAGGED for a in s.aliases}
+    top = [s for s in FLAGGED if s.scope != "evaluate"]
+    keys = {s.file_key for s in top} | {a for s in top for a in s.aliases}
     assert set(config.run_file_keys()) == keys == set(config._KINDS)
-    assert set(config.setting_names()) == {s.name for s in FLAGGED}
+    assert set(config.evaluation_keys()) == {s.file_key for s in FLAGGED} - keys
+    for command in ("run", "evaluate"):
+        assert config.setting_names(command) == [s.name for s in COMMAND_FLAGS[command]]
 
 
 def file_settings(tmp_path: Path, text: str) -> config.RunSettings:

@@ -1,8 +1,9 @@
-"""The ``soak`` command line: run SOAK on a table, describe a table, report on results.
+"""The ``soak`` command line: run SOAK on a table, evaluate learners, describe a table, report
+on results.
 
-Commands: ``soak run``, ``soak info``, ``soak report``, ``soak demo``; ``soak COMMAND --help``
-lists each one's flags. A user error prints one line ``soak: error: ...`` and exits with 2
-(``--debug`` shows the traceback instead).
+Commands: ``soak run``, ``soak evaluate``, ``soak info``, ``soak report``, ``soak demo``;
+``soak COMMAND --help`` lists each one's flags. A user error prints one line
+``soak: error: ...`` and exits with 2 (``--debug`` shows the traceback instead).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from textwrap import indent
 from typing import Any
 
 from ..learn.builtin import describe_builtins
-from ..settings import REQUIRED, SETTINGS, Setting, check_run_options
-from .config import RunSettings, empty_list_message, load_run_file, merge_settings
+from ..settings import REQUIRED, SETTINGS, Command, Setting, check_run_options, command_settings
+from .config import empty_list_message, load_run_file, merge_settings
 
 #: Exit status of a user error, as argparse uses.
 USAGE_ERROR = 2
@@ -135,25 +136,38 @@ _SECTIONS = {
     "run": "the run (soak_dask.soak)",
     "app": "data, output and cluster",
 }
+#: ``soak evaluate``'s: the run settings it shares and its own make one section.
+_EVALUATE_SECTIONS = {
+    "table": _SECTIONS["table"],
+    "run": "the evaluation (soak_dask.evaluate)",
+    "evaluate": "the evaluation (soak_dask.evaluate)",
+    "app": _SECTIONS["app"],
+}
 #: The settings ``soak demo`` takes, as flags of the same names as ``soak run``'s.
 _DEMO = ("n_folds", "seed", "scheduler", "progress")
 #: The settings of ``soak info``: the table's, and K for its warnings.
 _INFO = ("data", *(s.name for s in SETTINGS.values() if s.scope == "table"), "n_folds")
 
 
-def _add_settings(parser: argparse.ArgumentParser, names: Iterable[str], run_file: bool) -> None:
-    """The flags of the settings `names` (those with flags), in ``--help`` sections by scope.
+def _add_settings(
+    parser: argparse.ArgumentParser,
+    names: Iterable[str],
+    run_file: bool,
+    sections: dict[str, str] = _SECTIONS,
+) -> None:
+    """The flags of the settings `names` (those with flags), in ``--help`` sections: the titles
+    of `sections`, by scope.
 
     With ``run_file``, unset flags stay out of the namespace (``argparse.SUPPRESS``), so
     ``run`` can tell them from run-file values, and DATA and --label may come from the file.
     """
     chosen = [SETTINGS[name] for name in names if SETTINGS[name].cli]
-    for scope, title in _SECTIONS.items():
+    for title in dict.fromkeys(sections.values()):
         section = parser.add_argument_group(title)
-        for setting in (s for s in chosen if s.scope == scope):
+        for setting in (s for s in chosen if sections[s.scope] == title):
             default = argparse.SUPPRESS if run_file else setting.default
             _add_setting(section, setting, None if default is REQUIRED else default)
-        if scope == "app" and run_file:
+        if title == sections["app"] and run_file:
             section.add_argument(
                 "--config", metavar="FILE", help="TOML run file; flags override it"
             )
@@ -183,22 +197,32 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--debug", default=argparse.SUPPRESS, **debug)
         return sub
 
+    builtins = {
+        "epilog": f"built-in learners (--learner NAME):\n{indent(describe_builtins(), '  ')}",
+        "formatter_class": argparse.RawDescriptionHelpFormatter,  # keeps the list's lines
+    }
+    _add_settings(
+        command("run", "run SOAK on a table and save the results", **builtins),
+        _command_names("run"),
+        run_file=True,
+    )
     _add_settings(
         command(
-            "run",
-            "run SOAK on a table and save the results",
-            epilog=f"built-in learners (--learner NAME):\n{indent(describe_builtins(), '  ')}",
-            formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the list's lines
+            "evaluate",
+            "estimate how well learners predict new rows (K-fold, repeated, subsampling, LOO, "
+            "LODO or bootstrap; optional reserved test split) and save the results",
+            **builtins,
         ),
-        SETTINGS,
+        _command_names("evaluate"),
         run_file=True,
+        sections=_EVALUATE_SECTIONS,
     )
 
     info = command("info", "describe a table: task, features, rows per subset × label, warnings")
     _add_settings(info, _INFO, run_file=False)
 
     report = command("report", "write an HTML report of saved results")
-    report.add_argument("results", help="results store written by 'soak run'")
+    report.add_argument("results", help="results store written by 'soak run' or 'soak evaluate'")
     report.add_argument("--out", required=True, help="report directory")
     report.add_argument("--overwrite", action="store_true", help="replace an existing report")
 
@@ -211,56 +235,87 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_settings(args: argparse.Namespace) -> RunSettings:
+def _command_names(command: Command) -> list[str]:
+    """The settings of ``soak COMMAND``, by name."""
+    return [s.name for s in command_settings(command)]
+
+
+def run_settings(args: argparse.Namespace, command: Command = "run") -> Any:
     """The run file's settings (``--config``) overridden by the flags given, checked (errors
-    name each flag as typed, each run-file key as written)."""
+    name each flag as typed, each run-file key as written): a ``RunSettings``, or an
+    ``EvaluateSettings`` for ``soak evaluate``."""
     file = load_run_file(args.config) if args.config else {}
-    by_dest = {s.dest: s.name for s in SETTINGS.values() if s.cli}
+    by_dest = {s.dest: s.name for s in command_settings(command) if s.cli}
     flags = {by_dest[dest]: value for dest, value in vars(args).items() if dest in by_dest}
-    return merge_settings(file, flags, typed_flags(args))
+    return merge_settings(file, flags, typed_flags(args), command)
 
 
-def _values(settings: RunSettings, scope: str) -> dict[str, Any]:
-    """The settings of `scope` that have flags, by name: keywords of ``load_table`` or
-    ``soak``."""
+def _values(settings: Any, command: Command, scopes: tuple[str, ...]) -> dict[str, Any]:
+    """The settings of `command` in `scopes` that have flags, by name: keywords of
+    ``load_table``, ``soak`` or ``evaluate``."""
     return {
-        s.name: getattr(settings, s.dest) for s in SETTINGS.values() if s.scope == scope and s.cli
+        s.name: getattr(settings, s.dest)
+        for s in command_settings(command)
+        if s.scope in scopes and s.cli
     }
+
+
+def _run(settings: Any, command: Command, call: Callable[..., Any], debug: bool) -> tuple:
+    """What ``soak run`` and ``soak evaluate`` share: check everything that needs no cluster
+    (learners, TLS files, ``--out`` and the checkpoint, the table, the measures), run
+    ``call(table, ..., client=client)`` on the cluster, save the results and remove our own
+    checkpoint. Returns the results, the measures and the store's path."""
+    from ..learn.measures import check_measures
+    from ..results.store import save_results
+    from ..run.checkpoint import remove_checkpoint
+    from ..run.cluster import connect, make_security
+    from ..tables.table import load_table
+
+    learners = settings.learners()
+    security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
+    checkpoint = _checked_paths(settings)
+    table = load_table(settings.data, **_values(settings, command, ("table",)))
+    measures = check_measures(settings.measures, table.task)
+    options = _values(settings, command, ("run", "evaluate"))
+    options.update(learners=learners, measures=measures, checkpoint=checkpoint)
+    with connect(settings.scheduler, security=security, log_failures=debug) as client:
+        res = call(table, **options, client=client)
+    store = save_results(res, settings.out, overwrite=settings.overwrite)
+    if settings.checkpoint is None:  # our own: the saved results make it redundant
+        remove_checkpoint(checkpoint)
+    return res, measures, store
 
 
 def run_command(args: argparse.Namespace) -> None:
     """``soak run``: load the table, run SOAK on the cluster, save and summarise the results."""
-    from ..learn.measures import check_measures
     from ..results.stats import results_text
-    from ..results.store import save_results
-    from ..run.checkpoint import remove_checkpoint
-    from ..run.cluster import connect, make_security
     from ..run.engine import soak
-    from ..tables.table import load_table
 
-    # Everything that can be checked without a cluster is checked first.
-    settings = run_settings(args)
-    learners = settings.learners()
-    security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
-    checkpoint = _checked_paths(settings)
-    table = load_table(settings.data, **_values(settings, "table"))
-    measures = check_measures(settings.measures, table.task)
-    run = {**_values(settings, "run"), "learners": learners, "measures": measures}
-    run["checkpoint"] = checkpoint
-    with connect(settings.scheduler, security=security, log_failures=args.debug) as client:
-        res = soak(table, **run, client=client)
-    store = save_results(res, settings.out, overwrite=settings.overwrite)
-    if settings.checkpoint is None:  # our own: the saved results make it redundant
-        remove_checkpoint(checkpoint)
+    res, measures, store = _run(run_settings(args), "run", soak, args.debug)
     print(results_text(res, measures[0]))
     print(f"\nResults: {store}")
 
 
-def _checked_paths(settings: RunSettings) -> str | os.PathLike:
-    """Check ``--out`` and the checkpoint before any work (nothing written over or into the
-    input, other data or each other; ``--out`` writable); return the checkpoint's path or URL
-    (``s3://…`` as well: credentials come from the environment)."""
-    from ..results.store import check_output, overlaps
+def evaluate_command(args: argparse.Namespace) -> None:
+    """``soak evaluate``: load the table, run ``evaluate`` on the cluster, save the results
+    (and the final models with ``--models``), print mean ± SD and the test split's interval."""
+    from ..results.stats import evaluation_text
+    from ..run.evaluate import evaluate
+
+    settings = run_settings(args, "evaluate")
+    res, _, store = _run(settings, "evaluate", evaluate, args.debug)
+    print(evaluation_text(res))
+    print(f"\nResults: {store}")
+    if settings.models is not None:
+        print(f"Models: {settings.models}")
+
+
+def _checked_paths(settings: Any) -> str | os.PathLike:
+    """Check ``--out``, the checkpoint and ``--models`` (of ``soak evaluate``) before any work
+    (nothing written over or into the input, other data or each other; ``--out`` writable);
+    return the checkpoint's path or URL (``s3://…`` as well: credentials come from the
+    environment)."""
+    from ..results.store import check_apart, check_output, overlaps
     from ..run.checkpoint import check_checkpoint_dir
 
     check_output(
@@ -273,6 +328,14 @@ def _checked_paths(settings: RunSettings) -> str | os.PathLike:
             f"--checkpoint {checkpoint} and --out {settings.out} overlap; give separate paths"
         )
     check_checkpoint_dir(checkpoint, source=settings.data)
+    models = getattr(settings, "models", None)  # soak evaluate's only
+    if models is not None:
+        check_apart(models, settings.data, "models")
+        for flag, path in (("--out", settings.out), ("--checkpoint", checkpoint)):
+            if overlaps(models, path):
+                raise UsageError(
+                    f"--models {models} and {flag} {path} overlap; give separate paths"
+                )
     return checkpoint
 
 
@@ -289,15 +352,18 @@ def info_command(args: argparse.Namespace) -> None:
 
 
 def report_command(args: argparse.Namespace) -> None:
-    """``soak report``: write the HTML report of a results store; print the first measure's
-    results as ``soak run`` does (tests, or mean ± SD in plain K-fold CV), then its path."""
+    """``soak report``: write the HTML report of a results store; print what ``soak run`` or
+    ``soak evaluate`` printed (the first measure's tests, or mean ± SD), then the page's path."""
     from ..results.report import write_report  # its own dependencies load only for this command
-    from ..results.stats import results_text, validate_results
+    from ..results.stats import evaluation_text, is_evaluation, results_text, validate_results
     from ..results.store import open_results
 
     ds = open_results(args.results)
     page = write_report(ds, args.out, overwrite=args.overwrite, flag="--overwrite")
-    print(results_text(ds, validate_results(ds)[0]))
+    if is_evaluation(ds):
+        print(evaluation_text(ds))
+    else:
+        print(results_text(ds, validate_results(ds)[0]))
     print(page)
 
 
@@ -316,6 +382,7 @@ def demo_command(args: argparse.Namespace) -> None:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
     "run": run_command,
+    "evaluate": evaluate_command,
     "info": info_command,
     "report": report_command,
     "demo": demo_command,
@@ -351,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         if debug:
             raise
-        resumable = args is not None and args.command == "run"
+        resumable = args is not None and args.command in ("run", "evaluate")
         print(f"soak: interrupted{_RESUME_HINT if resumable else ''}", file=sys.stderr)
         return INTERRUPTED
     return 0

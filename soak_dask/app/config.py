@@ -1,7 +1,10 @@
-"""Settings of ``soak run``: a TOML run file merged with command-line flags, and its learners.
+"""Settings of ``soak run`` and ``soak evaluate``: a TOML run file merged with command-line
+flags, and its learners.
 
 A run file holds the settings of ``soak_dask.settings.SETTINGS`` that have flags, by name
-(``n_folds = 5`` for ``--n-folds 5``; older spellings such as ``folds`` are aliases).
+(``n_folds = 5`` for ``--n-folds 5``; older spellings such as ``folds`` are aliases);
+``evaluate``'s own (``outer``, ``outer_folds``, ``test_split``...) go in an ``[evaluation]``
+table. One file may serve both commands: each uses its settings and leaves the other's.
 ``learners`` is either a list of names (``learners = ["featureless", "nb"]``) or tables, one per
 learner, naming a scikit-learn estimator by ``"module:Class"`` (``[learners.nb]``), as
 ``soak(learners=...)`` takes a list or a dict; a list given as well, by the flag or by the older
@@ -24,13 +27,33 @@ from typing import Any
 from sklearn.base import BaseEstimator
 
 from ..learn.builtin import BUILTIN
-from ..settings import ALLOWED_MODULES, KINDS, REQUIRED, SETTINGS, SPELLINGS, Setting, canonical
+from ..settings import (
+    ALLOWED_MODULES,
+    EVALUATION_TABLE,
+    KINDS,
+    REQUIRED,
+    SETTINGS,
+    SPELLINGS,
+    Command,
+    Setting,
+    canonical,
+    command_settings,
+)
 
-#: The settings a run file and the flags set (the others are Python's only).
-_FILE_SETTINGS = [s for s in SETTINGS.values() if s.cli]
+#: The settings a run file and the flags set (the others are Python's only): at the top level
+#: of the file, and in its ``[evaluation]`` table.
+_FILE_SETTINGS = [s for s in SETTINGS.values() if s.cli and s.scope != "evaluate"]
+_EVALUATION_SETTINGS = [s for s in SETTINGS.values() if s.cli and s.scope == "evaluate"]
 
-#: The kind of each run-file key, aliases included: a learner selection is a list of names
-#: (``[learners.NAME]`` tables are read apart, by ``_learner_specs``).
+
+def _keys(settings: Iterable[Setting]) -> list[str]:
+    """Run-file keys of `settings`: their own, then their older spellings."""
+    settings = list(settings)
+    return [*(s.file_key for s in settings), *(a for s in settings for a in s.aliases)]
+
+
+#: The kind of each top-level run-file key, aliases included: a learner selection is a list of
+#: names (``[learners.NAME]`` tables are read apart, by ``_learner_specs``).
 _KINDS: dict[str, str] = {
     key: "list" if s.kind == "learners" else s.kind
     for s in _FILE_SETTINGS
@@ -156,33 +179,46 @@ _TYPES = {
     "learners": dict[str, LearnerSpec | str] | None,
 }
 
-#: Everything ``soak run`` needs, after merging defaults, the run file and the flags: one
-#: attribute per setting of ``SETTINGS`` that has a flag, named as the setting (``learners``,
-#: unbuilt, is ``learner_specs``: ``learners()`` builds them).
-RunSettings = make_dataclass(
-    "RunSettings",
-    [_field(s) for s in _FILE_SETTINGS],
-    bases=(_Learners,),
-    frozen=True,
-    namespace={"__module__": __name__, "__doc__": "Everything ``soak run`` needs."},
-)
+
+def _settings_class(name: str, command: Command) -> type:
+    """The frozen dataclass of everything ``soak COMMAND`` needs, after merging defaults, the
+    run file and the flags: one attribute per setting of the command that has a flag, named as
+    the setting (``learners``, unbuilt, is ``learner_specs``: ``learners()`` builds them)."""
+    return make_dataclass(
+        name,
+        [_field(s) for s in command_settings(command) if s.cli],
+        bases=(_Learners,),
+        frozen=True,
+        namespace={"__module__": __name__, "__doc__": f"Everything ``soak {command}`` needs."},
+    )
 
 
-def setting_names() -> list[str]:
-    """The settings a run file and the flags set, by name (``learners`` included)."""
-    return [s.name for s in _FILE_SETTINGS]
+RunSettings = _settings_class("RunSettings", "run")
+EvaluateSettings = _settings_class("EvaluateSettings", "evaluate")
+_CLASSES: dict[str, type] = {"run": RunSettings, "evaluate": EvaluateSettings}
+
+
+def setting_names(command: Command = "run") -> list[str]:
+    """The settings of `command` that a run file and the flags set, by name (``learners``
+    included)."""
+    return [s.name for s in command_settings(command) if s.cli]
 
 
 def run_file_keys() -> list[str]:
     """Valid top-level keys of a run file: the settings', then their older spellings."""
-    return [*(s.file_key for s in _FILE_SETTINGS), *(a for s in _FILE_SETTINGS for a in s.aliases)]
+    return _keys(_FILE_SETTINGS)
+
+
+def evaluation_keys() -> list[str]:
+    """Valid keys of a run file's ``[evaluation]`` table: ``evaluate``'s own settings."""
+    return _keys(_EVALUATION_SETTINGS)
 
 
 def load_run_file(path: str | Path) -> dict[str, Any]:
     """Read and check a TOML run file; nothing is imported.
 
-    Relative paths in the file (``data``, ``out``, ``tls_*``...) are relative to the file's
-    folder.
+    Relative paths in the file (``data``, ``out``, ``tls_*``, ``models``...) are relative to
+    the file's folder.
 
     Parameters
     ----------
@@ -192,15 +228,17 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
     Returns
     -------
     dict
-        Checked settings by name; ``learner_specs`` holds the ``[learners.NAME]`` tables.
+        Checked settings by name, those of the ``[evaluation]`` table included;
+        ``learner_specs`` holds the ``[learners.NAME]`` tables.
 
     Raises
     ------
     FileNotFoundError
         If the file does not exist.
     ValueError
-        For TOML syntax errors, unknown keys (the message lists the valid ones), values of the
-        wrong type or out of range, or a malformed learner table.
+        For TOML syntax errors, unknown keys at the top level or in ``[evaluation]`` (the
+        message lists the valid ones), values of the wrong type or out of range, or a
+        malformed learner table.
     """
     path = Path(path)
     if not path.is_file():
@@ -209,19 +247,43 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"run file {str(path)!r} is not valid TOML: {err}") from err
+    source = f"run file {str(path)!r}"
+    evaluation = raw.pop(EVALUATION_TABLE, {})
     unknown = sorted(set(raw) - set(_KINDS))
     if unknown:
+        where = (
+            f"; it belongs in the [{EVALUATION_TABLE}] table"
+            if unknown[0] in evaluation_keys()
+            else ""
+        )
         raise ValueError(
-            f"unknown key {unknown[0]!r} in run file {str(path)!r}; valid keys: "
-            f"{', '.join(run_file_keys())}"
+            f"unknown key {unknown[0]!r} in {source}{where}; valid keys: "
+            f"{', '.join(run_file_keys())}, and the table [{EVALUATION_TABLE}]"
         )
     tables = raw.pop("learners") if isinstance(raw.get("learners"), dict) else {}
     specs = _learner_specs(tables, path)
-    settings = check_settings(raw, source=f"run file {str(path)!r}")
+    settings = check_settings(raw, source=source)
+    settings.update(_evaluation_table(evaluation, source))
     for key, value in settings.items():
         if SETTINGS[key].kind == "path" and not _is_url(value) and not Path(value).is_absolute():
             settings[key] = str(path.parent / value)
     return {**settings, "learner_specs": specs}
+
+
+def _evaluation_table(table: Any, source: str) -> dict[str, Any]:
+    """The checked settings of a run file's ``[evaluation]`` table (``evaluate``'s own)."""
+    where = f"[{EVALUATION_TABLE}] of {source}"
+    if not isinstance(table, dict):
+        raise ValueError(
+            f"{EVALUATION_TABLE} = {table!r} in {source}: expected a table "
+            f"[{EVALUATION_TABLE}] of {', '.join(evaluation_keys())}"
+        )
+    unknown = sorted(set(table) - set(evaluation_keys()))
+    if unknown:
+        raise ValueError(
+            f"unknown key {unknown[0]!r} in {where}; valid keys: {', '.join(evaluation_keys())}"
+        )
+    return check_settings(table, source=where)
 
 
 def check_settings(
@@ -273,18 +335,24 @@ def _checked_type(key: str, value: Any, source: str) -> tuple[Setting, Any]:
 
 
 def merge_settings(
-    file: Mapping[str, Any], flags: Mapping[str, Any], typed: Mapping[str, str] | None = None
-) -> RunSettings:
-    """Run settings from a checked run file overridden by the flags given on the command line.
+    file: Mapping[str, Any],
+    flags: Mapping[str, Any],
+    typed: Mapping[str, str] | None = None,
+    command: Command = "run",
+) -> Any:
+    """Settings of `command` from a checked run file overridden by the flags given on the
+    command line: a `RunSettings`, or an `EvaluateSettings` for ``"evaluate"``.
 
     Parameters
     ----------
     file : mapping
-        From ``load_run_file`` (or empty).
+        From ``load_run_file`` (or empty). The other command's settings in it are left out.
     flags : mapping
         Setting name (or alias) -> value of the flags given.
     typed : mapping, optional
         Setting name -> the flag as typed, for messages (see ``check_settings``).
+    command : {"run", "evaluate"}
+        The command whose settings these are.
 
     Raises
     ------
@@ -292,7 +360,9 @@ def merge_settings(
         If ``data``, ``label`` or ``out`` is set nowhere, a value is refused, or a learner is
         neither built in nor a table of the run file.
     """
-    merged = {**file, **check_settings(flags, source="command line", typed=typed or {})}
+    mine = {*setting_names(command), "learner_specs"}
+    merged = {k: v for k, v in file.items() if k in mine}
+    merged.update(check_settings(flags, source="command line", typed=typed or {}))
     for key in ("data", "label", "out"):
         if not merged.get(key):
             raise ValueError(
@@ -302,7 +372,7 @@ def merge_settings(
     chosen = merged.pop("learners", None)
     if chosen is None and tables:
         chosen = list(tables)  # the tables are the learners, as a dict is to soak()
-    return RunSettings(**merged, learner_specs=_chosen(chosen, tables))
+    return _CLASSES[command](**merged, learner_specs=_chosen(chosen, tables))
 
 
 def _chosen(

@@ -6,6 +6,8 @@
   other−same and all−same written under each row.
 - ``plot_learners`` puts the learners side by side: per test subset a panel, per learner a
   row of mean ± SD for each train type, on one x axis (the whole figure of plain K-fold CV).
+- ``plot_evaluation`` draws an ``evaluate`` result: per learner a row of its fold (or
+  resample) scores, their mean ± SD, and the reserved test split's score with its 95 % interval.
 - ``plot_datasets`` draws Figures 4–5 across data sets: per data set, the range over its
   test subsets of the mean difference other−same and all−same, beside the range of log10(p).
 
@@ -32,7 +34,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURE_RANGES, RESULT_DIMS
-from .stats import no_tests_reason, pvalues, validate_results
+from .stats import no_tests_reason, pvalues, validate_evaluation, validate_results
 from .store import from_dataframe
 
 __all__ = [
@@ -45,7 +47,9 @@ __all__ = [
     "format_comparison",
     "format_pvalue",
     "mean_sd_bar",
+    "measure_label",
     "plot_datasets",
+    "plot_evaluation",
     "plot_learners",
     "plot_soak",
 ]
@@ -69,6 +73,8 @@ _LEGEND_ONE_ROW, _LEGEND_ROW = 6.0, 0.17
 _DATASET_ROW = 0.4  # one data set in plot_datasets
 # plot_learners: one train type of one learner, the gap between learners, the learner names.
 _LEARNER_ROW, _LEARNER_GAP, _NAMES = 0.2, 0.15, 1.5
+#: Colour of the reserved test split in plot_evaluation (Okabe-Ito blue; the folds are black).
+TEST_SPLIT_COLOR = "#0072B2"
 
 
 # ------------------------------------------------------------------------------ text
@@ -579,6 +585,135 @@ def _draw_learners(
     ax.set_axisbelow(True)
     ax.tick_params(labelsize=8)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+
+
+# ------------------------------------------------------------------------------ plot_evaluation
+
+# Names of evaluate's designs, for titles.
+_OUTER_TITLES = {
+    "cv": "{k}-fold CV",
+    "repeated_cv": "{k}-fold CV × {r} repeats",
+    "subsampling": "{r} random train/test splits",
+    "loo": "leave-one-out, {k} folds",
+    "lodo": "leave one group out, {k} groups",
+    "bootstrap": "{r} bootstrap resamples, scored out of bag",
+}
+
+
+def _base_measure(name: str) -> str:
+    """The measure an evaluate variable estimates: ``error`` of ``error_632`` and
+    ``error_632plus``."""
+    return name.removesuffix("plus").removesuffix("_632")
+
+
+def measure_label(ds: xr.Dataset, measure: str) -> str:
+    """Name of an evaluate measure: its measure's long name, and which bootstrap estimate.
+
+    Examples
+    --------
+    >>> measure_label(xr.Dataset(), "error_632plus")
+    'test error (percent), .632+ estimate'
+    """
+    base = _base_measure(measure)
+    label = _measure_label(ds, base) if base in ds else MEASURE_NAMES.get(base, base)
+    if measure == base:
+        return label
+    estimate = measure.removeprefix(base + "_").replace("632", ".632").replace("plus", "+")
+    return f"{label}, {estimate} estimate"
+
+
+def plot_evaluation(ds: xr.Dataset, measure: str = "error") -> Figure:
+    """An ``evaluate`` result: one row per learner, on one x axis.
+
+    In a learner's row, each resampling cell's score -- a (repeat, fold) of K-fold CV, a split
+    of subsampling, an out-of-bag resample of the bootstrap -- is a small hollow dot, and their
+    mean ± SD a diamond and bar (clipped to the measure's range, see `MEASURE_RANGES`). With a
+    reserved test split, its score (one per learner, by the final model) is a square with its
+    bootstrap 95 % interval, just under the row, in `TEST_SPLIT_COLOR`.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Results of ``soak_dask.evaluate`` (dims ``learner``, ``repeat``, ``fold``).
+    measure : str, default "error"
+        A measure of the results, or a bootstrap estimate of one (``error_632``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        About 6 in wide, 0.2 in high per learner (0.4 with a test split).
+
+    Raises
+    ------
+    ValueError
+        If `ds` is not an evaluate result or lacks `measure`.
+
+    Examples
+    --------
+    >>> fig = plot_evaluation(ds, "auc")  # doctest: +SKIP
+    """
+    (measure,) = validate_evaluation(ds, [measure])
+    base = _base_measure(measure)
+    learners = [str(v) for v in ds["learner"].values]
+    values = ds[measure].transpose("learner", "repeat", "fold").values.reshape(len(learners), -1)
+    test = f"test_{measure}"
+    interval = ds[test].sel(interval=["estimate", "low", "high"]) if test in ds else None
+    rows = 2 if interval is not None else 1
+    fig, ax = plt.subplots(
+        figsize=(_NAMES + 4.5, 0.9 + 0.55 + len(learners) * (rows * _LEARNER_ROW + _LEARNER_GAP)),
+        layout="constrained",
+    )
+    offset = 0.2 if interval is not None else 0.0  # the folds above, the test split under
+    for i, learner in enumerate(learners):
+        cells = values[i][np.isfinite(values[i])]
+        y = i - offset
+        ax.plot(
+            cells, np.full(cells.shape, y), "o", ms=3, mfc="none", mew=0.7, alpha=0.6,
+            color="#000000", gid=f"cells:{learner}",
+        )  # fmt: skip
+        bar = mean_sd_bar(cells, base)
+        if bar is not None:
+            ax.plot(
+                bar, [y] * 3, "-", lw=2, marker="D", ms=4, markevery=[1], color="#000000",
+                gid=f"mean_sd:{learner}",
+            )  # fmt: skip
+        if interval is not None:
+            estimate, low, high = interval.sel(learner=ds["learner"].values[i]).values
+            if np.isfinite(estimate):
+                ax.plot(
+                    [low, estimate, high], [i + offset] * 3, "-", lw=2, marker="s", ms=4,
+                    markevery=[1], color=TEST_SPLIT_COLOR, gid=f"test_split:{learner}",
+                )  # fmt: skip
+    ax.set_yticks(range(len(learners)), learners)
+    ax.set_ylim(len(learners) - 0.5, -0.5)
+    ax.grid(axis="x", color="#dddddd", lw=0.6)
+    ax.set_axisbelow(True)
+    ax.tick_params(labelsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+    a = ds.attrs
+    outer = str(a.get("outer", ""))
+    title = _OUTER_TITLES.get(outer, outer or "evaluation").format(
+        k=a.get("outer_folds", ds.sizes["fold"]), r=ds.sizes["repeat"]
+    )
+    if a.get("group"):
+        title += f", groups of {a['group']} kept whole"
+    ax.set_title(title, fontsize=9)
+    better = "lower" if base in LOWER_IS_BETTER else "higher"
+    ax.set_xlabel(f"{measure_label(ds, measure)} ({better} is better)", fontsize=9)
+    if outer == "bootstrap":
+        one = "one resample" + (" (out of bag)" if measure == base else "")
+    else:
+        one = "one test fold"
+    handles = [
+        Line2D([], [], ls="none", marker="o", mfc="none", color="#555555", label=one),
+        Line2D([], [], lw=2, marker="D", ms=4, color="#000000", label="mean ± SD"),
+    ]
+    if interval is not None:
+        split = "test split, 95 % interval"
+        handles.append(Line2D([], [], lw=2, marker="s", ms=4, color=TEST_SPLIT_COLOR, label=split))
+    fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), frameon=False,
+               fontsize=8)  # fmt: skip
+    return fig
 
 
 # ------------------------------------------------------------------------------ plot_datasets

@@ -30,7 +30,14 @@ from ..schema import MEASURE_NAMES
 from ..tables.checks import UNEQUAL_FOLDS, unequal_folds_warning
 from ..tables.table import coordinates_warning
 from .plot import ORDERS, check_choice, format_pvalue, plot_learners, plot_soak
-from .stats import PVALUE_COLUMNS, no_tests_reason, pvalues, summary, validate_results
+from .stats import (
+    PVALUE_COLUMNS,
+    is_evaluation,
+    no_tests_reason,
+    pvalues,
+    summary,
+    validate_results,
+)
 
 __all__ = ["markdown_table", "write_report"]
 
@@ -40,7 +47,17 @@ GENERATOR = "soak_dask.report"
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 _TABLE_FILES = ("pvalues.csv", "pvalues.md", "summary.csv", "summary.md")
 # Files a previous report may have left; only these are deleted when writing over it.
-_REPORT_GLOBS = ("report.html", *_TABLE_FILES, "soak_*.png", "soak_*.svg")
+# The files of an evaluate report too: one kind of report written over the other leaves none.
+_REPORT_GLOBS = (
+    "report.html",
+    *_TABLE_FILES,
+    "soak_*.png",
+    "soak_*.svg",
+    "folds.*",
+    "compare.*",
+    "evaluation_*.png",
+    "evaluation_*.svg",
+)
 # Figures are drawn at _PNG_DPI and shown _SCREEN_DPI CSS pixels wide per inch of figure:
 # larger than their natural 96 (their text is 7-9 pt), sharp on high-density screens.
 _PNG_DPI, _SCREEN_DPI = 150, 110
@@ -648,7 +665,7 @@ def write_report(
     Parameters
     ----------
     ds : xarray.Dataset
-        SOAK results.
+        SOAK results, or ``evaluate`` results (see below).
     out : path
         Directory to write; created if missing. A non-empty directory must hold a previous
         report (whose report files are then replaced) unless `overwrite` is True.
@@ -675,10 +692,17 @@ def write_report(
     ValueError
         If `ds` is not a results Dataset or lacks a requested measure.
 
+    Results of ``soak_dask.evaluate`` get their own page and files (`order` does not apply):
+    see ``soak_dask.results.evaluation_report.write_evaluation_report``.
+
     Examples
     --------
     >>> page = write_report(results, "soak_report", measures=["error", "auc"])  # doctest: +SKIP
     """
+    if is_evaluation(ds):
+        from .evaluation_report import write_evaluation_report  # it imports this module
+
+        return write_evaluation_report(ds, out, measures, overwrite=overwrite, flag=flag)
     # Validate everything before _prepare_dir deletes a previous report's files.
     names = validate_results(ds, measures)
     check_choice("order", order, ORDERS)

@@ -55,6 +55,7 @@ __all__ = [
     "no_tests_reason",
     "pvalues",
     "pvalues_text",
+    "evaluation_text",
     "results_text",
     "summary",
     "validate_results",
@@ -1208,3 +1209,23 @@ def _text_table(title: str, table: pd.DataFrame) -> str:
     text[names] = text[names].map(_printable)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         return f"{title}\n{text.to_string(index=False)}"
+
+
+def evaluation_text(ds: xr.Dataset) -> str:
+    """What ``soak evaluate`` and ``soak report`` print of an evaluate result: each learner's
+    mean ± SD (and range) over the resampling cells per measure, and the test split's estimate
+    with its 95 % interval when there is one."""
+    table = evaluation_summary(ds)
+    title = (
+        f"outer={ds.attrs.get('outer')}: mean ± SD over the n resampling cells (repeat × fold) "
+        "of each learner; SD, not a standard error"
+    )
+    split = table["n_test_split"].dropna()
+    if len(split):
+        title += (
+            f"; test_*: the reserved test split ({int(split.max()):,} rows) scored by the final "
+            "models, with its bootstrap 95 % interval"
+        )
+    else:
+        table = table.drop(columns=["test_estimate", "test_low", "test_high"])
+    return _text_table(title, table.drop(columns="n_test_split"))

@@ -128,7 +128,10 @@ def evaluate(
         data = client.persist(data) if client is not None else data.persist()
     classes = _classes(keyed, data)
     plan = design.plan(keyed, used)
-    settings = _settings(keyed, outer, used, share, measures, classes, estimators, seed, plan)
+    asked = outer_folds if outer in ("cv", "repeated_cv") else ""
+    settings = _settings(
+        keyed, outer, asked, used, share, measures, classes, estimators, seed, plan
+    )
     run = RunSpec(
         features=keyed.features,
         label=keyed.label,
@@ -180,6 +183,7 @@ def _classes(table: Table, data: Any) -> tuple | None:
 def _settings(
     table: Table,
     outer: str,
+    requested: int | str,
     used: dict[str, Any],
     share: float,
     measures: Sequence[str],
@@ -197,6 +201,7 @@ def _settings(
         **table.roles,
         "outer": outer,
         "outer_folds": used.get("outer_folds", 1),
+        "outer_folds_requested": requested,
         "outer_repeats": len(plan.coords["repeat"]),
         "train_ratio": used.get("train_ratio", ""),
         "test_split": share,
@@ -261,7 +266,8 @@ def _with_finals(
             values = [finals[n]["test"][m] for n in learners]
             ds[f"test_{m}"] = (("learner", "interval"), np.array(values, dtype=np.float64))
             ds[f"test_{m}"].attrs["long_name"] = f"{ds[m].attrs['long_name']} on the test split"
-        ds = ds.assign_coords(interval=["estimate", "low", "high"])
+        # Object strings, as the other coordinates: Zarr v3 has no fixed-width unicode type.
+        ds = ds.assign_coords(interval=np.array(["estimate", "low", "high"], dtype=object))
         ds["n_test_split"] = ("learner", np.array([finals[n]["n_test"] for n in learners]))
     if bootstrap:
         ds = _with_632(ds, finals, measures)
