@@ -22,7 +22,18 @@ import soak_dask
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = ["index", "method", "plans", "tutorial", "results", "evaluation", "models", "scaling", "faq", "api"]
+PAGES = [
+    "index",
+    "method",
+    "plans",
+    "tutorial",
+    "results",
+    "evaluation",
+    "models",
+    "scaling",
+    "faq",
+    "api",
+]
 # Pages whose Python blocks run, in this order, sharing one namespace (results.md uses the
 # tutorial's `res`).
 EXECUTED = ["tutorial.md", "results.md"]
