@@ -29,7 +29,8 @@ Examples
 >>> df["y"] = 2.0 * df["x1"] + rng.normal(size=60)
 >>> table = sd.assign_folds(sd.load_table(df, label="y", subset="region"), n_folds=3)
 >>> stats = block_stats(table, ["N", "S"], n_folds=3).compute()
->>> est = fit_from_stats(Ridge(alpha=1.0), train_stats(stats, ["N", "S"], fold=1))
+>>> all_but_fold_1 = sd.Selection((sd.Term(table.fold, (1,), exclude=True),))
+>>> est = fit_from_stats(Ridge(alpha=1.0), train_stats(stats, all_but_fold_1, "region", table.fold))
 >>> is_additive(Ridge()), est.coef_.shape
 ('ridge', (1,))
 """
