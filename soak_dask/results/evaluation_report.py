@@ -24,9 +24,6 @@ import xarray as xr
 from ..tables.table import coordinates_warning
 from .plot import format_pvalue, measure_label, plot_evaluation
 from .report import (
-    _CSS,
-    CSP,
-    GENERATOR,
     _code,
     _decimals,
     _figure_html,
@@ -39,6 +36,7 @@ from .report import (
     _settings_value,
     _write_figure,
     _write_tables,
+    html_page,
 )
 from .stats import COMPARE_COLUMNS, by_fold, compare, evaluation_summary, validate_evaluation
 
@@ -352,41 +350,17 @@ def _folds_html(folds: pd.DataFrame) -> str:
 
 def _page(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str], folds: str):
     title = html.escape(str(ds.attrs.get("title", "soak_dask evaluation")))
-    notes = "".join(f"<p>{n}</p>" for n in _notes(ds))
-    contents = " · ".join(
-        [f'<a href="#{html.escape(m)}">{html.escape(m)}</a>' for m in measures]
-        + ['<a href="#folds">folds</a>', '<a href="#settings">settings</a>']
-        + ['<a href="#files">files</a>']
+    body = "".join(sections) + f'<h2 id="folds">Every cell</h2>\n{folds}'
+    return html_page(
+        title,
+        _lede(ds),
+        _notes(ds),
+        [*measures, "folds"],
+        _EXPLANATION,
+        body,
+        _settings_html(ds),
+        files,
     )
-    listed = ", ".join(f"<code>{html.escape(name)}</code>" for name in files)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="generator" content="{GENERATOR}">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title>
-<style>{_CSS}</style>
-</head>
-<body>
-<h1>{title}</h1>
-<p class="lede">{_lede(ds)}</p>
-<div class="notes">{notes}</div>
-<nav>Measures and sections: {contents}</nav>
-<details><summary>How to read this report</summary>
-{_EXPLANATION}
-</details>
-{"".join(sections)}
-<h2 id="folds">Every cell</h2>
-{folds}
-<h2 id="settings">Settings of the run</h2>
-{_settings_html(ds)}
-<h2 id="files">Files</h2>
-<p>Next to this page: {listed}. The CSV files hold every column at full precision.</p>
-</body>
-</html>
-"""
 
 
 def write_evaluation_report(

@@ -598,15 +598,23 @@ def _lede(ds: xr.Dataset) -> str:
     return f"{what}: {ds.sizes['fold']} folds, learners {learners}."
 
 
-def _page(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str]) -> str:
-    title = html.escape(str(ds.attrs.get("title", "SOAK: Same/Other/All K-fold cross-validation")))
-    plain = bool(no_tests_reason(ds))
-    notes = "".join(f"<p>{n}</p>" for n in _notes(ds))
-    notes = f'<div class="notes">{notes}</div>' if notes else ""
-    contents = " · ".join(
-        [f'<a href="#{html.escape(m)}">{html.escape(m)}</a>' for m in measures]
-        + ['<a href="#settings">settings</a>', '<a href="#files">files</a>']
-    )
+def html_page(
+    title: str,
+    lede: str,
+    notes: list[str],
+    anchors: list[str],
+    explanation: str,
+    body: str,
+    settings: str,
+    files: list[str],
+) -> str:
+    """A self-contained report page (no external file, script or style sheet; marked as ours):
+    the title, lede and notes, links to the sections ``anchors``, how to read it, ``body``,
+    the run's settings and the files written beside it. Text arguments are HTML already."""
+    notes_html = "".join(f"<p>{n}</p>" for n in notes)
+    notes_html = f'<div class="notes">{notes_html}</div>' if notes else ""
+    links = [*anchors, "settings", "files"]
+    contents = " · ".join(f'<a href="#{html.escape(a)}">{html.escape(a)}</a>' for a in links)
     listed = ", ".join(f"<code>{html.escape(name)}</code>" for name in files)
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -620,20 +628,35 @@ def _page(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[
 </head>
 <body>
 <h1>{title}</h1>
-<p class="lede">{_lede(ds)}</p>
-{notes}
+<p class="lede">{lede}</p>
+{notes_html}
 <nav>Measures and sections: {contents}</nav>
 <details><summary>How to read this report</summary>
-{_PLAIN_EXPLANATION if plain else _EXPLANATION}
+{explanation}
 </details>
-{"".join(sections)}
+{body}
 <h2 id="settings">Settings of the run</h2>
-{_settings_html(ds)}
+{settings}
 <h2 id="files">Files</h2>
 <p>Next to this page: {listed}. The CSV files hold every column at full precision.</p>
 </body>
 </html>
 """
+
+
+def _page(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str]) -> str:
+    title = html.escape(str(ds.attrs.get("title", "SOAK: Same/Other/All K-fold cross-validation")))
+    explanation = _PLAIN_EXPLANATION if no_tests_reason(ds) else _EXPLANATION
+    return html_page(
+        title,
+        _lede(ds),
+        _notes(ds),
+        measures,
+        explanation,
+        "".join(sections),
+        _settings_html(ds),
+        files,
+    )
 
 
 def write_report(
