@@ -74,7 +74,7 @@ the out-of-bag rows of each bootstrap resample. In the figures, hollow dots are 
 scores and the diamond and bar their mean &plusmn; SD (the bar stops at the measure's range,
 e.g. 0 % error). With a reserved <b>test split</b>, the square and its bar are each learner's
 final model (one fit on all other rows) scored once on the test split, with a bootstrap 95 %
-percentile interval over its rows.</p>
+percentile interval over its rows (over its groups, with a group column).</p>
 <ul>
 <li><b>Learners compared</b>: a two-sided paired t-test of the differences between two
 learners over the cells both scored (n&minus;1 degrees of freedom). For error-like measures a
@@ -181,7 +181,12 @@ def _notes(ds: xr.Dataset) -> list[str]:
     a = ds.attrs
     notes = [_SD_NOT_SE]
     if a.get("outer") in ("cv", "repeated_cv") and not a.get("fold"):
-        cap = "groups" if a.get("group") else "rows of the rarest class"
+        cap = (
+            "groups (of the rarest class, when every group holds one class and folds are "
+            "stratified)"
+            if a.get("group")
+            else "rows of the rarest class"
+        )
         used, asked = a.get("outer_folds", ds.sizes["fold"]), a.get("outer_folds_requested")
         capped = f" (asked for {asked}, capped)" if asked not in (None, "", used) else ""
         notes.append(
@@ -198,10 +203,11 @@ def _notes(ds: xr.Dataset) -> list[str]:
             "far as the model over-fits (its no-information error bounds the rate)."
         )
     if _test_split(ds):
+        units = f"groups of <b>{html.escape(str(a['group']))}</b>" if a.get("group") else "rows"
         notes.append(
             "<b>Test split</b>: set aside before any fold was drawn, it is in no train set. Each "
             "learner's final model (one fit on all the other rows) scores it once; the interval "
-            "is a bootstrap 95 % percentile interval over its rows."
+            f"is a bootstrap 95 % percentile interval over its {units}."
         )
     left_out = _names(a.get("excluded_coordinates"))
     if left_out:
