@@ -8,8 +8,11 @@ from importlib.metadata import PackageNotFoundError, version
 
 from .learn.builtin import BUILTIN as BUILTIN_LEARNERS
 from .learn.builtin import builtin_learner
+from .learn.calibration import PlattCalibrated
 from .learn.lasso import LassoCVClassifier, LassoCVRegressor
+from .learn.priors import PriorCorrected
 from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
+from .learn.tuning import Search
 from .results import accessor as _accessor  # noqa: F401  (registers the Dataset.soak accessor)
 from .results.stats import adjust_pvalues, by_fold, compare, evaluation_summary, pvalues, summary
 from .results.store import from_dataframe, open_results, save_results
@@ -56,11 +59,14 @@ __all__ = [
     "LassoCVRegressor",
     "NodataWarning",
     "Plan",
+    "PlattCalibrated",
+    "PriorCorrected",
     "PrunedTreeClassifier",
     "PrunedTreeRegressor",
     "SameOtherAll",
     "SameOtherAllCV",
     "SavedModel",
+    "Search",
     "Selection",
     "TRAIN_TYPES",
     "Table",

@@ -25,6 +25,9 @@ REFERENCE = "same"
 #: K when neither the user nor a fold column sets it.
 DEFAULT_N_FOLDS = 10
 
+#: How the inner resampling of a tuned learner is chosen (``soak_dask.split.inner``).
+INNER_SCHEMES: tuple[str, ...] = ("auto", "cv", "repeated_cv", "loo")
+
 #: Task types of a table, from its label.
 TASKS: tuple[str, ...] = ("classification", "regression")
 
@@ -75,5 +78,13 @@ TIMINGS: dict[str, str] = {
     "predict_seconds": "seconds to predict the test block",
 }
 
+#: What a fit chose, recorded for learners that tune or select features (from
+#: ``soak_dask.learn.tuning.fit_info``), with their long names.
+FIT_INFO: dict[str, str] = {
+    "chosen": "setting chosen by the inner search (JSON)",
+    "inner_scheme": "inner resampling that ranked the settings",
+    "n_features_kept": "features the fitted model kept",
+}
+
 #: Data variables that describe a split rather than score it: never default measures.
-NON_MEASURE_VARS: frozenset[str] = frozenset({*COUNTS, *TIMINGS})
+NON_MEASURE_VARS: frozenset[str] = frozenset({*COUNTS, *TIMINGS, *FIT_INFO})

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .schema import DEFAULT_N_FOLDS, MEASURES, TASKS, TRAIN_TYPES
+from .schema import DEFAULT_N_FOLDS, INNER_SCHEMES, MEASURES, TASKS, TRAIN_TYPES
 
 Scope = Literal["table", "run", "evaluate", "app"]
 #: The commands that run learners on a table: ``soak run`` and ``soak evaluate``.
@@ -202,6 +202,10 @@ class Setting:
         The ``RunSettings`` attribute and argparse dest, if not the name.
     key : str
         The run-file key, if not the name.
+    evaluate_default : object, optional
+        A ``"run"`` setting's default under ``evaluate``, if not `default` (prior correction:
+        off in SOAK, whose baselines and published results use the plain largest probability;
+        on when evaluating a learner).
     """
 
     name: str
@@ -220,6 +224,13 @@ class Setting:
     positional: bool = False
     attr: str = ""
     key: str = ""
+    evaluate_default: Any = None
+
+    def default_in(self, command: str) -> Any:
+        """The default under ``command``: ``evaluate_default`` for evaluate if it has one."""
+        if command == "evaluate" and self.evaluate_default is not None:
+            return self.evaluate_default
+        return self.default
 
     @property
     def file_key(self) -> str:
@@ -392,6 +403,32 @@ _DECLARED = (
         "onepass", "run", "bool", True,
         "fit additive learners from one pass of block statistics", identity=True, cli=False,
     ),
+    Setting(
+        "prior_correction", "run", "bool", False,
+        "predict the class of largest probability / training share (maximises balanced "
+        "accuracy; probabilities unchanged); default: off for run, on for evaluate",
+        identity=True, evaluate=True, evaluate_default=True,
+    ),
+    Setting(
+        "calibration", "run", "str", None,
+        "platt: a sigmoid fitted on out-of-fold scores of each train set (binary tasks; "
+        "default: none)",
+        choices=("platt",), identity=True, evaluate=True,
+    ),
+    Setting(
+        "inner", "run", "str", "auto",
+        "inner resampling that ranks a tuned learner's settings: auto, cv, repeated_cv, loo "
+        "(default auto: see docs/nesting.md)",
+        choices=INNER_SCHEMES, identity=True, evaluate=True,
+    ),
+    Setting(
+        "inner_folds", "run", "int", 5, "K of the inner cv (default 5)", _n_folds,
+        metavar="K", identity=True, evaluate=True,
+    ),
+    Setting(
+        "inner_repeats", "run", "int", 1, "repeats of the inner repeated_cv (default 1)",
+        _positive(optional=False), metavar="N", identity=True, evaluate=True,
+    ),
     # evaluate's own, in its order: a run file's [evaluation] table.
     Setting(
         "outer", "evaluate", "str", "cv",
@@ -419,6 +456,11 @@ _DECLARED = (
         "train_ratio", "evaluate", "float", 0.8,
         "share of the rows that train in each subsampling split (default 0.8)", _ratio,
         metavar="R",
+    ),
+    Setting(
+        "nested", "evaluate", "bool", True,
+        "tune and select features inside every outer fold (default); --no-nested does it once "
+        "on all training rows: faster, and optimistic",
     ),
     Setting(
         "models", "evaluate", "path", None,

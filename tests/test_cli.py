@@ -432,7 +432,8 @@ def test_every_setting_has_a_flag():
         "--tls-ca-file", "ca", "--tls-cert", "c", "--tls-key", "k", "--out", "o", "--overwrite",
         "--no-progress", "--sizes", "0", "--ratio", "0.25", "--size-seeds", "2",
         "--max-train-rows", "100", "--incremental", "--epochs", "2", "--checkpoint", "ck",
-        "--rows-per-partition", "1000", "--allow-modules", "mypkg",
+        "--rows-per-partition", "1000", "--allow-modules", "mypkg", "--prior-correction",
+        "--calibration", "platt", "--inner", "cv", "--inner-folds", "3", "--inner-repeats", "2",
     ]  # fmt: skip
     given = set(vars(cli.build_parser().parse_args(argv)))
     assert set(setting_names()) - given == {"learners"}  # [learners.NAME] tables: files only

@@ -29,6 +29,7 @@ PAGES = [
     "tutorial",
     "results",
     "evaluation",
+    "nesting",
     "models",
     "scaling",
     "faq",

@@ -101,7 +101,11 @@ def test_load_table_signature_is_the_table_settings():
 def test_evaluate_signature_is_its_settings():
     params = inspect.signature(sd.evaluate).parameters
     given_ = {k: p.default for k, p in params.items() if k not in ("table", "client")}
-    declared = {s.name: s.default for s in command_settings("evaluate") if s.scope != "table"}
+    declared = {
+        s.name: s.default_in("evaluate")
+        for s in command_settings("evaluate")
+        if s.scope != "table"
+    }
     declared = {k: v for k, v in declared.items() if SETTINGS[k].scope != "app"}
     assert set(given_) == set(declared)
     assert all(same(given_[k], declared[k]) for k in declared), (given_, declared)
@@ -131,6 +135,7 @@ def test_identity_is_what_results_record():
     assert set(identity(values)) == {
         "learners", "n_folds", "seed", "train_types", "measures", "stratify", "sizes",
         "ratio", "size_seeds", "max_train_rows", "incremental", "epochs", "onepass",
+        "prior_correction", "calibration", "inner", "inner_folds", "inner_repeats",
     }  # fmt: skip
 
 
@@ -209,7 +214,9 @@ def test_one_argument_per_setting_and_hidden_aliases(command):
 def test_commands_share_the_settings_evaluate_takes():
     run, evaluate = ({s.name for s in COMMAND_FLAGS[c]} for c in ("run", "evaluate"))
     own = {s.name for s in SETTINGS.values() if s.scope == "evaluate"}
-    assert own == {"outer", "outer_folds", "outer_repeats", "test_split", "train_ratio", "models"}
+    assert own == {
+        "outer", "outer_folds", "outer_repeats", "test_split", "train_ratio", "nested", "models"
+    }  # fmt: skip
     assert evaluate - run == own and not run & own
     assert run - evaluate == {  # SOAK's own: K, train types, sizes, incremental fits
         "n_folds", "train_types", "sizes", "ratio", "size_seeds", "max_train_rows",

@@ -27,6 +27,7 @@ from typing import Any
 from sklearn.base import BaseEstimator
 
 from ..learn.builtin import BUILTIN
+from ..learn.tuning import Search, check_space
 from ..settings import (
     ALLOWED_MODULES,
     EVALUATION_TABLE,
@@ -100,11 +101,17 @@ class LearnerSpec:
         ``"module:Class"``, checked for that form but not imported.
     params : dict
         Keyword arguments of the class.
+    search : dict, optional
+        Parameter -> candidate values: the learner is tuned inside each train set
+        (``soak_dask.learn.tuning.Search``), by grid or, with ``n_iter``, random draws.
+    n_iter : int, optional
     """
 
     name: str
     estimator: str
     params: dict[str, Any] = field(default_factory=dict)
+    search: dict[str, Any] | None = None
+    n_iter: int | None = None
 
     def build(self, allow_modules: Iterable[str] = ()) -> BaseEstimator:
         """Import the class and return an instance; errors name the learner and the fix.
@@ -137,9 +144,13 @@ class LearnerSpec:
                 "class (a subclass of sklearn.base.BaseEstimator)"
             )
         try:
-            return cls(**self.params)
+            est = cls(**self.params)
         except TypeError as err:
             raise ValueError(f"learner {self.name!r}: {class_name}: {err}") from err
+        if self.search is None:
+            return est
+        check_space(est, self.search, self.n_iter, self.name)
+        return Search(est, self.search, n_iter=self.n_iter)
 
 
 class _Learners:
@@ -163,8 +174,9 @@ class _Learners:
         }
 
 
-def _field(setting: Setting) -> tuple[str, Any, Any]:
-    default = None if setting.default is REQUIRED else setting.default  # merge_settings checks
+def _field(setting: Setting, command: Command) -> tuple[str, Any, Any]:
+    default = setting.default_in(command)
+    default = None if default is REQUIRED else default  # merge_settings checks
     return setting.dest, _TYPES[setting.kind], field(default=default)
 
 
@@ -186,7 +198,7 @@ def _settings_class(name: str, command: Command) -> type:
     the setting (``learners``, unbuilt, is ``learner_specs``: ``learners()`` builds them)."""
     return make_dataclass(
         name,
-        [_field(s) for s in command_settings(command) if s.cli],
+        [_field(s, command) for s in command_settings(command) if s.cli],
         bases=(_Learners,),
         frozen=True,
         namespace={"__module__": __name__, "__doc__": f"Everything ``soak {command}`` needs."},
@@ -406,6 +418,9 @@ def _learner_spec(name: str, table: Any) -> LearnerSpec | str:
     rest = dict(table)
     estimator = rest.pop("estimator")
     params = rest.pop("params", {})
+    search, n_iter = rest.pop("search", None), rest.pop("n_iter", None)
+    if search is not None and not isinstance(search, dict):
+        raise ValueError(f"{where} search must be a table of parameter = [candidate values]")
     if not isinstance(estimator, str) or not _ESTIMATOR.match(estimator):
         raise ValueError(
             f"{where} estimator = {estimator!r} is not of the form 'package.module:Class' "
@@ -416,7 +431,7 @@ def _learner_spec(name: str, table: Any) -> LearnerSpec | str:
     both = sorted(set(params) & set(rest))
     if both:
         raise ValueError(f"{where} sets {both} both in params and as keys; keep one")
-    return LearnerSpec(name, estimator, {**params, **rest})
+    return LearnerSpec(name, estimator, {**params, **rest}, search, n_iter)
 
 
 def _is_url(value: str) -> bool:

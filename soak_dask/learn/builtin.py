@@ -29,6 +29,7 @@ from ..split.folds import check_seed
 from ..tables.table import Task
 from .lasso import LassoCVClassifier, LassoCVRegressor
 from .pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
+from .tuning import search_from_tuple
 
 
 def _scaled(estimator: BaseEstimator) -> BaseEstimator:
@@ -136,7 +137,9 @@ def resolve_learners(
 
     Accepts a dict of name -> estimator or built-in name, a list of either (named after the
     built-in name or the estimator's class), or one of them alone. ``seed`` (0 to 2**32 - 1)
-    is the ``random_state`` of built-in learners that have one.
+    is the ``random_state`` of built-in learners that have one. A tuple ``(learner, space)``
+    or ``(learner, space, n_iter)`` is a learner tuned inside each train set
+    (``soak_dask.learn.tuning.Search``).
     """
     seed = check_seed(seed)
     if learners is None:
@@ -146,7 +149,8 @@ def resolve_learners(
     if not isinstance(learners, Mapping):
         named: dict[str, Any] = {}
         for item in learners:
-            name = item if isinstance(item, str) else type(item).__name__
+            first = item[0] if isinstance(item, tuple) and item else item
+            name = first if isinstance(first, str) else type(first).__name__
             if name in named:
                 raise ValueError(f"two learners are named {name!r}; pass a dict to name them")
             named[name] = item
@@ -157,6 +161,8 @@ def resolve_learners(
         )
     out = {}
     for name, item in learners.items():
+        if isinstance(item, tuple):
+            item = search_from_tuple(str(name), item, lambda n: builtin_learner(n, task, seed))
         est = builtin_learner(item, task, seed) if isinstance(item, str) else item
         _check_estimator(str(name), est, task)
         out[str(name)] = clone(est)

@@ -63,10 +63,14 @@ FORMAT_VERSION = 1
 #: parameters, NumPy arrays and scikit-learn objects (each audited by skops in turn), and
 #: rebuilding them sets attributes without running any of their code.
 TRUSTED_BY_DEFAULT = (
+    "soak_dask.learn.calibration.PlattCalibrated",
     "soak_dask.learn.lasso.LassoCVClassifier",
     "soak_dask.learn.lasso.LassoCVRegressor",
+    "soak_dask.learn.priors.PriorCorrected",
     "soak_dask.learn.pruned_tree.PrunedTreeClassifier",
     "soak_dask.learn.pruned_tree.PrunedTreeRegressor",
+    "soak_dask.learn.tuning.FrozenSelector",
+    "soak_dask.learn.tuning.Search",
 )
 _TREE = f"{Tree.__module__}.{Tree.__qualname__}"
 #: Keys soak_dask writes; a user's ``metadata`` may not replace them.

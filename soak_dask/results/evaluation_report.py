@@ -38,7 +38,14 @@ from .report import (
     _write_tables,
     html_page,
 )
-from .stats import COMPARE_COLUMNS, by_fold, compare, evaluation_summary, validate_evaluation
+from .stats import (
+    COMPARE_COLUMNS,
+    by_fold,
+    compare,
+    evaluation_summary,
+    nesting_lines,
+    validate_evaluation,
+)
 
 __all__ = ["comparisons", "write_evaluation_report"]
 
@@ -212,6 +219,10 @@ def _notes(ds: xr.Dataset) -> list[str]:
     left_out = _names(a.get("excluded_coordinates"))
     if left_out:
         notes.append(f"<b>Coordinates</b>: {html.escape(coordinates_warning(left_out))}.")
+    # Nesting: the optimism of nested=False first, then choices per fold and the timings.
+    for line in nesting_lines(ds):
+        head, _, rest = line.strip().partition(": ")
+        notes.append(f"<b>{html.escape(head)}</b>: {html.escape(rest)}")
     return notes
 
 

@@ -1228,4 +1228,37 @@ def evaluation_text(ds: xr.Dataset) -> str:
         )
     else:
         table = table.drop(columns=["test_estimate", "test_low", "test_high"])
-    return _text_table(title, table.drop(columns="n_test_split"))
+    text = _text_table(title, table.drop(columns="n_test_split"))
+    return "\n".join([text, *nesting_lines(ds)])
+
+
+def nesting_lines(ds: xr.Dataset) -> list[str]:
+    """What an evaluate result says about its nesting: the optimism warning of
+    ``nested=False``, skipped steps, what each learner chose per fold, and the timings."""
+    lines = []
+    if ds.attrs.get("optimistic"):
+        lines.append(f"\nWARNING: {ds.attrs['optimistic']}")
+    notes = ds.attrs.get("notes", [])
+    lines += [f"Note: {note}" for note in ([notes] if isinstance(notes, str) else notes) if note]
+    for name in ("chosen", "n_features_kept", "inner_scheme"):
+        if name not in ds:
+            continue
+        for learner in ds["learner"].values:
+            values = [
+                v for v in np.ravel(ds[name].sel(learner=learner).values) if v == v and v != ""
+            ]
+            if values:
+                final = ds.get(f"final_{name}")
+                tail = (
+                    "" if final is None else f"; final model: {final.sel(learner=learner).item()}"
+                )
+                shown = ", ".join(
+                    str(int(v)) if name == "n_features_kept" else str(v) for v in values
+                )
+                lines.append(f"{learner} {name} per fold: {shown}{tail}")
+    if "outer_seconds" in ds.attrs:
+        lines.append(
+            f"Timings: outer loop {float(ds.attrs['outer_seconds']):.1f} s, final models "
+            f"{float(ds.attrs['final_seconds']):.1f} s"
+        )
+    return lines

@@ -25,6 +25,7 @@ from fsspec.implementations.local import LocalFileSystem
 from ..schema import (
     COUNTS,
     EVALUATION_DIMS,
+    FIT_INFO,
     MEASURE_NAMES,
     RESULT_DIMS,
     TIMINGS,
@@ -86,9 +87,15 @@ def build_dataset(
     index = pd.MultiIndex.from_product(list(coords.values()), names=dims)
     full = rows.set_index(dims).reindex(index)
     # from_dataframe sorts each level; reindex restores the intended coordinate order.
-    ds = xr.Dataset.from_dataframe(full[[*measures, *COUNTS, *TIMINGS]]).reindex(coords)
+    info = [name for name in FIT_INFO if name in full.columns]
+    ds = xr.Dataset.from_dataframe(full[[*measures, *COUNTS, *TIMINGS, *info]]).reindex(coords)
     for name in COUNTS:
         ds[name] = ds[name].astype(np.int64)
+    for name in info:
+        # A fit that failed (or chose nothing) has no entry: "" for text, NaN for counts.
+        if ds[name].dtype == object:
+            ds[name] = ds[name].fillna("").astype(str).astype(object)
+        ds[name].attrs["long_name"] = FIT_INFO[name]
     fit_id = (
         splits.set_index(dims[1:])["fit_id"].to_xarray().reindex({k: coords[k] for k in dims[1:]})
     )

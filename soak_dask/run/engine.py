@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator
 
 from ..learn.builtin import resolve_learners
 from ..learn.measures import check_measures
+from ..learn.procedure import Procedure
 from ..results.store import RESULTS_TITLE, build_dataset, encode_attrs, package_versions
 from ..schema import TRAIN_TYPES
 from ..settings import SETTINGS, check_run_options, identity
@@ -57,6 +58,11 @@ def soak(
     incremental: bool = False,
     epochs: int = 1,
     onepass: bool = True,
+    prior_correction: bool = False,
+    calibration: str | None = None,
+    inner: str = "auto",
+    inner_folds: int = 5,
+    inner_repeats: int = 1,
 ) -> xr.Dataset:
     """Same/Other/All K-fold cross-validation of ``learners`` on ``table``.
 
@@ -126,6 +132,17 @@ def soak(
         Ridge, RidgeClassifier, LinearDiscriminantAnalysis, GaussianNB, optionally after a
         StandardScaler) from one pass of per-block statistics, instead of one pass per fit.
         Coefficients equal scikit-learn's fit on the rows up to rounding.
+    prior_correction : bool
+        Predict the class of largest probability divided by its share of the train set
+        (classifiers with ``predict_proba``; see docs/nesting.md). Off by default here: SOAK's
+        baselines and published results use the largest probability. Learners it wraps are
+        fitted whole (not from block statistics).
+    calibration : {None, "platt"}
+        Platt scaling fitted on out-of-fold scores of each train set (binary tasks).
+    inner, inner_folds, inner_repeats :
+        The inner resampling that tunes a learner given with a search space (a
+        ``(learner, space)`` tuple or ``soak_dask.Search``) inside each train set, as for
+        ``evaluate``.
 
     Returns
     -------
@@ -152,8 +169,10 @@ def soak(
     user_folds = table.fold is not None
     table, data = _prepared(design.add_keys(table), persist, client)
     counts, classes = _checked(table, n_folds, user_folds)
+    estimators, notes = Procedure.from_options(options).apply(estimators, classes, measures[0])
     plan = design.plan(table, counts)
     settings = _settings(table, options, plan, measures, classes, estimators)
+    settings.update({"notes": notes} if notes else {})
     ctx = _context(table, data, plan, estimators, measures, classes, error_score, seed, client)
     strategies = [
         *([OnePass()] if onepass else []),

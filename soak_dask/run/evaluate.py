@@ -4,7 +4,9 @@ reserved test split scored once by the final models, on the same engine as SOAK.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,8 +19,12 @@ from sklearn.base import BaseEstimator
 
 from ..learn.builtin import resolve_learners
 from ..learn.measures import check_measures
+from ..learn.procedure import Procedure
+from ..learn.tuning import freeze, has_selection
 from ..results.store import build_dataset, encode_attrs, package_versions
+from ..schema import FIT_INFO
 from ..split.folds import check_seed
+from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
 from ..split.plan import Plan
 from ..tables.table import FOLD_COLUMN, Table, check_table
@@ -50,6 +56,12 @@ def evaluate(
     train_ratio: float = 0.8,
     persist: bool = True,
     models: str | os.PathLike | None = None,
+    nested: bool = True,
+    inner: str = "auto",
+    inner_folds: int = 5,
+    inner_repeats: int = 1,
+    prior_correction: bool = True,
+    calibration: str | None = None,
 ) -> xr.Dataset:
     """Estimate how well ``learners`` predict new rows of ``table``'s population.
 
@@ -93,6 +105,27 @@ def evaluate(
         ``soak_dask.predict_table`` predicts a table larger than memory with it). The final
         model is one fit on all training rows (the test split excepted); the fold models only
         make the estimate.
+    nested : bool
+        Tune (learners given with a search space) and select features (selector steps of a
+        pipeline) inside every outer fold, on its training part alone (default). False does
+        both once on all training rows and lets the folds only refit and score: faster, and
+        optimistic, which the result says (``attrs["optimistic"]``).
+    inner : {"auto", "cv", "repeated_cv", "loo"}
+        The inner resampling that ranks a tuned learner's settings (and gives Platt scaling
+        its out-of-fold scores). ``auto``: grouped, leave-one-group-out up to
+        max(inner_folds, 10) groups and group K-fold above; ungrouped, stratified K-fold
+        capped by the rarest class, repeated 3 times on small (≤ 2,000 rows) runs of cheap
+        learners. Each fit's choice is in the ``inner_scheme`` variable.
+    inner_folds, inner_repeats : int
+        K and repeats of the inner resampling.
+    prior_correction : bool
+        Predict the class of largest probability divided by its share of the fold's training
+        rows (classifiers with ``predict_proba``): the decision that maximises balanced
+        accuracy; probabilities, and so log loss and AUC, are unchanged. Refused with a
+        learner that resamples to balance classes.
+    calibration : {None, "platt"}
+        Platt scaling: a sigmoid fitted on out-of-fold scores of each training part (binary
+        tasks; skipped with a note on others).
 
     Returns
     -------
@@ -102,36 +135,38 @@ def evaluate(
         ``n_test_split`` with a test split; for the bootstrap, ``<measure>_632`` (and
         ``error_632plus``) and ``<measure>_resubstitution``. ``.soak.summary()`` gives mean ±
         SD over folds, ``.soak.by_fold()`` the folds, ``.soak.compare(a, b, measure)`` the
-        paired t-test of two learners.
+        paired t-test of two learners. Learners that tune or select features add ``chosen``,
+        ``inner_scheme`` and ``n_features_kept`` per fold and ``final_*`` for the final
+        model; ``attrs["outer_seconds"]`` and ``attrs["final_seconds"]`` time the outer loop
+        and the final models.
     """
     check_table(table, "evaluate")
     seed = check_seed(seed)
     share = _check_share(test_split)
     design = outer_design(outer, outer_folds, outer_repeats, seed, train_ratio)
+    procedure = Procedure(
+        Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
+    )
+    _check_nested(nested)
     measures = check_measures(measures, table.task)
     estimators = resolve_learners(learners, table.task, seed)
     client = current_client() if client is None else client
     data_id = data_identity(checkpoint, table)
     if share and table.fold is not None:
-        given = f"the fold column {table.fold!r}"
-        folds = "the folds of assign_folds" if table.fold == FOLD_COLUMN else given
-        warnings.warn(
-            f"test_split={share} is cut out of {folds}, which may then lose their balance; "
-            "let evaluate draw the folds of the other rows instead (no fold column)",
-            UserWarning,
-            stacklevel=2,
-        )
+        _warn_fold_column(table, share)
     train, held, share = reserve(table, share, seed) if share else (table, None, 0.0)
     keyed, used = design.add_keys(train)
     data = keyed.data
     if persist:
         data = client.persist(data) if client is not None else data.persist()
     classes = _classes(keyed, data)
+    estimators, notes = procedure.apply(estimators, classes, measures[0])
     plan = design.plan(keyed, used)
     asked = outer_folds if outer in ("cv", "repeated_cv") else ""
     settings = _settings(
         keyed, outer, asked, used, share, measures, classes, estimators, seed, plan
     )
+    settings.update(_nesting(procedure, nested, estimators, notes))
     run = RunSpec(
         features=keyed.features,
         label=keyed.label,
@@ -143,24 +178,76 @@ def evaluate(
         seed=seed,
     )
     ctx = Context(keyed, data, plan, estimators, run, client)
-    small = design.outer in ("loo", "lodo")
-    strategies = [Batched()] if small else [WholeTrainSet()]
+    bootstrap = design.outer == "bootstrap"
+    wanted = bootstrap or models is not None or any(map(has_selection, estimators.values()))
+    finals, final_seconds = {}, 0.0
+    if not nested and "optimistic" in settings:  # selection and tuning once, on all rows
+        finals, final_seconds = _final_fits(ctx, held, True)
+        ctx = dataclasses.replace(ctx, estimators=_frozen(estimators, finals))
+    strategies = [Batched()] if design.outer in ("loo", "lodo") else [WholeTrainSet()]
     if checkpoint is not None:
         checkpoint = Checkpoint(checkpoint, settings, {**data_id, "rows": {}})
+    start = time.perf_counter()
     records = run_plan(ctx, strategies, progress, checkpoint)
+    outer_seconds = time.perf_counter() - start
+    if not finals:
+        finals, final_seconds = _final_fits(ctx, held, wanted)
+    timings = {"outer_seconds": outer_seconds, "final_seconds": final_seconds}
+    attrs = {**settings, **timings, "versions": package_versions()}
     ds = build_dataset(
-        records,
-        plan.splits,
-        plan.coords,
-        list(estimators),
-        measures,
-        encode_attrs({**settings, "versions": package_versions()}),
+        records, plan.splits, plan.coords, list(estimators), measures, encode_attrs(attrs)
     )
-    bootstrap = design.outer == "bootstrap"
-    finals = _final_fits(ctx, held, bootstrap or models is not None)
     if models is not None:
         ds.attrs.update(encode_attrs({"models": _save_models(finals, models, keyed, settings)}))
     return _with_finals(ds, finals, measures, bootstrap)
+
+
+def _check_nested(nested: Any) -> None:
+    if not isinstance(nested, bool):
+        raise ValueError(f"nested={nested!r}: need True (tune inside the folds) or False")
+
+
+def _warn_fold_column(table: Table, share: float) -> None:
+    given = f"the fold column {table.fold!r}"
+    folds = "the folds of assign_folds" if table.fold == FOLD_COLUMN else given
+    warnings.warn(
+        f"test_split={share} is cut out of {folds}, which may then lose their balance; "
+        "let evaluate draw the folds of the other rows instead (no fold column)",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
+def _nesting(
+    procedure: Procedure, nested: bool, estimators: Mapping[str, Any], notes: list[str]
+) -> dict[str, Any]:
+    """The nesting settings the result records, with the optimism note of ``nested=False``."""
+    out = {
+        "nested": nested,
+        "inner": procedure.inner.inner,
+        "inner_folds": procedure.inner.folds,
+        "inner_repeats": procedure.inner.repeats,
+        "prior_correction": procedure.prior_correction,
+        "calibration": procedure.calibration,
+        "notes": notes,
+    }
+    selecting = [name for name, est in estimators.items() if has_selection(est)]
+    if not nested and selecting:
+        out["optimistic"] = (
+            f"nested=False: the tuning and feature selection of {', '.join(selecting)} ran "
+            "once on all training rows, the outer test folds included, and the folds only "
+            "refit that choice: their scores are optimistic. Use nested=True for an honest "
+            "estimate."
+        )
+    return out
+
+
+def _frozen(estimators: Mapping[str, Any], finals: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each learner with the setting and features its all-rows fit chose (non-nested)."""
+    return {
+        name: freeze(est, finals[name]["model"]) if has_selection(est) else est
+        for name, est in estimators.items()
+    }
 
 
 def _check_share(test_split: Any) -> float:
@@ -214,11 +301,13 @@ def _settings(
     }
 
 
-def _final_fits(ctx: Context, held: Any, wanted: bool) -> dict[str, dict[str, Any]]:
+def _final_fits(ctx: Context, held: Any, wanted: bool) -> tuple[dict[str, dict[str, Any]], float]:
     """Each learner fitted on all training rows, one task each, when a test split is scored,
-    a bootstrap needs its resubstitution scores, or the models are saved (``wanted``)."""
+    a bootstrap needs its resubstitution scores, the models are saved, or what a learner
+    selects is reported (``wanted``); and the wall seconds it took."""
     if held is None and not wanted:
-        return {}
+        return {}, 0.0
+    start = time.perf_counter()
     train = ctx.data.to_delayed()
     columns = [*ctx.run.features, ctx.run.label, *([ctx.run.group] if ctx.run.group else [])]
     test = held[columns].to_delayed() if held is not None else []
@@ -227,7 +316,7 @@ def _final_fits(ctx: Context, held: Any, wanted: bool) -> dict[str, dict[str, An
         for est in ctx.estimators.values()
     ]
     done = ctx.client.compute(tasks, sync=True) if ctx.client is not None else dask.compute(*tasks)
-    return dict(zip(ctx.estimators, done, strict=True))
+    return dict(zip(ctx.estimators, done, strict=True)), time.perf_counter() - start
 
 
 def _save_models(
@@ -259,8 +348,20 @@ def _save_models(
 def _with_finals(
     ds: xr.Dataset, finals: dict[str, dict[str, Any]], measures: Sequence[str], bootstrap: bool
 ) -> xr.Dataset:
-    """``ds`` with the test split's scores and intervals, and the .632 estimates."""
+    """``ds`` with the test split's scores and intervals, the .632 estimates, and the final
+    models' fit times and choices."""
     learners = list(ds["learner"].values)
+    if finals:
+        seconds = [finals[n]["fit_seconds"] for n in learners]
+        ds["final_fit_seconds"] = ("learner", np.array(seconds, dtype=np.float64))
+        ds["final_fit_seconds"].attrs["long_name"] = "seconds to fit the final model"
+    for key, long_name in FIT_INFO.items():
+        values = [finals[n]["info"].get(key) for n in learners] if finals else [None]
+        if any(v is not None for v in values):
+            text = key != "n_features_kept"
+            column = [("" if text else np.nan) if v is None else v for v in values]
+            ds[f"final_{key}"] = ("learner", np.array(column, dtype=object if text else float))
+            ds[f"final_{key}"].attrs["long_name"] = f"{long_name}, final model"
     if finals and "test" in next(iter(finals.values())):
         for m in measures:
             values = [finals[n]["test"][m] for n in learners]

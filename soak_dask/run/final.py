@@ -12,7 +12,9 @@ import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
 from ..hashing import salt, seeded_hash
+from ..learn.fit_params import fit_with_groups
 from ..learn.measures import finish, partial_scores
+from ..learn.tuning import fit_info
 from .fitting import RunSpec, fit_arrays, predict_codes, score_arrays
 
 #: Bootstrap resamples of the test split's rows behind its 95 % interval.
@@ -32,17 +34,20 @@ def fit_final(
     Returns
     -------
     dict
-        ``model``, ``n_train``, ``fit_seconds``; ``test`` (measure -> (estimate, low, high))
-        and ``n_test`` with test rows; ``resubstitution`` (measure -> score) and
-        ``no_information`` (the .632+ no-information error, classification) if asked.
+        ``model``, ``n_train``, ``fit_seconds``, ``info`` (what it chose: ``fit_info``);
+        ``test`` (measure -> (estimate, low, high)) and ``n_test`` with test rows;
+        ``resubstitution`` (measure -> score) and ``no_information`` (the .632+
+        no-information error, classification) if asked.
     """
     train = pd.concat(train_parts)
     start = time.perf_counter()
-    model = clone(estimator).fit(*fit_arrays(train, run))
+    groups = train[run.group].to_numpy() if run.group else None
+    model = fit_with_groups(clone(estimator), *fit_arrays(train, run), groups)
     out: dict[str, Any] = {
         "model": model,
         "n_train": len(train),
         "fit_seconds": time.perf_counter() - start,
+        "info": fit_info(model),
     }
     test = pd.concat(test_parts) if test_parts else train.iloc[:0]
     if len(test):

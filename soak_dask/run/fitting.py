@@ -8,7 +8,7 @@ import itertools
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -18,7 +18,9 @@ from sklearn import config_context
 from sklearn.base import BaseEstimator, clone
 
 from ..hashing import seeded_hash
+from ..learn.fit_params import fit_with_groups
 from ..learn.measures import finish, merge, partial_scores
+from ..learn.tuning import fit_info
 from ..split.plan import Selection
 from ..split.sizes import downsample
 from ..tables.table import category_codes, float_array
@@ -63,6 +65,7 @@ class FitState:
     seconds: float = 0.0
     message: str = ""
     started: bool = False
+    info: dict[str, Any] = field(default_factory=dict)  # what the fit chose (``fit_info``)
 
 
 def select_rows(
@@ -131,9 +134,14 @@ def fit_and_score(
     if fit.weights is not None:
         train = train.iloc[np.repeat(np.arange(len(train)), train[fit.weights].to_numpy())]
     state = FitState(clone(estimator), n_train=len(train))
+    groups = train[run.group].to_numpy() if run.group else None
     start = time.perf_counter()
-    _, state.message = guard(run, lambda: state.estimator.fit(*fit_arrays(train, run)))
+    _, state.message = guard(
+        run, lambda: fit_with_groups(state.estimator, *fit_arrays(train, run), groups)
+    )
     state.seconds = time.perf_counter() - start
+    if not state.message:
+        state.info = fit_info(state.estimator)
     return score_blocks(state, blocks, fit, run)
 
 
@@ -322,6 +330,7 @@ def _record(
         **values,
         "predict_seconds": seconds,
         "message": state.message,
+        **state.info,
     }
 
 
