@@ -13,6 +13,7 @@ from .learn.lasso import LassoCVClassifier, LassoCVRegressor
 from .learn.priors import PriorCorrected
 from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
 from .learn.tuning import Search
+from .pooling import search_subsets, transfer
 from .results import accessor as _accessor  # noqa: F401  (registers the Dataset.soak accessor)
 from .results.stats import adjust_pvalues, by_fold, compare, evaluation_summary, pvalues, summary
 from .results.store import from_dataframe, open_results, save_results
@@ -94,6 +95,8 @@ __all__ = [
     "save_model",
     "save_results",
     "soak",
+    "search_subsets",
     "summary",
+    "transfer",
     "write_report",
 ]

@@ -30,6 +30,7 @@ PAGES = [
     "results",
     "evaluation",
     "nesting",
+    "transfer",
     "models",
     "scaling",
     "faq",

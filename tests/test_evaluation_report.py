@@ -67,7 +67,8 @@ def read_csv(path: Path) -> pd.DataFrame:
 def test_report_writes_every_file(report):
     out = report.parent
     expected = {"report.html"}
-    expected |= {f"{t}.{ext}" for t in ("summary", "folds", "compare") for ext in ("csv", "md")}
+    tables = ("summary", "folds", "compare", "timings")
+    expected |= {f"{t}.{ext}" for t in tables for ext in ("csv", "md")}
     expected |= {f"evaluation_{m}.{ext}" for m in MEASURES for ext in ("png", "svg")}
     assert {p.name for p in out.iterdir()} == expected
     for m in MEASURES:

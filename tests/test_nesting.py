@@ -242,6 +242,14 @@ def test_chosen_settings_are_recorded_per_fold_and_for_the_final_model(tmp_path)
     assert ds.final_inner_scheme.item() == "group 5-fold (12 groups)"
     assert ds.attrs["outer_seconds"] > 0 and ds.attrs["final_seconds"] > 0
     assert (ds.final_fit_seconds > 0).all()
+    from soak_dask.results.evaluation_report import write_evaluation_report
+
+    write_evaluation_report(ds, tmp_path / "rep")
+    table = pd.read_csv(tmp_path / "rep" / "timings.csv").set_index("learner")
+    assert table.loc["tree", "outer_fit_seconds"] == pytest.approx(float(ds.fit_seconds.sum()))
+    assert table.loc["(wall)", "final_fit_seconds"] == pytest.approx(ds.attrs["final_seconds"])
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "tree chosen per fold" in page and "Timings" in page
     # The shipped model is the tuned, prior-corrected procedure, and loads from its file.
     # A function reference and a decision tree: skops leaves both to the caller to trust.
     trusted = [

@@ -153,6 +153,45 @@ assert c[False].loc["auc", "n"] == 5 and c[False].loc["error", "p"] > 0.4
 assert len(fig.axes) == 2
 """
 
+TRANSFER_CLAIMS = """
+assert matrix.attrs["n_distinct_train_sets"] == 40 and matrix.attrs["n_fits"] == 80
+assert gap == 0
+lg = tests[tests["learner"] == "logistic"].set_index(["train_subset", "test_subset"])
+assert (lg["verdict"] == "worse").sum() == 9 and (lg["verdict"] == "better").sum() == 0
+for region in ["NE", "NW", "SW"]:
+    assert lg.loc[("SE", region), "verdict"] == "worse" == lg.loc[(region, "SE"), "verdict"]
+    assert lg.loc[("SE", region), "transfer_mean"] > 40
+assert lg.loc[("SE", "NW"), "transfer_mean"] > 95 and lg.loc[("SE", "SE"), "same_mean"] < 0.1
+for cell in [("NW", "SW"), ("SW", "NW"), ("NE", "NW")]:
+    assert lg.loc[cell, "verdict"] == "similar", cell
+assert lg.loc[("NE", "NW"), "transfer_mean"] < 1.1 < 6 < lg.loc[("NW", "NW"), "same_mean"] < 6.1
+assert 24 < lg.loc[("NW", "NE"), "transfer_mean"] < 25
+assert lg.loc[("NW", "NE"), "verdict"] == "worse"
+assert order[0] == "SE"
+assert transfer_distance(matrix, "logistic").loc["NW", "SW"] == 0
+s = pv.set_index(["test_subset", "compare", "reference"])
+se, sw = s.loc[("SE", "greedy", "all")], s.loc[("SW", "greedy", "all")]
+assert se["p_paired"] < 0.001 and se["mean_diff"] < -70, se
+assert sw["p_paired"] < 0.05 and sw["mean_diff"] < -7, sw
+for region in ["NE", "NW"]:
+    row = s.loc[(region, "greedy", "same")]
+    assert row["mean_diff"] < 0 and row["p_paired"] > 0.05, row
+ne = s.loc[("NE", "greedy", "same")]
+assert 6.6 < ne["compare_mean"] < 6.8 and 8.8 < ne["reference_mean"] < 8.9, ne
+stab = search_stability(found).set_index("test_subset")
+assert stab.loc["SE", "modal_pool"] == "SE" and stab.loc["SE", "jaccard"] == 1
+assert stab.loc["NW", "modal_pool"] == "NE+NW" and stab.loc["NW", "modal_share"] == 0.8
+assert abs(stab.loc["SW", "jaccard"] - 0.77) < 0.01 and abs(stab.loc["NE", "jaccard"] - 0.56) < 0.01
+assert int(found["inner_fits"].sel(learner="lda")) == 633
+assert int(found["one_pass"].sel(learner="lda")) == 1
+paper_tests = transfer_pvalues(transfer_from_soak(paper)).set_index(
+    ["learner", "train_subset", "test_subset"]
+)
+assert paper_tests.loc[("cv_glmnet", "MNIST", "FashionMNIST"), "verdict"] == "worse"
+assert paper_tests.loc[("cv_glmnet", "FashionMNIST", "MNIST"), "verdict"] == "worse"
+assert len(fig.axes) == 6  # the paper figure: 2 learners x (dendrogram, heat map, colour bar)
+"""
+
 # Every notebook in notebooks/, with the claims its test appends.
 CLAIMS = {
     "01_quickstart.ipynb": QUICKSTART_CLAIMS,
@@ -160,6 +199,7 @@ CLAIMS = {
     "03_existing_cluster.ipynb": CLUSTER_CLAIMS,
     "04_raster.ipynb": RASTER_CLAIMS,
     "05_evaluate.ipynb": EVALUATE_CLAIMS,
+    "08_transfer.ipynb": TRANSFER_CLAIMS,
 }
 
 
@@ -250,6 +290,10 @@ def notebook_setting(name: str, tmp: Path) -> Iterator[str]:
             paper = shared_file("paper", "soak_paper_paired_ttests.csv")
             stack.enter_context(_environ({"AZTREES_PARQUET": None}))
             checks = f"PAPER = {str(paper)!r}\n" + checks
+        if name == "08_transfer.ipynb":
+            shared_file("aztrees.parquet")  # the notebook finds both itself, relative to its folder
+            shared_file("paper", "soak_paper_fold_scores.csv")
+            stack.enter_context(_environ({"AZTREES_PARQUET": None}))
         if name == "03_existing_cluster.ipynb":
             cluster_dir = tmp / "cluster"
             cluster_dir.mkdir()
@@ -316,6 +360,12 @@ def test_evaluate_on_aztrees(kernel: str, tmp_path: Path, monkeypatch) -> None:
     nb = run_notebook("05_evaluate.ipynb", kernel, tmp_path)
     assert "Using the real AZtrees table" in stream_text(nb)
     assert n_images(nb) == 1, "the figure cell displayed no image"
+
+
+def test_transfer_on_aztrees(kernel: str, tmp_path: Path) -> None:
+    nb = run_notebook("08_transfer.ipynb", kernel, tmp_path)
+    assert "largest difference between the diagonal and SOAK's same: 0 points" in stream_text(nb)
+    assert n_images(nb) == 3
 
 
 def _cell_source(nb_name: str, cell_id: str) -> str:

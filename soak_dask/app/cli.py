@@ -1,7 +1,8 @@
 """The ``soak`` command line: run SOAK on a table, evaluate learners, describe a table, report
-on results.
+on results, and the diagnostics built on them.
 
-Commands: ``soak run``, ``soak evaluate``, ``soak info``, ``soak report``, ``soak demo``;
+Commands: ``soak run``, ``soak evaluate``, ``soak transfer``, ``soak split-sensitivity``,
+``soak compare-sampling``, ``soak info``, ``soak report``, ``soak demo``;
 ``soak COMMAND --help`` lists each one's flags. A user error prints one line
 ``soak: error: ...`` and exits with 2 (``--debug`` shows the traceback instead).
 """
@@ -13,6 +14,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Iterable
+from importlib import import_module
 from textwrap import indent
 from typing import Any
 
@@ -218,6 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
         sections=_EVALUATE_SECTIONS,
     )
 
+    for module, _ in _EXTRA.values():
+        import_module(f".{module}", __package__).add_parser(command)
+
     info = command("info", "describe a table: task, features, rows per subset × label, warnings")
     _add_settings(info, _INFO, run_file=False)
 
@@ -380,12 +385,29 @@ def demo_command(args: argparse.Namespace) -> None:
     )
 
 
+#: Subcommands kept in their own modules (each imports this one, so they load on use):
+#: name -> (module of soak_dask.app, its command function).
+_EXTRA: dict[str, tuple[str, str]] = {
+    "transfer": ("transfer_cli", "transfer_command"),
+    "split-sensitivity": ("sensitivity_cli", "split_sensitivity_command"),
+    "compare-sampling": ("sampling_cli", "compare_sampling_command"),
+}
+
+
+def _extra_command(module: str, function: str) -> Callable[[argparse.Namespace], None]:
+    def command(args: argparse.Namespace) -> None:
+        getattr(import_module(f".{module}", __package__), function)(args)
+
+    return command
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
     "run": run_command,
     "evaluate": evaluate_command,
     "info": info_command,
     "report": report_command,
     "demo": demo_command,
+    **{name: _extra_command(*where) for name, where in _EXTRA.items()},
 }
 
 

@@ -44,6 +44,7 @@ from .stats import (
     compare,
     evaluation_summary,
     nesting_lines,
+    timings,
     validate_evaluation,
 )
 
@@ -396,6 +397,8 @@ def write_evaluation_report(
       the test split's estimate and interval);
     - ``folds.csv`` / ``.md``: ``soak_dask.results.stats.by_fold``, every cell;
     - ``compare.csv`` / ``.md``: `comparisons`, every pair of learners per measure;
+    - ``timings.csv`` / ``.md``: ``soak_dask.results.stats.timings``, seconds of the outer
+      loop and the final models;
     - ``evaluation_<measure>.png`` / ``.svg``: ``soak_dask.results.plot.plot_evaluation``;
     - ``report.html``: what was run, notes (SD not SE, fold caps, the .632 estimates, the test
       split), per measure the figure, mean ± SD and the comparisons (the first open), every
@@ -424,7 +427,8 @@ def write_evaluation_report(
     out = Path(out)
     _prepare_dir(out, overwrite, flag)  # a previous report's files (either kind) deleted
     means, folds, tests = evaluation_summary(ds, names), by_fold(ds, names), comparisons(ds, names)
-    for name, frame in (("summary", means), ("folds", folds), ("compare", tests)):
+    tables = {"summary": means, "folds": folds, "compare": tests, "timings": timings(ds)}
+    for name, frame in tables.items():
         _write_tables(out, name, frame)
     sections = [
         _measure_section(
@@ -432,7 +436,7 @@ def write_evaluation_report(
         )
         for i, m in enumerate(names)
     ]
-    files = [f"{t}.{ext}" for t in ("summary", "folds", "compare") for ext in ("csv", "md")]
+    files = [f"{t}.{ext}" for t in tables for ext in ("csv", "md")]
     files += [f"evaluation_{m}.{ext}" for m in names for ext in ("png", "svg")]
     page = out / "report.html"
     page.write_text(_page(ds, sections, names, files, _folds_html(folds)), encoding="utf-8")

@@ -1232,6 +1232,33 @@ def evaluation_text(ds: xr.Dataset) -> str:
     return "\n".join([text, *nesting_lines(ds)])
 
 
+def timings(ds: xr.Dataset) -> pd.DataFrame:
+    """Seconds per learner, as the guide's metrics/timings table: the outer loop's fits and
+    predictions (summed over cells: CPU seconds on the workers) and the final model's fit; the
+    last row, ``(wall)``, the wall time of the outer loop and of the final models."""
+    rows = []
+    for learner in ds["learner"].values:
+        cells = ds.sel(learner=learner)
+        final = ds["final_fit_seconds"].sel(learner=learner) if "final_fit_seconds" in ds else None
+        rows.append(
+            {
+                "learner": str(learner),
+                "outer_fit_seconds": float(cells["fit_seconds"].sum()),
+                "outer_predict_seconds": float(cells["predict_seconds"].sum()),
+                "final_fit_seconds": np.nan if final is None else float(final),
+            }
+        )
+    rows.append(
+        {
+            "learner": "(wall)",
+            "outer_fit_seconds": float(ds.attrs.get("outer_seconds", np.nan)),
+            "outer_predict_seconds": np.nan,
+            "final_fit_seconds": float(ds.attrs.get("final_seconds", np.nan)),
+        }
+    )
+    return pd.DataFrame(rows)
+
+
 def nesting_lines(ds: xr.Dataset) -> list[str]:
     """What an evaluate result says about its nesting: the optimism warning of
     ``nested=False``, skipped steps, what each learner chose per fold, and the timings."""

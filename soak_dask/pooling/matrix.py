@@ -1,0 +1,557 @@
+"""The transfer matrix: train on each single subset, test on every subset, on SOAK's folds.
+
+A fit on subset t (all folds but κ) scores the fold-κ block of every test subset σ, so S
+subsets cost S·K fits, not S²·K. Folds are assigned exactly as ``soak`` assigns them (same
+seed, same folds), so the diagonal t = σ is SOAK's ``same``; an off-diagonal cell (t → σ) says
+how well a model of subset t predicts subset σ, and the paired t-test over folds against the
+diagonal says whether it does worse than σ's own model.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import xarray as xr
+from sklearn.base import BaseEstimator
+
+from ..learn.builtin import resolve_learners
+from ..learn.measures import check_measures
+from ..results.stats import pvalues
+from ..results.store import build_dataset, encode_attrs, package_versions
+from ..run.engine import _checked, _context, _prepared
+from ..run.executor import current_client, run_plan
+from ..run.strategies import Context, OnePass, WholeTrainSet
+from ..schema import DEFAULT_N_FOLDS, LOWER_IS_BETTER, MEASURES
+from ..settings import check_run_options
+from ..split.designs import SameOtherAll
+from ..split.folds import check_fold_values, check_n_folds, check_seed
+from ..split.plan import Fit, Plan, Selection, Term, build_plan
+from ..tables.table import Table, check_table
+
+#: Title of the results of ``transfer``.
+TITLE = "soak_dask transfer matrix: train on one subset, test on each"
+#: Dims of every measure variable of a transfer result, in this order.
+TRANSFER_DIMS: tuple[str, ...] = ("learner", "train_subset", "test_subset", "fold")
+#: Marks of a cell's verdict against the diagonal, in figures and tables.
+MARKS: dict[str, str] = {"worse": "\u25b2", "better": "\u25bc", "similar": "", "same": "(same)"}
+#: Columns of ``transfer_pvalues``.
+TRANSFER_PVALUE_COLUMNS: list[str] = [
+    "learner",
+    "train_subset",
+    "test_subset",
+    "measure",
+    "n",
+    "same_mean",
+    "same_sd",
+    "transfer_mean",
+    "transfer_sd",
+    "mean_diff",
+    "t",
+    "df",
+    "p_paired",
+    "verdict",
+    "reason",
+]
+
+
+class Transfer:
+    """Plan builder of the transfer matrix, in the style of ``SameOtherAll``.
+
+    Fit (t, κ) trains on {subset = t, fold ≠ κ} and scores the blocks {subset = σ, fold = κ}
+    of every subset σ: S·K fits fill the S × S × K result cells. The folds are SOAK's, from the
+    same seed (``add_keys`` is ``SameOtherAll.add_keys``), so fit (σ, κ) is SOAK's ``same`` fit
+    of test subset σ and fold κ.
+
+    Parameters
+    ----------
+    n_folds : int, optional
+        K, 2 to 127 (default 10; with a fold column, read from it).
+    seed : int
+        Seed of the fold assignment.
+    stratify : bool
+        Balance folds within subset × label (classification).
+
+    Examples
+    --------
+    >>> plan = Transfer(n_folds=3).plan_for(["A", "B"])
+    >>> plan
+    Plan(12 splits (train_subset 2 × test_subset 2 × fold 3), 6 distinct fits, 6 test blocks)
+    >>> print(plan.table().loc[:1, ["train_subset", "test_subset", "fold", "train", "test"]]
+    ...       .to_string(index=False))
+    train_subset test_subset  fold                   train                    test
+               A           A     1 subset == A & fold != 1 subset == A & fold == 1
+               A           B     1 subset == A & fold != 1 subset == B & fold == 1
+    """
+
+    def __init__(self, n_folds: int | None = None, *, seed: int = 1, stratify: bool = True):
+        self.n_folds = None if n_folds is None else check_n_folds(n_folds)
+        self.seed = check_seed(seed)
+        self.stratify = stratify
+
+    def __repr__(self) -> str:
+        given = {"n_folds": None, "seed": 1, "stratify": True}
+        shown = {k: getattr(self, k) for k, v in given.items() if getattr(self, k) != v}
+        return f"Transfer({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+    def add_keys(self, table: Table) -> Table:
+        """``table`` with its fold column: the user's, or assigned on the cluster as ``soak``
+        assigns it."""
+        return SameOtherAll(self.n_folds, seed=self.seed, stratify=self.stratify).add_keys(table)
+
+    def plan(self, table: Table, counts: pd.DataFrame) -> Plan:
+        """The plan for ``table`` (with its fold column), from its ``block_counts``."""
+        n_folds = check_fold_values(counts, table.fold, self.n_folds)
+        subsets = sorted(counts[table.subset].unique().tolist())
+        return self.plan_for(subsets, n_folds, subset=table.subset, fold=table.fold)
+
+    def plan_for(
+        self,
+        subsets: Sequence,
+        n_folds: int | None = None,
+        *,
+        subset: str = "subset",
+        fold: str = "fold",
+    ) -> Plan:
+        """The plan for these subset values (no table needed); ``n_folds`` default: the
+        builder's, else 10."""
+        subsets = list(subsets)
+        if len(set(subsets)) != len(subsets):
+            raise ValueError(f"subsets must be distinct, got {subsets}")
+        folds = list(range(1, (n_folds or self.n_folds or DEFAULT_N_FOLDS) + 1))
+        cells = {(s, k): {subset: s, fold: k} for s in subsets for k in folds}
+        tests = {key: cell_selection(subset, fold, *key) for key in cells}
+        rows = [
+            (
+                {"train_subset": t, "test_subset": s, "fold": k},
+                Fit(train_selection(subset, fold, (t,), (k,))),
+                (s, k),
+            )
+            for t in subsets
+            for k in folds
+            for s in subsets
+        ]
+        coords = {"train_subset": subsets, "test_subset": subsets, "fold": folds}
+        plan = build_plan(rows, tests, coords, cells)
+        plan.blocks["name"] = [f"subset {s!r} fold {k}" for s, k in cells]
+        return plan
+
+
+def cell_selection(subset: str, fold: str, value: Any, k: int) -> Selection:
+    """The test block {subset = value, fold = k}, written as SOAK writes it."""
+    return Selection((Term(subset, (value,)), Term(fold, (k,))))
+
+
+def train_selection(subset: str, fold: str, members: tuple, left_out: tuple) -> Selection:
+    """The train set {subset in members, fold not in left_out}, written as SOAK writes it
+    (one term per column, values in the caller's order), so equal sets are one fit."""
+    return Selection((Term(subset, members), Term(fold, left_out, exclude=True)))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A table made ready for a run: folds assigned, columns persisted, checks done."""
+
+    table: Table
+    data: dd.DataFrame
+    counts: pd.DataFrame
+    classes: list | None
+    subsets: list
+    n_folds: int
+    estimators: dict[str, BaseEstimator]
+    measures: tuple[str, ...]
+    options: dict[str, Any]
+    client: Any
+
+    def context(
+        self,
+        plan: Plan,
+        estimators: Mapping[str, BaseEstimator] | None = None,
+        measures: Sequence[str] | None = None,
+    ) -> Context:
+        """The executor's context of ``plan`` (for ``estimators`` and ``measures``, default
+        the run's)."""
+        return _context(
+            self.table,
+            self.data,
+            plan,
+            self.estimators if estimators is None else estimators,
+            self.measures if measures is None else tuple(measures),
+            self.classes,
+            self.options["error_score"],
+            self.options["seed"],
+            self.client,
+        )
+
+    def settings(self, title: str, design: str, **extra: Any) -> dict[str, Any]:
+        """What a result records of the run, as storable attrs."""
+        return encode_attrs(
+            {
+                "title": title,
+                "design": design,
+                "task": self.table.task,
+                "source": self.table.source,
+                **self.table.roles,
+                "seed": self.options["seed"],
+                "n_folds": self.n_folds,
+                "stratify": self.options["stratify"],
+                "measures": list(self.measures),
+                "learners": {n: repr(e) for n, e in self.estimators.items()},
+                "classes": [str(c) for c in self.classes] if self.classes else None,
+                "subsets": [str(s) for s in self.subsets],
+                **extra,
+                "versions": package_versions(),
+            }
+        )
+
+
+def prepare(
+    table: Table,
+    learners: Any,
+    caller: str,
+    *,
+    n_folds: int | None,
+    seed: int,
+    measures: Sequence[str] | str | None,
+    stratify: bool,
+    persist: bool,
+    error_score: float | str,
+    client: Any,
+) -> Prepared:
+    """Check the options, assign SOAK's folds, persist the columns and check the blocks, as
+    ``soak`` does before it plans."""
+    check_table(table, caller)
+    given = {"n_folds": n_folds, "seed": seed, "stratify": stratify, "persist": persist}
+    options = check_run_options({**given, "error_score": error_score})
+    measures = check_measures(measures, table.task)
+    estimators = resolve_learners(learners, table.task, options["seed"])
+    client = current_client() if client is None else client
+    user_folds = table.fold is not None
+    design = Transfer(options["n_folds"], seed=options["seed"], stratify=stratify)
+    table, data = _prepared(design.add_keys(table), persist, client)
+    counts, classes = _checked(table, options["n_folds"], user_folds)
+    subsets = sorted(counts[table.subset].unique().tolist())
+    k = check_fold_values(counts, table.fold, options["n_folds"])
+    return Prepared(table, data, counts, classes, subsets, k, estimators, measures, options, client)
+
+
+def transfer(
+    table: Table,
+    learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
+    *,
+    n_folds: int | None = None,
+    seed: int = 1,
+    measures: Sequence[str] | str | None = None,
+    stratify: bool = True,
+    persist: bool = True,
+    error_score: float | str = np.nan,
+    client: Any = None,
+    progress: bool = True,
+    onepass: bool = True,
+) -> xr.Dataset:
+    """Train each learner on each single subset and test it on every subset.
+
+    Parameters
+    ----------
+    table : Table
+        From ``soak_dask.load_table``, with a subset column.
+    learners : dict, list, estimator or str, optional
+        As for ``soak_dask.soak`` (default: featureless and a linear model).
+    n_folds : int, optional
+        K (default 10; with a fold column, read from it). The folds are those ``soak``
+        assigns with this seed: the diagonal equals ``soak``'s ``same``.
+    seed, measures, stratify, persist, error_score, client, progress, onepass
+        As for ``soak_dask.soak``.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims (learner, train_subset, test_subset, fold); one variable per measure plus
+        ``n_train``, ``n_test``, ``fit_seconds``, ``predict_seconds``; settings in attrs
+        (``design="transfer"``). ``transfer_pvalues`` tests each cell against the diagonal,
+        ``cluster_subsets`` groups the subsets by how well they predict each other and
+        ``soak_dask.pooling.plot_transfer`` draws the heat map.
+
+    Examples
+    --------
+    >>> import soak_dask as sd
+    >>> from soak_dask.pooling import transfer
+    >>> table = sd.load_table(df, label="y", subset="region")  # doctest: +SKIP
+    >>> res = transfer(table, ["featureless", "lda"], n_folds=5)  # doctest: +SKIP
+    >>> res["error"].mean("fold").sel(learner="lda").to_pandas()  # doctest: +SKIP
+    """
+    run = prepare(
+        table,
+        learners,
+        "transfer",
+        n_folds=n_folds,
+        seed=seed,
+        measures=measures,
+        stratify=stratify,
+        persist=persist,
+        error_score=error_score,
+        client=client,
+    )
+    plan = Transfer(run.n_folds).plan_for(
+        run.subsets, run.n_folds, subset=run.table.subset, fold=run.table.fold
+    )
+    strategies = [*([OnePass()] if onepass else []), WholeTrainSet()]
+    records = run_plan(run.context(plan), strategies, progress)
+    n_fits = len(plan.fits) * len(run.estimators)
+    attrs = run.settings(TITLE, "transfer", n_fits=n_fits, n_distinct_train_sets=len(plan.fits))
+    return assemble(records, plan, list(run.estimators), run.measures, attrs)
+
+
+def assemble(
+    records: list[dict[str, Any]],
+    plan: Plan,
+    learners: list[str],
+    measures: Sequence[str],
+    attrs: Mapping[str, Any],
+) -> xr.Dataset:
+    """The results Dataset of ``plan``'s records, subsets named as strings."""
+    splits = plan.splits.copy()
+    coords = dict(plan.coords)
+    for dim in ("train_subset", "test_subset"):
+        if dim in coords:
+            splits[dim] = splits[dim].map(str)
+            coords[dim] = [str(s) for s in coords[dim]]
+    return build_dataset(records, splits, coords, learners, measures, attrs)
+
+
+def default_measure(ds: xr.Dataset) -> str:
+    """The first measure of a result (error for classification, mse for regression)."""
+    listed = ds.attrs.get("measures")
+    names = [listed] if isinstance(listed, str) else list(listed if listed is not None else [])
+    names = [m for m in names if m in ds.data_vars]
+    if names:
+        return str(names[0])
+    known = [m for task in MEASURES.values() for m in task if m in ds.data_vars]
+    if not known:
+        raise ValueError(f"the results hold no measure; variables: {list(ds.data_vars)}")
+    return known[0]
+
+
+def check_transfer(ds: xr.Dataset, measure: str | None) -> str:
+    """Check that ``ds`` is a transfer result; return the measure to use."""
+    missing = [d for d in TRANSFER_DIMS if d not in ds.dims]
+    if missing:
+        raise ValueError(
+            f"the results lack the dims {missing}: not a transfer matrix (from "
+            "soak_dask.pooling.transfer, or transfer_from_soak of a two-subset SOAK result)"
+        )
+    measure = default_measure(ds) if measure is None else measure
+    if measure not in ds.data_vars:
+        raise ValueError(
+            f"measure={measure!r} is not in the results; choose from "
+            f"{[v for v in ds.data_vars if set(ds[v].dims) == set(TRANSFER_DIMS)]}"
+        )
+    return measure
+
+
+def paired_pvalues(reference: xr.DataArray, compare: xr.DataArray, measure: str) -> pd.DataFrame:
+    """The paired t-test over folds of ``compare`` against ``reference`` (each with dims
+    learner, test_subset, fold): SOAK's test (``results.stats.pvalues``), with the reference
+    in the place of ``same``. Columns as ``pvalues``', ``same_*`` named ``reference_*``."""
+    both = xr.concat([reference, compare], dim=pd.Index(["same", "other"], name="train_type"))
+    ds = both.transpose("learner", "test_subset", "fold", "train_type").to_dataset(name=measure)
+    ds.attrs["measures"] = [measure]
+    out = pvalues(ds, measure, compare="other").drop(columns=["compare", "p_welch"])
+    # The Welch test is not reported here: drop what its reason says.
+    out["reason"] = [
+        "; ".join(r for r in text.split("; ") if not r.startswith("Welch"))
+        for text in out["reason"]
+    ]
+    return out.rename(columns={"same_mean": "reference_mean", "same_sd": "reference_sd"})
+
+
+def verdict(mean_diff: float, p: float, measure: str, alpha: float) -> str:
+    """ "worse", "better" or "similar" (p ≥ alpha or undefined) of compare against reference."""
+    if not (math.isfinite(p) and p < alpha):
+        return "similar"
+    worse = mean_diff > 0 if measure in LOWER_IS_BETTER else mean_diff < 0
+    return "worse" if worse else "better"
+
+
+def transfer_pvalues(
+    ds: xr.Dataset, measure: str | None = None, *, alpha: float = 0.05
+) -> pd.DataFrame:
+    """Each off-diagonal cell (train t → test σ) against the diagonal (σ → σ, SOAK's same):
+    the paired t-test over folds, as ``soak_dask.pvalues``.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        From ``transfer``.
+    measure : str, optional
+        Default: the first measure of the results (error for classification).
+    alpha : float
+        Level of the ``verdict`` column.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per learner × train subset × test subset (diagonal included: no test), columns
+        ``TRANSFER_PVALUE_COLUMNS``: ``same_*`` of the diagonal, ``transfer_*`` of the cell,
+        ``mean_diff`` = transfer − same, ``verdict`` = "worse" / "better" (p < alpha) /
+        "similar" / "same" (the diagonal).
+    """
+    measure = check_transfer(ds, measure)
+    alpha = check_alpha(alpha)
+    values = ds[measure].drop_vars("fit_id", errors="ignore")
+    subsets = [str(s) for s in ds["test_subset"].values]
+    diagonal = xr.concat(
+        [values.sel(train_subset=s, test_subset=s, drop=True) for s in subsets],
+        dim=pd.Index(subsets, name="test_subset"),
+    )
+    parts = [
+        paired_pvalues(
+            diagonal.sel(learner=[learner]),
+            values.sel(learner=[learner], train_subset=t, drop=True),
+            measure,
+        ).assign(train_subset=t)
+        for learner in ds["learner"].values
+        for t in subsets
+    ]
+    out = pd.concat(parts, ignore_index=True).rename(
+        columns={
+            "reference_mean": "same_mean",
+            "reference_sd": "same_sd",
+            "compare_mean": "transfer_mean",
+            "compare_sd": "transfer_sd",
+        }
+    )
+    columns = ["train_subset", "test_subset", "mean_diff", "p_paired"]
+    pairs = zip(*(out[c] for c in columns), strict=True)
+    out["verdict"] = ["same" if t == s else verdict(d, p, measure, alpha) for t, s, d, p in pairs]
+    diagonal_rows = out["verdict"] == "same"
+    out.loc[diagonal_rows, "reason"] = "the diagonal: this cell is SOAK's same, nothing to test"
+    out["reason"] = out["reason"].str.replace("other - same", "transfer - same")
+    return out[TRANSFER_PVALUE_COLUMNS]
+
+
+def transfer_table(
+    ds: xr.Dataset,
+    learner: str,
+    measure: str | None = None,
+    *,
+    order: Sequence[str] | None = None,
+    alpha: float = 0.05,
+) -> pd.DataFrame:
+    """One learner's matrix as text: each cell's mean over folds and its mark against the
+    diagonal (▲ worse, ▼ better, "(same)" on the diagonal); rows train, columns test, in
+    ``order`` (default: the results' order).
+
+    Examples
+    --------
+    >>> transfer_table(res, "lda", order=cluster_subsets(res, "lda")[0])  # doctest: +SKIP
+    """
+    tests = transfer_pvalues(ds, measure, alpha=alpha)
+    mine = tests[tests["learner"] == learner]
+    if mine.empty:
+        known = [str(v) for v in ds["learner"].values]
+        raise ValueError(f"learner={learner!r} is not in the results; choose among {known}")
+    cells = [
+        f"{m:.3g} {MARKS[v]}".strip()
+        for m, v in zip(mine["transfer_mean"], mine["verdict"], strict=True)
+    ]
+    grid = mine.assign(cell=cells).pivot(index="train_subset", columns="test_subset", values="cell")
+    order = [str(s) for s in ds["test_subset"].values] if order is None else list(order)
+    grid = grid.loc[order, order]
+    grid.index.name, grid.columns.name = "train \\ test", None
+    return grid
+
+
+def transfer_distance(ds: xr.Dataset, learner: str, measure: str | None = None) -> pd.DataFrame:
+    """Symmetric distance between subsets: how much worse they predict each other than
+    themselves.
+
+    d(a, b) = ½ [(E(a→b) − E(b→b)) + (E(b→a) − E(a→a))], with E(t→σ) the mean over folds of
+    the measure training on t and testing on σ (for measures where higher is better, the
+    differences are negated), floored at 0: two subsets whose models serve each other as well
+    as their own are at distance 0.
+
+    Returns
+    -------
+    pandas.DataFrame
+        S × S, indexed and labelled by subset, zero diagonal.
+    """
+    measure = check_transfer(ds, measure)
+    mean = ds[measure].sel(learner=learner).mean("fold").transpose("train_subset", "test_subset")
+    e = mean.values.astype(np.float64)
+    if measure not in LOWER_IS_BETTER:
+        e = -e
+    gap = e - np.diag(e)[None, :]  # gap[t, σ] = E(t→σ) − E(σ→σ)
+    d = np.clip((gap + gap.T) / 2, 0.0, None)
+    d[~np.isfinite(d)] = np.nanmax(d) if np.isfinite(d).any() else 0.0
+    np.fill_diagonal(d, 0.0)
+    subsets = [str(s) for s in ds["test_subset"].values]
+    return pd.DataFrame(d, index=subsets, columns=subsets)
+
+
+def cluster_subsets(
+    ds: xr.Dataset, learner: str, measure: str | None = None, method: str = "average"
+) -> tuple[list[str], np.ndarray | None]:
+    """Hierarchical clustering of the subsets on ``transfer_distance`` (scipy).
+
+    Returns
+    -------
+    order : list of str
+        The subsets in dendrogram leaf order (subsets that predict each other well side by
+        side).
+    linkage : ndarray or None
+        scipy's linkage matrix (None with fewer than 2 subsets).
+    """
+    from scipy.cluster.hierarchy import leaves_list, linkage
+    from scipy.spatial.distance import squareform
+
+    distance = transfer_distance(ds, learner, measure)
+    subsets = list(distance.index)
+    if len(subsets) < 2:
+        return subsets, None
+    tree = linkage(squareform(distance.to_numpy(), checks=False), method=method)
+    return [subsets[i] for i in leaves_list(tree)], tree
+
+
+def transfer_from_soak(ds: xr.Dataset) -> xr.Dataset:
+    """The transfer matrix of a two-subset SOAK result: with S = 2, ``other`` of subset σ is
+    the other subset's model, so same and other fill the 2 × 2 matrix (the SOAK paper's data
+    sets with a predefined train/test split, or two years, are such results).
+
+    Raises
+    ------
+    ValueError
+        If the result does not have exactly two test subsets and both same and other.
+    """
+    subsets = [str(s) for s in ds["test_subset"].values]
+    types = [str(t) for t in ds["train_type"].values] if "train_type" in ds.dims else []
+    if len(subsets) != 2 or not {"same", "other"} <= set(types):
+        raise ValueError(
+            f"transfer_from_soak needs SOAK results of exactly 2 subsets with train types same "
+            f"and other (got subsets {subsets}, train types {types}); with more subsets "
+            "'other' pools several, so run soak_dask.pooling.transfer instead"
+        )
+    cells = []
+    for t in subsets:
+        column = [
+            ds.sel(test_subset=s, train_type="same" if s == t else "other", drop=True)
+            for s in subsets
+        ]
+        cells.append(xr.concat(column, dim=pd.Index(subsets, name="test_subset")))
+    out = xr.concat(cells, dim=pd.Index(subsets, name="train_subset"))
+    out = out.drop_vars("fit_id", errors="ignore")
+    dims = [*TRANSFER_DIMS, *(d for d in out.dims if d not in TRANSFER_DIMS)]
+    out = out.transpose(*dims)
+    return out.assign_attrs({**ds.attrs, "design": "transfer"})
+
+
+def check_alpha(alpha: float) -> float:
+    """``alpha`` as a float, refusing anything but a level between 0 and 1."""
+    if not isinstance(alpha, float | int) or not 0 < alpha < 1:
+        raise ValueError(f"alpha={alpha!r}: need a level between 0 and 1")
+    return float(alpha)

@@ -1,0 +1,575 @@
+"""Which train subsets to pool for a test subset: a greedy forward selection, nested in
+SOAK's folds.
+
+For test subset σ and outer fold κ the search sees only the outer training part (fold ≠ κ),
+whose inner folds are the other outer folds j ≠ κ. A pool P of train subsets is scored by inner
+cross-validation: fit on {subset ∈ P, fold ∉ {κ, j}}, score on {subset = σ, fold = j}, average
+over the K − 1 inner folds. Starting from P = {σ} (SOAK's same), the subset whose addition
+lowers that inner error most joins the pool, as long as it lowers it by more than ``threshold``
+× the current inner error. The chosen pool is then fitted on {subset ∈ P, fold ≠ κ} and scored
+on {σ, κ}, beside same and all: the search's error is a nested estimate (fold κ never takes part
+in choosing the pool), tested against same and all by SOAK's paired t-test over the folds.
+
+Additive learners (``run.onepass.is_additive``) never fit from rows: the statistics of every
+(subset, fold) cell are computed in one pass and every inner fit is a sum of cells, fitted on
+the client; each greedy round costs one scoring pass over the table. Other learners run their
+inner fits as plan fits on the cluster, within a budget (``max_inner_fits``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from dask.base import tokenize
+from dask.tokenize import normalize_token
+from sklearn.base import BaseEstimator
+
+from ..run.executor import run_plan
+from ..run.fitting import FitState, guard
+from ..run.onepass import BlockStats, TrainStats, block_stats, fit_from_stats, is_additive
+from ..run.strategies import OnePass, WholeTrainSet
+from ..schema import LOWER_IS_BETTER, MEASURES
+from ..split.plan import Fit, Plan, Selection, build_plan
+from ..tables.table import Table, check_table
+from .matrix import (
+    Prepared,
+    assemble,
+    cell_selection,
+    check_alpha,
+    paired_pvalues,
+    prepare,
+    train_selection,
+    verdict,
+)
+
+#: Title of the results of ``search_subsets``.
+TITLE = "soak_dask train-subset search: greedy pools, nested in SOAK's folds"
+#: The train sets the search's outer folds score, in this order.
+TRAIN_SETS: tuple[str, ...] = ("same", "greedy", "all")
+#: Default budget of inner fits per learner that is not additive.
+MAX_INNER_FITS = 2000
+#: Columns of ``search_pvalues``.
+SEARCH_PVALUE_COLUMNS: list[str] = [
+    "learner",
+    "test_subset",
+    "measure",
+    "compare",
+    "reference",
+    "n",
+    "reference_mean",
+    "reference_sd",
+    "compare_mean",
+    "compare_sd",
+    "mean_diff",
+    "t",
+    "df",
+    "p_paired",
+    "verdict",
+    "reason",
+]
+# The comparisons of search_pvalues: (compare, reference).
+_COMPARISONS = (("greedy", "same"), ("greedy", "all"), ("all", "same"))
+
+Key = tuple[int, Any]  # (outer fold, test subset): one search
+
+
+@dataclass(frozen=True)
+class KnownStats(OnePass):
+    """``OnePass`` from block statistics computed once for the whole search: every fit of an
+    additive learner, inner or outer, is a sum of (subset, fold) cells fitted on the client,
+    and each round costs one scoring pass over the table."""
+
+    stats: BlockStats | None = None
+
+    def tasks(self, ctx: Any, pairs: list[tuple[int, str]]) -> tuple[list[Any], list]:
+        if not pairs:
+            return [], []
+        fitted = {pair: (self._fit(ctx, self.stats, *pair), ctx.spec(*pair)) for pair in pairs}
+        # Named by what made them: dask then neither walks nor hashes hundreds of models.
+        made = [
+            (f, n, str(ctx.plan.fits.at[f, "train"]), repr(ctx.estimators[n])) for f, n in pairs
+        ]
+        return self._score(ctx, Fitted(fitted, tokenize(self.stats.moments.count, made))), []
+
+    @staticmethod
+    def _fit(ctx: Any, stats: BlockStats, fit_id: int, learner: str) -> FitState:
+        """``OnePass._fit``, pooling the cells with numpy rather than a frame per fit."""
+        pooled = pool_cells(stats, ctx.plan.fits.at[fit_id, "train"], ctx.table.subset)
+        if pooled.classes is not None:  # fitted on class codes, as OnePass fits
+            pooled = dataclasses.replace(pooled, classes=np.arange(len(pooled.classes)))
+        start = time.perf_counter()
+        fitted, message = guard(ctx.run, partial(fit_from_stats, ctx.estimators[learner], pooled))
+        return FitState(
+            ctx.estimators[learner] if fitted is None else fitted,
+            n_train=pooled.n_rows,
+            seconds=time.perf_counter() - start,
+            message=message,
+            started=True,
+        )
+
+
+class Fitted(dict):
+    """The models of one scoring pass, with a token computed from what made them."""
+
+    def __init__(self, models: dict, token: str) -> None:
+        super().__init__(models)
+        self.token = token
+
+
+normalize_token.register(Fitted)(lambda fitted: ("soak-transfer-fitted", fitted.token))
+
+
+def pool_cells(stats: BlockStats, train: Selection, subset: str) -> TrainStats:
+    """Pooled moments of ``train``, a selection of (subset, fold) cells (``train_stats``)."""
+    mask = np.ones(stats.moments.count.shape[:2], dtype=bool)
+    for term in train.terms:
+        if term.column == subset:
+            hit = np.isin(np.asarray(stats.subsets, dtype=object), list(term.values))[:, None]
+        else:
+            hit = np.isin(np.arange(1, stats.n_folds + 1), list(term.values))[None, :]
+        mask &= ~hit if term.exclude else hit
+    return TrainStats(stats.moments.take(mask).pool(0), stats.classes, len(stats.features))
+
+
+def inner_fit_bound(n_subsets: int, n_folds: int, max_pool: int) -> int:
+    """At most how many inner fits the search makes for one learner that is not additive.
+
+    The first round scores {σ} and every pair {σ, c} for each pair of folds {κ, j} left out
+    (a pair's fit serves both orders: S·C(K,2) + C(S,2)·C(K,2) fits); round r ≥ 1 scores at most
+    S − 1 − r candidates for each of the K·S searches over K − 1 inner folds.
+
+    Examples
+    --------
+    >>> inner_fit_bound(4, 10, 4)  # AZtrees' region4, 10 folds
+    1530
+    """
+    pairs = n_folds * (n_folds - 1) // 2
+    first = n_subsets * pairs + n_subsets * (n_subsets - 1) // 2 * pairs
+    later = sum(
+        n_folds * n_subsets * (n_subsets - 1 - r) * (n_folds - 1) for r in range(1, max_pool - 1)
+    )
+    return first + later
+
+
+def search_subsets(
+    table: Table,
+    learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
+    *,
+    n_folds: int | None = None,
+    seed: int = 1,
+    threshold: float = 0.01,
+    max_pool: int | None = None,
+    measure: str | None = None,
+    max_inner_fits: int = MAX_INNER_FITS,
+    stratify: bool = True,
+    persist: bool = True,
+    error_score: float | str = np.nan,
+    client: Any = None,
+    progress: bool = True,
+    onepass: bool = True,
+) -> xr.Dataset:
+    """For each test subset, choose the train subsets to pool by greedy forward selection,
+    and estimate the error of doing so by nested cross-validation.
+
+    Parameters
+    ----------
+    table : Table
+        From ``soak_dask.load_table``, with at least two subsets.
+    learners : dict, list, estimator or str, optional
+        As for ``soak_dask.soak`` (default: featureless and a linear model).
+    n_folds : int, optional
+        K of the outer folds (default 10; with a fold column, read from it): SOAK's folds for
+        this seed. The inner folds of outer fold κ are the other K − 1 folds.
+    seed : int
+        Seed of the folds and of built-in learners.
+    threshold : float
+        A subset joins the pool only if it lowers the inner-CV value of ``measure`` by more
+        than ``threshold`` × its current value (relative: 0.01 is 1 %; 0 takes any decrease).
+    max_pool : int, optional
+        At most this many subsets in a pool, 2 to S (default S: the search may reach all).
+    measure : str, optional
+        What the search minimises (maximises, for accuracy, AUC or R²) and reports. Default:
+        error (classification) or mse (regression).
+    max_inner_fits : int
+        Budget of inner fits per learner that is not additive: a ValueError before any fit
+        when ``inner_fit_bound`` exceeds it. Additive learners are not counted (no inner fit
+        reads rows).
+    stratify, persist, error_score, client, progress, onepass
+        As for ``soak_dask.soak``. A failed inner fit makes its candidate ineligible.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``measure``, ``n_train``, ``n_test`` and timings with dims (learner, test_subset, fold,
+        train_set), train_set ∈ (same, greedy, all) scored on the outer test fold; ``pool``
+        (learner, test_subset, fold): the chosen subsets joined by "+"; ``chosen`` (…,
+        train_subset): whether each subset is in the pool; ``inner_same`` and ``inner_greedy``:
+        inner-CV values of {σ} and of the pool; ``inner_fits``, ``one_pass`` and
+        ``search_seconds`` per learner. ``search_pvalues``, ``search_pools`` and
+        ``search_stability`` read it.
+    """
+    check_table(table, "search_subsets")
+    measure = MEASURES[table.task][0] if measure is None else measure
+    threshold = check_threshold(threshold)
+    run = prepare(
+        table,
+        learners,
+        "search_subsets",
+        n_folds=n_folds,
+        seed=seed,
+        measures=[measure],
+        stratify=stratify,
+        persist=persist,
+        error_score=error_score,
+        client=client,
+    )
+    n_subsets = len(run.subsets)
+    max_pool = _check_max_pool(max_pool, n_subsets, run.subsets)
+    wanted = onepass and any(is_additive(e) for e in run.estimators.values())
+    stats = _stats(run) if wanted else None
+    additive = {n: stats is not None and bool(is_additive(e)) for n, e in run.estimators.items()}
+    check_budget(additive, inner_fit_bound(n_subsets, run.n_folds, max_pool), max_inner_fits)
+    parts = []
+    for name in run.estimators:
+        strategies = (
+            [KnownStats(stats=stats), WholeTrainSet()] if additive[name] else [WholeTrainSet()]
+        )
+        start = time.perf_counter()
+        pools, inner, n_fits = greedy(run, name, strategies, threshold, max_pool, progress)
+        part = _outer(run, name, strategies, pools, inner, progress)
+        seconds = time.perf_counter() - start
+        extra = {"inner_fits": n_fits, "one_pass": int(additive[name]), "search_seconds": seconds}
+        parts.append(part.assign({k: ("learner", [v]) for k, v in extra.items()}))
+    attrs = run.settings(
+        TITLE,
+        "search",
+        search_measure=measure,
+        threshold=threshold,
+        max_pool=max_pool,
+        max_inner_fits=max_inner_fits,
+    )
+    return xr.concat(parts, dim="learner").assign_attrs(attrs)
+
+
+def check_threshold(threshold: Any) -> float:
+    """``threshold`` as a float from 0 to below 1, or a ValueError saying what it means."""
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise ValueError(f"threshold={threshold!r}: need a number from 0 (any decrease) up")
+    if not 0 <= threshold < 1:
+        raise ValueError(
+            f"threshold={threshold!r}: need a relative decrease from 0 (any) to below 1, "
+            "e.g. 0.01 (a subset must lower the inner-CV error by more than 1 %)"
+        )
+    return float(threshold)
+
+
+def _check_max_pool(max_pool: Any, n_subsets: int, subsets: list) -> int:
+    if n_subsets < 2:
+        raise ValueError(
+            f"the table has one subset ({subsets}): there is no train subset to add; give a "
+            "subset column with at least two values"
+        )
+    if max_pool is None:
+        return n_subsets
+    if isinstance(max_pool, bool) or not isinstance(max_pool, int | np.integer):
+        raise ValueError(f"max_pool={max_pool!r}: need an integer from 2 to {n_subsets}")
+    if not 2 <= max_pool <= n_subsets:
+        raise ValueError(
+            f"max_pool={max_pool}: need 2 to {n_subsets} (the subsets), or None for no limit"
+        )
+    return int(max_pool)
+
+
+def check_budget(additive: dict[str, bool], bound: int, budget: int) -> None:
+    """Refuse a search whose learners fitted from rows (``additive[name]`` False) may need
+    more than ``budget`` inner fits each (``bound``: ``inner_fit_bound``)."""
+    if isinstance(budget, bool) or not isinstance(budget, int | np.integer) or budget < 1:
+        raise ValueError(f"max_inner_fits={budget!r}: need a positive integer")
+    heavy = [name for name, fast in additive.items() if not fast]
+    if heavy and bound > budget:
+        raise ValueError(
+            f"the search may need up to {bound:,} inner fits per learner for {heavy} (learners "
+            f"fitted from rows), over max_inner_fits={budget:,}; raise max_inner_fits, lower "
+            "max_pool or n_folds, or use additive learners (featureless, linear, lda, "
+            "gaussian_nb), whose inner fits are sums of block statistics"
+        )
+
+
+def _stats(run: Prepared) -> BlockStats | None:
+    """The statistics of every (subset, fold) cell, one pass; None (with a warning) when
+    they cannot be made (non-finite values): additive learners then fit from rows."""
+    table = run.table.with_fold(run.data, run.table.fold)
+    lazy = block_stats(table, run.subsets, run.n_folds, run.classes)
+    try:
+        return run.client.compute(lazy).result() if run.client is not None else lazy.compute()
+    except ValueError as err:
+        warnings.warn(
+            f"block statistics unavailable ({err}); every learner fits from rows", stacklevel=3
+        )
+        return None
+
+
+def greedy(
+    run: Prepared,
+    name: str,
+    strategies: list[Any],
+    threshold: float,
+    max_pool: int,
+    progress: bool,
+) -> tuple[dict[Key, tuple], dict[tuple, float], int]:
+    """Run every search (outer fold κ, test subset σ) of one learner, round by round: each
+    round is one plan of the inner fits of every search still going.
+
+    Returns the chosen pool of each search, the inner-CV value of every pool scored (keyed
+    (κ, σ, pool)) and the number of inner fits made.
+    """
+    folds = list(range(1, run.n_folds + 1))
+    keys = [(k, s) for k in folds for s in run.subsets]
+    pools: dict[Key, tuple] = {key: (key[1],) for key in keys}
+    values: dict[tuple, float] = {}
+    active, n_fits = list(keys), 0
+    while active:
+        asked = {
+            key: _candidates(pools[key], run.subsets, (*key, pools[key]) not in values)
+            for key in active
+        }
+        plan, index = inner_plan(asked, run.subsets, folds, run.table.subset, run.table.fold)
+        n_fits += len(plan.fits)
+        values.update(_inner_values(run, name, plan, index, strategies, progress))
+        still = []
+        for key in active:
+            best = _step(key, pools[key], asked[key], values, run.measures[0], threshold)
+            if best is not None:
+                pools[key] = best
+                if len(best) < max_pool:
+                    still.append(key)
+        active = still
+    return pools, values, n_fits
+
+
+def _candidates(pool: tuple, subsets: list, with_pool: bool) -> list[tuple]:
+    """The pools a round scores for one search: the pool plus each subset not in it (and the
+    pool itself in the first round), subsets in the table's order."""
+    grown = [tuple(s for s in subsets if s in pool or s == c) for c in subsets if c not in pool]
+    return ([pool] if with_pool else []) + grown
+
+
+def _step(
+    key: Key, pool: tuple, asked: list[tuple], values: dict, measure: str, threshold: float
+) -> tuple | None:
+    """The pool that joins one subset to ``pool``, or None when none lowers the inner-CV
+    value by more than ``threshold`` × the current one (ties: the first subset in order)."""
+    sign = 1.0 if measure in LOWER_IS_BETTER else -1.0
+    current = sign * values[(*key, pool)]
+    scored = [
+        (sign * values[(*key, c)], i, c)
+        for i, c in enumerate(asked)
+        if c != pool and np.isfinite(values[(*key, c)])
+    ]
+    if not scored:
+        return None
+    loss, _, best = min(scored)
+    if np.isfinite(current) and not current - loss > threshold * abs(current):
+        return None
+    return best
+
+
+def inner_plan(
+    asked: dict[Key, list[tuple]], subsets: list, folds: list[int], subset: str, fold: str
+) -> tuple[Plan, list[tuple]]:
+    """The plan of one round: for each search (κ, σ), each pool P asked and each inner fold
+    j ≠ κ, fit {subset ∈ P, fold ∉ {κ, j}} and score {σ, j}. The fold κ is in no train set
+    and no test block. Returns the plan (pools numbered in the ``pool`` column) and the pools
+    by number."""
+    index: dict[tuple, int] = {}
+    rows = []
+    for (k, s), pools in asked.items():
+        for pool in pools:
+            number = index.setdefault(pool, len(index))
+            for j in folds:
+                if j != k:
+                    train = train_selection(subset, fold, pool, (min(k, j), max(k, j)))
+                    where = {"outer_fold": k, "test_subset": s, "pool": number, "inner_fold": j}
+                    rows.append((where, Fit(train), (s, j)))
+    cells = {(s, j): {subset: s, fold: j} for s in subsets for j in folds}
+    tests = {key: cell_selection(subset, fold, *key) for key in cells}
+    coords = {
+        "outer_fold": folds,
+        "test_subset": subsets,
+        "pool": list(index.values()),
+        "inner_fold": folds,
+    }
+    return build_plan(rows, tests, coords, cells), list(index)
+
+
+def _inner_values(
+    run: Prepared,
+    name: str,
+    plan: Plan,
+    pools: list[tuple],
+    strategies: list[Any],
+    progress: bool,
+) -> dict[tuple, float]:
+    """Run one round's plan; the inner-CV value (mean over the inner folds; NaN if any
+    failed) of each (κ, σ, pool) it scores."""
+    measure = run.measures[0]
+    ctx = run.context(plan, {name: run.estimators[name]})
+    scores = pd.DataFrame.from_records(run_plan(ctx, strategies, progress))
+    cells = plan.splits.merge(scores[["fit_id", "block", measure]], on=["fit_id", "block"])
+    means = cells.groupby(["outer_fold", "test_subset", "pool"], sort=False)[measure].agg(
+        lambda v: v.mean(skipna=False)
+    )
+    return {(int(k), s, pools[p]): float(v) for (k, s, p), v in means.items()}
+
+
+def outer_plan(
+    pools: dict[Key, tuple], subsets: list, folds: list[int], subset: str, fold: str
+) -> Plan:
+    """Each search's chosen pool, same and all, fitted on the outer training part
+    {fold ≠ κ} and scored on the outer test block {σ, κ}."""
+    rows = []
+    for s in subsets:
+        for k in folds:
+            for name, members in zip(
+                TRAIN_SETS, ((s,), pools[(k, s)], tuple(subsets)), strict=True
+            ):
+                train = train_selection(subset, fold, members, (k,))
+                rows.append(({"test_subset": s, "fold": k, "train_set": name}, Fit(train), (s, k)))
+    cells = {(s, k): {subset: s, fold: k} for s in subsets for k in folds}
+    tests = {key: cell_selection(subset, fold, *key) for key in cells}
+    coords = {"test_subset": subsets, "fold": folds, "train_set": list(TRAIN_SETS)}
+    return build_plan(rows, tests, coords, cells)
+
+
+def _outer(
+    run: Prepared,
+    name: str,
+    strategies: list[Any],
+    pools: dict[Key, tuple],
+    inner: dict[tuple, float],
+    progress: bool,
+) -> xr.Dataset:
+    """One learner's outer scores, with its pools and their inner-CV values."""
+    folds = list(range(1, run.n_folds + 1))
+    plan = outer_plan(pools, run.subsets, folds, run.table.subset, run.table.fold)
+    records = run_plan(run.context(plan, {name: run.estimators[name]}), strategies, progress)
+    ds = assemble(records, plan, [name], run.measures, {}).drop_vars("fit_id")
+    grid = [[(k, s) for k in folds] for s in run.subsets]
+    text = [["+".join(str(m) for m in pools[key]) for key in row] for row in grid]
+    member = [[[t in pools[key] for t in run.subsets] for key in row] for row in grid]
+    same = [[inner[(*key, (key[1],))] for key in row] for row in grid]
+    chosen = [[inner[(*key, pools[key])] for key in row] for row in grid]
+    cell = ("learner", "test_subset", "fold")
+    return ds.assign(
+        pool=(cell, np.array([text], dtype=object)),
+        chosen=((*cell, "train_subset"), np.array([member], dtype=bool)),
+        inner_same=(cell, np.array([same])),
+        inner_greedy=(cell, np.array([chosen])),
+    ).assign_coords(train_subset=np.array([str(t) for t in run.subsets], dtype=object))
+
+
+def check_search(ds: xr.Dataset) -> str:
+    """Check that ``ds`` is a ``search_subsets`` result; return its measure."""
+    if ds.attrs.get("design") != "search" or "train_set" not in ds.dims:
+        raise ValueError(
+            "not a train-subset search result (from soak_dask.pooling.search_subsets): "
+            f"design={ds.attrs.get('design')!r}, dims {list(ds.dims)}"
+        )
+    return str(ds.attrs["search_measure"])
+
+
+def search_pvalues(ds: xr.Dataset, *, alpha: float = 0.05) -> pd.DataFrame:
+    """The nested greedy estimate against same and all, and all against same (SOAK's own
+    question, for reference): the paired t-test over the outer folds.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per learner × test subset × comparison (greedy vs same, greedy vs all, all vs
+        same), columns ``SEARCH_PVALUE_COLUMNS``; ``mean_diff`` = compare − reference;
+        ``verdict`` "better" / "worse" when p < alpha, else "similar".
+    """
+    measure = check_search(ds)
+    alpha = check_alpha(alpha)
+    values = ds[measure]
+    parts = [
+        paired_pvalues(
+            values.sel(train_set=reference, drop=True),
+            values.sel(train_set=compare, drop=True),
+            measure,
+        ).assign(compare=compare, reference=reference, order=i)
+        for i, (compare, reference) in enumerate(_COMPARISONS)
+    ]
+    learners = {v: i for i, v in enumerate(ds["learner"].values.tolist())}
+    subsets = {v: i for i, v in enumerate(ds["test_subset"].values.tolist())}
+    out = pd.concat(parts, ignore_index=True)
+    keys = pd.DataFrame(
+        {"l": out["learner"].map(learners), "s": out["test_subset"].map(subsets), "o": out["order"]}
+    )
+    out = out.loc[keys.sort_values(["l", "s", "o"], kind="stable").index]
+    out["verdict"] = [
+        verdict(d, p, measure, alpha)
+        for d, p in zip(out["mean_diff"], out["p_paired"], strict=True)
+    ]
+    out["reason"] = out["reason"].str.replace("other - same", "compare - reference")
+    return out[SEARCH_PVALUE_COLUMNS].reset_index(drop=True)
+
+
+def search_pools(ds: xr.Dataset) -> pd.DataFrame:
+    """The chosen pool of every learner, test subset and outer fold, with its size, its
+    inner-CV value beside same's and the outer scores of same, greedy and all."""
+    measure = check_search(ds)
+    outer = (
+        ds[measure]
+        .to_dataset("train_set")
+        .rename({name: f"{measure}_{name}" for name in TRAIN_SETS})
+    )
+    frame = xr.merge([ds[["pool", "inner_same", "inner_greedy"]], outer]).to_dataframe()
+    frame.insert(1, "size", ds["chosen"].sum("train_subset").to_series())
+    return frame.reset_index()
+
+
+def search_stability(ds: xr.Dataset) -> pd.DataFrame:
+    """How stable the chosen pools are across the outer folds, per learner and test subset.
+
+    Columns: ``n_folds``; ``modal_pool`` (the pool chosen most often, first in fold order on
+    ties) and ``modal_share`` (the share of folds choosing it); ``mean_size`` (subsets per
+    pool); ``jaccard``: the mean Jaccard similarity |P_i ∩ P_j| / |P_i ∪ P_j| over pairs of
+    folds (1: every fold chose the same pool); ``only_same``: the share of folds whose pool is
+    the test subset alone. How often each train subset is chosen is
+    ``ds["chosen"].mean("fold")``.
+    """
+    check_search(ds)
+    rows = []
+    for learner in ds["learner"].values:
+        for subset in ds["test_subset"].values:
+            cell = ds.sel(learner=learner, test_subset=subset)
+            chosen = cell["chosen"].transpose("fold", "train_subset").values
+            pools = [frozenset(np.flatnonzero(row)) for row in chosen]
+            text = [str(p) for p in cell["pool"].values]
+            counts = pd.Series(text).value_counts(sort=False)
+            pairs = list(itertools.combinations(pools, 2))
+            jaccard = np.mean([len(a & b) / len(a | b) for a, b in pairs]) if pairs else 1.0
+            rows.append(
+                {
+                    "learner": learner,
+                    "test_subset": subset,
+                    "n_folds": len(pools),
+                    "modal_pool": counts.idxmax(),
+                    "modal_share": counts.max() / len(pools),
+                    "mean_size": float(np.mean([len(p) for p in pools])),
+                    "jaccard": float(jaccard),
+                    "only_same": float(np.mean([len(p) == 1 for p in pools])),
+                }
+            )
+    return pd.DataFrame(rows)
