@@ -6,6 +6,11 @@ subset, and does pooling subsets help? See ``soak`` and ``load_table``.
 
 from importlib.metadata import PackageNotFoundError, version
 
+from .diagnose.sensitivity import (
+    split_sensitivity,
+    split_sensitivity_summary,
+    split_sensitivity_trials,
+)
 from .learn.builtin import BUILTIN as BUILTIN_LEARNERS
 from .learn.builtin import builtin_learner
 from .learn.calibration import PlattCalibrated
@@ -32,6 +37,7 @@ _LAZY = {
     "plot_soak": "results.plot",
     "plot_datasets": "results.plot",
     "plot_evaluation": "results.plot",
+    "plot_split_sensitivity": "diagnose.sensitivity_plot",
     "write_report": "results.report",
     # skops loads in about a second: only when a model is saved or loaded.
     **dict.fromkeys(
@@ -89,12 +95,16 @@ __all__ = [
     "plot_datasets",
     "plot_evaluation",
     "plot_soak",
+    "plot_split_sensitivity",
     "predict_table",
     "pvalues",
     "raster_table",
     "save_model",
     "save_results",
     "soak",
+    "split_sensitivity",
+    "split_sensitivity_summary",
+    "split_sensitivity_trials",
     "search_subsets",
     "summary",
     "transfer",

@@ -30,6 +30,7 @@ PAGES = [
     "results",
     "evaluation",
     "nesting",
+    "split_sensitivity",
     "transfer",
     "models",
     "scaling",

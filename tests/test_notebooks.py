@@ -192,6 +192,26 @@ assert paper_tests.loc[("cv_glmnet", "FashionMNIST", "MNIST"), "verdict"] == "wo
 assert len(fig.axes) == 6  # the paper figure: 2 learners x (dendrogram, heat map, colour bar)
 """
 
+SENSITIVITY_CLAIMS = """
+s = summary.set_index("ratio")
+assert ds.attrs["n_fits"] == 240 and ds.attrs["group"] == "polygon"
+assert (s["n_trials_used"] == 10).all()
+# the test scores vary more than the CV estimates at every ratio, most at 0.9
+assert (s["test_score_sd"] > s["cv_estimate_sd"]).all(), s
+assert s["test_score_sd"].idxmax() == 0.9
+assert s.loc[0.9, "test_score_sd"] > 5 * s.loc[0.9, "cv_estimate_sd"]
+n_test = trials.query("ratio == 0.9")["n_test"]
+assert n_test.min() < 500 and n_test.max() > 1500, n_test  # polygon 108 in the test part or not
+# Levene rejects nowhere with 10 trials; the F test at 0.7 and 0.9
+assert (s["levene_p"] > 0.05).all(), s["levene_p"]
+assert list(s.index[s["f_p"] <= 0.05]) == [0.7, 0.9], s["f_p"]
+assert (s["correlation"] < 0).all()
+assert (s.loc[[0.5, 0.7, 0.8], "consistent_share"] == 1).all()
+assert s.loc[0.9, "consistent_share"] == 0.8
+assert list(s.index[s["recommended"]]) == [0.5, 0.8]
+assert len(fig.axes) == 1
+"""
+
 # Every notebook in notebooks/, with the claims its test appends.
 CLAIMS = {
     "01_quickstart.ipynb": QUICKSTART_CLAIMS,
@@ -199,6 +219,7 @@ CLAIMS = {
     "03_existing_cluster.ipynb": CLUSTER_CLAIMS,
     "04_raster.ipynb": RASTER_CLAIMS,
     "05_evaluate.ipynb": EVALUATE_CLAIMS,
+    "06_split_sensitivity.ipynb": SENSITIVITY_CLAIMS,
     "08_transfer.ipynb": TRANSFER_CLAIMS,
 }
 
@@ -358,6 +379,14 @@ def test_evaluate_on_aztrees(kernel: str, tmp_path: Path, monkeypatch) -> None:
     shared_file("aztrees.parquet")  # the notebook finds it itself, relative to its folder
     monkeypatch.delenv("AZTREES_PARQUET", raising=False)
     nb = run_notebook("05_evaluate.ipynb", kernel, tmp_path)
+    assert "Using the real AZtrees table" in stream_text(nb)
+    assert n_images(nb) == 1, "the figure cell displayed no image"
+
+
+def test_split_sensitivity_on_aztrees(kernel: str, tmp_path: Path, monkeypatch) -> None:
+    shared_file("aztrees.parquet")  # the notebook finds it itself, relative to its folder
+    monkeypatch.delenv("AZTREES_PARQUET", raising=False)
+    nb = run_notebook("06_split_sensitivity.ipynb", kernel, tmp_path)
     assert "Using the real AZtrees table" in stream_text(nb)
     assert n_images(nb) == 1, "the figure cell displayed no image"
 

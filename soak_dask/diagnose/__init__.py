@@ -1,0 +1,1 @@
+"""Diagnostics of train/test splits: split-ratio sensitivity, balanced sampling."""

@@ -1,0 +1,329 @@
+"""Tests of ``split_sensitivity``: the split keys (balanced, whole groups, independent of the
+partitioning), CV and test scores equal to scikit-learn's on the same rows, the statistics
+equal to scipy's, same results on one or two workers, bad input refused, and the figure."""
+
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+from sklearn.base import clone
+from sklearn.metrics import accuracy_score
+from sklearn.model_selection import PredefinedSplit, cross_val_score
+
+import soak_dask as sd
+from soak_dask.diagnose.sensitivity import (
+    SplitTrials,
+    _row_partition_keys,
+    recommend,
+    split_sensitivity,
+    split_sensitivity_summary,
+    split_sensitivity_trials,
+)
+
+from .conftest import toy_table
+
+matplotlib.use("Agg")
+FEATURES = ["x0", "x1", "x2"]
+RATIOS = (0.6, 0.8)
+LEARNER = "gaussian_nb"  # fast to fit
+TRIALS, K = 3, 3
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return toy_table(300, seed=3, n_groups=12)
+
+
+@pytest.fixture(scope="module")
+def table(frame):
+    return sd.load_table(frame, label="y", features=FEATURES)
+
+
+@pytest.fixture(scope="module")
+def result(table) -> xr.Dataset:
+    with dask.config.set(scheduler="synchronous"):
+        return split_sensitivity(
+            table, LEARNER, ratios=RATIOS, trials=TRIALS, n_folds=K, progress=False
+        )
+
+
+def keys(table, ratios=RATIOS, trials=TRIALS, n_folds=K, seed=1) -> tuple[pd.DataFrame, dict]:
+    """The keyed rows (computed) and the key column of each (ratio index, trial)."""
+    keyed, used = SplitTrials(ratios, trials, n_folds, seed).add_keys(table)
+    with dask.config.set(scheduler="synchronous"):
+        return keyed.data.compute(), used["columns"]
+
+
+def test_result_shape_and_attrs(result):
+    assert dict(result.sizes) == {"ratio": 2, "trial": TRIALS, "fold": K}
+    assert result["cv_score"].dims == ("ratio", "trial", "fold")
+    assert result["test_score"].dims == ("ratio", "trial")
+    assert result["levene_p"].dims == ("ratio",)
+    assert list(result["ratio"].values) == list(RATIOS)
+    assert result.attrs["n_fits"] == 2 * TRIALS * (K + 1)
+    assert result.attrs["learner"] == LEARNER and result.attrs["measure"] == "accuracy"
+    assert (result["n_train"] + result["n_test"] == 300).all()
+    share = result["n_train"] / 300
+    assert float(abs(share - result["ratio"]).max()) < 0.02  # stratified: near exact
+    assert result["cv_score"].notnull().all() and result["test_score"].notnull().all()
+    summary, trials = split_sensitivity_summary(result), split_sensitivity_trials(result)
+    assert len(summary) == 2 and summary["recommended"].dtype == bool
+    assert len(trials) == 2 * TRIALS and [f"fold_{k}" for k in range(1, K + 1)] == list(
+        trials.columns[2 : 2 + K]
+    )
+
+
+@pytest.mark.parametrize(("ratio", "i"), [(0.6, 1), (0.8, 2)])
+def test_scores_equal_scikit_learn_on_the_same_rows(result, table, frame, ratio, i):
+    rows, columns = keys(table)
+    trial = 2
+    code = rows[columns[i, trial]].to_numpy()
+    train = code > 0
+    X, y = frame[FEATURES].to_numpy(), frame["y"].to_numpy()
+    learner = sd.builtin_learner(LEARNER, "classification", seed=1)
+    cv = cross_val_score(
+        clone(learner), X[train], y[train], cv=PredefinedSplit(code[train] - 1), scoring="accuracy"
+    )
+    got = result["cv_score"].sel(ratio=ratio, trial=trial).values
+    np.testing.assert_allclose(got, cv, rtol=0, atol=1e-12)
+    model = clone(learner).fit(X[train], y[train])
+    expected = accuracy_score(y[~train], model.predict(X[~train]))
+    assert float(result["test_score"].sel(ratio=ratio, trial=trial)) == pytest.approx(expected)
+    assert int(result["n_test"].sel(ratio=ratio, trial=trial)) == int((~train).sum())
+
+
+def test_statistics_equal_scipy(result):
+    alpha = result.attrs["alpha"]
+    for ratio in RATIOS:
+        r = result.sel(ratio=ratio)
+        folds = r["cv_score"].values
+        cv, test = folds.mean(axis=1), r["test_score"].values
+        sd_ = folds.std(axis=1, ddof=1)
+        half = sps.t.ppf(1 - alpha / 2, K - 1) * sd_ * np.sqrt(1 + 1 / K)
+        np.testing.assert_allclose(r["pi_low"], cv - half)
+        np.testing.assert_allclose(r["pi_high"], cv + half)
+        inside = (cv - half <= test) & (test <= cv + half)
+        assert (r["consistent"].values == inside).all()
+        assert float(r["consistent_share"]) == pytest.approx(inside.mean())
+        lev = sps.levene(cv, test)
+        assert float(r["levene_stat"]) == pytest.approx(lev.statistic)
+        assert float(r["levene_p"]) == pytest.approx(lev.pvalue)
+        f = np.var(cv, ddof=1) / np.var(test, ddof=1)
+        p = 2 * min(sps.f.cdf(f, TRIALS - 1, TRIALS - 1), sps.f.sf(f, TRIALS - 1, TRIALS - 1))
+        assert float(r["f_stat"]) == pytest.approx(f)
+        assert float(r["f_p"]) == pytest.approx(min(p, 1.0))
+        corr = sps.pearsonr(cv, test)
+        assert float(r["correlation"]) == pytest.approx(corr.statistic)
+        assert float(r["correlation_p"]) == pytest.approx(corr.pvalue)
+        pm = sps.pearsonr(cv + test, cv - test)
+        assert float(r["pitman_morgan_p"]) == pytest.approx(pm.pvalue)
+    expected = recommend(
+        result["levene_p"].values, result["f_p"].values, result["consistent_share"].values, alpha
+    )
+    assert (result["recommended"].values == expected).all()
+    chosen = [f"{r:g}" for r in result["ratio"].values[expected]]
+    assert result.attrs["recommended"] == chosen
+
+
+def test_recommend_rule():
+    share = np.array([0.9, 1.0, 1.0, 0.95])
+    # ratio 2 fails Levene, 3 and 4 pass (NaN: both samples constant, no rejection)
+    got = recommend(
+        np.array([0.3, 0.01, np.nan, 0.2]), np.array([0.5, 0.5, 0.5, 0.04]), share, 0.05
+    )
+    assert got.tolist() == [False, False, True, False]
+    tie = recommend(np.array([0.3, 0.3]), np.array([0.3, 0.3]), np.array([0.8, 0.8]), 0.05)
+    assert tie.tolist() == [True, True]
+    assert not recommend(np.array([0.01]), np.array([0.5]), np.array([1.0]), 0.05).any()
+
+
+def test_keys_balanced(table, frame):
+    rows, columns = keys(table, ratios=(0.5, 0.7), trials=3, n_folds=4)
+    for (i, _), column in columns.items():
+        k, n = [(1, 2), (3, 10)][i - 1]
+        for _, part in rows.groupby(frame["y"]):
+            code = part[column].to_numpy()
+            n_class = len(code)
+            n_test = int((code == 0).sum())
+            assert n_class // n * k <= n_test <= -(-n_class // n) * k  # whole blocks of n
+            folds = np.bincount(code[code > 0], minlength=5)[1:]
+            assert folds.max() - folds.min() <= 1  # K folds of the class's train rows
+
+
+def test_keys_do_not_depend_on_the_partitioning(frame, table):
+    one, columns = keys(table)
+    split = sd.load_table(dd.from_pandas(frame, npartitions=4), label="y", features=FEATURES)
+    four, _ = keys(split)
+    names = list(columns.values())
+    pd.testing.assert_frame_equal(one[names], four[names])
+    other, _ = keys(table, seed=2)
+    assert not one[names].equals(other[names])
+
+
+def _partition_keys(labels: np.ndarray, cuts: list[int], n: int, k: int) -> np.ndarray:
+    """The key column of one design, for the rows ``labels`` cut into partitions at ``cuts``."""
+    parts = np.split(labels, cuts)
+    counts = np.array([np.bincount(p, minlength=3) for p in parts])
+    offsets = np.cumsum(counts, axis=0) - counts
+    design = [("key", k, n, 7, 8)]
+    out = [
+        _row_partition_keys(
+            pd.DataFrame({"y": p}), "y", (0, 1, 2), offsets, counts, design, 4, {"number": j}
+        )["key"].to_numpy()
+        for j, p in enumerate(parts)
+    ]
+    return np.concatenate(out)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    labels=st.lists(st.integers(0, 2), min_size=1, max_size=120),
+    cuts=st.lists(st.integers(0, 120), max_size=4),
+    share=st.sampled_from([(1, 2), (3, 10), (1, 5), (2, 3)]),
+)
+def test_partition_keys_invariant(labels, cuts, share):
+    """Any partitioning gives the keys of one partition; every class's train rows get folds
+    whose sizes differ by at most one, and its whole blocks of n rows give k test rows each."""
+    labels = np.array(labels)
+    k, n = share
+    whole = _partition_keys(labels, [], n, k)
+    cut = sorted(c for c in cuts if c <= len(labels))
+    np.testing.assert_array_equal(_partition_keys(labels, cut, n, k), whole)
+    for c in range(3):
+        code = whole[labels == c]
+        assert len(code) // n * k <= (code == 0).sum() <= -(-len(code) // n) * k
+        folds = np.bincount(code[code > 0], minlength=5)[1:]
+        assert folds.max() - folds.min() <= 1
+
+
+def test_groups_stay_whole(frame):
+    grouped = sd.load_table(frame, label="y", features=FEATURES, group="group")
+    rows, columns = keys(grouped, ratios=(0.5, 0.8), trials=3, n_folds=3)
+    names = list(columns.values())
+    # one key per group in every column: test/train and the folds keep whole groups
+    assert (rows.groupby("group")[names].nunique() == 1).all().all()
+    for column in names:
+        assert set(rows[column]) == {0, 1, 2, 3}
+
+
+def test_grouped_run_and_same_results_on_two_workers(frame):
+    """A grouped run on two worker threads and three partitions equals the synchronous one
+    (one worker, one partition): the splits depend on the seed and the data only. (The CLI
+    test compares a two-worker LocalCluster with the synchronous run too.)"""
+    grouped = sd.load_table(frame, label="y", features=FEATURES, group="group")
+    options = {"ratios": (0.7,), "trials": 3, "n_folds": 3, "progress": False}
+    with dask.config.set(scheduler="synchronous"):
+        one = split_sensitivity(grouped, LEARNER, **options)
+    parts = dd.from_pandas(frame, npartitions=3)
+    split = sd.load_table(parts, label="y", features=FEATURES, group="group")
+    with dask.config.set(scheduler="threads", num_workers=2):
+        two = split_sensitivity(split, LEARNER, **options)
+    xr.testing.assert_identical(one.drop_attrs(), two.drop_attrs())
+    assert (one["n_train"] + one["n_test"] == len(frame)).all()
+
+
+def test_regression_and_an_estimator(frame):
+    from sklearn.linear_model import Ridge
+
+    df = frame.assign(target=frame["x0"] * 2 + frame["x1"])
+    reg = sd.load_table(df, label="target", features=["x0", "x2"])
+    with dask.config.set(scheduler="synchronous"):
+        ds = split_sensitivity(
+            reg, {"ridge": Ridge()}, ratios=(0.5,), trials=3, n_folds=3, measure="rmse",
+            progress=False,
+        )  # fmt: skip
+    assert ds.attrs["learner"] == "ridge" and ds.attrs["classes"] == ""
+    assert ds["cv_score"].notnull().all() and (ds["cv_score"] > 0).all()
+
+
+def test_ratio_drawn_as_k_of_n_parts_warns():
+    with pytest.warns(UserWarning, match="0.83 as 0.8333"):
+        design = SplitTrials([0.5, 0.83], trials=3)
+    assert design.shares == [(1, 2), (1, 6)]
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"ratios": []}, "ratios=\\[\\]: need shares"),
+        ({"ratios": [0.5, 1]}, "strictly between 0 and 1"),
+        ({"ratios": ["0.5"]}, "need shares"),
+        ({"ratios": [True]}, "need shares"),
+        ({"ratios": [0.8, 0.801]}, "both drawn as the test share 1/5"),
+        ({"trials": 2}, "trials=2: need an integer of at least 3"),
+        ({"trials": 2.5}, "trials=2.5"),
+        ({"n_folds": 1}, "n_folds=1: need an integer of at least 2"),
+        ({"alpha": 0}, "alpha=0: need a level in"),
+        ({"alpha": 0.6}, "alpha=0.6"),
+        ({"measure": "mse"}, "measure='mse' is not a classification measure"),
+        ({"measure": ["accuracy", "error"]}, "need one measure name"),
+        ({"seed": -1}, "seed=-1"),
+    ],
+)
+def test_bad_options_refused(table, options, match):
+    with pytest.raises(ValueError, match=match):
+        split_sensitivity(table, "logistic", **options)
+
+
+@pytest.mark.parametrize(
+    ("learner", "match"),
+    [
+        (None, "give one learner"),
+        (["logistic", "featureless"], "got 2 learners"),
+        ("no_such", "unknown learner"),
+    ],
+)
+def test_bad_learner_refused(table, learner, match):
+    with pytest.raises(ValueError, match=match):
+        split_sensitivity(table, learner)
+
+
+def test_not_a_table_refused(frame):
+    with pytest.raises(TypeError, match="takes a Table"):
+        split_sensitivity(frame, "logistic")
+
+
+def test_too_little_data_refused(frame):
+    tiny = sd.load_table(frame.head(12), label="y", features=FEATURES)  # 7 yes, 5 no
+    match = r"ratio=0.9 \(test 1 of 10 parts\) with n_folds=5 needs at least 10 rows of one"
+    with pytest.raises(ValueError, match=match):
+        split_sensitivity(tiny, "logistic", ratios=(0.9,), trials=3, n_folds=5)
+    # One group per class: the test part or a train fold is left without groups.
+    grouped = sd.load_table(frame.assign(group=frame["y"]), label="y", features=FEATURES,
+                            group="group")  # fmt: skip
+    with pytest.raises(ValueError, match="2 groups of 'group' leave the test part or a train"):
+        split_sensitivity(grouped, "logistic", ratios=(0.8,), trials=3, n_folds=3)
+
+
+def test_missing_labels_refused(frame):
+    holes = sd.load_table(frame.assign(y=frame["y"].where(frame.index % 50 > 0)), label="y",
+                          features=FEATURES)  # fmt: skip
+    with pytest.raises(ValueError, match="label column 'y' has 6 missing values"):
+        split_sensitivity(holes, "logistic", ratios=(0.5,), trials=3)
+
+
+def test_figure(result, tmp_path):
+    import matplotlib.pyplot as plt
+
+    from soak_dask.diagnose.sensitivity_plot import plot_split_sensitivity
+
+    fig = plot_split_sensitivity(result)
+    ax = fig.axes[0]
+    assert [t.get_text().split()[0] for t in ax.get_xticklabels()] == ["0.6", "0.8"]
+    assert len(ax.patches) == 4  # a CV box and a test box per ratio
+    assert sum("Levene p" in t.get_text() for t in ax.texts) == 2
+    fig.savefig(tmp_path / "figure.png")
+    plt.close(fig)
+    _, given_ax = plt.subplots()
+    assert plot_split_sensitivity(result, ax=given_ax) is given_ax.figure
+    plt.close("all")
+    with pytest.raises(ValueError, match="draws the Dataset returned by"):
+        plot_split_sensitivity(result.drop_attrs())
