@@ -140,7 +140,7 @@ def split_sensitivity(
         seed=design.seed,
     )
     ctx = Context(keyed, data, plan, estimators, run, client)
-    records = run_plan(ctx, [TrialColumns()], progress)
+    records = run_plan(ctx, [WholeTrainSet()], progress)
     ds = _scores(build_dataset(records, plan.splits, plan.coords, list(estimators), [measure], {}))
     ds = ds.assign_coords(ratio=np.array(design.ratios, dtype=np.float64))
     ds["ratio_used"] = ("ratio", np.array([1 - k / n for k, n in design.shares]))
@@ -351,28 +351,6 @@ def _warn_rounded(ratios: tuple[float, ...], shares: list[tuple[int, int]]) -> N
             UserWarning,
             stacklevel=4,
         )
-
-
-class TrialColumns:
-    """``WholeTrainSet`` on the columns a fit reads: the features, label, group and its
-    trial's key column. The table carries a key column per (ratio, trial), and each fit's
-    selection from all of them would cost more, on the client and the workers, than the fit
-    of a small learner."""
-
-    def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
-        return True
-
-    def tasks(self, ctx: Context, pairs: list[tuple[int, str]]) -> tuple[list[Any], list]:
-        run, fits = ctx.run, ctx.plan.fits
-        base = [*run.features, run.label, *([run.group] if run.group else [])]
-        narrow: dict[frozenset, Context] = {}  # one projection per key column
-        out = []
-        for fit_id, learner in pairs:
-            keys = fits.loc[fit_id, "train"].columns
-            if keys not in narrow:
-                narrow[keys] = replace(ctx, data=ctx.data[[*base, *sorted(keys)]])
-            out += WholeTrainSet().tasks(narrow[keys], [(fit_id, learner)])[0]
-        return out, []
 
 
 def _compute(client: Any, lazy: list) -> list:

@@ -99,18 +99,26 @@ class Context:
     def rows(self, spec: FitSpec, *, train: bool = True, test: bool = True, rates=None):
         """The lazy rows of one fit: its train rows (sampled at ``rates``) and/or test blocks.
 
-        Filtering happens next to the data; only these rows reach the worker that fits.
+        Filtering happens next to the data; only these rows, and only the columns the fit
+        reads (features, label, group, weights and its selections' keys), reach the worker that
+        fits: a design with a key column per repeat or trial would otherwise ship them all.
         """
         run = self.run
-        return self.data.map_partitions(
+        train_rows = spec.train if train else None
+        tests = tuple(test for _, test, _ in spec.tests) if test else ()
+        keys = sorted(set().union(*(s.columns for s in (train_rows, *tests) if s is not None)))
+        roles = [*run.features, run.label, *filter(None, (run.group, spec.weights))]
+        columns = list(dict.fromkeys([*roles, *keys]))
+        data = self.data if len(columns) == len(self.data.columns) else self.data[columns]
+        return data.map_partitions(
             select_rows,
-            spec.train if train else None,
-            tuple(test for _, test, _ in spec.tests) if test else (),
+            train_rows,
+            tests,
             rates,
             run.seed,
             run.label,
             run.classes,
-            meta=self.data._meta,
+            meta=data._meta,
         )
 
     def token(self, *parts: Any) -> str:
