@@ -116,6 +116,18 @@ def test_platt_fit_matches_a_direct_minimisation():
     assert a == pytest.approx(2, abs=0.6) and b == pytest.approx(-0.5, abs=0.4)
 
 
+def test_featureless_keeps_the_majority_under_correction_and_calibration():
+    """Prior probabilities divided by the priors tie: the tie goes to the larger probability,
+    and Platt on constant scores returns the training share (not the smoothed targets')."""
+    table = sd.load_table(_imbalanced(300), label="y")
+    kw = {"measures": ["error"], **QUIET}
+    plain = sd.evaluate(table, "featureless", prior_correction=False, **kw)
+    for calibration in (None, "platt"):
+        ds = sd.evaluate(table, "featureless", calibration=calibration, **kw)
+        np.testing.assert_array_equal(ds.error, plain.error)
+    assert platt(np.zeros(9), np.arange(9) < 1) == (0.0, pytest.approx(np.log(1 / 8)))
+
+
 def test_platt_is_skipped_on_multiclass_with_a_note():
     rng = np.random.default_rng(0)
     y = np.repeat(["a", "b", "c"], 40)

@@ -114,9 +114,14 @@ def _score(model: Any, X: Any, classes: np.ndarray) -> np.ndarray:
 def platt(scores: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
     """Platt's (1999) sigmoid fit: ``a, b`` minimising the log loss of ``sigmoid(a·s + b)``
     against the smoothed targets (N₊+1)/(N₊+2) and 1/(N₋+2), which keep it finite on
-    separable scores."""
+    separable scores; constant scores give the training share."""
     n_pos = int(positive.sum())
     n_neg = positive.size - n_pos
+    if np.ptp(scores) == 0 or n_pos in (0, positive.size):
+        # Scores that do not vary (a featureless learner) can only tell the base rate: the
+        # training share itself, not the smoothed targets' mean that would tilt it.
+        share = np.clip(n_pos / positive.size, 1e-12, 1 - 1e-12)
+        return 0.0, float(np.log(share) - np.log1p(-share))
     t = np.where(positive, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
 
     def loss(ab: np.ndarray) -> tuple[float, np.ndarray]:

@@ -13,6 +13,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .fit_params import fit_with_groups
 
+#: Relative difference of ``p_c / π_c`` below which two classes tie.
+TIE = 1e-9
+
 
 class PriorCorrected(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     """A classifier whose predicted class is ``argmax_c p_c / π_c``.
@@ -62,9 +65,14 @@ class PriorCorrected(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def predict(self, X: Any) -> np.ndarray:
-        """The class of largest ``p_c / π_c``."""
+        """The class of largest ``p_c / π_c``; of the classes tied there (to rounding), the one
+        of largest ``p_c``, so a learner that predicts the priors (featureless) keeps
+        predicting the majority class."""
         check_is_fitted(self)
-        return self.classes_[np.argmax(self.estimator_.predict_proba(X) / self.priors_, axis=1)]
+        proba = self.estimator_.predict_proba(X)
+        ratio = proba / self.priors_
+        tied = ratio >= ratio.max(axis=1, keepdims=True) * (1 - TIE)
+        return self.classes_[np.argmax(np.where(tied, proba, -np.inf), axis=1)]
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """The wrapped classifier's probabilities, unchanged."""
