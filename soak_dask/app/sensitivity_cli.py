@@ -135,28 +135,14 @@ _FLAGS = {"ratios": "--ratios", "trials": "--trials", "n_folds": "--n-folds", "s
 
 
 def check_out(out: str, overwrite: bool, source: Any) -> Path:
-    """``--out`` as a Path, refused (before any work) if it is or overlaps the input table, is
-    a file, or is a non-empty directory this command did not write (unless ``overwrite``)."""
-    from ..results.store import check_apart
+    """``--out`` checked before any work (``soak_dask.results.store.check_out_dir``): apart
+    from the input, and new, empty or written by this command, unless ``overwrite``."""
+    from ..results.store import check_out_dir
 
-    path = Path(out)
-    check_apart(path, source, "output")
-    if path.exists() and not path.is_dir():
-        raise FileExistsError(f"--out {out} exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()) and not (_ours(path) or overwrite):
-        raise FileExistsError(
-            f"--out {out} is a non-empty directory that soak split-sensitivity did not write; "
-            "choose an empty or new directory, or pass --overwrite to write its files into it "
-            "(other files are kept)"
-        )
-    return path
-
-
-def _ours(path: Path) -> bool:
-    try:
-        return json.loads((path / SETTINGS_FILE).read_text()).get("generator") == GENERATOR
-    except (OSError, ValueError, AttributeError):
-        return False
+    writer = "soak split-sensitivity"
+    return check_out_dir(
+        out, marker=SETTINGS_FILE, writer=writer, overwrite=overwrite, source=source
+    )
 
 
 def write_outputs(ds: xr.Dataset, out: Path) -> None:

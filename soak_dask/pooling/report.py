@@ -57,19 +57,11 @@ finding; pools that change from fold to fold mean the gain is within the noise.<
 
 
 def check_out_dir(out: str | os.PathLike, overwrite: bool, flag: str = "overwrite=True") -> Path:
-    """Refuse, before any work, an ``out`` that is a file, or a non-empty directory that a
-    transfer report did not write (unless ``overwrite``: then files of the same names are
-    replaced and others kept)."""
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise FileExistsError(f"out={str(path)!r} exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()) and not (path / MARKER).is_file() and not overwrite:
-        raise FileExistsError(
-            f"out={str(path)!r} is a non-empty directory that soak_dask's transfer report did "
-            f"not write; choose an empty or new directory, or pass {flag} to write into it "
-            "(files of other names are kept)"
-        )
-    return path
+    """``out`` checked before any work (``soak_dask.results.store.check_out_dir``)."""
+    from ..results.store import check_out_dir as check
+
+    writer = "soak_dask's transfer report"
+    return check(out, marker=MARKER, writer=writer, overwrite=overwrite, name="out", flag=flag)
 
 
 def _clear(path: Path) -> None:

@@ -257,6 +257,36 @@ def check_output(
     return where
 
 
+def check_out_dir(
+    out: str | os.PathLike,
+    *,
+    marker: str,
+    writer: str,
+    overwrite: bool = False,
+    source: Any = None,
+    name: str = "--out",
+    flag: str = "--overwrite",
+) -> Path:
+    """``out`` as a Path, checked before any work: apart from the input table ``source``, not
+    a file, and new, empty or holding ``marker`` (a file ``writer`` leaves in what it wrote),
+    unless ``overwrite``: then its files of the same names are replaced and others kept.
+
+    ``name`` and ``flag`` are how messages call the output and the override (a flag on the
+    command line, a keyword in Python)."""
+    path = Path(out)
+    if source is not None:
+        check_apart(path, source, "output")
+    if path.exists() and not path.is_dir():
+        raise FileExistsError(f"{name} {str(path)!r} exists and is not a directory")
+    if path.is_dir() and any(path.iterdir()) and not (path / marker).is_file() and not overwrite:
+        raise FileExistsError(
+            f"{name} {str(path)!r} is a non-empty directory that {writer} did not write; choose "
+            f"an empty or new directory, or pass {flag} to write its files into it (other "
+            "files are kept)"
+        )
+    return path
+
+
 def check_apart(
     path: str | os.PathLike | Location,
     source: Any,
