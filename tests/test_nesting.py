@@ -306,3 +306,18 @@ def test_soak_tunes_inside_each_train_set_with_prior_correction():
     assert set(ds.inner_scheme.values.ravel()) == {"stratified 2-fold"}
     assert ds.attrs["prior_correction"] == 1
     assert np.isfinite(ds.error).all()
+
+
+def test_a_pipeline_search_equals_scikit_learn_on_the_same_splits():
+    """dask-ml's searcher (shared pipeline stages fitted once) ranks as scikit-learn's does."""
+    from sklearn.model_selection import GridSearchCV
+
+    df = _noise(120, 40, seed=8)
+    X, y = df.filter(like="f").to_numpy(), df["y"].to_numpy()
+    pipe = make_pipeline(SelectKBest(f_classif), LogisticRegression())
+    space = {"selectkbest__k": [2, 10], "logisticregression__C": [0.01, 1.0]}
+    ours = Search(pipe, space, inner="cv", inner_folds=3, scoring="accuracy").fit(X, y)
+    _, splits = Inner("cv", 3).splits(y)
+    direct = GridSearchCV(pipe, space, cv=splits, scoring="accuracy").fit(X, y)
+    assert ours.best_params_ == direct.best_params_
+    assert ours.best_score_ == pytest.approx(direct.best_score_, abs=1e-12)
