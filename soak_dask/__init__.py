@@ -6,6 +6,8 @@ subset, and does pooling subsets help? See ``soak`` and ``load_table``.
 
 from importlib.metadata import PackageNotFoundError, version
 
+from .diagnose.mai import compare_sampling, mai_summary, mai_table
+from .diagnose.sampling import overlap_folds
 from .diagnose.sensitivity import (
     split_sensitivity,
     split_sensitivity_summary,
@@ -37,6 +39,7 @@ _LAZY = {
     "plot_soak": "results.plot",
     "plot_datasets": "results.plot",
     "plot_evaluation": "results.plot",
+    "plot_mai": "diagnose.sampling_plot",
     "plot_split_sensitivity": "diagnose.sensitivity_plot",
     "write_report": "results.report",
     # skops loads in about a second: only when a model is saved or loaded.
@@ -84,16 +87,21 @@ __all__ = [
     "block_counts",
     "builtin_learner",
     "by_fold",
+    "compare_sampling",
     "compare",
     "evaluate",
     "evaluation_summary",
     "from_dataframe",
     "load_model",
     "load_table",
+    "mai_summary",
+    "mai_table",
     "make_plan",
     "open_results",
+    "overlap_folds",
     "plot_datasets",
     "plot_evaluation",
+    "plot_mai",
     "plot_soak",
     "plot_split_sensitivity",
     "predict_table",

@@ -31,6 +31,7 @@ PAGES = [
     "evaluation",
     "nesting",
     "split_sensitivity",
+    "balanced_sampling",
     "transfer",
     "models",
     "scaling",

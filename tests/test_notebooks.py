@@ -220,6 +220,28 @@ assert list(s.index[s["recommended"]]) == [0.5, 0.8]
 assert len(fig.axes) == 1
 """
 
+SAMPLING_CLAIMS = """
+# most rows lie deep inside their class (degree 0), a few where the classes meet
+share0 = counts.loc[0].sum() / counts.to_numpy().sum()
+assert 0.8 < share0 < 0.9, share0
+assert counts.index.max() == 5
+# AEV of unscaled k-NN (k = 6) near the paper's 0.930 +- 0.018; LDA better
+assert abs(float(res["aev"].sel(learner="knn6")) - 0.930) < 0.018
+assert float(res["aev"].sel(learner="lda")) > float(res["aev"].sel(learner="knn6"))
+assert list(res["sampling"].values) == [
+    "random", "stratified", "clustering", "mdc", "doptimal", "overlap"
+]
+assert (res["n_train"] == 427).all()
+assert table_mai.shape == (2, 14) and abs(table_mai.filter(like="MAI ")).max().max() < 4
+assert len(fig.axes[0].get_xticklabels()) == 6
+# overlap-balanced folds: degrees 0 and 1 spread evenly (each class within one row per fold)
+for degree in (0, 1):
+    assert per_fold.loc[degree].max() - per_fold.loc[degree].min() <= 2, per_fold
+assert set(per_fold.columns) == {1, 2, 3, 4, 5}
+err = res_soak["error"].mean("fold").to_series()
+assert err.xs("lda", level="learner").iloc[0] < err.xs("featureless", level="learner").iloc[0] / 4
+"""
+
 # Every notebook in notebooks/, with the claims its test appends.
 CLAIMS = {
     "01_quickstart.ipynb": QUICKSTART_CLAIMS,
@@ -228,6 +250,7 @@ CLAIMS = {
     "04_raster.ipynb": RASTER_CLAIMS,
     "05_evaluate.ipynb": EVALUATE_CLAIMS,
     "06_split_sensitivity.ipynb": SENSITIVITY_CLAIMS,
+    "07_balanced_sampling.ipynb": SAMPLING_CLAIMS,
     "08_transfer.ipynb": TRANSFER_CLAIMS,
 }
 
@@ -396,6 +419,11 @@ def test_split_sensitivity_on_aztrees(kernel: str, tmp_path: Path, monkeypatch) 
     monkeypatch.delenv("AZTREES_PARQUET", raising=False)
     nb = run_notebook("06_split_sensitivity.ipynb", kernel, tmp_path)
     assert "Using the real AZtrees table" in stream_text(nb)
+    assert n_images(nb) == 1, "the figure cell displayed no image"
+
+
+def test_balanced_sampling(kernel: str, tmp_path: Path) -> None:
+    nb = run_notebook("07_balanced_sampling.ipynb", kernel, tmp_path)
     assert n_images(nb) == 1, "the figure cell displayed no image"
 
 

@@ -1,0 +1,189 @@
+"""``soak compare-sampling``: the MAI of train/test sampling methods on a table, written as CSV
+files and a Figure-8 style box plot (``soak_dask.diagnose.mai``).
+
+Wired into ``soak`` by ``build_parser`` calling ``add_parser(command)`` and ``COMMANDS``
+mapping ``"compare-sampling"`` to ``compare_sampling_command``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..learn.builtin import describe_builtins
+from ..settings import SETTINGS, check_run_options
+from .cli import UsageError, _add_settings, _spell
+
+NAME = "compare-sampling"
+#: The files the command writes; an existing --out is replaced only if it holds the manifest.
+MANIFEST = "compare_sampling.json"
+FILES = ("mai.csv", "summary.csv", "random_accuracy.csv", "mai.png", MANIFEST)
+#: The settings shared with ``soak run``: the table's (not its subset, group and fold columns,
+#: which rows sampled one by one ignore or refuse) and the scheduler.
+_SHARED = (
+    "data",
+    *(
+        s.name
+        for s in SETTINGS.values()
+        if s.scope == "table" and s.name not in ("subset", "group", "fold")
+    ),
+    "scheduler",
+)
+_SECTIONS = {"table": "the table (soak_dask.load_table)", "app": "data, output and cluster"}
+
+
+def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Add ``soak compare-sampling``: ``command(name, help_text, **kwargs)`` makes a subparser
+    (as in ``soak_dask.app.cli.build_parser``); returns it."""
+    parser = command(
+        NAME,
+        "compare train/test sampling methods by MAI = (ACC - AEV) / SD: random, stratified, "
+        "clustering, MDC, D-optimal and degree-of-overlap balanced sampling",
+        epilog=f"built-in learners (--learner NAME):\n{_indent(describe_builtins())}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_settings(parser, _SHARED, run_file=False, sections=_SECTIONS)
+    own = parser.add_argument_group("the comparison (soak_dask.compare_sampling)")
+    own.add_argument(
+        "--learner",
+        "--learners",
+        dest="learners",
+        action="extend",
+        type=_names,
+        metavar="NAME",
+        help="built-in learners, comma-separated or repeated (default: featureless and logistic)",
+    )
+    own.add_argument("--seed", type=int, default=1, help="seed of the splits and learners (1)")
+    own.add_argument(
+        "--methods",
+        default="random,stratified,clustering,mdc,doptimal,overlap",
+        metavar="A,B,...",
+        help="comma-separated, from random, stratified, clustering, mdc, doptimal, overlap, "
+        "overlap_class (default: all but overlap_class)",
+    )
+    own.add_argument(
+        "--train-ratio",
+        type=float,
+        default=0.7,
+        metavar="T",
+        help="share of rows that train (default 0.7; the paper's is 0.75)",
+    )
+    own.add_argument(
+        "--n-random",
+        type=int,
+        default=100,
+        metavar="N",
+        help="random splits of the AEV and its SD (default 100)",
+    )
+    own.add_argument("--k", type=int, default=5, help="neighbours of the degree of overlap (5)")
+    own.add_argument(
+        "--n-levels",
+        type=int,
+        default=None,
+        metavar="L",
+        help="overlap levels (default: the paper's k + 1)",
+    )
+    own.add_argument(
+        "--knn",
+        choices=("exact", "nndescent"),
+        default="exact",
+        help="nearest-neighbour search of the degree of overlap (default exact)",
+    )
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "--out", required=True, metavar="DIR", help=f"directory for {', '.join(FILES[:-1])}"
+    )
+    out.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the files of an earlier compare-sampling run in --out",
+    )
+    return parser
+
+
+def _names(value: str) -> list[str]:
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"{value!r}: name at least one learner")
+    return names
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def check_out_dir(path: str | os.PathLike, overwrite: bool, source: Any) -> Path:
+    """``--out`` as a Path, checked before any work: a new or empty directory, or (with
+    ``--overwrite``) one an earlier run wrote (it holds ``MANIFEST``); never the input."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a directory")
+    if source is not None and Path(os.fspath(source)).resolve() in (
+        out.resolve(),
+        *out.resolve().parents,
+    ):
+        raise UsageError(f"--out {out} is, or is inside, the input {source}; choose another")
+    if out.is_dir() and any(out.iterdir()):
+        if not (out / MANIFEST).exists():
+            raise UsageError(
+                f"--out {out} holds files that compare-sampling did not write; choose another "
+                "directory (--overwrite replaces only an earlier compare-sampling output)"
+            )
+        if not overwrite:
+            raise UsageError(f"--out {out} holds an earlier run's output; pass --overwrite")
+    return out
+
+
+def compare_sampling_command(args: argparse.Namespace) -> None:
+    """``soak compare-sampling``: load the table, compare the sampling methods on the
+    cluster, write ``mai.csv`` (ACC, AEV, SD and MAI per learner and method), ``summary.csv``
+    (mean and SD of |MAI| per method), ``random_accuracy.csv`` (the random splits) and
+    ``mai.png`` to ``--out``; print the table."""
+    from ..diagnose.mai import check_methods, compare_sampling, mai_summary, mai_table
+    from ..run.cluster import connect
+    from ..tables.table import load_table
+
+    given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _SHARED) if s.cli}
+    values = check_run_options(given, spell=_spell(args))
+    scheduler, data = values.pop("scheduler"), values.pop("data")
+    methods = check_methods(args.methods)
+    out = check_out_dir(args.out, args.overwrite, data)
+    table = load_table(data, **values)
+    with connect(scheduler, log_failures=args.debug) as client:
+        res = compare_sampling(
+            table,
+            args.learners,  # None: the default learners, as soak run's
+            methods=methods,
+            train_ratio=args.train_ratio,
+            n_random=args.n_random,
+            seed=args.seed,
+            k=args.k,
+            n_levels=args.n_levels,
+            knn=args.knn,
+            client=client,
+        )
+    frame = mai_table({Path(os.fspath(data)).name: res})
+    _write(out, res, frame, mai_summary(frame))
+    print(frame.round(3).to_string())
+    print(f"\n{out}")
+
+
+def _write(out: Path, res: Any, frame: Any, summary: Any) -> None:
+    """The CSV files, the figure and the manifest (which marks the directory as ours)."""
+    from ..diagnose.sampling_plot import plot_mai
+
+    out.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out / "mai.csv")
+    summary.to_csv(out / "summary.csv")
+    res["random_accuracy"].to_dataframe().to_csv(out / "random_accuracy.csv")
+    fig = plot_mai(frame)
+    fig.savefig(out / "mai.png", dpi=120)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    settings = {k: res.attrs[k] for k in ("source", "methods", "train_ratio", "n_random", "seed")}
+    (out / MANIFEST).write_text(json.dumps({"files": list(FILES), **settings}, default=str))

@@ -1,0 +1,329 @@
+"""``compare_sampling``: how far each sampling method's test accuracy lies from the absolute
+evaluation value (AEV), in SDs of random splits -- the paper's mean accuracy indicator (MAI).
+
+``../shared/seeds/004_balanced_sampling.txt``, section 3.3: AEV = the mean test accuracy of
+n random splits (equation 1; the paper uses n = 100), SD = their standard deviation, and for a
+sampling method S and a classifier C, MAI = (ACC − AEV) / SD (equation 2), ACC being C's test
+accuracy on S's split. MAI near 0: S's split judges C as random splits do on average; MAI > 0:
+it flatters C; MAI < 0: it undersells C. Tables 4-5 and Figure 8 compare methods by |MAI| over
+data sets and classifiers (``mai_table``, ``mai_summary``, ``plot_mai``).
+
+Every split is a key column computed on the cluster (``soak_dask.diagnose.sampling``); every
+(learner, split) fit is one task of one plan run by the engine that runs ``soak`` and
+``evaluate``, so the fits run on the cluster and stream back as they finish.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from sklearn.base import BaseEstimator
+
+from ..learn.builtin import resolve_learners
+from ..results.store import build_dataset, encode_attrs, package_versions
+from ..run.executor import current_client, run_plan
+from ..run.fitting import RunSpec
+from ..run.strategies import Batched, Context, WholeTrainSet
+from ..split.folds import check_seed
+from ..split.plan import Fit, Selection, Term, build_plan
+from ..tables.table import Table, check_table
+from .overlap import DEFAULT_K, POSITION, check_classification
+from .sampling import (
+    D_OPTIMAL_REPEATS,
+    MDC_MAX_ROWS,
+    METHODS,
+    SPLITTERS,
+    attach,
+    check_ratio,
+    classes_of,
+    degree_frame,
+    ensure_positions,
+    random_splits,
+)
+
+#: Title of ``compare_sampling``'s results.
+TITLE = "soak_dask sampling comparison: MAI of train/test sampling methods"
+#: The methods compared by default: the paper's five and stratified sampling.
+DEFAULT_METHODS = ("random", "stratified", "clustering", "mdc", "doptimal", "overlap")
+#: Tables of at most this many rows fit many models per task (the table is gathered once).
+BATCH_MAX_ROWS = 100_000
+
+
+def split_column(name: str) -> str:
+    """The key column of split ``name`` (a method, or ``random_<trial>``)."""
+    return f"__soak_split_{name}__"
+
+
+def compare_sampling(
+    table: Table,
+    learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None,
+    *,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    train_ratio: float = 0.7,
+    n_random: int = 100,
+    seed: int = 1,
+    k: int = DEFAULT_K,
+    n_levels: int | None = None,
+    knn: str = "exact",
+    mdc_max_rows: int = MDC_MAX_ROWS,
+    doptimal_repeats: int = D_OPTIMAL_REPEATS,
+    persist: bool = True,
+    client: Any = None,
+    progress: bool = True,
+) -> xr.Dataset:
+    """Test accuracy of each sampling method's split, AEV, SD and MAI, per learner.
+
+    Parameters
+    ----------
+    table : Table
+        A classification table from ``soak_dask.load_table`` (regression is refused: MAI is
+        about accuracy). Rows are sampled one by one, as in the paper: a table with a group
+        column is refused (rows of a group would land on both sides).
+    learners : dict, list, estimator, str or None
+        As for ``soak_dask.soak`` (built-in names or scikit-learn classifiers; None: the
+        featureless baseline and logistic regression).
+    methods : sequence of str
+        From "random", "stratified", "clustering", "mdc", "doptimal", "overlap" and
+        "overlap_class" (overlap levels × classes); see ``soak_dask.diagnose.sampling``.
+    train_ratio : float
+        Share t of the rows that train (the paper uses 0.75).
+    n_random : int
+        Random splits whose mean test accuracy is the AEV and whose SD scales MAI (paper: 100).
+    seed : int
+        Seed of every split and of the learners' randomness.
+    k, n_levels, knn
+        Neighbours of the degree of overlap, levels of it (None: the paper's k + 1) and its
+        search ("exact" or "nndescent"); see ``overlap_split``.
+    mdc_max_rows : int
+        MDC runs on a seeded stratified sample of this many rows of a larger table.
+    doptimal_repeats : int
+        Random candidate training sets of D-optimal sampling.
+    persist : bool
+        Keep the table's feature and label columns in cluster memory for the fits (the key
+        columns are kept whatever this says: they are small and costly to recompute).
+    client, progress
+        As for ``soak_dask.soak``.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``accuracy`` (learner, sampling): ACC; ``random_accuracy`` (learner, trial); ``aev``
+        and ``sd`` (learner); ``mai`` (learner, sampling); ``n_train``, ``n_test`` (sampling);
+        settings and each method's notes (e.g. a sample) in attrs. The dim of the methods is
+        ``sampling`` (``.sel(method=...)`` would hit the ``method`` keyword of ``sel``).
+        ``mai_table`` tabulates several results.
+
+    Examples
+    --------
+    >>> import soak_dask as sd
+    >>> from sklearn.datasets import load_iris
+    >>> frame = load_iris(as_frame=True).frame
+    >>> table = sd.load_table(frame, label="target")
+    >>> res = compare_sampling(table, "lda", methods=["random", "overlap"], n_random=5,
+    ...                        progress=False)
+    >>> res["mai"].dims, int(res["n_train"].sel(sampling="overlap"))
+    (('learner', 'sampling'), 105)
+    """
+    check_table(table, "compare_sampling")
+    check_classification(table, "compare_sampling")
+    if table.group is not None:
+        raise ValueError(
+            f"compare_sampling samples rows one by one, as the paper does, and the table has "
+            f"the group column {table.group!r}, whose rows would land on both sides of a "
+            "split; load the table without group= to compare row sampling"
+        )
+    seed, ratio = check_seed(seed), check_ratio(train_ratio)
+    methods = check_methods(methods)
+    n_random = _at_least(n_random, 2, "n_random")
+    estimators = resolve_learners(learners, "classification", seed)
+    client = current_client() if client is None else client
+    base = replace(table, data=table.data[[*table.features, table.label]], files=None)
+    base = ensure_positions(base)
+    if persist:
+        base = replace(base, data=base.data.persist())
+    overlap = {"k": k, "n_levels": n_levels}
+    if {"overlap", "overlap_class"} <= set(methods):  # one search serves both
+        overlap["degrees"] = degree_frame(base, k, knn, seed)
+    options = {
+        "overlap": {**overlap, "method": knn},
+        "overlap_class": {**overlap, "method": knn},
+        "mdc": {"max_rows": mdc_max_rows},
+        "doptimal": {"n_repeats": doptimal_repeats},
+    }
+    keyed, notes = _draw_splits(base, methods, ratio, seed, options, n_random)
+    classes = tuple(classes_of(base))
+    plan = sampling_plan(methods, n_random)
+    run = RunSpec(
+        features=table.features,
+        label=table.label,
+        subset=table.subset,
+        fold_column="",  # no (subset, fold) cells: the one-pass strategy is not used
+        measures=("accuracy",),
+        classes=classes,
+        seed=seed,
+    )
+    data = keyed.data.drop(columns=[POSITION])
+    ctx = Context(replace(keyed, data=data), data, plan, estimators, run, client)
+    n_rows = int(data.map_partitions(len).sum().compute())
+    strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()
+    records = run_plan(ctx, [strategy], progress)
+    given = {"methods": list(methods), "train_ratio": ratio, "n_random": n_random, "seed": seed}
+    given.update(k=k, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)
+    given.update(doptimal_repeats=doptimal_repeats, notes={m: t for m, t in notes.items() if t})
+    settings = {
+        "title": TITLE,
+        "design": "compare_sampling",
+        "source": table.source,
+        "label": table.label,
+        "features": list(table.features),
+        **given,
+        "classes": [str(c) for c in classes],
+        "learners": {name: repr(est) for name, est in estimators.items()},
+        "versions": package_versions(),
+    }
+    ds = build_dataset(
+        records, plan.splits, plan.coords, list(estimators), ["accuracy"], encode_attrs(settings)
+    )
+    return mai_dataset(ds, methods, n_random)
+
+
+def _draw_splits(
+    base: Table,
+    methods: Sequence[str],
+    ratio: float,
+    seed: int,
+    options: Mapping[str, Mapping[str, Any]],
+    n_random: int,
+) -> tuple[Table, dict[str, str]]:
+    """``base`` with every method's key column and the ``n_random`` random splits' (kept in
+    cluster memory), and each method's warnings (given again, prefixed with its name)."""
+    keyed, notes = base, {}
+    for method in methods:
+        column = split_column(method)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            split = SPLITTERS[method](base, ratio, seed, column=column, **options.get(method, {}))
+        notes[method] = " ".join(str(w.message) for w in caught)
+        for w in caught:
+            warnings.warn(f"{method}: {w.message}", w.category, stacklevel=3)
+        keyed = attach(keyed, split.data[[column]].persist())
+    trials = [split_column(f"random_{r}") for r in range(1, n_random + 1)]
+    keyed = attach(keyed, random_splits(base, ratio, seed, trials).data[trials].persist())
+    return keyed, notes
+
+
+def check_methods(methods: Sequence[str] | str) -> tuple[str, ...]:
+    """The methods as a tuple, refusing unknown and repeated names and an empty list."""
+    if isinstance(methods, str):
+        methods = [m.strip() for m in methods.split(",") if m.strip()]
+    methods = tuple(methods)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"methods {unknown} are not sampling methods; choose from {list(METHODS)}")
+    if not methods or len(set(methods)) < len(methods):
+        raise ValueError(f"methods={list(methods)}: need one or more distinct methods")
+    return methods
+
+
+def _at_least(value: Any, low: int, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise ValueError(f"{name}={value!r}: need an integer of at least {low}")
+    return int(value)
+
+
+def sampling_plan(methods: Sequence[str], n_random: int) -> Any:
+    """The plan: one fit per split (each method's and ``n_random`` random ones), trained on
+    the split's training rows and scored on its test rows. Dim ``split``."""
+    names = [*methods, *(f"random_{r}" for r in range(1, n_random + 1))]
+    rows, tests = [], {}
+    for name in names:
+        column = split_column(name)
+        tests[name] = Selection((Term(column, (0,)),))
+        rows.append(({"split": name}, Fit(Selection((Term(column, (1,)),))), name))
+    return build_plan(rows, tests, {"split": names})
+
+
+def mai_dataset(ds: xr.Dataset, methods: Sequence[str], n_random: int) -> xr.Dataset:
+    """The result of ``compare_sampling`` from the engine's (learner, split) scores."""
+    names = [f"random_{r}" for r in range(1, n_random + 1)]
+    ds = ds.drop_vars("fit_id")
+    chosen = ds.sel(split=list(methods)).rename(split="sampling")
+    rand = ds["accuracy"].sel(split=names).rename(split="trial")
+    rand = rand.assign_coords(trial=np.arange(1, n_random + 1))
+    aev = rand.mean("trial")
+    sd = rand.std("trial", ddof=1)
+    out = xr.Dataset(
+        {
+            "accuracy": chosen["accuracy"],
+            "random_accuracy": rand,
+            "aev": aev,
+            "sd": sd,
+            "mai": (chosen["accuracy"] - aev) / sd,
+            # The same rows for every learner.
+            "n_train": chosen["n_train"].isel(learner=0, drop=True),
+            "n_test": chosen["n_test"].isel(learner=0, drop=True),
+        },
+        attrs=ds.attrs,
+    )
+    long_names = {
+        "accuracy": "test accuracy of the method's split (ACC)",
+        "random_accuracy": "test accuracy of a random split",
+        "aev": "absolute evaluation value: mean accuracy of the random splits (AEV)",
+        "sd": "SD of the random splits' accuracies",
+        "mai": "mean accuracy indicator (ACC - AEV) / SD",
+        "n_train": "rows in the training set",
+        "n_test": "rows in the test set",
+    }
+    for name, text in long_names.items():
+        out[name].attrs["long_name"] = text
+    return out
+
+
+def mai_table(results: Mapping[str, xr.Dataset] | Sequence[xr.Dataset]) -> pd.DataFrame:
+    """The paper's Tables 4 and 5 in one: a row per (data set, learner), with AEV, SD, each
+    method's ACC and its MAI.
+
+    Parameters
+    ----------
+    results : mapping or sequence of Dataset
+        ``compare_sampling`` results, by data-set name (a sequence is named by each result's
+        ``attrs["source"]``).
+
+    Returns
+    -------
+    DataFrame
+        Index (data, learner); columns ``AEV``, ``SD``, ``ACC <method>``…, ``MAI <method>``….
+        ``mai_summary`` gives the mean and SD of |MAI| per method.
+    """
+    if not isinstance(results, Mapping):
+        results = {str(ds.attrs.get("source", i)): ds for i, ds in enumerate(results)}
+    frames = []
+    for name, ds in results.items():
+        frame = pd.concat(
+            [
+                ds["aev"].to_pandas().rename("AEV"),
+                ds["sd"].to_pandas().rename("SD"),
+                ds["accuracy"].to_pandas().add_prefix("ACC "),
+                ds["mai"].to_pandas().add_prefix("MAI "),
+            ],
+            axis=1,
+        )
+        frame.index.name = "learner"
+        frames.append(frame.assign(data=name).set_index("data", append=True))
+    table = pd.concat(frames).reorder_levels(["data", "learner"])
+    return table
+
+
+def mai_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean and SD (n − 1) of |MAI| per method over the rows of ``mai_table`` (the last rows
+    of the paper's Table 5); NaN MAI (a learner whose random splits all score alike) are
+    left out."""
+    mai = table[[c for c in table.columns if c.startswith("MAI ")]].abs()
+    mai.columns = [c.removeprefix("MAI ") for c in mai.columns]
+    return pd.DataFrame({"mean |MAI|": mai.mean(), "SD |MAI|": mai.std(ddof=1)}).T

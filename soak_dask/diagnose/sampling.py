@@ -1,0 +1,802 @@
+"""Train/test sampling methods of the balanced-sampling paper, each computed on the cluster.
+
+``../shared/seeds/004_balanced_sampling.txt`` compares ways of cutting a table into a training
+set of share t and a test set: random sampling, stratified sampling (section 2), clustering-based
+sampling (Algorithm 1), the most descriptive compound method MDC (Algorithm 2), D-optimal
+sampling (Algorithm 3) and the proposed balanced sampling by degree of overlap (section 3.2,
+Algorithm 4; ``overlap_class`` also balances each class, as its section 5 suggests). Each
+function here adds one key column to a ``Table``: 1 for a training row, 0 for a test row (and
+``POSITION``, each row's position in the table, which every random choice is keyed on).
+``overlap_folds`` deals the same balance into K folds for ``soak`` and ``evaluate``.
+
+Every "randomly choose t·N_s rows of group s" is an exact-size simple random sample: the
+t·N_s rows of the group with the smallest seeded hashes of their position in the table. The
+threshold hash of each group is found by a few passes that count the hashes in 256 buckets
+per group and narrow down to the bucket holding it (``split_thresholds``), so no pass brings
+more than small histograms and a few thousand hashes to the client, and the split depends on
+the seed and the rows only -- not on the partitioning or the workers. Group sizes are rounded
+by largest remainder, so the training set holds round(t·N) rows in all.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from numba import njit
+from scipy.spatial.distance import cdist
+
+from ..hashing import salt, seeded_hash, uniform
+from ..run.tree import tree_reduce
+from ..schema import DEFAULT_N_FOLDS
+from ..split.folds import (
+    _assign_group_folds,
+    _assign_row_folds,
+    _row_fold_counts,
+    check_n_folds,
+    check_seed,
+)
+from ..tables.table import FOLD_COLUMN, Table, category_codes, float_array
+from .overlap import (
+    DEFAULT_K,
+    DO_COLUMN,
+    POSITION,
+    check_classification,
+    feature_scaling,
+    overlap_degrees,
+    overlap_levels,
+    with_positions,
+)
+
+#: The methods, by the names ``compare_sampling`` takes.
+METHODS = ("random", "stratified", "clustering", "mdc", "doptimal", "overlap", "overlap_class")
+#: MDC ranks all pairs of rows (cubic work): above this many rows it runs on a sample.
+MDC_MAX_ROWS = 2000
+#: k-means is fitted on a seeded class-stratified sample of at most this many rows.
+KMEANS_MAX_ROWS = 20_000
+#: Random candidate training sets of D-optimal sampling (the paper's nRepeat).
+D_OPTIMAL_REPEATS = 100
+#: The column of a group code 0..S-1 while a split is drawn.
+STRATUM = "__soak_stratum__"
+_BUCKETS = 256
+_BITS = 8  # log2(_BUCKETS)
+#: A group's hashes are gathered to the client once at most this many are left to search.
+_GATHER = 2048
+_ALL = np.iinfo(np.uint64).max
+_SAMPLED = "__soak_sampled__"
+
+
+def check_ratio(train_ratio: Any) -> float:
+    """``train_ratio`` as a float strictly between 0 and 1."""
+    ok = isinstance(train_ratio, float | int) and not isinstance(train_ratio, bool)
+    if not ok or not 0 < train_ratio < 1:
+        raise ValueError(f"train_ratio={train_ratio!r}: need a share between 0 and 1, e.g. 0.7")
+    return float(train_ratio)
+
+
+def train_sizes(rows: np.ndarray, ratio: float, seed: int) -> np.ndarray:
+    """Training rows of each group: ⌊t·N_s⌋, plus one for the groups with the largest
+    remainders (ties broken by a seeded hash) until the total is round(t·N).
+
+    Examples
+    --------
+    >>> train_sizes(np.array([10, 5, 1]), 0.7, seed=1).tolist()  # 7 + 3.5 + 0.7 -> 11
+    [7, 3, 1]
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    exact = rows * ratio
+    sizes = np.floor(exact + 1e-9).astype(np.int64)  # 0.29 * 100 is 28.999...96
+    extra = int(round(rows.sum() * ratio)) - int(sizes.sum())
+    tie = uniform(seeded_hash(seed, salt("sampling:sizes"), np.arange(len(rows))))
+    order = np.lexsort((tie, -(exact - sizes)))
+    sizes[order[:extra]] += 1
+    return sizes
+
+
+@dataclass
+class _Search:
+    """Where each (split, group)'s threshold hash is being looked for: among the hashes in
+    [lo, lo + 256 << shift), at rank ``need`` (1-based); ``gather`` once few are left."""
+
+    lo: np.ndarray
+    shift: np.ndarray
+    need: np.ndarray
+    gather: np.ndarray
+    active: np.ndarray
+    threshold: np.ndarray
+
+    @classmethod
+    def start(cls, rows: np.ndarray, sizes: np.ndarray, n_splits: int) -> _Search:
+        shape = (n_splits, len(rows))
+        full = np.broadcast_to(sizes >= rows, shape)
+        return cls(
+            lo=np.zeros(shape, dtype=np.uint64),
+            shift=np.full(shape, 64 - _BITS, dtype=np.uint64),
+            need=np.broadcast_to(sizes, shape).copy(),
+            gather=np.broadcast_to(rows <= _GATHER, shape).copy(),
+            active=np.broadcast_to((sizes > 0) & (sizes < rows), shape).copy(),
+            threshold=np.where(full, _ALL, np.uint64(0)).astype(np.uint64),
+        )
+
+
+def split_thresholds(
+    table: Table, strata: str | None, sizes: np.ndarray, n_splits: int, seed: int, key: int
+) -> np.ndarray:
+    """For each of ``n_splits`` splits and each group, the hash of the ``sizes[s]``-th smallest
+    hash among the group's rows: a row trains when its hash is at most that of its group.
+
+    ``table`` holds ``POSITION``; ``strata`` names a column of group codes 0..S-1 (None: one
+    group). Rows' hashes are ``seeded_hash(seed, key, split, position)``.
+    """
+    rows = _group_rows(table, strata, len(sizes))
+    state = _Search.start(rows, sizes, n_splits)
+    columns = [POSITION, *([strata] if strata else [])]
+    parts = table.data[columns].to_delayed()
+    while state.active.any():
+        scans = [
+            dask.delayed(_scan_part, pure=True)(part, strata, seed, key, state) for part in parts
+        ]
+        (total,) = tree_reduce(scans, _merge_scans, 8)
+        hist, found = dask.compute(total)[0]
+        _narrow(state, hist, found)
+    return state.threshold
+
+
+def _group_rows(table: Table, strata: str | None, n_groups: int) -> np.ndarray:
+    if strata is None:
+        return np.array([int(table.data.map_partitions(len).sum().compute())])
+    counts = table.data[strata].value_counts(split_out=1).compute()
+    return np.bincount(counts.index.to_numpy(np.int64), counts.to_numpy(), minlength=n_groups)
+
+
+def _scan_part(
+    part: pd.DataFrame, strata: str | None, seed: int, key: int, state: _Search
+) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """Bucket counts of the partition's hashes still searched, and those gathered."""
+    n_splits, n_groups = state.lo.shape
+    pos = part[POSITION].to_numpy().astype(np.uint64)
+    group = part[strata].to_numpy(np.int64) if strata else np.zeros(len(part), np.int64)
+    hist = np.zeros((n_splits, n_groups * _BUCKETS), dtype=np.int64)
+    found: list[tuple[np.ndarray, ...]] = []
+    for r in np.flatnonzero(state.active.any(axis=1)):
+        rows = np.flatnonzero(state.active[r, group])
+        g = group[rows]
+        h = seeded_hash(seed, np.uint64(key), np.uint64(r), pos[rows])
+        lo = state.lo[r, g]
+        inside = h >= lo
+        bucket = np.where(inside, (h - lo) >> state.shift[r, g], _BUCKETS)
+        inside &= bucket < _BUCKETS
+        take = inside & state.gather[r, g]
+        found.append((np.full(take.sum(), r), g[take], h[take]))
+        count = inside & ~state.gather[r, g]
+        cells = g[count] * _BUCKETS + bucket[count].astype(np.int64)
+        hist[r] += np.bincount(cells, minlength=n_groups * _BUCKETS)
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint64))
+    merged = tuple(np.concatenate(a) for a in zip(*found, strict=True)) if found else empty
+    return hist.reshape(n_splits, n_groups, _BUCKETS), merged
+
+
+def _merge_scans(items: list) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    hist = sum(item[0] for item in items)
+    found = tuple(np.concatenate(a) for a in zip(*(item[1] for item in items), strict=True))
+    return hist, found
+
+
+def _narrow(state: _Search, hist: np.ndarray, found: tuple[np.ndarray, ...]) -> None:
+    """Move each searched (split, group) to the bucket holding its rank, or read its
+    threshold from the hashes gathered."""
+    split, group, h = found
+    order = np.lexsort((h, group, split))
+    split, group, h = split[order], group[order], h[order]
+    n_groups = state.lo.shape[1]
+    cell = split * n_groups + group
+    for r, s in zip(*np.nonzero(state.active), strict=True):
+        need = int(state.need[r, s])
+        if state.gather[r, s]:
+            start = np.searchsorted(cell, r * n_groups + s)
+            state.threshold[r, s] = h[start + need - 1]
+            state.active[r, s] = False
+            continue
+        counts = hist[r, s]
+        cum = np.cumsum(counts)
+        b = int(np.searchsorted(cum, need))
+        state.need[r, s] = need - (cum[b] - counts[b])
+        state.lo[r, s] += np.uint64(b) << state.shift[r, s]
+        if state.shift[r, s] == 0:  # a bucket of one hash value: that value
+            state.threshold[r, s] = state.lo[r, s]
+            state.active[r, s] = False
+        elif counts[b] <= _GATHER:
+            state.gather[r, s] = True
+        else:
+            state.shift[r, s] -= np.uint64(_BITS)
+
+
+def _keys_part(
+    part: pd.DataFrame,
+    strata: str | None,
+    thresholds: np.ndarray,
+    taken: np.ndarray,
+    seed: int,
+    key: int,
+    columns: dict[str, int],
+) -> pd.DataFrame:
+    """The partition with a key column per name of ``columns`` (name -> split number)."""
+    masks = _train_masks(part, strata, thresholds, taken, seed, key, list(columns.values()))
+    return _with_columns(part, dict(zip(columns, masks, strict=True)))
+
+
+def _with_columns(frame: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
+    """``frame`` with ``columns`` added in one step (one ``assign`` per column would fragment a
+    frame given a hundred keys)."""
+    new = pd.DataFrame(columns, index=frame.index)
+    return pd.concat([frame.drop(columns=[c for c in columns if c in frame]), new], axis=1)
+
+
+def _train_masks(
+    part: pd.DataFrame,
+    strata: str | None,
+    thresholds: np.ndarray,
+    taken: np.ndarray,
+    seed: int,
+    key: int,
+    splits: list[int],
+) -> list[np.ndarray]:
+    """For each split of ``splits``, 1 for the partition's training rows and 0 for its test
+    rows (int8)."""
+    pos = part[POSITION].to_numpy().astype(np.uint64)
+    group = part[strata].to_numpy(np.int64) if strata else np.zeros(len(part), np.int64)
+    out = []
+    for r in splits:
+        h = seeded_hash(seed, np.uint64(key), np.uint64(r), pos)
+        out.append((taken[group] & (h <= thresholds[r, group])).astype(np.int8))
+    return out
+
+
+def hash_split(
+    table: Table,
+    train_ratio: float,
+    seed: int,
+    purpose: str,
+    columns: list[str],
+    strata: str | None = None,
+    n_groups: int = 1,
+) -> Table:
+    """Add one key column per name of ``columns``: independent exact-size simple random
+    samples of share ``train_ratio`` of the rows of each group (``strata``: a column of codes
+    0..``n_groups``-1; None: all rows one group), 1 for training rows, 0 for test rows.
+
+    ``purpose`` names the random stream (``salt("sampling:" + purpose)``).
+    """
+    table = ensure_positions(table)
+    rows = _group_rows(table, strata, n_groups)
+    sizes = train_sizes(rows, train_ratio, seed)
+    key = int(salt(f"sampling:{purpose}"))
+    thresholds = split_thresholds(table, strata, sizes, len(columns), seed, key)
+    meta = _with_columns(table.data._meta, {c: np.zeros(0, np.int8) for c in columns})
+    numbered = {c: r for r, c in enumerate(columns)}
+    data = table.data.map_partitions(
+        _keys_part, strata, thresholds, sizes > 0, seed, key, numbered, meta=meta
+    )
+    return replace(table, data=data, files=None)
+
+
+def ensure_positions(table: Table) -> Table:
+    """``table`` with ``POSITION`` (each row's position in the table), added if missing."""
+    if POSITION in table.data.columns:
+        return table
+    return with_positions(table, table.data.map_partitions(len).compute().to_numpy())
+
+
+def _with_codes(table: Table, make: Callable[[pd.DataFrame], np.ndarray]) -> Table:
+    """``table`` with ``STRATUM`` = ``make(partition)``."""
+
+    def add(part: pd.DataFrame) -> pd.DataFrame:
+        return part.assign(**{STRATUM: np.asarray(make(part), dtype=np.int64)})
+
+    meta = table.data._meta.assign(**{STRATUM: np.int64(0)})
+    return replace(table, data=table.data.map_partitions(add, meta=meta), files=None)
+
+
+def _keep(table: Table, original: Table, column: str) -> Table:
+    """``table``'s data reduced to ``original``'s columns, the position and ``column``."""
+    keep = [c for c in original.data.columns if c not in (POSITION, column)]
+    return replace(table, data=table.data[[*keep, POSITION, column]])
+
+
+def classes_of(table: Table) -> pd.Index:
+    """The sorted class labels of ``table`` (one pass over the label column)."""
+    values = table.data[table.label].unique(split_out=1).compute()
+    if values.isna().any():
+        raise ValueError(f"label column {table.label!r} has missing values; drop those rows")
+    return pd.Index(sorted(values.tolist()))
+
+
+# --- the methods -------------------------------------------------------------------------------
+
+
+def random_split(
+    table: Table, train_ratio: float = 0.7, seed: int = 1, *, column: str = "train"
+) -> Table:
+    """Random sampling (the paper's section 2): round(t·N) training rows drawn at random.
+
+    Examples
+    --------
+    >>> import pandas as pd, soak_dask as sd
+    >>> df = pd.DataFrame({"b1": range(10), "y": list("aabbbbbbbb")})
+    >>> split = random_split(sd.load_table(df, label="y"), 0.7, seed=1)
+    >>> int(split.data["train"].sum().compute())
+    7
+    """
+    _check(table, "random_split")
+    return hash_split(table, check_ratio(train_ratio), check_seed(seed), "random", [column])
+
+
+def random_splits(table: Table, train_ratio: float, seed: int, columns: list[str]) -> Table:
+    """``len(columns)`` independent random splits (for the AEV), one key column each."""
+    _check(table, "random_splits")
+    return hash_split(table, check_ratio(train_ratio), check_seed(seed), "aev", columns)
+
+
+def stratified_split(
+    table: Table, train_ratio: float = 0.7, seed: int = 1, *, column: str = "train"
+) -> Table:
+    """Stratified sampling (section 2): the share t of each class, drawn at random."""
+    _check(table, "stratified_split")
+    ratio, seed = check_ratio(train_ratio), check_seed(seed)
+    classes = classes_of(table)
+    coded = _with_codes(table, lambda part: category_codes(part[table.label], classes))
+    split = hash_split(coded, ratio, seed, "stratified", [column], STRATUM, len(classes))
+    return _keep(split, table, column)
+
+
+def clustering_split(
+    table: Table,
+    train_ratio: float = 0.7,
+    seed: int = 1,
+    *,
+    column: str = "train",
+    n_clusters: int | None = None,
+    max_rows: int = KMEANS_MAX_ROWS,
+) -> Table:
+    """Clustering-based sampling (Algorithm 1): k-means with k = the number of classes (or
+    ``n_clusters``) on the standardised features, then the share t of each cluster at random.
+
+    k-means is fitted (scikit-learn's ``KMeans``, 10 starts) on a seeded class-stratified
+    sample of at most ``max_rows`` rows -- all rows of a smaller table -- and each partition's
+    rows are then assigned to their nearest centre on the cluster.
+    """
+    from sklearn.cluster import KMeans
+
+    _check(table, "clustering_split")
+    ratio, seed = check_ratio(train_ratio), check_seed(seed)
+    classes = classes_of(table)
+    k = len(classes) if n_clusters is None else int(n_clusters)
+    mean, sd, _ = feature_scaling(table)
+    sample = sample_rows(table, max_rows, seed, classes, "k-means")
+    X = (float_array(sample, table.features) - mean) / sd
+    model = KMeans(n_clusters=min(k, len(X)), n_init=10, random_state=seed).fit(X)
+
+    def clusters(part: pd.DataFrame) -> np.ndarray:
+        return model.predict((float_array(part, table.features) - mean) / sd)
+
+    coded = _with_codes(ensure_positions(table), clusters)
+    split = hash_split(coded, ratio, seed, "clustering", [column], STRATUM, model.n_clusters)
+    return _keep(split, table, column)
+
+
+def mdc_split(
+    table: Table,
+    train_ratio: float = 0.7,
+    seed: int = 1,
+    *,
+    column: str = "train",
+    max_rows: int = MDC_MAX_ROWS,
+) -> Table:
+    """Most descriptive compound sampling (Algorithm 2, after Hudson et al.).
+
+    Repeatedly, among the rows not yet chosen, each row ranks the others by distance; a row's
+    information value is the sum over the other rows of 1 / (its rank in their list); the row
+    of largest value joins the training set, until it holds round(t·N) rows. Distances are
+    Euclidean on standardised features; ties go to the earlier row.
+
+    The work is cubic in rows: above ``max_rows`` rows, MDC runs on a seeded class-stratified
+    sample of ``max_rows`` rows (with a warning) and every other row takes the side of its
+    nearest sampled row.
+    """
+    _check(table, "mdc_split")
+    ratio, seed = check_ratio(train_ratio), check_seed(seed)
+    classes = classes_of(table)
+    mean, sd, lengths = feature_scaling(table)
+    rest = "; every other row takes the side of its nearest sampled row"
+    sample = sample_rows(table, max_rows, seed, classes, "MDC", rest)
+    X = (float_array(sample, table.features) - mean) / sd
+    chosen = mdc_select(cdist(X, X, "sqeuclidean"), int(round(ratio * len(X))))
+    side = np.zeros(len(X), dtype=np.int8)
+    side[chosen] = 1
+    sampled = len(sample) < int(lengths.sum())
+    table = ensure_positions(table)
+    meta = table.data._meta.assign(**{column: np.int8(0)})
+    data = table.data.map_partitions(
+        _nearest_side,
+        sample[POSITION].to_numpy(),
+        X,
+        side,
+        sampled,
+        mean,
+        sd,
+        table.features,
+        column,
+        meta=meta,
+    )
+    return replace(table, data=data, files=None)
+
+
+def _nearest_side(
+    part: pd.DataFrame,
+    positions: np.ndarray,
+    X: np.ndarray,
+    side: np.ndarray,
+    sampled: bool,
+    mean: np.ndarray,
+    sd: np.ndarray,
+    features: tuple[str, ...],
+    column: str,
+) -> pd.DataFrame:
+    """The side of each row: its own if it was in MDC's rows, else its nearest sampled row's."""
+    at = np.searchsorted(positions, part[POSITION].to_numpy())
+    at = np.minimum(at, len(positions) - 1)
+    own = positions[at] == part[POSITION].to_numpy()
+    out = np.where(own, side[at], 0).astype(np.int8)
+    if sampled and not own.all():
+        from sklearn.neighbors import NearestNeighbors
+
+        rest = (float_array(part.loc[~own], features) - mean) / sd
+        nearest = NearestNeighbors(n_neighbors=1).fit(X).kneighbors(rest, return_distance=False)
+        out[~own] = side[nearest[:, 0]]
+    return part.assign(**{column: out})
+
+
+def mdc_select(distances: np.ndarray, n_take: int) -> np.ndarray:
+    """Indices of the rows MDC chooses, in order (Algorithm 2), from squared distances.
+
+    Examples
+    --------
+    >>> x = np.array([0.0, 1.0, 2.0, 10.0])
+    >>> mdc_select((x[:, None] - x[None, :]) ** 2, 2).tolist()
+    [1, 2]
+    """
+    # rank[i, j]: rank of row i's distance in column j (1 = j itself), ties by index.
+    order = np.argsort(distances, axis=0, kind="stable")
+    rank = np.empty(distances.shape, dtype=np.int64)
+    np.put_along_axis(rank, order, np.arange(1, len(distances) + 1)[:, None], axis=0)
+    return _mdc_loop(rank, int(n_take))
+
+
+@njit(cache=True, nogil=True)
+def _mdc_loop(rank: np.ndarray, n_take: int) -> np.ndarray:  # pragma: no cover - numba
+    """Choose ``n_take`` rows, updating ranks and information values as rows leave."""
+    m = rank.shape[0]
+    value = np.zeros(m)
+    for i in range(m):
+        for j in range(m):
+            value[i] += 1.0 / rank[i, j]
+    active = np.ones(m, dtype=np.bool_)
+    chosen = np.empty(n_take, dtype=np.int64)
+    for step in range(n_take):
+        best = -1
+        for i in range(m):
+            if active[i] and (best < 0 or value[i] > value[best]):
+                best = i
+        chosen[step] = best
+        active[best] = False
+        for j in range(m):
+            if not active[j] and j != best:
+                continue
+            cut = rank[best, j]
+            for i in range(m):
+                if not active[i]:
+                    continue
+                if j == best:  # its column leaves: it ranks nobody any more
+                    value[i] -= 1.0 / rank[i, j]
+                elif rank[i, j] > cut:  # the row that left was closer to j than i is
+                    value[i] += 1.0 / (rank[i, j] - 1) - 1.0 / rank[i, j]
+                    rank[i, j] -= 1
+    return chosen
+
+
+def doptimal_split(
+    table: Table,
+    train_ratio: float = 0.7,
+    seed: int = 1,
+    *,
+    column: str = "train",
+    n_repeats: int = D_OPTIMAL_REPEATS,
+) -> Table:
+    """D-optimal sampling as the paper's Algorithm 3 defines it: of ``n_repeats`` random
+    training sets of round(t·N) rows, the one whose features X maximise det(XᵀX).
+
+    XᵀX of every candidate is summed over the partitions in one pass, so the method is linear
+    in rows and runs on the whole table (features are divided by their SD first, which scales
+    every determinant alike). The log-determinant is compared, so large tables do not overflow.
+    """
+    _check(table, "doptimal_split")
+    ratio, seed = check_ratio(train_ratio), check_seed(seed)
+    if isinstance(n_repeats, bool) or not isinstance(n_repeats, int) or n_repeats < 1:
+        raise ValueError(f"n_repeats={n_repeats!r}: need a positive integer")
+    _, sd, _ = feature_scaling(table)
+    table = ensure_positions(table)
+    rows = _group_rows(table, None, 1)
+    sizes = train_sizes(rows, ratio, seed)
+    key = int(salt("sampling:doptimal"))
+    thresholds = split_thresholds(table, None, sizes, n_repeats, seed, key)
+    grams = [
+        dask.delayed(_grams, pure=True)(part, thresholds, sizes > 0, seed, key, sd, table.features)
+        for part in table.data[[*table.features, POSITION]].to_delayed()
+    ]
+    (total,) = tree_reduce(grams, _sum, 8)
+    sign, logdet = np.linalg.slogdet(dask.compute(total)[0])
+    best = int(np.argmax(np.where(sign > 0, logdet, -np.inf)))
+    meta = table.data._meta.assign(**{column: np.int8(0)})
+    data = table.data.map_partitions(
+        _keys_part, None, thresholds, sizes > 0, seed, key, {column: best}, meta=meta
+    )
+    return replace(table, data=data, files=None)
+
+
+def _grams(
+    part: pd.DataFrame,
+    thresholds: np.ndarray,
+    taken: np.ndarray,
+    seed: int,
+    key: int,
+    sd: np.ndarray,
+    features: tuple[str, ...],
+) -> np.ndarray:
+    """XᵀX of the partition's training rows of every candidate split: (splits, p, p)."""
+    X = float_array(part, features) / sd
+    masks = _train_masks(part, None, thresholds, taken, seed, key, range(len(thresholds)))
+    return np.stack([X[m == 1].T @ X[m == 1] for m in masks])
+
+
+def _sum(items: list[np.ndarray]) -> np.ndarray:
+    return np.sum(items, axis=0)
+
+
+def overlap_split(
+    table: Table,
+    train_ratio: float = 0.7,
+    seed: int = 1,
+    *,
+    column: str = "train",
+    k: int = DEFAULT_K,
+    n_levels: int | None = None,
+    by_class: bool = False,
+    method: str = "exact",
+    degrees: dd.DataFrame | None = None,
+) -> Table:
+    """Balanced sampling by degree of overlap (section 3.2, Algorithm 4).
+
+    Each row's degree of overlap (how many of its k nearest neighbours are of another class,
+    ``soak_dask.diagnose.overlap``) puts it in one of k + 1 levels (or ``n_levels``, the top
+    degrees pooled: ``overlap_levels``); the share t of each level -- of each level × class
+    with ``by_class``, the combination with stratified sampling of the paper's section 5 -- is
+    drawn at random. ``degrees``: the ``POSITION`` and ``DO_COLUMN`` of the table's rows,
+    partition by partition, from ``overlap_degrees`` with the same ``k`` (then not searched
+    again; ``method`` is ignored).
+    """
+    _check(table, "overlap_split")
+    ratio, seed = check_ratio(train_ratio), check_seed(seed)
+    table = ensure_positions(table)
+    if degrees is None:
+        degrees = degree_frame(table, k, method, seed)
+    small = attach(replace(table, data=table.data[[table.label]]), degrees)
+    coded, n_groups = overlap_strata(small, k, n_levels, by_class)
+    purpose = "overlap_class" if by_class else "overlap"
+    split = hash_split(coded, ratio, seed, purpose, [column], STRATUM, n_groups)
+    return attach(table, split.data[[column]])
+
+
+def degree_frame(table: Table, k: int = DEFAULT_K, method: str = "exact", seed: int = 1):
+    """The rows' positions and degrees of overlap (``POSITION``, ``DO_COLUMN``), computed once
+    and kept in cluster memory (a few bytes per row), partition by partition as ``table``'s:
+    for ``overlap_split`` and ``overlap_folds`` to share one search (``degrees=``)."""
+    found = overlap_degrees(ensure_positions(table), k, method=method, seed=seed).data
+    return found[[POSITION, DO_COLUMN]].persist()
+
+
+def attach(table: Table, columns: dd.DataFrame) -> Table:
+    """``table`` with the columns of ``columns``, a frame of the same partitions and rows
+    (computed from ``table``), joined partition by partition."""
+    meta = _with_columns(table.data._meta, {c: columns._meta[c] for c in columns.columns})
+    data = dd.map_partitions(_attach_part, table.data, columns, align_dataframes=False, meta=meta)
+    return replace(table, data=data, files=None)
+
+
+def _attach_part(part: pd.DataFrame, columns: pd.DataFrame) -> pd.DataFrame:
+    if len(part) != len(columns):
+        raise RuntimeError(
+            "the table's partitions changed while a split was drawn; persist the table "
+            "(table.data.persist()) first"
+        )
+    return _with_columns(part, {c: columns[c].to_numpy() for c in columns.columns})
+
+
+def overlap_strata(table: Table, k: int, n_levels: int | None, by_class: bool) -> tuple[Table, int]:
+    """``table`` (holding ``DO_COLUMN``) with ``STRATUM`` = its overlap level (× class with
+    ``by_class``), and the number of strata."""
+    level = overlap_levels(k, n_levels)
+    n_level = int(level.max()) + 1
+    classes = classes_of(table) if by_class else pd.Index([0])
+
+    def codes(part: pd.DataFrame) -> np.ndarray:
+        own = level[part[DO_COLUMN].to_numpy(np.int64)]
+        return own * len(classes) + (category_codes(part[table.label], classes) if by_class else 0)
+
+    return _with_codes(table, codes), n_level * len(classes)
+
+
+#: Each method's function, by name.
+SPLITTERS: dict[str, Callable[..., Table]] = {
+    "random": random_split,
+    "stratified": stratified_split,
+    "clustering": clustering_split,
+    "mdc": mdc_split,
+    "doptimal": doptimal_split,
+    "overlap": overlap_split,
+    "overlap_class": lambda table, ratio, seed, **kw: overlap_split(
+        table, ratio, seed, by_class=True, **kw
+    ),
+}
+
+
+def sample_rows(
+    table: Table, n: int, seed: int, classes: pd.Index, what: str, rest: str = ""
+) -> pd.DataFrame:
+    """All rows of ``table`` when it has at most ``n``, else a seeded class-stratified sample
+    of ``n`` rows, in table order, on the client; the warning then says that ``what`` runs on
+    the sample (and ``rest``: what becomes of the other rows)."""
+    table = ensure_positions(table)
+    total = int(table.data.map_partitions(len).sum().compute())
+    columns = [*table.features, table.label, POSITION]
+    if total <= n:
+        return table.data[columns].compute().sort_values(POSITION)
+    warnings.warn(
+        f"{what} needs all rows in one place and the table has {total:,} rows: it runs on a "
+        f"seeded class-stratified sample of {n:,} rows (max_rows={n}){rest}",
+        UserWarning,
+        stacklevel=3,
+    )
+    coded = _with_codes(table, lambda part: category_codes(part[table.label], classes))
+    picked = hash_split(coded, n / total, seed, f"sample:{what}", [_SAMPLED], STRATUM, len(classes))
+    rows = picked.data.loc[picked.data[_SAMPLED] == 1, columns]
+    return rows.compute().sort_values(POSITION)
+
+
+def _check(table: Table, caller: str) -> None:
+    from ..tables.table import check_table
+
+    check_table(table, caller)
+    check_classification(table, caller)
+
+
+# --- overlap-balanced folds --------------------------------------------------------------------
+
+#: The column of each row's overlap level while folds are dealt.
+LEVEL = "__soak_overlap_level__"
+
+
+def overlap_folds(
+    table: Table,
+    n_folds: int = DEFAULT_N_FOLDS,
+    seed: int = 1,
+    *,
+    k: int = DEFAULT_K,
+    n_levels: int | None = None,
+    method: str = "exact",
+    degrees: dd.DataFrame | None = None,
+) -> Table:
+    """Add a fold column (1..K) balanced by degree of overlap, as ``assign_folds`` balances
+    classes: rows are dealt to folds within each subset × overlap level × class.
+
+    Each fold then holds the same share of easy rows (degree 0: all k nearest neighbours of
+    their own class) and of hard ones (near other classes), so no fold's test score is
+    flattered or sunk by where its rows lie -- the paper's balanced sampling (section 3.2)
+    applied to K folds. Folds are dealt as ``assign_folds`` deals them (permuted blocks of K
+    within each stratum: fold sizes in a stratum differ by at most one, and the folds depend on
+    the seed and the rows only).
+
+    With a group column, each group takes the level of its rows' mean degree (rounded) and
+    whole groups are dealt to folds within subset × level (× class, when every group holds one
+    class), balancing rows, as ``assign_folds`` deals groups.
+
+    Parameters
+    ----------
+    table : Table
+        A classification table without a fold column.
+    n_folds, seed
+        As for ``assign_folds``.
+    k, n_levels, method
+        The degree of overlap (``overlap_degrees``) and its levels (``overlap_levels``): the
+        k + 1 levels of the paper by default; fewer levels (e.g. ``n_levels=3``) keep the
+        strata larger than K on small tables.
+    degrees : dask DataFrame, optional
+        ``degree_frame(table, k, method)``, to share one search between several fold
+        assignments (repeated K-fold); ``method`` is then ignored.
+
+    Returns
+    -------
+    Table
+        A copy whose ``fold`` names the new column (``soak_dask.tables.table.FOLD_COLUMN``),
+        which ``soak`` and ``evaluate`` use as they use ``assign_folds``' folds.
+    """
+    _check(table, "overlap_folds")
+    if table.fold is not None:
+        raise ValueError(
+            f"the table already has the fold column {table.fold!r}; load it without fold= to "
+            "assign new folds"
+        )
+    n_folds, seed = check_n_folds(n_folds), check_seed(seed)
+    if degrees is None:
+        degrees = degree_frame(table, k, method, seed)
+    level = overlap_levels(k, n_levels)
+    leveled = attach(table, degrees)
+    if table.group is None:
+        data, fold_counts = _row_overlap_folds(leveled, level, n_folds, seed)
+    else:
+        data, fold_counts = _group_overlap_folds(leveled, level, n_folds, seed), None
+    data = data.drop(columns=[LEVEL, DO_COLUMN, POSITION])
+    return table.with_fold(data, FOLD_COLUMN, fold_counts)
+
+
+def _row_overlap_folds(
+    table: Table, level: np.ndarray, n_folds: int, seed: int
+) -> tuple[dd.DataFrame, pd.DataFrame]:
+    """Permuted-block folds within subset × level × class; rows per (subset, fold, class)."""
+    keys = [table.subset, LEVEL, table.label]
+    leveled = _with_level(table, lambda part: level[part[DO_COLUMN].to_numpy(np.int64)])
+    data, strata = _renamed_warnings(lambda: _assign_row_folds(leveled, keys, n_folds, seed))
+    counts = _row_fold_counts(strata, n_folds, seed)
+    counts = counts.groupby([table.subset, FOLD_COLUMN, table.label], observed=True)["n"].sum()
+    return data, counts.reset_index()
+
+
+def _group_overlap_folds(table: Table, level: np.ndarray, n_folds: int, seed: int) -> dd.DataFrame:
+    """Whole groups dealt to folds within subset × level of the group (× class)."""
+    group, label = table.group, table.label
+    mean = table.data.groupby(group, observed=True)[DO_COLUMN].mean().compute()
+    of_group = pd.Series(level[np.rint(mean.to_numpy()).astype(np.int64)], index=mean.index)
+    leveled = _with_level(table, lambda part: of_group.reindex(part[group].to_numpy()).to_numpy())
+    classes = table.data.groupby(group, observed=True)[label].nunique(split_out=1)
+    single = int(classes.max().compute()) == 1
+    keys = [table.subset, LEVEL, *([label] if single else [])]
+    return _renamed_warnings(lambda: _assign_group_folds(leveled, keys, n_folds, seed))
+
+
+def _with_level(table: Table, make: Callable[[pd.DataFrame], np.ndarray]) -> Table:
+    def add(part: pd.DataFrame) -> pd.DataFrame:
+        return part.assign(**{LEVEL: np.asarray(make(part), dtype=np.int64)})
+
+    meta = table.data._meta.assign(**{LEVEL: np.int64(0)})
+    return replace(table, data=table.data.map_partitions(add, meta=meta), fold=None)
+
+
+def _renamed_warnings(call: Callable[[], Any]) -> Any:
+    """``call()``, its warnings given again with the level column called "overlap level"
+    (``assign_folds``' warnings about small strata name the key columns)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = call()
+    for w in caught:
+        text = str(w.message)
+        if LEVEL in text:
+            text = text.replace(LEVEL, "overlap level") + (
+                "; fewer overlap levels (n_levels=3, say) make larger strata"
+            )
+        warnings.warn(text, w.category, stacklevel=4)
+    return out
