@@ -429,6 +429,12 @@ _DECLARED = (
         "inner_repeats", "run", "int", 1, "repeats of the inner repeated_cv (default 1)",
         _positive(optional=False), metavar="N", identity=True, evaluate=True,
     ),
+    Setting(
+        "balance", "run", "str", "class",
+        "how folds are balanced: by class within subsets (class, the default), or also by each "
+        "row's degree of overlap with other classes (overlap; classification)",
+        choices=("class", "overlap"), identity=True, evaluate=True,
+    ),
     # evaluate's own, in its order: a run file's [evaluation] table.
     Setting(
         "outer", "evaluate", "str", "cv",

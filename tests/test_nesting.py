@@ -321,3 +321,23 @@ def test_a_pipeline_search_equals_scikit_learn_on_the_same_splits():
     direct = GridSearchCV(pipe, space, cv=splits, scoring="accuracy").fit(X, y)
     assert ours.best_params_ == direct.best_params_
     assert ours.best_score_ == pytest.approx(direct.best_score_, abs=1e-12)
+
+
+def test_balance_overlap_assigns_the_folds_of_overlap_folds():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(240, 3))
+    y = np.where(X[:, 0] + rng.normal(scale=0.8, size=240) > 0, "a", "b")
+    table = sd.load_table(
+        _frame(X, y, region=np.repeat(["N", "S"], 120)), label="y", subset="region"
+    )
+    kw = {"n_folds": 3, "measures": ["error"], **QUIET}
+    balanced = sd.soak(table, "lda", balance="overlap", **kw)
+    given = sd.soak(sd.overlap_folds(table, 3, seed=1), "lda", **kw)
+    np.testing.assert_array_equal(balanced.error, given.error)
+    assert balanced.attrs["balance"] == "overlap"
+    ds = sd.evaluate(table, "lda", balance="overlap", outer_folds=3, **QUIET)
+    assert ds.attrs["balance"] == "overlap" and ds.sizes["fold"] == 3
+    with pytest.raises(ValueError, match="balance='overlap' balances folds"):
+        sd.evaluate(table, "lda", balance="overlap", outer="bootstrap", **QUIET)
+    with pytest.raises(ValueError, match="balance='rows'"):
+        sd.soak(table, "lda", balance="rows", **kw)

@@ -92,10 +92,10 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
 def transfer_command(args: argparse.Namespace) -> None:
     """``soak transfer``: check everything that needs no cluster, run the matrix (and the
     search) on the cluster, write the results and the report, print a summary."""
+    from ..pooling.report import check_out_dir
     from ..results.store import check_apart
     from ..run.cluster import connect, make_security
     from ..tables.table import load_table
-    from ..pooling.report import check_out_dir
 
     spell = _spell(args)
     values = check_run_options(
@@ -152,9 +152,9 @@ def _check_budget(table: Any, values: dict[str, Any], search: dict[str, Any]) ->
     import dask
 
     from ..learn.builtin import resolve_learners
+    from ..pooling.search import check_budget, inner_fit_bound
     from ..run.onepass import is_additive
     from ..schema import DEFAULT_N_FOLDS
-    from ..pooling.search import check_budget, inner_fit_bound
 
     estimators = resolve_learners(values["learners"], table.task, values["seed"])
     if all(is_additive(e) for e in estimators.values()):
@@ -189,8 +189,8 @@ def _write(out: os.PathLike, matrix: Any, found: Any) -> Any:
     per-fold CSV files."""
     from pathlib import Path
 
-    from ..results.store import save_results
     from ..pooling.report import write_transfer_report
+    from ..results.store import save_results
 
     out = Path(out)
     names = [*STORES, *(SEARCH_STORES if found is not None else ())]

@@ -63,6 +63,7 @@ def soak(
     inner: str = "auto",
     inner_folds: int = 5,
     inner_repeats: int = 1,
+    balance: str = "class",
 ) -> xr.Dataset:
     """Same/Other/All K-fold cross-validation of ``learners`` on ``table``.
 
@@ -143,6 +144,10 @@ def soak(
         The inner resampling that tunes a learner given with a search space (a
         ``(learner, space)`` tuple or ``soak_dask.Search``) inside each train set, as for
         ``evaluate``.
+    balance : {"class", "overlap"}
+        ``"overlap"`` assigns the folds with ``soak_dask.overlap_folds``: rows dealt within
+        subset × degree-of-overlap level × class, so every fold holds its share of the rows
+        where the classes meet (docs/balanced_sampling.md). Classification only.
 
     Returns
     -------
@@ -159,7 +164,9 @@ def soak(
     options = check_run_options(given)
     seed, n_folds = options["seed"], options["n_folds"]
     sized = {k: options[k] for k in ("sizes", "ratio", "size_seeds")}
-    design = SameOtherAll(n_folds, train_types, seed=seed, stratify=stratify, **sized)
+    design = SameOtherAll(
+        n_folds, train_types, seed=seed, stratify=stratify, balance=options["balance"], **sized
+    )
     measures = check_measures(measures, table.task)
     estimators = resolve_learners(learners, table.task, seed)
     _check_incremental(estimators, incremental, sizes)

@@ -62,6 +62,7 @@ def evaluate(
     inner_repeats: int = 1,
     prior_correction: bool = True,
     calibration: str | None = None,
+    balance: str = "class",
 ) -> xr.Dataset:
     """Estimate how well ``learners`` predict new rows of ``table``'s population.
 
@@ -126,6 +127,9 @@ def evaluate(
     calibration : {None, "platt"}
         Platt scaling: a sigmoid fitted on out-of-fold scores of each training part (binary
         tasks; skipped with a note on others).
+    balance : {"class", "overlap"}
+        ``"overlap"``: the folds of cv and repeated_cv are dealt within degree-of-overlap level
+        × class (``soak_dask.overlap_folds``); other strategies refuse it.
 
     Returns
     -------
@@ -143,7 +147,7 @@ def evaluate(
     check_table(table, "evaluate")
     seed = check_seed(seed)
     share = _check_share(test_split)
-    design = outer_design(outer, outer_folds, outer_repeats, seed, train_ratio)
+    design = outer_design(outer, outer_folds, outer_repeats, seed, train_ratio, balance)
     procedure = Procedure(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
@@ -166,7 +170,7 @@ def evaluate(
     settings = _settings(
         keyed, outer, asked, used, share, measures, classes, estimators, seed, plan
     )
-    settings.update(_nesting(procedure, nested, estimators, notes))
+    settings.update(_nesting(procedure, nested, estimators, notes), balance=balance)
     run = RunSpec(
         features=keyed.features,
         label=keyed.label,

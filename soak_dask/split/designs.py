@@ -11,7 +11,13 @@ import pandas as pd
 
 from ..schema import DEFAULT_N_FOLDS, SIZE_DIMS, TRAIN_TYPES
 from ..tables.table import Table
-from .folds import assign_folds, check_fold_values, check_n_folds, check_seed
+from .folds import (
+    balanced_folds,
+    check_balance,
+    check_fold_values,
+    check_n_folds,
+    check_seed,
+)
 from .plan import Fit, Plan, Selection, Term, build_plan
 from .sizes import FULL, check_sizes, nominal_groups, size_labels
 
@@ -79,8 +85,10 @@ class SameOtherAll:
         sizes: int = -1,
         ratio: float = 0.5,
         size_seeds: int = 1,
+        balance: str = "class",
     ) -> None:
         self.n_folds = None if n_folds is None else check_n_folds(n_folds)
+        self.balance = check_balance(balance)
         self.train_types = check_train_types(train_types)
         self.seed = check_seed(seed)
         self.stratify = stratify
@@ -89,7 +97,7 @@ class SameOtherAll:
 
     def __repr__(self) -> str:
         defaults = {"n_folds": None, "train_types": TRAIN_TYPES, "seed": 1, "stratify": True}
-        defaults.update(sizes=-1, ratio=0.5, size_seeds=1)
+        defaults.update(sizes=-1, ratio=0.5, size_seeds=1, balance="class")
         given = {k: getattr(self, k) for k, v in defaults.items() if getattr(self, k) != v}
         return f"SameOtherAll({', '.join(f'{k}={v!r}' for k, v in given.items())})"
 
@@ -98,7 +106,7 @@ class SameOtherAll:
         if table.fold is not None:
             return table
         k = DEFAULT_N_FOLDS if self.n_folds is None else self.n_folds
-        return assign_folds(table, k, self.seed, stratify=self.stratify)
+        return balanced_folds(table, k, self.seed, self.balance, stratify=self.stratify)
 
     def plan(self, table: Table, counts: pd.DataFrame) -> Plan:
         """The plan for ``table`` (with its fold column), from its ``block_counts``."""

@@ -201,6 +201,28 @@ def assign_folds(
     return table.with_fold(data, FOLD_COLUMN, counts)
 
 
+def check_balance(balance: Any) -> str:
+    """``balance`` if it is ``"class"`` or ``"overlap"``."""
+    if balance not in ("class", "overlap"):
+        raise ValueError(
+            f"balance={balance!r}: choose 'class' (folds balanced by class) or 'overlap' (also "
+            "by each row's degree of overlap with other classes)"
+        )
+    return balance
+
+
+def balanced_folds(
+    table: Table, n_folds: int, seed: int, balance: str, *, stratify: bool = True
+) -> Table:
+    """``assign_folds``, or with ``balance="overlap"`` ``soak_dask.overlap_folds`` (rows dealt
+    within subset × degree-of-overlap level × class)."""
+    if check_balance(balance) == "overlap":
+        from ..diagnose.sampling import overlap_folds  # k-NN machinery: loaded when asked for
+
+        return overlap_folds(table, n_folds, seed)
+    return assign_folds(table, n_folds, seed, stratify=stratify)
+
+
 def strata_keys(table: Table, stratify: bool) -> list[str]:
     """The columns whose value combinations ``assign_folds`` balances across folds: the subset,
     and the label for stratified classification."""

@@ -21,7 +21,7 @@ from scipy import stats as sps
 
 from ..hashing import salt, seeded_hash, uniform
 from ..tables.table import FOLD_COLUMN, Table, category_codes
-from .folds import assign_folds, check_n_folds, check_seed
+from .folds import balanced_folds, check_balance, check_n_folds, check_seed
 from .plan import Fit, Plan, Selection, Term, build_plan
 
 #: The outer strategies of ``evaluate``.
@@ -62,7 +62,7 @@ def share_folds(share: float) -> tuple[int, int]:
     return (max(k, 1), max(n, 2))
 
 
-def _with_key(table: Table, name: str, n_folds: int, seed: int) -> Table:
+def _with_key(table: Table, name: str, n_folds: int, seed: int, balance: str = "class") -> Table:
     """``table`` plus the key column ``name``: folds 1..K from ``assign_folds`` (stratified by
     class; with a group column, whole groups together, stratified when every group holds one
     class), beside the columns it has (folds of an earlier ``assign_folds`` included)."""
@@ -71,7 +71,7 @@ def _with_key(table: Table, name: str, n_folds: int, seed: int) -> Table:
     if aside:
         data = data.rename(columns={FOLD_COLUMN: _ASIDE})
     base = replace(table, data=data, fold=None, fold_counts=None)
-    folded = assign_folds(base, n_folds, seed, stratify=_stratifiable(table))
+    folded = balanced_folds(base, n_folds, seed, balance, stratify=_stratifiable(table))
     data = folded.data.rename(
         columns={FOLD_COLUMN: name, **({_ASIDE: FOLD_COLUMN} if aside else {})}
     )
@@ -141,13 +141,17 @@ class KFold:
 
     outer = "cv"
 
-    def __init__(self, n_folds: int = 5, n_repeats: int = 1, seed: int = 1) -> None:
+    def __init__(
+        self, n_folds: int = 5, n_repeats: int = 1, seed: int = 1, balance: str = "class"
+    ) -> None:
         self.n_folds = check_n_folds(n_folds, "outer_folds")
         self.n_repeats = _positive(n_repeats, "outer_repeats")
         self.seed = check_seed(seed)
+        self.balance = check_balance(balance)
 
     def __repr__(self) -> str:
-        return _repr(self, "n_folds", "n_repeats", "seed")
+        names = ("n_folds", "n_repeats", "seed", *(("balance",) * (self.balance != "class")))
+        return _repr(self, *names)
 
     def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
         """``table`` with a fold column per repeat, and the settings used (K after capping)."""
@@ -161,7 +165,8 @@ class KFold:
             return replace(table, data=data, fold=None, files=None), {"outer_folds": k}
         k = capped_folds(table, self.n_folds)
         for r in range(1, self.n_repeats + 1):
-            table = _with_key(table, key_name("fold", r), k, repeat_seed(self.seed, r))
+            seed = repeat_seed(self.seed, r)
+            table = _with_key(table, key_name("fold", r), k, seed, self.balance)
         return table, {"outer_folds": k}
 
     def plan(self, table: Table, used: dict[str, Any]) -> Plan:
@@ -302,12 +307,22 @@ class Bootstrap:
         return build_plan(rows, tests, {"repeat": list(range(1, self.n_repeats + 1)), "fold": [1]})
 
 
-def outer_design(outer: str, outer_folds: int, outer_repeats: int, seed: int, train_ratio: float):
+def outer_design(
+    outer: str,
+    outer_folds: int,
+    outer_repeats: int,
+    seed: int,
+    train_ratio: float,
+    balance: str = "class",
+):
     """The builder of ``evaluate``'s ``outer`` strategy."""
-    if outer == "cv":
-        return KFold(outer_folds, 1, seed)
-    if outer == "repeated_cv":
-        return KFold(outer_folds, outer_repeats, seed)
+    if outer in ("cv", "repeated_cv"):
+        return KFold(outer_folds, outer_repeats if outer == "repeated_cv" else 1, seed, balance)
+    if check_balance(balance) != "class":
+        raise ValueError(
+            f"balance={balance!r} balances folds: use it with outer='cv' or 'repeated_cv', "
+            f"not outer={outer!r}"
+        )
     if outer == "subsampling":
         return Subsampling(outer_repeats, train_ratio, seed)
     if outer == "loo":
