@@ -328,7 +328,8 @@ def _block_rows(ds: xr.Dataset) -> pd.Series:
 _KNOWN_ATTRS = frozenset(
     "title task source label subset group fold features excluded_coordinates seed n_folds "
     "train_types measures stratify classes learners n_fits n_distinct_train_sets sizes ratio "
-    "size_seeds max_train_rows incremental epochs onepass versions".split()
+    "size_seeds max_train_rows incremental epochs onepass versions prior_correction "
+    "calibration inner inner_folds inner_repeats balance notes".split()
 )
 
 
@@ -374,6 +375,25 @@ def _data_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     return rows
 
 
+def _procedure_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
+    """The options of docs/nesting.md and the fold balance, those not at SOAK's defaults."""
+    a = ds.attrs
+    rows = []
+    if int(a.get("prior_correction", 0)):
+        rows.append(("Prediction", "largest probability ÷ the train set's class share"))
+    if a.get("calibration"):
+        rows.append(("Calibration", html.escape(f"{a['calibration']}, on out-of-fold scores")))
+    if "chosen" in ds:
+        inner = f"{a.get('inner')}, {a.get('inner_folds')} folds × {a.get('inner_repeats')}"
+        rows.append(("Tuning inside each train set", html.escape(inner)))
+    if a.get("balance") == "overlap":
+        rows.append(("Fold balance", "by degree of overlap × class (overlap_folds)"))
+    notes = _names(a.get("notes"))
+    if notes:
+        rows.append(("Notes", html.escape("; ".join(notes))))
+    return rows
+
+
 def _fit_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     """Settings of the fits: learners, train types, measures, counts, options in use, versions."""
     a = ds.attrs
@@ -402,6 +422,7 @@ def _fit_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     if int(a.get("incremental", 0)):
         epochs = f"partial_fit on one block of rows at a time, {a.get('epochs', 1)} epoch(s)"
         rows.append(("Incremental fits", epochs))
+    rows += _procedure_rows(ds)
     versions = _json_attr(a.get("versions"))
     if versions:
         rows.append(("Versions", html.escape(", ".join(f"{k} {v}" for k, v in versions.items()))))
