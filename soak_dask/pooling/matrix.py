@@ -23,8 +23,8 @@ from sklearn.base import BaseEstimator
 from ..learn.builtin import resolve_learners
 from ..learn.measures import check_measures
 from ..results.stats import pvalues
-from ..results.store import build_dataset, encode_attrs, package_versions
-from ..run.engine import _checked, _context, _prepared
+from ..results.store import encode_attrs, package_versions
+from ..run.engine import _checked, _context, _prepared, assemble
 from ..run.executor import current_client, run_plan
 from ..run.strategies import Context, OnePass, WholeTrainSet
 from ..schema import DEFAULT_N_FOLDS, LOWER_IS_BETTER, MEASURES
@@ -305,23 +305,6 @@ def transfer(
     n_fits = len(plan.fits) * len(run.estimators)
     attrs = run.settings(TITLE, "transfer", n_fits=n_fits, n_distinct_train_sets=len(plan.fits))
     return assemble(records, plan, list(run.estimators), run.measures, attrs)
-
-
-def assemble(
-    records: list[dict[str, Any]],
-    plan: Plan,
-    learners: list[str],
-    measures: Sequence[str],
-    attrs: Mapping[str, Any],
-) -> xr.Dataset:
-    """The results Dataset of ``plan``'s records, subsets named as strings."""
-    splits = plan.splits.copy()
-    coords = dict(plan.coords)
-    for dim in ("train_subset", "test_subset"):
-        if dim in coords:
-            splits[dim] = splits[dim].map(str)
-            coords[dim] = [str(s) for s in coords[dim]]
-    return build_dataset(records, splits, coords, learners, measures, attrs)
 
 
 def default_measure(ds: xr.Dataset) -> str:

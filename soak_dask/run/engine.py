@@ -189,7 +189,8 @@ def soak(
     if checkpoint is not None:
         checkpoint = Checkpoint(checkpoint, settings, {**data_id, "rows": _rows(counts, table)})
     records = run_plan(_capped(ctx, counts, max_train_rows), strategies, progress, checkpoint)
-    return _assemble(records, plan, list(estimators), measures, settings)
+    attrs = encode_attrs({**settings, "versions": package_versions()})
+    return assemble(records, plan, list(estimators), measures, attrs)
 
 
 def _check_incremental(estimators: Mapping[str, Any], incremental: bool, sizes: int) -> None:
@@ -304,16 +305,19 @@ def _capped(ctx: Context, counts: pd.DataFrame, max_rows: int | None) -> Context
     return dataclasses.replace(ctx, max_rows=max_rows, class_rows=class_rows)
 
 
-def _assemble(
+def assemble(
     records: list[dict[str, Any]],
     plan: Plan,
     learners: list[str],
     measures: Sequence[str],
-    settings: dict[str, Any],
+    attrs: Mapping[str, Any],
 ) -> xr.Dataset:
-    """The results Dataset, test subsets named as strings."""
-    names = {s: str(s) for s in plan.coords["test_subset"]}
-    splits = plan.splits.assign(test_subset=plan.splits["test_subset"].map(names))
-    coords = {**plan.coords, "test_subset": list(names.values())}
-    attrs = encode_attrs({**settings, "versions": package_versions()})
+    """The results Dataset of ``plan``'s records, its subset coordinates (``test_subset``,
+    and ``train_subset`` of a transfer plan) named as strings."""
+    splits = plan.splits.copy()
+    coords = dict(plan.coords)
+    for dim in ("train_subset", "test_subset"):
+        if dim in coords:
+            splits[dim] = splits[dim].map(str)
+            coords[dim] = [str(s) for s in coords[dim]]
     return build_dataset(records, splits, coords, learners, measures, attrs)
