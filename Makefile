@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint docs clean
+.PHONY: demo test test-fast lint docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,11 @@ test: $(STAMP)
 	bash scripts/system-deps.sh
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/python -m pytest
+
+# For iterating: lint and the tests not marked slow (under ~2 minutes on 2 cores).
+test-fast: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/python -m pytest -m "not slow" -q
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict
