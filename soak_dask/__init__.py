@@ -4,8 +4,6 @@ Does a model trained on some subsets of the data (regions, years, images) predic
 subset, and does pooling subsets help? See ``soak`` and ``load_table``.
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
 from .diagnose.mai import compare_sampling, mai_summary, mai_table
 from .diagnose.sampling import overlap_folds
 from .diagnose.sensitivity import (
@@ -33,6 +31,7 @@ from .split.plan import Plan, Selection, Term
 from .split.splitter import SameOtherAllCV
 from .tables.raster import NodataWarning, raster_table
 from .tables.table import Table, load_table
+from .version import __version__ as __version__
 
 # Figures and reports need matplotlib: imported on first use, not with the package.
 _LAZY = {
@@ -56,12 +55,6 @@ def __getattr__(name: str):
 
         return getattr(import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'soak_dask' has no attribute {name!r}")
-
-
-try:
-    __version__ = version("soak_dask")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0+unknown"
 
 __all__ = [
     "BUILTIN_LEARNERS",

@@ -692,3 +692,12 @@ def test_run_without_subset_prints_mean_sd_not_nan_pvalues(pixels, cluster, tmp_
     assert report_out.splitlines()[:-1] == lines[:-2]  # run also printed "", "Results: ..."
     page = Path(report_out.splitlines()[-1])
     assert "No p-values" in page.read_text(encoding="utf-8")
+
+
+def test_version_flag_prints_the_installed_version(capsys):
+    import soak_dask
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"soak_dask {soak_dask.__version__}"

@@ -79,9 +79,34 @@ def test_directory_with_files_that_are_not_parquet_names_them(frame, tmp_path):
     frame.to_parquet(folder / "part-0.parquet")
     (folder / "notes.md").write_text("read me")
     (folder / "empty.bin").write_bytes(b"")
-    with pytest.raises(ValueError, match=r"not Parquet: \['empty.bin', 'notes.md'\]"):
-        _load(folder)
+    with pytest.raises(ValueError, match=r"not Parquet: \['empty.bin'\]; .*\*\.parquet'"):
+        _load(folder)  # notes.md is documentation, not a table: not named
     assert _load(f"{folder}/*.parquet").features == ("x0", "x1", "x2")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_documentation_beside_the_tables_is_not_read(frame, tmp_path, fmt):
+    folder = tmp_path / "survey"
+    (folder / "site=north").mkdir(parents=True)
+    half = len(frame) // 2
+    for name, part in (("a", frame.iloc[:half]), ("b", frame.iloc[half:])):
+        path = folder / "site=north" / f"{name}.{fmt}"
+        part.to_csv(path, index=False) if fmt == "csv" else part.to_parquet(path, index=False)
+    (folder / "README.txt").write_text("Survey of 2020: columns x0..x2, label y.\n")
+    (folder / "notes.md").write_text("# Field notes\n")
+    source = folder if fmt == "parquet" else folder / "site=north"
+    table = _load(source)
+    assert table.features == ("x0", "x1", "x2")
+    assert int(table.data.shape[0].compute()) == len(frame)
+
+
+def test_csv_folder_beside_another_file_suggests_a_csv_glob(frame, tmp_path):
+    folder = tmp_path / "csvs"
+    folder.mkdir()
+    frame.to_csv(folder / "a.csv", index=False)
+    (folder / "scores.bin").write_bytes(b"\x00\x01")
+    with pytest.raises(ValueError, match=r"not Parquet: \['a.csv', 'scores.bin'\].*/\*\.csv'"):
+        _load(folder)
 
 
 def test_a_csv_named_otherwise_says_how_csv_is_recognised(frame, tmp_path):

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..learn.builtin import describe_builtins
 from ..settings import REQUIRED, SETTINGS, Command, Setting, check_run_options, command_settings
+from ..version import __version__
 from .config import empty_list_message, load_run_file, merge_settings
 
 #: Exit status of a user error, as argparse uses.
@@ -192,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="soak", description=__doc__)
     debug = {"action": "store_true", "help": "show tracebacks on errors"}
     parser.add_argument("--debug", default=False, **debug)
+    parser.add_argument("--version", action="version", version=f"soak_dask {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help_text: str, **kwargs: Any) -> argparse.ArgumentParser:

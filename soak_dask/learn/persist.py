@@ -44,6 +44,7 @@ from sklearn.tree._tree import Tree
 from sklearn.utils.validation import check_is_fitted
 
 from ..tables.table import Table
+from ..version import __version__
 from .pruned_tree import _PrunedTree
 
 __all__ = [
@@ -219,8 +220,6 @@ def _metadata(
     model, features: Sequence[str] | None, label: str | None, extra: Mapping[str, Any] | None
 ) -> dict[str, Any]:
     """The record stored in ``soak_dask.json``."""
-    from .. import __version__
-
     if is_classifier(model):
         task, classes = "classification", np.asarray(model.classes_).tolist()
     elif is_regressor(model):

@@ -14,6 +14,7 @@ import posixpath
 import dask.dataframe as dd
 import fsspec
 
+from .files import data_files
 from .fingerprint import SourceFiles
 
 #: File name endings read as delimited text, and the delimiter each implies (None: sniffed
@@ -44,8 +45,9 @@ def is_delimited(path: str) -> bool:
 
 def delimited_files(fs: fsspec.AbstractFileSystem, root: str) -> list[str]:
     """The delimited-text files of a directory (none when it holds other files too: a
-    directory mixing tables of several formats is refused by the caller, not half read)."""
-    names = [p for p in sorted(fs.find(root)) if not _hidden(p, root)]
+    directory mixing tables of several formats is refused by the caller, not half read).
+    Hidden files and documentation (``README.txt``, ``notes.md``) are not tables."""
+    names = data_files(fs, root)
     return names if names and all(is_delimited(p) for p in names) else []
 
 
@@ -114,9 +116,3 @@ def _delimiter(name: str, header: str) -> str:
             f"cannot tell the delimiter of {name!r} from its header line (tried "
             f"{list(SNIFFED)}); rename it .csv (comma) or .tsv (tab)"
         ) from err
-
-
-def _hidden(path: str, root: str) -> bool:
-    """Files that tools keep beside data (``_SUCCESS``, ``.crc``), as pyarrow skips them."""
-    relative = path[len(root.rstrip("/")) + 1 :]
-    return any(part.startswith(("_", ".")) for part in relative.split("/"))

@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
+from .delimited import is_delimited
+from .files import data_files
 from .fingerprint import SourceFiles, footer_digest
 
 #: Target rows per partition; row groups of one file are grouped up to this.
@@ -49,9 +51,15 @@ def open_parquet(
         if fs.isfile(root) and fs.size(root) == 0:
             raise ValueError(f"{path!r} is an empty file, not Parquet")
         if fs.isdir(root):
-            _check_directory(fs, root, path)
+            source = _directory_files(fs, root, path)
     try:
-        dataset = pads.dataset(source, filesystem=fs, format="parquet", partitioning="hive")
+        dataset = pads.dataset(
+            source,
+            filesystem=fs,
+            format="parquet",
+            partitioning="hive",
+            partition_base_dir=root if isinstance(source, list) else None,
+        )
         fragments = list(dataset.get_fragments())
     except (pa.ArrowInvalid, OSError) as err:
         raise ValueError(
@@ -133,24 +141,29 @@ def read_piece(
 _SUFFIXES = (".parquet", ".parq", ".pq")
 
 
-def _check_directory(fs: fsspec.AbstractFileSystem, root: str, path: str) -> None:
-    """Refuse a directory holding files that are not Parquet, naming them (pyarrow would fail
-    on the first with a message about its bytes, not its name). Hidden files (``_SUCCESS``,
-    ``.crc``) are skipped, as pyarrow skips them."""
-    strange = []
-    for name in sorted(fs.find(root)):
-        relative = name[len(root.rstrip("/")) + 1 :]
-        if any(part.startswith(("_", ".")) for part in relative.split("/")):
-            continue
+def _directory_files(fs: fsspec.AbstractFileSystem, root: str, path: str) -> list[str]:
+    """The Parquet files of a directory, after refusing one that holds other files, named
+    (pyarrow would fail on the first with a message about its bytes, not its name). Hidden
+    files (``_SUCCESS``, ``.crc``) and documentation (``README.txt``, ``notes.md``) are no
+    tables and are skipped, as pyarrow skips hidden files."""
+    files, strange = [], []
+    for name in data_files(fs, root):
         if not name.lower().endswith(_SUFFIXES):
             with fs.open(name, "rb") as f:
                 if f.read(4) != b"PAR1":
-                    strange.append(relative)
+                    strange.append(name[len(root.rstrip("/")) + 1 :])
+                    continue
+        files.append(name)
     if strange:
+        # A folder of CSV files beside other files is no Parquet folder: suggest its CSVs.
+        ending = "*.csv" if not files and any(map(is_delimited, strange)) else "*.parquet"
         raise ValueError(
             f"the directory {path!r} holds files that are not Parquet: {strange[:10]}; move "
-            f"them out, or name the tables with a glob such as '{path.rstrip('/')}/*.parquet'"
+            f"them out, or name the tables with a glob such as '{path.rstrip('/')}/{ending}'"
         )
+    if not files:
+        raise FileNotFoundError(f"no Parquet files under {path!r}")
+    return files
 
 
 def _check_schemas(fragments: list, path: str) -> None:
