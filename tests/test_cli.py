@@ -701,3 +701,10 @@ def test_version_flag_prints_the_installed_version(capsys):
         cli.main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"soak_dask {soak_dask.__version__}"
+
+
+def test_help_shows_no_restructuredtext_markup(capsys):
+    for argv in (["--help"], *([name, "--help"] for name in ("run", "evaluate", "report"))):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+        assert "``" not in capsys.readouterr().out, argv

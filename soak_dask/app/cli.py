@@ -190,7 +190,8 @@ def _spell(args: argparse.Namespace) -> Callable[[str], str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``soak`` argument parser and its subcommands."""
-    parser = _Parser(prog="soak", description=__doc__)
+    # The module docstring is reStructuredText; a terminal shows quotes, not ``literals``.
+    parser = _Parser(prog="soak", description=__doc__.replace("``", "'"))
     debug = {"action": "store_true", "help": "show tracebacks on errors"}
     parser.add_argument("--debug", default=False, **debug)
     parser.add_argument("--version", action="version", version=f"soak_dask {__version__}")
