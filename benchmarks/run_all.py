@@ -1,10 +1,11 @@
-"""Run the benchmarks a–f in turn, in one process, and print their ratios against the targets.
+"""Run the benchmarks a–g in turn, in one process, and print their ratios against the targets.
 
     python -m benchmarks.run_all --quick      # smoke run, about five minutes on 2 cores
     python -m benchmarks.run_all              # the issue's sizes (long; see docs/benchmarks.md)
 
 Each benchmark also runs alone: ``python -m benchmarks.vs_sklearn`` (a), ``onepass_scan`` (b),
-``out_of_core`` (c), ``folds_scan`` (d), ``overhead`` (e), ``paper_workload`` (f); ``--help``
+``out_of_core`` (c), ``folds_scan`` (d), ``overhead`` (e), ``paper_workload`` (f),
+``tuning_search`` (g); ``--help``
 lists its options.
 """
 
@@ -16,7 +17,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import folds_scan, onepass_scan, out_of_core, overhead, paper_workload, vs_sklearn
+from . import (
+    folds_scan,
+    onepass_scan,
+    out_of_core,
+    overhead,
+    paper_workload,
+    tuning_search,
+    vs_sklearn,
+)
 from .common import DEFAULT_WORKDIR
 
 BENCHMARKS: dict[str, ModuleType] = {
@@ -26,13 +35,14 @@ BENCHMARKS: dict[str, ModuleType] = {
     "d": folds_scan,
     "e": overhead,
     "f": paper_workload,
+    "g": tuning_search,
 }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small smoke runs")
-    p.add_argument("--only", default="abcdef", help="which benchmarks, e.g. 'bd' (default all)")
+    p.add_argument("--only", default="abcdefg", help="which benchmarks, e.g. 'bd' (default all)")
     p.add_argument("--workdir", type=Path, default=DEFAULT_WORKDIR, help="generated data cache")
     p.add_argument("--json-dir", type=Path, help="write each benchmark's results as KEY.json")
     p.add_argument("--clean", action="store_true", help="delete --workdir at the end")
