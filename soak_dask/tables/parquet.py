@@ -77,26 +77,16 @@ def open_parquet(
         pa.field(f.name, f.type.value_type) if pa.types.is_dictionary(f.type) else f
         for f in dataset.schema
     )
-    pieces, footers, n_rows = [], [], 0
-    for frag in fragments:
-        keys = pads.get_partition_keys(frag.partition_expression)
-        keys = {f.name: keys.get(f.name) for f in partition_fields}
-        footer = frag.metadata
-        footers.append(footer_digest(footer))
-        n_rows += footer.num_rows
-        groups, rows = [], 0
-        for i in range(footer.num_row_groups):
-            n = footer.row_group(i).num_rows
-            if groups and rows + n > rows_per_partition:
-                pieces.append((frag.path, tuple(groups), keys))
-                groups, rows = [], 0
-            groups.append(i)
-            rows += n
-        if groups:
-            pieces.append((frag.path, tuple(groups), keys))
-    if not n_rows:
+    metas = [frag.metadata for frag in fragments]  # each footer read once
+    pieces = [
+        piece
+        for frag, meta in zip(fragments, metas, strict=True)
+        for piece in _pieces(frag, meta, partition_fields, rows_per_partition)
+    ]
+    if not sum(meta.num_rows for meta in metas):
         raise ValueError(f"the Parquet data at {path!r} has no rows")
-    files = SourceFiles(fs, "parquet", tuple(f.path for f in fragments), tuple(footers))
+    footers = tuple(map(footer_digest, metas))
+    files = SourceFiles(fs, "parquet", tuple(f.path for f in fragments), footers)
     meta = schema.empty_table().to_pandas()
     frame = dd.from_map(
         read_piece,
@@ -139,6 +129,26 @@ def read_piece(
 
 #: Endings of Parquet files; other files of a directory have their first bytes checked.
 _SUFFIXES = (".parquet", ".parq", ".pq")
+
+
+def _pieces(
+    frag: Any, footer: pq.FileMetaData, partition_fields: list, rows_per_partition: int
+) -> list[tuple]:
+    """``(path, row groups, hive keys)`` of one file's partitions: its row groups in order,
+    grouped up to ``rows_per_partition`` rows."""
+    keys = pads.get_partition_keys(frag.partition_expression)
+    keys = {f.name: keys.get(f.name) for f in partition_fields}
+    pieces, groups, rows = [], [], 0
+    for i in range(footer.num_row_groups):
+        n = footer.row_group(i).num_rows
+        if groups and rows + n > rows_per_partition:
+            pieces.append((frag.path, tuple(groups), keys))
+            groups, rows = [], 0
+        groups.append(i)
+        rows += n
+    if groups:
+        pieces.append((frag.path, tuple(groups), keys))
+    return pieces
 
 
 def _directory_files(fs: fsspec.AbstractFileSystem, root: str, path: str) -> list[str]:
