@@ -54,3 +54,27 @@ def test_predefined_folds_and_errors():
         sd.SameOtherAllCV(subset, n_splits=1)
     with pytest.raises(ValueError, match="X has 5 rows but subset has 12"):
         cv.folds(X[:5])
+
+
+def test_a_scikit_learn_cross_validator_that_routes_groups():
+    import sklearn
+    from sklearn.dummy import DummyClassifier
+    from sklearn.model_selection import BaseCrossValidator
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 2))
+    y = np.tile([0, 1], 60)
+    subset = np.repeat(["A", "B"], 60)
+    groups = np.arange(120) // 2 * 2 + y  # pairs of rows of one class
+    cv = sd.SameOtherAllCV(subset, n_splits=3)
+    assert isinstance(cv, BaseCrossValidator)
+    expected = [test.tolist() for _, test in cv.split(X, y, groups)]
+    plain = cross_validate(DummyClassifier(), X, y, groups=groups, cv=cv, return_indices=True)
+    assert [t.tolist() for t in plain["indices"]["test"]] == expected
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = cross_validate(
+            DummyClassifier(), X, y, params={"groups": groups}, cv=cv, return_indices=True
+        )
+    assert [t.tolist() for t in routed["indices"]["test"]] == expected
+    # without the groups the folds differ: the groups really reached split
+    assert [t.tolist() for _, t in cv.split(X, y)] != expected

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.model_selection import BaseCrossValidator
 from sklearn.utils.multiclass import type_of_target
 
 from ..schema import DEFAULT_N_FOLDS, TRAIN_TYPES
@@ -15,7 +16,7 @@ from .folds import check_n_folds, check_seed, group_folds, permuted_block_folds
 from .plan import Plan
 
 
-class SameOtherAllCV:
+class SameOtherAllCV(BaseCrossValidator):
     """Same/Other/All K-fold cross-validator for arrays in memory.
 
     For each test subset σ and fold κ the test set is the rows with subset σ in fold κ; the
@@ -23,6 +24,10 @@ class SameOtherAllCV:
     subset ("all"). Folds are stratified by subset × class (for a classification ``y``) and
     exactly balanced, with whole groups kept in one fold -- the same folds as
     ``soak_dask.assign_folds`` gives for the same rows and seed.
+
+    A scikit-learn ``BaseCrossValidator``: ``cross_validate(est, X, y, groups=g, cv=cv)``
+    passes the groups to ``split``, and so does metadata routing
+    (``params={"groups": g}``), as for ``GroupKFold``.
 
     Parameters
     ----------
@@ -54,6 +59,9 @@ class SameOtherAllCV:
     >>> cv.split_info(X, y).iloc[0].to_dict()
     {'test_subset': 'A', 'fold': 1, 'train_type': 'same', 'fit_id': 0}
     """
+
+    # Groups are requested by split under metadata routing, as scikit-learn's group splitters do.
+    __metadata_request__split = {"groups": True}
 
     def __init__(
         self,
