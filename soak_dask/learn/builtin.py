@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sklearn.base import BaseEstimator, clone, is_classifier, is_regressor
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
@@ -36,37 +36,47 @@ def _scaled(estimator: BaseEstimator) -> BaseEstimator:
     return make_pipeline(StandardScaler(), estimator)
 
 
-# name -> (classification factory, regression factory); factories take the random seed.
-BUILTIN: dict[str, tuple[Callable[[int], Any] | None, Callable[[int], Any] | None]] = {
-    "featureless": (
+Factory = Callable[[int], Any]
+
+
+class Factories(NamedTuple):
+    """A built-in learner's estimator factory per task (None: it does not do that task); each
+    takes the random seed."""
+
+    classification: Factory | None
+    regression: Factory | None
+
+
+BUILTIN: dict[str, Factories] = {
+    "featureless": Factories(
         lambda seed: DummyClassifier(strategy="prior"),
         lambda seed: DummyRegressor(strategy="mean"),
     ),
-    "logistic": (lambda seed: _scaled(LogisticRegression(max_iter=1000)), None),
-    "lasso_cv": (
+    "logistic": Factories(lambda seed: _scaled(LogisticRegression(max_iter=1000)), None),
+    "lasso_cv": Factories(
         # The SOAK paper's cv_glmnet: lasso path, internal 10-fold CV, lambda.1se; the
         # estimators standardise the features themselves.
         lambda seed: LassoCVClassifier(random_state=seed),
         lambda seed: LassoCVRegressor(random_state=seed),
     ),
-    "ridge": (lambda seed: _scaled(RidgeClassifierCV()), lambda seed: _scaled(RidgeCV())),
-    "linear": (None, lambda seed: LinearRegression()),
-    "lda": (lambda seed: LinearDiscriminantAnalysis(), None),
-    "gaussian_nb": (lambda seed: GaussianNB(), None),
-    "knn": (
+    "ridge": Factories(lambda seed: _scaled(RidgeClassifierCV()), lambda seed: _scaled(RidgeCV())),
+    "linear": Factories(None, lambda seed: LinearRegression()),
+    "lda": Factories(lambda seed: LinearDiscriminantAnalysis(), None),
+    "gaussian_nb": Factories(lambda seed: GaussianNB(), None),
+    "knn": Factories(
         lambda seed: _scaled(KNeighborsClassifier()),
         lambda seed: _scaled(KNeighborsRegressor()),
     ),
-    "decision_tree": (
+    "decision_tree": Factories(
         # The SOAK paper's rpart: rpart's default size limits and cp = 0.01 pruning.
         lambda seed: PrunedTreeClassifier(random_state=seed),
         lambda seed: PrunedTreeRegressor(random_state=seed),
     ),
-    "random_forest": (
+    "random_forest": Factories(
         lambda seed: RandomForestClassifier(n_estimators=100, random_state=seed),
         lambda seed: RandomForestRegressor(n_estimators=100, random_state=seed),
     ),
-    "hist_gradient_boosting": (
+    "hist_gradient_boosting": Factories(
         lambda seed: HistGradientBoostingClassifier(random_state=seed),
         lambda seed: HistGradientBoostingRegressor(random_state=seed),
     ),
@@ -115,9 +125,9 @@ def builtin_learner(name: str, task: Task, seed: int = 1) -> BaseEstimator:
     """
     if name not in BUILTIN:
         raise ValueError(f"unknown learner {name!r}; built-in learners: {sorted(BUILTIN)}")
-    factory = BUILTIN[name][task == "regression"]
+    factory = getattr(BUILTIN[name], task)
     if factory is None:
-        usable = sorted(n for n, f in BUILTIN.items() if f[task == "regression"] is not None)
+        usable = sorted(n for n, f in BUILTIN.items() if getattr(f, task) is not None)
         raise ValueError(f"learner {name!r} does not do {task}; for {task} use one of {usable}")
     return factory(seed)
 
