@@ -27,13 +27,8 @@ from sklearn.preprocessing import MinMaxScaler, StandardScaler
 
 import soak_dask as sd
 from soak_dask import Selection, Term
-from soak_dask.run.onepass import (
-    Moments,
-    block_stats,
-    fit_from_stats,
-    is_additive,
-    train_stats,
-)
+from soak_dask.run.closed_form import fit_from_stats, is_additive
+from soak_dask.run.onepass import Moments, block_stats, train_stats
 
 SUBSETS = ["A", "B", "C"]
 N_FOLDS = 3

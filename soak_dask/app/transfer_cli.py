@@ -153,7 +153,7 @@ def _check_budget(table: Any, values: dict[str, Any], search: dict[str, Any]) ->
 
     from ..learn.builtin import resolve_learners
     from ..pooling.search import check_budget, inner_fit_bound
-    from ..run.onepass import is_additive
+    from ..run.closed_form import is_additive
     from ..schema import DEFAULT_N_FOLDS
 
     estimators = resolve_learners(values["learners"], table.task, values["seed"])

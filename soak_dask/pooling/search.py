@@ -10,7 +10,7 @@ lowers that inner error most joins the pool, as long as it lowers it by more tha
 on {σ, κ}, beside same and all: the search's error is a nested estimate (fold κ never takes part
 in choosing the pool), tested against same and all by SOAK's paired t-test over the folds.
 
-Additive learners (``run.onepass.is_additive``) never fit from rows: the statistics of every
+Additive learners (``run.closed_form.is_additive``) never fit from rows: the statistics of every
 (subset, fold) cell are computed in one pass and every inner fit is a sum of cells, fitted on
 the client; each greedy round costs one scoring pass over the table. Other learners run their
 inner fits as plan fits on the cluster, within a budget (``max_inner_fits``).
@@ -34,9 +34,10 @@ from dask.base import tokenize
 from dask.tokenize import normalize_token
 from sklearn.base import BaseEstimator
 
+from ..run.closed_form import fit_from_stats, is_additive
 from ..run.executor import run_plan
 from ..run.fitting import FitState, guard
-from ..run.onepass import BlockStats, TrainStats, block_stats, fit_from_stats, is_additive
+from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.strategies import OnePass, WholeTrainSet
 from ..schema import LOWER_IS_BETTER, MEASURES
 from ..split.plan import Fit, Plan, Selection, build_plan

@@ -30,6 +30,7 @@ from sklearn.base import BaseEstimator
 from ..hashing import seeded_hash
 from ..split.plan import Plan
 from ..tables.table import Table
+from .closed_form import fit_from_stats, is_additive
 from .fitting import (
     FitSpec,
     FitState,
@@ -44,7 +45,7 @@ from .fitting import (
     score_partition,
     select_rows,
 )
-from .onepass import block_stats, fit_from_stats, is_additive, train_stats
+from .onepass import block_stats, train_stats
 from .rowcap import keep_rates
 from .tree import tree_reduce
 
