@@ -4,7 +4,8 @@ when a figure is drawn).
 - ``plot_transfer``: per learner, a heat map of the mean measure training on each subset (rows)
   and testing on each (columns), each off-diagonal cell marked with its paired t-test against
   the diagonal (▲ significantly worse than the test subset's own model, ▼ better), subsets in
-  the leaf order of a hierarchical clustering drawn above the map;
+  the leaf order of a hierarchical clustering drawn above the first map, every map in that
+  order and on one colour scale, so learners compare cell by cell;
 - ``plot_search``: per learner, how often each train subset joins the pool of each test subset
   across the outer folds, with the nested greedy estimate against same and all written beside.
 
@@ -14,17 +15,20 @@ Both return the ``matplotlib.figure.Figure`` and never call ``plt.show()``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import xarray as xr
 from matplotlib.axes import Axes
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from ..results.plot import COLORS, check_choice, format_pvalue, mean_sd_bar, measure_label
+from ..schema import LOWER_IS_BETTER
 from .matrix import MARKS, check_alpha, check_transfer, cluster_subsets, transfer_pvalues
 from .search import TRAIN_SETS, check_search, search_pvalues
 
@@ -53,6 +57,7 @@ def plot_transfer(
     learners: str | Iterable[str] | None = None,
     *,
     order: str = "cluster",
+    order_by: str | None = None,
     alpha: float = 0.05,
 ) -> Figure:
     """Heat maps of a transfer matrix, one per learner.
@@ -66,8 +71,13 @@ def plot_transfer(
     learners : str or iterable of str, optional
         Default: every learner.
     order : {"cluster", "name"}
-        Subsets in the leaf order of ``cluster_subsets`` (its dendrogram drawn above the map),
-        or as the results order them.
+        Subsets in the leaf order of ``cluster_subsets`` for learner ``order_by`` (its
+        dendrogram drawn above that learner's map), or as the results order them. Every
+        learner's map has this one order and one colour scale.
+    order_by : str, optional
+        The learner whose transfer distances order the subsets. Default: the one with the best
+        mean on the diagonal (each subset's own model), whose transfer pattern is the most
+        informative (a featureless baseline's says little).
     alpha : float
         Level of the ▲ / ▼ marks (paired t-test over folds against the diagonal).
 
@@ -85,9 +95,19 @@ def plot_transfer(
     fig = plt.figure(
         figsize=(len(names) * (side + 1.9) + 0.3, side + _DENDROGRAM + 1.9), layout="constrained"
     )
+    means = ds[measure].sel(learner=names).mean("fold")
+    norm = Normalize(float(means.min()), float(means.max()))  # one scale for every learner
+    subsets, tree = [str(s) for s in ds["test_subset"].values], None
+    by = _order_learner(means, measure) if order_by is None else order_by
+    if order == "cluster":
+        check_choice("order_by", by, tuple(names))
+        subsets, tree = cluster_subsets(ds, by, measure)
     columns = fig.subfigures(1, len(names), squeeze=False)[0]
     for sub, name in zip(columns, names, strict=True):
-        _transfer_panel(sub, ds, tests, measure, name, order, side)
+        mine = tree is not None and name == by
+        note = f"in the order of {by}'s clustering" if tree is not None and not mine else ""
+        panel = _Panel(subsets, tree if mine else None, note, norm, side)
+        _transfer_panel(sub, ds, tests, measure, name, panel)
     k = ds.sizes["fold"]
     fig.suptitle(
         f"Train on one subset (rows), test on each (columns): mean {measure} over {k} folds\n"
@@ -98,31 +118,45 @@ def plot_transfer(
     return fig
 
 
+def _order_learner(means: xr.DataArray, measure: str) -> str:
+    """The learner of best mean measure on the diagonal (each subset's own model)."""
+    own = [
+        means.sel(train_subset=s, test_subset=s, drop=True) for s in means["test_subset"].values
+    ]
+    diagonal = xr.concat(own, "subset").mean("subset").to_series()
+    return str(diagonal.idxmin() if measure in LOWER_IS_BETTER else diagonal.idxmax())
+
+
+@dataclass(frozen=True)
+class _Panel:
+    """What every learner's heat map shares: the subset order, the colour scale, the size; and
+    the clustering tree, drawn above the map whose learner it orders."""
+
+    subsets: list[str]
+    tree: np.ndarray | None
+    note: str  # said above a map without the tree
+    norm: Normalize
+    side: float
+
+
 def _transfer_panel(
-    sub,
-    ds: xr.Dataset,
-    tests: pd.DataFrame,
-    measure: str,
-    learner: str,
-    order: str,
-    side: float,
+    sub, ds: xr.Dataset, tests: pd.DataFrame, measure: str, learner: str, panel: _Panel
 ) -> None:
-    """One learner's dendrogram (if clustered) and heat map in subfigure ``sub``."""
-    subsets = [str(s) for s in ds["test_subset"].values]
-    tree = None
-    if order == "cluster":
-        subsets, tree = cluster_subsets(ds, learner, measure)
+    """One learner's heat map (and the dendrogram, if it has the tree) in subfigure ``sub``."""
+    subsets = panel.subsets
     top, heat = sub.subplots(
-        2, 1, height_ratios=[_DENDROGRAM, side], sharex=True, gridspec_kw={"hspace": 0.0}
+        2, 1, height_ratios=[_DENDROGRAM, panel.side], sharex=True, gridspec_kw={"hspace": 0.0}
     )
-    _dendrogram(top, tree)
+    _dendrogram(top, panel.tree, panel.note)
     top.set_title(learner, fontsize=10)
     mean = ds[measure].sel(learner=learner).mean("fold")
     grid = mean.sel(train_subset=subsets, test_subset=subsets).transpose(
         "train_subset", "test_subset"
     )
     values = np.asarray(grid.values, dtype=np.float64)
-    mesh = heat.pcolormesh(values, cmap="magma_r", edgecolors="white", linewidth=0.5)
+    mesh = heat.pcolormesh(
+        values, cmap="magma_r", norm=panel.norm, edgecolors="white", linewidth=0.5
+    )
     mine = tests[tests["learner"] == learner].set_index(["train_subset", "test_subset"])
     _cell_texts(heat, values, mine, subsets, mesh)
     heat.set_xlim(0, len(subsets))  # shared with the dendrogram
@@ -136,15 +170,15 @@ def _transfer_panel(
     bar.set_label(measure_label(ds, measure), fontsize=8)
 
 
-def _dendrogram(ax: Axes, tree: np.ndarray | None) -> None:
+def _dendrogram(ax: Axes, tree: np.ndarray | None, note: str = "") -> None:
     """The clustering above the heat map's columns, leaf i at x = i + 0.5 (scipy draws leaf
-    i at 10 i + 5)."""
+    i at 10 i + 5); without a tree, ``note``."""
     ax.axis("off")
     if tree is None or not np.any(tree[:, 2] > 0):
         ax.text(
             0.5,
             0.2,
-            "no clusters: every distance is 0",
+            note if tree is None else "no clusters: every distance is 0",
             transform=ax.transAxes,
             ha="center",
             fontsize=7,
