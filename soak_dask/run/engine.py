@@ -33,6 +33,7 @@ from ..tables.checks import (
 from ..tables.table import Table, check_table
 from .executor import Checkpoint, current_client, data_identity, run_plan
 from .fitting import RunSpec
+from .memory import fit_rows, worker_memory_limit
 from .rowcap import train_class_rows
 from .strategies import Context, OnePass, PartialFit, WholeTrainSet
 
@@ -188,7 +189,8 @@ def soak(
     ]
     if checkpoint is not None:
         checkpoint = Checkpoint(checkpoint, settings, {**data_id, "rows": _rows(counts, table)})
-    records = run_plan(_capped(ctx, counts, max_train_rows), strategies, progress, checkpoint)
+    ctx = with_fit_rows(_capped(ctx, counts, max_train_rows), counts)
+    records = run_plan(ctx, strategies, progress, checkpoint)
     attrs = encode_attrs({**settings, "versions": package_versions()})
     return assemble(records, plan, list(estimators), measures, attrs)
 
@@ -303,6 +305,14 @@ def _capped(ctx: Context, counts: pd.DataFrame, max_rows: int | None) -> Context
     classes = None if ctx.run.classes is None else list(ctx.run.classes)
     class_rows = train_class_rows(counts, ctx.plan.fits, ctx.table.label, classes)
     return dataclasses.replace(ctx, max_rows=max_rows, class_rows=class_rows)
+
+
+def with_fit_rows(ctx: Context, counts: pd.DataFrame) -> Context:
+    """``ctx`` with each fit's rows and the workers' memory limit, so that a fit too large for
+    a worker is refused before any fit runs (``run.memory``)."""
+    classes = None if ctx.run.classes is None else list(ctx.run.classes)
+    rows = fit_rows(ctx.plan, counts, ctx.table.label, classes)
+    return dataclasses.replace(ctx, fit_rows=rows, memory_limit=worker_memory_limit(ctx.client))
 
 
 def assemble(

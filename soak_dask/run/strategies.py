@@ -45,6 +45,7 @@ from .fitting import (
     score_partition,
     select_rows,
 )
+from .memory import check_fit_memory
 from .onepass import block_stats, train_stats
 from .rowcap import keep_rates
 from .tree import tree_reduce
@@ -64,6 +65,8 @@ class Context:
     client: Any = None
     max_rows: int | None = None
     class_rows: pd.DataFrame | None = None  # rows per class of each fit (with max_rows)
+    fit_rows: pd.DataFrame | None = None  # train and test rows of each fit (memory.fit_rows)
+    memory_limit: int | None = None  # the smallest worker memory limit, bytes
 
     def spec(self, fit_id: int, learner: str) -> FitSpec:
         """The task description of one (fit, learner) pair."""
@@ -308,6 +311,13 @@ def make_tasks(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> tuple[
     chosen: dict[Pair, int] = {}
     for pair in pairs:
         chosen[pair] = next((i for i, s in enumerate(first) if s.accepts(ctx, *pair)), len(first))
+    if ctx.fit_rows is not None and isinstance(last, WholeTrainSet):
+        whole: dict[int, list[str]] = {}
+        for (fit_id, learner), i in chosen.items():
+            if i == len(first):
+                whole.setdefault(fit_id, []).append(learner)
+        n_features = len(ctx.run.features)
+        check_fit_memory(ctx.fit_rows, ctx.plan, whole, n_features, ctx.memory_limit, ctx.max_rows)
     tasks, back, stats_made = [], set(), False
     for i, strategy in enumerate(first):
         made, left = strategy.tasks(ctx, [p for p in pairs if chosen[p] == i])
