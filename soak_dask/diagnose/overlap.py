@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ..run.tree import tree_reduce
+from ..run.reduction import tree_reduce
 from ..split.folds import check_seed
 from ..tables.table import Table, category_codes, float_array
 

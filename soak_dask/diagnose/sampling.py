@@ -33,7 +33,7 @@ from numba import njit
 from scipy.spatial.distance import cdist
 
 from ..hashing import salt, seeded_hash, uniform
-from ..run.tree import tree_reduce
+from ..run.reduction import tree_reduce
 from ..schema import DEFAULT_N_FOLDS
 from ..split.folds import (
     _assign_group_folds,

@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.utils.validation import check_is_fitted
 
 from ..split.inner import Inner
-from .fit_params import fit_with_groups
+from .groups import fit_with_groups
 from .tuning import Search, is_cheap
 
 #: Why a multiclass fit is left uncalibrated (recorded in the result).

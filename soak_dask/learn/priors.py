@@ -11,7 +11,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clo
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from .fit_params import fit_with_groups
+from .groups import fit_with_groups
 
 #: Relative difference of ``p_c / π_c`` below which two classes tie.
 TIE = 1e-9

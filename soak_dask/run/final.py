@@ -12,7 +12,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
 from ..hashing import salt, seeded_hash
-from ..learn.fit_params import fit_with_groups
+from ..learn.groups import fit_with_groups
 from ..learn.measures import finish, partial_scores
 from ..learn.tuning import fit_info
 from .fitting import RunSpec, fit_arrays, predict_codes, score_arrays

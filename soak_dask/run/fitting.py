@@ -18,7 +18,7 @@ from sklearn import config_context
 from sklearn.base import BaseEstimator, clone
 
 from ..hashing import seeded_hash
-from ..learn.fit_params import fit_with_groups
+from ..learn.groups import fit_with_groups
 from ..learn.measures import finish, merge, partial_scores
 from ..learn.tuning import fit_info
 from ..split.plan import Selection

@@ -47,7 +47,7 @@ from dask.delayed import Delayed
 
 from ..split.plan import Selection
 from ..tables.table import Table, category_codes, float_array
-from .tree import tree_reduce
+from .reduction import tree_reduce
 
 _FIELDS = ("count", "mean", "scatter")
 

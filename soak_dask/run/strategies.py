@@ -47,8 +47,8 @@ from .fitting import (
 )
 from .memory import check_fit_memory
 from .onepass import block_stats, train_stats
+from .reduction import tree_reduce
 from .rowcap import keep_rates
-from .tree import tree_reduce
 
 Pair = tuple[int, str]  # (fit_id, learner)
 
