@@ -313,7 +313,7 @@ def parser() -> argparse.ArgumentParser:
 def test_cli_writes_tables_and_figure(tmp_path):
     from distributed import LocalCluster
 
-    from soak_dask.app.cli import UsageError
+    from soak_dask.app.flags import UsageError
     from soak_dask.app.sampling_cli import compare_sampling_command
 
     frame(120, seed=12).to_csv(tmp_path / "rows.csv", index=False)

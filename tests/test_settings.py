@@ -254,7 +254,7 @@ def test_run_help_is_grouped(capsys):
     with pytest.raises(SystemExit):
         cli.main(["run", "--help"])
     out = capsys.readouterr().out
-    titles = [out.index(title) for title in cli._SECTIONS.values()]
+    titles = [out.index(title) for title in cli.SECTIONS.values()]
     assert titles == sorted(titles) and "--folds" not in out and "--n-folds K" in out
 
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import soak_dask as sd
 from soak_dask.app import transfer_cli
-from soak_dask.app.cli import UsageError
+from soak_dask.app.flags import UsageError
 from soak_dask.pooling import (
     Transfer,
     cluster_subsets,
