@@ -340,3 +340,21 @@ def test_cli_writes_tables_and_figure(tmp_path):
     argv[-1] = str(foreign)
     with pytest.raises(UsageError, match="did not write"):
         compare_sampling_command(parser().parse_args([*argv, "--overwrite"]))
+
+
+def test_mai_figure_is_linear_and_labels_the_points_beyond_its_range():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from soak_dask.diagnose.sampling_plot import plot_mai
+
+    index = pd.MultiIndex.from_product([["wdbc", "pima"], ["knn", "rf"]], names=["data", "learner"])
+    table = pd.DataFrame({"MAI random": [0.5, -0.3, 1.2, 0.1], "MAI mdc": [0.2, -20.3, 0.4, 1.0]})
+    table.index = index
+    ax = plot_mai(table).axes[0]
+    assert ax.get_yscale() == "linear"
+    low, high = ax.get_ylim()
+    assert -20.3 < low and high < 20  # the far point does not set the range...
+    assert [t.get_text() for t in ax.texts] == ["-20.3"]  # ...it is labelled at the edge
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[:4] == ["wdbc", "pima", "knn", "rf"] and "random split" in labels[4]

@@ -22,6 +22,13 @@ LABELS = {
 }
 
 
+#: Markers of the learners, in the order they first appear.
+MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*")
+#: Half-height of the linear axis when every |MAI| is small; wider values stretch it up to
+#: the 90th percentile of |MAI|, and points beyond are drawn at its edge with their values.
+_MIN_LIMIT = 2.5
+
+
 def plot_mai(table: pd.DataFrame, *, ax: Any = None, title: str | None = None) -> Any:
     """Box plot of MAI = (ACC − AEV) / SD per sampling method (the paper's Figure 8).
 
@@ -37,56 +44,86 @@ def plot_mai(table: pd.DataFrame, *, ax: Any = None, title: str | None = None) -
     Returns
     -------
     matplotlib Figure
-        Each point is one (data set, learner), coloured by data set (jittered sideways); the
-        box spans the quartiles; under each method's name, its mean |MAI|. The band between
-        −1 and 1 is where a single random split lands about two times in three. The axis is
-        linear within ±2 and logarithmic beyond when some |MAI| exceeds 4.
+        Each point is one (data set, learner): coloured by data set, shaped by learner (both in
+        the legend), jittered sideways; the box spans the quartiles; under each method's name,
+        its mean |MAI|. The grey band between −1 and 1 is where a single random split lands
+        about two times in three (its ACC within one SD of the AEV), as the legend says. The
+        axis is linear; points beyond its range (a method far off on some data set) are drawn
+        as ▲ / ▼ at its edge, labelled with their value, so they do not flatten the others.
     """
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     columns = [c for c in table.columns if c.startswith("MAI ")]
     if not columns:
         raise ValueError("table has no 'MAI <method>' columns; pass the output of mai_table")
     methods = [c.removeprefix("MAI ") for c in columns]
     if ax is None:
-        _, ax = plt.subplots(figsize=(1.3 * len(methods) + 2.5, 4.2), layout="constrained")
+        _, ax = plt.subplots(figsize=(1.3 * len(methods) + 3.2, 4.4), layout="constrained")
     data = [table[c].dropna().to_numpy() for c in columns]
+    limit = _axis_limit(data)
     ax.axhspan(-1, 1, color="0.93", zorder=0)
     ax.axhline(0, color="0.5", lw=0.8, zorder=1)
-    ax.boxplot(data, positions=np.arange(len(methods)), widths=0.5, showfliers=False, zorder=2)
-    names = table.index.get_level_values(0) if table.index.nlevels > 1 else table.index
-    sets = list(dict.fromkeys(names))
-    colours = plt.get_cmap("tab10")
-    for i, column in enumerate(columns):
-        values = table[column].to_numpy()
-        jitter = (uniform(seeded_hash(i, np.arange(len(values)))) - 0.5) * 0.3
-        for j, name in enumerate(sets):
-            rows = np.asarray(names == name) & np.isfinite(values)
-            ax.scatter(
-                i + jitter[rows],
-                values[rows],
-                s=16,
-                color=colours(j % 10),
-                label=str(name) if i == 0 else None,
-                zorder=3,
-            )
+    clipped = [np.clip(d, -limit, limit) for d in data]
+    ax.boxplot(clipped, positions=np.arange(len(methods)), widths=0.5, showfliers=False, zorder=2)
+    handles = _points(ax, table, columns, limit)
     means = [f"{np.mean(np.abs(d)):.2f}" if len(d) else "–" for d in data]
     ax.set_xticks(
         np.arange(len(methods)),
         [f"{LABELS.get(m, m)}\n|MAI| {v}" for m, v in zip(methods, means, strict=True)],
     )
-    if max((float(np.max(np.abs(d))) for d in data if len(d)), default=0.0) > 4:
-        # Linear within ±2, logarithmic beyond: far-off methods do not flatten the others.
-        ax.set_yscale("symlog", linthresh=2)
-        every = np.concatenate([d for d in data if len(d)])
-        low, high = min(float(every.min()), -2.0) * 1.3, max(float(every.max()), 2.0) * 1.3
-        steps = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
-        ticks = [-t for t in steps[::-1] if -t >= low] + [0] + [t for t in steps if t <= high]
-        ax.set_yticks(ticks)
-        ax.yaxis.set_major_formatter("{x:g}")
-        ax.set_ylim(low, high)
+    ax.set_ylim(-limit * 1.12, limit * 1.12)
     ax.set_ylabel("MAI = (ACC − AEV) / SD")
     ax.set_title(title or "MAI of each sampling method")
-    if len(sets) > 1:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    band = Patch(color="0.93", label="|MAI| ≤ 1: a random split\nlands here 2 times in 3")
+    ax.legend(
+        handles=[*handles, band],
+        fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        frameon=False,
+    )
     return ax.figure
+
+
+def _axis_limit(data: list[np.ndarray]) -> float:
+    """Half-height of the axis: every |MAI| when all are small, else the 90th percentile."""
+    every = np.abs(np.concatenate([d for d in data if len(d)] or [np.zeros(1)]))
+    if every.max() <= 2 * _MIN_LIMIT:
+        return max(_MIN_LIMIT, float(every.max()))
+    return max(2 * _MIN_LIMIT, float(np.quantile(every, 0.9)))
+
+
+def _points(ax: Any, table: pd.DataFrame, columns: list[str], limit: float) -> list:
+    """One point per (data set, learner) and method; those beyond ``limit`` at the edge as
+    ▲ / ▼ with their value. Returns the legend handles (data sets, then learners)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    index = table.index
+    names = index.get_level_values(0) if index.nlevels > 1 else index
+    learners = index.get_level_values(1) if index.nlevels > 1 else pd.Index([""] * len(index))
+    sets, kinds = list(dict.fromkeys(names)), list(dict.fromkeys(learners))
+    colours = plt.get_cmap("tab10")
+    colour = np.array([sets.index(n) % 10 for n in names])
+    marker = np.array([kinds.index(k) % len(MARKERS) for k in learners])
+    for i, column in enumerate(columns):
+        values = table[column].to_numpy()
+        x = i + (uniform(seeded_hash(i, np.arange(len(values)))) - 0.5) * 0.3
+        for row in np.flatnonzero(np.isfinite(values)):
+            value, c = values[row], colours(colour[row])
+            if abs(value) <= limit:
+                ax.scatter(x[row], value, s=18, color=c, marker=MARKERS[marker[row]], zorder=3)
+                continue
+            edge = np.sign(value) * limit
+            ax.scatter(x[row], edge, s=30, color=c, marker="^" if value > 0 else "v", zorder=3)
+            ax.annotate(
+                f"{value:.3g}", (x[row], edge), xytext=(4, 0), textcoords="offset points",
+                fontsize=6, va="center", color=c,
+            )  # fmt: skip
+    handles = [Line2D([], [], ls="", marker="o", color=colours(j % 10), label=str(n))
+               for j, n in enumerate(sets)]  # fmt: skip
+    if len(kinds) > 1:
+        handles += [Line2D([], [], ls="", marker=MARKERS[j % len(MARKERS)], color="0.3",
+                           label=str(k)) for j, k in enumerate(kinds)]  # fmt: skip
+    return handles
