@@ -406,9 +406,13 @@ class PrunedTreeClassifier(ClassifierMixin, _PrunedTree):
     def fit(self, X, y, sample_weight=None) -> PrunedTreeClassifier:
         """Grow the tree by rpart's rules and prune it at ``cp``."""
         X, y, w = self._fit_data(X, y, sample_weight, regression=False)
-        check_classification_targets(y)
-        codes, classes = pd.factorize(y, sort=True)  # np.unique's classes, hashed not sorted
+        # np.unique's classes, by hashing (y is 1-D here, so checking the distinct labels
+        # checks y, without sorting every label).
+        codes, classes = pd.factorize(y, sort=True)
+        if codes.size and codes.min() < 0:
+            raise ValueError("y holds missing labels (None or NaN): drop those rows first")
         self.classes_ = np.asarray(classes)
+        check_classification_targets(self.classes_)
         codes = codes.astype(np.intp, copy=False)
         criterion = _Gini(codes, w, self.classes_.size)
         self._grow(criterion, X, DecisionTreeClassifier, self.classes_.size)
