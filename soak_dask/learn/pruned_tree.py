@@ -248,6 +248,14 @@ def _preorder(root: _Node) -> list[_Node]:
     return nodes
 
 
+def _clamp_complexity(node: _Node, parent: float, alpha: float) -> None:
+    """make_cp_list.c: a node's cp is at most its parent's (it goes when its parent does);
+    what R reports as ``frame$complexity``. The tree itself does not change."""
+    node.complexity = min(node.complexity, parent)
+    for son in node.sons or ():
+        _clamp_complexity(son, max(node.complexity, alpha), alpha)
+
+
 def _depth(node: _Node) -> int:
     return 0 if node.sons is None else 1 + max(_depth(s) for s in node.sons)
 
@@ -306,12 +314,13 @@ class _PrunedTree(BaseEstimator):
     def _grow(self, criterion, X: np.ndarray, holder_class, n_values: int) -> None:
         grower = _Grower(criterion, X, self)
         root = grower.grow()
+        _clamp_complexity(root, root.complexity, grower.alpha)
         nodes = _preorder(root)
         self.alpha_ = grower.alpha
-        # rpart's cp of each node (its complexity over the root's risk): a split is kept
-        # while its cp exceeds the ``cp`` parameter.
-        scale = root.risk if root.risk > 0 else 1.0
-        self.complexity_ = np.array([node.complexity / scale for node in nodes])
+        # rpart's cp of each node (its complexity over the root's risk, R's frame$complexity):
+        # a split is kept while its cp exceeds the ``cp`` parameter.
+        scale = 1 / root.risk if root.risk > 0 else 1.0  # rpmatrix.c's cp_scale
+        self.complexity_ = np.array([node.complexity * scale for node in nodes])
         self.node_labels_ = np.array([node.label for node in nodes], dtype=np.intp)
         holder = holder_class(
             min_samples_split=self.min_samples_split,
@@ -388,7 +397,9 @@ class PrunedTreeClassifier(ClassifierMixin, _PrunedTree):
         ``cp`` × the root's risk (its misclassified weight): the complexity a split must
         exceed.
     complexity_ : ndarray of shape (n_nodes,)
-        rpart's cp of each node, in ``tree_`` order (the leaves: ``cp``).
+        rpart's cp of each node, in ``tree_`` order, as R's ``frame$complexity``: the cp at
+        which its split goes (at most its parent's); for a leaf ``cp``, or less where a split
+        was grown and removed.
     node_labels_ : ndarray of shape (n_nodes,)
         Each node's predicted class, as an index into ``classes_``.
     classes_ : ndarray of shape (n_classes,)
@@ -457,7 +468,7 @@ class PrunedTreeRegressor(RegressorMixin, _PrunedTree):
     alpha_ : float
         ``cp`` × the root's weighted sum of squares.
     complexity_ : ndarray of shape (n_nodes,)
-        rpart's cp of each node, in ``tree_`` order.
+        rpart's cp of each node, in ``tree_`` order (R's ``frame$complexity``).
     node_labels_ : ndarray of shape (n_nodes,)
         -1 (no classes).
     n_features_in_ : int
