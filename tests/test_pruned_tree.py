@@ -151,15 +151,14 @@ def test_anova_split_means_and_cp():
 # --- the presorted grower against a reference that sorts every node -------------------------
 
 
-def reference_tree(X, y, cp=0.01, min_split=20, min_bucket=7, max_depth=30):
-    """rpart's rules written plainly (unit weights, two or more classes): each node sorts its
-    rows by every feature again. Returns the leaf class of each row of ``X``."""
+def gini_rules(X, y, min_bucket):
+    """gini.c and ginidev for unit weights: a node's (risk, class) and its best split."""
     classes, codes = np.unique(y, return_inverse=True)
     k = classes.size
 
     def risk(rows):
         counts = np.bincount(codes[rows], minlength=k)
-        return float(rows.size - counts.max()), int(np.argmax(counts))
+        return float(rows.size - counts.max()), classes[np.argmax(counts)]
 
     def best_split(rows):
         best = (0.0, -1, 0.0, True)
@@ -187,7 +186,44 @@ def reference_tree(X, y, cp=0.01, min_split=20, min_bucket=7, max_depth=30):
                     best = (gain, f, (x[i] + x[i + 1]) / 2, lmean[i] < rmean[i])
         return best
 
-    out = np.empty(X.shape[0], dtype=np.intp)
+    return risk, best_split
+
+
+def anova_rules(X, y, min_bucket):
+    """anova.c and anovass for unit weights, sums in rpart's order (the node's rows in the
+    first feature's order for its risk, in the split feature's for the split)."""
+
+    def risk(rows):
+        o = rows[np.argsort(X[rows, 0], kind="stable")]
+        mean = np.cumsum(y[o])[-1] / o.size
+        return float(np.cumsum((y[o] - mean) * (y[o] - mean))[-1]), mean
+
+    def best_split(rows):
+        best, my_risk = (0.0, -1, 0.0, True), risk(rows)[0]
+        for f in range(X.shape[1]):
+            o = rows[np.argsort(X[rows, f], kind="stable")]
+            x, n = X[o, f], o.size
+            grand = np.cumsum(y[o])[-1] / n
+            left_sum = np.cumsum(y[o] - grand)[:-1]
+            lwt, rwt = np.arange(1.0, n), n - np.arange(1.0, n)
+            temp = left_sum * left_sum / lwt + (-left_sum) * (-left_sum) / rwt
+            ok = (x[1:] != x[:-1]) & (lwt >= min_bucket) & (rwt >= min_bucket)
+            if ok.any() and temp[ok].max() > 0:
+                i = np.flatnonzero(ok)[np.argmax(temp[ok])]  # first of the highest
+                gain = temp[i] / my_risk
+                if gain > best[0]:
+                    best = (gain, f, (x[i] + x[i + 1]) / 2, left_sum[i] < -left_sum[i])
+        return best
+
+    return risk, best_split
+
+
+def reference_tree(X, y, rules, cp=0.01, min_split=20, min_bucket=7, max_depth=30):
+    """rpart's rules written plainly (unit weights): partition.c over ``rules`` (a node's
+    risk and value, its best split), each node sorting its rows by every feature again.
+    Returns the leaf value of each row of ``X``."""
+    risk, best_split = rules(X, y, min_bucket)
+    out = np.empty(X.shape[0], dtype=np.asarray(y).dtype)
     root_risk = risk(np.arange(len(y)))[0]
     alpha = cp * root_risk
     iscale = [0.0]
@@ -233,7 +269,7 @@ def reference_tree(X, y, cp=0.01, min_split=20, min_bucket=7, max_depth=30):
             stack.extend(node["sons"])
         else:
             out[node["test"]] = node["label"]
-    return classes[out]
+    return out
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -251,7 +287,12 @@ def test_presorted_tree_equals_a_tree_that_sorts_every_node(seed):
     for cp in (0.01, 0.002):
         model = sd.PrunedTreeClassifier(cp=cp).fit(X, y)
         assert model.get_n_leaves() > 3
-        np.testing.assert_array_equal(model.predict(X), reference_tree(X, y, cp=cp))
+        np.testing.assert_array_equal(model.predict(X), reference_tree(X, y, gini_rules, cp=cp))
+        regression = sd.PrunedTreeRegressor(cp=cp).fit(X, eta)
+        assert regression.get_n_leaves() > 3
+        np.testing.assert_array_equal(
+            regression.predict(X), reference_tree(X, eta, anova_rules, cp=cp)
+        )
 
 
 def test_sklearn_view_of_the_tree_agrees():
