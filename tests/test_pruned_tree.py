@@ -318,3 +318,14 @@ def test_cp_prunes_a_noisy_label():
     assert np.mean(pruned.predict(X) == y) > 0.65
     share = np.mean(y == "a")
     assert pruned.alpha_ == pytest.approx(0.01 * 2000 * min(share, 1 - share))
+
+
+def test_presorted_tree_equals_the_reference_on_aztrees(aztrees):
+    """Real integer bands, so many tied values."""
+    from .conftest import AZTREES_FEATURES
+
+    X = aztrees[AZTREES_FEATURES].to_numpy(dtype=float)
+    y = aztrees["y"].to_numpy()
+    model = sd.PrunedTreeClassifier(cp=0.002).fit(X, y)
+    assert model.get_n_leaves() > 5
+    np.testing.assert_array_equal(model.predict(X), reference_tree(X, y, gini_rules, cp=0.002))
