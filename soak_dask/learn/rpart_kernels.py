@@ -35,15 +35,27 @@ def presort(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ``(n_features, n_rows)`` arrays, the only sort of a fit."""
     columns = np.ascontiguousarray(X.T)
     order = np.argsort(columns, axis=1).astype(np.intp, copy=False)
-    values = np.take_along_axis(columns, order, axis=1)
+    values, tied = _gather(columns, order)
     # Tied values are ordered by row (a stable sort), so that sums over rows in a feature's
     # order round alike on every machine; without ties the order is unique and the faster
     # sort already gives it.
-    tied = np.flatnonzero((values[:, 1:] == values[:, :-1]).any(axis=1))
-    if tied.size:
-        order[tied] = np.argsort(columns[tied], axis=1, kind="stable")
-        values[tied] = np.take_along_axis(columns[tied], order[tied], axis=1)
+    for f in np.flatnonzero(tied):
+        order[f] = np.argsort(columns[f], kind="stable")
+        values[f] = columns[f, order[f]]
     return order, values
+
+
+@njit(cache=True, nogil=True)
+def _gather(columns, order):  # pragma: no cover (compiled)
+    """Each feature's values in its sorted order, and whether it has tied values."""
+    values = np.empty_like(columns)
+    tied = np.zeros(columns.shape[0], np.bool_)
+    for f in range(columns.shape[0]):
+        for i in range(columns.shape[1]):
+            values[f, i] = columns[f, order[f, i]]
+            if i > 0 and values[f, i] == values[f, i - 1]:
+                tied[f] = True
+    return values, tied
 
 
 @njit(cache=True, nogil=True)
