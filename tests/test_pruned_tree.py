@@ -26,8 +26,8 @@ def splits(X: np.ndarray, y: np.ndarray, edge: int, w: np.ndarray | None = None)
     p = X.shape[1]
     improve, point, direction = np.zeros(p), np.zeros(p), np.zeros(p, dtype=np.intp)
     aprior = np.ones(codes.max() + 1)
-    rk.gini_splits(xs, order, codes, w, aprior, aprior.size, 0, len(y), edge, improve, point,
-                   direction)  # fmt: skip
+    rk.gini_splits(xs, order, codes, w, bool(np.all(w > 0)), aprior, aprior.size, 0, len(y),
+                   edge, improve, point, direction)  # fmt: skip
     return improve, point, direction
 
 
@@ -329,3 +329,14 @@ def test_presorted_tree_equals_the_reference_on_aztrees(aztrees):
     model = sd.PrunedTreeClassifier(cp=0.002).fit(X, y)
     assert model.get_n_leaves() > 5
     np.testing.assert_array_equal(model.predict(X), reference_tree(X, y, gini_rules, cp=0.002))
+
+
+def test_rows_of_weight_zero_are_not_split_candidates():
+    # Without row 3 (the b at x = 4): a a a a | b b b along x, cut midway between 5 and 6 (not
+    # 4.5), improvement 7 × 2 × (4/7)(3/7) = 24/7.
+    w = np.ones(8)
+    w[3] = 0.0
+    improve, point, _ = splits(X8, Y8, edge=1, w=w)
+    assert point[0] == 5.5 and improve[0] == pytest.approx(24 / 7)
+    model = sd.PrunedTreeClassifier(max_depth=1, **SMALL).fit(X8, Y8, sample_weight=w)
+    assert root(model) == (0, 5.5)

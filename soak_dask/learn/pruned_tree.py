@@ -124,8 +124,9 @@ class _Gini:
 
     def splits(self, grower: _Grower, n1: int, n2: int, risk: float) -> None:
         gini_splits(
-            grower.xs, grower.order, self.y, self.w, self.aprior, self.n_classes, n1, n2,
-            grower.min_bucket, grower.improve, grower.point, grower.direction,
+            grower.xs, grower.order, self.y, self.w, grower.all_positive, self.aprior,
+            self.n_classes, n1, n2, grower.min_bucket, grower.improve, grower.point,
+            grower.direction,
         )  # fmt: skip
 
 
@@ -148,8 +149,8 @@ class _Anova:
 
     def splits(self, grower: _Grower, n1: int, n2: int, risk: float) -> None:
         anova_splits(
-            grower.xs, grower.order, self.y, self.w, risk, n1, n2, grower.min_bucket,
-            grower.improve, grower.point, grower.direction,
+            grower.xs, grower.order, self.y, self.w, grower.all_positive, risk, n1, n2,
+            grower.min_bucket, grower.improve, grower.point, grower.direction,
         )  # fmt: skip
 
 
@@ -165,6 +166,7 @@ class _Grower:
         self.improve, self.point = np.zeros(p), np.zeros(p)
         self.direction = np.zeros(p, dtype=np.intp)
         self.first = np.zeros(X.shape[0], dtype=np.bool_)
+        self.all_positive = bool(np.all(criterion.w > 0))  # no row to leave out of searches
         self.iscale = 0.0  # bsplit.c: the largest improvement seen so far in this fit
         self.alpha = 0.0
 

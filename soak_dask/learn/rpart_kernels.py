@@ -59,137 +59,153 @@ def _gather(columns, order):  # pragma: no cover (compiled)
 
 
 @njit(cache=True, nogil=True)
-def _compact(xs, order, f, n1, n2, y, w, xt, yt, wt):  # pragma: no cover (compiled)
-    """bsplit.c: the values, labels and weights of the node's rows of positive weight, in
-    feature ``f``'s order."""
+def _candidates(xs, order, f, n1, n2, w, all_positive, xt, rows):  # pragma: no cover
+    """bsplit.c: feature ``f``'s values and rows of positive weight in the node, in order
+    (views of the sorted arrays when every weight is positive)."""
+    if all_positive:
+        return xs[f, n1:n2], order[f, n1:n2]
     k = 0
     for i in range(n1, n2):
         r = order[f, i]
         if w[r] > 0:
             xt[k] = xs[f, i]
-            yt[k] = y[r]
-            wt[k] = w[r]
+            rows[k] = r
             k += 1
-    return k
+    return xt[:k], rows[:k]
+
+
+@njit(cache=True, nogil=True)
+def _gini_scan(xt, rows, y, w, aprior, edge, left, right):  # pragma: no cover (compiled)
+    """gini.c's scan of one feature: (improvement, split point, direction)."""
+    n_classes = left.shape[0]
+    k = xt.shape[0]
+    left[:] = 0.0
+    right[:] = 0.0
+    lwt = 0.0
+    rwt = 0.0
+    rtot = 0
+    ltot = 0
+    for i in range(k):
+        j = y[rows[i]]
+        rwt += aprior[j] * w[rows[i]]
+        right[j] += w[rows[i]]
+        rtot += 1
+    total_ss = 0.0
+    for c in range(n_classes):
+        p = aprior[c] * right[c] / rwt
+        total_ss += rwt * (p * (1.0 - p))
+    best = total_ss
+    where = 0
+    dirn = LEFT
+    i = 0
+    while rtot > edge:
+        r = rows[i]
+        j = y[r]
+        rwt -= aprior[j] * w[r]
+        lwt += aprior[j] * w[r]
+        rtot -= 1
+        ltot += 1
+        right[j] -= w[r]
+        left[j] += w[r]
+        if ltot >= edge and xt[i + 1] != xt[i]:
+            temp = 0.0
+            lmean = 0.0
+            rmean = 0.0
+            for c in range(n_classes):
+                p = aprior[c] * left[c] / lwt
+                temp += lwt * (p * (1.0 - p))
+                lmean += p * c
+                p = aprior[c] * right[c] / rwt
+                temp += rwt * (p * (1.0 - p))
+                rmean += p * c
+            if temp < best:
+                best = temp
+                where = i
+                dirn = LEFT if lmean < rmean else RIGHT
+        i += 1
+    return total_ss - best, (xt[where] + xt[where + 1]) / 2, dirn
 
 
 @njit(cache=True, nogil=True)
 def gini_splits(
-    xs, order, y, w, aprior, n_classes, n1, n2, edge, improve, spoint, direction
+    xs, order, y, w, all_positive, aprior, n_classes, n1, n2, edge, improve, spoint, direction
 ):  # pragma: no cover (compiled)
     """gini.c for every feature of the node ``[n1, n2)``: the improvement of the best split
     point (0 where there is none), the point (midway between the two adjacent distinct values)
     and the direction of the rows below it. ``edge`` is minbucket, counted in rows."""
-    m = n2 - n1
-    xt = np.empty(m)
-    yt = np.empty(m, np.intp)
-    wt = np.empty(m)
+    xt = np.empty(0 if all_positive else n2 - n1)
+    rows = np.empty(0 if all_positive else n2 - n1, np.intp)
     left = np.empty(n_classes)
     right = np.empty(n_classes)
     for f in range(xs.shape[0]):
         improve[f] = 0.0
-        k = _compact(xs, order, f, n1, n2, y, w, xt, yt, wt)
-        if k == 0 or xt[0] == xt[k - 1]:
+        xv, rv = _candidates(xs, order, f, n1, n2, w, all_positive, xt, rows)
+        if xv.shape[0] == 0 or xv[0] == xv[-1]:
             continue  # no place to split
-        for c in range(n_classes):
-            left[c] = 0.0
-            right[c] = 0.0
-        lwt = 0.0
-        rwt = 0.0
-        rtot = 0
-        ltot = 0
-        for i in range(k):
-            j = yt[i]
-            rwt += aprior[j] * wt[i]
-            right[j] += wt[i]
-            rtot += 1
-        total_ss = 0.0
-        for c in range(n_classes):
-            p = aprior[c] * right[c] / rwt
-            total_ss += rwt * (p * (1.0 - p))
-        best = total_ss
-        where = 0
-        dirn = LEFT
-        i = 0
-        while rtot > edge:
-            j = yt[i]
-            rwt -= aprior[j] * wt[i]
-            lwt += aprior[j] * wt[i]
-            rtot -= 1
-            ltot += 1
-            right[j] -= wt[i]
-            left[j] += wt[i]
-            if ltot >= edge and xt[i + 1] != xt[i]:
-                temp = 0.0
-                lmean = 0.0
-                rmean = 0.0
-                for c in range(n_classes):
-                    p = aprior[c] * left[c] / lwt
-                    temp += lwt * (p * (1.0 - p))
-                    lmean += p * c
-                    p = aprior[c] * right[c] / rwt
-                    temp += rwt * (p * (1.0 - p))
-                    rmean += p * c
-                if temp < best:
-                    best = temp
-                    where = i
-                    dirn = LEFT if lmean < rmean else RIGHT
-            i += 1
-        improve[f] = total_ss - best
-        if improve[f] > 0:
+        gain, point, dirn = _gini_scan(xv, rv, y, w, aprior, edge, left, right)
+        improve[f] = gain
+        if gain > 0:
             direction[f] = dirn
-            spoint[f] = (xt[where] + xt[where + 1]) / 2
+            spoint[f] = point
+
+
+@njit(cache=True, nogil=True)
+def _anova_scan(xt, rows, y, w, edge):  # pragma: no cover (compiled)
+    """anova.c's scan of one feature: (best, split point, direction); ``best`` is the drop
+    in the sum of squares."""
+    k = xt.shape[0]
+    right_wt = 0.0
+    right_n = k
+    right_sum = 0.0
+    for i in range(k):
+        right_sum += y[rows[i]] * w[rows[i]]
+        right_wt += w[rows[i]]
+    grandmean = right_sum / right_wt
+    left_sum = 0.0
+    left_wt = 0.0
+    left_n = 0
+    right_sum = 0.0
+    best = 0.0
+    where = 0
+    dirn = LEFT
+    i = 0
+    while right_n > edge:
+        r = rows[i]
+        left_wt += w[r]
+        right_wt -= w[r]
+        left_n += 1
+        right_n -= 1
+        temp = (y[r] - grandmean) * w[r]
+        left_sum += temp
+        right_sum -= temp
+        if xt[i + 1] != xt[i] and left_n >= edge:
+            temp = left_sum * left_sum / left_wt + right_sum * right_sum / right_wt
+            if temp > best:
+                best = temp
+                where = i
+                dirn = LEFT if left_sum < right_sum else RIGHT
+        i += 1
+    return best, (xt[where] + xt[where + 1]) / 2, dirn
 
 
 @njit(cache=True, nogil=True)
 def anova_splits(
-    xs, order, y, w, my_risk, n1, n2, edge, improve, spoint, direction
+    xs, order, y, w, all_positive, my_risk, n1, n2, edge, improve, spoint, direction
 ):  # pragma: no cover (compiled)
     """anova.c for every feature of the node: the improvement (the drop in the sum of
     squares, divided by the node's, ``my_risk``), split point and direction."""
-    m = n2 - n1
-    xt = np.empty(m)
-    yt = np.empty(m)
-    wt = np.empty(m)
+    xt = np.empty(0 if all_positive else n2 - n1)
+    rows = np.empty(0 if all_positive else n2 - n1, np.intp)
     for f in range(xs.shape[0]):
         improve[f] = 0.0
-        k = _compact(xs, order, f, n1, n2, y, w, xt, yt, wt)
-        if k == 0 or xt[0] == xt[k - 1]:
+        xv, rv = _candidates(xs, order, f, n1, n2, w, all_positive, xt, rows)
+        if xv.shape[0] == 0 or xv[0] == xv[-1]:
             continue
-        right_wt = 0.0
-        right_n = k
-        right_sum = 0.0
-        for i in range(k):
-            right_sum += yt[i] * wt[i]
-            right_wt += wt[i]
-        grandmean = right_sum / right_wt
-        left_sum = 0.0
-        left_wt = 0.0
-        left_n = 0
-        right_sum = 0.0
-        best = 0.0
-        where = 0
-        dirn = LEFT
-        i = 0
-        while right_n > edge:
-            left_wt += wt[i]
-            right_wt -= wt[i]
-            left_n += 1
-            right_n -= 1
-            temp = (yt[i] - grandmean) * wt[i]
-            left_sum += temp
-            right_sum -= temp
-            if xt[i + 1] != xt[i] and left_n >= edge:
-                temp = left_sum * left_sum / left_wt + right_sum * right_sum / right_wt
-                if temp > best:
-                    best = temp
-                    where = i
-                    dirn = LEFT if left_sum < right_sum else RIGHT
-            i += 1
+        best, point, dirn = _anova_scan(xv, rv, y, w, edge)
         improve[f] = best / my_risk
         if best > 0:
             direction[f] = dirn
-            spoint[f] = (xt[where] + xt[where + 1]) / 2
+            spoint[f] = point
 
 
 @njit(cache=True, nogil=True)
