@@ -4,6 +4,7 @@ presorted grower against a reference that sorts every node again."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import soak_dask as sd
@@ -340,3 +341,21 @@ def test_rows_of_weight_zero_are_not_split_candidates():
     assert point[0] == 5.5 and improve[0] == pytest.approx(24 / 7)
     model = sd.PrunedTreeClassifier(max_depth=1, **SMALL).fit(X8, Y8, sample_weight=w)
     assert root(model) == (0, 5.5)
+
+
+def test_rpart_frame_numbers_nodes_as_rpart():
+    # The 15b/10a/15b case: rpart grows the 10a15b side first (its mean class code is lower),
+    # so node 2 is x >= 14.5 (ncat 1 at the root) and node 3 the 15b leaf.
+    X = np.arange(40.0)[:, None]
+    y = np.array(["b"] * 15 + ["a"] * 10 + ["b"] * 15)
+    frame = sd.PrunedTreeClassifier().fit(X, y).rpart_frame()
+    assert frame.index.tolist() == [1, 2, 4, 5, 3]
+    assert frame["var"].tolist() == ["x0", "x0", "<leaf>", "<leaf>", "<leaf>"]
+    assert frame["n"].tolist() == [40, 25, 10, 15, 15]
+    assert frame["dev"].tolist() == [10, 10, 0, 0, 0]
+    assert frame["yval"].tolist() == ["b", "b", "a", "b", "b"]
+    np.testing.assert_allclose(frame["complexity"], [0.5, 0.5, 0.01, 0.01, 0.01])
+    np.testing.assert_array_equal(frame["index"], [14.5, 24.5, np.nan, np.nan, np.nan])
+    assert frame["ncat"].tolist() == [1, -1, 0, 0, 0]
+    named = sd.PrunedTreeRegressor().fit(pd.DataFrame({"v": X[:, 0]}), X[:, 0] > 19.5)
+    assert named.rpart_frame()["var"].iloc[0] == "v"

@@ -324,6 +324,7 @@ class _PrunedTree(BaseEstimator):
         scale = 1 / root.risk if root.risk > 0 else 1.0  # rpmatrix.c's cp_scale
         self.complexity_ = np.array([node.complexity * scale for node in nodes])
         self.node_labels_ = np.array([node.label for node in nodes], dtype=np.intp)
+        self.node_risk_ = np.array([node.risk for node in nodes])
         holder = holder_class(
             min_samples_split=self.min_samples_split,
             min_samples_leaf=self.min_samples_leaf,
@@ -358,6 +359,43 @@ class _PrunedTree(BaseEstimator):
             below = X[at, feature[where]] <= threshold[where]
             node[at] = np.where(below, left[where], right[where])
         return node
+
+    def rpart_frame(self) -> pd.DataFrame:
+        """The tree as R's ``fit$frame`` (with the primary split of ``fit$splits``), to compare
+        with rpart node by node: one row per node in rpart's order, indexed by rpart's node
+        number (the sons of node k are 2k and 2k + 1, 2k grown first).
+
+        Columns: ``var`` (split feature, ``"<leaf>"``), ``n``, ``wt``, ``dev`` (risk),
+        ``yval`` (the predicted class label, or the mean), ``complexity`` (cp units),
+        ``index`` (split point) and ``ncat`` (-1: rows with ``x < index`` go to node 2k,
+        1: to node 2k + 1; 0 for a leaf), as in ``fit$splits``.
+        """
+        check_is_fitted(self)
+        tree = self.tree_.tree_
+        left, right, at = tree.children_left, tree.children_right, np.arange(tree.node_count)
+        inner = left >= 0
+        below_first = left == at + 1  # the first son follows its parent (preorder)
+        number = np.ones(tree.node_count, dtype=np.int64)
+        for i in np.flatnonzero(inner):  # parents before sons
+            first, second = (left[i], right[i]) if below_first[i] else (right[i], left[i])
+            number[first], number[second] = 2 * number[i], 2 * number[i] + 1
+        names = getattr(self, "feature_names_in_", None)
+        names = np.array([f"x{j}" for j in range(self.n_features_in_)] if names is None else names)
+        if isinstance(self, ClassifierMixin):
+            yval = self.classes_[self.node_labels_]
+        else:
+            yval = tree.value[:, 0, 0]
+        frame = {
+            "var": np.where(inner, names[np.maximum(tree.feature, 0)], "<leaf>"),
+            "n": tree.n_node_samples,
+            "wt": tree.weighted_n_node_samples,
+            "dev": self.node_risk_,
+            "yval": yval,
+            "complexity": self.complexity_,
+            "index": np.where(inner, np.nextafter(tree.threshold, np.inf), np.nan),
+            "ncat": np.where(inner, np.where(below_first, -1, 1), 0),
+        }
+        return pd.DataFrame(frame, index=pd.Index(number, name="node"))
 
     def get_n_leaves(self) -> int:
         """Number of leaves of the pruned tree."""
@@ -404,6 +442,8 @@ class PrunedTreeClassifier(ClassifierMixin, _PrunedTree):
         was grown and removed.
     node_labels_ : ndarray of shape (n_nodes,)
         Each node's predicted class, as an index into ``classes_``.
+    node_risk_ : ndarray of shape (n_nodes,)
+        Each node's risk (misclassified weight): R's ``frame$dev``.
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
 
@@ -473,6 +513,8 @@ class PrunedTreeRegressor(RegressorMixin, _PrunedTree):
         rpart's cp of each node, in ``tree_`` order (R's ``frame$complexity``).
     node_labels_ : ndarray of shape (n_nodes,)
         -1 (no classes).
+    node_risk_ : ndarray of shape (n_nodes,)
+        Each node's weighted sum of squares: R's ``frame$dev``.
     n_features_in_ : int
     """
 
