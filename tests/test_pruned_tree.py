@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import soak_dask as sd
 from soak_dask.learn import rpart_kernels as rk
@@ -359,3 +361,21 @@ def test_rpart_frame_numbers_nodes_as_rpart():
     assert frame["ncat"].tolist() == [1, -1, 0, 0, 0]
     named = sd.PrunedTreeRegressor().fit(pd.DataFrame({"v": X[:, 0]}), X[:, 0] > 19.5)
     assert named.rpart_frame()["var"].iloc[0] == "v"
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**16), scale=st.floats(0.01, 100.0))
+def test_the_tree_ignores_row_order_and_feature_scale(seed, scale):
+    """With unit weights every sum is a count, so the rows' order cannot matter; a positive
+    scale of a feature moves its split points but not the partitions."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.normal(size=300), rng.integers(0, 4, size=300)])
+    y = np.where(X[:, 0] + 0.4 * X[:, 1] + rng.normal(size=300) > 0.5, "p", "q")
+    base = sd.PrunedTreeClassifier(cp=0.005).fit(X, y).predict(X)
+    order = rng.permutation(300)
+    shuffled = sd.PrunedTreeClassifier(cp=0.005).fit(X[order], y[order]).predict(X)
+    np.testing.assert_array_equal(shuffled, base)
+    scaled = X * [scale, 1.0]
+    np.testing.assert_array_equal(
+        sd.PrunedTreeClassifier(cp=0.005).fit(scaled, y).predict(scaled), base
+    )
