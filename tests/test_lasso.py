@@ -5,13 +5,11 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso, LogisticRegression
 from sklearn.model_selection import cross_validate
-from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import soak_dask as sd
@@ -274,28 +272,3 @@ def test_builtin_names():
     assert isinstance(sd.builtin_learner("decision_tree", "regression"), sd.PrunedTreeRegressor)
 
 
-def test_pruned_tree_prunes_noise():
-    """On a noisy label, cp pruning keeps far fewer leaves than the grown tree."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(2000, 5))
-    y = np.where(X[:, 0] + rng.normal(scale=1.5, size=2000) > 0, "a", "b")
-    pruned = sd.PrunedTreeClassifier(random_state=0).fit(X, y)
-    grown = DecisionTreeClassifier(min_samples_split=20, min_samples_leaf=7, random_state=0)
-    grown.fit(X, y)
-    assert pruned.get_n_leaves() < grown.get_n_leaves() / 5
-    share = np.mean(y == "a")
-    assert pruned.ccp_alpha_ == pytest.approx(0.01 * (1 - share**2 - (1 - share) ** 2))
-    assert np.mean(pruned.predict(X) == y) > 0.65
-    # cp = 0 keeps the grown tree.
-    assert sd.PrunedTreeClassifier(cp=0, random_state=0).fit(X, y).get_n_leaves() == (
-        grown.get_n_leaves()
-    )
-
-
-def test_pruned_regression_tree_uses_the_variance():
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(500, 3))
-    y = pd.Series(3 * (X[:, 0] > 0) + rng.normal(size=500))
-    tree = sd.PrunedTreeRegressor(cp=0.05).fit(X, y)
-    assert tree.ccp_alpha_ == pytest.approx(0.05 * y.var(ddof=0))
-    assert tree.get_n_leaves() == 2  # one real split; the noise is pruned away

@@ -6,6 +6,7 @@ and MAI = (ACC − AEV) / SD from refitted models."""
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from pathlib import Path
 
@@ -358,3 +359,20 @@ def test_mai_figure_is_linear_and_labels_the_points_beyond_its_range():
     assert [t.get_text() for t in ax.texts] == ["-20.3"]  # ...it is labelled at the edge
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels[:4] == ["wdbc", "pima", "knn", "rf"] and "random split" in labels[4]
+
+
+def test_mdc_on_a_sample_says_it_changes_the_method():
+    from soak_dask.app.sampling_cli import notes_text
+
+    with pytest.warns(UserWarning, match="mdc: MDC needs all rows"):
+        with dask.config.set(scheduler="synchronous"):
+            res = mai.compare_sampling(
+                table_of(frame(300, seed=8)), "lda", methods=["random", "mdc"], n_random=2,
+                mdc_max_rows=100, progress=False,
+            )  # fmt: skip
+    note = json.loads(res.attrs["notes"])["mdc"]
+    assert "the table has 300 rows" in note and "sample of 100 rows" in note
+    assert "This changes the method" in note and "not those of the paper's MDC" in note
+    printed = " ".join(notes_text(res).split())
+    assert printed.startswith("Note, mdc: MDC needs all rows") and "changes the method" in printed
+    assert notes_text(res.assign_attrs(notes="{}")) == ""

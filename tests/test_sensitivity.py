@@ -327,3 +327,23 @@ def test_figure(result, tmp_path):
     plt.close("all")
     with pytest.raises(ValueError, match="draws the Dataset returned by"):
         plot_split_sensitivity(result.drop_attrs())
+
+
+def test_summary_and_printout_give_the_test_score_level_beside_the_rule(result):
+    from soak_dask.app.sensitivity_cli import summary_text
+
+    summary = split_sensitivity_summary(result)
+    means = result["test_score"].mean("trial").values  # accuracy: higher is better
+    np.testing.assert_allclose(summary["test_score_behind_best"], means.max() - means)
+    assert summary["best_test_score"].tolist() == (means == means.max()).tolist()
+    assert list(summary.columns).index("test_score_behind_best") == (
+        list(summary.columns).index("test_score_sd") + 1
+    )
+    printed = " ".join(summary_text(result).split())  # the caveat is wrapped
+    best = f"{RATIOS[int(np.argmax(means))]:g}"
+    assert "ignores how good the model is and favours small ratios" in printed
+    assert f"Best mean test score: ratio {best}" in printed and "behind_best" in printed
+    # For a loss (lower is better) the best ratio is the lowest mean.
+    as_loss = result.assign_attrs(measure="log_loss")
+    flipped = split_sensitivity_summary(as_loss)
+    np.testing.assert_allclose(flipped["test_score_behind_best"], means - means.min())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -169,7 +170,18 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     frame = mai_table({Path(os.fspath(data)).name: res})
     _write(out, res, frame, mai_summary(frame))
     print(frame.round(3).to_string())
+    if notes := notes_text(res):
+        print(f"\n{notes}")
     print(f"\n{out}")
+
+
+def notes_text(res: Any) -> str:
+    """Each method's notes from the result's attrs (e.g. MDC on a sample changes the
+    method), one paragraph per method; empty when there are none."""
+    notes = json.loads(res.attrs.get("notes") or "{}")
+    return "\n".join(
+        textwrap.fill(f"Note, {method}: {text}", 100) for method, text in notes.items()
+    )
 
 
 def _write(out: Path, res: Any, frame: Any, summary: Any) -> None:

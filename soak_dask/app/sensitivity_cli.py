@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,7 @@ def summary_text(ds: xr.Dataset) -> str:
     shown = table[["ratio"]].assign(
         cv_estimate=cv,
         test_score=test,
+        behind_best=table["test_score_behind_best"].map("{:.4f}".format),
         levene_p=table["levene_p"].round(4),
         f_p=table["f_p"].round(4),
         in_interval=table["consistent_share"].map("{:.0%}".format),
@@ -193,4 +195,14 @@ def summary_text(ds: xr.Dataset) -> str:
         f"{ds.attrs['learner']}, {ds.attrs['measure']} (mean ± SD over {ds.sizes['trial']} "
         f"trials per ratio, {ds.attrs['n_folds']}-fold CV on each train part)"
     )
-    return f"{head}\n{shown.to_string(index=False)}\nRecommended ratio(s): {chosen}"
+    best = ", ".join(f"{r:g}" for r in table.loc[table["best_test_score"], "ratio"])
+    caveat = (
+        "The recommendation asks only whether the CV estimate's spread agrees with the test "
+        "score's; it ignores how good the model is and favours small ratios (less training "
+        f"data). Best mean test score: ratio {best or 'none'} (behind_best: how far each "
+        "ratio's mean test score falls short of it)."
+    )
+    return (
+        f"{head}\n{shown.to_string(index=False)}\nRecommended ratio(s): {chosen}\n"
+        f"{textwrap.fill(caveat, 100)}"
+    )

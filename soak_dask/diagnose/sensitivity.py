@@ -34,7 +34,7 @@ from ..results.store import build_dataset, encode_attrs, package_versions
 from ..run.executor import current_client, run_plan
 from ..run.fitting import RunSpec
 from ..run.strategies import Context, WholeTrainSet
-from ..schema import MEASURE_NAMES, MEASURES
+from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURES
 from ..split.folds import check_n_folds, check_seed, group_folds, permuted_block_folds
 from ..split.outer import share_folds
 from ..split.plan import Fit, Plan, Selection, Term, build_plan
@@ -767,9 +767,28 @@ def recommend(levene_p: np.ndarray, f_p: np.ndarray, share: np.ndarray, alpha: f
 
 
 def split_sensitivity_summary(ds: xr.Dataset) -> pd.DataFrame:
-    """One row per ratio: the ratio used, the per-ratio statistics and ``recommended``."""
+    """One row per ratio: the ratio used, the per-ratio statistics, the level of the test
+    score against the best ratio's, and ``recommended``.
+
+    ``RULE`` looks only at how well the CV estimate agrees with the test score, not at how
+    good the model is, and it favours small ratios (a small train part fits worse models whose
+    scores vary alike); so beside it, ``test_score_behind_best`` is how much worse the mean
+    test score is than the best ratio's (in the measure's units, 0 for the best ratio, which
+    ``best_test_score`` marks).
+    """
     names = ["ratio_used", *RATIO_STATISTICS, "recommended"]
-    return ds[names].to_dataframe().reset_index()
+    table = ds[names].to_dataframe().reset_index()
+    mean = table["test_score_mean"]
+    lower = ds.attrs["measure"] in LOWER_IS_BETTER
+    best = mean.min() if lower else mean.max()
+    level = {
+        "test_score_behind_best": (mean - best) if lower else (best - mean),
+        "best_test_score": mean == best,
+    }
+    at = table.columns.get_loc("test_score_sd") + 1
+    for offset, (name, values) in enumerate(level.items()):
+        table.insert(at + offset, name, values)
+    return table
 
 
 def split_sensitivity_trials(ds: xr.Dataset) -> pd.DataFrame:

@@ -68,7 +68,7 @@ BUILTIN: dict[str, Factories] = {
         lambda seed: _scaled(KNeighborsRegressor()),
     ),
     "decision_tree": Factories(
-        # The SOAK paper's rpart: rpart's default size limits and cp = 0.01 pruning.
+        # The SOAK paper's rpart: rpart's rules (partition.c), its defaults, cp = 0.01.
         lambda seed: PrunedTreeClassifier(random_state=seed),
         lambda seed: PrunedTreeRegressor(random_state=seed),
     ),
@@ -93,7 +93,7 @@ DESCRIPTIONS: dict[str, str] = {
     "lda": "linear discriminant analysis",
     "gaussian_nb": "Gaussian naive Bayes",
     "knn": "5 nearest neighbours on standardised features",
-    "decision_tree": "decision tree pruned by cost-complexity (rpart-like)",
+    "decision_tree": "decision tree by rpart's rules and defaults (the SOAK paper's rpart)",
     "random_forest": "random forest of 100 trees",
     "hist_gradient_boosting": "histogram gradient boosting, scikit-learn's defaults",
 }
