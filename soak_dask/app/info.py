@@ -284,7 +284,8 @@ def _strata_warning(
         return small_strata_warning(strata, keys, k)
     known = members.dropna()
     strata = known.groupby(keys, observed=True)[table.group].nunique()
-    return small_strata_warning(strata, keys, k, unit=f"groups of {table.group!r}")
+    rows = counts.groupby(keys, observed=True)["n"].sum()
+    return small_strata_warning(strata, keys, k, f"groups of {table.group!r}", rows)
 
 
 def _unequal_folds(
