@@ -280,7 +280,9 @@ def _run(settings: Any, command: Command, call: Callable[..., Any], debug: bool)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
     checkpoint = _checked_paths(settings)
     table = load_table(settings.data, **_values(settings, command, ("table",)))
-    measures = check_measures(settings.measures, table.task)
+    measures = check_measures(
+        settings.measures, table.task, prior_correction=settings.prior_correction
+    )
     options = _values(settings, command, ("run", "evaluate"))
     options.update(learners=learners, measures=measures, checkpoint=checkpoint)
     with connect(settings.scheduler, security=security, log_failures=debug) as client:

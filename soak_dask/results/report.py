@@ -16,7 +16,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +34,13 @@ from .stats import (
     PVALUE_COLUMNS,
     is_evaluation,
     no_tests_reason,
+    prior_correction_text,
     pvalues,
     summary,
     validate_results,
 )
 
-__all__ = ["group_assignment_text", "markdown_table", "prior_correction_text", "write_report"]
+__all__ = ["group_assignment_text", "markdown_table", "write_report"]
 
 #: Marks a directory's report.html as ours, so a later report may replace that directory.
 GENERATOR = "soak_dask.report"
@@ -444,20 +445,6 @@ def _folds_text(ds: xr.Dataset) -> str:
     if a.get("group"):
         how += "; " + html.escape(group_assignment_text(a.get("group_assignment"), a["group"]))
     return f"K = {k}, assigned by SOAK{how}"
-
-
-def prior_correction_text(attrs: Mapping[str, Any]) -> str:
-    """Whether a classification run predicted with the prior correction, in words.
-
-    >>> prior_correction_text({"prior_correction": 0})
-    'prior correction off: the class of largest probability'
-    """
-    if int(attrs.get("prior_correction", 0)):
-        return (
-            "prior correction on: the class of largest probability ÷ its share of the train "
-            "rows (maximises balanced accuracy; raises plain error on imbalanced classes)"
-        )
-    return "prior correction off: the class of largest probability"
 
 
 def group_assignment_text(assignment: Any, group: str) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -55,6 +55,7 @@ __all__ = [
     "validate_evaluation",
     "no_tests_reason",
     "pvalues",
+    "prior_correction_text",
     "pvalues_text",
     "evaluation_text",
     "results_text",
@@ -1242,6 +1243,21 @@ def compare(
     return out.astype({"n": "int64", "corrected": bool, "reason": str})
 
 
+def prior_correction_text(attrs: Mapping[str, Any]) -> str:
+    """Whether a classification run predicted with the prior correction, in words.
+
+    >>> prior_correction_text({"prior_correction": 0})
+    'prior correction off: the class of largest probability'
+    """
+    if int(attrs.get("prior_correction", 0)):
+        return (
+            "prior correction on: the class of largest probability ÷ its share of the train "
+            "rows (maximises balanced accuracy; plain error usually rises when classes are "
+            "imbalanced)"
+        )
+    return "prior correction off: the class of largest probability"
+
+
 def _printable(value: Any) -> Any:
     """A text cell with its unprintable characters (terminal escapes, line breaks) escaped."""
     if not isinstance(value, str) or value.isprintable():
@@ -1315,7 +1331,7 @@ def results_text(ds: xr.Dataset, measure: str = "error") -> str:
     """
     reason = no_tests_reason(ds)
     if not reason:
-        return pvalues_text(ds, measure)
+        return _with_prediction(ds, pvalues_text(ds, measure))
     table = summary(ds, [measure])
     drop = ["train_type", "measure"] + (["test_subset"] if ds.sizes["test_subset"] == 1 else [])
     title = (
@@ -1323,7 +1339,14 @@ def results_text(ds: xr.Dataset, measure: str = "error") -> str:
         "(weighted_mean: folds weighted by test rows)"
     )
     rows = {c: "Int64" for c in ("n_test_min", "n_test_max")}  # counts, printed as such
-    return _text_table(title, table.drop(columns=drop).astype(rows))
+    return _with_prediction(ds, _text_table(title, table.drop(columns=drop).astype(rows)))
+
+
+def _with_prediction(ds: xr.Dataset, text: str) -> str:
+    """`text` under a line saying whether a classification run used the prior correction."""
+    if ds.attrs.get("task") != "classification":
+        return text
+    return f"Prediction: {prior_correction_text(ds.attrs)}\n{text}"
 
 
 def _text_table(title: str, table: pd.DataFrame) -> str:
@@ -1352,7 +1375,7 @@ def evaluation_text(ds: xr.Dataset) -> str:
         )
     else:
         table = table.drop(columns=["test_estimate", "test_low", "test_high"])
-    text = _text_table(title, table.drop(columns="n_test_split"))
+    text = _with_prediction(ds, _text_table(title, table.drop(columns="n_test_split")))
     return "\n".join([text, *nesting_lines(ds)])
 
 

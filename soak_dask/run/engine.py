@@ -179,7 +179,7 @@ def soak(
         group_assignment=options["group_assignment"],
         **sized,
     )
-    measures = check_measures(measures, table.task)
+    measures = check_measures(measures, table.task, prior_correction=prior_correction)
     estimators = resolve_learners(learners, table.task, seed)
     _check_incremental(estimators, incremental, sizes)
     client = current_client() if client is None else client

@@ -158,7 +158,7 @@ def evaluate(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
     _check_nested(nested)
-    measures = check_measures(measures, table.task)
+    measures = check_measures(measures, table.task, prior_correction=prior_correction)
     estimators = resolve_learners(learners, table.task, seed)
     client = current_client() if client is None else client
     data_id = data_identity(checkpoint, table)
