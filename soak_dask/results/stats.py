@@ -1301,8 +1301,8 @@ def pvalues_text(ds: xr.Dataset, measure: str = "error") -> str:
 def _unequal_note(uneven: list[Any], n_differ: int) -> str:
     """What the CLI and report say above a table of subsets with unequal folds."""
     flagged = (
-        f"; {n_differ} comparisons are marked SIGN DIFFERS: there the fold mean and the pooled "
-        "rows disagree on which train type is better"
+        f"; {n_differ} comparison{' is' if n_differ == 1 else 's are'} marked SIGN DIFFERS: "
+        "there the fold mean and the pooled rows disagree on which train type is better"
         if n_differ
         else "; the two agree in sign everywhere"
     )
