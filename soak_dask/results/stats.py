@@ -1343,10 +1343,10 @@ def results_text(ds: xr.Dataset, measure: str = "error") -> str:
 
 
 def _with_prediction(ds: xr.Dataset, text: str) -> str:
-    """`text` under a line saying whether a classification run used the prior correction."""
+    """`text` over a line saying whether a classification run used the prior correction."""
     if ds.attrs.get("task") != "classification":
         return text
-    return f"Prediction: {prior_correction_text(ds.attrs)}\n{text}"
+    return f"{text}\nPrediction: {prior_correction_text(ds.attrs)}"
 
 
 def _text_table(title: str, table: pd.DataFrame) -> str:
