@@ -178,7 +178,7 @@ def test_the_warning_names_the_stratum_its_rows_and_the_largest_k():
     with pytest.warns(UserWarning) as caught:
         _grouped_warned(df, 3)
     text = " ".join(str(w.message) for w in caught if "strata" in str(w.message))
-    assert "('B', 'q'): 2 groups, 7 rows" in text
+    assert "('B', 'q'): 2 groups (7 rows)" in text
     assert (
         "n_folds=2 is the largest K that gives every fold a group of every (s, y) stratum" in text
     )
@@ -197,7 +197,7 @@ def test_aztrees_folds_and_warning(aztrees):
     with pytest.warns(UserWarning, match="largest K") as caught:
         rows = sd.assign_folds(table, 10, 1)
     message = next(str(w.message) for w in caught if "largest K" in str(w.message))
-    assert "('S', 'Not tree'): 8 groups, 2,640 rows" in message
+    assert "('S', 'Not tree'): 8 groups (2,640 rows)" in message
     assert "n_folds=8 is the largest K" in message
     sizes = rows.data.compute().groupby(["region3", FOLD_COLUMN]).size()
     ranges = sizes.groupby(level=0).agg(["min", "max"])

@@ -74,7 +74,7 @@ def small_strata_warning(
     >>> rows = pd.Series([2638, 291], strata.index)
     >>> text = small_strata_warning(strata, ["region", "y"], 10, "groups of 'polygon'", rows)
     >>> text.split("): ", 1)[1].split("; ")[0]
-    "('S', 'no'): 8 groups, 2,638 rows"
+    "('S', 'no'): 8 groups (2,638 rows)"
     >>> text.split("; ")[1]
     'n_folds=8 is the largest K that gives every fold a group of every (region, y) stratum'
     """
@@ -85,8 +85,10 @@ def small_strata_warning(
     if keys[0] == SUBSET_COLUMN and len(keys) > 1:  # no subset column: strata are the classes
         keys, small = keys[1:], small.droplevel(0)
         rows = None if rows is None else rows.droplevel(0)
+    word = unit.split()[0]  # "rows" or "groups"
     listed = ", ".join(
-        f"{k}: {n} {unit.split()[0]}" + ("" if rows is None else f", {int(rows.get(k, 0)):,} rows")
+        f"{k}: {n} {word if n != 1 else word[:-1]}"
+        + ("" if rows is None else f" ({int(rows.get(k, 0)):,} rows)")
         for k, n in small.items()
     )
     largest = int(present.min())
@@ -181,5 +183,6 @@ def unequal_folds_warning(blocks: pd.Series, factor: float = UNEQUAL_FOLDS) -> s
         f"test folds differ in size by more than a factor of {factor:g} within subsets "
         f"({listed}): the mean over folds counts a row of a small fold more than one of a "
         "large fold; read it beside the row-weighted mean (weighted_mean, with n_test_min and "
-        "n_test_max, in summary() and the report), or use smaller groups or fewer folds"
+        "n_test_max, in summary(); weighted_diff and sign_agrees in pvalues(); both in the "
+        "printed table and the report), or use smaller groups or fewer folds"
     )
