@@ -260,3 +260,43 @@ def test_soak_and_evaluate_agree_on_the_same_folds(prior_correction):
     said = "prior correction on" if prior_correction else "prior correction off"
     assert said in results_text(soaked, first)
     assert said in evaluation_text(evaluated)
+
+
+def test_reports_show_the_pooled_difference_and_the_prediction(tmp_path):
+    from soak_dask.results.report import write_report
+
+    rng = np.random.default_rng(1)
+    n = 180
+    df = pd.DataFrame(
+        {
+            "x1": rng.normal(size=n),
+            "s": np.repeat(["A", "B"], n // 2),
+            "y": np.tile(["p", "q"], n // 2),
+        }
+    )
+    df["g"] = df["s"] + df["y"] + (np.arange(n) % 9).astype(str)
+    table = sd.load_table(df, label="y", subset="s", group="g", features=["x1"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sd.soak(table, "featureless", n_folds=3, measures=["error"], seed=2, **QUIET)
+    # The fold sizes and errors of the hand-computed case, on subset A.
+    cell = {"learner": "featureless", "test_subset": "A"}
+    res["n_test"].loc[cell] = np.array([[10, 10, 10], [100, 100, 100], [400, 400, 400]])
+    res["error"].loc[{**cell, "train_type": "same"}] = [10.0, 20.0, 30.0]
+    res["error"].loc[{**cell, "train_type": "other"}] = [50.0, 18.0, 29.0]
+    page = write_report(res, tmp_path / "rep").read_text(encoding="utf-8")
+    assert "−0.39 (sign differs)" in page and "+12.33" in page
+    assert "prior correction off: the class of largest probability" in page
+    assert "Row-weighted difference" in page and "<b>Uneven folds</b>" in page
+
+
+def test_evaluation_report_says_the_correction_and_opens_balanced_accuracy(tmp_path):
+    from soak_dask.results.report import write_report
+
+    df = pd.DataFrame({"x1": np.arange(60.0) % 7, "y": np.where(np.arange(60) % 5, "a", "b")})
+    ds = sd.evaluate(sd.load_table(df, label="y"), "featureless", outer_folds=3, **QUIET)
+    assert list(ds.attrs["measures"])[0] == "balanced_accuracy"
+    page = write_report(ds, tmp_path / "ev").read_text(encoding="utf-8")
+    assert "prior correction on: the class of largest probability ÷ its share" in page
+    assert "The first measure shown is <code>balanced_accuracy</code>" in page
+    assert 'id="balanced_accuracy" open' in page and 'id="error" open' not in page
