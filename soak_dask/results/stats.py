@@ -60,6 +60,7 @@ __all__ = [
     "evaluation_text",
     "results_text",
     "summary",
+    "unequal_subsets",
     "validate_results",
 ]
 
