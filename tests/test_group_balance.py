@@ -300,3 +300,25 @@ def test_evaluation_report_says_the_correction_and_opens_balanced_accuracy(tmp_p
     assert "prior correction on: the class of largest probability ÷ its share" in page
     assert "The first measure shown is <code>balanced_accuracy</code>" in page
     assert 'id="balanced_accuracy" open' in page and 'id="error" open' not in page
+
+
+def test_info_predicts_the_folds_of_either_assignment(tmp_path, capsys):
+    from soak_dask.app.info import describe_table
+    from soak_dask.tables.checks import unequal_folds_warning
+
+    df = _frame((["A"] * 7, ["p"] * 4 + ["q"] * 3, [200, 3, 3, 3, 100, 100, 2]))
+    table = sd.load_table(df, label="y", subset="s", group="g", features=["x1"])
+    said = {}
+    for assignment in GROUP_ASSIGNMENTS:
+        folded = sd.assign_folds(table, 3, 1, group_assignment=assignment)
+        blocks = folded.data.compute().groupby(["s", FOLD_COLUMN]).size()
+        info = describe_table(table, n_folds=3, group_assignment=assignment)
+        said[assignment] = unequal_folds_warning(blocks)
+        uneven = [w for w in info.warnings if w.startswith("test folds differ")]
+        assert uneven == ([] if said[assignment] is None else [said[assignment]])
+    assert said["mlr3resampling"] is not None  # dealt by count, 200 rows lands beside 2 or 3
+    path = tmp_path / "t.csv"
+    df.to_csv(path, index=False)
+    argv = ["info", str(path), "--label", "y", "--subset", "s", "--group", "g", "--n-folds", "3"]
+    assert cli.main([*argv, "--group-assignment", "mlr3resampling", "--features", "x1"]) == 0
+    assert said["mlr3resampling"] in " ".join(capsys.readouterr().out.split())

@@ -147,8 +147,13 @@ _EVALUATE_SECTIONS = {
 }
 #: The settings ``soak demo`` takes, as flags of the same names as ``soak run``'s.
 _DEMO = ("n_folds", "seed", "scheduler", "progress")
-#: The settings of ``soak info``: the table's, and K for its warnings.
-_INFO = ("data", *(s.name for s in SETTINGS.values() if s.scope == "table"), "n_folds")
+#: The settings of ``soak info``: the table's, and K and the group assignment for its warnings.
+_INFO = (
+    "data",
+    *(s.name for s in SETTINGS.values() if s.scope == "table"),
+    "n_folds",
+    "group_assignment",
+)
 
 
 def _add_settings(
@@ -353,9 +358,9 @@ def info_command(args: argparse.Namespace) -> None:
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _INFO) if s.cli}
     values = check_run_options(given, spell=_spell(args))
-    n_folds = values.pop("n_folds")
+    n_folds, assignment = values.pop("n_folds"), values.pop("group_assignment")
     table = load_table(values.pop("data"), **values)
-    print(describe_table(table, n_folds=n_folds))
+    print(describe_table(table, n_folds=n_folds, group_assignment=assignment))
 
 
 def report_command(args: argparse.Namespace) -> None:
