@@ -152,6 +152,12 @@ def _n_folds(value: Any, name: str) -> int:
     return check_n_folds(value, name)
 
 
+def _group_assignment(value: Any, name: str) -> str:
+    from .split.folds import check_group_assignment
+
+    return check_group_assignment(value, name)
+
+
 def _train_types(value: Any, name: str) -> tuple[str, ...]:
     from .split.designs import check_train_types
 
@@ -434,6 +440,13 @@ _DECLARED = (
         "how folds are balanced: by class within subsets (class, the default), or also by each "
         "row's degree of overlap with other classes (overlap; classification)",
         choices=("class", "overlap"), identity=True, evaluate=True,
+    ),
+    Setting(
+        "group_assignment", "run", "str", "rows",
+        "with --group, how whole groups are dealt to the folds of each stratum: rows (largest "
+        "group first onto the emptiest fold, the default) or mlr3resampling (the same number "
+        "of groups per fold, rows ignored, as the R package deals them)",
+        _group_assignment, identity=True, evaluate=True, choices=("rows", "mlr3resampling"),
     ),
     # evaluate's own, in its order: a run file's [evaluation] table.
     Setting(

@@ -108,13 +108,14 @@ def test_markdown_tables_have_the_rows(report, small_run):
     assert header == list(expected.columns)
     assert align[:4] == [":--"] * 4 and align[4] == "--:"  # text left, numbers right
     assert len(rows) == len(expected) == 2 * 3 * 2 * 2
+    p_column = header.index("p_paired")
     for cells, row in zip(rows, expected.itertuples(index=False), strict=True):
         assert cells[:4] == [row.learner, row.test_subset, row.measure, row.compare]
         assert cells[-1] == row.reason
         if np.isfinite(row.p_paired):
-            assert float(cells[12]) == pytest.approx(row.p_paired, rel=1e-3)
+            assert float(cells[p_column]) == pytest.approx(row.p_paired, rel=1e-3)
         else:
-            assert cells[12] == ""
+            assert cells[p_column] == ""
     summary_rows = read_markdown(report.parent / "summary.md")[2:]
     assert len(summary_rows) == len(small_run.soak.summary(MEASURES))
 
@@ -339,7 +340,8 @@ def test_results_table_holds_the_summary(report, small_run):
     head, *rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table.group(1), re.S)
     assert re.findall(r"<th[^>]*>(.*?)</th>", head) == [
         "Learner", "Test subset", "Train type", "Folds", "Test rows per fold", "Mean ± SD",
-        "Row-weighted mean", "Difference to same", "p (paired t-test)",
+        "Row-weighted mean", "Difference to same", "Row-weighted difference",
+        "p (paired t-test)",
     ]  # fmt: skip
     for cells_html, row in zip(rows, means.itertuples(), strict=True):
         cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", cells_html)]
@@ -356,20 +358,26 @@ def test_results_table_holds_the_summary(report, small_run):
             & (tests["compare"] == row.train_type)
         ]
         if row.train_type == "same":
-            assert cells[7:] == ["", ""]
+            assert cells[7:] == ["", "", ""]
         else:
             diff = float(cells[7].replace("\u2212", "-"))
             assert diff == pytest.approx(test["mean_diff"].item(), abs=0.006)
+            weighted = float(cells[8].split(" (")[0].replace("\u2212", "-"))
+            assert weighted == pytest.approx(test["weighted_diff"].item(), abs=0.006)
 
 
 def test_settings_are_readable(report, small_run):
     rows = settings_rows(report.read_text(encoding="utf-8"))
     assert list(rows) == [
         "Data", "Label", "Subsets", "Groups", "Folds", "Seed", "Features", "Learners",
-        "Train types", "Measures", "Fits", "Versions",
+        "Train types", "Measures", "Fits", "Prediction", "Versions",
     ]  # fmt: skip
     assert rows["Subsets"] == "<code>region</code>: NE, NW, S"
-    assert rows["Folds"] == "K = 3, assigned by SOAK, balanced within each subset × label"
+    assert rows["Folds"] == (
+        "K = 3, assigned by SOAK, balanced within each subset × label; whole groups of "
+        "&#x27;polygon&#x27;, balancing rows (largest group first onto the emptiest fold)"
+    )
+    assert rows["Prediction"] == "prior correction off: the class of largest probability"
     assert rows["Fits"] == f"{small_run.attrs['n_fits']}: 21 train sets × 2 learners"
     assert rows["Data"].endswith(
         f", {int(small_run['n_test'].isel(learner=0, train_type=0).sum()):,} rows"

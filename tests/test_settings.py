@@ -136,6 +136,7 @@ def test_identity_is_what_results_record():
         "learners", "n_folds", "seed", "train_types", "measures", "stratify", "sizes",
         "ratio", "size_seeds", "max_train_rows", "incremental", "epochs", "onepass",
         "prior_correction", "calibration", "inner", "inner_folds", "inner_repeats", "balance",
+        "group_assignment",
     }  # fmt: skip
 
 

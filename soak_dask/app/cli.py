@@ -45,7 +45,7 @@ _RESUME_HINT = (
 
 
 #: ``soak evaluate``'s: the run settings it shares and its own make one section.
-_EVALUATESECTIONS = {
+_EVALUATE_SECTIONS = {
     "table": SECTIONS["table"],
     "run": "the evaluation (soak_dask.evaluate)",
     "evaluate": "the evaluation (soak_dask.evaluate)",
@@ -53,8 +53,13 @@ _EVALUATESECTIONS = {
 }
 #: The settings ``soak demo`` takes, as flags of the same names as ``soak run``'s.
 _DEMO = ("n_folds", "seed", "scheduler", "progress")
-#: The settings of ``soak info``: the table's, and K for its warnings.
-_INFO = ("data", *(s.name for s in SETTINGS.values() if s.scope == "table"), "n_folds")
+#: The settings of ``soak info``: the table's, and K and the group assignment for its warnings.
+_INFO = (
+    "data",
+    *(s.name for s in SETTINGS.values() if s.scope == "table"),
+    "n_folds",
+    "group_assignment",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         _command_names("evaluate"),
         run_file=True,
-        sections=_EVALUATESECTIONS,
+        sections=_EVALUATE_SECTIONS,
     )
 
     for module, _ in _EXTRA.values():
@@ -152,7 +157,9 @@ def _run(settings: Any, command: Command, call: Callable[..., Any], debug: bool)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
     checkpoint = _checked_paths(settings)
     table = load_table(settings.data, **_values(settings, command, ("table",)))
-    measures = check_measures(settings.measures, table.task)
+    measures = check_measures(
+        settings.measures, table.task, prior_correction=settings.prior_correction
+    )
     options = _values(settings, command, ("run", "evaluate"))
     options.update(learners=learners, measures=measures, checkpoint=checkpoint)
     with connect(settings.scheduler, security=security, log_failures=debug) as client:
@@ -223,9 +230,9 @@ def info_command(args: argparse.Namespace) -> None:
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _INFO) if s.cli}
     values = check_run_options(given, spell=spell(args))
-    n_folds = values.pop("n_folds")
+    n_folds, assignment = values.pop("n_folds"), values.pop("group_assignment")
     table = load_table(values.pop("data"), **values)
-    print(describe_table(table, n_folds=n_folds))
+    print(describe_table(table, n_folds=n_folds, group_assignment=assignment))
 
 
 def report_command(args: argparse.Namespace) -> None:

@@ -17,7 +17,14 @@ import numpy as np
 import pandas as pd
 
 from ..schema import DEFAULT_N_FOLDS
-from ..split.folds import check_fold_values, check_n_folds, check_seed, fold_rows, strata_keys
+from ..split.folds import (
+    check_fold_values,
+    check_group_assignment,
+    check_n_folds,
+    check_seed,
+    fold_rows,
+    strata_keys,
+)
 from ..tables.checks import (
     infinite_features_error,
     missing_features_warning,
@@ -81,7 +88,12 @@ class TableInfo:
 
 
 def describe_table(
-    table: Table, n_folds: int | None = None, *, seed: int = 1, stratify: bool = True
+    table: Table,
+    n_folds: int | None = None,
+    *,
+    seed: int = 1,
+    stratify: bool = True,
+    group_assignment: str = "rows",
 ) -> TableInfo:
     """Summarise ``table`` for SOAK in one pass over its partitions.
 
@@ -98,6 +110,9 @@ def describe_table(
     stratify : bool
         As the run's ``stratify``: whether folds are balanced within subset × label, which
         decides the strata checked for having fewer rows (or groups) than folds.
+    group_assignment : {"rows", "mlr3resampling"}
+        As the run's: how whole groups are dealt to folds, which decides (with groups) how
+        much the folds' sizes differ.
 
     Returns
     -------
@@ -115,6 +130,7 @@ def describe_table(
     if n_folds is not None:
         n_folds = check_n_folds(n_folds)
     seed = check_seed(seed)
+    assignment = check_group_assignment(group_assignment)
     roles = _roles(table)
     parts = [dask.delayed(_summarise_part)(part, **roles) for part in table.data.to_delayed()]
     summaries = dask.compute(*parts)
@@ -148,7 +164,8 @@ def describe_table(
         rows = _regression_rows(known, _sum_frames(s["label"] for s in summaries), table.subset)
     if table.fold is None:
         notes.append(_strata_warning(table, known, members, k, stratify))
-    notes.append(_unequal_folds(table, known, group_rows, fold_rows, k, seed, stratify))
+    folds = (k, seed, stratify, assignment)
+    notes.append(_unequal_folds(table, known, group_rows, fold_rows, *folds))
     groups = None
     if members is not None:
         groups = members.groupby(table.subset, observed=True)[table.group].nunique()
@@ -284,7 +301,8 @@ def _strata_warning(
         return small_strata_warning(strata, keys, k)
     known = members.dropna()
     strata = known.groupby(keys, observed=True)[table.group].nunique()
-    return small_strata_warning(strata, keys, k, unit=f"groups of {table.group!r}")
+    rows = counts.groupby(keys, observed=True)["n"].sum()
+    return small_strata_warning(strata, keys, k, f"groups of {table.group!r}", rows)
 
 
 def _unequal_folds(
@@ -295,6 +313,7 @@ def _unequal_folds(
     k: int,
     seed: int,
     stratify: bool,
+    assignment: str = "rows",
 ) -> str | None:
     """The run's warning about test folds of very different sizes, from the fold column's
     rows or the folds SOAK would assign (computed from the counts: no pass)."""
@@ -307,7 +326,7 @@ def _unequal_folds(
     sizes = sizes[sizes > 0].reset_index()
     if sizes[table.group].duplicated().any():
         return None  # a group in two strata stops the run before folds (listed below)
-    return unequal_folds_warning(fold_rows(sizes, keys, k, seed, table.group))
+    return unequal_folds_warning(fold_rows(sizes, keys, k, seed, table.group, assignment))
 
 
 def _group_warnings(members: pd.DataFrame, groups: pd.Series, table: Table, k: int) -> list[str]:

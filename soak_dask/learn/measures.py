@@ -20,10 +20,23 @@ CLASSIFICATION = MEASURES["classification"]
 REGRESSION = MEASURES["regression"]
 
 
-def check_measures(measures: Sequence[str] | str | None, task: Task) -> tuple[str, ...]:
-    """Validate measure names for ``task``; ``None`` means all of them."""
+def check_measures(
+    measures: Sequence[str] | str | None, task: Task, *, prior_correction: bool = False
+) -> tuple[str, ...]:
+    """Validate measure names for ``task``; ``None`` means all of them.
+
+    The first measure is the headline (printed by ``soak run``, opened first in a report,
+    ranking a tuned learner's settings). With the prior correction, which predicts the
+    decision that maximises balanced accuracy, the default list starts with
+    ``balanced_accuracy``; names given are kept in their order.
+
+    >>> check_measures(None, "classification", prior_correction=True)[:2]
+    ('balanced_accuracy', 'error')
+    """
     known = CLASSIFICATION if task == "classification" else REGRESSION
     if measures is None:
+        if prior_correction and task == "classification":
+            return ("balanced_accuracy", *(m for m in known if m != "balanced_accuracy"))
         return known
     if isinstance(measures, str):
         measures = [m.strip() for m in measures.split(",") if m.strip()]

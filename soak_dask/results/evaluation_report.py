@@ -44,6 +44,7 @@ from .stats import (
     compare,
     evaluation_summary,
     nesting_lines,
+    prior_correction_text,
     timings,
     validate_evaluation,
 )
@@ -67,7 +68,7 @@ _MAX_FOLD_ROWS = 500
 _KNOWN_ATTRS = frozenset(
     "title design task source label subset group fold features excluded_coordinates outer "
     "outer_folds outer_repeats train_ratio test_split seed measures classes learners n_fits "
-    "n_distinct_train_sets versions models".split()
+    "n_distinct_train_sets versions models prior_correction group_assignment".split()
 )
 _SD_NOT_SE = (
     "<b>SD, not SE</b>: the &plusmn; is the standard deviation of the scores across the "
@@ -188,6 +189,14 @@ def _notes(ds: xr.Dataset) -> list[str]:
     """What the reader must know before reading the numbers."""
     a = ds.attrs
     notes = [_SD_NOT_SE]
+    if a.get("task") == "classification":
+        first = _names(a.get("measures"))[:1]
+        headline = f" The first measure shown is {_code(first[0])}." if first else ""
+        notes.append(
+            f"<b>Prediction</b>: {html.escape(prior_correction_text(a))}.{headline} The same "
+            "learner on the same folds scores the same in <code>soak run</code> when the "
+            "correction is set the same way (it is off there by default)."
+        )
     if a.get("outer") in ("cv", "repeated_cv") and not a.get("fold"):
         cap = (
             "groups (of the rarest class, when every group holds one class and folds are "
@@ -257,6 +266,8 @@ def _settings_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
             rows.append((title, f"<ul>{items}</ul>"))
     if _names(a.get("measures")):
         rows.append(("Measures", html.escape(", ".join(_names(a["measures"])))))
+    if a.get("task") == "classification":
+        rows.append(("Prediction", html.escape(prior_correction_text(a))))
     if "n_fits" in a:
         distinct = a.get("n_distinct_train_sets", "?")
         rows.append(("Fits", f"{a['n_fits']}: {distinct} train sets × {ds.sizes['learner']}"))

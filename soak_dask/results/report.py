@@ -34,12 +34,13 @@ from .stats import (
     PVALUE_COLUMNS,
     is_evaluation,
     no_tests_reason,
+    prior_correction_text,
     pvalues,
     summary,
     validate_results,
 )
 
-__all__ = ["markdown_table", "write_report"]
+__all__ = ["group_assignment_text", "markdown_table", "write_report"]
 
 #: Marks a directory's report.html as ours, so a later report may replace that directory.
 GENERATOR = "soak_dask.report"
@@ -76,6 +77,8 @@ _HTML_PVALUE_COLUMNS = [
     "same_mean",
     "compare_mean",
     "mean_diff",
+    "weighted_diff",
+    "sign_agrees",
     "p_paired",
     "reason",
 ]
@@ -329,7 +332,7 @@ _KNOWN_ATTRS = frozenset(
     "title task source label subset group fold features excluded_coordinates seed n_folds "
     "train_types measures stratify classes learners n_fits n_distinct_train_sets sizes ratio "
     "size_seeds max_train_rows incremental epochs onepass versions prior_correction "
-    "calibration inner inner_folds inner_repeats balance notes".split()
+    "calibration inner inner_folds inner_repeats balance group_assignment notes".split()
 )
 
 
@@ -379,8 +382,8 @@ def _procedure_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     """The options of docs/nesting.md and the fold balance, those not at SOAK's defaults."""
     a = ds.attrs
     rows = []
-    if int(a.get("prior_correction", 0)):
-        rows.append(("Prediction", "largest probability ÷ the train set's class share"))
+    if a.get("task") == "classification":
+        rows.append(("Prediction", html.escape(prior_correction_text(a))))
     if a.get("calibration"):
         rows.append(("Calibration", html.escape(f"{a['calibration']}, on out-of-fold scores")))
     if "chosen" in ds:
@@ -439,7 +442,20 @@ def _folds_text(ds: xr.Dataset) -> str:
     by = ["subset" if a.get("subset") else "", "label" if a.get("task") == "classification" else ""]
     by = " × ".join(b for b in by if b) or "subset"
     how = f", balanced within each {by}" if int(a["stratify"]) else ""
+    if a.get("group"):
+        how += "; " + html.escape(group_assignment_text(a.get("group_assignment"), a["group"]))
     return f"K = {k}, assigned by SOAK{how}"
+
+
+def group_assignment_text(assignment: Any, group: str) -> str:
+    """How a run dealt whole groups to folds, in words (runs before the option: by rows).
+
+    >>> group_assignment_text("mlr3resampling", "polygon")
+    "whole groups of 'polygon', the same number per fold (mlr3resampling's rule)"
+    """
+    if assignment == "mlr3resampling":
+        return f"whole groups of {group!r}, the same number per fold (mlr3resampling's rule)"
+    return f"whole groups of {group!r}, balancing rows (largest group first onto the emptiest fold)"
 
 
 def _settings_value(value: Any) -> str:
@@ -496,11 +512,13 @@ def _css(name: str) -> str:
 
 def _results_table(means: pd.DataFrame, tests: pd.DataFrame, plain: bool) -> str:
     """One row per learner × test subset × train type: folds, test rows, mean ± SD, the
-    row-weighted mean and, for other and all, the difference to same and its p-value."""
+    row-weighted mean and, for other and all, the difference to same over folds and pooled
+    over rows (marked where folds are uneven and the two disagree in sign) and the p-value of
+    the paired t-test (of the fold mean)."""
     head = ["Learner", "Folds", "Test rows per fold", "Mean ± SD", "Row-weighted mean"]
     if not plain:
         head[1:1] = ["Test subset", "Train type"]
-        head += ["Difference to same", "p (paired t-test)"]
+        head += ["Difference to same", "Row-weighted difference", "p (paired t-test)"]
     digits = _decimals(means["mean"])
     by_test = {(str(r.learner), str(r.test_subset), r.compare): r for r in tests.itertuples()}
     text = {"Learner", "Test subset", "Train type"}
@@ -520,10 +538,17 @@ def _results_table(means: pd.DataFrame, tests: pd.DataFrame, plain: bool) -> str
             cells[1:1] = [(str(row.test_subset), "text"), (str(row.train_type), "text")]
             test = by_test.get((str(row.learner), str(row.test_subset), row.train_type))
             if test is None:
-                cells += [("", ""), ("", "")]
+                cells += [("", ""), ("", ""), ("", "")]
             else:
                 p = format_pvalue(test.p_paired).removeprefix("p=")
-                cells += [(_fixed(test.mean_diff, digits, sign=True), ""), (p, "")]
+                weighted = _fixed(test.weighted_diff, digits, sign=True)
+                differs = uneven and test.sign_agrees is not pd.NA and not test.sign_agrees
+                flag = (" (sign differs)", "uneven") if differs else ("", "")
+                cells += [
+                    (_fixed(test.mean_diff, digits, sign=True), ""),
+                    (weighted + flag[0], flag[1]),
+                    (p, ""),
+                ]
         first = ' class="same"' if not plain and row.train_type == "same" else ""
         tds = "".join(f"<td{_css(css)}>{html.escape(text)}</td>" for text, css in cells)
         lines.append(f"<tr{first}>{tds}</tr>")
@@ -591,7 +616,12 @@ def _notes(ds: xr.Dataset) -> list[str]:
     if "n_test" in ds.data_vars:
         uneven = unequal_folds_warning(_block_rows(ds))
         if uneven:
-            notes.append(f"<b>Uneven folds</b>: {html.escape(uneven)}.")
+            notes.append(
+                f"<b>Uneven folds</b>: {html.escape(uneven)}. The tables show the difference to "
+                "same both ways: over folds (what the paired t-test tests) and pooled over the "
+                "test rows; <i>sign differs</i> marks a comparison where the two disagree on "
+                "which train type is better."
+            )
     left_out = _names(ds.attrs.get("excluded_coordinates"))
     if left_out:
         notes.append(f"<b>Coordinates</b>: {html.escape(coordinates_warning(left_out))}.")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from ..schema import (
     TIMINGS,
     TRAIN_TYPES,
 )
+from ..tables.checks import UNEQUAL_FOLDS
 
 __all__ = [
     "ADJUST_METHODS",
@@ -54,10 +55,12 @@ __all__ = [
     "validate_evaluation",
     "no_tests_reason",
     "pvalues",
+    "prior_correction_text",
     "pvalues_text",
     "evaluation_text",
     "results_text",
     "summary",
+    "unequal_subsets",
     "validate_results",
 ]
 
@@ -72,6 +75,8 @@ PVALUE_COLUMNS: list[str] = [
     "compare_mean",
     "compare_sd",
     "mean_diff",
+    "weighted_diff",
+    "sign_agrees",
     "t",
     "df",
     "p_paired",
@@ -595,7 +600,15 @@ def pvalues(
         - ``n``: folds where both ``same`` and ``compare`` are finite (the pairs used)
         - ``same_mean``, ``same_sd``, ``compare_mean``, ``compare_sd``: over those pairs, SD with
           ddof=1
-        - ``mean_diff``: mean of ``compare - same``
+        - ``mean_diff``: mean of ``compare - same`` over folds (the fold mean: what the
+          t-test tests)
+        - ``weighted_diff``: ``compare - same`` pooled over the test rows of the same folds:
+          each train type's ``Σ n_test · value / Σ n_test``, then their difference (NaN
+          without ``n_test``). With folds of equal size it equals ``mean_diff``; with whole
+          groups per fold they may differ widely (`unequal_subsets`)
+        - ``sign_agrees``: whether ``mean_diff`` and ``weighted_diff`` have the same sign
+          (boolean, NA where either is NaN); False means the fold mean and the pooled rows
+          disagree on which train type is better
         - ``t``, ``df``, ``p_paired``: the paired t-test
         - ``p_welch``: two-sided Welch (unequal variance, unpaired) t-test p, each train type's
           missing folds dropped separately, as R's ``t.test(paired=FALSE)`` does and as
@@ -619,6 +632,14 @@ def pvalues(
 
     Notes
     -----
+    The paired t-test is over folds: each fold is one paired replicate (``same``, ``other``
+    and ``all`` are scored on its test rows), so ``p_paired`` tests ``mean_diff``, the fold
+    mean, as R's ``pvalue()`` and the SOAK paper do. ``weighted_diff`` has no p-value: the rows
+    of a fold are not independent replicates (they share the fold's train sets, and with a
+    group column, their groups), so pooling rows would need another variance model. Where
+    the two disagree in sign, the fold mean rests on the small folds; read both, and consider
+    folds balanced by rows (``group_assignment="rows"``) or fewer folds.
+
     Results with no train type but ``same`` (one subset: plain K-fold CV; or a run with
     ``train_types="same"``) have nothing to compare: then a UserWarning says so and points to
     `summary`, and the frame has no rows (see `no_tests_reason`).
@@ -653,11 +674,88 @@ def pvalues(
     {'t_corrected': 3.8247, 'p_corrected': 0.0621, 'p_adjusted': 0.0621}
     """
     method = None if adjust is None else _adjust_method(adjust, "adjust")
-    out = _pvalue_table(ds, measures, compare, corrected)
+    out = _with_weighted_diff(ds, _pvalue_table(ds, measures, compare, corrected), compare)
     if method is not None:
         tested = out["p_corrected" if corrected else "p_paired"]
         out.insert(out.columns.get_loc("reason"), "p_adjusted", adjust_pvalues(tested, method))
     return out
+
+
+def unequal_subsets(ds: xr.Dataset, factor: float = UNEQUAL_FOLDS) -> list[Any]:
+    """The test subsets whose test folds differ in rows by more than ``factor`` (largest over
+    smallest ``n_test``), where the fold mean and the row-weighted mean may disagree; [] without
+    ``n_test``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"learner": "lr", "test_subset": ["A"] * 2 + ["B"] * 2,
+    ...                    "fold": [1, 2] * 2, "train_type": "same", "error": 1.0,
+    ...                    "n_test": [10, 40, 10, 20]})
+    >>> unequal_subsets(df.set_index(["learner", "test_subset", "fold", "train_type"]).to_xarray())
+    ['A']
+    """
+    if "n_test" not in ds.data_vars:
+        return []
+    rows = ds["n_test"]
+    rows = rows.max([d for d in rows.dims if d not in ("test_subset", "fold")])
+    rows = rows.where(rows > 0)
+    uneven = rows.max("fold") > factor * rows.min("fold")
+    return [s for s, u in zip(_coord_values(ds, "test_subset"), uneven.values, strict=True) if u]
+
+
+def _with_weighted_diff(
+    ds: xr.Dataset, out: pd.DataFrame, compare: str | Iterable[str]
+) -> pd.DataFrame:
+    """`out` (rows of `pvalues`) with ``weighted_diff`` and ``sign_agrees`` filled in."""
+    keys = [c for c in ("learner", "test_subset", "train_size", "measure", "compare") if c in out]
+    measures = list(dict.fromkeys(out["measure"]))
+    weighted = _weighted_table(ds, measures, compare) if len(out) else None
+    if weighted is None or weighted.empty:
+        out["weighted_diff"] = math.nan
+    else:
+        merged = out[keys].merge(weighted, on=keys, how="left")
+        out["weighted_diff"] = merged["weighted_diff"].to_numpy()
+    known = np.isfinite(out["mean_diff"]) & np.isfinite(out["weighted_diff"])
+    # Rounded, so that a difference of 0 computed two ways (e.g. 1e-16) keeps the sign of 0.
+    agrees = np.sign(out["mean_diff"].round(10)) == np.sign(out["weighted_diff"].round(10))
+    out["sign_agrees"] = pd.array(np.where(known, agrees, pd.NA), dtype="boolean")
+    return out
+
+
+@_per_train_size
+def _weighted_table(ds: xr.Dataset, measures: list[str], compare: str | Iterable[str]):
+    """``compare - same`` pooled over test rows (``n_test``) of the folds where both are
+    finite, per learner, test subset, measure and compare type."""
+    train_types = [str(v) for v in _coord_values(ds, "train_type")]
+    columns = ["learner", "test_subset", "measure", "compare", "weighted_diff"]
+    if "n_test" not in ds.data_vars or REFERENCE not in train_types:
+        return pd.DataFrame(columns=columns)
+    sizes = ds["n_test"].expand_dims(
+        {d: ds.sizes[d] for d in RESULT_DIMS if d not in ds["n_test"].dims}
+    )
+    n_test = np.asarray(sizes.transpose(*RESULT_DIMS).values, dtype=np.float64)
+    learners, subsets = _coord_values(ds, "learner"), _coord_values(ds, "test_subset")
+    frames = []
+    for m in measures:
+        values = _measure_values(ds, m)
+        same = values[..., train_types.index(REFERENCE)]
+        for c in _check_compare(compare):
+            if c not in train_types:
+                continue
+            comp = values[..., train_types.index(c)]
+            rows = n_test[..., train_types.index(c)]
+            weight = np.where(np.isfinite(same) & np.isfinite(comp) & (rows > 0), rows, 0.0)
+            total = weight.sum(axis=2)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                diff = (weight * np.nan_to_num(comp - same)).sum(axis=2) / total
+            grid = pd.MultiIndex.from_product([learners, subsets], names=columns[:2])
+            frames.append(
+                grid.to_frame(index=False).assign(
+                    measure=m, compare=c, weighted_diff=np.where(total > 0, diff, np.nan).ravel()
+                )
+            )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
 def _pvalue_columns(corrected: bool) -> list[str]:
@@ -1146,6 +1244,21 @@ def compare(
     return out.astype({"n": "int64", "corrected": bool, "reason": str})
 
 
+def prior_correction_text(attrs: Mapping[str, Any]) -> str:
+    """Whether a classification run predicted with the prior correction, in words.
+
+    >>> prior_correction_text({"prior_correction": 0})
+    'prior correction off: the class of largest probability'
+    """
+    if int(attrs.get("prior_correction", 0)):
+        return (
+            "prior correction on: the class of largest probability ÷ its share of the train "
+            "rows (maximises balanced accuracy; plain error usually rises when classes are "
+            "imbalanced)"
+        )
+    return "prior correction off: the class of largest probability"
+
+
 def _printable(value: Any) -> Any:
     """A text cell with its unprintable characters (terminal escapes, line breaks) escaped."""
     if not isinstance(value, str) or value.isprintable():
@@ -1155,6 +1268,11 @@ def _printable(value: Any) -> Any:
 
 def pvalues_text(ds: xr.Dataset, measure: str = "error") -> str:
     """The paired t-tests of one measure as a plain-text table, for terminals and logs.
+
+    Where a subset's test folds differ by more than 3× in rows (`unequal_subsets`), the table
+    adds ``weighted_diff`` (compare − same pooled over the test rows) beside ``mean_diff`` (the
+    fold mean, which ``p_paired`` tests) and a ``flag`` column marking the rows of those
+    subsets whose two differences disagree in sign.
 
     Names are printed as they are, except unprintable characters, shown as escapes
     (``\\x1b``): a subset name cannot move the cursor or recolour the terminal.
@@ -1169,8 +1287,31 @@ def pvalues_text(ds: xr.Dataset, measure: str = "error") -> str:
         "p_paired",
     ]
     table = pvalues(ds, measures=[measure])
+    uneven = unequal_subsets(ds)
+    title = f"{measure}: other / all vs same (paired t-test over folds)"
+    if uneven:
+        keep.insert(keep.index("mean_diff") + 1, "weighted_diff")
+        differs = table["test_subset"].isin(uneven) & table["sign_agrees"].eq(False)
+        table = table.assign(flag=np.where(differs, "SIGN DIFFERS", ""))
+        keep.append("flag")
+        title += "\n" + _unequal_note(uneven, int(differs.sum()))
     columns = [c for c in table.columns if c in keep or c == "train_size"]
-    return _text_table(f"{measure}: other / all vs same (paired t-test over folds)", table[columns])
+    return _text_table(title, table[columns])
+
+
+def _unequal_note(uneven: list[Any], n_differ: int) -> str:
+    """What the CLI and report say above a table of subsets with unequal folds."""
+    flagged = (
+        f"; {n_differ} comparison{' is' if n_differ == 1 else 's are'} marked SIGN DIFFERS: "
+        "there the fold mean and the pooled rows disagree on which train type is better"
+        if n_differ
+        else "; the two agree in sign everywhere"
+    )
+    return (
+        f"test folds of {', '.join(map(str, uneven))} differ by more than {UNEQUAL_FOLDS:g}× "
+        "in rows: weighted_diff pools compare − same over the test rows, mean_diff is the mean "
+        f"over folds (a row of a small fold counts more), and p_paired tests mean_diff{flagged}"
+    )
 
 
 def results_text(ds: xr.Dataset, measure: str = "error") -> str:
@@ -1191,7 +1332,7 @@ def results_text(ds: xr.Dataset, measure: str = "error") -> str:
     """
     reason = no_tests_reason(ds)
     if not reason:
-        return pvalues_text(ds, measure)
+        return _with_prediction(ds, pvalues_text(ds, measure))
     table = summary(ds, [measure])
     drop = ["train_type", "measure"] + (["test_subset"] if ds.sizes["test_subset"] == 1 else [])
     title = (
@@ -1199,7 +1340,14 @@ def results_text(ds: xr.Dataset, measure: str = "error") -> str:
         "(weighted_mean: folds weighted by test rows)"
     )
     rows = {c: "Int64" for c in ("n_test_min", "n_test_max")}  # counts, printed as such
-    return _text_table(title, table.drop(columns=drop).astype(rows))
+    return _with_prediction(ds, _text_table(title, table.drop(columns=drop).astype(rows)))
+
+
+def _with_prediction(ds: xr.Dataset, text: str) -> str:
+    """`text` over a line saying whether a classification run used the prior correction."""
+    if ds.attrs.get("task") != "classification":
+        return text
+    return f"{text}\nPrediction: {prior_correction_text(ds.attrs)}"
 
 
 def _text_table(title: str, table: pd.DataFrame) -> str:
@@ -1228,7 +1376,7 @@ def evaluation_text(ds: xr.Dataset) -> str:
         )
     else:
         table = table.drop(columns=["test_estimate", "test_low", "test_high"])
-    text = _text_table(title, table.drop(columns="n_test_split"))
+    text = _with_prediction(ds, _text_table(title, table.drop(columns="n_test_split")))
     return "\n".join([text, *nesting_lines(ds)])
 
 

@@ -65,6 +65,7 @@ def soak(
     inner_folds: int = 5,
     inner_repeats: int = 1,
     balance: str = "class",
+    group_assignment: str = "rows",
 ) -> xr.Dataset:
     """Same/Other/All K-fold cross-validation of ``learners`` on ``table``.
 
@@ -149,6 +150,11 @@ def soak(
         ``"overlap"`` assigns the folds with ``soak_dask.overlap_folds``: rows dealt within
         subset × degree-of-overlap level × class, so every fold holds its share of the rows
         where the classes meet (docs/balanced_sampling.md). Classification only.
+    group_assignment : {"rows", "mlr3resampling"}
+        With a group column, how whole groups are dealt to the folds of each stratum: ``"rows"``
+        balances rows per fold (largest group first onto the emptiest fold); ``"mlr3resampling"``
+        gives every fold the same number of groups, as the R package does
+        (``soak_dask.assign_folds``; docs/method.md, "Grouped folds").
 
     Returns
     -------
@@ -166,9 +172,15 @@ def soak(
     seed, n_folds = options["seed"], options["n_folds"]
     sized = {k: options[k] for k in ("sizes", "ratio", "size_seeds")}
     design = SameOtherAll(
-        n_folds, train_types, seed=seed, stratify=stratify, balance=options["balance"], **sized
+        n_folds,
+        train_types,
+        seed=seed,
+        stratify=stratify,
+        balance=options["balance"],
+        group_assignment=options["group_assignment"],
+        **sized,
     )
-    measures = check_measures(measures, table.task)
+    measures = check_measures(measures, table.task, prior_correction=prior_correction)
     estimators = resolve_learners(learners, table.task, seed)
     _check_incremental(estimators, incremental, sizes)
     client = current_client() if client is None else client

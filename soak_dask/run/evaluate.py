@@ -63,6 +63,7 @@ def evaluate(
     prior_correction: bool = True,
     calibration: str | None = None,
     balance: str = "class",
+    group_assignment: str = "rows",
 ) -> xr.Dataset:
     """Estimate how well ``learners`` predict new rows of ``table``'s population.
 
@@ -130,6 +131,9 @@ def evaluate(
     balance : {"class", "overlap"}
         ``"overlap"``: the folds of cv and repeated_cv are dealt within degree-of-overlap level
         × class (``soak_dask.overlap_folds``); other strategies refuse it.
+    group_assignment : {"rows", "mlr3resampling"}
+        With a group column, how cv and repeated_cv deal whole groups to folds: balancing rows
+        (default) or the same number of groups per fold (as for ``soak_dask.soak``).
 
     Returns
     -------
@@ -147,12 +151,14 @@ def evaluate(
     check_table(table, "evaluate")
     seed = check_seed(seed)
     share = _check_share(test_split)
-    design = outer_design(outer, outer_folds, outer_repeats, seed, train_ratio, balance)
+    design = outer_design(
+        outer, outer_folds, outer_repeats, seed, train_ratio, balance, group_assignment
+    )
     procedure = Procedure(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
     _check_nested(nested)
-    measures = check_measures(measures, table.task)
+    measures = check_measures(measures, table.task, prior_correction=prior_correction)
     estimators = resolve_learners(learners, table.task, seed)
     client = current_client() if client is None else client
     data_id = data_identity(checkpoint, table)
@@ -171,6 +177,7 @@ def evaluate(
         keyed, outer, asked, used, share, measures, classes, estimators, seed, plan
     )
     settings.update(_nesting(procedure, nested, estimators, notes), balance=balance)
+    settings.update(group_assignment=group_assignment)
     run = RunSpec(
         features=keyed.features,
         label=keyed.label,

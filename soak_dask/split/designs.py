@@ -15,6 +15,7 @@ from .folds import (
     balanced_folds,
     check_balance,
     check_fold_values,
+    check_group_assignment,
     check_n_folds,
     check_seed,
 )
@@ -58,6 +59,10 @@ class SameOtherAll:
         Down-sampled train sizes (mlr3resampling's ResamplingSameOtherSizesCV): -1 none; 0 also
         each train set down-sampled to the smallest of its test subset; n >= 1 also that size
         × ratio¹…ratioⁿ; ``size_seeds`` independent down-samples of each.
+    balance : {"class", "overlap"}
+        How folds are balanced (``soak_dask.soak``).
+    group_assignment : {"rows", "mlr3resampling"}
+        With a group column, how groups are dealt to folds (``soak_dask.assign_folds``).
 
     Examples
     --------
@@ -86,9 +91,11 @@ class SameOtherAll:
         ratio: float = 0.5,
         size_seeds: int = 1,
         balance: str = "class",
+        group_assignment: str = "rows",
     ) -> None:
         self.n_folds = None if n_folds is None else check_n_folds(n_folds)
         self.balance = check_balance(balance)
+        self.group_assignment = check_group_assignment(group_assignment)
         self.train_types = check_train_types(train_types)
         self.seed = check_seed(seed)
         self.stratify = stratify
@@ -98,6 +105,7 @@ class SameOtherAll:
     def __repr__(self) -> str:
         defaults = {"n_folds": None, "train_types": TRAIN_TYPES, "seed": 1, "stratify": True}
         defaults.update(sizes=-1, ratio=0.5, size_seeds=1, balance="class")
+        defaults.update(group_assignment="rows")
         given = {k: getattr(self, k) for k, v in defaults.items() if getattr(self, k) != v}
         return f"SameOtherAll({', '.join(f'{k}={v!r}' for k, v in given.items())})"
 
@@ -106,7 +114,14 @@ class SameOtherAll:
         if table.fold is not None:
             return table
         k = DEFAULT_N_FOLDS if self.n_folds is None else self.n_folds
-        return balanced_folds(table, k, self.seed, self.balance, stratify=self.stratify)
+        return balanced_folds(
+            table,
+            k,
+            self.seed,
+            self.balance,
+            stratify=self.stratify,
+            group_assignment=self.group_assignment,
+        )
 
     def plan(self, table: Table, counts: pd.DataFrame) -> Plan:
         """The plan for ``table`` (with its fold column), from its ``block_counts``."""

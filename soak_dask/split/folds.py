@@ -7,9 +7,20 @@ holds each fold once, so fold sizes in a stratum differ by at most one, and a ro
 only on the seed and its position within its stratum -- not on how the rows are split into files,
 partitions or workers. Only a tiny table of per-partition stratum counts comes to the client.
 
-Groups are assigned on the (small) table of groups: largest first, each to the fold with the
-fewest rows of its stratum so far, ties broken by a seeded hash; then group -> fold is mapped
-onto the rows.
+Groups are assigned on the (small) table of groups gathered from the cluster (one row per
+group: its stratum and rows), then group -> fold is mapped onto the rows. Two assignments
+(``group_assignment``):
+
+- ``"rows"`` (the default): largest group first, each to the fold with the fewest rows of its
+  stratum so far, ties broken by a seeded hash. Rows per fold of a stratum then differ by at
+  most its largest group; the group counts per fold may differ more.
+- ``"mlr3resampling"``: the R package's rule (``ResamplingBase$.sample``): the groups of a
+  stratum, in a seeded random order, are dealt to folds 1, 2, ..., K, 1, 2, ... so every fold
+  gets the same number of groups (within one), whatever their rows. It is R's algorithm, not
+  R's random stream: to reproduce R's own folds, load them as a fold column.
+
+Both keep whole groups, balance each stratum (subset × label) on its own, and depend only on
+the seed and the groups' values and sizes, not on partitions or workers.
 """
 
 from __future__ import annotations
@@ -31,6 +42,8 @@ from ..tables.table import FOLD_COLUMN, Table, check_one_type
 SEED_LIMIT = 2**32
 #: Folds are stored as int8.
 MAX_FOLDS = 127
+#: How whole groups are dealt to folds (``assign_folds(group_assignment=...)``), default first.
+GROUP_ASSIGNMENTS = ("rows", "mlr3resampling")
 
 
 def check_seed(seed: Any, name: str = "seed") -> int:
@@ -65,6 +78,17 @@ def check_n_folds(n_folds: Any, name: str = "n_folds") -> int:
     if n_folds > MAX_FOLDS:
         raise ValueError(f"{name}={n_folds} is more than {MAX_FOLDS} folds; use fewer folds")
     return int(n_folds)
+
+
+def check_group_assignment(value: Any, name: str = "group_assignment") -> str:
+    """``value`` if it names one of `GROUP_ASSIGNMENTS`."""
+    if value not in GROUP_ASSIGNMENTS:
+        raise ValueError(
+            f"{name}={value!r}: choose 'rows' (whole groups dealt so that every fold of a "
+            "stratum gets about the same rows) or 'mlr3resampling' (the same number of groups "
+            "per fold, rows ignored, as the R package deals them)"
+        )
+    return value
 
 
 def permuted_block_folds(
@@ -121,8 +145,10 @@ def permuted_block_folds(
     return (ranks[pair, index_in_stratum % n_folds] + 1).astype(np.int8)
 
 
-def group_folds(groups: pd.DataFrame, n_folds: int, seed: int) -> pd.Series:
-    """Assign whole groups to folds, balancing rows per fold within each stratum.
+def group_folds(
+    groups: pd.DataFrame, n_folds: int, seed: int, assignment: str = "rows"
+) -> pd.Series:
+    """Assign whole groups to folds within each stratum.
 
     Parameters
     ----------
@@ -132,19 +158,46 @@ def group_folds(groups: pd.DataFrame, n_folds: int, seed: int) -> pd.Series:
     n_folds : int
         K.
     seed : int
-        Seed of the tie-breaking hashes.
+        Seed of the hashes that order the groups and break ties.
+    assignment : {"rows", "mlr3resampling"}
+        ``"rows"``: largest group first onto the fold with the fewest rows of the stratum so
+        far (rows per fold then differ by at most the stratum's largest group).
+        ``"mlr3resampling"``: groups in seeded random order dealt to folds 1..K in turn (groups
+        per fold differ by at most one; rows ignored), as the R package deals them.
 
     Returns
     -------
     Series
         Fold 1..K indexed by group value.
+
+    Examples
+    --------
+    >>> groups = pd.DataFrame({"group": list("abcde"), "stratum": 0, "n": [50, 1, 1, 1, 1]})
+    >>> group_folds(groups, 2, seed=1).groupby(lambda g: g == "a").size().to_dict()
+    {False: 4, True: 1}
+    >>> group_folds(groups, 2, seed=1, assignment="mlr3resampling").value_counts().tolist()
+    [3, 2]
     """
     tie = seeded_hash(seed, pd.util.hash_array(groups["group"].to_numpy()))
-    order = groups.assign(_tie=tie).sort_values(["stratum", "n", "_tie"], ascending=[1, 0, 1])
-    folds = np.empty(len(order), dtype=np.int8)
-    start = 0
+    by_rows = check_group_assignment(assignment) == "rows"
+    # "rows": by stratum, largest group first; "mlr3resampling": by stratum, seeded order.
+    keys = ["stratum", "n", "_tie"] if by_rows else ["stratum", "_tie"]
+    ascending = [True, False, True] if by_rows else True
+    order = groups.assign(_tie=tie).sort_values(keys, ascending=ascending)
     strata = order["stratum"].to_numpy()
-    sizes = order["n"].to_numpy()
+    if by_rows:
+        folds = _emptiest_first(strata, order["n"].to_numpy(), n_folds, seed)
+    else:  # position within the stratum, in the seeded order, modulo K
+        starts = np.searchsorted(strata, strata, side="left")
+        folds = ((np.arange(len(strata)) - starts) % n_folds + 1).astype(np.int8)
+    return pd.Series(folds, index=order["group"].to_numpy(), name="fold").sort_index()
+
+
+def _emptiest_first(strata: np.ndarray, sizes: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
+    """Folds of groups sorted by stratum then size (largest first): each group to the fold
+    with the fewest rows of its stratum so far."""
+    folds = np.empty(len(strata), dtype=np.int8)
+    start = 0
     for stratum, count in zip(*np.unique(strata, return_counts=True), strict=True):
         # Heap of (rows so far, seeded fold priority, fold): the emptiest fold takes the next group.
         priority = np.argsort(seeded_hash(seed, np.int64(stratum), np.arange(n_folds)))
@@ -155,11 +208,16 @@ def group_folds(groups: pd.DataFrame, n_folds: int, seed: int) -> pd.Series:
             folds[i] = k
             heapq.heappush(heap, (rows + int(sizes[i]), p, k))
         start += count
-    return pd.Series(folds, index=order["group"].to_numpy(), name="fold").sort_index()
+    return folds
 
 
 def assign_folds(
-    table: Table, n_folds: int = DEFAULT_N_FOLDS, seed: int = 1, *, stratify: bool = True
+    table: Table,
+    n_folds: int = DEFAULT_N_FOLDS,
+    seed: int = 1,
+    *,
+    stratify: bool = True,
+    group_assignment: str = "rows",
 ) -> Table:
     """Add a fold column (1..K) to ``table``, computed on the cluster.
 
@@ -175,6 +233,11 @@ def assign_folds(
     stratify : bool
         Balance folds within subset × label (classification). With False, or for regression,
         strata are the subsets only.
+    group_assignment : {"rows", "mlr3resampling"}
+        With a group column, how whole groups are dealt to the folds of each stratum:
+        balancing rows (largest group first onto the emptiest fold), or the same number of
+        groups per fold, as mlr3resampling deals them (``group_folds``). Without groups,
+        unused.
 
     Returns
     -------
@@ -188,9 +251,11 @@ def assign_folds(
         )
     n_folds = check_n_folds(n_folds)
     seed = check_seed(seed)
+    assignment = check_group_assignment(group_assignment)
     keys = strata_keys(table, stratify)
     if table.group is not None:
-        return table.with_fold(_assign_group_folds(table, keys, n_folds, seed), FOLD_COLUMN)
+        data = _assign_group_folds(table, keys, n_folds, seed, assignment)
+        return table.with_fold(data, FOLD_COLUMN)
     data, strata = _assign_row_folds(table, keys, n_folds, seed)
     # Row folds follow from the stratum counts, so the block counts need no pass over the data
     # (when the strata are the blocks' keys: subset, and the label for classification).
@@ -212,7 +277,13 @@ def check_balance(balance: Any) -> str:
 
 
 def balanced_folds(
-    table: Table, n_folds: int, seed: int, balance: str, *, stratify: bool = True
+    table: Table,
+    n_folds: int,
+    seed: int,
+    balance: str,
+    *,
+    stratify: bool = True,
+    group_assignment: str = "rows",
 ) -> Table:
     """``assign_folds``, or with ``balance="overlap"`` ``soak_dask.overlap_folds`` (rows dealt
     within subset × degree-of-overlap level × class)."""
@@ -220,7 +291,9 @@ def balanced_folds(
         from ..diagnose.sampling import overlap_folds  # k-NN machinery: loaded when asked for
 
         return overlap_folds(table, n_folds, seed)
-    return assign_folds(table, n_folds, seed, stratify=stratify)
+    return assign_folds(
+        table, n_folds, seed, stratify=stratify, group_assignment=group_assignment
+    )
 
 
 def strata_keys(table: Table, stratify: bool) -> list[str]:
@@ -231,7 +304,12 @@ def strata_keys(table: Table, stratify: bool) -> list[str]:
 
 
 def fold_rows(
-    sizes: pd.DataFrame, keys: list[str], n_folds: int, seed: int, group: str | None = None
+    sizes: pd.DataFrame,
+    keys: list[str],
+    n_folds: int,
+    seed: int,
+    group: str | None = None,
+    group_assignment: str = "rows",
 ) -> pd.Series:
     """Rows per (subset, fold) that ``assign_folds`` gives, from counts alone (no pass).
 
@@ -245,12 +323,14 @@ def fold_rows(
         As given to ``assign_folds``.
     group : str, optional
         The group column: whole groups go to one fold.
+    group_assignment : {"rows", "mlr3resampling"}
+        As given to ``assign_folds``.
     """
     if group is None:
         strata = sizes.groupby(keys, observed=True)["n"].sum().sort_index()
         counts = _row_fold_counts(strata, n_folds, seed)
     else:
-        mapping = _group_mapping(sizes, group, keys, n_folds, seed)
+        mapping = _group_mapping(sizes, group, keys, n_folds, seed, group_assignment)
         folds = mapping.reindex(sizes[group].to_numpy()).to_numpy()
         counts = sizes.assign(**{FOLD_COLUMN: folds})
     return counts.groupby([keys[0], FOLD_COLUMN], observed=True)["n"].sum()
@@ -384,12 +464,18 @@ def _fold_part(
 
 
 def _warn_small_strata(
-    strata: pd.Series, keys: list[str], n_folds: int, unit: str = "rows"
+    strata: pd.Series,
+    keys: list[str],
+    n_folds: int,
+    unit: str = "rows",
+    rows: pd.Series | None = None,
 ) -> None:
-    warn(small_strata_warning(strata, keys, n_folds, unit), stacklevel=4)
+    warn(small_strata_warning(strata, keys, n_folds, unit, rows), stacklevel=4)
 
 
-def _assign_group_folds(table: Table, keys: list[str], n_folds: int, seed: int) -> dd.DataFrame:
+def _assign_group_folds(
+    table: Table, keys: list[str], n_folds: int, seed: int, assignment: str = "rows"
+) -> dd.DataFrame:
     group = table.group
     data = table.data
     sizes = data.groupby([group, *keys], dropna=False, observed=True).size(split_out=1).compute()
@@ -418,20 +504,23 @@ def _assign_group_folds(table: Table, keys: list[str], n_folds: int, seed: int) 
             "so some test folds would be empty; use fewer folds or smaller groups"
         )
     # With groups, what a fold can hold of a stratum is counted in groups, not rows.
+    by_stratum = sizes.groupby(keys, observed=True)
     _warn_small_strata(
-        sizes.groupby(keys, observed=True)[group].nunique(),
-        keys,
-        n_folds,
-        unit=f"groups of {group!r}",
+        by_stratum[group].nunique(), keys, n_folds, f"groups of {group!r}", by_stratum["n"].sum()
     )
-    mapping = _group_mapping(sizes, group, keys, n_folds, seed)
+    mapping = _group_mapping(sizes, group, keys, n_folds, seed, assignment)
     return data.map_partitions(
         _map_group_folds, group, mapping, meta=data._meta.assign(**{FOLD_COLUMN: np.int8(0)})
     )
 
 
 def _group_mapping(
-    sizes: pd.DataFrame, group: str, keys: list[str], n_folds: int, seed: int
+    sizes: pd.DataFrame,
+    group: str,
+    keys: list[str],
+    n_folds: int,
+    seed: int,
+    assignment: str = "rows",
 ) -> pd.Series:
     """The fold of each group (``group_folds``), from its rows ``n`` per key combination."""
     strata = sizes.groupby(keys, observed=True)["n"].sum().sort_index()
@@ -443,7 +532,7 @@ def _group_mapping(
             "n": sizes["n"].to_numpy(),
         }
     )
-    return group_folds(groups, n_folds, seed)
+    return group_folds(groups, n_folds, seed, assignment)
 
 
 def _map_group_folds(part: pd.DataFrame, group: str, mapping: pd.Series) -> pd.DataFrame:

@@ -21,7 +21,13 @@ from scipy import stats as sps
 
 from ..hashing import salt, seeded_hash, uniform
 from ..tables.table import FOLD_COLUMN, Table, category_codes
-from .folds import balanced_folds, check_balance, check_n_folds, check_seed
+from .folds import (
+    balanced_folds,
+    check_balance,
+    check_group_assignment,
+    check_n_folds,
+    check_seed,
+)
 from .plan import Fit, Plan, Selection, Term, build_plan
 
 #: The outer strategies of ``evaluate``.
@@ -62,7 +68,14 @@ def share_folds(share: float) -> tuple[int, int]:
     return (max(k, 1), max(n, 2))
 
 
-def _with_key(table: Table, name: str, n_folds: int, seed: int, balance: str = "class") -> Table:
+def _with_key(
+    table: Table,
+    name: str,
+    n_folds: int,
+    seed: int,
+    balance: str = "class",
+    group_assignment: str = "rows",
+) -> Table:
     """``table`` plus the key column ``name``: folds 1..K from ``assign_folds`` (stratified by
     class; with a group column, whole groups together, stratified when every group holds one
     class), beside the columns it has (folds of an earlier ``assign_folds`` included)."""
@@ -71,7 +84,10 @@ def _with_key(table: Table, name: str, n_folds: int, seed: int, balance: str = "
     if aside:
         data = data.rename(columns={FOLD_COLUMN: _ASIDE})
     base = replace(table, data=data, fold=None, fold_counts=None)
-    folded = balanced_folds(base, n_folds, seed, balance, stratify=_stratifiable(table))
+    stratify = _stratifiable(table)
+    folded = balanced_folds(
+        base, n_folds, seed, balance, stratify=stratify, group_assignment=group_assignment
+    )
     data = folded.data.rename(
         columns={FOLD_COLUMN: name, **({_ASIDE: FOLD_COLUMN} if aside else {})}
     )
@@ -142,15 +158,22 @@ class KFold:
     outer = "cv"
 
     def __init__(
-        self, n_folds: int = 5, n_repeats: int = 1, seed: int = 1, balance: str = "class"
+        self,
+        n_folds: int = 5,
+        n_repeats: int = 1,
+        seed: int = 1,
+        balance: str = "class",
+        group_assignment: str = "rows",
     ) -> None:
         self.n_folds = check_n_folds(n_folds, "outer_folds")
         self.n_repeats = _positive(n_repeats, "outer_repeats")
         self.seed = check_seed(seed)
         self.balance = check_balance(balance)
+        self.group_assignment = check_group_assignment(group_assignment)
 
     def __repr__(self) -> str:
         names = ("n_folds", "n_repeats", "seed", *(("balance",) * (self.balance != "class")))
+        names += ("group_assignment",) * (self.group_assignment != "rows")
         return _repr(self, *names)
 
     def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
@@ -166,7 +189,8 @@ class KFold:
         k = capped_folds(table, self.n_folds)
         for r in range(1, self.n_repeats + 1):
             seed = repeat_seed(self.seed, r)
-            table = _with_key(table, key_name("fold", r), k, seed, self.balance)
+            key = key_name("fold", r)
+            table = _with_key(table, key, k, seed, self.balance, self.group_assignment)
         return table, {"outer_folds": k}
 
     def plan(self, table: Table, used: dict[str, Any]) -> Plan:
@@ -314,10 +338,14 @@ def outer_design(
     seed: int,
     train_ratio: float,
     balance: str = "class",
+    group_assignment: str = "rows",
 ):
-    """The builder of ``evaluate``'s ``outer`` strategy."""
+    """The builder of ``evaluate``'s ``outer`` strategy (``group_assignment``: how the groups
+    of cv and repeated_cv are dealt to folds; the other strategies draw groups their way)."""
     if outer in ("cv", "repeated_cv"):
-        return KFold(outer_folds, outer_repeats if outer == "repeated_cv" else 1, seed, balance)
+        repeats = outer_repeats if outer == "repeated_cv" else 1
+        return KFold(outer_folds, repeats, seed, balance, group_assignment)
+    check_group_assignment(group_assignment)
     if check_balance(balance) != "class":
         raise ValueError(
             f"balance={balance!r} balances folds: use it with outer='cv' or 'repeated_cv', "

@@ -55,19 +55,54 @@ def missing_features_warning(n_na: Mapping[str, int]) -> str | None:
 
 
 def small_strata_warning(
-    strata: pd.Series, keys: Sequence[str], n_folds: int, unit: str = "rows"
+    strata: pd.Series,
+    keys: Sequence[str],
+    n_folds: int,
+    unit: str = "rows",
+    rows: pd.Series | None = None,
 ) -> str | None:
     """The warning about strata (rows or groups per key combination) smaller than K: folds
-    are balanced per stratum, so some folds lack them."""
-    small = strata[(strata > 0) & (strata < n_folds)]
+    are balanced per stratum, so some folds lack them.
+
+    It names each such stratum with its size (and with groups, its rows: ``rows``, indexed
+    as ``strata``), and the largest K that gives every fold a member of every stratum (the
+    smallest stratum's size), so the user can act.
+
+    Examples
+    --------
+    >>> strata = pd.Series([8, 44], pd.MultiIndex.from_tuples([("S", "no"), ("S", "yes")]))
+    >>> rows = pd.Series([2638, 291], strata.index)
+    >>> text = small_strata_warning(strata, ["region", "y"], 10, "groups of 'polygon'", rows)
+    >>> text.split("): ", 1)[1].split("; ")[0]
+    "('S', 'no'): 8 groups (2,638 rows)"
+    >>> text.split("; ")[1]
+    'n_folds=8 is the largest K that gives every fold a group of every (region, y) stratum'
+    """
+    present = strata[strata > 0]
+    small = present[present < n_folds]
     if small.empty:
         return None
     if keys[0] == SUBSET_COLUMN and len(keys) > 1:  # no subset column: strata are the classes
         keys, small = keys[1:], small.droplevel(0)
-    listed = ", ".join(f"{k}: {n}" for k, n in small.items())
+        rows = None if rows is None else rows.droplevel(0)
+    word = unit.split()[0]  # "rows" or "groups"
+    listed = ", ".join(
+        f"{k}: {n} {word if n != 1 else word[:-1]}"
+        + ("" if rows is None else f" ({int(rows.get(k, 0)):,} rows)")
+        for k, n in small.items()
+    )
+    largest = int(present.min())
+    one = "a group" if unit.startswith("group") else "a row"
+    every = f"every fold {one} of every ({', '.join(keys)}) stratum"
+    act = (
+        f"n_folds={largest} is the largest K that gives {every}"
+        if largest >= 2
+        else f"no K of 2 or more gives {every}: merge or drop the strata of size 1"
+    )
     return (
         f"{len(small)} strata of ({', '.join(keys)}) have fewer {unit} than n_folds="
-        f"{n_folds}, so some folds lack them (a train set may then miss a class): {listed}"
+        f"{n_folds}, so some folds lack them (a train set may then miss a class): {listed}; "
+        f"{act}"
     )
 
 
@@ -148,5 +183,6 @@ def unequal_folds_warning(blocks: pd.Series, factor: float = UNEQUAL_FOLDS) -> s
         f"test folds differ in size by more than a factor of {factor:g} within subsets "
         f"({listed}): the mean over folds counts a row of a small fold more than one of a "
         "large fold; read it beside the row-weighted mean (weighted_mean, with n_test_min and "
-        "n_test_max, in summary() and the report), or use smaller groups or fewer folds"
+        "n_test_max, in summary(); weighted_diff and sign_agrees in pvalues(); both in the "
+        "printed table and the report), or use smaller groups or fewer folds"
     )
