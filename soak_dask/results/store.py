@@ -253,38 +253,8 @@ def check_output(
                 "only a store written by save_results or 'soak run'; choose another path, or "
                 f"move or delete {where} yourself"
             )
-    _check_writable(where)
+    check_writable(where)
     return where
-
-
-def check_out_dir(
-    out: str | os.PathLike,
-    *,
-    marker: str,
-    writer: str,
-    overwrite: bool = False,
-    source: Any = None,
-    name: str = "--out",
-    flag: str = "--overwrite",
-) -> Path:
-    """``out`` as a Path, checked before any work: apart from the input table ``source``, not
-    a file, and new, empty or holding ``marker`` (a file ``writer`` leaves in what it wrote),
-    unless ``overwrite``: then its files of the same names are replaced and others kept.
-
-    ``name`` and ``flag`` are how messages call the output and the override (a flag on the
-    command line, a keyword in Python)."""
-    path = Path(out)
-    if source is not None:
-        check_apart(path, source, "output")
-    if path.exists() and not path.is_dir():
-        raise FileExistsError(f"{name} {str(path)!r} exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()) and not (path / marker).is_file() and not overwrite:
-        raise FileExistsError(
-            f"{name} {str(path)!r} is a non-empty directory that {writer} did not write; choose "
-            f"an empty or new directory, or pass {flag} to write its files into it (other "
-            "files are kept)"
-        )
-    return path
 
 
 def check_apart(
@@ -426,7 +396,7 @@ def _source_key(source: Any) -> tuple[str, PurePath] | None:
     return ("file", local.resolve()) if local.exists() else None
 
 
-def _check_writable(where: Location) -> None:
+def check_writable(where: Location) -> None:
     """Refuse, before any work, a path whose directory cannot be written."""
     if not where.local:
         _check_remote_writable(where)
