@@ -305,6 +305,8 @@ def _check_signed(data: bytes, record: dict[str, Any], estimator: Any, path: Pat
         problem = f"its features {features} are not the columns it was fitted on {list(fitted)}"
     elif isinstance(n_in, Integral) and n_in != len(features):
         problem = f"it lists {len(features)} features but the estimator takes {n_in}"
+    elif "signature" not in record and record.get("format_version") != 1:
+        problem = "it has no signature, which every model saved by save_model carries"
     elif "signature" in record and record["signature"] != _signature(data, record):
         problem = (
             "its metadata (features, label, task or classes) or its estimator was edited "

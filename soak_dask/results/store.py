@@ -263,9 +263,11 @@ def check_apart(
     what: str = "results",
     *,
     storage_options: dict | None = None,
+    source_name: str = "input table",
 ) -> None:
     """Refuse a ``path`` that is, holds or lies inside the input table ``source``: a local
-    path, or a URL on the same kind of file system (names of in-memory data are ignored)."""
+    path, or a URL on the same kind of file system (names of in-memory data are ignored).
+    ``what`` and ``source_name`` are how the message calls the two."""
     src = _source_key(source)
     if src is None:
         return
@@ -273,11 +275,11 @@ def check_apart(
     if src[0] not in out[0]:
         return
     if out[1] == src[1]:
-        relation = "is the input table"
+        relation = f"is the {source_name}"
     elif out[1].is_relative_to(src[1]):
-        relation = "is inside the input table's directory"
+        relation = f"is inside the {source_name}'s directory"
     elif src[1].is_relative_to(out[1]):
-        relation = "holds the input table"
+        relation = f"holds the {source_name}"
     else:
         return
     raise ValueError(f"{path} {relation} ({source}); write the {what} outside it")
