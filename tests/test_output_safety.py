@@ -598,3 +598,50 @@ def test_soak_run_resumes_when_the_data_is_named_by_another_path(data, tmp_path,
 def test_outputdir_is_returned_as_is():
     od = OutputDir(Path("x"), "w")
     assert check_out_dir(od, writer="other") is od
+
+
+# --- soak demo and write_pixel_parquet -------------------------------------------------------
+
+
+def test_write_pixel_parquet_deletes_only_its_own_files(tmp_path):
+    from soak_dask.app.demo import write_pixel_parquet
+
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    toy_table(20).to_parquet(mixed / "mine.parquet")  # a user's Parquet file
+    before = listing(mixed)
+    for overwrite in (False, True):
+        with pytest.raises(FileExistsError, match="mine.parquet, which write_pixel_parquet"):
+            write_pixel_parquet(mixed, n_files=1, n_pixels=100, overwrite=overwrite)
+    assert listing(mixed) == before
+    ours = write_pixel_parquet(tmp_path / "ours", n_files=2, n_pixels=100)
+    write_pixel_parquet(ours, n_files=1, n_pixels=100, overwrite=True)
+    assert [p.name for p in ours.iterdir()] == ["part-00000.parquet"]
+
+
+def test_soak_demo_refuses_a_directory_it_did_not_write(tmp_path, capsys):
+    from soak_dask.app.demo import run_demo
+
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "pvalues.csv").write_text("mine")
+    with pytest.raises(FileExistsError, match="pvalues.csv"):
+        run_demo(own, n_pixels=200)
+    code, _, err = soak(["demo", "--out", own, "--pixels", "200"], capsys)
+    one_line(err, "--out", "pvalues.csv")
+    assert listing(own) == {"pvalues.csv": b"mine"}
+
+
+def test_save_results_refuses_a_path_inside_a_results_store(results, tmp_path):
+    store = sd.save_results(results, tmp_path / "r.zarr")
+    before = listing(store)
+    with pytest.raises(ValueError, match="inside the results store"):
+        sd.save_results(results, store / "inner.zarr")
+    assert listing(store) == before
+    sd.open_results(store)
+
+
+def test_save_model_creates_a_new_parent_directory(tmp_path):
+    model, _ = _fitted(None)
+    path = sd.save_model(model, tmp_path / "new" / "m.skops", features=["x0", "x1", "x2"])
+    assert sd.load_model(path).features == ("x0", "x1", "x2")

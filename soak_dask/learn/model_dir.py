@@ -12,7 +12,7 @@ import json
 import os
 import re
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,7 @@ def check_models_dir(
     overwrite: bool = True,
     name: str = "models",
     flag: str = "--overwrite",
+    apart: Mapping[str, Any] | None = None,
 ) -> Path | None:
     """Check, before any fit, that the final models can be saved in ``models`` (None: not
     saved) for ``learners`` without touching anything soak_dask did not write.
@@ -72,10 +73,11 @@ def check_models_dir(
     holding anything but model files ``save_model`` wrote (each carries its own mark, so no
     manifest is needed); without ``overwrite``, one holding such files already (the command
     line's ``soak evaluate --models`` without ``--overwrite``); a directory that cannot be
-    written. With ``overwrite`` (``evaluate(models=...)`` in Python, which has no switch), the
+    written; a directory that is, holds or lies inside a path of ``apart`` (name -> path,
+    None skipped: the run's checkpoint). With ``overwrite`` (``evaluate(models=...)`` in Python, which has no switch), the
     model files of the same learners are replaced, those of other learners kept.
     """
-    from ..results.store import check_apart, check_writable, locate
+    from ..results.store import check_apart, check_writable, locate, overlaps
 
     if models is None:
         return None
@@ -83,6 +85,9 @@ def check_models_dir(
     path = Path(models)
     check_apart(path, source, "models")
     shown = f"{name} {str(path)!r}"
+    for other, where in (apart or {}).items():
+        if where is not None and overlaps(path, where):
+            raise ValueError(f"{shown} and {other} {str(where)!r} overlap; give separate paths")
     if path.exists() and not path.is_dir():
         raise FileExistsError(
             f"{shown} is a file; give a new directory (or one of soak_dask's model files)"

@@ -208,6 +208,7 @@ def save_model(
     with zipfile.ZipFile(buffer, "a", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(METADATA_MEMBER, json.dumps(record, indent=2, default=str))
     # Written beside the target and renamed, so a failed save never leaves half a model.
+    path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(
         dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
     ) as tmp:

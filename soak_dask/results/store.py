@@ -240,6 +240,7 @@ def check_output(
     """
     where = locate(path, storage_options)
     check_apart(where, source)
+    _check_not_in_store(where)
     where.fs.invalidate_cache(where.path)  # a listing cached earlier may be stale
     if where.fs.lexists(where.path):
         if not overwrite:
@@ -283,6 +284,17 @@ def check_apart(
     else:
         return
     raise ValueError(f"{path} {relation} ({source}); write the {what} outside it")
+
+
+def _check_not_in_store(where: Location) -> None:
+    """Refuse a local path inside a results store (it would no longer read as one)."""
+    if not where.local:
+        return
+    for parent in Path(where.shown).resolve().parents:
+        if parent.is_dir() and is_results_store(parent):
+            raise ValueError(
+                f"{where} is inside the results store {parent}; write it outside that store"
+            )
 
 
 def overlaps(first: str | os.PathLike | Location, second: str | os.PathLike | Location) -> bool:

@@ -155,7 +155,7 @@ def evaluate(
     _check_nested(nested)
     measures = check_measures(measures, table.task)
     estimators = resolve_learners(learners, table.task, seed)
-    check_models_dir(models, estimators, table.source)  # before any fit
+    check_models_dir(models, estimators, table.source, apart={"checkpoint": checkpoint})
     client = current_client() if client is None else client
     data_id = data_identity(checkpoint, table)
     if share and table.fold is not None:
