@@ -645,3 +645,11 @@ def test_save_model_creates_a_new_parent_directory(tmp_path):
     model, _ = _fitted(None)
     path = sd.save_model(model, tmp_path / "new" / "m.skops", features=["x0", "x1", "x2"])
     assert sd.load_model(path).features == ("x0", "x1", "x2")
+
+
+def test_models_and_checkpoint_must_be_apart(data, tmp_path):
+    pairs = ((tmp_path / "m", tmp_path / "m"), (tmp_path / "c" / "m", tmp_path / "c"))
+    for models, checkpoint in pairs:
+        with pytest.raises(ValueError, match="and checkpoint .* overlap"):
+            sd.evaluate(load(data), "featureless", models=models, checkpoint=checkpoint)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]

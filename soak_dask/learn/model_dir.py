@@ -74,8 +74,9 @@ def check_models_dir(
     manifest is needed); without ``overwrite``, one holding such files already (the command
     line's ``soak evaluate --models`` without ``--overwrite``); a directory that cannot be
     written; a directory that is, holds or lies inside a path of ``apart`` (name -> path,
-    None skipped: the run's checkpoint). With ``overwrite`` (``evaluate(models=...)`` in Python, which has no switch), the
-    model files of the same learners are replaced, those of other learners kept.
+    None skipped: the run's checkpoint). With ``overwrite`` (``evaluate(models=...)`` in
+    Python, which has no switch), the model files of the same learners are replaced, those
+    of other learners kept.
     """
     from ..results.store import check_apart, check_writable, locate, overlaps
 
