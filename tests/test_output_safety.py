@@ -653,3 +653,19 @@ def test_models_and_checkpoint_must_be_apart(data, tmp_path):
         with pytest.raises(ValueError, match="and checkpoint .* overlap"):
             sd.evaluate(load(data), "featureless", models=models, checkpoint=checkpoint)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
+
+
+def test_links_never_lead_a_write_elsewhere(results, data, tmp_path):
+    (tmp_path / "to_data").symlink_to(data, target_is_directory=True)
+    with pytest.raises(ValueError, match="is the input table"):
+        sd.write_report(results, tmp_path / "to_data", overwrite=True)
+    out = tmp_path / "rep"
+    sd.write_report(results, out)
+    users = tmp_path / "users"
+    users.mkdir()
+    (users / "precious.txt").write_text("mine")
+    (out / "report.html").unlink()
+    (out / "report.html").symlink_to(users, target_is_directory=True)  # a folder in its place
+    with pytest.raises(FileExistsError, match="report.html changed since"):
+        sd.write_report(results, out, overwrite=True)
+    assert (users / "precious.txt").read_text() == "mine"

@@ -194,10 +194,13 @@ def _manifest(od: OutputDir) -> dict[str, str | None]:
 
 
 def digest(path: Path) -> str:
-    """SHA-256 of a file's content, or of a folder's file names and contents."""
+    """SHA-256 of a file's content, or of a folder's file names and contents (a link: of
+    where it points, so a link put in place of what soak_dask wrote never matches)."""
     h = hashlib.sha256()
-    if path.is_dir() and not path.is_symlink():
-        for item in sorted(p for p in path.rglob("*") if p.is_file()):
+    if path.is_symlink():
+        h.update(b"link\0" + os.fsencode(os.readlink(path)))
+    elif path.is_dir():
+        for item in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
             h.update(item.relative_to(path).as_posix().encode() + b"\0")
             h.update(_file_digest(item).encode())
     elif path.exists():
