@@ -203,7 +203,10 @@ def prepare_report_dir(
 ) -> OutputDir:
     """`out` checked for a report before any work (``soak_dask.results.outdir``): new, empty
     or an earlier report (replaced with `overwrite`), never the input table `source`."""
-    return check_out_dir(out, writer=REPORT_WRITER, overwrite=overwrite, source=source, flag=flag)
+    name = "--out" if flag.startswith("--") else "out"  # the command line's word, or Python's
+    return check_out_dir(
+        out, writer=REPORT_WRITER, overwrite=overwrite, source=source, name=name, flag=flag
+    )
 
 
 def _write_tables(out: OutputDir, name: str, frame: pd.DataFrame) -> None:
