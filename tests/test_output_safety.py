@@ -669,3 +669,12 @@ def test_links_never_lead_a_write_elsewhere(results, data, tmp_path):
     with pytest.raises(FileExistsError, match="report.html changed since"):
         sd.write_report(results, out, overwrite=True)
     assert (users / "precious.txt").read_text() == "mine"
+
+
+def test_a_url_is_refused_where_a_local_directory_is_written(results, data, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="is a URL"):
+        sd.write_report(results, "s3://bucket/report")
+    with pytest.raises(ValueError, match="models 's3://bucket/m' is a URL"):
+        sd.evaluate(load(data), "featureless", models="s3://bucket/m")
+    assert not (tmp_path / "s3:").exists()

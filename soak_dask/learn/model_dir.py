@@ -78,12 +78,13 @@ def check_models_dir(
     Python, which has no switch), the model files of the same learners are replaced, those
     of other learners kept.
     """
+    from ..results.outdir import local_path
     from ..results.store import check_apart, check_writable, locate, overlaps
 
     if models is None:
         return None
     check_model_names(learners)
-    path = Path(models)
+    path = local_path(models, name)
     check_apart(path, source, "models")
     shown = f"{name} {str(path)!r}"
     for other, where in (apart or {}).items():

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import fsspec
+
 from .store import check_apart, check_writable, locate
 
 #: The file marking a directory as soak_dask's, listing what it wrote there.
@@ -123,9 +125,22 @@ def check_out_dir(
     """
     if isinstance(out, OutputDir):
         return out
-    od = OutputDir(Path(out), writer, bool(overwrite), source, name, flag)
+    od = OutputDir(local_path(out, name), writer, bool(overwrite), source, name, flag)
     _check(od)
     return od
+
+
+def local_path(out: str | os.PathLike, name: str = "out") -> Path:
+    """``out`` as a local Path; a URL (``s3://…``) is refused rather than made into a local
+    folder named ``s3:``."""
+    text = os.fspath(out)
+    protocol, _ = fsspec.core.split_protocol(text)
+    if protocol not in (None, "file"):
+        raise ValueError(
+            f"{name} {text!r} is a URL; this output is written to a local directory: give a "
+            "local path (results stores alone go to URLs, with save_results)"
+        )
+    return Path(text.removeprefix("file://"))
 
 
 def _check(od: OutputDir) -> list[str]:
