@@ -678,3 +678,11 @@ def test_a_url_is_refused_where_a_local_directory_is_written(results, data, tmp_
     with pytest.raises(ValueError, match="models 's3://bucket/m' is a URL"):
         sd.evaluate(load(data), "featureless", models="s3://bucket/m")
     assert not (tmp_path / "s3:").exists()
+
+
+def test_save_model_refuses_a_url(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    model, _ = _fitted(None)
+    with pytest.raises(ValueError, match="is a URL"):
+        sd.save_model(model, "s3://bucket/m.skops", features=["x0", "x1", "x2"])
+    assert not (tmp_path / "s3:").exists()

@@ -187,7 +187,9 @@ def save_model(
     FileExistsError
         ``path`` exists and ``overwrite`` is False, or it was not written by ``save_model``.
     """
-    path = Path(path)
+    from ..results.outdir import local_path
+
+    path = local_path(path, "path")
     check_is_fitted(model)
     record = _metadata(model, features, label, metadata)
     if path.is_dir():
