@@ -102,7 +102,9 @@ def test_evaluate_signature_is_its_settings():
     params = inspect.signature(sd.evaluate).parameters
     given_ = {k: p.default for k, p in params.items() if k not in ("table", "client")}
     declared = {
-        s.name: s.default_in("evaluate") for s in command_settings("evaluate") if s.scope != "table"
+        s.name: s.default_in("evaluate")
+        for s in command_settings("evaluate")
+        if s.scope != "table"
     }
     declared = {k: v for k, v in declared.items() if SETTINGS[k].scope != "app"}
     assert set(given_) == set(declared)
