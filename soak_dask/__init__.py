@@ -15,6 +15,7 @@ from .learn.builtin import BUILTIN as BUILTIN_LEARNERS
 from .learn.builtin import builtin_learner
 from .learn.calibration import PlattCalibrated
 from .learn.lasso import LassoCVClassifier, LassoCVRegressor
+from .learn.model_dir import check_models_dir
 from .learn.priors import PriorCorrected
 from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
 from .learn.tuning import Search
@@ -80,6 +81,7 @@ __all__ = [
     "block_counts",
     "builtin_learner",
     "by_fold",
+    "check_models_dir",
     "compare_sampling",
     "compare",
     "evaluate",

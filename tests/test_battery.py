@@ -1347,11 +1347,11 @@ CLI_CASES = [
         Error(("absent.zarr", "does not exist"), fix=("soak run",)),
     ),
     cli_case(
-        "report-onto-other-data-names---overwrite",
+        "report-onto-other-data-is-refused",
         report_onto_other_data,
         Error(
-            ("does not hold a soak_dask report",),
-            fix=("pass --overwrite",),
+            ("notes.txt", "soak_dask did not write"),
+            fix=("choose another directory",),
             absent=("overwrite=True",),
         ),
     ),

@@ -485,12 +485,16 @@ def test_report_writes_html(flag_run, tmp_path, capsys):
     other = tmp_path / "notes"
     other.mkdir()
     (other / "notes.txt").write_text("not a report")
-    code, out, err = soak(["report", store, "--out", other], capsys)
-    assert code == 2 and err.startswith("soak: error: ") and len(err.splitlines()) == 1
-    assert "does not hold a soak_dask report" in err
-    assert "pass --overwrite to write" in err and "overwrite=True" not in err  # the CLI's word
-    code, out, err = soak(["report", store, "--out", other, "--overwrite"], capsys)
-    assert code == 0 and (other / "report.html").is_file() and (other / "notes.txt").exists()
+    for flags in ([], ["--overwrite"]):  # a directory soak_dask did not write: never
+        code, out, err = soak(["report", store, "--out", other, *flags], capsys)
+        assert code == 2 and err.startswith("soak: error: ") and len(err.splitlines()) == 1
+        assert "soak_dask did not write (it holds notes.txt" in err
+    assert [p.name for p in other.iterdir()] == ["notes.txt"]
+    code, out, err = soak(["report", store, "--out", tmp_path / "rep"], capsys)
+    assert code == 2 and "earlier output" in err
+    assert "pass --overwrite to replace" in err and "overwrite=True" not in err  # the CLI's word
+    code, out, err = soak(["report", store, "--out", tmp_path / "rep", "--overwrite"], capsys)
+    assert code == 0 and (tmp_path / "rep" / "report.html").is_file()
 
 
 @pytest.fixture(scope="module")

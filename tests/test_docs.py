@@ -28,6 +28,7 @@ PAGES = [
     "plans",
     "tutorial",
     "results",
+    "outputs",
     "evaluation",
     "nesting",
     "split_sensitivity",

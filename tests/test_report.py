@@ -21,6 +21,7 @@ from PIL import Image  # noqa: E402
 
 import soak_dask as sd  # noqa: E402
 from soak_dask.app.demo import make_pixel_table  # noqa: E402
+from soak_dask.results.outdir import MANIFEST  # noqa: E402
 from soak_dask.results.report import CSP, markdown_table, write_report  # noqa: E402
 from soak_dask.results.stats import pvalues_text  # noqa: E402
 
@@ -84,7 +85,8 @@ def test_report_writes_every_file(report):
     expected = {"report.html", "pvalues.csv", "pvalues.md", "summary.csv", "summary.md"}
     figures = [f"soak_{m}{kind}" for m in MEASURES for kind in ("", "_learners")]
     expected |= {f"{name}.{ext}" for name in figures for ext in ("png", "svg")}
-    assert {p.name for p in out.iterdir()} == expected
+    assert {p.name for p in out.iterdir()} == expected | {MANIFEST}
+    assert set(json.loads((out / MANIFEST).read_text())["files"]) == expected
     for name in figures:
         with Image.open(out / f"{name}.png") as image:
             assert image.width >= 800 and image.height >= 400
@@ -191,15 +193,14 @@ def test_pvalues_text_escapes_terminal_control_characters():
 # --- overwrite rules --------------------------------------------------------------------------
 
 
-def test_refuses_a_foreign_directory_unless_overwrite(small_run, tmp_path):
+def test_refuses_a_foreign_directory_even_with_overwrite(small_run, tmp_path):
     out = tmp_path / "mine"
     out.mkdir()
     (out / "notes.txt").write_text("keep me")
-    with pytest.raises(FileExistsError, match="does not hold a soak_dask report.*overwrite=True"):
-        write_report(small_run, out, "error")
+    for overwrite in (False, True):
+        with pytest.raises(FileExistsError, match="soak_dask did not write.*notes.txt"):
+            write_report(small_run, out, "error", overwrite=overwrite)
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
-    write_report(small_run, out, "error", overwrite=True)
-    assert (out / "notes.txt").read_text() == "keep me" and (out / "report.html").exists()
     with pytest.raises(FileExistsError, match="is not a directory"):
         write_report(small_run, out / "notes.txt", "error")
 
@@ -207,11 +208,15 @@ def test_refuses_a_foreign_directory_unless_overwrite(small_run, tmp_path):
 def test_rewrites_a_previous_report_and_drops_its_stale_figures(small_run, tmp_path):
     out = tmp_path / "rep"
     write_report(small_run, out, ["error", "auc"])
-    (out / "notes.txt").write_text("keep me")
-    write_report(small_run, out, "error")
+    with pytest.raises(FileExistsError, match="earlier output.*overwrite=True"):
+        write_report(small_run, out, "error")
+    write_report(small_run, out, "error", overwrite=True)
     assert not (out / "soak_auc.png").exists() and (out / "soak_error.png").exists()
-    assert (out / "notes.txt").exists()
     assert set(pd.read_csv(out / "pvalues.csv")["measure"]) == {"error"}
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="notes.txt"):  # never written beside
+        write_report(small_run, out, "error", overwrite=True)
+    (out / "notes.txt").unlink()
     # Bad options fail before the previous report is touched.
     with pytest.raises(ValueError, match="order='size'"):
         write_report(small_run, out, "error", order="size")
@@ -416,7 +421,7 @@ def test_plain_kfold_report_gives_mean_sd_without_pvalues(plain_run, tmp_path):
     out = page_path.parent
     expected = {"report.html", "summary.csv", "summary.md"}
     expected |= {f"soak_{m}_learners.{ext}" for m in MEASURES for ext in ("png", "svg")}
-    assert {p.name for p in out.iterdir()} == expected  # no p-value table, no empty figure
+    assert {p.name for p in out.iterdir()} == expected | {MANIFEST}  # no p-values, no empty figure
     page = page_path.read_text(encoding="utf-8")
     notes = re.search(r'<div class="notes">(.*?)</div>', page, re.S).group(1)
     assert "No p-values</b>: one subset: plain K-fold CV" in notes

@@ -314,7 +314,6 @@ def parser() -> argparse.ArgumentParser:
 def test_cli_writes_tables_and_figure(tmp_path):
     from distributed import LocalCluster
 
-    from soak_dask.app.flags import UsageError
     from soak_dask.app.sampling_cli import compare_sampling_command
 
     frame(120, seed=12).to_csv(tmp_path / "rows.csv", index=False)
@@ -326,10 +325,10 @@ def test_cli_writes_tables_and_figure(tmp_path):
         compare_sampling_command(args)
         written = {p.name for p in out.iterdir()}
         assert written == {"mai.csv", "summary.csv", "random_accuracy.csv", "mai.png",
-                           "compare_sampling.json"}  # fmt: skip
+                           "compare_sampling.json", "soak_dask_output.json"}  # fmt: skip
         table = pd.read_csv(out / "mai.csv", index_col=[0, 1])
         assert list(table.columns[:2]) == ["AEV", "SD"] and "MAI overlap" in table
-        with pytest.raises(UsageError, match="--overwrite"):
+        with pytest.raises(FileExistsError, match="earlier output.*--overwrite"):
             compare_sampling_command(args)
         overwrite = [*argv, "--scheduler", cluster.scheduler_address, "--overwrite"]
         compare_sampling_command(parser().parse_args(overwrite))
@@ -339,7 +338,7 @@ def test_cli_writes_tables_and_figure(tmp_path):
     foreign.mkdir()
     (foreign / "keep.txt").write_text("mine")
     argv[-1] = str(foreign)
-    with pytest.raises(UsageError, match="did not write"):
+    with pytest.raises(FileExistsError, match="did not write \\(it holds keep.txt"):
         compare_sampling_command(parser().parse_args([*argv, "--overwrite"]))
 
 

@@ -21,6 +21,7 @@ from soak_dask.diagnose.sensitivity import (
     split_sensitivity_summary,
     split_sensitivity_trials,
 )
+from soak_dask.results.outdir import MANIFEST
 
 from .conftest import toy_table
 
@@ -62,7 +63,7 @@ def test_writes_the_python_api_results(data, scheduler, tmp_path, capsys):
     argv = ["split-sensitivity", data, *FLAGS, "--scheduler", scheduler, "--out", out]
     code, printed, err = soak(argv, capsys)
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*FILES, MANIFEST])
     table = sd.load_table(str(data), label="y", features=FEATURES)
     with dask.config.set(scheduler="synchronous"):
         ds = split_sensitivity(
@@ -80,7 +81,9 @@ def test_writes_the_python_api_results(data, scheduler, tmp_path, capsys):
     assert (out / "split_sensitivity.png").stat().st_size > 10_000
     assert "gaussian_nb, accuracy" in printed and "Recommended ratio(s):" in printed
     assert str(out / "summary.csv") in printed
-    check_out(str(out), overwrite=False, source=str(data))  # our own directory: may rerun
+    check_out(str(out), overwrite=True, source=str(data))  # our own directory: may replace
+    with pytest.raises(FileExistsError, match="earlier output of soak split-sensitivity"):
+        check_out(str(out), overwrite=False, source=str(data))  # but only with --overwrite
 
 
 def test_out_is_guarded(data, tmp_path, capsys):
@@ -89,8 +92,9 @@ def test_out_is_guarded(data, tmp_path, capsys):
     (taken / "notes.txt").write_text("mine")
     code, _, err = soak(["split-sensitivity", data, *FLAGS, "--out", taken], capsys)
     assert code == cli.USAGE_ERROR
-    assert "did not write" in err and "--overwrite" in err and err.count("\n") == 1
-    assert check_out(str(taken), overwrite=True, source=str(data)) == taken
+    assert "did not write" in err and "notes.txt" in err and err.count("\n") == 1
+    with pytest.raises(FileExistsError, match="notes.txt"):  # not even with --overwrite
+        check_out(str(taken), overwrite=True, source=str(data))
     (tmp_path / "file").write_text("")
     with pytest.raises(FileExistsError, match="is not a directory"):
         check_out(str(tmp_path / "file"), overwrite=True, source=str(data))

@@ -36,8 +36,9 @@ from soak_dask.pooling import (
     transfer_from_soak,
     transfer_pvalues,
 )
-from soak_dask.pooling.report import MARKER, write_transfer_report
+from soak_dask.pooling.report import write_transfer_report
 from soak_dask.pooling.search import inner_plan
+from soak_dask.results.outdir import MANIFEST
 
 from .conftest import shared_file, toy_table
 
@@ -235,22 +236,22 @@ def test_stability_table(runs):
 
 def test_figures_and_report(runs, tmp_path):
     matrix, _, found = runs
-    from soak_dask.pooling.report import _clear, check_out_dir
+    from soak_dask.pooling.report import check_out_dir
 
     page = write_transfer_report(matrix.sel(learner=["lda"]), tmp_path / "rep", found)
     html = page.read_text()
     assert 'id="transfer"' in html and 'id="search"' in html and "<script" not in html
-    listed = json.loads((tmp_path / "rep" / MARKER).read_text())["files"]
+    listed = json.loads((tmp_path / "rep" / MANIFEST).read_text())["files"]
     assert {"transfer_error.png", "search.png", "search_pvalues.csv", "report.html"} <= set(listed)
     assert (tmp_path / "rep" / "transfer_error.png").stat().st_size > 10_000
-    check_out_dir(tmp_path / "rep", overwrite=False)  # ours: a new report may replace it
-    (tmp_path / "rep" / "keep.txt").write_text("mine")
-    _clear(tmp_path / "rep")  # what a new report does first: only the listed files go
-    assert [p.name for p in (tmp_path / "rep").iterdir()] == ["keep.txt"]
+    with pytest.raises(FileExistsError, match="earlier output"):
+        check_out_dir(tmp_path / "rep", overwrite=False)  # ours, but not without overwrite
+    check_out_dir(tmp_path / "rep", overwrite=True).begin()  # what a new report does first
+    assert [p.name for p in (tmp_path / "rep").iterdir()] == [MANIFEST]  # the listed files go
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "keep.txt").write_text("mine")
-    with pytest.raises(FileExistsError, match="overwrite"):
-        check_out_dir(tmp_path / "other", overwrite=False)
+    with pytest.raises(FileExistsError, match="keep.txt"):
+        check_out_dir(tmp_path / "other", overwrite=True)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -288,8 +289,8 @@ def test_cli_writes_results_report_and_refuses_foreign_dirs(tmp_path, capsys, mo
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")
-    args = _parser().parse_args(["transfer", *argv[:-1], str(foreign)])
-    with pytest.raises(FileExistsError, match="--overwrite"):
+    args = _parser().parse_args(["transfer", *argv[:-1], str(foreign), "--overwrite"])
+    with pytest.raises(FileExistsError, match="did not write \\(it holds notes.txt"):
         transfer_cli.transfer_command(args)
 
 

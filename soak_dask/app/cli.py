@@ -199,7 +199,8 @@ def _checked_paths(settings: Any) -> str | os.PathLike:
     (nothing written over or into the input, other data or each other; ``--out`` writable);
     return the checkpoint's path or URL (``s3://…`` as well: credentials come from the
     environment)."""
-    from ..results.store import check_apart, check_output, overlaps
+    from ..learn.model_dir import check_models_dir
+    from ..results.store import check_output, overlaps
     from ..run.checkpoint import check_checkpoint_dir
 
     check_output(
@@ -214,7 +215,9 @@ def _checked_paths(settings: Any) -> str | os.PathLike:
     check_checkpoint_dir(checkpoint, source=settings.data)
     models = getattr(settings, "models", None)  # soak evaluate's only
     if models is not None:
-        check_apart(models, settings.data, "models")
+        check_models_dir(
+            models, source=settings.data, overwrite=settings.overwrite, name="--models"
+        )
         for flag, path in (("--out", settings.out), ("--checkpoint", checkpoint)):
             if overlaps(models, path):
                 raise UsageError(
@@ -240,8 +243,9 @@ def report_command(args: argparse.Namespace) -> None:
     ``soak evaluate`` printed (the first measure's tests, or mean ± SD), then the page's path."""
     from ..results.report import write_report  # its own dependencies load only for this command
     from ..results.stats import evaluation_text, is_evaluation, results_text, validate_results
-    from ..results.store import open_results
+    from ..results.store import check_apart, open_results
 
+    check_apart(args.out, args.results, "report", source_name="results store")
     ds = open_results(args.results)
     page = write_report(ds, args.out, overwrite=args.overwrite, flag="--overwrite")
     if is_evaluation(ds):

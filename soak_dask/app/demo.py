@@ -205,6 +205,36 @@ def make_pixel_table(
     return pd.DataFrame(columns)
 
 
+def _check_pixel_dir(path: Path, overwrite: bool) -> list[Path]:
+    """The rule of every output (``soak_dask.results.outdir``) for a Parquet directory, whose
+    files carry their own mark (``soak_dask.demo`` in their schema metadata) rather than a
+    manifest, which a Parquet reader would take for data: refuse a file, a directory holding
+    anything else, and without ``overwrite`` the demo's own earlier files; those files."""
+    if path.exists() and not path.is_dir():
+        raise FileExistsError(f"path={str(path)!r} exists and is not a directory.")
+    entries = sorted(path.iterdir()) if path.is_dir() else []
+    ours = [e for e in entries if e.suffix == ".parquet" and e.is_file() and _is_demo_file(e)]
+    if foreign := [e.name for e in entries if e not in ours]:
+        raise FileExistsError(
+            f"Directory {str(path)!r} holds {', '.join(foreign[:5])}, which write_pixel_parquet "
+            "did not write; it writes only into a new or empty directory or over its own "
+            "files: choose another path."
+        )
+    if ours and not overwrite:
+        raise FileExistsError(
+            f"Directory {str(path)!r} holds an earlier demo table; refusing to overwrite it. "
+            "Pass overwrite=True to replace its Parquet files, or choose another path."
+        )
+    return ours
+
+
+def _is_demo_file(path: Path) -> bool:
+    try:
+        return b"soak_dask.demo" in (pq.read_schema(path).metadata or {})
+    except (OSError, pa.ArrowInvalid):
+        return False
+
+
 def write_pixel_parquet(
     path: str | Path, n_files: int = 4, overwrite: bool = False, **kwargs: Any
 ) -> Path:
@@ -213,14 +243,15 @@ def write_pixel_parquet(
     Parameters
     ----------
     path : str or pathlib.Path
-        Directory to write. Created if missing. An existing non-empty directory is only
-        written to with ``overwrite=True``.
+        Directory to write. Created if missing. An existing non-empty directory must hold
+        only files an earlier call wrote (marked in their schema metadata), and is written
+        to only with ``overwrite=True``.
     n_files : int, default 4
         Number of Parquet files ``part-00000.parquet``, ...; each holds a contiguous run of
         rows (so, like per-tile exports, mostly whole polygons of a part of the scene).
     overwrite : bool, default False
-        If True, delete the ``*.parquet`` files already in ``path`` (only those, at its top
-        level) before writing.
+        If True, delete the Parquet files an earlier call wrote in ``path`` (only those)
+        before writing.
     **kwargs
         Passed to ``make_pixel_table`` (``n_pixels``, ``n_regions``, ``seed``, ...).
         They are also stored as JSON in each file's schema metadata under the key
@@ -234,7 +265,8 @@ def write_pixel_parquet(
     Raises
     ------
     FileExistsError
-        If ``path`` is a non-empty directory and ``overwrite`` is False, or is a file.
+        If ``path`` is a file, holds files this function did not write, or holds its earlier
+        files and ``overwrite`` is False.
     ValueError
         If ``n_files`` or an argument of ``make_pixel_table`` is invalid.
 
@@ -258,19 +290,12 @@ def write_pixel_parquet(
             f"n_files={n_files} is larger than n_pixels={n_pixels}: every file needs at "
             "least one row; use fewer files or more pixels."
         )
-    if path.exists() and not path.is_dir():
-        raise FileExistsError(f"path={str(path)!r} exists and is not a directory.")
-    if path.is_dir() and any(path.iterdir()) and not overwrite:
-        raise FileExistsError(
-            f"Directory {str(path)!r} exists and is not empty; refusing to overwrite it. "
-            "Pass overwrite=True to replace its Parquet files, or choose another path."
-        )
+    earlier = _check_pixel_dir(path, overwrite)
     # Generate (and validate) before deleting anything, so a bad argument destroys nothing.
     df = make_pixel_table(**kwargs)
     path.mkdir(parents=True, exist_ok=True)
-    if overwrite:
-        for old in path.glob("*.parquet"):
-            old.unlink()
+    for old in earlier:
+        old.unlink()
 
     params = json.dumps(dict(sorted(kwargs.items())), default=str)
     bounds = np.linspace(0, len(df), n_files + 1).round().astype(np.int64)
@@ -567,7 +592,8 @@ def run_demo(
     Parameters
     ----------
     out : path
-        Output directory (created; the demo's own files in it are replaced).
+        Output directory: new, empty, or an earlier demo's (whose files are replaced); a
+        directory holding anything else is refused (``soak_dask.results.outdir``).
     n_pixels : int
         Pixels in the generated table.
     n_regions : int
@@ -583,6 +609,7 @@ def run_demo(
     progress : bool
         Show the progress bar.
     """
+    from ..results.outdir import check_out_dir
     from ..results.report import write_report
     from ..results.stats import pvalues_text
     from ..results.store import save_results
@@ -590,10 +617,10 @@ def run_demo(
     from ..run.engine import soak
     from ..tables.table import load_table
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    # The rule of every output: a new directory or the demo's own (replaced), nothing else.
+    out = check_out_dir(out, writer="soak demo", overwrite=True, name="--out").begin()
     pixels = write_pixel_parquet(
-        out / "pixels", n_pixels=n_pixels, n_regions=n_regions, seed=seed, overwrite=True
+        out.claim("pixels"), n_pixels=n_pixels, n_regions=n_regions, seed=seed
     )
     learners = learners or {"featureless": "featureless", "logistic": "logistic"}
     with connect(scheduler) as client:
@@ -602,9 +629,10 @@ def run_demo(
         )
         print(table)
         res = soak(table, learners, n_folds=n_folds, seed=seed, progress=progress, client=client)
-    store = save_results(res, out / "results.zarr", overwrite=True)
-    res.soak.pvalues(measures=["error"]).to_csv(out / "pvalues.csv", index=False)
-    report = write_report(res, out / "report")
+    store = save_results(res, out.claim("results.zarr"))
+    res.soak.pvalues(measures=["error"]).to_csv(out.claim("pvalues.csv"), index=False)
+    report = write_report(res, out.claim("report"))
+    out.finish()
     print(pvalues_text(res, "error"))
-    print(f"\nResults: {store}  p-values: {out / 'pvalues.csv'}\nReport: {report}")
+    print(f"\nResults: {store}  p-values: {out.path / 'pvalues.csv'}\nReport: {report}")
     return res

@@ -17,12 +17,13 @@ from typing import Any
 
 from ..learn.builtin import describe_builtins
 from ..settings import SETTINGS, check_run_options
-from .flags import UsageError, add_settings, spell
+from .flags import add_settings, spell
 
 NAME = "compare-sampling"
-#: The files the command writes; an existing --out is replaced only if it holds the manifest.
-MANIFEST = "compare_sampling.json"
-FILES = ("mai.csv", "summary.csv", "random_accuracy.csv", "mai.png", MANIFEST)
+#: The files the command writes (and the settings it ran with, in ``SETTINGS_FILE``); --out is
+#: checked and marked as every output directory is (``soak_dask.results.outdir``).
+SETTINGS_FILE = "compare_sampling.json"
+FILES = ("mai.csv", "summary.csv", "random_accuracy.csv", "mai.png", SETTINGS_FILE)
 #: The settings shared with ``soak run``: the table's (not its subset, group and fold columns,
 #: which rows sampled one by one ignore or refuse) and the scheduler.
 _SHARED = (
@@ -117,26 +118,16 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
-def check_out_dir(path: str | os.PathLike, overwrite: bool, source: Any) -> Path:
-    """``--out`` as a Path, checked before any work: a new or empty directory, or (with
-    ``--overwrite``) one an earlier run wrote (it holds ``MANIFEST``); never the input."""
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; give a directory")
-    if source is not None and Path(os.fspath(source)).resolve() in (
-        out.resolve(),
-        *out.resolve().parents,
-    ):
-        raise UsageError(f"--out {out} is, or is inside, the input {source}; choose another")
-    if out.is_dir() and any(out.iterdir()):
-        if not (out / MANIFEST).exists():
-            raise UsageError(
-                f"--out {out} holds files that compare-sampling did not write; choose another "
-                "directory (--overwrite replaces only an earlier compare-sampling output)"
-            )
-        if not overwrite:
-            raise UsageError(f"--out {out} holds an earlier run's output; pass --overwrite")
-    return out
+def check_out_dir(path: str | os.PathLike, overwrite: bool, source: Any) -> Any:
+    """``--out`` checked before any work (``soak_dask.results.outdir.check_out_dir``): a new
+    or empty directory, or (with ``--overwrite``) this command's earlier output; never the
+    input. An ``OutputDir``."""
+    from ..results.outdir import check_out_dir as check
+
+    return check(
+        path, writer=f"soak {NAME}", overwrite=overwrite, source=source, name="--out",
+        flag="--overwrite",
+    )  # fmt: skip
 
 
 def compare_sampling_command(args: argparse.Namespace) -> None:
@@ -172,7 +163,7 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     print(frame.round(3).to_string())
     if notes := notes_text(res):
         print(f"\n{notes}")
-    print(f"\n{out}")
+    print(f"\n{out.path}")
 
 
 def notes_text(res: Any) -> str:
@@ -184,18 +175,20 @@ def notes_text(res: Any) -> str:
     )
 
 
-def _write(out: Path, res: Any, frame: Any, summary: Any) -> None:
-    """The CSV files, the figure and the manifest (which marks the directory as ours)."""
+def _write(out: Any, res: Any, frame: Any, summary: Any) -> None:
+    """The CSV files, the figure and the settings, into the ``OutputDir`` ``out`` (each listed
+    in its manifest before it is written)."""
     from ..diagnose.sampling_plot import plot_mai
 
-    out.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out / "mai.csv")
-    summary.to_csv(out / "summary.csv")
-    res["random_accuracy"].to_dataframe().to_csv(out / "random_accuracy.csv")
+    frame.to_csv(out.claim("mai.csv"))
+    summary.to_csv(out.claim("summary.csv"))
+    res["random_accuracy"].to_dataframe().to_csv(out.claim("random_accuracy.csv"))
     fig = plot_mai(frame)
-    fig.savefig(out / "mai.png", dpi=120)
+    fig.savefig(out.claim("mai.png"), dpi=120)
     import matplotlib.pyplot as plt
 
     plt.close(fig)
     settings = {k: res.attrs[k] for k in ("source", "methods", "train_ratio", "n_random", "seed")}
-    (out / MANIFEST).write_text(json.dumps({"files": list(FILES), **settings}, default=str))
+    text = json.dumps({"files": list(FILES), **settings}, default=str)
+    out.claim(SETTINGS_FILE).write_text(text)
+    out.finish()

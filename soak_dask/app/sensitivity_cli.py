@@ -14,22 +14,26 @@ import json
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xarray as xr
 
 from ..settings import SETTINGS, check_run_options
 from .flags import add_settings, spell
 
+if TYPE_CHECKING:
+    from ..results.outdir import OutputDir
+
 COMMAND = "split-sensitivity"
+COMMAND_NAME = f"soak {COMMAND}"
 HELP = (
     "how much does the estimate depend on the train/test ratio? K-fold CV on the train part "
     "against the test score, over random splits per ratio; writes CSV files and a figure"
 )
-#: The settings file, whose ``generator`` marks a directory this command wrote.
+#: The settings file (``generator``: the command); the directory's manifest marks it as ours.
 SETTINGS_FILE = "split_sensitivity.json"
 GENERATOR = "soak_dask split-sensitivity"
-#: Every file the command writes (replaced on a rerun; other files are left alone).
+#: Every file the command writes (replaced on a rerun with --overwrite).
 FILES = ("summary.csv", "trials.csv", "split_sensitivity.png", SETTINGS_FILE)
 #: The table's settings (as ``soak info`` takes them, but subsets and folds, which the
 #: diagnostic does not use) and the cluster's.
@@ -84,7 +88,8 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
     out.add_argument(
         "--overwrite",
         action="store_true",
-        help="write into a non-empty directory not written by this command (its files kept)",
+        help="replace the output of an earlier 'soak split-sensitivity' in --out (only the "
+        "files it wrote; a directory holding other files is refused)",
     )
     out.add_argument(
         "--progress",
@@ -127,42 +132,43 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
         )
     write_outputs(ds, out)
     print(summary_text(ds))
-    print(f"\nFiles: {', '.join(str(out / name) for name in FILES)}")
+    print(f"\nFiles: {', '.join(str(out.path / name) for name in FILES)}")
 
 
 #: How the command's messages name the builder's options.
 _FLAGS = {"ratios": "--ratios", "trials": "--trials", "n_folds": "--n-folds", "seed": "--seed"}
 
 
-def check_out(out: str, overwrite: bool, source: Any) -> Path:
-    """``--out`` checked before any work (``soak_dask.results.store.check_out_dir``): apart
-    from the input, and new, empty or written by this command, unless ``overwrite``."""
-    from ..results.store import check_out_dir
+def check_out(out: str, overwrite: bool, source: Any) -> OutputDir:
+    """``--out`` checked before any work (``soak_dask.results.outdir``): apart from the
+    input, and new, empty or this command's earlier output (replaced with ``overwrite``)."""
+    from ..results.outdir import check_out_dir
 
-    writer = "soak split-sensitivity"
     return check_out_dir(
-        out, marker=SETTINGS_FILE, writer=writer, overwrite=overwrite, source=source
-    )
+        out, writer=COMMAND_NAME, overwrite=overwrite, source=source, name="--out",
+        flag="--overwrite",
+    )  # fmt: skip
 
 
-def write_outputs(ds: xr.Dataset, out: Path) -> None:
-    """Write ``FILES`` into ``out`` (created if missing); the settings file first, so that a
-    run stopped half-way left a directory the next run may write into."""
+def write_outputs(ds: xr.Dataset, out: str | Path | OutputDir) -> None:
+    """Write ``FILES`` into ``out`` (created if missing; a path is checked as ``check_out``
+    checks it, without overwrite), each listed in its manifest before it is written."""
     import matplotlib.pyplot as plt
 
     from ..diagnose.sensitivity import split_sensitivity_summary, split_sensitivity_trials
     from ..diagnose.sensitivity_plot import plot_split_sensitivity
 
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_out(out, False, ds.attrs.get("source")).begin()
     settings = {"generator": GENERATOR, **ds.attrs}
-    (out / SETTINGS_FILE).write_text(json.dumps(settings, indent=1, default=str) + "\n")
-    split_sensitivity_summary(ds).to_csv(out / "summary.csv", index=False)
-    split_sensitivity_trials(ds).to_csv(out / "trials.csv", index=False)
+    out.claim(SETTINGS_FILE).write_text(json.dumps(settings, indent=1, default=str) + "\n")
+    split_sensitivity_summary(ds).to_csv(out.claim("summary.csv"), index=False)
+    split_sensitivity_trials(ds).to_csv(out.claim("trials.csv"), index=False)
     fig = plot_split_sensitivity(ds)
     try:
-        fig.savefig(out / "split_sensitivity.png", dpi=150)
+        fig.savefig(out.claim("split_sensitivity.png"), dpi=150)
     finally:
         plt.close(fig)
+    out.finish()
 
 
 def summary_text(ds: xr.Dataset) -> str:

@@ -8,7 +8,6 @@ factory of ``soak_dask.app.cli.build_parser``) and ``transfer_command(args)`` ru
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from textwrap import indent
 from typing import Any
@@ -37,9 +36,6 @@ _SECTIONS = {
     "run": "the transfer matrix (soak_dask.pooling.transfer)",
     "app": "data and cluster",
 }
-#: What ``--out`` holds besides the report's files.
-STORES = ("transfer.zarr", "transfer.csv")
-SEARCH_STORES = ("search.zarr", "search.csv")
 
 
 def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -84,7 +80,8 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
     )  # fmt: skip
     output.add_argument(
         "--overwrite", action="store_true",
-        help="write into a non-empty directory that 'soak transfer' did not write",
+        help="replace the output of an earlier 'soak transfer' in --out (only the files it "
+        "wrote; a directory holding other files is refused)",
     )  # fmt: skip
     return sub
 
@@ -93,7 +90,6 @@ def transfer_command(args: argparse.Namespace) -> None:
     """``soak transfer``: check everything that needs no cluster, run the matrix (and the
     search) on the cluster, write the results and the report, print a summary."""
     from ..pooling.report import check_out_dir
-    from ..results.store import check_apart
     from ..run.cluster import connect, make_security
     from ..tables.table import load_table
 
@@ -108,8 +104,7 @@ def transfer_command(args: argparse.Namespace) -> None:
             "on each (without subsets, use soak run or soak evaluate)"
         )
     search = _search_options(args) if args.search else None
-    out = check_out_dir(args.out, args.overwrite, "--overwrite")
-    check_apart(out, values["data"])
+    out = check_out_dir(args.out, args.overwrite, "--overwrite", values["data"], "--out")
     security = make_security(values["tls_ca_file"], values["tls_cert"], values["tls_key"])
     table_options = {
         s.name: values[s.name] for s in SETTINGS.values() if s.scope == "table" and s.cli
@@ -184,26 +179,22 @@ def _compute(table: Any, learners: Any, run: dict, search: dict | None, client: 
     return matrix, found
 
 
-def _write(out: os.PathLike, matrix: Any, found: Any) -> Any:
-    """The report first (it clears what a previous report listed), then the stores and the
-    per-fold CSV files."""
-    from pathlib import Path
-
+def _write(out: Any, matrix: Any, found: Any) -> Any:
+    """The report first (the earlier output of ``out``, an ``OutputDir``, is removed when it
+    begins), then the stores and the per-fold CSV files, each listed in its manifest."""
     from ..pooling.report import write_transfer_report
     from ..results.store import save_results
 
-    out = Path(out)
-    names = [*STORES, *(SEARCH_STORES if found is not None else ())]
-    page = write_transfer_report(matrix, out, found, overwrite=True, flag="--overwrite", also=names)
-    save_results(matrix, out / "transfer.zarr", overwrite=True)
-    matrix.drop_vars("fit_id").to_dataframe().reset_index().to_csv(
-        out / "transfer.csv", index=False
-    )
+    page = write_transfer_report(matrix, out, found)
+    save_results(matrix, out.claim("transfer.zarr"))
+    frame = matrix.drop_vars("fit_id").to_dataframe().reset_index()
+    frame.to_csv(out.claim("transfer.csv"), index=False)
     if found is not None:
-        save_results(found, out / "search.zarr", overwrite=True)
+        save_results(found, out.claim("search.zarr"))
         measure = found.attrs["search_measure"]
         per_fold = found[[measure, "n_train", "n_test"]].to_dataframe().reset_index()
-        per_fold.to_csv(out / "search.csv", index=False)
+        per_fold.to_csv(out.claim("search.csv"), index=False)
+    out.finish()
     return page
 
 

@@ -19,10 +19,12 @@ crafted file could crash the process at the first prediction. The tree inside a 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
 import tempfile
+import warnings
 import zipfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,6 +47,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..tables.table import Table
 from ..version import __version__
+from .model_dir import FORMAT, METADATA_MEMBER, read_metadata
 from .pruned_tree import _PrunedTree
 
 __all__ = [
@@ -56,10 +59,11 @@ __all__ = [
     "save_model",
 ]
 
-#: The zip member holding soak_dask's metadata, and the value of its ``format`` key.
-METADATA_MEMBER = "soak_dask.json"
-FORMAT = "soak_dask.model"
-FORMAT_VERSION = 1
+#: 2: the metadata holds ``signature``, binding the features, label, task and classes to the
+#: estimator's members (1: unsigned, loaded with a warning).
+FORMAT_VERSION = 2
+#: The metadata ``signature`` covers, with every member of the skops archive.
+_SIGNED = ("features", "label", "task", "classes", "estimator")
 #: Types ``load_model`` trusts besides skops' own: soak_dask's estimators. They hold only
 #: parameters, NumPy arrays and scikit-learn objects (each audited by skops in turn), and
 #: rebuilding them sets attributes without running any of their code.
@@ -77,7 +81,7 @@ _TREE = f"{Tree.__module__}.{Tree.__qualname__}"
 #: Keys soak_dask writes; a user's ``metadata`` may not replace them.
 _RESERVED = frozenset(
     {"format", "format_version", "estimator", "task", "classes", "features", "label", "created"}
-    | {"soak_dask_version", "sklearn_version", "skops_version"}
+    | {"soak_dask_version", "sklearn_version", "skops_version", "signature"}
 )
 
 
@@ -184,7 +188,9 @@ def save_model(
     FileExistsError
         ``path`` exists and ``overwrite`` is False, or it was not written by ``save_model``.
     """
-    path = Path(path)
+    from ..results.outdir import local_path
+
+    path = local_path(path, "path")
     check_is_fitted(model)
     record = _metadata(model, features, label, metadata)
     if path.is_dir():
@@ -195,15 +201,17 @@ def save_model(
                 f"{path} already exists; pass overwrite=True to replace it (only a model "
                 "saved by soak_dask.save_model is replaced) or choose another path"
             )
-        if _read_metadata(path) is None:
+        if read_metadata(path) is None:
             raise FileExistsError(
                 f"refusing to overwrite {path}: it was not written by soak_dask.save_model. "
                 "Choose another path, or remove the file yourself if it is no longer needed"
             )
     buffer = io.BytesIO(sio.dumps(model, compression=zipfile.ZIP_DEFLATED))
+    record["signature"] = _signature(buffer, record)
     with zipfile.ZipFile(buffer, "a", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(METADATA_MEMBER, json.dumps(record, indent=2, default=str))
     # Written beside the target and renamed, so a failed save never leaves half a model.
+    path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(
         dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False
     ) as tmp:
@@ -270,23 +278,54 @@ def _metadata(
     }
 
 
-def _read_metadata(source: str | os.PathLike | bytes) -> dict[str, Any] | None:
-    """soak_dask's metadata of a model file, or None if soak_dask did not write it.
-
-    Reads JSON from the zip only: nothing in the file is rebuilt or run.
-    """
-    handle = io.BytesIO(source) if isinstance(source, bytes) else source
-    if not zipfile.is_zipfile(handle):
-        return None
+def _signature(archive_bytes: io.BytesIO | bytes, record: Mapping[str, Any]) -> str:
+    """SHA-256 binding the metadata that prediction trusts (``_SIGNED``: the feature order
+    above all) to the estimator: every member of the skops archive but the metadata. An edit
+    of either, by hand or by mistake, no longer matches; it is no defence against someone
+    who recomputes it (as a checkpoint's hash)."""
+    handle = io.BytesIO(archive_bytes) if isinstance(archive_bytes, bytes) else archive_bytes
+    h = hashlib.sha256()
     with zipfile.ZipFile(handle) as archive:
-        names = set(archive.namelist())
-        if not {"schema.json", METADATA_MEMBER} <= names:
-            return None
-        try:
-            record = json.loads(archive.read(METADATA_MEMBER))
-        except (ValueError, zipfile.BadZipFile):  # a damaged member or not JSON
-            return None
-    return record if isinstance(record, dict) and record.get("format") == FORMAT else None
+        for name in sorted(n for n in archive.namelist() if n != METADATA_MEMBER):
+            h.update(name.encode() + b"\0")
+            h.update(hashlib.sha256(archive.read(name)).digest())
+    signed = json.loads(json.dumps({k: record.get(k) for k in _SIGNED}, default=str))
+    h.update(json.dumps(signed, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def _check_signed(data: bytes, record: dict[str, Any], estimator: Any, path: Path) -> None:
+    """Refuse a model whose metadata no longer matches its estimator: an edited signature,
+    feature order, label, task or classes, or features the estimator was not fitted on."""
+    features = record.get("features")
+    fitted = getattr(estimator, "feature_names_in_", None)
+    n_in = getattr(estimator, "n_features_in_", None)
+    problem = ""
+    if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
+        problem = "its feature list is not a list of column names"
+    elif fitted is not None and [str(f) for f in fitted] != features:
+        problem = f"its features {features} are not the columns it was fitted on {list(fitted)}"
+    elif isinstance(n_in, Integral) and n_in != len(features):
+        problem = f"it lists {len(features)} features but the estimator takes {n_in}"
+    elif "signature" not in record and record.get("format_version") != 1:
+        problem = "it has no signature, which every model saved by save_model carries"
+    elif "signature" in record and record["signature"] != _signature(data, record):
+        problem = (
+            "its metadata (features, label, task or classes) or its estimator was edited "
+            "after save_model wrote it"
+        )
+    if problem:
+        raise ValueError(
+            f"{path}: {problem}, so its predictions cannot be trusted (a changed feature order "
+            "would permute the columns silently); save the model again with save_model"
+        )
+    if "signature" not in record and fitted is None:
+        warnings.warn(
+            f"{path} was saved by an older soak_dask without a signature: its feature order "
+            f"{features} cannot be verified; save it again with save_model to sign it",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def load_model(
@@ -314,11 +353,12 @@ def load_model(
     UntrustedModelError
         The file holds types that are not trusted; the message names them.
     ValueError
-        The file was not written by ``save_model``.
+        The file was not written by ``save_model``, or its metadata (the feature order above
+        all) no longer matches the estimator it was saved with.
     """
     path = Path(path)
     data = path.read_bytes()  # read once, so the file checked is the file loaded
-    record = _read_metadata(data)
+    record = read_metadata(data)
     if record is None:
         raise ValueError(
             f"{path} was not written by soak_dask.save_model (no {METADATA_MEMBER} in a skops "
@@ -340,6 +380,7 @@ def load_model(
     estimator = sio.loads(data, trusted=sorted(allowed | {_TREE}))
     if check_trees:
         _check_trees(estimator, path)
+    _check_signed(data, record, estimator, path)
     return SavedModel(estimator, record, path)
 
 

@@ -2,22 +2,22 @@
 with its tables (CSV, Markdown) and figures (PNG, SVG) beside it.
 
 The page is ``soak_dask.results.report.html_page``: no external file, script or style sheet.
-A directory written here holds ``soak_transfer.json`` (``MARKER``), listing the files written,
-so a later report (or ``soak transfer --out``) may replace exactly those and nothing else.
+The directory is checked and marked as every output directory is (``soak_dask.results.outdir``):
+a later report (or ``soak transfer --out``) replaces exactly the files listed, nothing else.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import os
-import shutil
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import xarray as xr
 
+from ..results.outdir import OutputDir
+from ..results.outdir import check_out_dir as check
 from ..results.report import _figure_html, _html_table, _write_figure, html_page, markdown_table
 from .matrix import (
     MARKS,
@@ -30,8 +30,8 @@ from .matrix import (
 from .plot import ORDERS, plot_search, plot_transfer
 from .search import check_search, search_pools, search_pvalues, search_stability
 
-#: Marks a directory as written by this module (and lists what it wrote there).
-MARKER = "soak_transfer.json"
+#: The writer named in the directory's manifest (``soak transfer`` writes there too).
+WRITER = "soak_dask's transfer report"
 _TITLE = "Which subsets transfer, and which to pool"
 _EXPLANATION = """
 <p>Each row of the data belongs to a <b>subset</b> (region, year, image, ...) and a
@@ -56,34 +56,22 @@ finding; pools that change from fold to fold mean the gain is within the noise.<
 """
 
 
-def check_out_dir(out: str | os.PathLike, overwrite: bool, flag: str = "overwrite=True") -> Path:
-    """``out`` checked before any work (``soak_dask.results.store.check_out_dir``)."""
-    from ..results.store import check_out_dir as check
-
-    writer = "soak_dask's transfer report"
-    return check(out, marker=MARKER, writer=writer, overwrite=overwrite, name="out", flag=flag)
-
-
-def _clear(path: Path) -> None:
-    """Delete what a previous report listed in its marker (nothing else)."""
-    marker = path / MARKER
-    if not marker.is_file():
-        return
-    try:
-        listed = json.loads(marker.read_text(encoding="utf-8")).get("files", [])
-    except (ValueError, AttributeError):
-        listed = []
-    for name in listed:
-        old = path / Path(str(name)).name  # names only: never a path outside ``path``
-        if old.is_dir():
-            shutil.rmtree(old)
-        elif old.exists():
-            old.unlink()
+def check_out_dir(
+    out: str | os.PathLike | OutputDir,
+    overwrite: bool,
+    flag: str = "overwrite=True",
+    source: Any = None,
+    name: str = "out",
+) -> OutputDir:
+    """``out`` checked for a transfer report before any work (``soak_dask.results.outdir``):
+    new, empty or an earlier transfer report (replaced with ``overwrite``), never the input
+    table ``source``."""
+    return check(out, writer=WRITER, overwrite=overwrite, source=source, name=name, flag=flag)
 
 
 def write_transfer_report(
     matrix: xr.Dataset,
-    out: str | os.PathLike,
+    out: str | os.PathLike | OutputDir,
     search: xr.Dataset | None = None,
     *,
     measure: str | None = None,
@@ -91,31 +79,29 @@ def write_transfer_report(
     alpha: float = 0.05,
     overwrite: bool = False,
     flag: str = "overwrite=True",
-    also: Sequence[str] = (),
 ) -> Path:
     """Write the transfer report into ``out``.
 
     Files: ``transfer_<measure>.png``/``.svg`` (``plot_transfer``), ``transfer_pvalues.csv``/
     ``.md`` (``transfer_pvalues``), ``transfer_mean.csv`` (mean over folds of every cell); with
     ``search``: ``search.png``/``.svg`` (``plot_search``), ``search_pvalues.csv``/``.md``,
-    ``search_pools.csv`` and ``search_stability.csv``; ``report.html``; ``MARKER``.
+    ``search_pools.csv`` and ``search_stability.csv``; ``report.html``; the manifest
+    (``soak_dask.results.outdir.MANIFEST``).
 
     Parameters
     ----------
     matrix : xarray.Dataset
         From ``soak_dask.pooling.transfer``.
-    out : path
-        Directory; created if missing (see ``check_out_dir``). The files a previous transfer
-        report listed there are deleted first.
+    out : path or OutputDir
+        Directory; created if missing (see ``check_out_dir``): new, empty, or an earlier
+        transfer report (its files deleted first, with ``overwrite``); never the input table.
+        An ``OutputDir`` from ``check_out_dir``: a caller writing more files beside the report.
     search : xarray.Dataset, optional
         From ``soak_dask.pooling.search_subsets`` on the same table.
     measure, order, alpha
         As for ``plot_transfer``.
     overwrite, flag
         See ``check_out_dir``; ``flag`` names the option in messages.
-    also : sequence of str
-        Names of files the caller writes into ``out`` beside the report (listed in the
-        marker, so that the next report replaces them too).
 
     Returns
     -------
@@ -128,9 +114,7 @@ def write_transfer_report(
     alpha = check_alpha(alpha)
     if search is not None:
         check_search(search)
-    path = check_out_dir(out, overwrite, flag)
-    _clear(path)
-    path.mkdir(parents=True, exist_ok=True)
+    path = check_out_dir(out, overwrite, flag, matrix.attrs.get("source"))
     files: list[str] = []
     sections = [_transfer_section(path, matrix, measure, order, alpha, files)]
     if search is not None:
@@ -147,28 +131,28 @@ def write_transfer_report(
         _settings(matrix, search),
         files,
     )
-    (path / "report.html").write_text(page, encoding="utf-8")
-    marker = {"generator": "soak_dask.pooling", "files": [*files, *also, MARKER]}
-    (path / MARKER).write_text(json.dumps(marker, indent=1), encoding="utf-8")
-    return path / "report.html"
+    page_path = path.claim("report.html")
+    page_path.write_text(page, encoding="utf-8")
+    path.finish()
+    return page_path
 
 
-def _tables(path: Path, name: str, frame: pd.DataFrame, files: list[str], md: bool = True):
-    frame.to_csv(path / f"{name}.csv", index=False)
+def _tables(path: OutputDir, name: str, frame: pd.DataFrame, files: list[str], md: bool = True):
+    frame.to_csv(path.claim(f"{name}.csv"), index=False)
     files.append(f"{name}.csv")
     if md:
-        (path / f"{name}.md").write_text(markdown_table(frame), encoding="utf-8")
+        path.claim(f"{name}.md").write_text(markdown_table(frame), encoding="utf-8")
         files.append(f"{name}.md")
 
 
-def _figure(path: Path, fig, name: str, files: list[str], alt: str, caption: str) -> str:
+def _figure(path: OutputDir, fig, name: str, files: list[str], alt: str, caption: str) -> str:
     drawn = _write_figure(path, fig, name)
     files.extend([f"{name}.png", f"{name}.svg"])
     return _figure_html(drawn, alt, caption)
 
 
 def _transfer_section(
-    path: Path, ds: xr.Dataset, measure: str, order: str, alpha: float, files: list[str]
+    path: OutputDir, ds: xr.Dataset, measure: str, order: str, alpha: float, files: list[str]
 ) -> str:
     tests = transfer_pvalues(ds, measure, alpha=alpha)
     means = ds[measure].mean("fold").to_dataframe().reset_index()
@@ -227,7 +211,7 @@ def _transfer_section(
     return "\n".join(parts)
 
 
-def _search_section(path: Path, ds: xr.Dataset, alpha: float, files: list[str]) -> str:
+def _search_section(path: OutputDir, ds: xr.Dataset, alpha: float, files: list[str]) -> str:
     measure = check_search(ds)
     tests = search_pvalues(ds, alpha=alpha)
     pools = search_pools(ds)

@@ -22,6 +22,7 @@ import pandas as pd
 import xarray as xr
 
 from ..tables.table import coordinates_warning
+from .outdir import OutputDir
 from .plot import format_pvalue, measure_label, plot_evaluation
 from .report import (
     _code,
@@ -32,11 +33,11 @@ from .report import (
     _json_attr,
     _listed,
     _names,
-    _prepare_dir,
     _settings_value,
     _write_figure,
     _write_tables,
     html_page,
+    prepare_report_dir,
 )
 from .stats import (
     COMPARE_COLUMNS,
@@ -59,8 +60,6 @@ COMPARISON_COLUMNS: list[str] = [
     "p_corrected",
     "reason",
 ]
-# This report's files, deleted when a later report replaces it (SOAK's are deleted by
-# report._prepare_dir).
 # The per-fold table of the page stops here (leave-one-out has a row per row of the table);
 # folds.csv has them all.
 _MAX_FOLD_ROWS = 500
@@ -336,7 +335,12 @@ def _compare_table(tests: pd.DataFrame, digits: int) -> str:
 
 
 def _measure_section(
-    out: Path, ds: xr.Dataset, measure: str, means: pd.DataFrame, tests: pd.DataFrame, first: bool
+    out: OutputDir,
+    ds: xr.Dataset,
+    measure: str,
+    means: pd.DataFrame,
+    tests: pd.DataFrame,
+    first: bool,
 ) -> str:
     """The figure and tables of one measure: open for the first, folded for the others."""
     label = html.escape(measure_label(ds, measure))
@@ -435,8 +439,7 @@ def write_evaluation_report(
         Path of ``report.html``.
     """
     names = validate_evaluation(ds, measures)  # before anything is deleted
-    out = Path(out)
-    _prepare_dir(out, overwrite, flag)  # a previous report's files (either kind) deleted
+    out = prepare_report_dir(out, overwrite, flag, ds.attrs.get("source"))
     means, folds, tests = evaluation_summary(ds, names), by_fold(ds, names), comparisons(ds, names)
     tables = {"summary": means, "folds": folds, "compare": tests, "timings": timings(ds)}
     for name, frame in tables.items():
@@ -449,6 +452,7 @@ def write_evaluation_report(
     ]
     files = [f"{t}.{ext}" for t in tables for ext in ("csv", "md")]
     files += [f"evaluation_{m}.{ext}" for m in names for ext in ("png", "svg")]
-    page = out / "report.html"
+    page = out.claim("report.html")
     page.write_text(_page(ds, sections, names, files, _folds_html(folds)), encoding="utf-8")
+    out.finish()
     return page

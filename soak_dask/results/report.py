@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 from ..schema import MEASURE_NAMES
 from ..tables.checks import UNEQUAL_FOLDS, unequal_folds_warning
 from ..tables.table import coordinates_warning
+from .outdir import OutputDir, check_out_dir
 from .plot import ORDERS, check_choice, format_pvalue, plot_learners, plot_soak
 from .stats import (
     PVALUE_COLUMNS,
@@ -42,23 +43,13 @@ from .stats import (
 
 __all__ = ["group_assignment_text", "markdown_table", "write_report"]
 
-#: Marks a directory's report.html as ours, so a later report may replace that directory.
+#: The page's generator tag.
 GENERATOR = "soak_dask.report"
+#: The writer of a report directory (SOAK's and evaluate's alike: one replaces the other).
+REPORT_WRITER = "soak_dask's report"
 #: The page may load nothing but its own data: images and inline style: no script, no URL.
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 _TABLE_FILES = ("pvalues.csv", "pvalues.md", "summary.csv", "summary.md")
-# Files a previous report may have left; only these are deleted when writing over it.
-# The files of an evaluate report too: one kind of report written over the other leaves none.
-_REPORT_GLOBS = (
-    "report.html",
-    *_TABLE_FILES,
-    "soak_*.png",
-    "soak_*.svg",
-    "folds.*",
-    "compare.*",
-    "evaluation_*.png",
-    "evaluation_*.svg",
-)
 # Figures are drawn at _PNG_DPI and shown _SCREEN_DPI CSS pixels wide per inch of figure:
 # larger than their natural 96 (their text is 7-9 pt), sharp on high-density screens.
 _PNG_DPI, _SCREEN_DPI = 150, 110
@@ -210,52 +201,34 @@ def _cell(value: Any, digits: int) -> str:
     return str(value)
 
 
-def _is_previous_report(out: Path) -> bool:
-    """Whether `out` holds a report.html written by this module."""
-    page = out / "report.html"
-    if not page.is_file():
-        return False
-    with page.open(encoding="utf-8", errors="replace") as f:
-        return f'<meta name="generator" content="{GENERATOR}">' in f.read(4096)
+def prepare_report_dir(
+    out: str | os.PathLike | OutputDir, overwrite: bool, flag: str, source: Any
+) -> OutputDir:
+    """`out` checked for a report before any work (``soak_dask.results.outdir``): new, empty
+    or an earlier report (replaced with `overwrite`), never the input table `source`."""
+    name = "--out" if flag.startswith("--") else "out"  # the command line's word, or Python's
+    return check_out_dir(
+        out, writer=REPORT_WRITER, overwrite=overwrite, source=source, name=name, flag=flag
+    )
 
 
-def _prepare_dir(out: Path, overwrite: bool, flag: str) -> None:
-    """Create `out`, or clear the files of a previous report in it; refuse anything else."""
-    if out.exists() and not out.is_dir():
-        raise FileExistsError(f"out={str(out)!r} exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()):
-        if _is_previous_report(out):
-            # Drop the old report's own files, so figures of measures no longer asked for
-            # do not linger; anything else in the directory is left alone.
-            for pattern in _REPORT_GLOBS:
-                for old in out.glob(pattern):
-                    old.unlink()
-        elif not overwrite:
-            raise FileExistsError(
-                f"out={str(out)!r} is a non-empty directory that does not hold a soak_dask "
-                f"report; choose an empty or new directory, or pass {flag} to write the "
-                "report's files into it (other files are kept)"
-            )
-    out.mkdir(parents=True, exist_ok=True)
+def _write_tables(out: OutputDir, name: str, frame: pd.DataFrame) -> None:
+    frame.to_csv(out.claim(f"{name}.csv"), index=False)
+    out.claim(f"{name}.md").write_text(markdown_table(frame), encoding="utf-8")
 
 
-def _write_tables(out: Path, name: str, frame: pd.DataFrame) -> None:
-    frame.to_csv(out / f"{name}.csv", index=False)
-    (out / f"{name}.md").write_text(markdown_table(frame), encoding="utf-8")
-
-
-def _write_figure(out: Path, fig: Figure, name: str) -> tuple[bytes, float]:
+def _write_figure(out: OutputDir, fig: Figure, name: str) -> tuple[bytes, float]:
     """Save `fig` as ``<name>.png`` and ``.svg`` and close it; return the PNG and its width
     in inches."""
     try:
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=_PNG_DPI)
-        fig.savefig(out / f"{name}.svg", format="svg")
+        fig.savefig(out.claim(f"{name}.svg"), format="svg")
         inches = float(fig.get_figwidth())
     finally:
         plt.close(fig)  # pyplot keeps every figure alive until closed
     png = buffer.getvalue()
-    (out / f"{name}.png").write_bytes(png)
+    out.claim(f"{name}.png").write_bytes(png)
     return png, inches
 
 
@@ -557,7 +530,7 @@ def _results_table(means: pd.DataFrame, tests: pd.DataFrame, plain: bool) -> str
 
 
 def _measure_section(
-    out: Path,
+    out: OutputDir,
     ds: xr.Dataset,
     measure: str,
     tests: pd.DataFrame,
@@ -777,11 +750,10 @@ def write_report(
         from .evaluation_report import write_evaluation_report  # it imports this module
 
         return write_evaluation_report(ds, out, measures, overwrite=overwrite, flag=flag)
-    # Validate everything before _prepare_dir deletes a previous report's files.
+    # Validate everything, and check `out`, before a previous report's files are deleted.
     names = validate_results(ds, measures)
     check_choice("order", order, ORDERS)
-    out = Path(out)
-    _prepare_dir(out, overwrite, flag)
+    out = prepare_report_dir(out, overwrite, flag, ds.attrs.get("source"))
     plain = bool(no_tests_reason(ds))
     tests = pd.DataFrame(columns=PVALUE_COLUMNS) if plain else pvalues(ds, names)
     means = summary(ds, names)
@@ -805,6 +777,7 @@ def write_report(
         )
         figures = [f"soak_{m}_learners"] if plain else [f"soak_{m}", f"soak_{m}_learners"]
         files += [f"{name}.{ext}" for name in figures for ext in ("png", "svg")]
-    page = out / "report.html"
+    page = out.claim("report.html")
     page.write_text(_page(ds, sections, names, files), encoding="utf-8")
+    out.finish()
     return page

@@ -240,6 +240,7 @@ def check_output(
     """
     where = locate(path, storage_options)
     check_apart(where, source)
+    _check_not_in_store(where)
     where.fs.invalidate_cache(where.path)  # a listing cached earlier may be stale
     if where.fs.lexists(where.path):
         if not overwrite:
@@ -253,38 +254,8 @@ def check_output(
                 "only a store written by save_results or 'soak run'; choose another path, or "
                 f"move or delete {where} yourself"
             )
-    _check_writable(where)
+    check_writable(where)
     return where
-
-
-def check_out_dir(
-    out: str | os.PathLike,
-    *,
-    marker: str,
-    writer: str,
-    overwrite: bool = False,
-    source: Any = None,
-    name: str = "--out",
-    flag: str = "--overwrite",
-) -> Path:
-    """``out`` as a Path, checked before any work: apart from the input table ``source``, not
-    a file, and new, empty or holding ``marker`` (a file ``writer`` leaves in what it wrote),
-    unless ``overwrite``: then its files of the same names are replaced and others kept.
-
-    ``name`` and ``flag`` are how messages call the output and the override (a flag on the
-    command line, a keyword in Python)."""
-    path = Path(out)
-    if source is not None:
-        check_apart(path, source, "output")
-    if path.exists() and not path.is_dir():
-        raise FileExistsError(f"{name} {str(path)!r} exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()) and not (path / marker).is_file() and not overwrite:
-        raise FileExistsError(
-            f"{name} {str(path)!r} is a non-empty directory that {writer} did not write; choose "
-            f"an empty or new directory, or pass {flag} to write its files into it (other "
-            "files are kept)"
-        )
-    return path
 
 
 def check_apart(
@@ -293,9 +264,11 @@ def check_apart(
     what: str = "results",
     *,
     storage_options: dict | None = None,
+    source_name: str = "input table",
 ) -> None:
     """Refuse a ``path`` that is, holds or lies inside the input table ``source``: a local
-    path, or a URL on the same kind of file system (names of in-memory data are ignored)."""
+    path, or a URL on the same kind of file system (names of in-memory data are ignored).
+    ``what`` and ``source_name`` are how the message calls the two."""
     src = _source_key(source)
     if src is None:
         return
@@ -303,14 +276,25 @@ def check_apart(
     if src[0] not in out[0]:
         return
     if out[1] == src[1]:
-        relation = "is the input table"
+        relation = f"is the {source_name}"
     elif out[1].is_relative_to(src[1]):
-        relation = "is inside the input table's directory"
+        relation = f"is inside the {source_name}'s directory"
     elif src[1].is_relative_to(out[1]):
-        relation = "holds the input table"
+        relation = f"holds the {source_name}"
     else:
         return
     raise ValueError(f"{path} {relation} ({source}); write the {what} outside it")
+
+
+def _check_not_in_store(where: Location) -> None:
+    """Refuse a local path inside a results store (it would no longer read as one)."""
+    if not where.local:
+        return
+    for parent in Path(where.shown).resolve().parents:
+        if parent.is_dir() and is_results_store(parent):
+            raise ValueError(
+                f"{where} is inside the results store {parent}; write it outside that store"
+            )
 
 
 def overlaps(first: str | os.PathLike | Location, second: str | os.PathLike | Location) -> bool:
@@ -426,7 +410,7 @@ def _source_key(source: Any) -> tuple[str, PurePath] | None:
     return ("file", local.resolve()) if local.exists() else None
 
 
-def _check_writable(where: Location) -> None:
+def check_writable(where: Location) -> None:
     """Refuse, before any work, a path whose directory cannot be written."""
     if not where.local:
         _check_remote_writable(where)

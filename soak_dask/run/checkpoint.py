@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..results.store import Location, check_apart, locate
+from ..tables.fingerprint import canonical_source
 
 SETTINGS = "settings.json"
 _TASK_KEYS = {"fit_id", "learner", "records", "hash"}
@@ -51,7 +52,7 @@ def open_checkpoint(
         If ``path`` is a non-empty directory that is not a checkpoint.
     """
     root = locate(path, storage_options)
-    settings = _plain_json(settings)
+    settings = _plain_json(identity(settings))
     stored = root.child(SETTINGS)
     root.fs.invalidate_cache(root.path)  # another process may have written there since
     if root.fs.isfile(stored.path):
@@ -94,9 +95,18 @@ def check_checkpoint_dir(
         raise FileExistsError(f"{root} is not empty and not a SOAK checkpoint; choose another path")
 
 
+def identity(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` as a checkpoint records them: the input's path made canonical
+    (``canonical_source``: a relative and an absolute path to the same data are one run)."""
+    out = dict(settings)
+    if "source" in out:
+        out["source"] = canonical_source(out["source"])
+    return out
+
+
 def run_key(settings: Mapping[str, Any]) -> str:
     """The run's identity: SHA-256 of its settings (data fingerprint included), as JSON."""
-    text = json.dumps(_plain_json(settings), sort_keys=True)
+    text = json.dumps(_plain_json(identity(settings)), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator
 
 from ..learn.builtin import resolve_learners
 from ..learn.measures import check_measures
+from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
 from ..results.store import build_dataset, encode_attrs, package_versions
@@ -160,6 +161,7 @@ def evaluate(
     _check_nested(nested)
     measures = check_measures(measures, table.task, prior_correction=prior_correction)
     estimators = resolve_learners(learners, table.task, seed)
+    check_models_dir(models, estimators, table.source, apart={"checkpoint": checkpoint})
     client = current_client() if client is None else client
     data_id = data_identity(checkpoint, table)
     if share and table.fold is not None:
@@ -342,7 +344,7 @@ def _save_models(
     paths = {}
     for name, final in finals.items():
         meta = {"learner": name, **{k: settings[k] for k in keep}}
-        path = folder / f"{name}.skops"
+        path = model_path(folder, name)
         # Replaces only a model file soak_dask wrote (save_model refuses any other file).
         save_model(
             final["model"],

@@ -14,13 +14,16 @@ What it cannot see is documented in docs/scaling.md ("Checkpoints").
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import posixpath
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import dask.base
+import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
@@ -62,12 +65,18 @@ class SourceFiles:
     paths: tuple[str, ...]
     footers: tuple[str, ...] = ()
 
+    def _key(self, path: str) -> str:
+        """A file as the fingerprint names it: a local one by its real path (the same file
+        reached through a link is one file)."""
+        return os.path.realpath(path) if isinstance(self.fs, LocalFileSystem) else path
+
     def fingerprint(self) -> dict[str, str]:
         """``{file or store entry: its state}``, stat'ed now."""
         if self.kind != "zarr":
             infos = _file_infos(self.fs, self.paths)
             return {
-                path: _stamp(self.fs, infos[path]) + (f", footer {footer}" if footer else "")
+                self._key(path): _stamp(self.fs, infos[path])
+                + (f", footer {footer}" if footer else "")
                 for path, footer in zip(self.paths, self.footers, strict=True)
             }
         (root,) = self.paths
@@ -97,6 +106,25 @@ def data_fingerprint(table: Table) -> dict[str, Any]:
     if table.files is not None:
         return {table.files.kind: table.files.fingerprint()}
     return {"token": dask.base.tokenize(table.data)}
+
+
+def canonical_source(source: Any) -> Any:
+    """A table's ``source`` as a checkpoint identifies it: a local path absolute, with links
+    resolved (for a glob, the folder it starts from), so that the same data named by a
+    relative and then an absolute path, or through a link, is one source; a URL, and a name
+    of in-memory data (no such path), as given."""
+    if not isinstance(source, str | os.PathLike):
+        return source
+    text = os.fspath(source)
+    protocol, _ = fsspec.core.split_protocol(text)
+    if protocol not in (None, "file"):
+        return text
+    parts = Path(text.removeprefix("file://")).parts
+    plain = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+    base = Path(*parts[:plain]) if plain else Path(".")
+    if not base.exists():
+        return text
+    return str(base.resolve().joinpath(*parts[plain:]))
 
 
 def _file_infos(fs: Any, paths: tuple[str, ...]) -> dict[str, dict[str, Any]]:
