@@ -18,10 +18,11 @@ from PIL import Image  # noqa: E402
 
 import soak_dask as sd  # noqa: E402
 from soak_dask.app.demo import make_pixel_table  # noqa: E402
+from soak_dask.results.comparisons import compare  # noqa: E402
 from soak_dask.results.evaluation_report import COMPARISON_COLUMNS, comparisons  # noqa: E402
 from soak_dask.results.plot import TEST_SPLIT_COLOR, plot_evaluation  # noqa: E402
 from soak_dask.results.report import CSP, write_report  # noqa: E402
-from soak_dask.results.stats import by_fold, compare, evaluation_summary  # noqa: E402
+from soak_dask.results.stats import by_fold, evaluation_summary  # noqa: E402
 
 from .test_report import probe_page, read_markdown, run_chromium  # noqa: E402
 
@@ -93,8 +94,8 @@ def test_tables_equal_the_statistics(report, repeated):
     assert list(zip(got["learner_a"], got["learner_b"], strict=True)) == pairs * 2
     assert list(got["measure"]) == ["error"] * 3 + ["auc"] * 3
     for row in got.itertuples():
-        plain = compare(repeated, row.learner_a, row.learner_b, row.measure).iloc[0]
-        fixed = compare(repeated, row.learner_a, row.learner_b, row.measure, corrected=True)
+        plain = compare(repeated, row.learner_a, row.learner_b, row.measure, "paired").iloc[0]
+        fixed = compare(repeated, row.learner_a, row.learner_b, row.measure, "corrected")
         assert row.p == pytest.approx(plain["p"], rel=1e-12)
         assert row.p_corrected == pytest.approx(fixed["p"].item(), rel=1e-12)
         assert row.p_corrected > row.p  # the correction widens the test

@@ -21,6 +21,7 @@ from ..learn.builtin import resolve_learners
 from ..learn.measures import check_measures
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
+from ..results.mean_tests import right_wrong_counts
 from ..results.store import build_dataset, encode_attrs, package_versions
 from ..schema import FIT_INFO
 from ..split.folds import check_seed
@@ -374,6 +375,15 @@ def _with_finals(
         # Object strings, as the other coordinates: Zarr v3 has no fixed-width unicode type.
         ds = ds.assign_coords(interval=np.array(["estimate", "low", "high"], dtype=object))
         ds["n_test_split"] = ("learner", np.array([finals[n]["n_test"] for n in learners]))
+        if "test_right" in finals[learners[0]]:  # classification: McNemar's discordant cells
+            ds = ds.assign_coords(versus=np.array(learners, dtype=object))
+            right = [
+                np.unpackbits(finals[n]["test_right"], count=finals[n]["n_test"]) for n in learners
+            ]
+            ds["test_right_wrong"] = (("learner", "versus"), right_wrong_counts(right))
+            ds["test_right_wrong"].attrs["long_name"] = (
+                "test split rows the learner classifies right and the versus learner wrong"
+            )
     if bootstrap:
         ds = _with_632(ds, finals, measures)
     return ds
