@@ -77,11 +77,12 @@ def evaluate(
         From ``soak_dask.load_table``.
     learners : dict, list, estimator or str, optional
         As for ``soak_dask.soak``.
-    outer : {"cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap"}
+    outer : {"cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv"}
         How the training rows are scored: K-fold; K-fold ``outer_repeats`` times with fresh
         folds; ``outer_repeats`` random train/test splits (``train_ratio`` to train);
         leave-one-out (small tables only); leave one group out; ``outer_repeats`` bootstrap
-        resamples scored out of bag (with the .632 and .632+ estimates).
+        resamples scored out of bag (with the .632 and .632+ estimates); 5 repeats of 2-fold
+        CV (``outer_repeats`` if not 1), the design of ``compare``'s 5×2cv tests.
     outer_folds : int
         K for cv and repeated_cv, capped at the groups (grouped) or the rarest class's rows
         (ungrouped), with a warning; the value used is in ``attrs["outer_folds"]``.
@@ -137,13 +138,15 @@ def evaluate(
     xarray.Dataset
         Dims (learner, repeat, fold): one variable per measure plus ``n_train``, ``n_test``,
         ``fit_seconds``, ``predict_seconds``; ``test_<measure>`` (learner, interval) and
-        ``n_test_split`` with a test split; for the bootstrap, ``<measure>_632`` (and
-        ``error_632plus``) and ``<measure>_resubstitution``. ``.soak.summary()`` gives mean ±
-        SD over folds, ``.soak.by_fold()`` the folds, ``.soak.compare(a, b, measure)`` the
-        paired t-test of two learners. Learners that tune or select features add ``chosen``,
-        ``inner_scheme`` and ``n_features_kept`` per fold and ``final_*`` for the final
-        model; ``attrs["outer_seconds"]`` and ``attrs["final_seconds"]`` time the outer loop
-        and the final models.
+        ``n_test_split`` with a test split, and for classification ``test_right_wrong``
+        (learner, versus: test split rows the learner classifies right and the other wrong,
+        for McNemar's test); for the bootstrap, ``<measure>_632`` (and ``error_632plus``) and
+        ``<measure>_resubstitution``. ``.soak.summary()`` gives mean ± SD over folds,
+        ``.soak.by_fold()`` the folds, ``.soak.compare(a, b, measure)`` two learners with the
+        design's recommended test and a 95 % interval. Learners that tune or select features
+        add ``chosen``, ``inner_scheme`` and ``n_features_kept`` per fold and ``final_*`` for
+        the final model; ``attrs["outer_seconds"]`` and ``attrs["final_seconds"]`` time the
+        outer loop and the final models.
     """
     check_table(table, "evaluate")
     seed = check_seed(seed)
