@@ -11,6 +11,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats as sps
 
 import soak_dask as sd
@@ -388,3 +390,22 @@ def test_evaluate_5x2cv_with_a_test_split_end_to_end() -> None:
     assert split["mean_diff"] == pytest.approx(split["a_mean"] - split["b_mean"], abs=1e-9)
     assert split["n"] == 40 and split["ci_low"] <= split["mean_diff"] <= split["ci_high"]
     assert compare(ds, "tree", "lr", "error", "5x2cv").loc[0, "df"] == 5
+
+
+@given(
+    st.lists(st.floats(-50, 50, allow_nan=False), min_size=3, max_size=30),
+    st.floats(0, 1),
+    st.floats(0, 5),
+)
+def test_property_intervals_and_probabilities(values: list[float], ratio: float, rope: float):
+    d = np.array(values)
+    if d.std(ddof=1) < 1e-6:  # constant differences: compare reports them undefined
+        return
+    plain, fixed, bayes = paired_test(d), paired_test(d, ratio), bayesian_test(d, ratio, rope)
+    assert fixed.ci_low <= d.mean() <= fixed.ci_high
+    assert fixed.ci_high - fixed.ci_low >= plain.ci_high - plain.ci_low - 1e-9
+    assert fixed.p >= plain.p - 1e-12  # the correction never makes a test more confident
+    assert sum(bayes.extra.values()) == pytest.approx(1.0)
+    assert (bayes.ci_low, bayes.ci_high) == pytest.approx((fixed.ci_low, fixed.ci_high))
+    flipped = paired_test(-d, ratio)
+    assert (flipped.ci_low, flipped.ci_high) == pytest.approx((-fixed.ci_high, -fixed.ci_low))
