@@ -55,13 +55,16 @@ TEST_SPLIT = "test_split"
 
 #: (type-I error, power) at α = 0.05 measured by ``benchmarks/test_level.py`` (1000 true
 #: nulls, 500 alternatives; two k-NN learners, n = 200), by design and test. ``cv`` is
-#: 10-fold CV, ``subsampling`` 15 × 90/10 splits, ``bootstrap`` 20 resamples,
-#: ``test_split`` a 25 % test split. The Bayesian test "rejects" when P(a better) or
-#: P(b better) > 0.95 (rope 1 point).
+#: 10-fold CV, ``repeated_cv`` 5 × 10-fold, ``subsampling`` 15 × 90/10 splits,
+#: ``bootstrap`` 20 resamples, ``test_split`` a 25 % test split. The Bayesian test "rejects"
+#: when P(a better) or P(b better) > 0.95 (rope 1 point).
 MEASURED: dict[tuple[str, str], tuple[float, float]] = {
     ("cv", "paired"): (0.120, 0.662),
     ("cv", "corrected"): (0.031, 0.416),
     ("cv", "bayesian"): (0.051, 0.510),
+    ("repeated_cv", "paired"): (0.503, 0.950),
+    ("repeated_cv", "corrected"): (0.087, 0.670),
+    ("repeated_cv", "bayesian"): (0.110, 0.728),
     ("subsampling", "paired"): (0.271, 0.772),
     ("subsampling", "corrected"): (0.079, 0.558),
     ("subsampling", "bayesian"): (0.105, 0.608),
@@ -77,8 +80,6 @@ MEASURED: dict[tuple[str, str], tuple[float, float]] = {
 }
 #: The largest type-I error at α = 0.05 that counts as holding the level (over ≥ 500 nulls).
 LEVEL_LIMIT = 0.06
-# Designs measured on another one's simulation: repeated K-fold on K-fold's.
-_MEASURED_AS = {"repeated_cv": "cv"}
 # Tests that give a p-value and may be a design's default (the Bayesian test gives none).
 _FREQUENTIST = ("paired", "corrected", "5x2cv", "5x2cv_f", "mcnemar")
 
@@ -113,8 +114,7 @@ def recommended_method(outer: str) -> str:
     """The test `compare` runs by default on resampling design `outer`: of the tests with a
     p-value that held their level in `MEASURED`, the most powerful; where none held, the one
     closest to its level (its rows carry a note); ``corrected`` on designs not simulated."""
-    design = _MEASURED_AS.get(outer, outer)
-    tried = {m: v for (d, m), v in MEASURED.items() if d == design and m in _FREQUENTIST}
+    tried = {m: v for (d, m), v in MEASURED.items() if d == outer and m in _FREQUENTIST}
     if not tried:
         return "corrected"
     holding = {m: power for m, (level, power) in tried.items() if level <= LEVEL_LIMIT}
@@ -125,23 +125,17 @@ def recommended_method(outer: str) -> str:
 
 def level_note(outer: str, method: str) -> str:
     """What the level simulations say of `method` on `outer`, or "" where it held its level."""
-    design = _MEASURED_AS.get(outer, outer)
-    measured = MEASURED.get((design, method))
+    measured = MEASURED.get((outer, method))
     if measured is None:
         return (
             f"the level of the {method} test on outer={outer!r} was not measured "
-            "(benchmarks/test_level.py simulates cv, subsampling, 5x2cv, bootstrap and the test "
-            "split)"
+            "(benchmarks/test_level.py simulates cv, repeated_cv, subsampling, 5x2cv, bootstrap "
+            "and the test split)"
         )
     level = measured[0]
     if level <= LEVEL_LIMIT:
-        if outer in _MEASURED_AS:
-            return (
-                f"the level of the {method} test was measured on outer={design!r} "
-                f"({level:.1%} of true nulls rejected at α = 0.05), not on outer={outer!r}"
-            )
         return ""
-    others = [m for (d, m), v in MEASURED.items() if d == design and v[0] <= LEVEL_LIMIT]
+    others = [m for (d, m), v in MEASURED.items() if d == outer and v[0] <= LEVEL_LIMIT]
     tail = (
         f"; method={recommended_method(outer)!r} holds it"
         if others
