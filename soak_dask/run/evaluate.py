@@ -138,10 +138,11 @@ def evaluate(
     xarray.Dataset
         Dims (learner, repeat, fold): one variable per measure plus ``n_train``, ``n_test``,
         ``fit_seconds``, ``predict_seconds``; ``test_<measure>`` (learner, interval) and
-        ``n_test_split`` with a test split, and for classification ``test_right_wrong``
-        (learner, versus: test split rows the learner classifies right and the other wrong,
-        for McNemar's test); for the bootstrap, ``<measure>_632`` (and ``error_632plus``) and
-        ``<measure>_resubstitution``. ``.soak.summary()`` gives mean ± SD over folds,
+        ``n_test_split`` with a test split, and for classification with two or more learners
+        ``test_right_wrong`` (learner, versus: test split rows the learner classifies right
+        and the other wrong, for McNemar's test); for the bootstrap, ``<measure>_632`` (and
+        ``error_632plus``) and ``<measure>_resubstitution``. ``.soak.summary()`` gives mean ±
+        SD over folds,
         ``.soak.by_fold()`` the folds, ``.soak.compare(a, b, measure)`` two learners with the
         design's recommended test and a 95 % interval. Learners that tune or select features
         add ``chosen``, ``inner_scheme`` and ``n_features_kept`` per fold and ``final_*`` for
@@ -378,7 +379,7 @@ def _with_finals(
         # Object strings, as the other coordinates: Zarr v3 has no fixed-width unicode type.
         ds = ds.assign_coords(interval=np.array(["estimate", "low", "high"], dtype=object))
         ds["n_test_split"] = ("learner", np.array([finals[n]["n_test"] for n in learners]))
-        if "test_right" in finals[learners[0]]:  # classification: McNemar's discordant cells
+        if "test_right" in finals[learners[0]] and len(learners) > 1:  # McNemar's cells
             ds = ds.assign_coords(versus=np.array(learners, dtype=object))
             right = [
                 np.unpackbits(finals[n]["test_right"], count=finals[n]["n_test"]) for n in learners
