@@ -142,12 +142,11 @@ def evaluate(
         ``test_right_wrong`` (learner, versus: test split rows the learner classifies right
         and the other wrong, for McNemar's test); for the bootstrap, ``<measure>_632`` (and
         ``error_632plus``) and ``<measure>_resubstitution``. ``.soak.summary()`` gives mean ±
-        SD over folds,
-        ``.soak.by_fold()`` the folds, ``.soak.compare(a, b, measure)`` two learners with the
-        design's recommended test and a 95 % interval. Learners that tune or select features
-        add ``chosen``, ``inner_scheme`` and ``n_features_kept`` per fold and ``final_*`` for
-        the final model; ``attrs["outer_seconds"]`` and ``attrs["final_seconds"]`` time the
-        outer loop and the final models.
+        SD over folds, ``.soak.by_fold()`` the folds, ``.soak.compare(a, b, measure)`` two
+        learners with the design's recommended test and a 95 % interval. Learners that tune
+        or select features add ``chosen``, ``inner_scheme`` and ``n_features_kept`` per fold
+        and ``final_*`` for the final model; ``attrs["outer_seconds"]`` and
+        ``attrs["final_seconds"]`` time the outer loop and the final models.
     """
     check_table(table, "evaluate")
     seed = check_seed(seed)
