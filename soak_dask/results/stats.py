@@ -3,9 +3,10 @@
 Every function takes a results ``xarray.Dataset`` and returns a tidy ``pandas.DataFrame``, one
 row per statistic, ready to print, filter or plot. SOAK results (``soak()``: dims ``learner``,
 ``test_subset``, ``fold``, ``train_type``) get `pvalues` and `summary`; evaluate results
-(``evaluate()``: dims ``learner``, ``repeat``, ``fold``) get `evaluation_summary`, `by_fold` and
-`compare`. Both t-tests can use the corrected resampled t-test of Nadeau and Bengio (2003), and
-`pvalues` can adjust its p-values for the family of comparisons (Holm, Benjamini–Hochberg).
+(``evaluate()``: dims ``learner``, ``repeat``, ``fold``) get `evaluation_summary` and `by_fold`
+(their learner comparisons are ``soak_dask.results.comparisons.compare``). `pvalues` can use the
+corrected resampled t-test of Nadeau and Bengio (2003) or the correlated Bayesian t-test
+(``method=``) and adjust its p-values for the family of comparisons (Holm, Benjamini–Hochberg).
 
 The question SOAK asks of a test subset is "does training on other subsets (or on all of them)
 predict this subset better or worse than training on the same subset?". Folds are shared by the
