@@ -133,7 +133,7 @@ def bootstrap(X, y, rng) -> dict[str, MeanTest]:
     return resampled(*cells(X, y, splits))
 
 
-def test_split(X, y, rng) -> dict[str, MeanTest]:
+def reserved_split(X, y, rng) -> dict[str, MeanTest]:
     train, test = train_test_split(
         np.arange(N_ROWS), test_size=TEST_SPLIT, stratify=y, random_state=int(rng.integers(2**31))
     )
@@ -152,7 +152,7 @@ DESIGNS: dict[str, Callable] = {
     "15 × 90/10 subsampling": subsampling,
     "5×2cv": five_by_two,
     f"bootstrap ({N_BOOT} resamples, out of bag)": bootstrap,
-    f"test split ({TEST_SPLIT:.0%}), final models": test_split,
+    f"test split ({TEST_SPLIT:.0%}), final models": reserved_split,
 }
 
 
