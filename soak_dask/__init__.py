@@ -21,7 +21,8 @@ from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
 from .learn.tuning import Search
 from .pooling import search_subsets, transfer
 from .results import accessor as _accessor  # noqa: F401  (registers the Dataset.soak accessor)
-from .results.stats import adjust_pvalues, by_fold, compare, evaluation_summary, pvalues, summary
+from .results.comparisons import compare
+from .results.stats import adjust_pvalues, by_fold, evaluation_summary, pvalues, summary
 from .results.store import from_dataframe, open_results, save_results
 from .run.engine import soak
 from .run.evaluate import evaluate

@@ -43,7 +43,7 @@ Command = Literal["run", "evaluate"]
 EVALUATION_TABLE = "evaluation"
 #: ``evaluate``'s outer strategies (``soak_dask.split.outer.OUTER``, which imports this module's
 #: dependents, so it cannot be imported here).
-OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap")
+OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv")
 #: A value check: ``check(value, name)`` returns the value normalised (plain ints, a tuple of
 #: train types...) or raises ValueError naming the option as ``name``.
 Check = Callable[[Any, str], Any]
@@ -452,7 +452,8 @@ _DECLARED = (
     Setting(
         "outer", "evaluate", "str", "cv",
         "how the training rows are scored: K-fold (cv), K-fold with fresh folds per repeat, "
-        "random train/test splits, leave one row or group out, bootstrap (default cv)",
+        "random train/test splits, leave one row or group out, bootstrap, 5 repeats of 2-fold "
+        "CV (5x2cv, for the 5x2cv tests) (default cv)",
         choices=OUTER,
     ),
     Setting(

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 import soak_dask  # noqa: F401  (registers the Dataset.soak accessor)
+from soak_dask.results.comparisons import compare
 from soak_dask.results.stats import (
-    COMPARE_COLUMNS,
     CORRECTED_COLUMNS,
     EVALUATION_DIMS,
     EVALUATION_SUMMARY_COLUMNS,
@@ -28,7 +28,6 @@ from soak_dask.results.stats import (
     RESULT_DIMS,
     adjust_pvalues,
     by_fold,
-    compare,
     evaluation_summary,
     pvalues,
     summary,
@@ -134,91 +133,6 @@ def test_by_fold_drops_cells_that_do_not_exist_and_keeps_failed_fits() -> None:
     assert rf["error"].isna().tolist() == [False, False, False, True]
     assert table["n_test"].dtype == "int64" and set(table["n_test"]) == {20}
     assert table["error"].sum() == pytest.approx(33.0)
-
-
-# ---------------------------------------------------------------- compare two learners
-
-
-def test_compare_equals_scipy_ttest_rel() -> None:
-    rng = np.random.default_rng(3)
-    a = rng.normal(20, 3, size=(3, 5))
-    b = a + rng.normal(1, 2, size=(3, 5))
-    out = compare(make_eval({"a": a.tolist(), "b": b.tolist()}), "a", "b", "error")
-    assert list(out.columns) == COMPARE_COLUMNS and len(out) == 1
-    row = out.iloc[0]
-    ref = sps.ttest_rel(a.ravel(), b.ravel())
-    assert row["t"] == pytest.approx(ref.statistic, rel=1e-12)
-    assert row["p"] == pytest.approx(ref.pvalue, rel=1e-12)
-    assert (row["n"], row["df"], row["corrected"]) == (15, 14.0, False)
-    assert row["mean_diff"] == pytest.approx((a - b).mean())
-    assert row["sd_diff"] == pytest.approx((a - b).std(ddof=1))
-    assert row["a_mean"] == pytest.approx(a.mean()) and row["b_sd"] == pytest.approx(b.std(ddof=1))
-    assert row["test_train_ratio"] == pytest.approx(0.25) and row["reason"] == ""
-
-
-def test_corrected_compare_equals_the_nadeau_bengio_formula() -> None:
-    # Five folds × two repeats; a - b is 1 or 3: mean 2, variance 10/9; n_test/n_train = 20/80.
-    a = [[11.0, 13.0, 11.0, 13.0, 11.0], [13.0, 11.0, 13.0, 11.0, 13.0]]
-    b = [[10.0] * 5, [10.0] * 5]
-    out = compare(make_eval({"a": a, "b": b}), "a", "b", corrected=True).iloc[0]
-    t = 2 / math.sqrt((1 / 10 + 20 / 80) * 10 / 9)
-    assert out["t"] == pytest.approx(t, rel=1e-12)
-    assert out["p"] == pytest.approx(2 * sps.t.sf(t, 9), rel=1e-12)
-    assert (out["df"], out["corrected"], out["test_train_ratio"]) == (9.0, True, 0.25)
-    plain = compare(make_eval({"a": a, "b": b}), "a", "b").iloc[0]
-    assert plain["t"] == pytest.approx(2 / math.sqrt(1 / 10 * 10 / 9))
-    assert out["p"] > plain["p"]
-
-
-def test_corrected_compare_uses_the_mean_ratio_of_the_paired_cells() -> None:
-    ds = make_eval({"a": [[1.0, 4.0, 2.0, NAN]], "b": [[0.0, 1.0, 1.5, 3.0]]})
-    ds["n_train"].loc[{"fold": [1, 2, 3, 4]}] = [60, 80, 100, 1]  # fold 4 is not paired
-    out = compare(ds, "a", "b", corrected=True).iloc[0]
-    ratio = (20 / 60 + 20 / 80 + 20 / 100) / 3
-    d = np.array([1.0, 3.0, 0.5])
-    assert out["test_train_ratio"] == pytest.approx(ratio)
-    assert out["t"] == pytest.approx(d.mean() / math.sqrt((1 / 3 + ratio) * d.var(ddof=1)))
-
-
-def test_compare_rows_per_measure_and_swapping_negates() -> None:
-    ds = make_eval({"a": [[1.0, 2.0, 4.0]], "b": [[2.0, 2.5, 3.0]]})
-    ds["auc"] = 1 - ds["error"] / 10
-    ds.attrs["measures"] = ["error", "auc"]
-    ab, ba = compare(ds, "a", "b"), compare(ds, "b", "a")
-    assert ab["measure"].tolist() == ["error", "auc"]
-    assert np.allclose(ab["t"], -ba["t"]) and np.allclose(ab["p"], ba["p"])
-
-
-def test_compare_undefined_cases_say_why() -> None:
-    few = compare(make_eval({"a": [[1.0, NAN]], "b": [[2.0, 3.0]]}), "a", "b").iloc[0]
-    assert few["n"] == 1 and math.isnan(few["t"]) and "fewer than 2 paired cells" in few["reason"]
-    same = compare(make_eval({"a": [[1.0, 2.0]], "b": [[0.0, 1.0]]}), "a", "b").iloc[0]
-    assert math.isnan(same["p"]) and "identical" in same["reason"]
-    assert same["mean_diff"] == 1.0
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        (
-            {"a": "svm", "b": "lr"},
-            r"a='svm' is not a learner of the results; available: 'rf', 'lr'",
-        ),
-        ({"a": "rf", "b": "knn"}, r"b='knn' is not a learner"),
-        ({"a": "rf", "b": "rf"}, "compare two different learners"),
-        ({"a": "rf", "b": "lr", "measure": "auc"}, "measure 'auc' is not in the results"),
-    ],
-)
-def test_compare_bad_input(kwargs: dict, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
-        compare(make_eval({"rf": [[1.0, 2.0]], "lr": [[2.0, 2.0]]}), **kwargs)
-
-
-def test_corrected_compare_needs_the_split_sizes() -> None:
-    ds = make_eval({"rf": [[1.0, 2.0]], "lr": [[2.0, 4.0]]}, n_train=None)
-    assert math.isnan(compare(ds, "rf", "lr").loc[0, "test_train_ratio"])
-    with pytest.raises(ValueError, match="corrected=True needs .* lack n_train"):
-        compare(ds, "rf", "lr", corrected=True)
 
 
 # ---------------------------------------------------------------- p-value adjustments

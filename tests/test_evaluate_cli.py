@@ -83,7 +83,8 @@ def test_evaluate_by_flags_equals_the_python_api(flag_run, pixels, cluster, tmp_
         k: v for k, v in expected.attrs.items() if k not in untimed
     }
     assert got.attrs["outer"] == "repeated_cv" and got.attrs["test_split"] == 0.2
-    assert dict(got.sizes) == {"learner": 2, "repeat": 2, "fold": 3, "interval": 3}
+    sizes = {"learner": 2, "repeat": 2, "fold": 3, "interval": 3, "versus": 2}
+    assert dict(got.sizes) == sizes
     assert (got["n_test"].sum("fold") + got["n_test_split"] == N_PIXELS).all()
 
 
@@ -108,6 +109,17 @@ def test_report_of_an_evaluate_store(flag_run, tmp_path, capsys):
         learner, measure, n, mean, *_ = line.split()
         assert float(mean) == pytest.approx(summary.loc[(learner, measure), "mean"], abs=1e-4)
         assert int(n) == 6
+    # Then the learners compared: repeated CV's recommended test and McNemar's on the split.
+    start = lines.index(next(x for x in lines if "learners compared" in x))
+    assert "test recommended for outer='repeated_cv'" in lines[start]
+    compared = sd.compare(sd.open_results(store), "featureless", "logistic", "error")
+    assert list(compared["method"]) == ["corrected", "mcnemar"]
+    for line, row in zip(lines[start + 2 : start + 4], compared.itertuples(), strict=True):
+        a, b, method, n, diff, low, high, p = line.split()
+        assert (a, b, method, int(n)) == ("featureless", "logistic", row.method, row.n)
+        assert float(low) == pytest.approx(row.ci_low, abs=1e-4) and float(p) == pytest.approx(
+            row.p, abs=1e-4
+        )
 
 
 def write_toml(path: Path, text: str) -> Path:

@@ -18,10 +18,12 @@ from PIL import Image  # noqa: E402
 
 import soak_dask as sd  # noqa: E402
 from soak_dask.app.demo import make_pixel_table  # noqa: E402
+from soak_dask.results.comparisons import compare  # noqa: E402
 from soak_dask.results.evaluation_report import COMPARISON_COLUMNS, comparisons  # noqa: E402
+from soak_dask.results.outdir import MANIFEST  # noqa: E402
 from soak_dask.results.plot import TEST_SPLIT_COLOR, plot_evaluation  # noqa: E402
 from soak_dask.results.report import CSP, write_report  # noqa: E402
-from soak_dask.results.stats import by_fold, compare, evaluation_summary  # noqa: E402
+from soak_dask.results.stats import by_fold, evaluation_summary  # noqa: E402
 
 from .test_report import probe_page, read_markdown, run_chromium  # noqa: E402
 
@@ -66,7 +68,7 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 def test_report_writes_every_file(report):
     out = report.parent
-    expected = {"report.html"}
+    expected = {"report.html", MANIFEST}  # the manifest marks the directory as ours
     tables = ("summary", "folds", "compare", "timings")
     expected |= {f"{t}.{ext}" for t in tables for ext in ("csv", "md")}
     expected |= {f"evaluation_{m}.{ext}" for m in MEASURES for ext in ("png", "svg")}
@@ -93,8 +95,8 @@ def test_tables_equal_the_statistics(report, repeated):
     assert list(zip(got["learner_a"], got["learner_b"], strict=True)) == pairs * 2
     assert list(got["measure"]) == ["error"] * 3 + ["auc"] * 3
     for row in got.itertuples():
-        plain = compare(repeated, row.learner_a, row.learner_b, row.measure).iloc[0]
-        fixed = compare(repeated, row.learner_a, row.learner_b, row.measure, corrected=True)
+        plain = compare(repeated, row.learner_a, row.learner_b, row.measure, "paired").iloc[0]
+        fixed = compare(repeated, row.learner_a, row.learner_b, row.measure, "corrected")
         assert row.p == pytest.approx(plain["p"], rel=1e-12)
         assert row.p_corrected == pytest.approx(fixed["p"].item(), rel=1e-12)
         assert row.p_corrected > row.p  # the correction widens the test
@@ -217,10 +219,13 @@ def test_report_screenshot_shows_the_figure_and_tables(report, tmp_path):
 def test_rewriting_drops_the_previous_reports_figures(repeated, tmp_path):
     out = tmp_path / "rep"
     write_report(repeated, out)
-    (out / "notes.txt").write_text("keep me")
-    write_report(repeated, out, "error")
+    write_report(repeated, out, "error", overwrite=True)
     assert not (out / "evaluation_auc.png").exists() and (out / "evaluation_error.png").exists()
-    assert (out / "notes.txt").exists()
+    (out / "notes.txt").write_text("keep me")  # a file soak_dask did not write: refused, kept
+    with pytest.raises(FileExistsError, match="holds notes.txt"):
+        write_report(repeated, out, "error", overwrite=True)
+    assert (out / "notes.txt").read_text() == "keep me"
+    (out / "notes.txt").unlink()
     with pytest.raises(ValueError, match="measure 'mse' is not in the results"):
-        write_report(repeated, out, "mse")
+        write_report(repeated, out, "mse", overwrite=True)
     assert (out / "evaluation_error.png").exists()

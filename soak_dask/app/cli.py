@@ -182,16 +182,26 @@ def run_command(args: argparse.Namespace) -> None:
 
 def evaluate_command(args: argparse.Namespace) -> None:
     """``soak evaluate``: load the table, run ``evaluate`` on the cluster, save the results
-    (and the final models with ``--models``), print mean ± SD and the test split's interval."""
-    from ..results.stats import evaluation_text
+    (and the final models with ``--models``), print mean ± SD, the test split's interval and
+    the learners compared (the design's recommended test, with its interval)."""
     from ..run.evaluate import evaluate
 
     settings = run_settings(args, "evaluate")
     res, _, store = _run(settings, "evaluate", evaluate, args.debug)
-    print(evaluation_text(res))
+    print(_evaluation_printout(res))
     print(f"\nResults: {store}")
     if settings.models is not None:
         print(f"Models: {settings.models}")
+
+
+def _evaluation_printout(ds: Any) -> str:
+    """What ``soak evaluate`` (and ``soak report`` of its store) prints: mean ± SD and the test
+    split's interval, then the learners compared with the design's recommended test."""
+    from ..results.comparisons import comparison_text
+    from ..results.stats import evaluation_text
+
+    compared = comparison_text(ds)
+    return evaluation_text(ds) + (f"\n\n{compared}" if compared else "")
 
 
 def _checked_paths(settings: Any) -> str | os.PathLike:
@@ -242,14 +252,14 @@ def report_command(args: argparse.Namespace) -> None:
     """``soak report``: write the HTML report of a results store; print what ``soak run`` or
     ``soak evaluate`` printed (the first measure's tests, or mean ± SD), then the page's path."""
     from ..results.report import write_report  # its own dependencies load only for this command
-    from ..results.stats import evaluation_text, is_evaluation, results_text, validate_results
+    from ..results.stats import is_evaluation, results_text, validate_results
     from ..results.store import check_apart, open_results
 
     check_apart(args.out, args.results, "report", source_name="results store")
     ds = open_results(args.results)
     page = write_report(ds, args.out, overwrite=args.overwrite, flag="--overwrite")
     if is_evaluation(ds):
-        print(evaluation_text(ds))
+        print(_evaluation_printout(ds))
     else:
         print(results_text(ds, validate_results(ds)[0]))
     print(page)

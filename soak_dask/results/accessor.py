@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import xarray as xr
 
-from . import stats
+from . import comparisons, stats
 
 
 @xr.register_dataset_accessor("soak")
@@ -33,8 +33,9 @@ class SoakAccessor:
     ) -> pd.DataFrame:
         """Paired t-tests of other and all vs same; see ``soak_dask.results.stats.pvalues``.
 
-        ``corrected=True`` adds the corrected resampled t-test (Nadeau and Bengio 2003) and
-        ``adjust="holm"`` or ``"bh"`` a ``p_adjusted`` column. Results of plain K-fold CV (one
+        ``corrected=True`` (or ``method="corrected"``, ``"bayesian"``) adds the corrected
+        resampled t-test (Nadeau and Bengio 2003) and ``adjust="holm"`` or ``"bh"`` a
+        ``p_adjusted`` column. Results of plain K-fold CV (one
         subset) have nothing to compare: a warning says so and the frame is empty; use
         ``summary()``. Evaluate results compare learners instead: use ``compare()``.
         """
@@ -56,10 +57,13 @@ class SoakAccessor:
         ``soak_dask.results.stats.by_fold``."""
         return stats.by_fold(self._ds, measures)
 
-    def compare(self, a: str, b: str, measure: Any = None, corrected: bool = False) -> pd.DataFrame:
-        """Paired t-test of learner `a` against `b` over the same cells of an evaluate result,
-        corrected (Nadeau and Bengio 2003) if asked; see ``soak_dask.results.stats.compare``."""
-        return stats.compare(self._ds, a, b, measure, corrected=corrected)
+    def compare(
+        self, a: str, b: str, measure: Any = None, method: str | None = None, **kwargs: Any
+    ) -> pd.DataFrame:
+        """Learner `a` against `b` over the same cells of an evaluate result, with the
+        design's recommended test or `method`, and a 95 % interval of the mean difference;
+        see ``soak_dask.results.comparisons.compare``."""
+        return comparisons.compare(self._ds, a, b, measure, method, **kwargs)
 
     def plot(self, measure: str = "error", learners: Any = None, **kwargs: Any) -> Any:
         """Paper-style matplotlib Figure of each fold; see ``soak_dask.results.plot.plot_soak``."""

@@ -22,6 +22,7 @@ import pandas as pd
 import xarray as xr
 
 from ..tables.table import coordinates_warning
+from .comparisons import COMPARE_COLUMNS, compare
 from .outdir import OutputDir
 from .plot import format_pvalue, measure_label, plot_evaluation
 from .report import (
@@ -40,9 +41,7 @@ from .report import (
     prepare_report_dir,
 )
 from .stats import (
-    COMPARE_COLUMNS,
     by_fold,
-    compare,
     evaluation_summary,
     nesting_lines,
     prior_correction_text,
@@ -55,7 +54,12 @@ __all__ = ["comparisons", "write_evaluation_report"]
 #: Columns of `comparisons`: those of ``compare`` (its ``t`` and ``p`` the plain paired test),
 #: with the corrected resampled t-test's ``t_corrected`` and ``p_corrected`` before ``reason``.
 COMPARISON_COLUMNS: list[str] = [
-    *(c for c in COMPARE_COLUMNS if c not in ("corrected", "reason")),
+    *COMPARE_COLUMNS[:3],
+    *COMPARE_COLUMNS[4:11],
+    "t",
+    "df",
+    "p",
+    "test_train_ratio",
     "t_corrected",
     "p_corrected",
     "reason",
@@ -119,9 +123,9 @@ def comparisons(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> 
     counted = {"n_train", "n_test"} <= set(ds.data_vars)
     frames = []
     for a, b in itertools.combinations(learners, 2):
-        plain = compare(ds, a, b, names)
-        fixed = compare(ds, a, b, names, corrected=True) if counted else None
-        plain["t_corrected"] = fixed["t"] if fixed is not None else np.nan
+        plain = compare(ds, a, b, names, "paired").rename(columns={"statistic": "t"})
+        fixed = compare(ds, a, b, names, "corrected") if counted else None
+        plain["t_corrected"] = fixed["statistic"] if fixed is not None else np.nan
         plain["p_corrected"] = fixed["p"] if fixed is not None else np.nan
         frames.append(plain[COMPARISON_COLUMNS])
     if not frames:

@@ -3,9 +3,10 @@
 Every function takes a results ``xarray.Dataset`` and returns a tidy ``pandas.DataFrame``, one
 row per statistic, ready to print, filter or plot. SOAK results (``soak()``: dims ``learner``,
 ``test_subset``, ``fold``, ``train_type``) get `pvalues` and `summary`; evaluate results
-(``evaluate()``: dims ``learner``, ``repeat``, ``fold``) get `evaluation_summary`, `by_fold` and
-`compare`. Both t-tests can use the corrected resampled t-test of Nadeau and Bengio (2003), and
-`pvalues` can adjust its p-values for the family of comparisons (Holm, Benjamini–Hochberg).
+(``evaluate()``: dims ``learner``, ``repeat``, ``fold``) get `evaluation_summary` and `by_fold`
+(their learner comparisons are ``soak_dask.results.comparisons.compare``). `pvalues` can use the
+corrected resampled t-test of Nadeau and Bengio (2003) or the correlated Bayesian t-test
+(``method=``) and adjust its p-values for the family of comparisons (Holm, Benjamini–Hochberg).
 
 The question SOAK asks of a test subset is "does training on other subsets (or on all of them)
 predict this subset better or worse than training on the same subset?". Folds are shared by the
@@ -37,10 +38,17 @@ from ..schema import (
     TRAIN_TYPES,
 )
 from ..tables.checks import UNEQUAL_FOLDS
+from .mean_tests import CONSTANT_TOL as _CONSTANT_TOL
+from .mean_tests import SOAK_METHODS, soak_method_columns
+from .mean_tests import evaluation_values as _evaluation_values
+from .mean_tests import is_constant as _constant
+from .mean_tests import mean_ratio as _mean_ratio
+from .mean_tests import mean_sd as _mean_sd
+from .mean_tests import paired_t as _paired_t
+from .mean_tests import split_ratios as _test_train_ratio
 
 __all__ = [
     "ADJUST_METHODS",
-    "COMPARE_COLUMNS",
     "EVALUATION_DIMS",
     "EVALUATION_SUMMARY_COLUMNS",
     "PVALUE_COLUMNS",
@@ -49,7 +57,6 @@ __all__ = [
     "TRAIN_TYPES",
     "adjust_pvalues",
     "by_fold",
-    "compare",
     "evaluation_summary",
     "is_evaluation",
     "validate_evaluation",
@@ -59,6 +66,7 @@ __all__ = [
     "pvalues_text",
     "evaluation_text",
     "results_text",
+    "text_table",
     "summary",
     "unequal_subsets",
     "validate_results",
@@ -116,37 +124,12 @@ EVALUATION_SUMMARY_COLUMNS: list[str] = [
     "n_test_split",
 ]
 
-COMPARE_COLUMNS: list[str] = [
-    "learner_a",
-    "learner_b",
-    "measure",
-    "n",
-    "a_mean",
-    "a_sd",
-    "b_mean",
-    "b_sd",
-    "mean_diff",
-    "sd_diff",
-    "t",
-    "df",
-    "p",
-    "corrected",
-    "test_train_ratio",
-    "reason",
-]
-
 #: The p-value adjustments of `adjust_pvalues`, by the names it accepts.
 ADJUST_METHODS: dict[str, str] = {"holm": "holm", "bh": "bh", "fdr_bh": "bh"}
 
 # Variables of an evaluate result that derive from a measure (bootstrap designs): summarised
 # and compared beside it by default.
 _DERIVED_SUFFIXES: tuple[str, ...] = ("_632", "_632plus")
-
-# R's t.test() stops with "data are essentially constant" when the standard error is below
-# 10 * .Machine$double.eps * |mean|. Using the same cut makes differences that are equal up to
-# rounding noise (e.g. (y + c) - (x + c)) give "undefined" like R, not an absurd t of 1e15.
-_CONSTANT_TOL = 10 * np.finfo(np.float64).eps
-
 
 def _as_name_list(value: str | Iterable[Any]) -> list[str]:
     """Return a list of str from one name or an iterable of names (attrs may hold arrays)."""
@@ -348,14 +331,6 @@ def _coord_values(ds: xr.Dataset, dim: str) -> list[Any]:
     return ds[dim].values.tolist()
 
 
-def _mean_sd(values: np.ndarray) -> tuple[float, float]:
-    """Mean and SD (ddof=1) that are NaN, without a RuntimeWarning, when undefined."""
-    n = values.size
-    mean = float(values.mean()) if n >= 1 else math.nan
-    sd = float(values.std(ddof=1)) if n >= 2 else math.nan
-    return mean, sd
-
-
 def _welch_p(same: np.ndarray, comp: np.ndarray) -> tuple[float, str]:
     """Two-sided Welch t-test p of comp vs same, with each side's missing folds dropped.
 
@@ -380,23 +355,6 @@ def _welch_p(same: np.ndarray, comp: np.ndarray) -> tuple[float, str]:
     df = 1 / (r**2 / (x.size - 1) + (1 - r) ** 2 / (y.size - 1))
     t = (my - mx) / se
     return float(2 * sps.t.sf(abs(t), df)), ""
-
-
-def _constant(mean_diff: float, sd_diff: float, n: int) -> bool:
-    """Whether `n` differences are constant up to rounding: R's "essentially constant" data."""
-    return sd_diff == 0 or sd_diff / math.sqrt(n) < _CONSTANT_TOL * abs(mean_diff)
-
-
-def _paired_t(mean_diff: float, sd_diff: float, n: int, ratio: float = 0.0) -> tuple[float, float]:
-    """t and two-sided p (``n - 1`` df) of a paired t-test of `n` >= 2 non-constant differences.
-
-    The variance of the mean difference is ``sd_diff² · (1/n + ratio)``: ``ratio = 0`` is the
-    plain test, ``ratio = n_test / n_train`` the corrected resampled t-test of Nadeau and
-    Bengio (2003), which accounts for the overlap of the train sets (written so that
-    ``ratio = 0`` gives exactly the plain test's floats).
-    """
-    t = mean_diff / (sd_diff / math.sqrt(n) * math.sqrt(1 + n * ratio))
-    return t, float(2 * sps.t.sf(abs(t), n - 1))
 
 
 def _compare_row(
@@ -435,7 +393,7 @@ def _compare_row(
     row["same_mean"], row["same_sd"] = _mean_sd(x)
     row["compare_mean"], row["compare_sd"] = _mean_sd(y)
     mean_diff, sd_diff = _mean_sd(diff)
-    row["mean_diff"] = mean_diff
+    row["mean_diff"], row["sd_diff"] = mean_diff, sd_diff
     reasons = []
     if n < 2:
         reasons.append(
@@ -473,35 +431,6 @@ def _compare_row(
 _NO_RATIO = (
     "the corrected t-test is undefined: no paired fold has a positive n_train and a finite n_test"
 )
-
-
-def _mean_ratio(ratios: np.ndarray) -> float:
-    """Mean ``n_test / n_train`` of the cells a corrected test pairs, NaN where unknown."""
-    finite = ratios[np.isfinite(ratios)]
-    return float(finite.mean()) if finite.size else math.nan
-
-
-def _test_train_ratio(ds: xr.Dataset, dims: tuple[str, ...]) -> np.ndarray:
-    """``n_test / n_train`` of every cell, axes in `dims` order, for the corrected t-test."""
-    missing = [v for v in ("n_train", "n_test") if v not in ds.data_vars]
-    if missing:
-        raise ValueError(
-            f"corrected=True needs the train and test rows of every split, but the results lack "
-            f"{' and '.join(missing)}; pass corrected=False, or add n_train and n_test "
-            "(rows in the train set and in the test block) with the measures' dims"
-        )
-    n_train, n_test = (
-        np.asarray(
-            ds[v]
-            .expand_dims({d: ds.sizes[d] for d in dims if d not in ds[v].dims})
-            .transpose(*dims)
-            .values,
-            dtype=np.float64,
-        )
-        for v in ("n_train", "n_test")
-    )
-    with np.errstate(divide="ignore", invalid="ignore"):  # no train rows: no ratio
-        return np.where(n_train > 0, n_test / n_train, math.nan)
 
 
 def _per_train_size(func: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
@@ -554,6 +483,8 @@ def pvalues(
     *,
     corrected: bool = False,
     adjust: str | None = None,
+    method: str = "paired",
+    rope: float | None = None,
 ) -> pd.DataFrame:
     """Paired t-tests over folds of each compare train type against "same".
 
@@ -589,6 +520,19 @@ def pvalues(
         ``"holm"`` controls the family-wise error rate (Holm 1979), ``"bh"`` (alias
         ``"fdr_bh"``) the false discovery rate (Benjamini and Hochberg 1995). The adjusted
         p is of ``p_corrected`` when `corrected`, else of ``p_paired``. See `adjust_pvalues`.
+    method : {"paired", "corrected", "bayesian"}, default "paired"
+        The paper's paired t-test (the default: it reproduces the paper, and a simulation
+        reported with issue 23 found it at its level, 0.051, at equal train sizes, where train
+        sets of different subsets do not overlap);
+        ``"corrected"`` is `corrected` and adds ``ci_low``, ``ci_high`` (95 % interval of
+        ``compare − same`` from the corrected variance); ``"bayesian"`` adds the correlated
+        Bayesian t-test (Benavoli et al. 2017, ``soak_dask.results.mean_tests``) with the same
+        variance: ``ci_low``, ``ci_high`` (the posterior's 95 %), ``rope``,
+        ``p_compare_better``, ``p_equivalent``, ``p_same_better``. Both set `corrected` (and
+        `adjust` then adjusts ``p_corrected``).
+    rope : float, optional
+        Half-width of the Bayesian test's region of practical equivalence in the measure's
+        units; default ``mean_tests.default_rope`` (1 point of error, 0.01 of a share, else 0).
 
     Returns
     -------
@@ -673,11 +617,17 @@ def pvalues(
     ...                                                    "p_adjusted"]].round(4).to_dict()
     {'t_corrected': 3.8247, 'p_corrected': 0.0621, 'p_adjusted': 0.0621}
     """
-    method = None if adjust is None else _adjust_method(adjust, "adjust")
+    adjustment = None if adjust is None else _adjust_method(adjust, "adjust")
+    if method not in SOAK_METHODS:
+        raise ValueError(
+            f"method={method!r} is not a test of pvalues; choose from {list(SOAK_METHODS)}"
+        )
+    corrected = corrected or (method in ("corrected", "bayesian"))
     out = _with_weighted_diff(ds, _pvalue_table(ds, measures, compare, corrected), compare)
-    if method is not None:
+    out = soak_method_columns(out, method, rope).drop(columns="sd_diff")
+    if adjustment is not None:
         tested = out["p_corrected" if corrected else "p_paired"]
-        out.insert(out.columns.get_loc("reason"), "p_adjusted", adjust_pvalues(tested, method))
+        out.insert(out.columns.get_loc("reason"), "p_adjusted", adjust_pvalues(tested, adjustment))
     return out
 
 
@@ -783,8 +733,9 @@ def _pvalue_table(
             UserWarning,
             stacklevel=4,  # the caller of pvalues(), above the train-size wrapper
         )
-        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-        return empty.astype({c: "float64" for c in columns[5:-1]} | {"n": "int64"})
+        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in [*columns, "sd_diff"]})
+        floats = [*columns[5:-1], "sd_diff"]
+        return empty.astype({c: "float64" for c in floats} | {"n": "int64"})
     train_types = [str(v) for v in _coord_values(ds, "train_type")]
     learners = _coord_values(ds, "learner")
     subsets = _coord_values(ds, "test_subset")
@@ -806,7 +757,7 @@ def _pvalue_table(
                     row = _compare_row(same, comp, c, len(subsets), ratio)
                     row.update(learner=learner, test_subset=subset, measure=m, compare=c)
                     rows.append(row)
-    out = pd.DataFrame(rows, columns=columns)
+    out = pd.DataFrame(rows, columns=[*columns, "sd_diff"])  # sd_diff: for pvalues(method=)
     return out.astype({"n": "int64", "reason": str})
 
 
@@ -969,12 +920,6 @@ def adjust_pvalues(p: Iterable[float], method: str = "holm") -> np.ndarray:
     return out
 
 
-def _evaluation_values(ds: xr.Dataset, name: str) -> np.ndarray:
-    """Float array of one variable, one row per learner, its (repeat, fold) cells flattened."""
-    values = np.asarray(ds[name].transpose(*EVALUATION_DIMS).values, dtype=np.float64)
-    return values.reshape(ds.sizes["learner"], -1)
-
-
 def _test_split_interval(ds: xr.Dataset, measure: str) -> np.ndarray | None:
     """(estimate, low, high) per learner of the reserved test split, or None without one."""
     name = f"test_{measure}"
@@ -1126,124 +1071,6 @@ def by_fold(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> pd.D
     return table
 
 
-def compare(
-    ds: xr.Dataset,
-    a: str,
-    b: str,
-    measure: str | Iterable[str] | None = None,
-    *,
-    corrected: bool = False,
-) -> pd.DataFrame:
-    """Paired t-test of learner `a` against learner `b` over the same resampling cells.
-
-    Both learners are scored on the same (repeat, fold) test sets, so their scores are paired
-    by cell: with ``δ_i = θ_i(a) − θ_i(b)`` over the ``n`` cells where both are finite, the
-    two-sided test of mean δ = 0 has ``t = mean(δ) / (sd(δ) / √n)``, ``n − 1`` degrees of
-    freedom (``scipy.stats.ttest_rel(a, b)``).
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        Results of ``evaluate()`` (see `evaluation_summary`).
-    a, b : str
-        Two different learners of ``ds.learner``.
-    measure : str or iterable of str, optional
-        Measure(s) to test, one row each. Default: see `validate_evaluation`.
-    corrected : bool, default False
-        Use the corrected resampled t-test of Nadeau and Bengio (2003): the variance of the
-        mean difference is ``sd(δ)² · (1/n + n_test/n_train)`` instead of ``sd(δ)² / n``, with
-        ``n_test/n_train`` the mean over the paired cells (of both learners). Resampled train
-        sets overlap, so the cells are positively correlated and the plain test rejects too
-        often; the correction widens it accordingly. Needs ``n_train`` and ``n_test``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per measure, columns:
-
-        - ``learner_a``, ``learner_b``, ``measure``;
-        - ``n``: the paired cells; ``a_mean``, ``a_sd``, ``b_mean``, ``b_sd`` over them (ddof=1);
-        - ``mean_diff``, ``sd_diff``: mean and SD (ddof=1) of ``a − b``;
-        - ``t``, ``df`` (``n − 1``), ``p`` (two-sided): of the plain test, or the corrected one
-          when ``corrected`` (the column of that name says which);
-        - ``test_train_ratio``: mean ``n_test / n_train`` of the paired cells (NaN without
-          ``n_train``/``n_test``);
-        - ``reason``: "" when t and p are defined, else why not (fewer than 2 paired cells,
-          identical differences).
-
-        For error-like measures a negative ``mean_diff`` means `a` is better; for scores
-        (accuracy, AUC, R²) a positive one does.
-
-    Raises
-    ------
-    ValueError
-        If `a` or `b` is not a learner of `ds` (the message lists them), if ``a == b``, if a
-        measure is unknown (see `validate_evaluation`), or if `corrected` is set and `ds`
-        lacks ``n_train`` or ``n_test``.
-
-    Examples
-    --------
-    >>> import xarray as xr
-    >>> ds = xr.Dataset(
-    ...     {"error": (("learner", "repeat", "fold"), [[[10.0, 12.0, 11.0]], [[15, 16, 18]]])},
-    ...     coords={"learner": ["tree", "lasso"], "repeat": [1], "fold": [1, 2, 3]})
-    >>> compare(ds, "lasso", "tree", "error")[["n", "mean_diff", "t", "df", "p"]].round(4)
-       n  mean_diff       t   df       p
-    0  3     5.3333  6.0474  2.0  0.0263
-    """
-    names = validate_evaluation(ds, measure)
-    learners = [str(v) for v in _coord_values(ds, "learner")]
-    for role, name in (("a", a), ("b", b)):
-        if name not in learners:
-            raise ValueError(
-                f"{role}={name!r} is not a learner of the results; available: "
-                f"{', '.join(map(repr, learners))}"
-            )
-    if a == b:
-        raise ValueError(f"a and b are both {a!r}: compare two different learners")
-    ia, ib = learners.index(a), learners.index(b)
-    ratios = (
-        _test_train_ratio(ds, EVALUATION_DIMS).reshape(len(learners), -1)
-        if corrected or {"n_train", "n_test"} <= set(ds.data_vars)
-        else None
-    )
-    rows = []
-    for m in names:
-        values = _evaluation_values(ds, m)
-        x, y = values[ia], values[ib]
-        paired = np.isfinite(x) & np.isfinite(y)
-        row: dict[str, Any] = dict.fromkeys(COMPARE_COLUMNS[4:], math.nan)
-        n = int(paired.sum())
-        row.update(learner_a=a, learner_b=b, measure=m, n=n, corrected=corrected, reason="")
-        row["a_mean"], row["a_sd"] = _mean_sd(x[paired])
-        row["b_mean"], row["b_sd"] = _mean_sd(y[paired])
-        row["mean_diff"], row["sd_diff"] = _mean_sd(x[paired] - y[paired])
-        if ratios is not None:
-            row["test_train_ratio"] = _mean_ratio(
-                np.concatenate([ratios[ia][paired], ratios[ib][paired]])
-            )
-        if n < 2:
-            row["reason"] = (
-                f"fewer than 2 paired cells (n={n}): the paired t-test needs at least 2 "
-                f"(repeat, fold) cells where both {a!r} and {b!r} are finite"
-            )
-        elif _constant(row["mean_diff"], row["sd_diff"], n):
-            row["df"] = float(n - 1)
-            row["reason"] = (
-                f"all {n} paired differences are identical ({a} - {b} = {row['mean_diff']:g} "
-                "in every cell): their SD is 0, so t and p are undefined"
-            )
-        else:
-            row["df"] = float(n - 1)
-            ratio = row["test_train_ratio"] if corrected else 0.0
-            row["t"], row["p"] = _paired_t(row["mean_diff"], row["sd_diff"], n, ratio)
-            if math.isnan(ratio):
-                row["reason"] = _NO_RATIO
-        rows.append(row)
-    out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
-    return out.astype({"n": "int64", "corrected": bool, "reason": str})
-
-
 def prior_correction_text(attrs: Mapping[str, Any]) -> str:
     """Whether a classification run predicted with the prior correction, in words.
 
@@ -1296,7 +1123,7 @@ def pvalues_text(ds: xr.Dataset, measure: str = "error") -> str:
         keep.append("flag")
         title += "\n" + _unequal_note(uneven, int(differs.sum()))
     columns = [c for c in table.columns if c in keep or c == "train_size"]
-    return _text_table(title, table[columns])
+    return text_table(title, table[columns])
 
 
 def _unequal_note(uneven: list[Any], n_differ: int) -> str:
@@ -1340,7 +1167,7 @@ def results_text(ds: xr.Dataset, measure: str = "error") -> str:
         "(weighted_mean: folds weighted by test rows)"
     )
     rows = {c: "Int64" for c in ("n_test_min", "n_test_max")}  # counts, printed as such
-    return _with_prediction(ds, _text_table(title, table.drop(columns=drop).astype(rows)))
+    return _with_prediction(ds, text_table(title, table.drop(columns=drop).astype(rows)))
 
 
 def _with_prediction(ds: xr.Dataset, text: str) -> str:
@@ -1350,7 +1177,7 @@ def _with_prediction(ds: xr.Dataset, text: str) -> str:
     return f"{text}\nPrediction: {prior_correction_text(ds.attrs)}"
 
 
-def _text_table(title: str, table: pd.DataFrame) -> str:
+def text_table(title: str, table: pd.DataFrame) -> str:
     """`title` over `table` as plain text, numbers to 4 decimals, names printable."""
     text = table.round(4)
     names = text.select_dtypes(exclude="number").columns
@@ -1376,7 +1203,7 @@ def evaluation_text(ds: xr.Dataset) -> str:
         )
     else:
         table = table.drop(columns=["test_estimate", "test_low", "test_high"])
-    text = _with_prediction(ds, _text_table(title, table.drop(columns="n_test_split")))
+    text = _with_prediction(ds, text_table(title, table.drop(columns="n_test_split")))
     return "\n".join([text, *nesting_lines(ds)])
 
 

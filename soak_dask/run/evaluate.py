@@ -22,6 +22,7 @@ from ..learn.measures import check_measures
 from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
+from ..results.mean_tests import right_wrong_counts
 from ..results.store import build_dataset, encode_attrs, package_versions
 from ..schema import FIT_INFO
 from ..split.folds import check_seed
@@ -78,11 +79,12 @@ def evaluate(
         From ``soak_dask.load_table``.
     learners : dict, list, estimator or str, optional
         As for ``soak_dask.soak``.
-    outer : {"cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap"}
+    outer : {"cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv"}
         How the training rows are scored: K-fold; K-fold ``outer_repeats`` times with fresh
         folds; ``outer_repeats`` random train/test splits (``train_ratio`` to train);
         leave-one-out (small tables only); leave one group out; ``outer_repeats`` bootstrap
-        resamples scored out of bag (with the .632 and .632+ estimates).
+        resamples scored out of bag (with the .632 and .632+ estimates); 5 repeats of 2-fold
+        CV (``outer_repeats`` if not 1), the design of ``compare``'s 5×2cv tests.
     outer_folds : int
         K for cv and repeated_cv, capped at the groups (grouped) or the rarest class's rows
         (ungrouped), with a warning; the value used is in ``attrs["outer_folds"]``.
@@ -141,13 +143,15 @@ def evaluate(
     xarray.Dataset
         Dims (learner, repeat, fold): one variable per measure plus ``n_train``, ``n_test``,
         ``fit_seconds``, ``predict_seconds``; ``test_<measure>`` (learner, interval) and
-        ``n_test_split`` with a test split; for the bootstrap, ``<measure>_632`` (and
+        ``n_test_split`` with a test split, and for classification with two or more learners
+        ``test_right_wrong`` (learner, versus: test split rows the learner classifies right
+        and the other wrong, for McNemar's test); for the bootstrap, ``<measure>_632`` (and
         ``error_632plus``) and ``<measure>_resubstitution``. ``.soak.summary()`` gives mean ±
-        SD over folds, ``.soak.by_fold()`` the folds, ``.soak.compare(a, b, measure)`` the
-        paired t-test of two learners. Learners that tune or select features add ``chosen``,
-        ``inner_scheme`` and ``n_features_kept`` per fold and ``final_*`` for the final
-        model; ``attrs["outer_seconds"]`` and ``attrs["final_seconds"]`` time the outer loop
-        and the final models.
+        SD over folds, ``.soak.by_fold()`` the folds, ``.soak.compare(a, b, measure)`` two
+        learners with the design's recommended test and a 95 % interval. Learners that tune
+        or select features add ``chosen``, ``inner_scheme`` and ``n_features_kept`` per fold
+        and ``final_*`` for the final model; ``attrs["outer_seconds"]`` and
+        ``attrs["final_seconds"]`` time the outer loop and the final models.
     """
     check_table(table, "evaluate")
     seed = check_seed(seed)
@@ -383,6 +387,15 @@ def _with_finals(
         # Object strings, as the other coordinates: Zarr v3 has no fixed-width unicode type.
         ds = ds.assign_coords(interval=np.array(["estimate", "low", "high"], dtype=object))
         ds["n_test_split"] = ("learner", np.array([finals[n]["n_test"] for n in learners]))
+        if "test_right" in finals[learners[0]] and len(learners) > 1:  # McNemar's cells
+            ds = ds.assign_coords(versus=np.array(learners, dtype=object))
+            right = [
+                np.unpackbits(finals[n]["test_right"], count=finals[n]["n_test"]) for n in learners
+            ]
+            ds["test_right_wrong"] = (("learner", "versus"), right_wrong_counts(right))
+            ds["test_right_wrong"].attrs["long_name"] = (
+                "test split rows the learner classifies right and the versus learner wrong"
+            )
     if bootstrap:
         ds = _with_632(ds, finals, measures)
     return ds

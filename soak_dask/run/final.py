@@ -35,7 +35,8 @@ def fit_final(
     -------
     dict
         ``model``, ``n_train``, ``fit_seconds``, ``info`` (what it chose: ``fit_info``);
-        ``test`` (measure -> (estimate, low, high)) and ``n_test`` with test rows;
+        ``test`` (measure -> (estimate, low, high)) and ``n_test`` with test rows, and for
+        classification ``test_right`` (which test rows it classifies right, ``np.packbits``);
         ``resubstitution`` (measure -> score) and ``no_information`` (the .632+
         no-information error, classification) if asked.
     """
@@ -54,6 +55,9 @@ def fit_final(
         groups = None if run.group is None else test[run.group].to_numpy()
         out["test"] = interval(model, *score_arrays(test, run), run, groups)
         out["n_test"] = len(test)
+        if run.classes is not None:  # McNemar's test pairs the learners' rows (test_right_wrong)
+            X, y = score_arrays(test, run)
+            out["test_right"] = np.packbits(predict_codes(model, X, run)[0] == y)
     if resubstitution:
         y, pred, proba = _predicted(model, *score_arrays(train, run), run)
         out["resubstitution"] = finish(run.measures, _partial(run, y, pred, proba))

@@ -31,7 +31,7 @@ from .folds import (
 from .plan import Fit, Plan, Selection, Term, build_plan
 
 #: The outer strategies of ``evaluate``.
-OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap")
+OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv")
 #: Leave-one-out is for very small data: above this many rows it is refused.
 LOO_MAX_ROWS = 2000
 #: Reserved and subsampled shares are drawn as k of K folds, K at most this.
@@ -248,6 +248,26 @@ class Subsampling(KFold):
         return build_plan(rows, tests, {"repeat": list(range(1, self.n_repeats + 1)), "fold": [1]})
 
 
+class FiveByTwoCV(KFold):
+    """Dietterich's (1998) 5×2cv: ``n_repeats`` (5) repeats of 2-fold cross-validation, each
+    with fresh class-stratified (grouped) folds -- the design of the 5×2cv t and F tests of
+    ``compare`` (``method="5x2cv"``, ``"5x2cv_f"``; with R repeats they take R df).
+
+    Examples
+    --------
+    >>> FiveByTwoCV()
+    FiveByTwoCV(n_repeats=5, seed=1)
+    """
+
+    outer = "5x2cv"
+
+    def __init__(self, seed: int = 1, n_repeats: int = 5, balance: str = "class") -> None:
+        super().__init__(2, n_repeats, seed, balance)
+
+    def __repr__(self) -> str:
+        return _repr(self, "n_repeats", "seed", *(("balance",) * (self.balance != "class")))
+
+
 class LeaveOneGroupOut:
     """One fold per group (needs a group column); ``loo`` on a grouped table is this."""
 
@@ -342,6 +362,8 @@ def outer_design(
 ):
     """The builder of ``evaluate``'s ``outer`` strategy (``group_assignment``: how the groups
     of cv and repeated_cv are dealt to folds; the other strategies draw groups their way)."""
+    if outer == "5x2cv":  # 2 folds whatever outer_folds says; 5 repeats unless others are asked
+        return FiveByTwoCV(seed, 5 if outer_repeats == 1 else outer_repeats, balance)
     if outer in ("cv", "repeated_cv"):
         repeats = outer_repeats if outer == "repeated_cv" else 1
         return KFold(outer_folds, repeats, seed, balance, group_assignment)

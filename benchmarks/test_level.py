@@ -1,0 +1,246 @@
+"""Type-I error and power of the learner comparisons of ``compare``, design by design.
+
+Each simulation draws a fresh table of n = 200 rows (four standard normal features, a binary
+label ``y = 1[x1 + b·x2 + ε > 0]``, ε ~ N(0, 1)) and compares two k-NN learners (k = 7): ``a``
+sees (x1, x3), ``b`` sees (x2, x4). With b = 1 (the null) the two are equally good in
+expectation by symmetry (swap x1↔x2, x3↔x4): 34.4 % and 34.3 % error on a large fresh test set
+(60 tables), though on one table the two models' true errors differ by 2.0 points (SD) -- the
+variation resampling within one table cannot see. With b = 0.5 (the alternative) ``a`` is
+better: 30.2 % against 43.8 % (13.6 points). Each design resamples the table as ``evaluate`` does --
+class-stratified 10-fold, 5 × 10-fold, 5 × 2-fold, class-stratified 90/10 random splits, Poisson(1)
+bootstrap scored out of bag, a class-stratified reserved test split scored by models fitted
+on the other rows -- with scikit-learn on in-memory numpy, and the tests of
+``soak_dask.results.mean_tests`` (the functions ``compare`` calls) run on the error
+differences. A test rejects when its p < 0.05; the Bayesian test "declares" when P(a better)
+or P(b better) > 0.95, with a rope of 1 point of error.
+
+    python -m benchmarks.test_level                     # 1000 nulls, 500 alternatives
+    python -m benchmarks.test_level --quick             # 40 of each (smoke)
+    python -m benchmarks.test_level --null 2000 --workers 2 --json level.json
+    python -m benchmarks.test_level --only 1               # one design (numbered from 0)
+
+Writes the Markdown table to stdout (and JSON with ``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from joblib import Parallel, delayed
+from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit, train_test_split
+from sklearn.neighbors import KNeighborsClassifier
+
+from soak_dask.results.mean_tests import (
+    MeanTest,
+    bayesian_test,
+    five_by_two_f,
+    five_by_two_t,
+    mcnemar_test,
+    paired_test,
+)
+
+N_ROWS = 200
+K_NEIGHBOURS = 7
+ROPE = 1.0  # points of error
+DECIDE = 0.95  # posterior probability the Bayesian test needs to declare a winner
+FEATURES = {"a": [0, 2], "b": [1, 3]}
+EFFECTS = {"null": 1.0, "alternative": 0.5}
+TEST_SPLIT = 0.25
+N_BOOT = 20
+
+
+def table(rng: np.random.Generator, effect: float) -> tuple[np.ndarray, np.ndarray]:
+    """X (n × 4 standard normal) and y = 1[x1 + effect·x2 + ε > 0]."""
+    X = rng.standard_normal((N_ROWS, 4))
+    y = (X[:, 0] + effect * X[:, 1] + rng.standard_normal(N_ROWS) > 0).astype(int)
+    return X, y
+
+
+def wrong(X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """Per test row and learner (2 × n_test): 1 where the learner trained on `train` errs."""
+    out = []
+    for cols in FEATURES.values():
+        model = KNeighborsClassifier(K_NEIGHBOURS).fit(X[np.ix_(train, cols)], y[train])
+        out.append(model.predict(X[np.ix_(test, cols)]) != y[test])
+    return np.array(out, dtype=int)
+
+
+def cell(X, y, train, test) -> tuple[float, float]:
+    """(error of a − error of b in percent, n_test / n_train) of one resampling cell."""
+    w = wrong(X, y, train, test)
+    return 100.0 * (w[0].mean() - w[1].mean()), len(test) / len(train)
+
+
+def cells(X, y, splits) -> tuple[np.ndarray, float]:
+    out = np.array([cell(X, y, tr, te) for tr, te in splits])
+    return out[:, 0], float(out[:, 1].mean())
+
+
+def resampled(diff: np.ndarray, ratio: float) -> dict[str, MeanTest]:
+    """The tests over cells of every design."""
+    return {
+        "paired": paired_test(diff),
+        "corrected": paired_test(diff, ratio),
+        "bayesian": bayesian_test(diff, ratio, ROPE),
+    }
+
+
+def cv10(X, y, rng) -> dict[str, MeanTest]:
+    folds = StratifiedKFold(10, shuffle=True, random_state=int(rng.integers(2**31)))
+    return resampled(*cells(X, y, folds.split(X, y)))
+
+
+def repeated_cv(X, y, rng) -> dict[str, MeanTest]:
+    splits = []
+    for _ in range(5):
+        folds = StratifiedKFold(10, shuffle=True, random_state=int(rng.integers(2**31)))
+        splits += list(folds.split(X, y))
+    return resampled(*cells(X, y, splits))
+
+
+def subsampling(X, y, rng) -> dict[str, MeanTest]:
+    split = StratifiedShuffleSplit(15, test_size=0.1, random_state=int(rng.integers(2**31)))
+    return resampled(*cells(X, y, split.split(X, y)))
+
+
+def five_by_two(X, y, rng) -> dict[str, MeanTest]:
+    rows = []
+    for _ in range(5):
+        folds = StratifiedKFold(2, shuffle=True, random_state=int(rng.integers(2**31)))
+        rows.append(cells(X, y, folds.split(X, y))[0])
+    diff = np.array(rows)
+    return {
+        **resampled(diff.ravel(), 1.0),
+        "5x2cv": five_by_two_t(diff),
+        "5x2cv_f": five_by_two_f(diff),
+    }
+
+
+def bootstrap(X, y, rng) -> dict[str, MeanTest]:
+    splits = []
+    while len(splits) < N_BOOT:
+        counts = rng.poisson(1.0, N_ROWS)
+        oob = np.flatnonzero(counts == 0)
+        if len(oob) and len(np.unique(y[oob])):  # evaluate scores every non-empty OOB set
+            splits.append((np.repeat(np.arange(N_ROWS), counts), oob))
+    return resampled(*cells(X, y, splits))
+
+
+def reserved_split(X, y, rng) -> dict[str, MeanTest]:
+    train, test = train_test_split(
+        np.arange(N_ROWS), test_size=TEST_SPLIT, stratify=y, random_state=int(rng.integers(2**31))
+    )
+    w = wrong(X, y, train, test)
+    b = int(((w[0] == 0) & (w[1] == 1)).sum())  # a right, b wrong
+    c = int(((w[0] == 1) & (w[1] == 0)).sum())
+    return {
+        "mcnemar": mcnemar_test(b, c, len(test)),
+        "mcnemar_chi2": mcnemar_test(b, c, len(test), exact=False),
+    }
+
+
+DESIGNS: dict[str, Callable] = {
+    "10-fold CV": cv10,
+    "5 × 10-fold CV": repeated_cv,
+    "15 × 90/10 subsampling": subsampling,
+    "5×2cv": five_by_two,
+    f"bootstrap ({N_BOOT} resamples, out of bag)": bootstrap,
+    f"test split ({TEST_SPLIT:.0%}), final models": reserved_split,
+}
+
+
+def decided(test: MeanTest) -> bool:
+    """Rejection (p < 0.05), or for the Bayesian test a declared winner."""
+    if test.extra:
+        return max(test.extra["p_left"], test.extra["p_right"]) > DECIDE
+    return test.rejects()
+
+
+def simulate(
+    effect: float, seed: int, designs: list[str]
+) -> dict[str, dict[str, tuple[bool, bool]]]:
+    """One table: per design and test, (decided, interval excludes 0)."""
+    rng = np.random.default_rng(seed)
+    X, y = table(rng, effect)
+    out = {}
+    for name in designs:
+        design = DESIGNS[name]
+        tests = design(X, y, rng)
+        out[name] = {k: (decided(t), bool(t.ci_low > 0 or t.ci_high < 0)) for k, t in tests.items()}
+    return out
+
+
+def rates(runs: list[dict]) -> dict[str, dict[str, list[float]]]:
+    """Share deciding / interval excluding 0, per design and test."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for design in runs[0]:
+        out[design] = {}
+        for test in runs[0][design]:
+            flags = np.array([r[design][test] for r in runs], dtype=float)
+            out[design][test] = flags.mean(axis=0).tolist()
+    return out
+
+
+def markdown(level: dict, power: dict, n_null: int, n_alt: int) -> str:
+    se = math.sqrt(0.05 * 0.95 / n_null)
+    lines = [
+        f"Type-I error (over {n_null} true nulls; its Monte-Carlo SE at 0.05 is {se:.3f}) and "
+        f"power (over {n_alt} alternatives) at α = 0.05; in brackets, how often the 95 % "
+        "interval excludes 0.",
+        "",
+        "| design | test | type-I error | power |",
+        "|---|---|---|---|",
+    ]
+    for design in level:
+        for test in level[design]:
+            (l_rej, l_ci), (p_rej, p_ci) = level[design][test], power[design][test]
+            lines.append(
+                f"| {design} | {test} | {l_rej:.3f} ({l_ci:.3f}) | {p_rej:.3f} ({p_ci:.3f}) |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--null", type=int, default=1000, help="simulations under the null")
+    p.add_argument("--alternative", type=int, default=500, help="simulations for power")
+    p.add_argument("--workers", type=int, default=2, help="processes (at most 2 here)")
+    p.add_argument("--seed", type=int, default=20231)
+    p.add_argument("--quick", action="store_true", help="40 of each")
+    p.add_argument("--json", type=Path)
+    p.add_argument(
+        "--only", nargs="+", type=int, help=f"designs by number (default all): {list(DESIGNS)}"
+    )
+    args = p.parse_args(argv)
+    names = list(DESIGNS)
+    designs = names if args.only is None else [names[i] for i in args.only]
+    n_null, n_alt = (40, 40) if args.quick else (args.null, args.alternative)
+    start = time.perf_counter()
+    pool = Parallel(n_jobs=args.workers, batch_size=8)
+    out = {}
+    for kind, n in (("null", n_null), ("alternative", n_alt)):
+        seeds = [args.seed + (0 if kind == "null" else 10**6) + i for i in range(n)]
+        runs = pool(delayed(simulate)(EFFECTS[kind], s, designs) for s in seeds)
+        out[kind] = rates(runs)
+    seconds = time.perf_counter() - start
+    text = markdown(out["null"], out["alternative"], n_null, n_alt)
+    print(text)
+    print(
+        f"\n{n_null + n_alt} simulations in {seconds:.0f} s on {args.workers} worker(s); "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    result = {**out, "n_null": n_null, "n_alternative": n_alt, "seconds": seconds}
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    return result
+
+
+if __name__ == "__main__":
+    main()

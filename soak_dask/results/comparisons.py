@@ -1,0 +1,429 @@
+"""Comparing two learners of an ``evaluate`` result: `compare`, with the test each design
+needs and an interval for the mean difference.
+
+Resampled scores are not independent (train sets overlap), so the plain paired t-test over
+cells rejects a true null far too often (``benchmarks/test_level.py``). `compare` offers the
+paired test, its Nadeau–Bengio correction, the correlated Bayesian t-test, the 5×2cv t and F
+tests and McNemar's test on the reserved test split; by default it runs the test the level
+simulations recommend for the result's design (`recommended_method`) and says in ``note``
+when no test held its level there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..schema import EVALUATION_DIMS, LOWER_IS_BETTER
+from .mean_tests import (
+    MeanTest,
+    base_measure,
+    bayesian_test,
+    default_rope,
+    evaluation_values,
+    five_by_two_f,
+    five_by_two_t,
+    is_constant,
+    mcnemar_test,
+    mean_ratio,
+    mean_sd,
+    paired_test,
+    split_ratios,
+)
+from .stats import text_table, validate_evaluation
+
+__all__ = [
+    "COMPARE_COLUMNS",
+    "MEASURED",
+    "METHODS",
+    "compare",
+    "comparison_text",
+    "level_note",
+    "recommended_method",
+]
+
+#: The tests of `compare`.
+METHODS: tuple[str, ...] = ("paired", "corrected", "bayesian", "5x2cv", "5x2cv_f", "mcnemar")
+#: Tests that need the design's cells in (repeat, 2 folds), and those of the test split.
+_FIVE_BY_TWO = ("5x2cv", "5x2cv_f")
+TEST_SPLIT = "test_split"
+
+#: (type-I error, power) at α = 0.05 measured by ``benchmarks/test_level.py`` (1000 true
+#: nulls, 500 alternatives; two k-NN learners, n = 200), by design and test. ``cv`` is
+#: 10-fold CV, ``repeated_cv`` 5 × 10-fold, ``subsampling`` 15 × 90/10 splits,
+#: ``bootstrap`` 20 resamples, ``test_split`` a 25 % test split. The Bayesian test "rejects"
+#: when P(a better) or P(b better) > 0.95 (rope 1 point).
+MEASURED: dict[tuple[str, str], tuple[float, float]] = {
+    ("cv", "paired"): (0.120, 0.662),
+    ("cv", "corrected"): (0.031, 0.416),
+    ("cv", "bayesian"): (0.051, 0.510),
+    ("repeated_cv", "paired"): (0.503, 0.950),
+    ("repeated_cv", "corrected"): (0.087, 0.670),
+    ("repeated_cv", "bayesian"): (0.110, 0.728),
+    ("subsampling", "paired"): (0.271, 0.772),
+    ("subsampling", "corrected"): (0.079, 0.558),
+    ("subsampling", "bayesian"): (0.105, 0.608),
+    ("5x2cv", "paired"): (0.544, 0.966),
+    ("5x2cv", "corrected"): (0.054, 0.596),
+    ("5x2cv", "bayesian"): (0.072, 0.668),
+    ("5x2cv", "5x2cv"): (0.134, 0.582),
+    ("5x2cv", "5x2cv_f"): (0.167, 0.770),
+    ("bootstrap", "paired"): (0.552, 0.972),
+    ("bootstrap", "corrected"): (0.096, 0.736),
+    ("bootstrap", "bayesian"): (0.117, 0.780),
+    ("test_split", "mcnemar"): (0.039, 0.208),
+}
+#: The largest type-I error at α = 0.05 that counts as holding the level (over ≥ 500 nulls).
+LEVEL_LIMIT = 0.06
+# Tests that give a p-value and may be a design's default (the Bayesian test gives none).
+_FREQUENTIST = ("paired", "corrected", "5x2cv", "5x2cv_f", "mcnemar")
+
+COMPARE_COLUMNS: list[str] = [
+    "learner_a",
+    "learner_b",
+    "measure",
+    "method",
+    "n",
+    "a_mean",
+    "a_sd",
+    "b_mean",
+    "b_sd",
+    "mean_diff",
+    "sd_diff",
+    "ci_low",
+    "ci_high",
+    "statistic",
+    "df",
+    "p",
+    "test_train_ratio",
+    "rope",
+    "p_a_better",
+    "p_equivalent",
+    "p_b_better",
+    "note",
+    "reason",
+]
+
+
+def recommended_method(outer: str) -> str:
+    """The test `compare` runs by default on resampling design `outer`: of the tests with a
+    p-value that held their level in `MEASURED`, the most powerful; where none held, the one
+    closest to its level (its rows carry a note); ``corrected`` on designs not simulated."""
+    tried = {m: v for (d, m), v in MEASURED.items() if d == outer and m in _FREQUENTIST}
+    if not tried:
+        return "corrected"
+    holding = {m: power for m, (level, power) in tried.items() if level <= LEVEL_LIMIT}
+    if holding:
+        return max(holding, key=holding.__getitem__)
+    return min(tried, key=lambda m: tried[m][0])
+
+
+def level_note(outer: str, method: str) -> str:
+    """What the level simulations say of `method` on `outer`, or "" where it held its level."""
+    measured = MEASURED.get((outer, method))
+    if measured is None:
+        return (
+            f"the level of the {method} test on outer={outer!r} was not measured "
+            "(benchmarks/test_level.py simulates cv, repeated_cv, subsampling, 5x2cv, bootstrap "
+            "and the test split)"
+        )
+    level = measured[0]
+    if level <= LEVEL_LIMIT:
+        return ""
+    others = [m for (d, m), v in MEASURED.items() if d == outer and v[0] <= LEVEL_LIMIT]
+    tail = (
+        f"; method={recommended_method(outer)!r} holds it"
+        if others
+        else "; no test held its level on this design: read p as too small and the interval "
+        "as too narrow"
+    )
+    return (
+        f"on a true null the {method} test rejected {level:.1%} of simulations at α = 0.05 on "
+        f"this design (benchmarks/test_level.py: k-NN, n = 200){tail}"
+    )
+
+
+def _check_method(method: Any, corrected: Any) -> str | None:
+    if corrected is not None:
+        if not isinstance(corrected, bool):
+            raise ValueError(f"corrected={corrected!r}: need True or False")
+        if method is not None:
+            raise ValueError(
+                f"give method= or corrected=, not both (method={method!r}, "
+                f"corrected={corrected!r}); corrected=True is method='corrected'"
+            )
+        return "corrected" if corrected else "paired"
+    if method is not None and method not in METHODS:
+        raise ValueError(f"method={method!r} is not a test; choose from {list(METHODS)} or None")
+    return method
+
+
+def _learner_indices(ds: xr.Dataset, a: str, b: str) -> tuple[int, int]:
+    learners = [str(v) for v in ds["learner"].values.tolist()]
+    for role, name in (("a", a), ("b", b)):
+        if name not in learners:
+            raise ValueError(
+                f"{role}={name!r} is not a learner of the results; available: "
+                f"{', '.join(map(repr, learners))}"
+            )
+    if a == b:
+        raise ValueError(f"a and b are both {a!r}: compare two different learners")
+    return learners.index(a), learners.index(b)
+
+
+def compare(
+    ds: xr.Dataset,
+    a: str,
+    b: str,
+    measure: str | Iterable[str] | None = None,
+    method: str | None = None,
+    *,
+    rope: float | None = None,
+    corrected: bool | None = None,
+) -> pd.DataFrame:
+    """Compare learner `a` with learner `b` on the same resampling cells (and test split).
+
+    Both learners are scored on the same (repeat, fold) test sets, so their scores pair by
+    cell: ``δ_i = θ_i(a) − θ_i(b)`` over the ``n`` cells where both are finite.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Results of ``evaluate()``.
+    a, b : str
+        Two different learners of ``ds.learner``.
+    measure : str or iterable of str, optional
+        Measure(s) to compare, one row each. Default: see ``validate_evaluation``.
+    method : {"paired", "corrected", "bayesian", "5x2cv", "5x2cv_f", "mcnemar"}, optional
+        - ``"paired"``: t-test of mean δ = 0, ``t = mean(δ) / (sd(δ)/√n)``, ``n − 1`` df
+          (``scipy.stats.ttest_rel``). Too liberal on resampled cells (their train sets
+          overlap): see ``note``.
+        - ``"corrected"``: Nadeau and Bengio (2003), variance ``sd(δ)² (1/n + n_test/n_train)``
+          (mean ratio of the paired cells; needs ``n_train``, ``n_test``).
+        - ``"bayesian"``: the correlated Bayesian t-test of Benavoli et al. (2017): the
+          posterior of the mean difference is a t with ``n − 1`` df, location ``mean(δ)``,
+          scale ``√((1/n + ρ/(1−ρ)) sd(δ)²)``, ρ = n_test/(n_train + n_test); columns
+          ``p_a_better``, ``p_equivalent`` (|δ| ≤ `rope`), ``p_b_better``; ``p`` is NaN.
+        - ``"5x2cv"`` (Dietterich 1998), ``"5x2cv_f"`` (Alpaydin 1999): for ``outer="5x2cv"``
+          (R repeats of 2-fold CV): ``t = δ₁₁ / √(Σ s_i²/R)`` on R df, ``F = Σ δ_ij² /
+          (2 Σ s_i²)`` on (2R, R) df (``df`` holds R).
+        - ``"mcnemar"``: McNemar's exact test of the final models on the reserved test split
+          (``error`` or ``accuracy``; needs ``test_right_wrong``, which ``evaluate`` stores for
+          classification with ``test_split``); ``n`` its rows.
+        - None (default): the design's recommended test (`recommended_method` of
+          ``ds.attrs["outer"]``), and for ``error``/``accuracy`` also McNemar's when the
+          result has a test split: one row each.
+    rope : float, optional
+        Half-width of the Bayesian test's region of practical equivalence, in the measure's
+        units. Default `default_rope` (1 point of error, 0.01 of accuracy or AUC, else 0).
+    corrected : bool, optional
+        The earlier form of `method`: True is ``"corrected"``, False ``"paired"``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        `COMPARE_COLUMNS`, one row per measure and test: ``method``; ``n``; ``a_mean``,
+        ``a_sd``, ``b_mean``, ``b_sd`` (ddof=1; the test split's scores for McNemar);
+        ``mean_diff`` (a − b), ``sd_diff``; ``ci_low``, ``ci_high``: the 95 % interval of the
+        mean difference from the test's own variance (the posterior's for Bayesian; Wald on
+        the difference of error rates for McNemar; for 5×2cv ``mean ± t(R) σ̂``);
+        ``statistic`` (t, F or χ²), ``df``, ``p`` (two-sided); ``test_train_ratio``;
+        ``rope`` and the Bayesian probabilities (NaN for other tests); ``note``: what the level
+        simulations say of this test on this design ("" when it held its level); ``reason``:
+        "" when the test is defined, else why not. For error-like measures a negative
+        ``mean_diff`` means `a` is better; for scores (accuracy, AUC, R²) a positive one.
+
+    Raises
+    ------
+    ValueError
+        If `a` or `b` is not a learner of `ds`, ``a == b``, a measure is unknown, `method` is
+        unknown or the result lacks what it needs (``n_train``/``n_test``; 2 folds per repeat
+        for 5×2cv; a scored test split for McNemar), or the design is unknown with
+        ``method=None``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ds = xr.Dataset(
+    ...     {"error": (("learner", "repeat", "fold"), [[[10.0, 12.0, 11.0]], [[15, 16, 18]]])},
+    ...     coords={"learner": ["tree", "lasso"], "repeat": [1], "fold": [1, 2, 3]})
+    >>> compare(ds, "lasso", "tree", "error", "paired")[["n", "mean_diff", "statistic", "p",
+    ...                                                   "ci_low", "ci_high"]].round(4)
+       n  mean_diff  statistic       p  ci_low  ci_high
+    0  3     5.3333     6.0474  0.0263  1.5388   9.1279
+    """
+    names = validate_evaluation(ds, measure)
+    chosen = _check_method(method, corrected)
+    ia, ib = _learner_indices(ds, a, b)
+    outer = str(ds.attrs.get("outer", ""))
+    if chosen is None and not outer:
+        raise ValueError(
+            "the results do not say their design (attrs['outer']), so the recommended test is "
+            f"unknown; pass method= one of {list(METHODS)}"
+        )
+    resampling = recommended_method(outer) if chosen is None else chosen
+    ratios = None
+    if resampling in ("corrected", "bayesian") or {"n_train", "n_test"} <= set(ds.data_vars):
+        if resampling != "mcnemar":
+            ratios = split_ratios(ds, EVALUATION_DIMS).reshape(ds.sizes["learner"], -1)
+    if resampling in _FIVE_BY_TWO and ds.sizes["fold"] != 2:
+        raise ValueError(
+            f"method={resampling!r} needs 2 folds per repeat (outer='5x2cv'); these results "
+            f"have {ds.sizes['fold']} folds (outer={outer!r})"
+        )
+    counts = (
+        _right_wrong(ds, ia, ib, required=chosen == "mcnemar")
+        if chosen in (None, "mcnemar")
+        else None
+    )
+    rows = []
+    for m in names:
+        if chosen != "mcnemar":
+            rows.append(_cells_row(ds, m, (ia, ib), resampling, ratios, rope, outer))
+        if counts is not None and base_measure(m) in ("error", "accuracy") and m == base_measure(m):
+            rows.append(_mcnemar_row(ds, m, (ia, ib), counts))
+        elif chosen == "mcnemar":
+            rows.append(_unsupported_mcnemar(m))
+    out = pd.DataFrame(rows, columns=COMPARE_COLUMNS).assign(learner_a=a, learner_b=b)
+    return out.astype({"n": "int64", "note": str, "reason": str})
+
+
+def _cells_row(
+    ds: xr.Dataset,
+    m: str,
+    pair: tuple[int, int],
+    method: str,
+    ratios: np.ndarray | None,
+    rope: float | None,
+    outer: str,
+) -> dict[str, Any]:
+    """The row of one measure tested over the resampling cells."""
+    values = evaluation_values(ds, m)
+    x, y = values[pair[0]], values[pair[1]]
+    paired = np.isfinite(x) & np.isfinite(y)
+    n = int(paired.sum())
+    row: dict[str, Any] = dict.fromkeys(COMPARE_COLUMNS[5:], math.nan)
+    row.update(measure=m, method=method, n=n, reason="", note=level_note(outer, method))
+    row["a_mean"], row["a_sd"] = mean_sd(x[paired])
+    row["b_mean"], row["b_sd"] = mean_sd(y[paired])
+    diff = x[paired] - y[paired]
+    row["mean_diff"], row["sd_diff"] = mean_sd(diff)
+    if ratios is not None:
+        both = np.concatenate([ratios[pair[0]][paired], ratios[pair[1]][paired]])
+        row["test_train_ratio"] = mean_ratio(both)
+    if method == "bayesian":
+        row["rope"] = default_rope(m) if rope is None else float(rope)
+    row["reason"] = _undefined(row, n, method)
+    if row["reason"]:
+        return row
+    test = _cells_test(method, x, y, ds, row)
+    row.update(statistic=test.statistic, df=test.df, p=test.p)
+    row.update(ci_low=test.ci_low, ci_high=test.ci_high)
+    if test.extra:
+        lower = base_measure(m) in LOWER_IS_BETTER  # a better: a − b below −rope for error-like
+        better, worse = ("p_left", "p_right") if lower else ("p_right", "p_left")
+        row.update(p_a_better=test.extra[better], p_b_better=test.extra[worse])
+        row["p_equivalent"] = test.extra["p_rope"]
+    return row
+
+
+def _undefined(row: dict[str, Any], n: int, method: str) -> str:
+    """Why the test of a row cannot be computed, or ""."""
+    if n < 2:
+        return (
+            f"fewer than 2 paired cells (n={n}): the {method} test needs at least 2 "
+            "(repeat, fold) cells where both learners are finite"
+        )
+    if is_constant(row["mean_diff"], row["sd_diff"], n):
+        return (
+            f"all {n} paired differences are identical (a - b = {row['mean_diff']:g} in every "
+            "cell): their SD is 0, so the test is undefined"
+        )
+    if method in ("corrected", "bayesian") and math.isnan(row["test_train_ratio"]):
+        return f"the {method} test is undefined: no paired cell has a positive n_train"
+    return ""
+
+
+def _cells_test(
+    method: str, x: np.ndarray, y: np.ndarray, ds: xr.Dataset, row: dict[str, Any]
+) -> MeanTest:
+    paired = np.isfinite(x) & np.isfinite(y)
+    diff = x[paired] - y[paired]
+    if method == "paired":
+        return paired_test(diff)
+    if method == "corrected":
+        return paired_test(diff, row["test_train_ratio"])
+    if method == "bayesian":
+        return bayesian_test(diff, row["test_train_ratio"], row["rope"])
+    grid = (x - y).reshape(ds.sizes["repeat"], ds.sizes["fold"])
+    grid = grid[np.isfinite(grid).all(axis=1)]  # whole repeats only
+    return (five_by_two_t if method == "5x2cv" else five_by_two_f)(grid)
+
+
+def _right_wrong(ds: xr.Dataset, ia: int, ib: int, required: bool) -> tuple[int, int, int] | None:
+    """(a right & b wrong, a wrong & b right, test rows) of the test split, or None."""
+    if "test_right_wrong" not in ds.data_vars or "n_test_split" not in ds.data_vars:
+        if required:
+            raise ValueError(
+                "method='mcnemar' compares the final models on the reserved test split, but the "
+                "results have no test_right_wrong counts: run evaluate with test_split > 0 on a "
+                "classification table"
+            )
+        return None
+    counts = np.asarray(ds["test_right_wrong"].transpose("learner", "versus").values)
+    n = int(ds["n_test_split"].values[ia])
+    return int(counts[ia, ib]), int(counts[ib, ia]), n
+
+
+def _mcnemar_row(
+    ds: xr.Dataset, m: str, pair: tuple[int, int], counts: tuple[int, int, int]
+) -> dict[str, Any]:
+    """McNemar's test of the final models on the test split, in the units of `m`."""
+    b, c, n = counts
+    test = mcnemar_test(b, c, n)
+    scale = 100.0 if m == "error" else -1.0  # error in percent; accuracy = 1 − error rate
+    low, high = sorted((scale * test.ci_low, scale * test.ci_high))
+    row: dict[str, Any] = dict.fromkeys(COMPARE_COLUMNS[5:], math.nan)
+    row.update(measure=m, method="mcnemar", n=n, reason="", note=level_note(TEST_SPLIT, "mcnemar"))
+    name = f"test_{m}"
+    if name in ds.data_vars:
+        scores = ds[name].sel(interval="estimate").transpose("learner").values
+        row.update(a_mean=float(scores[pair[0]]), b_mean=float(scores[pair[1]]))
+    row.update(mean_diff=scale * (c - b) / n, ci_low=low, ci_high=high)
+    row.update(statistic=test.statistic, df=test.df, p=test.p)
+    return row
+
+
+def _unsupported_mcnemar(m: str) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(COMPARE_COLUMNS[5:], math.nan)
+    row.update(measure=m, method="mcnemar", n=0, note="")
+    row["reason"] = (
+        f"McNemar's test compares error rates: it tests 'error' or 'accuracy', not {m!r}"
+    )
+    return row
+
+
+def comparison_text(ds: xr.Dataset) -> str:
+    """What ``soak evaluate`` prints of the learner comparison: every pair of learners on the
+    first measure with the design's recommended test (and McNemar's on a test split), the
+    mean difference and its 95 % interval; "" with one learner or an unknown design."""
+    learners = [str(v) for v in ds["learner"].values.tolist()]
+    measures = validate_evaluation(ds)
+    if len(learners) < 2 or not ds.attrs.get("outer"):
+        return ""
+    frames = [
+        compare(ds, a, b, measures[0]) for i, a in enumerate(learners) for b in learners[i + 1 :]
+    ]
+    table = pd.concat(frames, ignore_index=True)
+    keep = ["learner_a", "learner_b", "method", "n", "mean_diff", "ci_low", "ci_high", "p"]
+    title = (
+        f"{measures[0]}: learners compared (a − b; 95 % interval of the mean difference; the "
+        f"test recommended for outer={ds.attrs['outer']!r})"
+    )
+    notes = sorted({n for n in table["note"] if n})
+    return "\n".join([text_table(title, table[keep]), *(f"Note: {n}" for n in notes)])
