@@ -440,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         if debug:
             raise
-        resumable = args is not None and args.command in ("run", "evaluate")
+        resumable = args is not None and args.command in ("run", "evaluate", *_EXTRA)
         print(f"soak: interrupted{_RESUME_HINT if resumable else ''}", file=sys.stderr)
         return INTERRUPTED
     return 0

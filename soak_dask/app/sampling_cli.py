@@ -17,6 +17,7 @@ from typing import Any
 from ..learn.builtin import describe_builtins
 from ..settings import SETTINGS, check_run_options
 from .cli import UsageError, _add_settings, _spell
+from .resume import command_checkpoint, discard
 
 NAME = "compare-sampling"
 #: The files the command writes; an existing --out is replaced only if it holds the manifest.
@@ -32,8 +33,14 @@ _SHARED = (
         if s.scope == "table" and s.name not in ("subset", "group", "fold")
     ),
     "scheduler",
+    "checkpoint",
+    "error_score",
 )
-_SECTIONS = {"table": "the table (soak_dask.load_table)", "app": "data, output and cluster"}
+_SECTIONS = {
+    "table": "the table (soak_dask.load_table)",
+    "run": "resuming and failed fits (as soak run's)",
+    "app": "data, output and cluster",
+}
 
 
 def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -150,8 +157,10 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _SHARED) if s.cli}
     values = check_run_options(given, spell=_spell(args))
     scheduler, data = values.pop("scheduler"), values.pop("data")
+    given, error_score = values.pop("checkpoint"), values.pop("error_score")
     methods = check_methods(args.methods)
     out = check_out_dir(args.out, args.overwrite, data)
+    checkpoint = command_checkpoint(out, given, data)
     table = load_table(data, **values)
     with connect(scheduler, log_failures=args.debug) as client:
         res = compare_sampling(
@@ -165,9 +174,12 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
             n_levels=args.n_levels,
             knn=args.knn,
             client=client,
+            checkpoint=checkpoint,
+            error_score=error_score,
         )
     frame = mai_table({Path(os.fspath(data)).name: res})
     _write(out, res, frame, mai_summary(frame))
+    discard(given, checkpoint)
     print(frame.round(3).to_string())
     print(f"\n{out}")
 

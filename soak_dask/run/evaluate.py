@@ -17,20 +17,17 @@ import numpy as np
 import xarray as xr
 from sklearn.base import BaseEstimator
 
-from ..learn.builtin import resolve_learners
-from ..learn.measures import check_measures
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
-from ..results.store import build_dataset, encode_attrs, package_versions
+from ..results.store import build_dataset, encode_attrs
 from ..schema import FIT_INFO
 from ..split.folds import check_seed
 from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
 from ..split.plan import Plan
-from ..tables.table import FOLD_COLUMN, Table, check_table
-from .executor import Checkpoint, current_client, data_identity, run_plan
+from ..tables.table import FOLD_COLUMN, Table
 from .final import fit_final
-from .fitting import RunSpec
+from .session import persisted, result_attrs, start
 from .strategies import Batched, Context, WholeTrainSet
 
 #: Title of evaluate's results.
@@ -53,6 +50,7 @@ def evaluate(
     client: Any = None,
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
+    error_score: float | str = np.nan,
     train_ratio: float = 0.8,
     persist: bool = True,
     models: str | os.PathLike | None = None,
@@ -96,8 +94,10 @@ def evaluate(
         Seed of every split, resample and built-in learner: same seed, same results.
     measures : sequence of str, optional
         Default: all for the task.
-    client, progress, checkpoint, persist
-        As for ``soak_dask.soak``.
+    client, progress, checkpoint, persist, error_score
+        As for ``soak_dask.soak``. A final model that fails to fit (with a test split,
+        ``models``, the bootstrap or a selecting learner) scores NaN in the same way, with a
+        warning naming the learner, and has no model to save.
     train_ratio : float
         Share of the rows that train in each subsampling split.
     models : path, optional
@@ -144,7 +144,6 @@ def evaluate(
         model; ``attrs["outer_seconds"]`` and ``attrs["final_seconds"]`` time the outer loop
         and the final models.
     """
-    check_table(table, "evaluate")
     seed = check_seed(seed)
     share = _check_share(test_split)
     design = outer_design(outer, outer_folds, outer_repeats, seed, train_ratio, balance)
@@ -152,36 +151,33 @@ def evaluate(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
     _check_nested(nested)
-    measures = check_measures(measures, table.task)
-    estimators = resolve_learners(learners, table.task, seed)
-    client = current_client() if client is None else client
-    data_id = data_identity(checkpoint, table)
+    shared = {"seed": seed, "error_score": error_score, "progress": progress}
+    session = start(
+        table,
+        "evaluate",
+        learners,
+        measures=measures,
+        client=client,
+        checkpoint=checkpoint,
+        **shared,
+    )
+    measures = session.measures
     if share and table.fold is not None:
         _warn_fold_column(table, share)
     train, held, share = reserve(table, share, seed) if share else (table, None, 0.0)
     keyed, used = design.add_keys(train)
-    data = keyed.data
-    if persist:
-        data = client.persist(data) if client is not None else data.persist()
+    data = persisted(keyed.data, persist, session.client)
     classes = _classes(keyed, data)
-    estimators, notes = procedure.apply(estimators, classes, measures[0])
+    estimators, notes = procedure.apply(session.estimators, classes, measures[0])
+    session = session.with_estimators(estimators)
     plan = design.plan(keyed, used)
     asked = outer_folds if outer in ("cv", "repeated_cv") else ""
     settings = _settings(
         keyed, outer, asked, used, share, measures, classes, estimators, seed, plan
     )
     settings.update(_nesting(procedure, nested, estimators, notes), balance=balance)
-    run = RunSpec(
-        features=keyed.features,
-        label=keyed.label,
-        subset=keyed.subset,
-        fold_column="",  # no (subset, fold) cells: the one-pass strategy is not used
-        measures=tuple(measures),
-        classes=classes,
-        group=keyed.group,
-        seed=seed,
-    )
-    ctx = Context(keyed, data, plan, estimators, run, client)
+    # No (subset, fold) cells: the one-pass strategy is not used.
+    ctx = session.context(keyed, data, plan, classes, fold_column="")
     bootstrap = design.outer == "bootstrap"
     wanted = bootstrap or models is not None or any(map(has_selection, estimators.values()))
     finals, final_seconds = {}, 0.0
@@ -189,18 +185,14 @@ def evaluate(
         finals, final_seconds = _final_fits(ctx, held, True)
         ctx = dataclasses.replace(ctx, estimators=_frozen(estimators, finals))
     strategies = [Batched()] if design.outer in ("loo", "lodo") else [WholeTrainSet()]
-    if checkpoint is not None:
-        checkpoint = Checkpoint(checkpoint, settings, {**data_id, "rows": {}})
-    start = time.perf_counter()
-    records = run_plan(ctx, strategies, progress, checkpoint)
-    outer_seconds = time.perf_counter() - start
+    begun = time.perf_counter()
+    records = session.run(ctx, strategies, settings)
+    outer_seconds = time.perf_counter() - begun
     if not finals:
         finals, final_seconds = _final_fits(ctx, held, wanted)
     timings = {"outer_seconds": outer_seconds, "final_seconds": final_seconds}
-    attrs = {**settings, **timings, "versions": package_versions()}
-    ds = build_dataset(
-        records, plan.splits, plan.coords, list(estimators), measures, encode_attrs(attrs)
-    )
+    attrs = result_attrs({**settings, **timings})
+    ds = build_dataset(records, plan.splits, plan.coords, list(estimators), measures, attrs)
     if models is not None:
         ds.attrs.update(encode_attrs({"models": _save_models(finals, models, keyed, settings)}))
     return _with_finals(ds, finals, measures, bootstrap)
