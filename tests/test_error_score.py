@@ -84,3 +84,32 @@ def test_a_bad_error_score_is_refused_before_any_fit(table, bad):
     for run in RUNS.values():
         with pytest.raises(ValueError, match="^error_score="):
             run(table, error_score=bad)
+
+
+class FailsOnAllRows(LinearDiscriminantAnalysis):
+    """LDA that raises when fitted on more than ``most`` rows: the final model on all training
+    rows fails, the outer folds' smaller fits do not."""
+
+    def __init__(self, most: int = 150) -> None:
+        super().__init__()
+        self.most = most
+
+    def fit(self, X, y):
+        if len(X) > self.most:
+            raise ValueError(MESSAGE)
+        return super().fit(X, y)
+
+
+def test_a_failing_final_model_scores_nan_and_the_good_models_are_saved(table, tmp_path):
+    learners = {"lda": LinearDiscriminantAnalysis(), "late": FailsOnAllRows()}
+    run = {"outer_folds": 3, "test_split": 0.2, "progress": False}
+    with pytest.warns(UserWarning, match="final models of 1 learners failed") as record:
+        res = sd.evaluate(table, learners, models=tmp_path / "models", **run)
+    text = next(str(w.message) for w in record if "final models" in str(w.message))
+    assert "late" in text and MESSAGE in text and "lda" not in text.split(":", 1)[1]
+    assert res["error"].notnull().all()  # the outer folds' fits are small enough
+    assert res["test_error"].sel(learner="late").isnull().all()
+    assert res["test_error"].sel(learner="lda").notnull().all()
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["lda.skops"]
+    with pytest.raises(ValueError, match=f"learner 'late', final model.*{MESSAGE}"):
+        sd.evaluate(table, learners, error_score="raise", **run)

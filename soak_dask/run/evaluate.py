@@ -241,7 +241,9 @@ def _nesting(
 def _frozen(estimators: Mapping[str, Any], finals: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Each learner with the setting and features its all-rows fit chose (non-nested)."""
     return {
-        name: freeze(est, finals[name]["model"]) if has_selection(est) else est
+        name: freeze(est, finals[name]["model"])
+        if has_selection(est) and finals[name]["model"] is not None
+        else est
         for name, est in estimators.items()
     }
 
@@ -308,11 +310,21 @@ def _final_fits(ctx: Context, held: Any, wanted: bool) -> tuple[dict[str, dict[s
     columns = [*ctx.run.features, ctx.run.label, *([ctx.run.group] if ctx.run.group else [])]
     test = held[columns].to_delayed() if held is not None else []
     tasks = [
-        dask.delayed(fit_final, pure=True)(train, test, est, ctx.run, wanted)
-        for est in ctx.estimators.values()
+        dask.delayed(fit_final, pure=True)(train, test, est, ctx.run, wanted, name)
+        for name, est in ctx.estimators.items()
     ]
     done = ctx.client.compute(tasks, sync=True) if ctx.client is not None else dask.compute(*tasks)
-    return dict(zip(ctx.estimators, done, strict=True)), time.perf_counter() - start
+    finals = dict(zip(ctx.estimators, done, strict=True))
+    failed = {name: final["message"] for name, final in finals.items() if final["message"]}
+    if failed:
+        listed = "; ".join(f"{name}: {message}" for name, message in failed.items())
+        warnings.warn(
+            f"the final models of {len(failed)} learners failed to fit or score on all training "
+            f"rows and score NaN (error_score), with no model to save: {listed}",
+            UserWarning,
+            stacklevel=3,
+        )
+    return finals, time.perf_counter() - start
 
 
 def _save_models(
@@ -326,6 +338,8 @@ def _save_models(
     keep = ("outer", "outer_folds", "outer_repeats", "test_split", "seed", "source")
     paths = {}
     for name, final in finals.items():
+        if final["model"] is None:  # its fit failed (error_score): nothing to save
+            continue
         meta = {"learner": name, **{k: settings[k] for k in keep}}
         path = folder / f"{name}.skops"
         # Replaces only a model file soak_dask wrote (save_model refuses any other file).
