@@ -227,7 +227,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_settings(info, _INFO, run_file=False)
 
     report = command("report", "write an HTML report of saved results")
-    report.add_argument("results", help="results store written by 'soak run' or 'soak evaluate'")
+    report.add_argument(
+        "results",
+        help="results store of any kind: written by soak run, soak evaluate or save_results "
+        "(transfer, search_subsets, split_sensitivity, compare_sampling results too)",
+    )
     report.add_argument("--out", required=True, help="report directory")
     report.add_argument("--overwrite", action="store_true", help="replace an existing report")
 
@@ -357,18 +361,13 @@ def info_command(args: argparse.Namespace) -> None:
 
 
 def report_command(args: argparse.Namespace) -> None:
-    """``soak report``: write the HTML report of a results store; print what ``soak run`` or
-    ``soak evaluate`` printed (the first measure's tests, or mean ± SD), then the page's path."""
-    from ..results.report import write_report  # its own dependencies load only for this command
-    from ..results.stats import evaluation_text, is_evaluation, results_text, validate_results
+    """``soak report``: render a results store of any kind (``soak_dask.app.render``) into
+    ``--out``; print what the command that made it printed, then the main file's path."""
     from ..results.store import open_results
+    from .render import render  # each renderer's dependencies load only for its kind
 
-    ds = open_results(args.results)
-    page = write_report(ds, args.out, overwrite=args.overwrite, flag="--overwrite")
-    if is_evaluation(ds):
-        print(evaluation_text(ds))
-    else:
-        print(results_text(ds, validate_results(ds)[0]))
+    text, page = render(open_results(args.results), args.out, args.overwrite)
+    print(text)
     print(page)
 
 

@@ -178,13 +178,13 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
             error_score=error_score,
         )
     frame = mai_table({Path(os.fspath(data)).name: res})
-    _write(out, res, frame, mai_summary(frame))
+    write_outputs(out, res, frame, mai_summary(frame))
     discard(given, checkpoint)
     print(frame.round(3).to_string())
     print(f"\n{out}")
 
 
-def _write(out: Path, res: Any, frame: Any, summary: Any) -> None:
+def write_outputs(out: Path, res: Any, frame: Any, summary: Any) -> None:
     """The CSV files, the figure and the manifest (which marks the directory as ours)."""
     from ..diagnose.sampling_plot import plot_mai
 

@@ -129,7 +129,7 @@ def transfer_command(args: argparse.Namespace) -> None:
         matrix, found = _compute(table, values["learners"], run, search, client, checkpoint)
     page = _write(out, matrix, found)
     discard(values["checkpoint"], checkpoint)
-    print(_summary(matrix, found))
+    print(summary_text(matrix, found))
     print(f"\nReport: {page}")
 
 
@@ -223,7 +223,7 @@ def _write(out: os.PathLike, matrix: Any, found: Any) -> Any:
     return page
 
 
-def _summary(matrix: Any, found: Any) -> str:
+def summary_text(matrix: Any, found: Any) -> str:
     """What the command prints: each learner's matrix of means with its marks, and the
     search's nested estimate against same and all."""
     import pandas as pd

@@ -202,6 +202,7 @@ def _settings(
     }
     return {
         "title": RESULTS_TITLE,
+        "design": "soak",
         "task": table.task,
         "source": table.source,
         **table.roles,

@@ -229,13 +229,13 @@ def part_path(checkpoint: str | os.PathLike, part: str) -> str:
 
 
 def remove_run_checkpoint(path: str | os.PathLike) -> None:
-    """Delete a run's checkpoint: its parts' files, then its own (``remove_checkpoint``:
-    only files a checkpoint wrote, and a directory only once empty)."""
+    """Delete a run's checkpoint: its parts (and theirs), then its own files
+    (``remove_checkpoint``: only files a checkpoint wrote, and a directory only once empty)."""
     root = locate(path)
     root.fs.invalidate_cache(root.path)
     if not root.fs.isfile(root.child(SETTINGS_FILE).path):
         return
     for entry in root.entries():
         if entry.kind == "directory" and entry.name.startswith(PART):
-            remove_checkpoint(entry.url)
+            remove_run_checkpoint(entry.url)
     remove_checkpoint(path)
