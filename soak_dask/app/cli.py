@@ -13,14 +13,16 @@ import argparse
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from importlib import import_module
 from textwrap import indent
 from typing import Any
 
 from ..learn.builtin import describe_builtins
-from ..settings import REQUIRED, SETTINGS, Command, Setting, check_run_options, command_settings
-from .config import empty_list_message, load_run_file, merge_settings
+from ..settings import SETTINGS, Command, check_run_options, command_settings
+from .config import load_run_file, merge_settings
+from .flags import SECTIONS as _SECTIONS
+from .flags import UsageError, add_setting, add_settings, spell, typed_flags
 
 #: Exit status of a user error, as argparse uses.
 USAGE_ERROR = 2
@@ -33,10 +35,6 @@ _RESUME_HINT = (
 )
 
 
-class UsageError(Exception):
-    """A bad command line, raised instead of argparse's print-usage-and-exit."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} --help')")
@@ -46,98 +44,6 @@ class _Parser(argparse.ArgumentParser):
 USER_ERRORS = (UsageError, ValueError, TypeError, KeyError, OSError)
 
 
-def _comma_list(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
-def _names(key: str) -> Callable[[str], list[str]]:
-    """Argparse type of the flag of list setting `key`: a comma-separated list, not empty.
-
-    An empty value (``--features ''``) is refused: it would mean no column, no learner, ...
-    while leaving the flag out means the default.
-    """
-
-    def parse(value: str) -> list[str]:
-        names = _comma_list(value)
-        if not names:
-            raise argparse.ArgumentTypeError(empty_list_message(key, repr(value), "the flag"))
-        return names
-
-    return parse
-
-
-#: Where the flags record how the user typed them (``--folds`` or ``--n-folds``), for messages.
-_TYPED = "_typed_flags"
-
-
-def _note(namespace: argparse.Namespace, dest: str, option: str | None) -> None:
-    if option is not None:
-        setattr(namespace, _TYPED, {**getattr(namespace, _TYPED, {}), dest: option})
-
-
-class _Value(argparse.Action):
-    """Store a setting's value (with `extend`, add to the list of a repeated flag) and note the
-    flag as typed."""
-
-    def __init__(self, *args: Any, extend: bool = False, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.extend = extend
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[override]
-        _note(namespace, self.dest, option_string)
-        if self.extend:
-            values = [*(getattr(namespace, self.dest, None) or []), *values]
-        setattr(namespace, self.dest, values)
-
-
-class _Switch(argparse.BooleanOptionalAction):
-    """``--NAME`` / ``--no-NAME`` of a bool setting, noting the flag as typed."""
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[override]
-        _note(namespace, self.dest, option_string)
-        super().__call__(parser, namespace, values, option_string)
-
-
-def _arg_type(setting: Setting) -> Callable[[str], Any] | None:
-    """How a flag's text becomes the setting's value."""
-    if setting.empty is not None:
-        return _names(setting.name)
-    return {"int": int, "float": float, "list": _comma_list, "modules": _comma_list}.get(
-        setting.kind
-    )
-
-
-def _add_setting(parser: Any, setting: Setting, default: Any) -> None:
-    """The argument of `setting`, and its older spellings as hidden arguments."""
-    if setting.kind == "bool":
-        parser.add_argument(
-            setting.flag, action=_Switch, dest=setting.dest, default=default, help=setting.help
-        )
-        return
-    kw = {
-        "action": _Value,
-        "type": _arg_type(setting),
-        "default": default,
-        "choices": setting.choices or None,
-        "metavar": setting.flag if setting.positional else setting.metavar,
-        "extend": setting.kind == "learners",
-    }
-    if setting.positional:
-        required = default is not argparse.SUPPRESS
-        parser.add_argument(setting.dest, nargs=None if required else "?", help=setting.help, **kw)
-        return
-    required = setting.default is REQUIRED and default is not argparse.SUPPRESS
-    parser.add_argument(setting.flag, dest=setting.dest, required=required, help=setting.help, **kw)
-    for flag in setting.alias_flags:
-        parser.add_argument(flag, dest=setting.dest, help=argparse.SUPPRESS, **kw)
-
-
-#: ``--help`` sections of the settings, by scope.
-_SECTIONS = {
-    "table": "the table (soak_dask.load_table)",
-    "run": "the run (soak_dask.soak)",
-    "app": "data, output and cluster",
-}
 #: ``soak evaluate``'s: the run settings it shares and its own make one section.
 _EVALUATE_SECTIONS = {
     "table": _SECTIONS["table"],
@@ -149,42 +55,6 @@ _EVALUATE_SECTIONS = {
 _DEMO = ("n_folds", "seed", "scheduler", "progress")
 #: The settings of ``soak info``: the table's, and K for its warnings.
 _INFO = ("data", *(s.name for s in SETTINGS.values() if s.scope == "table"), "n_folds")
-
-
-def _add_settings(
-    parser: argparse.ArgumentParser,
-    names: Iterable[str],
-    run_file: bool,
-    sections: dict[str, str] = _SECTIONS,
-) -> None:
-    """The flags of the settings `names` (those with flags), in ``--help`` sections: the titles
-    of `sections`, by scope.
-
-    With ``run_file``, unset flags stay out of the namespace (``argparse.SUPPRESS``), so
-    ``run`` can tell them from run-file values, and DATA and --label may come from the file.
-    """
-    chosen = [SETTINGS[name] for name in names if SETTINGS[name].cli]
-    for title in dict.fromkeys(sections.values()):
-        section = parser.add_argument_group(title)
-        for setting in (s for s in chosen if sections[s.scope] == title):
-            default = argparse.SUPPRESS if run_file else setting.default
-            _add_setting(section, setting, None if default is REQUIRED else default)
-        if title == sections["app"] and run_file:
-            section.add_argument(
-                "--config", metavar="FILE", help="TOML run file; flags override it"
-            )
-
-
-def typed_flags(args: argparse.Namespace) -> dict[str, str]:
-    """Setting name -> the flag as the user typed it, of the settings given by flag."""
-    by_dest = {s.dest: s.name for s in SETTINGS.values()}
-    return {by_dest[dest]: flag for dest, flag in getattr(args, _TYPED, {}).items()}
-
-
-def _spell(args: argparse.Namespace) -> Callable[[str], str]:
-    """How messages name a setting: the flag as typed, else its flag."""
-    typed = typed_flags(args)
-    return lambda name: typed.get(name, SETTINGS[name].flag)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -203,12 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
         "epilog": f"built-in learners (--learner NAME):\n{indent(describe_builtins(), '  ')}",
         "formatter_class": argparse.RawDescriptionHelpFormatter,  # keeps the list's lines
     }
-    _add_settings(
+    add_settings(
         command("run", "run SOAK on a table and save the results", **builtins),
         _command_names("run"),
         run_file=True,
     )
-    _add_settings(
+    add_settings(
         command(
             "evaluate",
             "estimate how well learners predict new rows (K-fold, repeated, subsampling, LOO, "
@@ -224,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         import_module(f".{module}", __package__).add_parser(command)
 
     info = command("info", "describe a table: task, features, rows per subset × label, warnings")
-    _add_settings(info, _INFO, run_file=False)
+    add_settings(info, _INFO, run_file=False)
 
     report = command("report", "write an HTML report of saved results")
     report.add_argument(
@@ -240,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--pixels", type=int, default=60_000, help="pixels to generate")
     demo.add_argument("--regions", type=int, default=3, help="regions (subsets)")
     for name in _DEMO:
-        _add_setting(demo, SETTINGS[name], SETTINGS[name].default)
+        add_setting(demo, SETTINGS[name], SETTINGS[name].default)
     return parser
 
 
@@ -354,7 +224,7 @@ def info_command(args: argparse.Namespace) -> None:
     from .info import describe_table
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _INFO) if s.cli}
-    values = check_run_options(given, spell=_spell(args))
+    values = check_run_options(given, spell=spell(args))
     n_folds = values.pop("n_folds")
     table = load_table(values.pop("data"), **values)
     print(describe_table(table, n_folds=n_folds))

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..learn.builtin import describe_builtins
 from ..settings import SETTINGS, check_run_options
-from .cli import UsageError, _add_settings, _spell
+from .flags import UsageError, add_settings, spell
 from .resume import command_checkpoint, discard
 
 NAME = "compare-sampling"
@@ -53,7 +53,7 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
         epilog=f"built-in learners (--learner NAME):\n{_indent(describe_builtins())}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_settings(parser, _SHARED, run_file=False, sections=_SECTIONS)
+    add_settings(parser, _SHARED, run_file=False, sections=_SECTIONS)
     own = parser.add_argument_group("the comparison (soak_dask.compare_sampling)")
     own.add_argument(
         "--learner",
@@ -155,7 +155,7 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     from ..tables.table import load_table
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _SHARED) if s.cli}
-    values = check_run_options(given, spell=_spell(args))
+    values = check_run_options(given, spell=spell(args))
     scheduler, data = values.pop("scheduler"), values.pop("data")
     given, error_score = values.pop("checkpoint"), values.pop("error_score")
     methods = check_methods(args.methods)

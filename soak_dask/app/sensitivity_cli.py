@@ -59,10 +59,10 @@ def _floats(text: str) -> list[float]:
 
 def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``soak split-sensitivity`` with ``command(name, help_text)``; the sub-parser."""
-    from .cli import _add_settings  # cli registers this command: imported when it does
+    from .flags import add_settings
 
     sub = command(COMMAND, HELP)
-    _add_settings(sub, _TABLE, run_file=False, sections=_SECTIONS)
+    add_settings(sub, _TABLE, run_file=False, sections=_SECTIONS)
     run = sub.add_argument_group("the diagnostic (soak_dask.split_sensitivity)")
     run.add_argument(
         "--learner",
@@ -108,10 +108,10 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     from ..diagnose.sensitivity import split_sensitivity as run
     from ..run.cluster import connect
     from ..tables.table import load_table
-    from .cli import _spell
+    from .flags import spell
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _TABLE) if s.cli}
-    values = check_run_options(given, spell=_spell(args))
+    values = check_run_options(given, spell=spell(args))
     scheduler = values.pop("scheduler")
     given, error_score = values.pop("checkpoint"), values.pop("error_score")
     SplitTrials(args.ratios, args.trials, args.n_folds, args.seed, names=_FLAGS)

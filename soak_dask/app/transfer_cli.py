@@ -15,7 +15,7 @@ from typing import Any
 
 from ..learn.builtin import describe_builtins
 from ..settings import SETTINGS, check_run_options
-from .cli import UsageError, _add_settings, _spell
+from .flags import UsageError, add_settings, spell
 from .resume import command_checkpoint, discard
 
 #: The settings ``soak transfer`` shares with ``soak run`` (same flags, checks and help).
@@ -57,7 +57,7 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
         epilog=f"built-in learners (--learner NAME):\n{indent(describe_builtins(), '  ')}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_settings(sub, SHARED, run_file=False, sections=_SECTIONS)
+    add_settings(sub, SHARED, run_file=False, sections=_SECTIONS)
     search = sub.add_argument_group("the search (soak_dask.pooling.search_subsets)")
     search.add_argument(
         "--search",
@@ -100,10 +100,9 @@ def transfer_command(args: argparse.Namespace) -> None:
     from ..run.cluster import connect, make_security
     from ..tables.table import load_table
 
-    spell = _spell(args)
     values = check_run_options(
         {name: getattr(args, SETTINGS[name].dest) for name in SHARED if SETTINGS[name].cli},
-        spell=spell,
+        spell=spell(args),
     )
     if values["subset"] is None:
         raise UsageError(

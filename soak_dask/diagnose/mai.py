@@ -172,7 +172,19 @@ def compare_sampling(
     given = {"methods": list(methods), "train_ratio": ratio, "n_random": n_random, "seed": seed}
     given.update(k=k, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)
     given.update(doptimal_repeats=doptimal_repeats, notes={m: t for m, t in notes.items() if t})
-    settings = {
+    settings = _settings(table, given, classes, session.estimators)
+    records = session.run(ctx, [strategy], settings)
+    learners = list(session.estimators)
+    attrs = result_attrs(settings)
+    ds = build_dataset(records, plan.splits, plan.coords, learners, ["accuracy"], attrs)
+    return mai_dataset(ds, methods, n_random)
+
+
+def _settings(
+    table: Table, given: dict[str, Any], classes: tuple, estimators: Mapping[str, BaseEstimator]
+) -> dict[str, Any]:
+    """What the result records of the run (and its checkpoint is identified by)."""
+    return {
         "title": TITLE,
         "design": "compare_sampling",
         "source": table.source,
@@ -180,13 +192,8 @@ def compare_sampling(
         "features": list(table.features),
         **given,
         "classes": [str(c) for c in classes],
-        "learners": {name: repr(est) for name, est in session.estimators.items()},
+        "learners": {name: repr(est) for name, est in estimators.items()},
     }
-    records = session.run(ctx, [strategy], settings)
-    learners = list(session.estimators)
-    attrs = result_attrs(settings)
-    ds = build_dataset(records, plan.splits, plan.coords, learners, ["accuracy"], attrs)
-    return mai_dataset(ds, methods, n_random)
 
 
 def _draw_splits(

@@ -37,14 +37,13 @@ from sklearn.base import BaseEstimator
 
 from ..run.fitting import FitState, guard
 from ..run.onepass import BlockStats, TrainStats, block_stats, fit_from_stats, is_additive
-from ..run.session import result_attrs
+from ..run.session import assemble, result_attrs
 from ..run.strategies import OnePass, WholeTrainSet
 from ..schema import LOWER_IS_BETTER, MEASURES
 from ..split.plan import Fit, Plan, Selection, build_plan
 from ..tables.table import Table, check_table
 from .matrix import (
     Prepared,
-    assemble,
     cell_selection,
     check_alpha,
     paired_pvalues,

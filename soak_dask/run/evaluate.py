@@ -27,7 +27,7 @@ from ..split.outer import outer_design, reserve
 from ..split.plan import Plan
 from ..tables.table import FOLD_COLUMN, Table
 from .final import fit_final
-from .session import persisted, result_attrs, start
+from .session import Session, persisted, result_attrs, start
 from .strategies import Batched, Context, WholeTrainSet
 
 #: Title of evaluate's results.
@@ -180,22 +180,35 @@ def evaluate(
     ctx = session.context(keyed, data, plan, classes, fold_column="")
     bootstrap = design.outer == "bootstrap"
     wanted = bootstrap or models is not None or any(map(has_selection, estimators.values()))
-    finals, final_seconds = {}, 0.0
-    if not nested and "optimistic" in settings:  # selection and tuning once, on all rows
-        finals, final_seconds = _final_fits(ctx, held, True)
-        ctx = dataclasses.replace(ctx, estimators=_frozen(estimators, finals))
     strategies = [Batched()] if design.outer in ("loo", "lodo") else [WholeTrainSet()]
-    begun = time.perf_counter()
-    records = session.run(ctx, strategies, settings)
-    outer_seconds = time.perf_counter() - begun
-    if not finals:
-        finals, final_seconds = _final_fits(ctx, held, wanted)
-    timings = {"outer_seconds": outer_seconds, "final_seconds": final_seconds}
+    records, finals, timings = _outer_and_finals(session, ctx, strategies, held, settings, wanted)
     attrs = result_attrs({**settings, **timings})
     ds = build_dataset(records, plan.splits, plan.coords, list(estimators), measures, attrs)
     if models is not None:
         ds.attrs.update(encode_attrs({"models": _save_models(finals, models, keyed, settings)}))
     return _with_finals(ds, finals, measures, bootstrap)
+
+
+def _outer_and_finals(
+    session: Session,
+    ctx: Context,
+    strategies: list[Any],
+    held: Any,
+    settings: dict[str, Any],
+    wanted: bool,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, float]]:
+    """The outer loop's records and the final models (``_final_fits``; first, when
+    ``nested=False`` tunes and selects once on all rows), and the seconds each took."""
+    finals, final_seconds = {}, 0.0
+    if not settings["nested"] and "optimistic" in settings:
+        finals, final_seconds = _final_fits(ctx, held, True)
+        ctx = dataclasses.replace(ctx, estimators=_frozen(ctx.estimators, finals))
+    begun = time.perf_counter()
+    records = session.run(ctx, strategies, settings)
+    outer_seconds = time.perf_counter() - begun
+    if not finals:
+        finals, final_seconds = _final_fits(ctx, held, wanted)
+    return records, finals, {"outer_seconds": outer_seconds, "final_seconds": final_seconds}
 
 
 def _check_nested(nested: Any) -> None:

@@ -1,0 +1,148 @@
+"""The flags of ``soak``'s sub-commands, made from the declarations of
+``soak_dask.settings``: each setting's argument (type, default, help, ``--help`` section), the
+flags as the user typed them (for messages), and the usage error every sub-command raises.
+
+``soak_dask.app.cli`` and the sub-command modules (``transfer_cli``, ``sensitivity_cli``,
+``sampling_cli``) build their parsers with ``add_settings``; this module imports none of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..settings import REQUIRED, SETTINGS, Setting
+from .config import empty_list_message
+
+
+class UsageError(Exception):
+    """A bad command line, raised instead of argparse's print-usage-and-exit."""
+
+
+def _comma_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _names(key: str) -> Callable[[str], list[str]]:
+    """Argparse type of the flag of list setting `key`: a comma-separated list, not empty.
+
+    An empty value (``--features ''``) is refused: it would mean no column, no learner, ...
+    while leaving the flag out means the default.
+    """
+
+    def parse(value: str) -> list[str]:
+        names = _comma_list(value)
+        if not names:
+            raise argparse.ArgumentTypeError(empty_list_message(key, repr(value), "the flag"))
+        return names
+
+    return parse
+
+
+#: Where the flags record how the user typed them (``--folds`` or ``--n-folds``), for messages.
+_TYPED = "_typed_flags"
+
+
+def _note(namespace: argparse.Namespace, dest: str, option: str | None) -> None:
+    if option is not None:
+        setattr(namespace, _TYPED, {**getattr(namespace, _TYPED, {}), dest: option})
+
+
+class _Value(argparse.Action):
+    """Store a setting's value (with `extend`, add to the list of a repeated flag) and note the
+    flag as typed."""
+
+    def __init__(self, *args: Any, extend: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.extend = extend
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[override]
+        _note(namespace, self.dest, option_string)
+        if self.extend:
+            values = [*(getattr(namespace, self.dest, None) or []), *values]
+        setattr(namespace, self.dest, values)
+
+
+class _Switch(argparse.BooleanOptionalAction):
+    """``--NAME`` / ``--no-NAME`` of a bool setting, noting the flag as typed."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[override]
+        _note(namespace, self.dest, option_string)
+        super().__call__(parser, namespace, values, option_string)
+
+
+def _arg_type(setting: Setting) -> Callable[[str], Any] | None:
+    """How a flag's text becomes the setting's value."""
+    if setting.empty is not None:
+        return _names(setting.name)
+    return {"int": int, "float": float, "list": _comma_list, "modules": _comma_list}.get(
+        setting.kind
+    )
+
+
+def add_setting(parser: Any, setting: Setting, default: Any) -> None:
+    """The argument of `setting`, and its older spellings as hidden arguments."""
+    if setting.kind == "bool":
+        parser.add_argument(
+            setting.flag, action=_Switch, dest=setting.dest, default=default, help=setting.help
+        )
+        return
+    kw = {
+        "action": _Value,
+        "type": _arg_type(setting),
+        "default": default,
+        "choices": setting.choices or None,
+        "metavar": setting.flag if setting.positional else setting.metavar,
+        "extend": setting.kind == "learners",
+    }
+    if setting.positional:
+        required = default is not argparse.SUPPRESS
+        parser.add_argument(setting.dest, nargs=None if required else "?", help=setting.help, **kw)
+        return
+    required = setting.default is REQUIRED and default is not argparse.SUPPRESS
+    parser.add_argument(setting.flag, dest=setting.dest, required=required, help=setting.help, **kw)
+    for flag in setting.alias_flags:
+        parser.add_argument(flag, dest=setting.dest, help=argparse.SUPPRESS, **kw)
+
+
+#: ``--help`` sections of the settings, by scope.
+SECTIONS = {
+    "table": "the table (soak_dask.load_table)",
+    "run": "the run (soak_dask.soak)",
+    "app": "data, output and cluster",
+}
+def add_settings(
+    parser: argparse.ArgumentParser,
+    names: Iterable[str],
+    run_file: bool,
+    sections: dict[str, str] = SECTIONS,
+) -> None:
+    """The flags of the settings `names` (those with flags), in ``--help`` sections: the titles
+    of `sections`, by scope.
+
+    With ``run_file``, unset flags stay out of the namespace (``argparse.SUPPRESS``), so
+    ``run`` can tell them from run-file values, and DATA and --label may come from the file.
+    """
+    chosen = [SETTINGS[name] for name in names if SETTINGS[name].cli]
+    for title in dict.fromkeys(sections.values()):
+        section = parser.add_argument_group(title)
+        for setting in (s for s in chosen if sections[s.scope] == title):
+            default = argparse.SUPPRESS if run_file else setting.default
+            add_setting(section, setting, None if default is REQUIRED else default)
+        if title == sections["app"] and run_file:
+            section.add_argument(
+                "--config", metavar="FILE", help="TOML run file; flags override it"
+            )
+
+
+def typed_flags(args: argparse.Namespace) -> dict[str, str]:
+    """Setting name -> the flag as the user typed it, of the settings given by flag."""
+    by_dest = {s.dest: s.name for s in SETTINGS.values()}
+    return {by_dest[dest]: flag for dest, flag in getattr(args, _TYPED, {}).items()}
+
+
+def spell(args: argparse.Namespace) -> Callable[[str], str]:
+    """How messages name a setting: the flag as typed, else its flag."""
+    typed = typed_flags(args)
+    return lambda name: typed.get(name, SETTINGS[name].flag)
