@@ -63,3 +63,17 @@ def test_a_resumed_run_fits_only_what_is_missing_and_ends_identical(name, tmp_pa
         run(_table(seed=6), progress=False, checkpoint=ck)  # other data
     remove_run_checkpoint(ck)
     assert not ck.exists()
+
+
+def test_the_same_data_by_a_relative_then_an_absolute_path_resumes(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    data.mkdir()
+    toy_table(n=180, n_subsets=3, seed=5).to_parquet(data / "a.parquet")
+    monkeypatch.chdir(tmp_path)
+    ck = tmp_path / "ck"
+    run = {"n_folds": 3, "progress": False, "checkpoint": ck}
+    first = sd.soak(sd.load_table("data", label="y", subset="subset"), LEARNERS, **run)
+    FITS.clear()
+    again = sd.soak(sd.load_table(str(data), label="y", subset="subset"), LEARNERS, **run)
+    assert not FITS  # every fit came from the checkpoint
+    xr.testing.assert_equal(_plain(again), _plain(first))

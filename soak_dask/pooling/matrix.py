@@ -32,7 +32,7 @@ from ..run.session import (
     stratum_rows,
 )
 from ..run.strategies import Context, OnePass, WholeTrainSet
-from ..schema import DEFAULT_N_FOLDS, LOWER_IS_BETTER, MEASURES
+from ..schema import DEFAULT_N_FOLDS, DESIGN_DIMS, LOWER_IS_BETTER, MEASURES
 from ..settings import check_run_options
 from ..split.designs import SameOtherAll
 from ..split.folds import check_fold_values, check_n_folds, check_seed
@@ -41,8 +41,8 @@ from ..tables.table import Table
 
 #: Title of the results of ``transfer``.
 TITLE = "soak_dask transfer matrix: train on one subset, test on each"
-#: Dims of every measure variable of a transfer result, in this order.
-TRANSFER_DIMS: tuple[str, ...] = ("learner", "train_subset", "test_subset", "fold")
+#: Dims of every measure variable of a transfer result, in this order (``schema.DESIGN_DIMS``).
+TRANSFER_DIMS: tuple[str, ...] = DESIGN_DIMS["transfer"]
 #: Marks of a cell's verdict against the diagonal, in figures and tables.
 MARKS: dict[str, str] = {"worse": "\u25b2", "better": "\u25bc", "similar": "", "same": "(same)"}
 #: Columns of ``transfer_pvalues``.

@@ -17,6 +17,7 @@ beside the run's ``settings.json`` (``Session.open_parts``).
 from __future__ import annotations
 
 import dataclasses
+import glob
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -114,14 +115,16 @@ class Session:
         if self.checkpoint is not None:
             path = self.checkpoint if part is None else part_path(self.checkpoint, part)
             data = {**(self.data_id or {}), "rows": dict(rows or {})}
-            checkpoint = Checkpoint(path, dict(settings), data)
+            checkpoint = Checkpoint(path, checkpoint_settings(settings), data)
         return run_plan(ctx, strategies, self.progress, checkpoint)
 
     def open_parts(self, settings: Mapping[str, Any]) -> None:
         """Create the checkpoint of a run of several plans (its ``settings.json``, checked
         against ``settings`` and the data when it exists), before any part is run."""
         if self.checkpoint is not None:
-            open_checkpoint(self.checkpoint, {**settings, "data": self.data_id})
+            open_checkpoint(
+                self.checkpoint, {**checkpoint_settings(settings), "data": self.data_id}
+            )
 
 
 def start(
@@ -151,6 +154,19 @@ def start(
     return Session(
         table, estimators, measures, seed, error_score, client, progress, checkpoint, data_id
     )
+
+
+def checkpoint_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` as a checkpoint is identified by: a local ``source`` as an absolute path,
+    so that the same data named by a relative and then an absolute path is the same run (the
+    data's fingerprint names its files by absolute path already)."""
+    source = settings.get("source")
+    if isinstance(source, str | os.PathLike):
+        text = os.fspath(source)
+        local = "://" not in text
+        if local and (os.path.exists(text) or glob.has_magic(text)):
+            return {**settings, "source": os.path.abspath(text)}
+    return dict(settings)
 
 
 def persisted(data: dd.DataFrame, persist: bool, client: Any) -> dd.DataFrame:
