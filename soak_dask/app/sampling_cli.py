@@ -33,12 +33,13 @@ _SHARED = (
         if s.scope == "table" and s.name not in ("subset", "group", "fold")
     ),
     "scheduler",
+    "progress",
     "checkpoint",
     "error_score",
 )
 _SECTIONS = {
     "table": "the table (soak_dask.load_table)",
-    "run": "resuming and failed fits (as soak run's)",
+    "run": "progress, resuming and failed fits (as soak run's)",
     "app": "data, output and cluster",
 }
 
@@ -158,6 +159,7 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     values = check_run_options(given, spell=spell(args))
     scheduler, data = values.pop("scheduler"), values.pop("data")
     given, error_score = values.pop("checkpoint"), values.pop("error_score")
+    progress = values.pop("progress")
     methods = check_methods(args.methods)
     out = check_out_dir(args.out, args.overwrite, data)
     checkpoint = command_checkpoint(out, given, data)
@@ -174,6 +176,7 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
             n_levels=args.n_levels,
             knn=args.knn,
             client=client,
+            progress=progress,
             checkpoint=checkpoint,
             error_score=error_score,
         )
