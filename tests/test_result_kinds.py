@@ -15,8 +15,9 @@ from .conftest import toy_table
 
 LEARNERS = ["featureless", "lda"]
 RUNS = {
-    "soak": lambda t: sd.soak(t, LEARNERS, n_folds=3, progress=False),
-    "evaluate": lambda t: sd.evaluate(t, LEARNERS, outer_folds=3, progress=False),
+    # One measure: the report draws figures per measure.
+    "soak": lambda t: sd.soak(t, LEARNERS, n_folds=3, measures="error", progress=False),
+    "evaluate": lambda t: sd.evaluate(t, LEARNERS, outer_folds=3, measures="error", progress=False),
     "transfer": lambda t: sd.transfer(t, LEARNERS, n_folds=3, progress=False),
     "search_subsets": lambda t: sd.search_subsets(t, LEARNERS, n_folds=3, progress=False),
     "split_sensitivity": lambda t: sd.split_sensitivity(
