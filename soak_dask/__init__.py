@@ -23,7 +23,7 @@ from .pooling import search_subsets, transfer
 from .results import accessor as _accessor  # noqa: F401  (registers the Dataset.soak accessor)
 from .results.comparisons import compare
 from .results.stats import adjust_pvalues, by_fold, evaluation_summary, pvalues, summary
-from .results.store import from_dataframe, open_results, save_results
+from .results.store import from_dataframe, load_results, open_results, save_results
 from .run.engine import soak
 from .run.evaluate import evaluate
 from .schema import TRAIN_TYPES
@@ -89,6 +89,7 @@ __all__ = [
     "evaluation_summary",
     "from_dataframe",
     "load_model",
+    "load_results",
     "load_table",
     "mai_summary",
     "mai_table",

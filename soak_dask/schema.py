@@ -14,6 +14,18 @@ RESULT_DIMS: tuple[str, ...] = ("learner", "test_subset", "fold", "train_type")
 #: Dims of every measure variable of an ``evaluate`` result (``attrs["design"] == "evaluate"``).
 EVALUATION_DIMS: tuple[str, ...] = ("learner", "repeat", "fold")
 
+#: Each kind of result (its ``attrs["design"]``, one per entry point) and the dims it has;
+#: ``"search"``: what ``search_subsets`` results were called before every kind had a name.
+DESIGN_DIMS: dict[str, tuple[str, ...]] = {
+    "soak": RESULT_DIMS,
+    "evaluate": EVALUATION_DIMS,
+    "transfer": ("learner", "train_subset", "test_subset", "fold"),
+    "search_subsets": ("learner", "test_subset", "fold", "train_set"),
+    "split_sensitivity": ("ratio", "trial", "fold"),
+    "compare_sampling": ("learner", "sampling", "trial"),
+}
+DESIGN_ALIASES: dict[str, str] = {"search": "search_subsets"}
+
 #: Dims a result gains with down-sampled train sizes.
 SIZE_DIMS: tuple[str, ...] = ("train_size", "sample")
 

@@ -129,6 +129,18 @@ def _test_split(value: Any, name: str) -> float:
     return float(value)
 
 
+def _error_score(value: Any, name: str) -> float | str:
+    # A flag's text ("nan", "0", "raise") or a number: scikit-learn's error_score.
+    if isinstance(value, str) and value != "raise":
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    if not KINDS["score"][0](value):
+        raise ValueError(f"{name}={value!r}: need {KINDS['score'][1]}")
+    return value if value == "raise" else float(value)
+
+
 def _one_of(choices: Sequence[str]) -> Check:
     def check(value: Any, name: str) -> str:
         if value not in choices:
@@ -373,7 +385,9 @@ _DECLARED = (
     ),
     Setting(
         "error_score", "run", "score", np.nan,
-        "score of a fit that raises (NaN, with a warning), or 'raise' to stop", cli=False,
+        "score of a fit that raises: NaN (the default, with a warning naming the learner), "
+        "another number, or raise to stop at the first failure",
+        _error_score, metavar="SCORE", evaluate=True,
     ),
     Setting(
         "progress", "run", "bool", True, "show a progress bar of the fits",

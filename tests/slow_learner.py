@@ -35,3 +35,21 @@ class SlowClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """Class probabilities, columns in ``classes_`` order."""
         return self.model_.predict_proba(X)
+
+
+def register(seconds: float = 0.1) -> None:
+    """Make ``slow`` a built-in learner name (in this process only), so that commands whose
+    ``--learner`` takes built-in names alone can run it."""
+    from soak_dask.learn import builtin
+
+    builtin.BUILTIN["slow"] = (lambda seed: SlowClassifier(seconds), None)
+    builtin.DESCRIPTIONS["slow"] = "logistic regression that sleeps before each fit (tests)"
+
+
+if __name__ == "__main__":  # python -m tests.slow_learner ARGS: ``soak ARGS`` knowing ``slow``
+    import sys
+
+    from soak_dask.app.cli import main
+
+    register()
+    sys.exit(main(sys.argv[1:]))

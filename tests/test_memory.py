@@ -87,7 +87,7 @@ def test_soak_refuses_before_any_fit_and_one_pass_learners_pass(monkeypatch):
         with Client(cluster) as client:
             limit = 20_000  # bytes: every whole-train-set fit of this table is too large
             monkeypatch.setattr(
-                "soak_dask.run.engine.worker_memory_limit", lambda c: limit if c else None
+                "soak_dask.run.session.worker_memory_limit", lambda c: limit if c else None
             )
             run = {"n_folds": 3, "measures": ["error"], "progress": False, "client": client}
             with pytest.raises(FitMemoryError, match=r"learner 'logistic'.* kiB at its peak"):

@@ -377,7 +377,7 @@ BAD_NAMES = ["../../escape", "/abs/path", "", "a\nb", "sub/dir", ".hidden", ".."
 
 @pytest.mark.parametrize("name", BAD_NAMES)
 def test_unsafe_learner_names_are_refused_before_any_fit(name, data, tmp_path, monkeypatch):
-    from soak_dask.run import evaluate as module
+    from soak_dask.run import session as module  # the one run path every fit goes through
 
     monkeypatch.setattr(module, "run_plan", boom)
     monkeypatch.chdir(tmp_path)
@@ -411,7 +411,7 @@ def test_run_file_learner_names_are_refused_with_models(data, tmp_path, capsys):
 def test_models_at_a_file_the_input_or_a_users_files_are_refused_before_any_fit(
     data, tmp_path, monkeypatch
 ):
-    from soak_dask.run import evaluate as module
+    from soak_dask.run import session as module  # the one run path every fit goes through
 
     monkeypatch.setattr(module, "run_plan", boom)
     table = load(data)

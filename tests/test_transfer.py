@@ -278,7 +278,7 @@ def test_cli_writes_results_report_and_refuses_foreign_dirs(tmp_path, capsys, mo
     assert "search: nested greedy estimate" in printed and "Report:" in printed
     matrix = xr.open_zarr(out / "transfer.zarr", consolidated=False)
     assert dict(matrix.sizes) == {"learner": 1, "train_subset": 3, "test_subset": 3, "fold": 3}
-    assert xr.open_zarr(out / "search.zarr", consolidated=False).attrs["design"] == "search"
+    assert xr.open_zarr(out / "search.zarr", consolidated=False).attrs["design"] == "search_subsets"
     assert len(pd.read_csv(out / "transfer.csv")) == 27
     assert (out / "transfer_error.png").stat().st_size > 10_000
     no_subset = [a for a in argv if a not in ("--subset", "subset")]

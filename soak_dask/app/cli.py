@@ -104,7 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings(info, _INFO, run_file=False)
 
     report = command("report", "write an HTML report of saved results")
-    report.add_argument("results", help="results store written by 'soak run' or 'soak evaluate'")
+    report.add_argument(
+        "results",
+        help="results store of any kind: written by soak run, soak evaluate or save_results "
+        "(transfer, search_subsets, split_sensitivity, compare_sampling results too)",
+    )
     report.add_argument("--out", required=True, help="report directory")
     report.add_argument("--overwrite", action="store_true", help="replace an existing report")
 
@@ -185,23 +189,14 @@ def evaluate_command(args: argparse.Namespace) -> None:
     (and the final models with ``--models``), print mean ± SD, the test split's interval and
     the learners compared (the design's recommended test, with its interval)."""
     from ..run.evaluate import evaluate
+    from .render import evaluation_printout
 
     settings = run_settings(args, "evaluate")
     res, _, store = _run(settings, "evaluate", evaluate, args.debug)
-    print(_evaluation_printout(res))
+    print(evaluation_printout(res))
     print(f"\nResults: {store}")
     if settings.models is not None:
         print(f"Models: {settings.models}")
-
-
-def _evaluation_printout(ds: Any) -> str:
-    """What ``soak evaluate`` (and ``soak report`` of its store) prints: mean ± SD and the test
-    split's interval, then the learners compared with the design's recommended test."""
-    from ..results.comparisons import comparison_text
-    from ..results.stats import evaluation_text
-
-    compared = comparison_text(ds)
-    return evaluation_text(ds) + (f"\n\n{compared}" if compared else "")
 
 
 def _checked_paths(settings: Any) -> str | os.PathLike:
@@ -249,19 +244,14 @@ def info_command(args: argparse.Namespace) -> None:
 
 
 def report_command(args: argparse.Namespace) -> None:
-    """``soak report``: write the HTML report of a results store; print what ``soak run`` or
-    ``soak evaluate`` printed (the first measure's tests, or mean ± SD), then the page's path."""
-    from ..results.report import write_report  # its own dependencies load only for this command
-    from ..results.stats import is_evaluation, results_text, validate_results
+    """``soak report``: render a results store of any kind (``soak_dask.app.render``) into
+    ``--out``; print what the command that made it printed, then the main file's path."""
     from ..results.store import check_apart, open_results
+    from .render import render  # each renderer's dependencies load only for its kind
 
     check_apart(args.out, args.results, "report", source_name="results store")
-    ds = open_results(args.results)
-    page = write_report(ds, args.out, overwrite=args.overwrite, flag="--overwrite")
-    if is_evaluation(ds):
-        print(_evaluation_printout(ds))
-    else:
-        print(results_text(ds, validate_results(ds)[0]))
+    text, page = render(open_results(args.results), args.out, args.overwrite)
+    print(text)
     print(page)
 
 
@@ -333,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         if debug:
             raise
-        resumable = args is not None and args.command in ("run", "evaluate")
+        resumable = args is not None and args.command in ("run", "evaluate", *_EXTRA)
         print(f"soak: interrupted{_RESUME_HINT if resumable else ''}", file=sys.stderr)
         return INTERRUPTED
     return 0

@@ -188,6 +188,7 @@ _TYPES = {
     "bool": bool,
     "list": Sequence[str] | None,
     "modules": Sequence[str],
+    "score": float | str,
     "learners": dict[str, LearnerSpec | str] | None,
 }
 

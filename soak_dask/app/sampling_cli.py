@@ -18,6 +18,7 @@ from typing import Any
 from ..learn.builtin import describe_builtins
 from ..settings import SETTINGS, check_run_options
 from .flags import add_settings, spell
+from .resume import command_checkpoint, discard
 
 NAME = "compare-sampling"
 #: The files the command writes (and the settings it ran with, in ``SETTINGS_FILE``); --out is
@@ -34,8 +35,15 @@ _SHARED = (
         if s.scope == "table" and s.name not in ("subset", "group", "fold")
     ),
     "scheduler",
+    "progress",
+    "checkpoint",
+    "error_score",
 )
-_SECTIONS = {"table": "the table (soak_dask.load_table)", "app": "data, output and cluster"}
+_SECTIONS = {
+    "table": "the table (soak_dask.load_table)",
+    "run": "progress, resuming and failed fits (as soak run's)",
+    "app": "data, output and cluster",
+}
 
 
 def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -142,8 +150,11 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _SHARED) if s.cli}
     values = check_run_options(given, spell=spell(args))
     scheduler, data = values.pop("scheduler"), values.pop("data")
+    given, error_score = values.pop("checkpoint"), values.pop("error_score")
+    progress = values.pop("progress")
     methods = check_methods(args.methods)
     out = check_out_dir(args.out, args.overwrite, data)
+    checkpoint = command_checkpoint(out.path, given, data)
     table = load_table(data, **values)
     with connect(scheduler, log_failures=args.debug) as client:
         res = compare_sampling(
@@ -157,9 +168,13 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
             n_levels=args.n_levels,
             knn=args.knn,
             client=client,
+            progress=progress,
+            checkpoint=checkpoint,
+            error_score=error_score,
         )
     frame = mai_table({Path(os.fspath(data)).name: res})
-    _write(out, res, frame, mai_summary(frame))
+    write_outputs(out, res, frame, mai_summary(frame))
+    discard(given, checkpoint)
     print(frame.round(3).to_string())
     if notes := notes_text(res):
         print(f"\n{notes}")
@@ -175,7 +190,7 @@ def notes_text(res: Any) -> str:
     )
 
 
-def _write(out: Any, res: Any, frame: Any, summary: Any) -> None:
+def write_outputs(out: Any, res: Any, frame: Any, summary: Any) -> None:
     """The CSV files, the figure and the settings, into the ``OutputDir`` ``out`` (each listed
     in its manifest before it is written)."""
     from ..diagnose.sampling_plot import plot_mai

@@ -20,6 +20,7 @@ import xarray as xr
 
 from ..settings import SETTINGS, check_run_options
 from .flags import add_settings, spell
+from .resume import command_checkpoint, discard
 
 if TYPE_CHECKING:
     from ..results.outdir import OutputDir
@@ -41,8 +42,14 @@ _TABLE = (
     "data",
     *(s.name for s in SETTINGS.values() if s.scope == "table" and s.name not in ("subset", "fold")),
     "scheduler",
+    "checkpoint",
+    "error_score",
 )
-_SECTIONS = {"table": "the table (soak_dask.load_table)", "app": "data and cluster"}
+_SECTIONS = {
+    "table": "the table (soak_dask.load_table)",
+    "run": "resuming and failed fits (as soak run's)",
+    "app": "data and cluster",
+}
 #: Learner and measure when not given, by task.
 _DEFAULTS = {"classification": ("logistic", "accuracy"), "regression": ("linear", "rmse")}
 
@@ -111,9 +118,11 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _TABLE) if s.cli}
     values = check_run_options(given, spell=spell(args))
     scheduler = values.pop("scheduler")
+    given, error_score = values.pop("checkpoint"), values.pop("error_score")
     SplitTrials(args.ratios, args.trials, args.n_folds, args.seed, names=_FLAGS)
     alpha = check_alpha(args.alpha, "--alpha")
     out = check_out(args.out, args.overwrite, values["data"])
+    checkpoint = command_checkpoint(out.path, given, values["data"])
     table = load_table(values.pop("data"), **values)
     learner, measure = _DEFAULTS[table.task]
     measure = check_measure(args.measure or measure, table.task, "--measure")
@@ -129,8 +138,11 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
             seed=args.seed,
             client=client,
             progress=args.progress,
+            checkpoint=checkpoint,
+            error_score=error_score,
         )
     write_outputs(ds, out)
+    discard(given, checkpoint)
     print(summary_text(ds))
     print(f"\nFiles: {', '.join(str(out.path / name) for name in FILES)}")
 

@@ -15,6 +15,7 @@ from typing import Any
 from ..learn.builtin import describe_builtins
 from ..settings import SETTINGS, check_run_options
 from .flags import UsageError, add_settings, spell
+from .resume import command_checkpoint, discard
 
 #: The settings ``soak transfer`` shares with ``soak run`` (same flags, checks and help).
 SHARED = (
@@ -26,6 +27,8 @@ SHARED = (
     "measures",
     "persist",
     "progress",
+    "checkpoint",
+    "error_score",
     "scheduler",
     "tls_ca_file",
     "tls_cert",
@@ -93,10 +96,9 @@ def transfer_command(args: argparse.Namespace) -> None:
     from ..run.cluster import connect, make_security
     from ..tables.table import load_table
 
-    spelled = spell(args)
     values = check_run_options(
         {name: getattr(args, SETTINGS[name].dest) for name in SHARED if SETTINGS[name].cli},
-        spell=spelled,
+        spell=spell(args),
     )
     if values["subset"] is None:
         raise UsageError(
@@ -105,20 +107,23 @@ def transfer_command(args: argparse.Namespace) -> None:
         )
     search = _search_options(args) if args.search else None
     out = check_out_dir(args.out, args.overwrite, "--overwrite", values["data"], "--out")
+    checkpoint = command_checkpoint(out.path, values["checkpoint"], values["data"])
     security = make_security(values["tls_ca_file"], values["tls_cert"], values["tls_key"])
     table_options = {
         s.name: values[s.name] for s in SETTINGS.values() if s.scope == "table" and s.cli
     }
     table = load_table(values["data"], **table_options)
-    run = {k: values[k] for k in ("n_folds", "seed", "measures", "persist", "progress")}
+    names = ("n_folds", "seed", "measures", "persist", "progress", "error_score")
+    run = {k: values[k] for k in names}
     if search is not None:
         _check_budget(table, values, search)
     with connect(
         values["scheduler"], security=security, log_failures=getattr(args, "debug", False)
     ) as client:
-        matrix, found = _compute(table, values["learners"], run, search, client)
+        matrix, found = _compute(table, values["learners"], run, search, client, checkpoint)
     page = _write(out, matrix, found)
-    print(_summary(matrix, found))
+    discard(values["checkpoint"], checkpoint)
+    print(summary_text(matrix, found))
     print(f"\nReport: {page}")
 
 
@@ -166,16 +171,26 @@ def _check_budget(table: Any, values: dict[str, Any], search: dict[str, Any]) ->
         )
 
 
-def _compute(table: Any, learners: Any, run: dict, search: dict | None, client: Any) -> tuple:
+def _compute(
+    table: Any, learners: Any, run: dict, search: dict | None, client: Any, checkpoint: str
+) -> tuple:
+    """The matrix and the search, each in its part of the command's checkpoint."""
     from ..pooling.matrix import transfer
     from ..pooling.search import search_subsets
+    from ..run.checkpoint import open_checkpoint
+    from ..run.session import part_path
 
-    matrix = transfer(table, learners, client=client, **run)
+    open_checkpoint(checkpoint, {"command": "soak transfer"})
+    where = part_path(checkpoint, "transfer")
+    matrix = transfer(table, learners, client=client, checkpoint=where, **run)
     if search is None:
         return matrix, None
     measure = matrix.attrs["measures"][0]
     options = {k: v for k, v in run.items() if k != "measures"}
-    found = search_subsets(table, learners, measure=measure, client=client, **options, **search)
+    where = part_path(checkpoint, "search")
+    found = search_subsets(
+        table, learners, measure=measure, client=client, checkpoint=where, **options, **search
+    )
     return matrix, found
 
 
@@ -198,7 +213,7 @@ def _write(out: Any, matrix: Any, found: Any) -> Any:
     return page
 
 
-def _summary(matrix: Any, found: Any) -> str:
+def summary_text(matrix: Any, found: Any) -> str:
     """What the command prints: each learner's matrix of means with its marks, and the
     search's nested estimate against same and all."""
     import pandas as pd

@@ -15,6 +15,7 @@ Every split is a key column computed on the cluster (``soak_dask.diagnose.sampli
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -25,11 +26,9 @@ import pandas as pd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
-from ..learn.builtin import resolve_learners
-from ..results.store import build_dataset, encode_attrs, package_versions
-from ..run.executor import current_client, run_plan
-from ..run.fitting import RunSpec
-from ..run.strategies import Batched, Context, WholeTrainSet
+from ..results.store import build_dataset
+from ..run.session import result_attrs, start
+from ..run.strategies import Batched, WholeTrainSet
 from ..split.folds import check_seed
 from ..split.plan import Fit, Selection, Term, build_plan
 from ..tables.table import Table, check_table
@@ -76,6 +75,8 @@ def compare_sampling(
     persist: bool = True,
     client: Any = None,
     progress: bool = True,
+    checkpoint: str | os.PathLike | None = None,
+    error_score: float | str = np.nan,
 ) -> xr.Dataset:
     """Test accuracy of each sampling method's split, AEV, SD and MAI, per learner.
 
@@ -107,8 +108,10 @@ def compare_sampling(
     persist : bool
         Keep the table's feature and label columns in cluster memory for the fits (the key
         columns are kept whatever this says: they are small and costly to recompute).
-    client, progress
-        As for ``soak_dask.soak``.
+    client, progress, checkpoint, error_score
+        As for ``soak_dask.soak``: finished fits are saved in the checkpoint as they arrive
+        (the splits are drawn again on resume: seeded, they are the same); a learner that
+        fails to fit scores NaN with a warning (or stops the run with ``"raise"``).
 
     Returns
     -------
@@ -141,8 +144,10 @@ def compare_sampling(
     seed, ratio = check_seed(seed), check_ratio(train_ratio)
     methods = check_methods(methods)
     n_random = _at_least(n_random, 2, "n_random")
-    estimators = resolve_learners(learners, "classification", seed)
-    client = current_client() if client is None else client
+    shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
+    session = start(
+        table, "compare_sampling", learners, measures=["accuracy"], checkpoint=checkpoint, **shared
+    )
     base = replace(table, data=table.data[[*table.features, table.label]], files=None)
     base = ensure_positions(base)
     if persist:
@@ -159,24 +164,27 @@ def compare_sampling(
     keyed, notes = _draw_splits(base, methods, ratio, seed, options, n_random)
     classes = tuple(classes_of(base))
     plan = sampling_plan(methods, n_random)
-    run = RunSpec(
-        features=table.features,
-        label=table.label,
-        subset=table.subset,
-        fold_column="",  # no (subset, fold) cells: the one-pass strategy is not used
-        measures=("accuracy",),
-        classes=classes,
-        seed=seed,
-    )
     data = keyed.data.drop(columns=[POSITION])
-    ctx = Context(replace(keyed, data=data), data, plan, estimators, run, client)
+    # No (subset, fold) cells: the one-pass strategy is not used.
+    ctx = session.context(replace(keyed, data=data), data, plan, classes, fold_column="")
     n_rows = int(data.map_partitions(len).sum().compute())
     strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()
-    records = run_plan(ctx, [strategy], progress)
     given = {"methods": list(methods), "train_ratio": ratio, "n_random": n_random, "seed": seed}
     given.update(k=k, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)
     given.update(doptimal_repeats=doptimal_repeats, notes={m: t for m, t in notes.items() if t})
-    settings = {
+    settings = _settings(table, given, classes, session.estimators)
+    records = session.run(ctx, [strategy], settings)
+    learners = list(session.estimators)
+    attrs = result_attrs(settings)
+    ds = build_dataset(records, plan.splits, plan.coords, learners, ["accuracy"], attrs)
+    return mai_dataset(ds, methods, n_random)
+
+
+def _settings(
+    table: Table, given: dict[str, Any], classes: tuple, estimators: Mapping[str, BaseEstimator]
+) -> dict[str, Any]:
+    """What the result records of the run (and its checkpoint is identified by)."""
+    return {
         "title": TITLE,
         "design": "compare_sampling",
         "source": table.source,
@@ -185,12 +193,7 @@ def compare_sampling(
         **given,
         "classes": [str(c) for c in classes],
         "learners": {name: repr(est) for name, est in estimators.items()},
-        "versions": package_versions(),
     }
-    ds = build_dataset(
-        records, plan.splits, plan.coords, list(estimators), ["accuracy"], encode_attrs(settings)
-    )
-    return mai_dataset(ds, methods, n_random)
 
 
 def _draw_splits(

@@ -15,6 +15,7 @@ against the CV folds' prediction interval for a new score.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -30,10 +31,9 @@ from sklearn.base import BaseEstimator
 
 from ..hashing import salt, seeded_hash
 from ..learn.builtin import resolve_learners
-from ..results.store import build_dataset, encode_attrs, package_versions
-from ..run.executor import current_client, run_plan
-from ..run.fitting import RunSpec
-from ..run.strategies import Context, WholeTrainSet
+from ..results.store import build_dataset
+from ..run.session import persisted, result_attrs, start
+from ..run.strategies import WholeTrainSet
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURES
 from ..split.folds import check_n_folds, check_seed, group_folds, permuted_block_folds
 from ..split.outer import share_folds
@@ -67,6 +67,8 @@ def split_sensitivity(
     client: Any = None,
     progress: bool = True,
     persist: bool = True,
+    checkpoint: str | os.PathLike | None = None,
+    error_score: float | str = np.nan,
 ) -> xr.Dataset:
     """Compare K-fold CV on the train part with the test score, over random splits per ratio.
 
@@ -101,6 +103,10 @@ def split_sensitivity(
         As for ``soak_dask.evaluate``. ``persist`` keeps the table and its ``len(ratios) ×
         trials`` one-byte key columns in cluster memory; pass False for a table near the
         cluster's memory.
+    checkpoint, error_score
+        As for ``soak_dask.soak``: finished fits saved as they arrive, so a run given the same
+        checkpoint and settings computes only the missing ones; a fit that raises scores NaN
+        with a warning (or stops the run with ``"raise"``).
 
     Returns
     -------
@@ -122,32 +128,32 @@ def split_sensitivity(
     design = SplitTrials(ratios, trials, n_folds, seed)
     alpha = check_alpha(alpha)
     measure = check_measure(measure, table.task)
-    estimators = one_learner(learner, table.task, design.seed)
-    client = current_client() if client is None else client
-    keyed, used = design.add_keys(table, client)
-    data = keyed.data
-    if persist:
-        data = client.persist(data) if client is not None else data.persist()
-    plan = design.plan(keyed, used)
-    run = RunSpec(
-        features=keyed.features,
-        label=keyed.label,
-        subset=keyed.subset,
-        fold_column="",  # no (subset, fold) cells: every fit gathers its rows
-        measures=(measure,),
-        classes=used["classes"],
-        group=keyed.group,
+    session = start(
+        table,
+        "split_sensitivity",
+        one_learner(learner, table.task, design.seed),
+        measures=[measure],
         seed=design.seed,
+        error_score=error_score,
+        client=client,
+        progress=progress,
+        checkpoint=checkpoint,
     )
-    ctx = Context(keyed, data, plan, estimators, run, client)
-    records = run_plan(ctx, [WholeTrainSet()], progress)
+    keyed, used = design.add_keys(table, session.client)
+    data = persisted(keyed.data, persist, session.client)
+    plan = design.plan(keyed, used)
+    # No (subset, fold) cells: every fit gathers its rows.
+    ctx = session.context(keyed, data, plan, used["classes"], fold_column="")
+    estimators = session.estimators
+    settings = _settings(table, estimators, measure, design, alpha, used["classes"])
+    records = session.run(ctx, [WholeTrainSet()], settings)
     ds = _scores(build_dataset(records, plan.splits, plan.coords, list(estimators), [measure], {}))
     ds = ds.assign_coords(ratio=np.array(design.ratios, dtype=np.float64))
     ds["ratio_used"] = ("ratio", np.array([1 - k / n for k, n in design.shares]))
     ds["ratio_used"].attrs["long_name"] = "share of the rows that train, as drawn (1 − k/n)"
     ds = ds.assign(sensitivity_statistics(ds["cv_score"], ds["test_score"], alpha))
-    settings = _settings(table, estimators, measure, design, alpha, used["classes"], ds)
-    return ds.assign_attrs(encode_attrs(settings))
+    chosen = [f"{r:g}" for r in ds["ratio"].values[ds["recommended"].values]]
+    return ds.assign_attrs(result_attrs({**settings, "recommended": chosen, "rule": RULE}))
 
 
 def _settings(
@@ -157,9 +163,9 @@ def _settings(
     design: SplitTrials,
     alpha: float,
     classes: tuple | None,
-    ds: xr.Dataset,
 ) -> dict[str, Any]:
-    """What the result records of the run, as ``evaluate``'s attrs do."""
+    """What the result records of the run (and its checkpoint is identified by), as
+    ``evaluate``'s attrs do."""
     name, estimator = next(iter(estimators.items()))
     return {
         "title": TITLE,
@@ -178,9 +184,6 @@ def _settings(
         "seed": design.seed,
         "classes": [str(c) for c in classes] if classes else None,
         "n_fits": len(design.ratios) * design.trials * (design.n_folds + 1),
-        "recommended": [f"{r:g}" for r in ds["ratio"].values[ds["recommended"].values]],
-        "rule": RULE,
-        "versions": package_versions(),
     }
 
 

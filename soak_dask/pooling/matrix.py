@@ -10,6 +10,7 @@ diagonal says whether it does worse than σ's own model.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,24 +21,28 @@ import pandas as pd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
-from ..learn.builtin import resolve_learners
-from ..learn.measures import check_measures
 from ..results.stats import pvalues
-from ..results.store import encode_attrs, package_versions
-from ..run.engine import _checked, _context, _prepared, assemble
-from ..run.executor import current_client, run_plan
+from ..run.session import (
+    Session,
+    assemble,
+    checked_counts,
+    prepared,
+    result_attrs,
+    start,
+    stratum_rows,
+)
 from ..run.strategies import Context, OnePass, WholeTrainSet
-from ..schema import DEFAULT_N_FOLDS, LOWER_IS_BETTER, MEASURES
+from ..schema import DEFAULT_N_FOLDS, DESIGN_DIMS, LOWER_IS_BETTER, MEASURES
 from ..settings import check_run_options
 from ..split.designs import SameOtherAll
 from ..split.folds import check_fold_values, check_n_folds, check_seed
 from ..split.plan import Fit, Plan, Selection, Term, build_plan
-from ..tables.table import Table, check_table
+from ..tables.table import Table
 
 #: Title of the results of ``transfer``.
 TITLE = "soak_dask transfer matrix: train on one subset, test on each"
-#: Dims of every measure variable of a transfer result, in this order.
-TRANSFER_DIMS: tuple[str, ...] = ("learner", "train_subset", "test_subset", "fold")
+#: Dims of every measure variable of a transfer result, in this order (``schema.DESIGN_DIMS``).
+TRANSFER_DIMS: tuple[str, ...] = DESIGN_DIMS["transfer"]
 #: Marks of a cell's verdict against the diagonal, in figures and tables.
 MARKS: dict[str, str] = {"worse": "\u25b2", "better": "\u25bc", "similar": "", "same": "(same)"}
 #: Columns of ``transfer_pvalues``.
@@ -155,18 +160,29 @@ def train_selection(subset: str, fold: str, members: tuple, left_out: tuple) -> 
 
 @dataclass(frozen=True)
 class Prepared:
-    """A table made ready for a run: folds assigned, columns persisted, checks done."""
+    """A table made ready for a run on SOAK's folds: the session, folds assigned, columns
+    persisted, blocks counted and checked."""
 
+    session: Session
     table: Table
     data: dd.DataFrame
     counts: pd.DataFrame
     classes: list | None
     subsets: list
     n_folds: int
-    estimators: dict[str, BaseEstimator]
-    measures: tuple[str, ...]
-    options: dict[str, Any]
-    client: Any
+    stratify: bool
+
+    @property
+    def estimators(self) -> dict[str, BaseEstimator]:
+        return self.session.estimators
+
+    @property
+    def measures(self) -> tuple[str, ...]:
+        return self.session.measures
+
+    @property
+    def client(self) -> Any:
+        return self.session.client
 
     def context(
         self,
@@ -176,38 +192,41 @@ class Prepared:
     ) -> Context:
         """The executor's context of ``plan`` (for ``estimators`` and ``measures``, default
         the run's)."""
-        return _context(
-            self.table,
-            self.data,
-            plan,
-            self.estimators if estimators is None else estimators,
-            self.measures if measures is None else tuple(measures),
-            self.classes,
-            self.options["error_score"],
-            self.options["seed"],
-            self.client,
+        return self.session.context(
+            self.table, self.data, plan, self.classes, estimators=estimators, measures=measures
         )
 
+    def run(
+        self,
+        plan: Plan,
+        strategies: list[Any],
+        settings: Mapping[str, Any],
+        estimators: Mapping[str, BaseEstimator] | None = None,
+        part: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """The records of ``plan`` (``Session.run``: checkpointed, ``error_score``), for
+        ``estimators`` (default: the run's), in the checkpoint part ``part`` if given."""
+        rows = stratum_rows(self.counts, self.table)
+        ctx = self.context(plan, estimators)
+        return self.session.run(ctx, strategies, settings, rows=rows, part=part)
+
     def settings(self, title: str, design: str, **extra: Any) -> dict[str, Any]:
-        """What a result records of the run, as storable attrs."""
-        return encode_attrs(
-            {
-                "title": title,
-                "design": design,
-                "task": self.table.task,
-                "source": self.table.source,
-                **self.table.roles,
-                "seed": self.options["seed"],
-                "n_folds": self.n_folds,
-                "stratify": self.options["stratify"],
-                "measures": list(self.measures),
-                "learners": {n: repr(e) for n, e in self.estimators.items()},
-                "classes": [str(c) for c in self.classes] if self.classes else None,
-                "subsets": [str(s) for s in self.subsets],
-                **extra,
-                "versions": package_versions(),
-            }
-        )
+        """What a result records of the run (and its checkpoint is identified by)."""
+        return {
+            "title": title,
+            "design": design,
+            "task": self.table.task,
+            "source": self.table.source,
+            **self.table.roles,
+            "seed": self.session.seed,
+            "n_folds": self.n_folds,
+            "stratify": self.stratify,
+            "measures": list(self.measures),
+            "learners": {n: repr(e) for n, e in self.estimators.items()},
+            "classes": [str(c) for c in self.classes] if self.classes else None,
+            "subsets": [str(s) for s in self.subsets],
+            **extra,
+        }
 
 
 def prepare(
@@ -216,28 +235,23 @@ def prepare(
     caller: str,
     *,
     n_folds: int | None,
-    seed: int,
     measures: Sequence[str] | str | None,
     stratify: bool,
     persist: bool,
-    error_score: float | str,
-    client: Any,
+    **shared: Any,
 ) -> Prepared:
     """Check the options, assign SOAK's folds, persist the columns and check the blocks, as
-    ``soak`` does before it plans."""
-    check_table(table, caller)
-    given = {"n_folds": n_folds, "seed": seed, "stratify": stratify, "persist": persist}
-    options = check_run_options({**given, "error_score": error_score})
-    measures = check_measures(measures, table.task)
-    estimators = resolve_learners(learners, table.task, options["seed"])
-    client = current_client() if client is None else client
-    user_folds = table.fold is not None
-    design = Transfer(options["n_folds"], seed=options["seed"], stratify=stratify)
-    table, data = _prepared(design.add_keys(table), persist, client)
-    counts, classes = _checked(table, options["n_folds"], user_folds)
-    subsets = sorted(counts[table.subset].unique().tolist())
-    k = check_fold_values(counts, table.fold, options["n_folds"])
-    return Prepared(table, data, counts, classes, subsets, k, estimators, measures, options, client)
+    ``soak`` does before it plans. ``shared``: ``session.start``'s options (seed,
+    error_score, client, progress, checkpoint)."""
+    given = {"n_folds": n_folds, "stratify": stratify, "persist": persist}
+    n_folds = check_run_options(given)["n_folds"]
+    session = start(table, caller, learners, measures=measures, **shared)
+    design = Transfer(n_folds, seed=session.seed, stratify=stratify)
+    keyed, data = prepared(design.add_keys(table), persist, session.client)
+    counts, classes = checked_counts(keyed, n_folds, table.fold is not None)
+    subsets = sorted(counts[keyed.subset].unique().tolist())
+    k = check_fold_values(counts, keyed.fold, n_folds)
+    return Prepared(session, keyed, data, counts, classes, subsets, k, stratify)
 
 
 def transfer(
@@ -252,6 +266,7 @@ def transfer(
     error_score: float | str = np.nan,
     client: Any = None,
     progress: bool = True,
+    checkpoint: str | os.PathLike | None = None,
     onepass: bool = True,
 ) -> xr.Dataset:
     """Train each learner on each single subset and test it on every subset.
@@ -265,7 +280,7 @@ def transfer(
     n_folds : int, optional
         K (default 10; with a fold column, read from it). The folds are those ``soak``
         assigns with this seed: the diagonal equals ``soak``'s ``same``.
-    seed, measures, stratify, persist, error_score, client, progress, onepass
+    seed, measures, stratify, persist, error_score, client, progress, checkpoint, onepass
         As for ``soak_dask.soak``.
 
     Returns
@@ -285,26 +300,26 @@ def transfer(
     >>> res = transfer(table, ["featureless", "lda"], n_folds=5)  # doctest: +SKIP
     >>> res["error"].mean("fold").sel(learner="lda").to_pandas()  # doctest: +SKIP
     """
+    shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     run = prepare(
         table,
         learners,
         "transfer",
         n_folds=n_folds,
-        seed=seed,
         measures=measures,
         stratify=stratify,
         persist=persist,
-        error_score=error_score,
-        client=client,
+        checkpoint=checkpoint,
+        **shared,
     )
     plan = Transfer(run.n_folds).plan_for(
         run.subsets, run.n_folds, subset=run.table.subset, fold=run.table.fold
     )
-    strategies = [*([OnePass()] if onepass else []), WholeTrainSet()]
-    records = run_plan(run.context(plan), strategies, progress)
     n_fits = len(plan.fits) * len(run.estimators)
-    attrs = run.settings(TITLE, "transfer", n_fits=n_fits, n_distinct_train_sets=len(plan.fits))
-    return assemble(records, plan, list(run.estimators), run.measures, attrs)
+    settings = run.settings(TITLE, "transfer", n_fits=n_fits, n_distinct_train_sets=len(plan.fits))
+    strategies = [*([OnePass()] if onepass else []), WholeTrainSet()]
+    records = run.run(plan, strategies, settings)
+    return assemble(records, plan, list(run.estimators), run.measures, result_attrs(settings))
 
 
 def default_measure(ds: xr.Dataset) -> str:

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -35,16 +36,15 @@ from dask.tokenize import normalize_token
 from sklearn.base import BaseEstimator
 
 from ..run.closed_form import fit_from_stats, is_additive
-from ..run.executor import run_plan
 from ..run.fitting import FitState, guard
 from ..run.onepass import BlockStats, TrainStats, block_stats
+from ..run.session import assemble, result_attrs
 from ..run.strategies import OnePass, WholeTrainSet
 from ..schema import LOWER_IS_BETTER, MEASURES
 from ..split.plan import Fit, Plan, Selection, build_plan
 from ..tables.table import Table, check_table
 from .matrix import (
     Prepared,
-    assemble,
     cell_selection,
     check_alpha,
     paired_pvalues,
@@ -177,6 +177,7 @@ def search_subsets(
     error_score: float | str = np.nan,
     client: Any = None,
     progress: bool = True,
+    checkpoint: str | os.PathLike | None = None,
     onepass: bool = True,
 ) -> xr.Dataset:
     """For each test subset, choose the train subsets to pool by greedy forward selection,
@@ -207,6 +208,10 @@ def search_subsets(
         reads rows).
     stratify, persist, error_score, client, progress, onepass
         As for ``soak_dask.soak``. A failed inner fit makes its candidate ineligible.
+    checkpoint : path, optional
+        As for ``soak_dask.soak``: each greedy round's fits and the outer fits are saved as
+        they finish, and a run given the same checkpoint and settings computes only the fits
+        missing (the rounds replay from the saved scores, so they choose the same pools).
 
     Returns
     -------
@@ -222,17 +227,17 @@ def search_subsets(
     check_table(table, "search_subsets")
     measure = MEASURES[table.task][0] if measure is None else measure
     threshold = check_threshold(threshold)
+    shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     run = prepare(
         table,
         learners,
         "search_subsets",
         n_folds=n_folds,
-        seed=seed,
         measures=[measure],
         stratify=stratify,
         persist=persist,
-        error_score=error_score,
-        client=client,
+        checkpoint=checkpoint,
+        **shared,
     )
     n_subsets = len(run.subsets)
     max_pool = _check_max_pool(max_pool, n_subsets, run.subsets)
@@ -240,26 +245,41 @@ def search_subsets(
     stats = _stats(run) if wanted else None
     additive = {n: stats is not None and bool(is_additive(e)) for n, e in run.estimators.items()}
     check_budget(additive, inner_fit_bound(n_subsets, run.n_folds, max_pool), max_inner_fits)
+    options = {"threshold": threshold, "max_pool": max_pool, "max_inner_fits": max_inner_fits}
+    settings = run.settings(TITLE, "search_subsets", search_measure=measure, **options)
+    run.session.open_parts({**settings, "onepass": onepass})
     parts = []
-    for name in run.estimators:
-        strategies = (
-            [KnownStats(stats=stats), WholeTrainSet()] if additive[name] else [WholeTrainSet()]
+    for number, name in enumerate(run.estimators):
+        strategies = [KnownStats(stats=stats)] if additive[name] else []
+        fits = partial(
+            _fits,
+            run,
+            {name: run.estimators[name]},
+            [*strategies, WholeTrainSet()],
+            {**settings, "onepass": onepass},
+            f"{number}-",
         )
         start = time.perf_counter()
-        pools, inner, n_fits = greedy(run, name, strategies, threshold, max_pool, progress)
-        part = _outer(run, name, strategies, pools, inner, progress)
+        pools, inner, n_fits = greedy(run, fits, threshold, max_pool)
+        part = _outer(run, name, fits, pools, inner)
         seconds = time.perf_counter() - start
         extra = {"inner_fits": n_fits, "one_pass": int(additive[name]), "search_seconds": seconds}
         parts.append(part.assign({k: ("learner", [v]) for k, v in extra.items()}))
-    attrs = run.settings(
-        TITLE,
-        "search",
-        search_measure=measure,
-        threshold=threshold,
-        max_pool=max_pool,
-        max_inner_fits=max_inner_fits,
-    )
-    return xr.concat(parts, dim="learner").assign_attrs(attrs)
+    return xr.concat(parts, dim="learner").assign_attrs(result_attrs(settings))
+
+
+def _fits(
+    run: Prepared,
+    estimators: dict[str, BaseEstimator],
+    strategies: list[Any],
+    settings: dict[str, Any],
+    prefix: str,
+    plan: Plan,
+    part: str,
+) -> list[dict[str, Any]]:
+    """The records of one plan of one learner's search, in the checkpoint part
+    ``prefix + part``."""
+    return run.run(plan, strategies, settings, estimators, part=prefix + part)
 
 
 def check_threshold(threshold: Any) -> float:
@@ -321,15 +341,11 @@ def _stats(run: Prepared) -> BlockStats | None:
 
 
 def greedy(
-    run: Prepared,
-    name: str,
-    strategies: list[Any],
-    threshold: float,
-    max_pool: int,
-    progress: bool,
+    run: Prepared, fits: Callable[[Plan, str], list], threshold: float, max_pool: int
 ) -> tuple[dict[Key, tuple], dict[tuple, float], int]:
     """Run every search (outer fold κ, test subset σ) of one learner, round by round: each
-    round is one plan of the inner fits of every search still going.
+    round is one plan of the inner fits of every search still going, run by
+    ``fits(plan, part)`` (part ``round-R`` of the checkpoint).
 
     Returns the chosen pool of each search, the inner-CV value of every pool scored (keyed
     (κ, σ, pool)) and the number of inner fits made.
@@ -338,15 +354,17 @@ def greedy(
     keys = [(k, s) for k in folds for s in run.subsets]
     pools: dict[Key, tuple] = {key: (key[1],) for key in keys}
     values: dict[tuple, float] = {}
-    active, n_fits = list(keys), 0
+    active, n_fits, rounds = list(keys), 0, 0
     while active:
+        rounds += 1
         asked = {
             key: _candidates(pools[key], run.subsets, (*key, pools[key]) not in values)
             for key in active
         }
         plan, index = inner_plan(asked, run.subsets, folds, run.table.subset, run.table.fold)
         n_fits += len(plan.fits)
-        values.update(_inner_values(run, name, plan, index, strategies, progress))
+        records = fits(plan, f"round-{rounds}")
+        values.update(_inner_values(run.measures[0], plan, index, records))
         still = []
         for key in active:
             best = _step(key, pools[key], asked[key], values, run.measures[0], threshold)
@@ -414,18 +432,11 @@ def inner_plan(
 
 
 def _inner_values(
-    run: Prepared,
-    name: str,
-    plan: Plan,
-    pools: list[tuple],
-    strategies: list[Any],
-    progress: bool,
+    measure: str, plan: Plan, pools: list[tuple], records: list[dict[str, Any]]
 ) -> dict[tuple, float]:
-    """Run one round's plan; the inner-CV value (mean over the inner folds; NaN if any
-    failed) of each (κ, σ, pool) it scores."""
-    measure = run.measures[0]
-    ctx = run.context(plan, {name: run.estimators[name]})
-    scores = pd.DataFrame.from_records(run_plan(ctx, strategies, progress))
+    """The inner-CV value (mean over the inner folds; NaN if any failed) of each
+    (κ, σ, pool) that the records of one round's plan score."""
+    scores = pd.DataFrame.from_records(records)
     cells = plan.splits.merge(scores[["fit_id", "block", measure]], on=["fit_id", "block"])
     means = cells.groupby(["outer_fold", "test_subset", "pool"], sort=False)[measure].agg(
         lambda v: v.mean(skipna=False)
@@ -455,15 +466,15 @@ def outer_plan(
 def _outer(
     run: Prepared,
     name: str,
-    strategies: list[Any],
+    fits: Callable[[Plan, str], list],
     pools: dict[Key, tuple],
     inner: dict[tuple, float],
-    progress: bool,
 ) -> xr.Dataset:
-    """One learner's outer scores, with its pools and their inner-CV values."""
+    """One learner's outer scores (part ``outer`` of the checkpoint), with its pools and
+    their inner-CV values."""
     folds = list(range(1, run.n_folds + 1))
     plan = outer_plan(pools, run.subsets, folds, run.table.subset, run.table.fold)
-    records = run_plan(run.context(plan, {name: run.estimators[name]}), strategies, progress)
+    records = fits(plan, "outer")
     ds = assemble(records, plan, [name], run.measures, {}).drop_vars("fit_id")
     grid = [[(k, s) for k in folds] for s in run.subsets]
     text = [["+".join(str(m) for m in pools[key]) for key in row] for row in grid]
@@ -481,7 +492,8 @@ def _outer(
 
 def check_search(ds: xr.Dataset) -> str:
     """Check that ``ds`` is a ``search_subsets`` result; return its measure."""
-    if ds.attrs.get("design") != "search" or "train_set" not in ds.dims:
+    # "search": the name before every design had its own (stores of 0.x).
+    if ds.attrs.get("design") not in ("search_subsets", "search") or "train_set" not in ds.dims:
         raise ValueError(
             "not a train-subset search result (from soak_dask.pooling.search_subsets): "
             f"design={ds.attrs.get('design')!r}, dims {list(ds.dims)}"

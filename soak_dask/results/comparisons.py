@@ -376,6 +376,14 @@ def _right_wrong(ds: xr.Dataset, ia: int, ib: int, required: bool) -> tuple[int,
             )
         return None
     counts = np.asarray(ds["test_right_wrong"].transpose("learner", "versus").values)
+    if not np.isfinite(counts[ia, ib]):  # a final model failed: nothing to compare
+        if required:
+            names = ds["learner"].values
+            raise ValueError(
+                f"method='mcnemar': no test split predictions of {names[ia]!r} and "
+                f"{names[ib]!r} to compare (a final model failed; see the run's warnings)"
+            )
+        return None
     n = int(ds["n_test_split"].values[ia])
     return int(counts[ia, ib]), int(counts[ib, ia]), n
 

@@ -299,10 +299,10 @@ def _block_rows(ds: xr.Dataset) -> pd.Series:
     return rows.to_series()
 
 
-# Attrs that soak() writes, shown in words by _settings_rows (title is the page's; onepass
-# changes no score); any other attr is listed as it is.
+# Attrs that soak() writes, shown in words by _settings_rows (title and design are the page's;
+# onepass changes no score); any other attr is listed as it is.
 _KNOWN_ATTRS = frozenset(
-    "title task source label subset group fold features excluded_coordinates seed n_folds "
+    "title design task source label subset group fold features excluded_coordinates seed n_folds "
     "train_types measures stratify classes learners n_fits n_distinct_train_sets sizes ratio "
     "size_seeds max_train_rows incremental epochs onepass versions prior_correction "
     "calibration inner inner_folds inner_repeats balance group_assignment notes".split()

@@ -24,7 +24,8 @@ from fsspec.implementations.local import LocalFileSystem
 
 from ..schema import (
     COUNTS,
-    EVALUATION_DIMS,
+    DESIGN_ALIASES,
+    DESIGN_DIMS,
     FIT_INFO,
     MEASURE_NAMES,
     RESULT_DIMS,
@@ -355,15 +356,32 @@ def open_results(
             f"{' '.join(str(err).split())}); give the path written by 'soak run --out' or "
             "save_results"
         ) from err
-    dims = EVALUATION_DIMS if ds.attrs.get("design") == "evaluate" else RESULT_DIMS
-    missing = [d for d in dims if d not in ds.dims]
+    kind = result_kind(ds)
+    if kind not in DESIGN_DIMS:
+        raise ValueError(
+            f"{where} holds results of the unknown kind design={kind!r}; this soak_dask reads "
+            f"{list(DESIGN_DIMS)} (a newer version may have written it)"
+        )
+    missing = [d for d in DESIGN_DIMS[kind] if d not in ds.dims]
     if missing:
         raise ValueError(
-            f"{where} is not a soak results store: it lacks the dims {missing}; give the path "
-            "written by 'soak run --out' or save_results"
+            f"{where} is not a soak results store: it lacks the dims {missing} of a {kind} "
+            "result; give the path written by 'soak run --out' or save_results"
         )
     ds.attrs.pop(RESULTS_MARK, None)  # the mark is the store's, not the results'
     return ds
+
+
+#: ``open_results`` under the name a user may guess first, beside ``save_results``.
+load_results = open_results
+
+
+def result_kind(ds: xr.Dataset) -> str:
+    """The kind of a result: its ``attrs["design"]`` (``soak``, ``evaluate``, ``transfer``,
+    ``search_subsets``, ``split_sensitivity``, ``compare_sampling``); ``soak`` for results
+    saved before SOAK's had the attribute."""
+    kind = str(ds.attrs.get("design", "soak"))
+    return DESIGN_ALIASES.get(kind, kind)
 
 
 def _load(where: Location, kwargs: dict[str, Any]) -> xr.Dataset:

@@ -8,33 +8,20 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
-from ..learn.builtin import resolve_learners
-from ..learn.measures import check_measures
 from ..learn.procedure import Procedure
-from ..results.store import RESULTS_TITLE, build_dataset, encode_attrs, package_versions
+from ..results.store import RESULTS_TITLE
 from ..schema import TRAIN_TYPES
 from ..settings import SETTINGS, check_run_options, identity
-from ..split import folds as _folds
 from ..split.designs import SameOtherAll
 from ..split.plan import Plan
-from ..tables.checks import (
-    check_blocks,
-    check_folds_within_groups,
-    one_class_warning,
-    unequal_folds_warning,
-    warn,
-)
-from ..tables.table import Table, check_table
-from .executor import Checkpoint, current_client, data_identity, run_plan
-from .fitting import RunSpec
-from .memory import fit_rows, worker_memory_limit
+from ..tables.table import Table
 from .rowcap import train_class_rows
+from .session import assemble, checked_counts, prepared, result_attrs, start, stratum_rows
 from .strategies import Context, OnePass, PartialFit, WholeTrainSet
 
 
@@ -163,48 +150,40 @@ def soak(
         ``n_train``, ``n_test``, ``fit_seconds``, ``predict_seconds``; settings in attrs.
         ``.soak.pvalues()`` and ``.soak.summary()`` compare the train types.
     """
-    check_table(table, "soak")
     # Every option as declared in soak_dask.settings: checked, then recorded in the results.
     given = {
         k: v for k, v in locals().items() if k in SETTINGS and k not in ("learners", "measures")
     }
     options = check_run_options(given)
-    seed, n_folds = options["seed"], options["n_folds"]
-    sized = {k: options[k] for k in ("sizes", "ratio", "size_seeds")}
-    design = SameOtherAll(
-        n_folds,
-        train_types,
-        seed=seed,
-        stratify=stratify,
-        balance=options["balance"],
-        group_assignment=options["group_assignment"],
-        **sized,
-    )
-    measures = check_measures(measures, table.task, prior_correction=prior_correction)
-    estimators = resolve_learners(learners, table.task, seed)
-    _check_incremental(estimators, incremental, sizes)
-    client = current_client() if client is None else client
-    # The data as given (before folds, which depend on the seed) identifies a checkpoint's run.
-    data_id = data_identity(checkpoint, table)
-    user_folds = table.fold is not None
-    table, data = _prepared(design.add_keys(table), persist, client)
-    counts, classes = _checked(table, n_folds, user_folds)
-    estimators, notes = Procedure.from_options(options).apply(estimators, classes, measures[0])
-    plan = design.plan(table, counts)
-    settings = _settings(table, options, plan, measures, classes, estimators)
+    shared = {k: options[k] for k in ("seed", "error_score", "progress", "checkpoint")}
+    session = start(
+        table, "soak", learners, measures=measures, client=client,
+        prior_correction=prior_correction, **shared,
+    )  # fmt: skip
+    n_folds = options["n_folds"]
+    sized = {
+        k: options[k]
+        for k in ("sizes", "ratio", "size_seeds", "seed", "balance", "group_assignment")
+    }
+    design = SameOtherAll(n_folds, train_types, stratify=stratify, **sized)
+    _check_incremental(session.estimators, incremental, sizes)
+    keyed, data = prepared(design.add_keys(table), persist, session.client)
+    counts, classes = checked_counts(keyed, n_folds, table.fold is not None)
+    procedure = Procedure.from_options(options)
+    estimators, notes = procedure.apply(session.estimators, classes, session.measures[0])
+    session = session.with_estimators(estimators)
+    plan = design.plan(keyed, counts)
+    settings = _settings(keyed, options, plan, session.measures, classes, estimators)
     settings.update({"notes": notes} if notes else {})
-    ctx = _context(table, data, plan, estimators, measures, classes, error_score, seed, client)
+    ctx = _capped(session.context(keyed, data, plan, classes), counts, max_train_rows)
     strategies = [
         *([OnePass()] if onepass else []),
         *([PartialFit(epochs)] if incremental else []),
         WholeTrainSet(),
     ]
-    if checkpoint is not None:
-        checkpoint = Checkpoint(checkpoint, settings, {**data_id, "rows": _rows(counts, table)})
-    ctx = with_fit_rows(_capped(ctx, counts, max_train_rows), counts)
-    records = run_plan(ctx, strategies, progress, checkpoint)
-    attrs = encode_attrs({**settings, "versions": package_versions()})
-    return assemble(records, plan, list(estimators), measures, attrs)
+    rows = stratum_rows(counts, keyed)
+    records = session.run(ctx, strategies, settings, rows=rows, counts=counts)
+    return assemble(records, plan, list(estimators), session.measures, result_attrs(settings))
 
 
 def _check_incremental(estimators: Mapping[str, Any], incremental: bool, sizes: int) -> None:
@@ -215,45 +194,6 @@ def _check_incremental(estimators: Mapping[str, Any], incremental: bool, sizes: 
             f"set whole, which learners {streamed} are not given when fed block by block; use "
             "sizes=-1, or incremental=False"
         )
-
-
-def _rows(counts: pd.DataFrame, table: Table) -> dict[str, int]:
-    """Rows per stratum (subset, and class): the data's shape, whatever the folds."""
-    strata = [c for c in counts.columns if c not in (table.fold, "n")]
-    rows = counts.groupby(strata, observed=True)["n"].sum()
-    return {str(k): int(n) for k, n in rows.items()}
-
-
-def _prepared(table: Table, persist: bool, client: Any) -> tuple[Table, dd.DataFrame]:
-    """The columns a run reads, persisted if asked, and the table over them."""
-    cols = [*table.features, table.label, table.subset, table.fold]
-    if table.group is not None:
-        cols.append(table.group)
-    data = table.data[cols]
-    if persist:
-        data = client.persist(data) if client is not None else data.persist()
-        table = table.with_fold(data, table.fold, table.fold_counts)
-    return table, data
-
-
-def _checked(
-    table: Table, n_folds: int | None, user_folds: bool
-) -> tuple[pd.DataFrame, list | None]:
-    """The table's block counts and classes, after the checks and warnings about its data."""
-    counts = _folds.block_counts(table)
-    if not counts["n"].sum():
-        raise ValueError(f"the table ({table.source}) has no rows")
-    k = _folds.check_fold_values(counts, table.fold, n_folds)
-    subsets = sorted(counts[table.subset].unique().tolist())
-    block_rows = counts.groupby([table.subset, table.fold], observed=True)["n"].sum()
-    check_blocks(block_rows, subsets, k)
-    warn(unequal_folds_warning(block_rows), stacklevel=3)
-    if user_folds:
-        check_folds_within_groups(table)
-    if table.task != "classification":
-        return counts, None
-    warn(one_class_warning(counts, table.subset, table.label), stacklevel=3)
-    return counts, sorted(counts[table.label].unique().tolist())
 
 
 def _settings(
@@ -275,6 +215,7 @@ def _settings(
     }
     return {
         "title": RESULTS_TITLE,
+        "design": "soak",
         "task": table.task,
         "source": table.source,
         **table.roles,
@@ -285,31 +226,6 @@ def _settings(
     }
 
 
-def _context(
-    table: Table,
-    data: dd.DataFrame,
-    plan: Plan,
-    estimators: Mapping[str, Any],
-    measures: Sequence[str],
-    classes: list | None,
-    error_score: float | str,
-    seed: int,
-    client: Any,
-) -> Context:
-    run = RunSpec(
-        features=table.features,
-        label=table.label,
-        subset=table.subset,
-        fold_column=table.fold,
-        measures=tuple(measures),
-        classes=tuple(classes) if classes else None,
-        group=table.group,
-        error_score=error_score,
-        seed=seed,
-    )
-    return Context(table, data, plan, estimators, run, client)
-
-
 def _capped(ctx: Context, counts: pd.DataFrame, max_rows: int | None) -> Context:
     """``ctx`` with the row cap and, under one, each fit's rows per class."""
     if max_rows is None:
@@ -317,29 +233,3 @@ def _capped(ctx: Context, counts: pd.DataFrame, max_rows: int | None) -> Context
     classes = None if ctx.run.classes is None else list(ctx.run.classes)
     class_rows = train_class_rows(counts, ctx.plan.fits, ctx.table.label, classes)
     return dataclasses.replace(ctx, max_rows=max_rows, class_rows=class_rows)
-
-
-def with_fit_rows(ctx: Context, counts: pd.DataFrame) -> Context:
-    """``ctx`` with each fit's rows and the workers' memory limit, so that a fit too large for
-    a worker is refused before any fit runs (``run.memory``)."""
-    classes = None if ctx.run.classes is None else list(ctx.run.classes)
-    rows = fit_rows(ctx.plan, counts, ctx.table.label, classes)
-    return dataclasses.replace(ctx, fit_rows=rows, memory_limit=worker_memory_limit(ctx.client))
-
-
-def assemble(
-    records: list[dict[str, Any]],
-    plan: Plan,
-    learners: list[str],
-    measures: Sequence[str],
-    attrs: Mapping[str, Any],
-) -> xr.Dataset:
-    """The results Dataset of ``plan``'s records, its subset coordinates (``test_subset``,
-    and ``train_subset`` of a transfer plan) named as strings."""
-    splits = plan.splits.copy()
-    coords = dict(plan.coords)
-    for dim in ("train_subset", "test_subset"):
-        if dim in coords:
-            splits[dim] = splits[dim].map(str)
-            coords[dim] = [str(s) for s in coords[dim]]
-    return build_dataset(records, splits, coords, learners, measures, attrs)

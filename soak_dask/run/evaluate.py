@@ -17,22 +17,19 @@ import numpy as np
 import xarray as xr
 from sklearn.base import BaseEstimator
 
-from ..learn.builtin import resolve_learners
-from ..learn.measures import check_measures
 from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
 from ..results.mean_tests import right_wrong_counts
-from ..results.store import build_dataset, encode_attrs, package_versions
+from ..results.store import build_dataset, encode_attrs
 from ..schema import FIT_INFO
 from ..split.folds import check_seed
 from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
 from ..split.plan import Plan
-from ..tables.table import FOLD_COLUMN, Table, check_table
-from .executor import Checkpoint, current_client, data_identity, run_plan
+from ..tables.table import FOLD_COLUMN, Table
 from .final import fit_final
-from .fitting import RunSpec
+from .session import Session, persisted, result_attrs, start
 from .strategies import Batched, Context, WholeTrainSet
 
 #: Title of evaluate's results.
@@ -55,6 +52,7 @@ def evaluate(
     client: Any = None,
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
+    error_score: float | str = np.nan,
     train_ratio: float = 0.8,
     persist: bool = True,
     models: str | os.PathLike | None = None,
@@ -100,8 +98,10 @@ def evaluate(
         Seed of every split, resample and built-in learner: same seed, same results.
     measures : sequence of str, optional
         Default: all for the task.
-    client, progress, checkpoint, persist
-        As for ``soak_dask.soak``.
+    client, progress, checkpoint, persist, error_score
+        As for ``soak_dask.soak``. A final model that fails to fit (with a test split,
+        ``models``, the bootstrap or a selecting learner) scores NaN in the same way, with a
+        warning naming the learner, and has no model to save.
     train_ratio : float
         Share of the rows that train in each subsampling split.
     models : path, optional
@@ -153,7 +153,6 @@ def evaluate(
         and ``final_*`` for the final model; ``attrs["outer_seconds"]`` and
         ``attrs["final_seconds"]`` time the outer loop and the final models.
     """
-    check_table(table, "evaluate")
     seed = check_seed(seed)
     share = _check_share(test_split)
     design = outer_design(
@@ -163,20 +162,27 @@ def evaluate(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
     _check_nested(nested)
-    measures = check_measures(measures, table.task, prior_correction=prior_correction)
-    estimators = resolve_learners(learners, table.task, seed)
-    check_models_dir(models, estimators, table.source, apart={"checkpoint": checkpoint})
-    client = current_client() if client is None else client
-    data_id = data_identity(checkpoint, table)
+    shared = {"seed": seed, "error_score": error_score, "progress": progress}
+    session = start(
+        table,
+        "evaluate",
+        learners,
+        measures=measures,
+        client=client,
+        checkpoint=checkpoint,
+        prior_correction=prior_correction,
+        **shared,
+    )
+    check_models_dir(models, session.estimators, table.source, apart={"checkpoint": checkpoint})
+    measures = session.measures
     if share and table.fold is not None:
         _warn_fold_column(table, share)
     train, held, share = reserve(table, share, seed) if share else (table, None, 0.0)
     keyed, used = design.add_keys(train)
-    data = keyed.data
-    if persist:
-        data = client.persist(data) if client is not None else data.persist()
+    data = persisted(keyed.data, persist, session.client)
     classes = _classes(keyed, data)
-    estimators, notes = procedure.apply(estimators, classes, measures[0])
+    estimators, notes = procedure.apply(session.estimators, classes, measures[0])
+    session = session.with_estimators(estimators)
     plan = design.plan(keyed, used)
     asked = outer_folds if outer in ("cv", "repeated_cv") else ""
     settings = _settings(
@@ -184,39 +190,39 @@ def evaluate(
     )
     settings.update(_nesting(procedure, nested, estimators, notes), balance=balance)
     settings.update(group_assignment=group_assignment)
-    run = RunSpec(
-        features=keyed.features,
-        label=keyed.label,
-        subset=keyed.subset,
-        fold_column="",  # no (subset, fold) cells: the one-pass strategy is not used
-        measures=tuple(measures),
-        classes=classes,
-        group=keyed.group,
-        seed=seed,
-    )
-    ctx = Context(keyed, data, plan, estimators, run, client)
+    # No (subset, fold) cells: the one-pass strategy is not used.
+    ctx = session.context(keyed, data, plan, classes, fold_column="")
     bootstrap = design.outer == "bootstrap"
     wanted = bootstrap or models is not None or any(map(has_selection, estimators.values()))
-    finals, final_seconds = {}, 0.0
-    if not nested and "optimistic" in settings:  # selection and tuning once, on all rows
-        finals, final_seconds = _final_fits(ctx, held, True)
-        ctx = dataclasses.replace(ctx, estimators=_frozen(estimators, finals))
     strategies = [Batched()] if design.outer in ("loo", "lodo") else [WholeTrainSet()]
-    if checkpoint is not None:
-        checkpoint = Checkpoint(checkpoint, settings, {**data_id, "rows": {}})
-    start = time.perf_counter()
-    records = run_plan(ctx, strategies, progress, checkpoint)
-    outer_seconds = time.perf_counter() - start
-    if not finals:
-        finals, final_seconds = _final_fits(ctx, held, wanted)
-    timings = {"outer_seconds": outer_seconds, "final_seconds": final_seconds}
-    attrs = {**settings, **timings, "versions": package_versions()}
-    ds = build_dataset(
-        records, plan.splits, plan.coords, list(estimators), measures, encode_attrs(attrs)
-    )
+    records, finals, timings = _outer_and_finals(session, ctx, strategies, held, settings, wanted)
+    attrs = result_attrs({**settings, **timings})
+    ds = build_dataset(records, plan.splits, plan.coords, list(estimators), measures, attrs)
     if models is not None:
         ds.attrs.update(encode_attrs({"models": _save_models(finals, models, keyed, settings)}))
     return _with_finals(ds, finals, measures, bootstrap)
+
+
+def _outer_and_finals(
+    session: Session,
+    ctx: Context,
+    strategies: list[Any],
+    held: Any,
+    settings: dict[str, Any],
+    wanted: bool,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, float]]:
+    """The outer loop's records and the final models (``_final_fits``; first, when
+    ``nested=False`` tunes and selects once on all rows), and the seconds each took."""
+    finals, final_seconds = {}, 0.0
+    if not settings["nested"] and "optimistic" in settings:
+        finals, final_seconds = _final_fits(ctx, held, True)
+        ctx = dataclasses.replace(ctx, estimators=_frozen(ctx.estimators, finals))
+    begun = time.perf_counter()
+    records = session.run(ctx, strategies, settings)
+    outer_seconds = time.perf_counter() - begun
+    if not finals:
+        finals, final_seconds = _final_fits(ctx, held, wanted)
+    return records, finals, {"outer_seconds": outer_seconds, "final_seconds": final_seconds}
 
 
 def _check_nested(nested: Any) -> None:
@@ -262,7 +268,9 @@ def _nesting(
 def _frozen(estimators: Mapping[str, Any], finals: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Each learner with the setting and features its all-rows fit chose (non-nested)."""
     return {
-        name: freeze(est, finals[name]["model"]) if has_selection(est) else est
+        name: freeze(est, finals[name]["model"])
+        if has_selection(est) and finals[name]["model"] is not None
+        else est
         for name, est in estimators.items()
     }
 
@@ -329,11 +337,21 @@ def _final_fits(ctx: Context, held: Any, wanted: bool) -> tuple[dict[str, dict[s
     columns = [*ctx.run.features, ctx.run.label, *([ctx.run.group] if ctx.run.group else [])]
     test = held[columns].to_delayed() if held is not None else []
     tasks = [
-        dask.delayed(fit_final, pure=True)(train, test, est, ctx.run, wanted)
-        for est in ctx.estimators.values()
+        dask.delayed(fit_final, pure=True)(train, test, est, ctx.run, wanted, name)
+        for name, est in ctx.estimators.items()
     ]
     done = ctx.client.compute(tasks, sync=True) if ctx.client is not None else dask.compute(*tasks)
-    return dict(zip(ctx.estimators, done, strict=True)), time.perf_counter() - start
+    finals = dict(zip(ctx.estimators, done, strict=True))
+    failed = {name: final["message"] for name, final in finals.items() if final["message"]}
+    if failed:
+        listed = "; ".join(f"{name}: {message}" for name, message in failed.items())
+        warnings.warn(
+            f"the final models of {len(failed)} learners failed to fit or score on all training "
+            f"rows and score NaN (error_score), with no model to save: {listed}",
+            UserWarning,
+            stacklevel=3,
+        )
+    return finals, time.perf_counter() - start
 
 
 def _save_models(
@@ -347,6 +365,8 @@ def _save_models(
     keep = ("outer", "outer_folds", "outer_repeats", "test_split", "seed", "source")
     paths = {}
     for name, final in finals.items():
+        if final["model"] is None:  # its fit failed (error_score): nothing to save
+            continue
         meta = {"learner": name, **{k: settings[k] for k in keep}}
         path = model_path(folder, name)
         # Replaces only a model file soak_dask wrote (save_model refuses any other file).
@@ -387,12 +407,15 @@ def _with_finals(
         # Object strings, as the other coordinates: Zarr v3 has no fixed-width unicode type.
         ds = ds.assign_coords(interval=np.array(["estimate", "low", "high"], dtype=object))
         ds["n_test_split"] = ("learner", np.array([finals[n]["n_test"] for n in learners]))
-        if "test_right" in finals[learners[0]] and len(learners) > 1:  # McNemar's cells
+        # McNemar's cells; NaN beside a learner whose final model failed
+        scored = [i for i, n in enumerate(learners) if "test_right" in finals[n]]
+        if len(scored) > 1:
             ds = ds.assign_coords(versus=np.array(learners, dtype=object))
-            right = [
-                np.unpackbits(finals[n]["test_right"], count=finals[n]["n_test"]) for n in learners
-            ]
-            ds["test_right_wrong"] = (("learner", "versus"), right_wrong_counts(right))
+            outcomes = [finals[learners[i]] for i in scored]
+            right = [np.unpackbits(f["test_right"], count=f["n_test"]) for f in outcomes]
+            cells = np.full((len(learners), len(learners)), np.nan)
+            cells[np.ix_(scored, scored)] = right_wrong_counts(right)
+            ds["test_right_wrong"] = (("learner", "versus"), cells)
             ds["test_right_wrong"].attrs["long_name"] = (
                 "test split rows the learner classifies right and the versus learner wrong"
             )

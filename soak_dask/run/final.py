@@ -15,7 +15,7 @@ from ..hashing import salt, seeded_hash
 from ..learn.groups import fit_with_groups
 from ..learn.measures import finish, partial_scores
 from ..learn.tuning import fit_info
-from .fitting import RunSpec, fit_arrays, predict_codes, score_arrays
+from .fitting import RunSpec, fit_arrays, guard, predict_codes, score_arrays
 
 #: Bootstrap resamples of the test split's rows behind its 95 % interval.
 N_BOOT = 1000
@@ -27,20 +27,51 @@ def fit_final(
     estimator: BaseEstimator,
     run: RunSpec,
     resubstitution: bool,
+    name: str = "",
 ) -> dict[str, Any]:
-    """Fit a clone of ``estimator`` on the training rows; score the test rows (if any) with an
-    interval, and the training rows with ``resubstitution``.
+    """Fit a clone of ``estimator`` (the learner ``name``) on the training rows; score the test
+    rows (if any) with an interval, and the training rows with ``resubstitution``.
+
+    A fit or a scoring that raises is handled as ``run.error_score`` says, like any other fit:
+    NaN scores, ``model`` None and the error in ``message``; or, with ``"raise"``, an error
+    naming the learner.
 
     Returns
     -------
     dict
-        ``model``, ``n_train``, ``fit_seconds``, ``info`` (what it chose: ``fit_info``);
-        ``test`` (measure -> (estimate, low, high)) and ``n_test`` with test rows, and for
-        classification ``test_right`` (which test rows it classifies right, ``np.packbits``);
-        ``resubstitution`` (measure -> score) and ``no_information`` (the .632+
-        no-information error, classification) if asked.
+        ``model``, ``n_train``, ``fit_seconds``, ``info`` (what it chose: ``fit_info``),
+        ``message`` (empty unless it failed); ``test`` (measure -> (estimate, low, high)) and
+        ``n_test`` with test rows, and for classification ``test_right`` (which test rows it
+        classifies right, ``np.packbits``); ``resubstitution`` (measure -> score) and
+        ``no_information`` (the .632+ no-information error, classification) if asked.
     """
     train = pd.concat(train_parts)
+    test = pd.concat(test_parts) if test_parts else train.iloc[:0]
+    try:
+        out, message = guard(run, lambda: _final(train, test, estimator, run, resubstitution))
+    except Exception as err:  # error_score="raise": say whose fit it was
+        raise ValueError(f"learner {name!r}, final model (all training rows): {err}") from err
+    if out is not None:
+        return {**out, "message": ""}
+    nan = float("nan")
+    failed: dict[str, Any] = {"model": None, "n_train": len(train), "fit_seconds": nan}
+    failed.update(info={}, message=message)
+    if len(test):
+        failed.update(test={m: (nan, nan, nan) for m in run.measures}, n_test=len(test))
+    if resubstitution:
+        failed["resubstitution"] = {m: nan for m in run.measures}
+        if run.classes is not None:
+            failed["no_information"] = nan
+    return failed
+
+
+def _final(
+    train: pd.DataFrame,
+    test: pd.DataFrame,
+    estimator: BaseEstimator,
+    run: RunSpec,
+    resubstitution: bool,
+) -> dict[str, Any]:
     start = time.perf_counter()
     groups = train[run.group].to_numpy() if run.group else None
     model = fit_with_groups(clone(estimator), *fit_arrays(train, run), groups)
@@ -50,7 +81,6 @@ def fit_final(
         "fit_seconds": time.perf_counter() - start,
         "info": fit_info(model),
     }
-    test = pd.concat(test_parts) if test_parts else train.iloc[:0]
     if len(test):
         groups = None if run.group is None else test[run.group].to_numpy()
         out["test"] = interval(model, *score_arrays(test, run), run, groups)

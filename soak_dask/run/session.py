@@ -1,0 +1,275 @@
+"""The run path every entry point shares, written once.
+
+``soak``, ``evaluate``, ``transfer``, ``search_subsets``, ``split_sensitivity`` and
+``compare_sampling`` are each a design plus options composed on this path: ``start`` checks the
+table, resolves the learners and measures, takes the client and identifies the data for a
+checkpoint (before keys are added: folds depend on the seed); the design adds its keys;
+``persisted`` (or ``prepared``, SOAK's columns) keeps the columns in cluster memory;
+``checked_counts`` counts the blocks and checks them; the design plans; ``Session.context``
+and ``Session.run`` run the plan with the strategies that apply, saving each fit in the
+checkpoint and honouring ``error_score``; ``result_attrs`` and ``assemble`` make the result.
+
+A run of several plans (``search_subsets``: one per greedy round) keeps each plan's fits in a
+part of its checkpoint (``Session.run(..., part=NAME)``): the directory ``part-NAME`` inside it,
+beside the run's ``settings.json`` (``Session.open_parts``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dask.dataframe as dd
+import pandas as pd
+import xarray as xr
+from sklearn.base import BaseEstimator
+
+from ..learn.builtin import resolve_learners
+from ..learn.measures import check_measures
+from ..results.store import build_dataset, encode_attrs, locate, package_versions
+from ..settings import SETTINGS
+from ..split import folds as _folds
+from ..split.plan import Plan
+from ..tables.checks import (
+    check_blocks,
+    check_folds_within_groups,
+    one_class_warning,
+    unequal_folds_warning,
+    warn,
+)
+from ..tables.table import Table, check_table
+from .checkpoint import SETTINGS as SETTINGS_FILE
+from .checkpoint import open_checkpoint, remove_checkpoint
+from .executor import Checkpoint, current_client, data_identity, run_plan
+from .fitting import RunSpec
+from .memory import fit_rows, worker_memory_limit
+from .strategies import Context
+
+#: Prefix of the directory of one plan's fits inside a checkpoint of several plans.
+PART = "part-"
+
+
+@dataclass(frozen=True)
+class Session:
+    """A run's checked inputs: the table as given, the learners, measures and options every
+    entry point shares, and the data's identity for its checkpoint."""
+
+    table: Table
+    estimators: dict[str, BaseEstimator]
+    measures: tuple[str, ...]
+    seed: int
+    error_score: float | str
+    client: Any
+    progress: bool
+    checkpoint: str | os.PathLike | None
+    data_id: dict[str, Any] | None
+
+    def with_estimators(self, estimators: Mapping[str, BaseEstimator]) -> Session:
+        """This session with other learners (as a procedure wrapped them)."""
+        return dataclasses.replace(self, estimators=dict(estimators))
+
+    def context(
+        self,
+        table: Table,
+        data: dd.DataFrame,
+        plan: Plan,
+        classes: Sequence | None,
+        *,
+        estimators: Mapping[str, BaseEstimator] | None = None,
+        measures: Sequence[str] | None = None,
+        fold_column: str | None = None,
+    ) -> Context:
+        """The executor's context of ``plan`` on ``data`` (for ``estimators`` and
+        ``measures``, default the session's). ``fold_column=""``: no (subset, fold) cells, so
+        no one-pass fits (designs whose keys are not SOAK's folds)."""
+        run = RunSpec(
+            features=table.features,
+            label=table.label,
+            subset=table.subset,
+            fold_column=table.fold if fold_column is None else fold_column,
+            measures=tuple(self.measures if measures is None else measures),
+            classes=tuple(classes) if classes else None,
+            group=table.group,
+            error_score=self.error_score,
+            seed=self.seed,
+        )
+        chosen = self.estimators if estimators is None else estimators
+        return Context(table, data, plan, chosen, run, self.client)
+
+    def run(
+        self,
+        ctx: Context,
+        strategies: list[Any],
+        settings: Mapping[str, Any],
+        *,
+        rows: Mapping[str, int] | None = None,
+        part: str | None = None,
+        counts: pd.DataFrame | None = None,
+    ) -> list[dict[str, Any]]:
+        """The records of ``ctx.plan``'s fits: those in the checkpoint (of these
+        ``settings``, this data and its ``rows`` per stratum) loaded, the others computed and
+        saved as they finish. ``part``: the plan's part of a checkpoint of several plans.
+
+        With the plan's block ``counts`` (over its key columns), a fit too large for a worker's
+        memory is refused before any fit runs (``run.memory``)."""
+        if counts is not None:
+            ctx = with_fit_rows(ctx, counts)
+        checkpoint = None
+        if self.checkpoint is not None:
+            path = self.checkpoint if part is None else part_path(self.checkpoint, part)
+            data = {**(self.data_id or {}), "rows": dict(rows or {})}
+            checkpoint = Checkpoint(path, checkpoint_settings(settings), data)
+        return run_plan(ctx, strategies, self.progress, checkpoint)
+
+    def open_parts(self, settings: Mapping[str, Any]) -> None:
+        """Create the checkpoint of a run of several plans (its ``settings.json``, checked
+        against ``settings`` and the data when it exists), before any part is run."""
+        if self.checkpoint is not None:
+            open_checkpoint(
+                self.checkpoint, {**checkpoint_settings(settings), "data": self.data_id}
+            )
+
+
+def with_fit_rows(ctx: Context, counts: pd.DataFrame) -> Context:
+    """``ctx`` with each fit's rows (from the block ``counts``) and the workers' memory limit,
+    so that the strategies refuse a fit too large for a worker before any fit runs."""
+    classes = None if ctx.run.classes is None else list(ctx.run.classes)
+    rows = fit_rows(ctx.plan, counts, ctx.table.label, classes)
+    return dataclasses.replace(ctx, fit_rows=rows, memory_limit=worker_memory_limit(ctx.client))
+
+
+def start(
+    table: Table,
+    caller: str,
+    learners: Any,
+    *,
+    measures: Sequence[str] | str | None = None,
+    seed: int = 1,
+    error_score: float | str = SETTINGS["error_score"].default,
+    client: Any = None,
+    progress: bool = True,
+    checkpoint: str | os.PathLike | None = None,
+    prior_correction: bool = False,
+) -> Session:
+    """Check what every run checks first, before any pass over the data: the table (for
+    ``caller``), seed, ``error_score``, measures and learners, and the checkpoint directory
+    (then the data's fingerprint, which identifies the run's checkpoint). With
+    ``prior_correction`` the default measures lead with balanced accuracy (the measure the
+    correction maximises)."""
+    check_table(table, caller)
+    seed = SETTINGS["seed"].checked(seed)
+    error_score = SETTINGS["error_score"].checked(error_score)
+    progress = SETTINGS["progress"].checked(progress)
+    checkpoint = SETTINGS["checkpoint"].checked(checkpoint)
+    measures = check_measures(measures, table.task, prior_correction=prior_correction)
+    estimators = resolve_learners(learners, table.task, seed)
+    client = current_client() if client is None else client
+    data_id = data_identity(checkpoint, table)
+    return Session(
+        table, estimators, measures, seed, error_score, client, progress, checkpoint, data_id
+    )
+
+
+def checkpoint_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` as a checkpoint is identified by: a local ``source`` as an absolute path,
+    so that the same data named by a relative and then an absolute path is the same run (the
+    data's fingerprint names its files by absolute path already)."""
+    source = settings.get("source")
+    if isinstance(source, str | os.PathLike):
+        text = os.fspath(source)
+        local = "://" not in text
+        if local and (os.path.exists(text) or glob.has_magic(text)):
+            return {**settings, "source": os.path.abspath(text)}
+    return dict(settings)
+
+
+def persisted(data: dd.DataFrame, persist: bool, client: Any) -> dd.DataFrame:
+    """``data`` kept in cluster memory (on ``client``, else Dask's local scheduler) if
+    ``persist``."""
+    if not persist:
+        return data
+    return client.persist(data) if client is not None else data.persist()
+
+
+def prepared(table: Table, persist: bool, client: Any) -> tuple[Table, dd.DataFrame]:
+    """The columns a SOAK-folds run reads (features, label, subset, fold, group), persisted if
+    asked, and the table over them."""
+    cols = [*table.features, table.label, table.subset, table.fold]
+    if table.group is not None:
+        cols.append(table.group)
+    data = persisted(table.data[cols], persist, client)
+    if persist:
+        table = table.with_fold(data, table.fold, table.fold_counts)
+    return table, data
+
+
+def checked_counts(
+    table: Table, n_folds: int | None, user_folds: bool
+) -> tuple[pd.DataFrame, list | None]:
+    """The table's block counts and classes, after the checks and warnings about its data."""
+    counts = _folds.block_counts(table)
+    if not counts["n"].sum():
+        raise ValueError(f"the table ({table.source}) has no rows")
+    k = _folds.check_fold_values(counts, table.fold, n_folds)
+    subsets = sorted(counts[table.subset].unique().tolist())
+    block_rows = counts.groupby([table.subset, table.fold], observed=True)["n"].sum()
+    check_blocks(block_rows, subsets, k)
+    warn(unequal_folds_warning(block_rows), stacklevel=3)
+    if user_folds:
+        check_folds_within_groups(table)
+    if table.task != "classification":
+        return counts, None
+    warn(one_class_warning(counts, table.subset, table.label), stacklevel=3)
+    return counts, sorted(counts[table.label].unique().tolist())
+
+
+def stratum_rows(counts: pd.DataFrame, table: Table) -> dict[str, int]:
+    """Rows per stratum (subset, and class): the data's shape, whatever the folds."""
+    strata = [c for c in counts.columns if c not in (table.fold, "n")]
+    rows = counts.groupby(strata, observed=True)["n"].sum()
+    return {str(k): int(n) for k, n in rows.items()}
+
+
+def result_attrs(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """A result's attrs: its settings and the package versions, as a store keeps them."""
+    return encode_attrs({**settings, "versions": package_versions()})
+
+
+def assemble(
+    records: list[dict[str, Any]],
+    plan: Plan,
+    learners: list[str],
+    measures: Sequence[str],
+    attrs: Mapping[str, Any],
+) -> xr.Dataset:
+    """The results Dataset of ``plan``'s records, its subset coordinates (``test_subset``,
+    and ``train_subset`` of a transfer plan) named as strings."""
+    splits = plan.splits.copy()
+    coords = dict(plan.coords)
+    for dim in ("train_subset", "test_subset"):
+        if dim in coords:
+            splits[dim] = splits[dim].map(str)
+            coords[dim] = [str(s) for s in coords[dim]]
+    return build_dataset(records, splits, coords, learners, measures, attrs)
+
+
+def part_path(checkpoint: str | os.PathLike, part: str) -> str:
+    """Where the part ``part`` of a checkpoint of several plans keeps its fits."""
+    return locate(checkpoint).child(f"{PART}{part}").url
+
+
+def remove_run_checkpoint(path: str | os.PathLike) -> None:
+    """Delete a run's checkpoint: its parts (and theirs), then its own files
+    (``remove_checkpoint``: only files a checkpoint wrote, and a directory only once empty)."""
+    root = locate(path)
+    root.fs.invalidate_cache(root.path)
+    if not root.fs.isfile(root.child(SETTINGS_FILE).path):
+        return
+    for entry in root.entries():
+        if entry.kind == "directory" and entry.name.startswith(PART):
+            remove_run_checkpoint(entry.url)
+    remove_checkpoint(path)
