@@ -32,7 +32,7 @@ from ..settings import check_run_options
 from ..split.designs import SameOtherAll
 from ..split.folds import check_fold_values, check_n_folds, check_seed
 from ..split.plan import Fit, Plan, Selection, Term, build_plan
-from ..tables.table import Table, check_table
+from ..tables.table import SUBSET_COLUMN, Table, check_table
 
 #: Title of the results of ``transfer``.
 TITLE = "soak_dask transfer matrix: train on one subset, test on each"
@@ -226,6 +226,11 @@ def prepare(
     """Check the options, assign SOAK's folds, persist the columns and check the blocks, as
     ``soak`` does before it plans."""
     check_table(table, caller)
+    if table.subset == SUBSET_COLUMN:
+        raise ValueError(
+            f"{caller} trains on each subset and tests on every subset: load the table with "
+            "subset=COLUMN (without subsets, use soak_dask.soak or soak_dask.evaluate)"
+        )
     given = {"n_folds": n_folds, "seed": seed, "stratify": stratify, "persist": persist}
     options = check_run_options({**given, "error_score": error_score})
     measures = check_measures(measures, table.task)
@@ -236,6 +241,11 @@ def prepare(
     table, data = _prepared(design.add_keys(table), persist, client)
     counts, classes = _checked(table, options["n_folds"], user_folds)
     subsets = sorted(counts[table.subset].unique().tolist())
+    if len(subsets) < 2:
+        raise ValueError(
+            f"{caller}: subset column {table.subset!r} holds one subset ({subsets[0]!r}), so "
+            "the matrix would be 1×1; give a column with at least two subsets"
+        )
     k = check_fold_values(counts, table.fold, options["n_folds"])
     return Prepared(table, data, counts, classes, subsets, k, estimators, measures, options, client)
 

@@ -84,6 +84,20 @@ def one_class_warning(counts: pd.DataFrame, subset: str, label: str) -> str | No
     )
 
 
+def check_classes(classes: Sequence | None, label: str) -> None:
+    """Refuse a classification table whose label holds fewer than two classes: every model
+    would predict that class and score error 0, which says nothing (``classes``: None for
+    regression)."""
+    if classes is None or len(classes) >= 2:
+        return
+    held = f"one class ({_plain(classes[0])!r})" if len(classes) else "no class"
+    raise ValueError(
+        f"label column {label!r} holds {held} in every row: a classifier has nothing to tell "
+        "apart and would score error 0; give a table with at least two classes (or a numeric "
+        "label for regression)"
+    )
+
+
 def _plain(value: object) -> object:
     """A NumPy scalar as the Python value it holds (which prints as itself)."""
     return value.item() if isinstance(value, np.generic) else value
