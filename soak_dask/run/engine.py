@@ -25,6 +25,7 @@ from ..split.designs import SameOtherAll
 from ..split.plan import Plan
 from ..tables.checks import (
     check_blocks,
+    check_classes,
     check_folds_within_groups,
     one_class_warning,
     unequal_folds_warning,
@@ -238,8 +239,10 @@ def _checked(
         check_folds_within_groups(table)
     if table.task != "classification":
         return counts, None
+    classes = sorted(counts[table.label].unique().tolist())
+    check_classes(classes, table.label)  # before the subsets' one-class warning
     warn(one_class_warning(counts, table.subset, table.label), stacklevel=3)
-    return counts, sorted(counts[table.label].unique().tolist())
+    return counts, classes
 
 
 def _settings(

@@ -26,6 +26,7 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from ..hashing import salt, seeded_hash, uniform
 
@@ -185,27 +186,41 @@ def ranks(
     strata = np.arange(len(rows), dtype=np.uint64)
     keys = np.stack(
         [seeded_hash(seed, salt(purpose), np.uint64(draw), strata, np.uint64(r)) for r in
-         range(ROUNDS)]
+         range(ROUNDS)], axis=1,
     )  # fmt: skip
-    x = np.asarray(positions, dtype=np.uint64)
     codes = np.asarray(codes, dtype=np.int64)
-    h, n = half[codes], rows[codes].astype(np.uint64)
-    y = _feistel(x, h, keys[:, codes])
-    walk = np.flatnonzero(y >= n)
-    while len(walk):  # cycle walking: the domain is < 4·N_s, so a few steps at most
-        y[walk] = _feistel(y[walk], h[walk], keys[:, codes[walk]])
-        walk = walk[y[walk] >= n[walk]]
-    return y.astype(np.int64)
+    x = np.asarray(positions, dtype=np.uint64)
+    return _permute(x, codes, rows.astype(np.uint64), half, keys ^ seeded_hash(0))
 
 
-def _feistel(x: np.ndarray, half: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """A balanced Feistel network on 2·half bits: a bijection of 0..4^half − 1."""
-    mask = (np.uint64(1) << half) - np.uint64(1)
-    left, right = x >> half, x & mask
-    for key in keys:
-        mixed = seeded_hash(0, right ^ key)
-        left, right = right, left ^ (mixed & mask)
-    return (left << half) | right
+@njit(cache=True, nogil=True)
+def _permute(x, codes, rows, half, keys):  # pragma: no cover - numba
+    """A balanced Feistel network on 2·half bits of each stratum (a bijection of
+    0..4^half − 1), walked again while the value is not below the stratum's rows."""
+    out = np.empty(len(x), dtype=np.int64)
+    for i in range(len(x)):
+        s = codes[i]
+        h = half[s]
+        mask = (np.uint64(1) << h) - np.uint64(1)
+        y = x[i]
+        while True:
+            left, right = y >> h, y & mask
+            for r in range(keys.shape[1]):
+                left, right = right, left ^ (_mix(right ^ keys[s, r]) & mask)
+            y = (left << h) | right
+            if y < rows[s]:
+                break
+        out[i] = np.int64(y)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _mix(x):  # pragma: no cover - numba
+    """splitmix64's finaliser (``soak_dask.hashing``), on one uint64."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
 
 def group_strata(sizes: pd.DataFrame, group: str, keys: list[str]) -> pd.DataFrame:
@@ -223,21 +238,25 @@ def group_strata(sizes: pd.DataFrame, group: str, keys: list[str]) -> pd.DataFra
 def draw_groups(
     groups: pd.DataFrame, share: float, seed: int, draw: int, purpose: str
 ) -> pd.Series:
-    """Whether each group (``group_strata``'s rows) is drawn: per stratum, groups in a seeded
-    random order, the prefix whose rows come nearest share·N_s (ties: the shorter prefix).
-    Indexed by group value."""
-    tie = seeded_hash(
-        seed, salt(purpose), np.uint64(draw), pd.util.hash_array(groups["group"].to_numpy())
-    )
+    """Whether each group (``group_strata``'s rows) is drawn, indexed by group value.
+
+    Each stratum's groups are put in a seeded random order and each group placed at the
+    middle of its rows' span within its stratum (0..1); all groups are then taken in order
+    of that place, and the prefix whose rows come nearest share·N is drawn. Every stratum so
+    gives a prefix of its own order of about share of its rows, and the total is within half
+    a group of share·N.
+    """
+    hashed = pd.util.hash_array(groups["group"].to_numpy())
+    tie = seeded_hash(seed, salt(purpose), np.uint64(draw), hashed)
     order = groups.assign(_tie=tie).sort_values(["stratum", "_tie"])
+    n = order["n"].to_numpy(np.float64)
+    per = order.groupby("stratum")["n"]
+    place = (per.cumsum().to_numpy() - n / 2) / per.transform("sum").to_numpy()
+    order = order.assign(_place=place).sort_values(["_place", "_tie"])
+    cum = np.concatenate([[0], np.cumsum(order["n"].to_numpy())])
+    take = int(np.argmin(np.abs(cum - share * cum[-1])))
     drawn = np.zeros(len(order), dtype=bool)
-    strata = order["stratum"].to_numpy()
-    sizes = order["n"].to_numpy(np.int64)
-    for s in np.unique(strata):
-        at = np.flatnonzero(strata == s)
-        cum = np.concatenate([[0], np.cumsum(sizes[at])])
-        take = int(np.argmin(np.abs(cum - share * cum[-1])))
-        drawn[at[:take]] = True
+    drawn[:take] = True
     return pd.Series(drawn, index=order["group"].to_numpy()).sort_index()
 
 
