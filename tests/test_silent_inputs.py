@@ -257,3 +257,27 @@ def test_cli_honours_an_extreme_ratio(csv, tmp_path, capsys, scheduler):
     found = [pd.read_csv(f) for f in out.glob("*.csv")]
     summary = next(f for f in found if "ratio_used" in f.columns)
     assert summary["ratio_used"].tolist() == [8 / 160, 155 / 160]
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"k": 7}, "k=7 is used only by the methods \\['overlap', 'overlap_class'\\]"),
+        ({"knn": "nndescent"}, "knn='nndescent' is used only by"),
+        ({"n_levels": 3}, "n_levels=3 is used only by"),
+        ({"mdc_max_rows": 50}, "mdc_max_rows=50 is used only by the methods \\['mdc'\\]"),
+        ({"doptimal_repeats": 5}, "doptimal_repeats=5 is used only by"),
+    ],
+)
+def test_compare_sampling_options_no_method_uses_refused(options, match):
+    with pytest.raises(ValueError, match=match):
+        sd.compare_sampling(table(), ["featureless"], methods=["random", "stratified"],
+                            n_random=3, progress=False, **options)  # fmt: skip
+
+
+def test_compare_sampling_cli_option_no_method_uses(csv, tmp_path, capsys, scheduler):
+    argv = ["compare-sampling", csv["plain"], "--label", "y", "--features", "a,b", "--out",
+            tmp_path / "o", "--methods", "random", "--k", "9", "--n-random", "3"]  # fmt: skip
+    code, err = soak(argv, capsys, scheduler)
+    assert code == 2 and "k=9 is used only by the methods" in err
+    assert len(err.strip().splitlines()) == 1
