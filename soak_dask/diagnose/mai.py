@@ -32,6 +32,7 @@ from ..run.fitting import RunSpec
 from ..run.strategies import Batched, Context, WholeTrainSet
 from ..split.folds import check_seed
 from ..split.plan import Fit, Selection, Term, build_plan
+from ..tables.checks import refuse_ignored
 from ..tables.table import Table, check_table
 from .overlap import DEFAULT_K, POSITION, check_classification
 from .sampling import (
@@ -247,11 +248,9 @@ def check_method_options(methods: Sequence[str], **given: Any) -> None:
     """Refuse an option given (other than its default) when no method asked for uses it."""
     for name, value in given.items():
         default, users = METHOD_OPTIONS[name]
-        if value != default and not set(users) & set(methods):
-            raise ValueError(
-                f"{name}={value!r} is used only by the methods {list(users)}, and methods="
-                f"{list(methods)} has none of them; leave {name} out or add such a method"
-            )
+        if not set(users) & set(methods):
+            named = "the methods " + " and ".join(map(repr, users))
+            refuse_ignored(name, value, default, f"methods={list(methods)}", named)
 
 
 def _at_least(value: Any, low: int, name: str) -> int:

@@ -28,6 +28,7 @@ from ..tables.checks import (
     check_classes,
     check_folds_within_groups,
     one_class_warning,
+    refuse_ignored,
     unequal_folds_warning,
     warn,
 )
@@ -163,6 +164,7 @@ def soak(
         k: v for k, v in locals().items() if k in SETTINGS and k not in ("learners", "measures")
     }
     options = check_run_options(given)
+    _refuse_ignored(options)
     seed, n_folds = options["seed"], options["n_folds"]
     sized = {k: options[k] for k in ("sizes", "ratio", "size_seeds")}
     design = SameOtherAll(
@@ -243,6 +245,16 @@ def _checked(
     check_classes(classes, table.label)  # before the subsets' one-class warning
     warn(one_class_warning(counts, table.subset, table.label), stacklevel=3)
     return counts, classes
+
+
+def _refuse_ignored(options: dict[str, Any]) -> None:
+    """Options SOAK would ignore: the down-sampling's without ``sizes``, ``epochs`` without
+    ``incremental``."""
+    if options["sizes"] == -1:
+        for name, default in (("ratio", 0.5), ("size_seeds", 1)):
+            refuse_ignored(name, options[name], default, "sizes=-1", "sizes=0 or more")
+    if not options["incremental"]:
+        refuse_ignored("epochs", options["epochs"], 1, "incremental=False", "incremental=True")
 
 
 def _settings(

@@ -22,6 +22,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from ..hashing import salt, seeded_hash, uniform
+from ..tables.checks import refuse_ignored
 from ..tables.table import FOLD_COLUMN, Table, category_codes
 from .folds import balanced_folds, check_balance, check_n_folds, check_seed
 from .plan import Fit, Plan, Selection, Term, build_plan
@@ -362,14 +363,11 @@ _DESIGN_OPTIONS = {
 def _check_ignored(outer: str, outer_folds: Any, outer_repeats: Any, train_ratio: Any) -> None:
     given = {"outer_folds": outer_folds, "outer_repeats": outer_repeats, "train_ratio": train_ratio}
     if outer not in OUTER:
-        return  # refused with the strategies listed below
+        return  # refused with the strategies listed
     for name, (default, users) in _DESIGN_OPTIONS.items():
-        value = given[name]
-        if outer not in users and not (value is None or value == default):
-            raise ValueError(
-                f"{name}={value!r} is not used by outer={outer!r} (only by "
-                f"{', '.join(map(repr, users))}); leave {name} out, or choose one of those"
-            )
+        if outer not in users:
+            named = " or ".join(f"outer={u!r}" for u in users)
+            refuse_ignored(name, given[name], default, f"outer={outer!r}", named)
 
 
 def _repr(builder: Any, *names: str) -> str:
