@@ -35,7 +35,7 @@ from ..run.executor import current_client, run_plan
 from ..run.fitting import RunSpec
 from ..run.strategies import Context, WholeTrainSet
 from ..schema import MEASURE_NAMES, MEASURES
-from ..split.folds import check_n_folds, check_seed, group_folds, permuted_block_folds
+from ..split.folds import check_n_folds, check_seed, group_folds
 from ..split.plan import Fit, Plan, Selection, Term, build_plan
 from ..split.shares import (
     Strata,
@@ -412,15 +412,19 @@ def _row_partition_keys(
     partition_info: dict | None = None,
 ) -> pd.DataFrame:
     """One partition with its key columns: a row trains when its rank in the trial's draw
-    (``soak_dask.split.shares.ranks``) is below its class's train rows; the train ranks are
-    a random order of the class's train rows, dealt into folds as ``assign_folds`` deals."""
+    (``soak_dask.split.shares.ranks``) is below its class's train rows. The train ranks are
+    a random order of the class's train rows, so rank mod K (shifted by a seeded offset per
+    class, so the classes' extra rows fall in different folds) deals them into K folds whose
+    sizes differ by at most one row per class."""
     number = partition_info["number"] if partition_info else 0
     codes, positions = strata.positions(part, number)
+    strata_ids = np.arange(len(strata.rows), dtype=np.uint64)
     columns = {}
     for column, ratio, trial, draw_seed, fold_seed in designs:
         rank = ranks(codes, positions, strata.rows, draw_seed, trial, f"sensitivity:{ratio!r}")
         train = rank < sizes[ratio][codes]
-        folds = permuted_block_folds(codes, np.where(train, rank, 0), n_folds, fold_seed)
+        offset = (seeded_hash(fold_seed, strata_ids) % np.uint64(n_folds)).astype(np.int64)
+        folds = (rank + offset[codes]) % n_folds + 1
         columns[column] = np.where(train, folds, 0).astype(np.int8)
     return with_columns(part, columns)
 
