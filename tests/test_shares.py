@@ -99,7 +99,8 @@ def test_draw_exact_and_independent_of_partitioning(n, parts, share, seed):
     strata = df.groupby(keys).size()
     expected = share_sizes(strata.to_numpy(), share, seed)
     np.testing.assert_array_equal(one["d1"].groupby([df[k] for k in keys]).sum(), expected)
-    assert not one["d1"].equals(one["d2"]) or m in (1, n - 1)
+    if min(m, n - m) >= 5:  # two draws alike by chance: under 1 in 100 000
+        assert not one["d1"].equals(one["d2"])
 
 
 def test_groups_drawn_whole_to_within_a_group():
