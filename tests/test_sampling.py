@@ -22,7 +22,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 import soak_dask as sd
 from soak_dask.diagnose import mai, sampling
 from soak_dask.diagnose.overlap import DO_COLUMN, POSITION, overlap_degrees
-from soak_dask.hashing import salt, seeded_hash
+from soak_dask.split.shares import ranks, share_sizes
 from soak_dask.tables.table import FOLD_COLUMN
 
 NOTES = Path("/tmp/notes")
@@ -65,7 +65,7 @@ def split_of(method: str, df: pd.DataFrame, parts: int, ratio: float, seed: int,
 )
 def test_train_sizes(rows, ratio, seed):
     rows = np.array(rows)
-    sizes = sampling.train_sizes(rows, ratio, seed)
+    sizes = share_sizes(rows, ratio, seed)
     assert sizes.sum() == round(rows.sum() * ratio)
     assert (sizes >= np.floor(rows * ratio)).all() and (sizes <= np.ceil(rows * ratio)).all()
 
@@ -83,7 +83,7 @@ def test_stratified_sizes_and_partitioning(n, n_classes, ratio, seed, parts):
     one = split_of("stratified", df, 1, ratio, seed)
     np.testing.assert_array_equal(one, split_of("stratified", df, parts, ratio, seed))
     rows = df["y"].value_counts().sort_index()
-    expected = sampling.train_sizes(rows.to_numpy(), ratio, seed)
+    expected = share_sizes(rows.to_numpy(), ratio, seed)
     np.testing.assert_array_equal(pd.Series(one).groupby(df["y"]).sum().to_numpy(), expected)
 
 
@@ -97,27 +97,28 @@ def test_overlap_split_per_level(ratio, seed, parts):
     got = split_of("overlap", df, 1, ratio, seed)
     np.testing.assert_array_equal(got, split_of("overlap", df, parts, ratio, seed))
     rows = np.bincount(degrees, minlength=6)
-    expected = sampling.train_sizes(rows, ratio, seed)
-    np.testing.assert_array_equal(np.bincount(degrees, weights=got, minlength=6), expected)
+    expected = share_sizes(rows[rows > 0], ratio, seed)  # the levels present are the strata
+    trained = np.bincount(degrees, weights=got, minlength=6)[rows > 0]
+    np.testing.assert_array_equal(trained, expected)
     by_class = split_of("overlap_class", df, parts, ratio, seed)
     cells = degrees * 2 + (df["y"].to_numpy() == "b")
-    expected = sampling.train_sizes(np.bincount(cells, minlength=12), ratio, seed)
-    np.testing.assert_array_equal(np.bincount(cells, weights=by_class, minlength=12), expected)
+    rows = np.bincount(cells, minlength=12)
+    expected = share_sizes(rows[rows > 0], ratio, seed)
+    trained = np.bincount(cells, weights=by_class, minlength=12)[rows > 0]
+    np.testing.assert_array_equal(trained, expected)
 
 
-def test_threshold_search_takes_the_smallest_hashes():
-    """Beyond a few thousand rows a group is narrowed down bucket by bucket: the training
-    rows are still exactly those with the smallest hashes of their position."""
+def test_hash_split_is_the_exact_share_draw():
+    """Each key column is one draw of ``soak_dask.split.shares``: the round(t·N) rows of
+    smallest rank in the seeded permutation of their positions, draw by draw."""
     n = 9000
     df = pd.DataFrame({"b0": np.arange(n, dtype=float), "y": np.repeat(["a", "b"], n // 2)})
     table = sampling.ensure_positions(table_of(df, 3))
     split = sampling.hash_split(table, 0.3, 7, "test", ["k1", "k2"])
     keys = split.data[["k1", "k2"]].compute().to_numpy()
     for r in range(2):
-        h = seeded_hash(7, np.uint64(salt("sampling:test")), np.uint64(r), np.arange(n))
-        expected = np.zeros(n, dtype=np.int8)
-        expected[np.argsort(h)[: round(0.3 * n)]] = 1
-        np.testing.assert_array_equal(keys[:, r], expected)
+        rank = ranks(np.zeros(n, int), np.arange(n), np.array([n]), 7, r + 1, "sampling:test")
+        np.testing.assert_array_equal(keys[:, r], (rank < round(0.3 * n)).astype(np.int8))
     assert not np.array_equal(keys[:, 0], keys[:, 1])
 
 
@@ -163,11 +164,10 @@ def test_doptimal_picks_the_largest_determinant():
     df = frame(120, seed=7)
     got = split_of("doptimal", df, 2, 0.7, 3, n_repeats=6)
     X = df[["b0", "b1", "b2"]].to_numpy() / df[["b0", "b1", "b2"]].std().to_numpy()
-    key = int(salt("sampling:doptimal"))
     trains = []
-    for r in range(6):
-        h = seeded_hash(3, np.uint64(key), np.uint64(r), np.arange(120))
-        trains.append(np.isin(np.arange(120), np.argsort(h)[:84]))
+    for r in range(1, 7):
+        rank = ranks(np.zeros(120, int), np.arange(120), np.array([120]), 3, r, "sampling:doptimal")
+        trains.append(rank < 84)
     logdets = [np.linalg.slogdet(X[t].T @ X[t])[1] for t in trains]
     np.testing.assert_array_equal(got.astype(bool), trains[int(np.argmax(logdets))])
 
@@ -182,7 +182,7 @@ def test_clustering_shares_per_cluster():
     clusters = KMeans(3, n_init=10, random_state=4).fit_predict(Z)
     per = pd.Series(got).groupby(clusters).agg(["sum", "size"])
     np.testing.assert_array_equal(
-        per["sum"].to_numpy(), sampling.train_sizes(per["size"].to_numpy(), 0.7, 4)
+        per["sum"].to_numpy(), share_sizes(per["size"].to_numpy(), 0.7, 4)
     )
 
 

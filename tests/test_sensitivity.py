@@ -21,12 +21,12 @@ from sklearn.model_selection import PredefinedSplit, cross_val_score
 import soak_dask as sd
 from soak_dask.diagnose.sensitivity import (
     SplitTrials,
-    _row_partition_keys,
     recommend,
     split_sensitivity,
     split_sensitivity_summary,
     split_sensitivity_trials,
 )
+from soak_dask.split.shares import share_sizes
 
 from .conftest import toy_table
 
@@ -146,16 +146,18 @@ def test_recommend_rule():
 
 
 def test_keys_balanced(table, frame):
+    """Exactly round(r·N) rows train, class by class by largest remainder; each class's train
+    rows are dealt to K folds whose sizes differ by at most one."""
     rows, columns = keys(table, ratios=(0.5, 0.7), trials=3, n_folds=4)
+    per_class = frame["y"].value_counts().sort_index()
     for (i, _), column in columns.items():
-        k, n = [(1, 2), (3, 10)][i - 1]
+        expected = share_sizes(per_class.to_numpy(), (0.5, 0.7)[i - 1], 0)
+        trains = (rows[column] > 0).groupby(frame["y"]).sum().sort_index()
+        np.testing.assert_array_equal(trains.to_numpy(), expected)
         for _, part in rows.groupby(frame["y"]):
             code = part[column].to_numpy()
-            n_class = len(code)
-            n_test = int((code == 0).sum())
-            assert n_class // n * k <= n_test <= -(-n_class // n) * k  # whole blocks of n
             folds = np.bincount(code[code > 0], minlength=5)[1:]
-            assert folds.max() - folds.min() <= 1  # K folds of the class's train rows
+            assert folds.max() - folds.min() <= 1
 
 
 def test_keys_do_not_depend_on_the_partitioning(frame, table):
@@ -168,40 +170,32 @@ def test_keys_do_not_depend_on_the_partitioning(frame, table):
     assert not one[names].equals(other[names])
 
 
-def _partition_keys(labels: np.ndarray, cuts: list[int], n: int, k: int) -> np.ndarray:
-    """The key column of one design, for the rows ``labels`` cut into partitions at ``cuts``."""
-    parts = np.split(labels, cuts)
-    counts = np.array([np.bincount(p, minlength=3) for p in parts])
-    offsets = np.cumsum(counts, axis=0) - counts
-    design = [("key", k, n, 7, 8)]
-    out = [
-        _row_partition_keys(
-            pd.DataFrame({"y": p}), "y", (0, 1, 2), offsets, counts, design, 4, {"number": j}
-        )["key"].to_numpy()
-        for j, p in enumerate(parts)
-    ]
-    return np.concatenate(out)
-
-
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(
-    labels=st.lists(st.integers(0, 2), min_size=1, max_size=120),
-    cuts=st.lists(st.integers(0, 120), max_size=4),
-    share=st.sampled_from([(1, 2), (3, 10), (1, 5), (2, 3)]),
+    labels=st.lists(st.integers(0, 2), min_size=12, max_size=120),
+    parts=st.integers(2, 6),
+    ratio=st.sampled_from([0.3, 0.5, 0.8, 0.97]),
 )
-def test_partition_keys_invariant(labels, cuts, share):
-    """Any partitioning gives the keys of one partition; every class's train rows get folds
-    whose sizes differ by at most one, and its whole blocks of n rows give k test rows each."""
-    labels = np.array(labels)
-    k, n = share
-    whole = _partition_keys(labels, [], n, k)
-    cut = sorted(c for c in cuts if c <= len(labels))
-    np.testing.assert_array_equal(_partition_keys(labels, cut, n, k), whole)
-    for c in range(3):
-        code = whole[labels == c]
-        assert len(code) // n * k <= (code == 0).sum() <= -(-len(code) // n) * k
-        folds = np.bincount(code[code > 0], minlength=5)[1:]
-        assert folds.max() - folds.min() <= 1
+def test_partition_keys_invariant(labels, parts, ratio):
+    """Any partitioning gives the keys of one partition; round(r·N) rows train; every
+    class's train rows get folds whose sizes differ by at most one."""
+    df = pd.DataFrame({"x0": np.arange(len(labels), dtype=float), "y": np.array(labels)})
+    if df["y"].nunique() < 2 or len(df) * ratio < 5 or len(df) * (1 - ratio) < 0.5:
+        return
+    table = sd.load_table(df, label="y", features=["x0"])
+    try:
+        whole, columns = keys(table, ratios=(ratio,), trials=3, n_folds=2)
+    except ValueError:  # no class trains on 2 rows: refused whatever the partitioning
+        return
+    split = sd.load_table(dd.from_pandas(df, npartitions=parts), label="y", features=["x0"])
+    cut, _ = keys(split, ratios=(ratio,), trials=3, n_folds=2)
+    names = list(columns.values())
+    pd.testing.assert_frame_equal(whole[names], cut[names])
+    for name in names:
+        assert (whole[name] > 0).sum() == round(len(df) * ratio)
+        for _, code in whole[name].groupby(df["y"]):
+            folds = np.bincount(code[code > 0], minlength=3)[1:]
+            assert folds.max() - folds.min() <= 1
 
 
 def test_groups_stay_whole(frame):
@@ -244,10 +238,14 @@ def test_regression_and_an_estimator(frame):
     assert ds["cv_score"].notnull().all() and (ds["cv_score"] > 0).all()
 
 
-def test_ratio_drawn_as_k_of_n_parts_warns():
-    with pytest.warns(UserWarning, match="0.83 as 0.8333"):
-        design = SplitTrials([0.5, 0.83], trials=3)
-    assert design.shares == [(1, 2), (1, 6)]
+@pytest.mark.parametrize("ratio", [0.01, 0.83, 0.99])
+def test_any_ratio_drawn_exactly(ratio):
+    """A ratio is honoured to the row (once k of K ≤ 20 parts: 0.01 and 0.99 became 0.5)."""
+    df = toy_table(1000, seed=4, n_groups=12)
+    tab = sd.load_table(df, label="y", features=FEATURES)
+    rows, columns = keys(tab, ratios=(ratio,), trials=3, n_folds=2)
+    for column in columns.values():
+        assert (rows[column] > 0).sum() == round(1000 * ratio)
 
 
 @pytest.mark.parametrize(
@@ -257,7 +255,7 @@ def test_ratio_drawn_as_k_of_n_parts_warns():
         ({"ratios": [0.5, 1]}, "strictly between 0 and 1"),
         ({"ratios": ["0.5"]}, "need shares"),
         ({"ratios": [True]}, "need shares"),
-        ({"ratios": [0.8, 0.801]}, "both drawn as the test share 1/5"),
+        ({"ratios": [0.8, 0.8]}, "0.8 is given twice"),
         ({"trials": 2}, "trials=2: need an integer of at least 3"),
         ({"trials": 2.5}, "trials=2.5"),
         ({"n_folds": 1}, "n_folds=1: need an integer of at least 2"),
@@ -293,13 +291,15 @@ def test_not_a_table_refused(frame):
 
 def test_too_little_data_refused(frame):
     tiny = sd.load_table(frame.head(12), label="y", features=FEATURES)  # 7 yes, 5 no
-    match = r"ratio=0.9 \(test 1 of 10 parts\) with n_folds=5 needs at least 10 rows of one"
+    match = r"ratio=0.3 trains on 4 of the 12 rows \(at most 2 of one class\) and n_folds=5"
     with pytest.raises(ValueError, match=match):
-        split_sensitivity(tiny, "logistic", ratios=(0.9,), trials=3, n_folds=5)
+        split_sensitivity(tiny, "logistic", ratios=(0.3,), trials=3, n_folds=5)
+    with pytest.raises(ValueError, match="ratio=0.01 draws 0 of the table's 12 rows"):
+        split_sensitivity(tiny, "logistic", ratios=(0.01,), trials=3, n_folds=2)
     # One group per class: the test part or a train fold is left without groups.
     grouped = sd.load_table(frame.assign(group=frame["y"]), label="y", features=FEATURES,
                             group="group")  # fmt: skip
-    with pytest.raises(ValueError, match="2 groups of 'group' leave the test part or a train"):
+    with pytest.raises(ValueError, match="ratio=0.8 draws 2 of the table's 2 groups of 'group'"):
         split_sensitivity(grouped, "logistic", ratios=(0.8,), trials=3, n_folds=3)
 
 

@@ -31,6 +31,7 @@ from ..run.session import result_attrs, start
 from ..run.strategies import Batched, WholeTrainSet
 from ..split.folds import check_seed
 from ..split.plan import Fit, Selection, Term, build_plan
+from ..tables.checks import refuse_ignored
 from ..tables.table import Table, check_table
 from .overlap import DEFAULT_K, POSITION, check_classification
 from .sampling import (
@@ -143,6 +144,8 @@ def compare_sampling(
         )
     seed, ratio = check_seed(seed), check_ratio(train_ratio)
     methods = check_methods(methods)
+    check_method_options(methods, k=k, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows,
+                         doptimal_repeats=doptimal_repeats)  # fmt: skip
     n_random = _at_least(n_random, 2, "n_random")
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     session = start(
@@ -152,6 +155,7 @@ def compare_sampling(
     base = ensure_positions(base)
     if persist:
         base = replace(base, data=base.data.persist())
+    classes = tuple(classes_of(base))  # a one-class table is refused before any split
     overlap = {"k": k, "n_levels": n_levels}
     if {"overlap", "overlap_class"} <= set(methods):  # one search serves both
         overlap["degrees"] = degree_frame(base, k, knn, seed)
@@ -162,7 +166,6 @@ def compare_sampling(
         "doptimal": {"n_repeats": doptimal_repeats},
     }
     keyed, notes = _draw_splits(base, methods, ratio, seed, options, n_random)
-    classes = tuple(classes_of(base))
     plan = sampling_plan(methods, n_random)
     data = keyed.data.drop(columns=[POSITION])
     # No (subset, fold) cells: the one-pass strategy is not used.
@@ -232,6 +235,25 @@ def check_methods(methods: Sequence[str] | str) -> tuple[str, ...]:
     if not methods or len(set(methods)) < len(methods):
         raise ValueError(f"methods={list(methods)}: need one or more distinct methods")
     return methods
+
+
+#: Options of some methods only: their defaults, and the methods that use them.
+METHOD_OPTIONS = {
+    "k": (DEFAULT_K, ("overlap", "overlap_class")),
+    "n_levels": (None, ("overlap", "overlap_class")),
+    "knn": ("exact", ("overlap", "overlap_class")),
+    "mdc_max_rows": (MDC_MAX_ROWS, ("mdc",)),
+    "doptimal_repeats": (D_OPTIMAL_REPEATS, ("doptimal",)),
+}
+
+
+def check_method_options(methods: Sequence[str], **given: Any) -> None:
+    """Refuse an option given (other than its default) when no method asked for uses it."""
+    for name, value in given.items():
+        default, users = METHOD_OPTIONS[name]
+        if not set(users) & set(methods):
+            named = "the methods " + " and ".join(map(repr, users))
+            refuse_ignored(name, value, default, f"methods={list(methods)}", named)
 
 
 def _at_least(value: Any, low: int, name: str) -> int:

@@ -10,19 +10,17 @@ function here adds one key column to a ``Table``: 1 for a training row, 0 for a 
 ``overlap_folds`` deals the same balance into K folds for ``soak`` and ``evaluate``.
 
 Every "randomly choose t·N_s rows of group s" is an exact-size simple random sample: the
-t·N_s rows of the group with the smallest seeded hashes of their position in the table. The
-threshold hash of each group is found by a few passes that count the hashes in 256 buckets
-per group and narrow down to the bucket holding it (``split_thresholds``), so no pass brings
-more than small histograms and a few thousand hashes to the client, and the split depends on
-the seed and the rows only -- not on the partitioning or the workers. Group sizes are rounded
-by largest remainder, so the training set holds round(t·N) rows in all.
+exact-share draw of ``soak_dask.split.shares`` (the one draw ``evaluate`` and
+``split_sensitivity`` use too), from one pass counting each partition's rows per group. Group
+sizes are rounded by largest remainder, so the training set holds round(t·N) rows in all, and
+the split depends on the seed and the rows only -- not on the partitioning or the workers.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import dask
@@ -32,7 +30,6 @@ import pandas as pd
 from numba import njit
 from scipy.spatial.distance import cdist
 
-from ..hashing import salt, seeded_hash, uniform
 from ..run.reduction import tree_reduce
 from ..schema import DEFAULT_N_FOLDS
 from ..split.folds import (
@@ -42,6 +39,16 @@ from ..split.folds import (
     check_n_folds,
     check_seed,
 )
+from ..split.shares import (
+    add_draws,
+    check_sides,
+    count_strata,
+    drawn_rows,
+    partition_lengths,
+    share_sizes,
+    with_columns,
+)
+from ..tables.checks import check_classes
 from ..tables.table import FOLD_COLUMN, Table, category_codes, float_array
 from .overlap import (
     DEFAULT_K,
@@ -64,11 +71,6 @@ KMEANS_MAX_ROWS = 20_000
 D_OPTIMAL_REPEATS = 100
 #: The column of a group code 0..S-1 while a split is drawn.
 STRATUM = "__soak_stratum__"
-_BUCKETS = 256
-_BITS = 8  # log2(_BUCKETS)
-#: A group's hashes are gathered to the client once at most this many are left to search.
-_GATHER = 2048
-_ALL = np.iinfo(np.uint64).max
 _SAMPLED = "__soak_sampled__"
 
 
@@ -80,184 +82,6 @@ def check_ratio(train_ratio: Any) -> float:
     return float(train_ratio)
 
 
-def train_sizes(rows: np.ndarray, ratio: float, seed: int) -> np.ndarray:
-    """Training rows of each group: ⌊t·N_s⌋, plus one for the groups with the largest
-    remainders (ties broken by a seeded hash) until the total is round(t·N).
-
-    Examples
-    --------
-    >>> train_sizes(np.array([10, 5, 1]), 0.7, seed=1).tolist()  # 7 + 3.5 + 0.7 -> 11
-    [7, 3, 1]
-    """
-    rows = np.asarray(rows, dtype=np.int64)
-    exact = rows * ratio
-    sizes = np.floor(exact + 1e-9).astype(np.int64)  # 0.29 * 100 is 28.999...96
-    extra = int(round(rows.sum() * ratio)) - int(sizes.sum())
-    tie = uniform(seeded_hash(seed, salt("sampling:sizes"), np.arange(len(rows))))
-    order = np.lexsort((tie, -(exact - sizes)))
-    sizes[order[:extra]] += 1
-    return sizes
-
-
-@dataclass
-class _Search:
-    """Where each (split, group)'s threshold hash is being looked for: among the hashes in
-    [lo, lo + 256 << shift), at rank ``need`` (1-based); ``gather`` once few are left."""
-
-    lo: np.ndarray
-    shift: np.ndarray
-    need: np.ndarray
-    gather: np.ndarray
-    active: np.ndarray
-    threshold: np.ndarray
-
-    @classmethod
-    def start(cls, rows: np.ndarray, sizes: np.ndarray, n_splits: int) -> _Search:
-        shape = (n_splits, len(rows))
-        full = np.broadcast_to(sizes >= rows, shape)
-        return cls(
-            lo=np.zeros(shape, dtype=np.uint64),
-            shift=np.full(shape, 64 - _BITS, dtype=np.uint64),
-            need=np.broadcast_to(sizes, shape).copy(),
-            gather=np.broadcast_to(rows <= _GATHER, shape).copy(),
-            active=np.broadcast_to((sizes > 0) & (sizes < rows), shape).copy(),
-            threshold=np.where(full, _ALL, np.uint64(0)).astype(np.uint64),
-        )
-
-
-def split_thresholds(
-    table: Table, strata: str | None, sizes: np.ndarray, n_splits: int, seed: int, key: int
-) -> np.ndarray:
-    """For each of ``n_splits`` splits and each group, the hash of the ``sizes[s]``-th smallest
-    hash among the group's rows: a row trains when its hash is at most that of its group.
-
-    ``table`` holds ``POSITION``; ``strata`` names a column of group codes 0..S-1 (None: one
-    group). Rows' hashes are ``seeded_hash(seed, key, split, position)``.
-    """
-    rows = _group_rows(table, strata, len(sizes))
-    state = _Search.start(rows, sizes, n_splits)
-    columns = [POSITION, *([strata] if strata else [])]
-    parts = table.data[columns].to_delayed()
-    while state.active.any():
-        scans = [
-            dask.delayed(_scan_part, pure=True)(part, strata, seed, key, state) for part in parts
-        ]
-        (total,) = tree_reduce(scans, _merge_scans, 8)
-        hist, found = dask.compute(total)[0]
-        _narrow(state, hist, found)
-    return state.threshold
-
-
-def _group_rows(table: Table, strata: str | None, n_groups: int) -> np.ndarray:
-    if strata is None:
-        return np.array([int(table.data.map_partitions(len).sum().compute())])
-    counts = table.data[strata].value_counts(split_out=1).compute()
-    return np.bincount(counts.index.to_numpy(np.int64), counts.to_numpy(), minlength=n_groups)
-
-
-def _scan_part(
-    part: pd.DataFrame, strata: str | None, seed: int, key: int, state: _Search
-) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-    """Bucket counts of the partition's hashes still searched, and those gathered."""
-    n_splits, n_groups = state.lo.shape
-    pos = part[POSITION].to_numpy().astype(np.uint64)
-    group = part[strata].to_numpy(np.int64) if strata else np.zeros(len(part), np.int64)
-    hist = np.zeros((n_splits, n_groups * _BUCKETS), dtype=np.int64)
-    found: list[tuple[np.ndarray, ...]] = []
-    for r in np.flatnonzero(state.active.any(axis=1)):
-        rows = np.flatnonzero(state.active[r, group])
-        g = group[rows]
-        h = seeded_hash(seed, np.uint64(key), np.uint64(r), pos[rows])
-        lo = state.lo[r, g]
-        inside = h >= lo
-        bucket = np.where(inside, (h - lo) >> state.shift[r, g], _BUCKETS)
-        inside &= bucket < _BUCKETS
-        take = inside & state.gather[r, g]
-        found.append((np.full(take.sum(), r), g[take], h[take]))
-        count = inside & ~state.gather[r, g]
-        cells = g[count] * _BUCKETS + bucket[count].astype(np.int64)
-        hist[r] += np.bincount(cells, minlength=n_groups * _BUCKETS)
-    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint64))
-    merged = tuple(np.concatenate(a) for a in zip(*found, strict=True)) if found else empty
-    return hist.reshape(n_splits, n_groups, _BUCKETS), merged
-
-
-def _merge_scans(items: list) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-    hist = sum(item[0] for item in items)
-    found = tuple(np.concatenate(a) for a in zip(*(item[1] for item in items), strict=True))
-    return hist, found
-
-
-def _narrow(state: _Search, hist: np.ndarray, found: tuple[np.ndarray, ...]) -> None:
-    """Move each searched (split, group) to the bucket holding its rank, or read its
-    threshold from the hashes gathered."""
-    split, group, h = found
-    order = np.lexsort((h, group, split))
-    split, group, h = split[order], group[order], h[order]
-    n_groups = state.lo.shape[1]
-    cell = split * n_groups + group
-    for r, s in zip(*np.nonzero(state.active), strict=True):
-        need = int(state.need[r, s])
-        if state.gather[r, s]:
-            start = np.searchsorted(cell, r * n_groups + s)
-            state.threshold[r, s] = h[start + need - 1]
-            state.active[r, s] = False
-            continue
-        counts = hist[r, s]
-        cum = np.cumsum(counts)
-        b = int(np.searchsorted(cum, need))
-        state.need[r, s] = need - (cum[b] - counts[b])
-        state.lo[r, s] += np.uint64(b) << state.shift[r, s]
-        if state.shift[r, s] == 0:  # a bucket of one hash value: that value
-            state.threshold[r, s] = state.lo[r, s]
-            state.active[r, s] = False
-        elif counts[b] <= _GATHER:
-            state.gather[r, s] = True
-        else:
-            state.shift[r, s] -= np.uint64(_BITS)
-
-
-def _keys_part(
-    part: pd.DataFrame,
-    strata: str | None,
-    thresholds: np.ndarray,
-    taken: np.ndarray,
-    seed: int,
-    key: int,
-    columns: dict[str, int],
-) -> pd.DataFrame:
-    """The partition with a key column per name of ``columns`` (name -> split number)."""
-    masks = _train_masks(part, strata, thresholds, taken, seed, key, list(columns.values()))
-    return _with_columns(part, dict(zip(columns, masks, strict=True)))
-
-
-def _with_columns(frame: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
-    """``frame`` with ``columns`` added in one step (one ``assign`` per column would fragment a
-    frame given a hundred keys)."""
-    new = pd.DataFrame(columns, index=frame.index)
-    return pd.concat([frame.drop(columns=[c for c in columns if c in frame]), new], axis=1)
-
-
-def _train_masks(
-    part: pd.DataFrame,
-    strata: str | None,
-    thresholds: np.ndarray,
-    taken: np.ndarray,
-    seed: int,
-    key: int,
-    splits: list[int],
-) -> list[np.ndarray]:
-    """For each split of ``splits``, 1 for the partition's training rows and 0 for its test
-    rows (int8)."""
-    pos = part[POSITION].to_numpy().astype(np.uint64)
-    group = part[strata].to_numpy(np.int64) if strata else np.zeros(len(part), np.int64)
-    out = []
-    for r in splits:
-        h = seeded_hash(seed, np.uint64(key), np.uint64(r), pos)
-        out.append((taken[group] & (h <= thresholds[r, group])).astype(np.int8))
-    return out
-
-
 def hash_split(
     table: Table,
     train_ratio: float,
@@ -265,23 +89,23 @@ def hash_split(
     purpose: str,
     columns: list[str],
     strata: str | None = None,
-    n_groups: int = 1,
 ) -> Table:
     """Add one key column per name of ``columns``: independent exact-size simple random
-    samples of share ``train_ratio`` of the rows of each group (``strata``: a column of codes
-    0..``n_groups``-1; None: all rows one group), 1 for training rows, 0 for test rows.
+    samples of share ``train_ratio`` of the rows of each group (``strata``: a column of group
+    codes; None: all rows one group), 1 for training rows, 0 for test rows
+    (``soak_dask.split.shares.add_draws``), and ``POSITION``.
 
     ``purpose`` names the random stream (``salt("sampling:" + purpose)``).
     """
     table = ensure_positions(table)
-    rows = _group_rows(table, strata, n_groups)
-    sizes = train_sizes(rows, train_ratio, seed)
-    key = int(salt(f"sampling:{purpose}"))
-    thresholds = split_thresholds(table, strata, sizes, len(columns), seed, key)
-    meta = _with_columns(table.data._meta, {c: np.zeros(0, np.int8) for c in columns})
-    numbered = {c: r for r, c in enumerate(columns)}
-    data = table.data.map_partitions(
-        _keys_part, strata, thresholds, sizes > 0, seed, key, numbered, meta=meta
+    data, _ = add_draws(
+        table.data,
+        train_ratio,
+        seed,
+        names=columns,
+        keys=[strata] if strata else [],
+        purpose=f"sampling:{purpose}",
+        option="train_ratio",
     )
     return replace(table, data=data, files=None)
 
@@ -290,7 +114,7 @@ def ensure_positions(table: Table) -> Table:
     """``table`` with ``POSITION`` (each row's position in the table), added if missing."""
     if POSITION in table.data.columns:
         return table
-    return with_positions(table, table.data.map_partitions(len).compute().to_numpy())
+    return with_positions(table, partition_lengths(table.data))
 
 
 def _with_codes(table: Table, make: Callable[[pd.DataFrame], np.ndarray]) -> Table:
@@ -314,7 +138,9 @@ def classes_of(table: Table) -> pd.Index:
     values = table.data[table.label].unique(split_out=1).compute()
     if values.isna().any():
         raise ValueError(f"label column {table.label!r} has missing values; drop those rows")
-    return pd.Index(sorted(values.tolist()))
+    classes = pd.Index(sorted(values.tolist()))
+    check_classes(classes, table.label)
+    return classes
 
 
 # --- the methods -------------------------------------------------------------------------------
@@ -351,7 +177,7 @@ def stratified_split(
     ratio, seed = check_ratio(train_ratio), check_seed(seed)
     classes = classes_of(table)
     coded = _with_codes(table, lambda part: category_codes(part[table.label], classes))
-    split = hash_split(coded, ratio, seed, "stratified", [column], STRATUM, len(classes))
+    split = hash_split(coded, ratio, seed, "stratified", [column], STRATUM)
     return _keep(split, table, column)
 
 
@@ -386,7 +212,7 @@ def clustering_split(
         return model.predict((float_array(part, table.features) - mean) / sd)
 
     coded = _with_codes(ensure_positions(table), clusters)
-    split = hash_split(coded, ratio, seed, "clustering", [column], STRATUM, model.n_clusters)
+    split = hash_split(coded, ratio, seed, "clustering", [column], STRATUM)
     return _keep(split, table, column)
 
 
@@ -539,36 +365,40 @@ def doptimal_split(
         raise ValueError(f"n_repeats={n_repeats!r}: need a positive integer")
     _, sd, _ = feature_scaling(table)
     table = ensure_positions(table)
-    rows = _group_rows(table, None, 1)
-    sizes = train_sizes(rows, ratio, seed)
-    key = int(salt("sampling:doptimal"))
-    thresholds = split_thresholds(table, None, sizes, n_repeats, seed, key)
+    strata = count_strata(table.data, [])
+    sizes = share_sizes(strata.rows, ratio, seed)
+    check_sides(int(strata.rows.sum()), int(sizes.sum()), ratio, "train_ratio")
+    purpose = "sampling:doptimal"
     grams = [
-        dask.delayed(_grams, pure=True)(part, thresholds, sizes > 0, seed, key, sd, table.features)
-        for part in table.data[[*table.features, POSITION]].to_delayed()
+        dask.delayed(_grams, pure=True)(
+            part, number, strata, sizes, seed, purpose, n_repeats, sd, table.features
+        )
+        for number, part in enumerate(table.data[list(table.features)].to_delayed())
     ]
     (total,) = tree_reduce(grams, _sum, 8)
     sign, logdet = np.linalg.slogdet(dask.compute(total)[0])
     best = int(np.argmax(np.where(sign > 0, logdet, -np.inf)))
-    meta = table.data._meta.assign(**{column: np.int8(0)})
-    data = table.data.map_partitions(
-        _keys_part, None, thresholds, sizes > 0, seed, key, {column: best}, meta=meta
-    )
+    data, _ = add_draws(
+        table.data, ratio, seed, names=[column], keys=[], purpose=purpose,
+        option="train_ratio", draws=[best + 1],
+    )  # fmt: skip
     return replace(table, data=data, files=None)
 
 
 def _grams(
     part: pd.DataFrame,
-    thresholds: np.ndarray,
-    taken: np.ndarray,
+    number: int,
+    strata: Any,
+    sizes: np.ndarray,
     seed: int,
-    key: int,
+    purpose: str,
+    n_repeats: int,
     sd: np.ndarray,
     features: tuple[str, ...],
 ) -> np.ndarray:
     """XᵀX of the partition's training rows of every candidate split: (splits, p, p)."""
     X = float_array(part, features) / sd
-    masks = _train_masks(part, None, thresholds, taken, seed, key, range(len(thresholds)))
+    masks = drawn_rows(part, number, strata, sizes, seed, purpose, list(range(1, n_repeats + 1)))
     return np.stack([X[m == 1].T @ X[m == 1] for m in masks])
 
 
@@ -606,7 +436,7 @@ def overlap_split(
     small = attach(replace(table, data=table.data[[table.label]]), degrees)
     coded, n_groups = overlap_strata(small, k, n_levels, by_class)
     purpose = "overlap_class" if by_class else "overlap"
-    split = hash_split(coded, ratio, seed, purpose, [column], STRATUM, n_groups)
+    split = hash_split(coded, ratio, seed, purpose, [column], STRATUM)
     return attach(table, split.data[[column]])
 
 
@@ -621,7 +451,7 @@ def degree_frame(table: Table, k: int = DEFAULT_K, method: str = "exact", seed: 
 def attach(table: Table, columns: dd.DataFrame) -> Table:
     """``table`` with the columns of ``columns``, a frame of the same partitions and rows
     (computed from ``table``), joined partition by partition."""
-    meta = _with_columns(table.data._meta, {c: columns._meta[c] for c in columns.columns})
+    meta = with_columns(table.data._meta, {c: columns._meta[c] for c in columns.columns})
     data = dd.map_partitions(_attach_part, table.data, columns, align_dataframes=False, meta=meta)
     return replace(table, data=data, files=None)
 
@@ -632,7 +462,7 @@ def _attach_part(part: pd.DataFrame, columns: pd.DataFrame) -> pd.DataFrame:
             "the table's partitions changed while a split was drawn; persist the table "
             "(table.data.persist()) first"
         )
-    return _with_columns(part, {c: columns[c].to_numpy() for c in columns.columns})
+    return with_columns(part, {c: columns[c].to_numpy() for c in columns.columns})
 
 
 def overlap_strata(table: Table, k: int, n_levels: int | None, by_class: bool) -> tuple[Table, int]:
@@ -670,7 +500,7 @@ def sample_rows(
     of ``n`` rows, in table order, on the client; the warning then says that ``what`` runs on
     the sample (and ``rest``: what becomes of the other rows)."""
     table = ensure_positions(table)
-    total = int(table.data.map_partitions(len).sum().compute())
+    total = int(partition_lengths(table.data).sum())
     columns = [*table.features, table.label, POSITION]
     if total <= n:
         return table.data[columns].compute().sort_values(POSITION)
@@ -681,7 +511,7 @@ def sample_rows(
         stacklevel=3,
     )
     coded = _with_codes(table, lambda part: category_codes(part[table.label], classes))
-    picked = hash_split(coded, n / total, seed, f"sample:{what}", [_SAMPLED], STRATUM, len(classes))
+    picked = hash_split(coded, n / total, seed, f"sample:{what}", [_SAMPLED], STRATUM)
     rows = picked.data.loc[picked.data[_SAMPLED] == 1, columns]
     return rows.compute().sort_values(POSITION)
 

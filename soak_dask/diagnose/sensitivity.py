@@ -1,10 +1,11 @@
 """``split_sensitivity``: does a K-fold CV estimate on the train part agree with the test part,
 and at which train/test ratio?
 
-Each trial is a seeded random train/test split at ratio r (whole groups per side with a group
-column, class-stratified otherwise) with K folds inside its train part. Per (ratio, trial) the
-plan has K CV fits (train part minus fold k, scored on fold k) and one fit on the whole train
-part, scored on the test part; all run as one ``Plan`` on the engine.
+Each trial is a seeded random train/test split at ratio r -- exactly round(r·N) rows to train,
+class-stratified (whole groups per side with a group column, r of the rows to within a group),
+the exact-share draw of ``soak_dask.split.shares`` -- with K folds inside its train part. Per
+(ratio, trial) the plan has K CV fits (train part minus fold k, scored on fold k) and one fit
+on the whole train part, scored on the test part; all run as one ``Plan`` on the engine.
 
 Comparing the K fold scores of one trial with its one test score by a variance test (the
 seed's sketch) says nothing: one value has no spread. Instead, per ratio, the ``trials`` CV
@@ -16,7 +17,6 @@ against the CV folds' prediction interval for a new score.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from numbers import Real
@@ -35,10 +35,22 @@ from ..results.store import build_dataset
 from ..run.session import persisted, result_attrs, start
 from ..run.strategies import WholeTrainSet
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURES
-from ..split.folds import check_n_folds, check_seed, group_folds, permuted_block_folds
-from ..split.outer import share_folds
+from ..split.folds import check_n_folds, check_seed, group_folds
 from ..split.plan import Fit, Plan, Selection, Term, build_plan
-from ..tables.table import Table, category_codes, check_table
+from ..split.shares import (
+    Strata,
+    check_sides,
+    count_strata,
+    draw_groups,
+    group_sizes,
+    group_strata,
+    map_groups,
+    ranks,
+    share_sizes,
+    with_columns,
+)
+from ..tables.checks import check_classes
+from ..tables.table import Table, check_table
 
 #: Title of split_sensitivity's results.
 TITLE = "soak_dask split-ratio sensitivity: CV on the train part against the test part"
@@ -50,8 +62,8 @@ RULE = (
     "estimates and the test scores at alpha, and, among those, the highest share of trials "
     "whose test score lies in the CV prediction interval (ties: all of them)"
 )
-# A trial's keys: its column, the test share k of n parts, and the seeds of its two draws.
-Design = tuple[str, int, int, int, int]
+# A trial's keys: its column, its ratio, its trial number and the seeds of its two draws.
+Design = tuple[str, float, int, int, int]
 
 
 def split_sensitivity(
@@ -86,8 +98,10 @@ def split_sensitivity(
         One learner: a built-in name, a scikit-learn estimator, or a one-entry dict
         ``{name: estimator or built-in name}``.
     ratios : sequence of float
-        Shares of the rows that train, each in (0, 1). Each is drawn as the test share k of n
-        equal parts, n ≤ 20 (0.7: 3 of 10 parts test); the share used is ``ratio_used``.
+        Shares of the rows that train, each in (0, 1): round(r·N) rows train (whole groups
+        with a group column: r of the rows to within a group); the share drawn is
+        ``ratio_used``. A ratio that leaves no row on a side, or fewer train rows than
+        ``n_folds``, is refused.
     trials : int
         Random splits per ratio, at least 3.
     n_folds : int
@@ -149,8 +163,8 @@ def split_sensitivity(
     records = session.run(ctx, [WholeTrainSet()], settings)
     ds = _scores(build_dataset(records, plan.splits, plan.coords, list(estimators), [measure], {}))
     ds = ds.assign_coords(ratio=np.array(design.ratios, dtype=np.float64))
-    ds["ratio_used"] = ("ratio", np.array([1 - k / n for k, n in design.shares]))
-    ds["ratio_used"].attrs["long_name"] = "share of the rows that train, as drawn (1 − k/n)"
+    ds["ratio_used"] = ("ratio", used["ratio_used"])
+    ds["ratio_used"].attrs["long_name"] = "share of the rows that train, as drawn"
     ds = ds.assign(sensitivity_statistics(ds["cv_score"], ds["test_score"], alpha))
     chosen = [f"{r:g}" for r in ds["ratio"].values[ds["recommended"].values]]
     return ds.assign_attrs(result_attrs({**settings, "recommended": chosen, "rule": RULE}))
@@ -188,8 +202,8 @@ def _settings(
 
 
 def check_ratios(ratios: Any, name: str = "ratios") -> tuple[float, ...]:
-    """``ratios`` as sorted floats in (0, 1), refusing duplicates (also after rounding to k/n);
-    messages call the option ``name``.
+    """``ratios`` as sorted floats in (0, 1), refusing duplicates; messages call the option
+    ``name``.
 
     Examples
     --------
@@ -210,14 +224,11 @@ def check_ratios(ratios: Any, name: str = "ratios") -> tuple[float, ...]:
             f"{name}={ratios!r}: need shares of rows to train, each strictly between 0 and 1"
         )
     out = tuple(sorted(float(r) for r in ratios))
-    drawn = [share_folds(1 - r) for r in out]
-    for i in range(1, len(out)):
-        if drawn[i] == drawn[i - 1]:
-            k, n = drawn[i]
-            raise ValueError(
-                f"{name}={list(ratios)!r}: {out[i - 1]:g} and {out[i]:g} are both drawn as the "
-                f"test share {k}/{n} (train ratio {1 - k / n:g}); give distinct ratios"
-            )
+    twice = sorted({r for r in out if out.count(r) > 1})
+    if twice:
+        raise ValueError(
+            f"{name}={list(ratios)!r}: {twice[0]:g} is given twice; give distinct ratios"
+        )
     return out
 
 
@@ -263,16 +274,15 @@ class SplitTrials:
     """``trials`` random train/test splits per train ratio, with K folds in each train part.
 
     Each (ratio, trial) gets one int8 key column: 0 for the test part, 1..K for the fold of a
-    train row. Computed on the cluster from seeded hashes, after one pass counting rows per
-    partition and class (or rows per group): the same seed gives the same keys whatever the
-    partitioning or the number of workers.
+    train row. Computed on the cluster, every trial in one pass, after one pass counting rows
+    per partition and class (or rows per group): exact-share draws of
+    ``soak_dask.split.shares``, so the same seed gives the same keys whatever the partitioning
+    or the number of workers.
 
     Examples
     --------
     >>> SplitTrials([0.7, 0.9], trials=10)
     SplitTrials(ratios=(0.7, 0.9), trials=10, n_folds=5, seed=1)
-    >>> SplitTrials([0.7, 0.9], trials=10).shares
-    [(3, 10), (1, 10)]
     """
 
     def __init__(
@@ -291,9 +301,6 @@ class SplitTrials:
         self.trials = check_trials(trials, spell["trials"])
         self.n_folds = check_n_folds(n_folds, spell["n_folds"])
         self.seed = check_seed(seed, spell["seed"])
-        #: Each ratio's test share as k of n equal parts.
-        self.shares = [share_folds(1 - r) for r in self.ratios]
-        _warn_rounded(self.ratios, self.shares)
 
     def __repr__(self) -> str:
         return (
@@ -302,27 +309,30 @@ class SplitTrials:
         )
 
     def designs(self) -> dict[tuple[int, int], Design]:
-        """(ratio index, trial) -> its key column, test share k of n and the seeds of its split
-        and of its folds. Seeds depend on (k, n, trial), not on the other ratios asked for."""
+        """(ratio index, trial) -> its key column, ratio, trial and the seeds of its split and
+        of its folds. Seeds depend on (ratio, trial), not on the other ratios asked for."""
         out = {}
-        for i, (k, n) in enumerate(self.shares, start=1):
+        for i, ratio in enumerate(self.ratios, start=1):
+            bits = np.float64(ratio).view(np.uint64)
             for t in range(1, self.trials + 1):
-                keys = (np.uint64(n), np.uint64(k), np.uint64(t))
-                split = seeded_hash(self.seed, salt("sensitivity split"), *keys)[0]
-                folds = seeded_hash(self.seed, salt("sensitivity folds"), *keys)[0]
+                split = seeded_hash(self.seed, salt("sensitivity split"), bits, np.uint64(t))[0]
+                folds = seeded_hash(self.seed, salt("sensitivity folds"), bits, np.uint64(t))[0]
                 column = f"__soak_sensitivity_{i}_{t}__"
-                out[i, t] = (column, k, n, int(split % 2**32), int(folds % 2**32))
+                out[i, t] = (column, ratio, t, int(split % 2**32), int(folds % 2**32))
         return out
 
     def add_keys(self, table: Table, client: Any = None) -> tuple[Table, dict[str, Any]]:
         """``table`` with a key column per (ratio, trial), and what was learned: the classes
-        (None for regression) and the key columns by (ratio index, trial)."""
+        (None for regression), the key columns by (ratio index, trial) and each ratio's share
+        of the rows that train as drawn (``ratio_used``; the mean over trials with groups)."""
         designs = self.designs()
-        if table.group is not None:
-            data, classes = _group_keys(table, designs, self.n_folds, client)
-        else:
-            data, classes = _row_keys(table, designs, self.n_folds, self.ratios, client)
-        used = {"classes": classes, "columns": {key: d[0] for key, d in designs.items()}}
+        keys = _group_keys if table.group is not None else _row_keys
+        data, classes, ratio_used = keys(table, designs, self.n_folds, client)
+        used = {
+            "classes": classes,
+            "columns": {key: d[0] for key, d in designs.items()},
+            "ratio_used": ratio_used,
+        }
         return replace(table, data=data, files=None), used
 
     def plan(self, table: Table, used: dict[str, Any]) -> Plan:
@@ -343,75 +353,10 @@ class SplitTrials:
         return build_plan(rows, tests, coords)
 
 
-def _warn_rounded(ratios: tuple[float, ...], shares: list[tuple[int, int]]) -> None:
-    drawn = {r: 1 - k / n for r, (k, n) in zip(ratios, shares, strict=True)}
-    moved = {r: u for r, u in drawn.items() if abs(r - u) > 1e-9}
-    if moved:
-        listed = ", ".join(f"{r:g} as {u:.4g}" for r, u in moved.items())
-        warnings.warn(
-            f"ratios are drawn as a test share of k out of n ≤ 20 equal parts: {listed} "
-            "(ratio_used in the results)",
-            UserWarning,
-            stacklevel=4,
-        )
-
-
 def _compute(client: Any, lazy: list) -> list:
     if client is not None:
         return list(client.compute(lazy, sync=True))
     return list(dask.compute(*lazy))
-
-
-def _label_counts(column: pd.Series, classify: bool) -> tuple[pd.Series, int]:
-    """Rows of one partition per class (classification) or in all (regression, key 0), and
-    its missing labels."""
-    missing = int(column.isna().sum())
-    if not classify:
-        return pd.Series([len(column) - missing], index=[0]), missing
-    counts = column.value_counts(dropna=True)
-    return counts[counts > 0], missing
-
-
-def _row_keys(
-    table: Table,
-    designs: dict[tuple[int, int], Design],
-    n_folds: int,
-    ratios: tuple[float, ...],
-    client: Any,
-) -> tuple[Any, tuple | None]:
-    """Key columns of rows without groups: one pass counts rows per (partition, class); then
-    each partition draws its rows' keys from their positions within their class."""
-    classify = table.task == "classification"
-    parts = table.data[table.label].to_delayed()
-    done = _compute(client, [dask.delayed(_label_counts)(p, classify) for p in parts])
-    _refuse_missing(table.label, sum(m for _, m in done))
-    values = sorted(set().union(*(c.index for c, _ in done)))
-    counts = np.zeros((len(done), len(values)), dtype=np.int64)
-    for p, (c, _) in enumerate(done):
-        counts[p, pd.Index(values).get_indexer(c.index)] = c.to_numpy()
-    largest = int(counts.sum(axis=0).max(initial=0))
-    for ratio, (_, k, n, _, _) in zip(ratios, _first_trials(designs), strict=True):
-        _check_rows(ratio, k, n, n_folds, largest, classify)
-    offsets = np.cumsum(counts, axis=0) - counts  # rows of each class in earlier partitions
-    classes = tuple(values) if classify else None
-    names = [d[0] for d in designs.values()]
-    meta = _with_keys(table.data._meta, np.zeros((0, len(names)), dtype=np.int8), names)
-    data = table.data.map_partitions(
-        _row_partition_keys,
-        table.label,
-        classes,
-        offsets,
-        counts,
-        list(designs.values()),
-        n_folds,
-        meta=meta,
-    )
-    return data, classes
-
-
-def _first_trials(designs: dict[tuple[int, int], Design]) -> list[Design]:
-    """The design of trial 1 of each ratio, in ratio order."""
-    return [d for (_, t), d in designs.items() if t == 1]
 
 
 def _refuse_missing(label: str, missing: int) -> None:
@@ -421,169 +366,117 @@ def _refuse_missing(label: str, missing: int) -> None:
         )
 
 
-def _check_rows(ratio: float, k: int, n: int, n_folds: int, largest: int, classify: bool) -> None:
-    """Refuse a ratio whose test part or train folds could be empty: a stratum's whole blocks
-    of n rows give k test rows and n − k train rows each."""
-    need = n * -(-n_folds // (n - k))
-    if largest < need:
-        where = "of one class" if classify else "in all"
+def _row_keys(
+    table: Table, designs: dict[tuple[int, int], Design], n_folds: int, client: Any
+) -> tuple[Any, tuple | None, np.ndarray]:
+    """Key columns of rows without groups: one pass counts rows per (partition, class); then
+    each partition draws its rows' keys from their positions within their class."""
+    classify = table.task == "classification"
+    (missing,) = _compute(client, [table.data[table.label].isna().sum()])
+    _refuse_missing(table.label, int(missing))
+    strata = count_strata(table.data, [table.label] if classify else [])
+    sizes = {}
+    for ratio in sorted({d[1] for d in designs.values()}):
+        sizes[ratio] = share_sizes(strata.rows, ratio, 0)
+        _check_rows(ratio, strata.rows, sizes[ratio], n_folds, classify)
+    classes = tuple(strata.index) if classify else None
+    check_classes(classes, table.label)
+    names = [d[0] for d in designs.values()]
+    meta = with_columns(table.data._meta, {n: np.zeros(0, np.int8) for n in names})
+    data = table.data.map_partitions(
+        _row_partition_keys, strata, sizes, list(designs.values()), n_folds, meta=meta
+    )
+    used = np.array([sizes[r].sum() / strata.rows.sum() for r in sorted(sizes)])
+    return data, classes, used
+
+
+def _check_rows(
+    ratio: float, rows: np.ndarray, train: np.ndarray, n_folds: int, classify: bool
+) -> None:
+    """Refuse a ratio whose test part or train folds would be empty: a class's train rows
+    are dealt to folds, so some class must train on at least ``n_folds`` rows."""
+    check_sides(int(rows.sum()), int(train.sum()), ratio, "ratio")
+    if train.max() < n_folds:
+        most = f" (at most {int(train.max())} of one class)" if classify else ""
         raise ValueError(
-            f"ratio={ratio:g} (test {k} of {n} parts) with n_folds={n_folds} needs at least "
-            f"{need} rows {where}; the table has {largest}. Use a smaller n_folds or a ratio "
-            "nearer 0.5, or more data"
+            f"ratio={ratio:g} trains on {int(train.sum())} of the {int(rows.sum())} rows{most} "
+            f"and n_folds={n_folds} needs at least {n_folds} train rows"
+            f"{' of one class' if classify else ''}: use a smaller n_folds, a larger ratio, "
+            "or more data"
         )
 
 
 def _row_partition_keys(
     part: pd.DataFrame,
-    label: str,
-    classes: tuple | None,
-    offsets: np.ndarray,
-    expected: np.ndarray,
+    strata: Strata,
+    sizes: dict[float, np.ndarray],
     designs: list[Design],
     n_folds: int,
     partition_info: dict | None = None,
 ) -> pd.DataFrame:
-    """One partition with its key columns: a row's part (permuted blocks of n over its
-    position in its class) and, for a train row, its fold (permuted blocks of K over its
-    position among its class's train rows), as ``assign_folds`` draws folds."""
+    """One partition with its key columns: a row trains when its rank in the trial's draw
+    (``soak_dask.split.shares.ranks``) is below its class's train rows. The train ranks are
+    a random order of the class's train rows, so rank mod K (shifted by a seeded offset per
+    class, so the classes' extra rows fall in different folds) deals them into K folds whose
+    sizes differ by at most one row per class."""
     number = partition_info["number"] if partition_info else 0
-    if classes is None:
-        strata = np.zeros(len(part), dtype=np.int64)
-    else:
-        strata = category_codes(part[label], pd.Index(classes)).astype(np.int64)
-    counts = np.bincount(strata, minlength=expected.shape[1])
-    if (strata < 0).any() or not np.array_equal(counts, expected[number]):
-        raise RuntimeError(
-            "the table's partitions changed between counting and assigning the split keys; "
-            "persist the table (table.data.persist()) first"
-        )
-    order = np.argsort(strata, kind="stable")
-    starts = np.cumsum(counts) - counts
-    local = np.empty(len(part), dtype=np.int64)
-    local[order] = np.arange(len(part)) - starts[strata[order]]
-    position = offsets[number, strata] + local
-    keys = np.empty((len(part), len(designs)), dtype=np.int8)
-    for j, (_, k, n, split_seed, fold_seed) in enumerate(designs):
-        test = permuted_block_folds(strata, position, n, split_seed) <= k
-        before = _train_before(offsets[number], k, n, split_seed)
-        rank = _train_rank(strata, order, starts, counts, test, before)
-        folds = permuted_block_folds(strata, rank, n_folds, fold_seed)
-        keys[:, j] = np.where(test, 0, folds)
-    return _with_keys(part, keys, [d[0] for d in designs])
-
-
-def _train_before(first: np.ndarray, k: int, n: int, seed: int) -> np.ndarray:
-    """Train rows of each class among its first ``first`` positions: n − k per whole block of
-    n, and those of the partial block its permutation puts after the k test parts."""
-    blocks, rest = np.divmod(first, n)
-    before = blocks * (n - k)
-    for s in np.flatnonzero(rest):
-        head = blocks[s] * n + np.arange(rest[s])
-        before[s] += int((permuted_block_folds(np.full(rest[s], s), head, n, seed) > k).sum())
-    return before
-
-
-def _train_rank(
-    strata: np.ndarray,
-    order: np.ndarray,
-    starts: np.ndarray,
-    counts: np.ndarray,
-    test: np.ndarray,
-    before: np.ndarray,
-) -> np.ndarray:
-    """Each row's position among the train rows of its class in the whole table (table order);
-    meaningless for test rows."""
-    train = (~test[order]).astype(np.int64)
-    earlier = np.cumsum(train) - train  # train rows before, in class-sorted order
-    at_start = np.zeros(len(counts), dtype=np.int64)
-    present = counts > 0
-    at_start[present] = earlier[starts[present]]
-    sorted_strata = strata[order]
-    rank = np.empty(len(strata), dtype=np.int64)
-    rank[order] = before[sorted_strata] + earlier - at_start[sorted_strata]
-    return rank
+    codes, positions = strata.positions(part, number)
+    strata_ids = np.arange(len(strata.rows), dtype=np.uint64)
+    columns = {}
+    for column, ratio, trial, draw_seed, fold_seed in designs:
+        rank = ranks(codes, positions, strata.rows, draw_seed, trial, f"sensitivity:{ratio!r}")
+        train = rank < sizes[ratio][codes]
+        offset = (seeded_hash(fold_seed, strata_ids) % np.uint64(n_folds)).astype(np.int64)
+        folds = (rank + offset[codes]) % n_folds + 1
+        columns[column] = np.where(train, folds, 0).astype(np.int8)
+    return with_columns(part, columns)
 
 
 def _group_keys(
     table: Table, designs: dict[tuple[int, int], Design], n_folds: int, client: Any
-) -> tuple[Any, tuple | None]:
-    """Key columns of a grouped table: the (small) table of groups is split on the client --
-    groups to parts balancing rows per class as ``assign_folds`` does, then the train part's
-    groups to folds -- and the group -> key map is applied to the rows."""
+) -> tuple[Any, tuple | None, np.ndarray]:
+    """Key columns of a grouped table: the (small) table of groups is drawn on the client --
+    groups to the train part (``draw_groups``), then the train part's groups to folds -- and
+    the group -> key map is applied to the rows."""
     group, label = table.group, table.label
     classify = table.task == "classification"
-    keys = [group, label] if classify else [group]
-    sizes, missing = _compute(
-        client,
-        [
-            table.data.groupby(keys, observed=True).size(split_out=1),
-            table.data[[group, label]].isna().sum(),
-        ],
-    )
-    sizes = sizes.rename("n").reset_index()
-    if missing[group]:
-        raise ValueError(f"group column {group!r} has {missing[group]} missing values")
-    _refuse_missing(label, int(missing[label]))
+    (missing,) = _compute(client, [table.data[label].isna().sum()])
+    _refuse_missing(label, int(missing))
+    sizes = group_sizes(table.data, group, [label] if classify else [])
     classes = tuple(sorted(sizes[label].unique())) if classify else None
-    groups = _group_strata(sizes, group, label, classes)
-    index, codes = _group_codes(groups, designs, n_folds, group)
+    check_classes(classes, label)
+    groups = group_strata(sizes, group, [label] if classify else [])
+    index, codes, shares = _group_codes(groups, designs, n_folds, group)
     names = [d[0] for d in designs.values()]
-    meta = _with_keys(table.data._meta, np.zeros((0, len(names)), dtype=np.int8), names)
-    data = table.data.map_partitions(_group_partition_keys, group, index, codes, names, meta=meta)
-    return data, classes
-
-
-def _group_strata(
-    sizes: pd.DataFrame, group: str, label: str, classes: tuple | None
-) -> pd.DataFrame:
-    """One row per group: ``group``, ``stratum`` (its class's code when every group holds one
-    class, else 0) and ``n`` rows, as ``group_folds`` takes them."""
-    rows = sizes.groupby(group, observed=True)["n"].sum()
-    stratum = np.zeros(len(rows), dtype=np.int64)
-    if classes is not None and not sizes[group].duplicated().any():
-        by_group = sizes.set_index(group)[label].reindex(rows.index)
-        stratum = pd.Index(classes).get_indexer(by_group.to_numpy())
-    return pd.DataFrame({"group": rows.index.to_numpy(), "stratum": stratum, "n": rows.to_numpy()})
+    by_ratio = pd.Series(shares, index=[d[1] for d in designs.values()])
+    used = by_ratio.groupby(level=0).mean().sort_index().to_numpy()
+    return map_groups(table.data, group, index, codes, names), classes, used
 
 
 def _group_codes(
     groups: pd.DataFrame, designs: dict[tuple[int, int], Design], n_folds: int, column: str
-) -> tuple[pd.Index, np.ndarray]:
-    """The groups and their key (0 test, 1..K train fold) in each design's column."""
+) -> tuple[pd.Index, np.ndarray, list[float]]:
+    """The groups, their key (0 test, 1..K train fold) in each design's column, and each
+    design's share of the rows that train."""
     index = pd.Index(sorted(groups["group"]))
     codes = np.zeros((len(index), len(designs)), dtype=np.int8)
-    for j, (_, k, n, split_seed, fold_seed) in enumerate(designs.values()):
-        parts = group_folds(groups, n, split_seed).reindex(groups["group"]).to_numpy()
-        train = groups[parts > k]
-        folds = group_folds(train, n_folds, fold_seed) if len(train) else pd.Series()
+    shares = []
+    for j, (_, ratio, trial, draw_seed, fold_seed) in enumerate(designs.values()):
+        drawn = draw_groups(groups, ratio, draw_seed, trial, f"sensitivity:{ratio!r}")
+        drawn = drawn.reindex(groups["group"]).to_numpy()
+        check_sides(len(groups), int(drawn.sum()), ratio, "ratio", f"groups of {column!r}")
+        train = groups[drawn]
+        folds = group_folds(train, n_folds, fold_seed)
         used = np.bincount(folds.to_numpy(np.int64), minlength=n_folds + 1)[1:]
-        if (parts <= k).sum() == 0 or (used == 0).any():
-            ratio = 1 - k / n
+        if (used == 0).any():
             raise ValueError(
-                f"ratio={ratio:g} (test {k} of {n} parts) with n_folds={n_folds}: the "
-                f"{len(groups)} groups of {column!r} leave the test part or a train fold "
-                "without groups; use a smaller n_folds, a ratio nearer 0.5, or smaller groups"
+                f"ratio={ratio:g} with n_folds={n_folds}: the {len(train)} train groups of "
+                f"{len(groups)} groups of {column!r} leave a train fold without groups; use a "
+                "smaller n_folds, a larger ratio, or smaller groups"
             )
         codes[index.get_indexer(folds.index), j] = folds.to_numpy()
-    return index, codes
-
-
-def _group_partition_keys(
-    part: pd.DataFrame, group: str, index: pd.Index, codes: np.ndarray, names: list[str]
-) -> pd.DataFrame:
-    rows = category_codes(part[group], index)
-    if (rows < 0).any():
-        raise RuntimeError(f"rows of unknown groups of {group!r}: the table changed; reload it")
-    return _with_keys(part, codes[rows], names)
-
-
-def _with_keys(part: pd.DataFrame, keys: np.ndarray, names: list[str]) -> pd.DataFrame:
-    """``part`` with the key columns ``names`` (``keys``' columns) added as one int8 block:
-    a column added at a time would fragment the frame, and every later selection of rows
-    from it (one per fit) would be slow."""
-    block = pd.DataFrame(keys, index=part.index, columns=names)
-    return pd.concat([part, block], axis=1)
+        shares.append(train["n"].sum() / groups["n"].sum())
+    return index, codes, shares
 
 
 def _scores(ds: xr.Dataset) -> xr.Dataset:

@@ -69,7 +69,7 @@ class PriorCorrected(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         of largest ``p_c``, so a learner that predicts the priors (featureless) keeps
         predicting the majority class."""
         check_is_fitted(self)
-        proba = self.estimator_.predict_proba(X)
+        proba = check_finite_proba(self.estimator_.predict_proba(X))
         ratio = proba / self.priors_
         tied = ratio >= ratio.max(axis=1, keepdims=True) * (1 - TIE)
         return self.classes_[np.argmax(np.where(tied, proba, -np.inf), axis=1)]
@@ -83,6 +83,20 @@ class PriorCorrected(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = self.estimator.__sklearn_tags__().input_tags.allow_nan
         return tags
+
+
+def check_finite_proba(proba: Any) -> np.ndarray:
+    """``proba`` as an array, refusing NaN or infinite probabilities: no class can be chosen
+    from them (the run scores the fit ``error_score`` and names the learner)."""
+    proba = np.asarray(proba, dtype=np.float64)
+    bad = ~np.isfinite(proba).all(axis=-1) if proba.ndim > 1 else ~np.isfinite(proba)
+    if bad.any():
+        raise ValueError(
+            f"predict_proba returned NaN or infinite probabilities for {int(bad.sum())} of "
+            f"{len(proba)} rows, so no class can be predicted from them; fix the learner "
+            "(e.g. features it cannot handle), or drop it"
+        )
+    return proba
 
 
 def resampling_steps(estimator: Any) -> list[str]:

@@ -37,7 +37,7 @@ from ..settings import check_run_options
 from ..split.designs import SameOtherAll
 from ..split.folds import check_fold_values, check_n_folds, check_seed
 from ..split.plan import Fit, Plan, Selection, Term, build_plan
-from ..tables.table import Table
+from ..tables.table import SUBSET_COLUMN, Table
 
 #: Title of the results of ``transfer``.
 TITLE = "soak_dask transfer matrix: train on one subset, test on each"
@@ -246,10 +246,20 @@ def prepare(
     given = {"n_folds": n_folds, "stratify": stratify, "persist": persist}
     n_folds = check_run_options(given)["n_folds"]
     session = start(table, caller, learners, measures=measures, **shared)
+    if table.subset == SUBSET_COLUMN:
+        raise ValueError(
+            f"{caller} trains on each subset and tests on every subset: load the table with "
+            "subset=COLUMN (without subsets, use soak_dask.soak or soak_dask.evaluate)"
+        )
     design = Transfer(n_folds, seed=session.seed, stratify=stratify)
     keyed, data = prepared(design.add_keys(table), persist, session.client)
     counts, classes = checked_counts(keyed, n_folds, table.fold is not None)
     subsets = sorted(counts[keyed.subset].unique().tolist())
+    if len(subsets) < 2:
+        raise ValueError(
+            f"{caller}: subset column {keyed.subset!r} holds one subset ({subsets[0]!r}), so "
+            "the matrix would be 1×1; give a column with at least two subsets"
+        )
     k = check_fold_values(counts, keyed.fold, n_folds)
     return Prepared(session, keyed, data, counts, classes, subsets, k, stratify)
 

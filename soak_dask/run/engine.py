@@ -19,6 +19,7 @@ from ..schema import TRAIN_TYPES
 from ..settings import SETTINGS, check_run_options, identity
 from ..split.designs import SameOtherAll
 from ..split.plan import Plan
+from ..tables.checks import refuse_ignored
 from ..tables.table import Table
 from .rowcap import train_class_rows
 from .session import assemble, checked_counts, prepared, result_attrs, start, stratum_rows
@@ -155,6 +156,7 @@ def soak(
         k: v for k, v in locals().items() if k in SETTINGS and k not in ("learners", "measures")
     }
     options = check_run_options(given)
+    _refuse_ignored(options)
     shared = {k: options[k] for k in ("seed", "error_score", "progress", "checkpoint")}
     session = start(
         table, "soak", learners, measures=measures, client=client,
@@ -194,6 +196,16 @@ def _check_incremental(estimators: Mapping[str, Any], incremental: bool, sizes: 
             f"set whole, which learners {streamed} are not given when fed block by block; use "
             "sizes=-1, or incremental=False"
         )
+
+
+def _refuse_ignored(options: dict[str, Any]) -> None:
+    """Options SOAK would ignore: the down-sampling's without ``sizes``, ``epochs`` without
+    ``incremental``."""
+    if options["sizes"] == -1:
+        for name, default in (("ratio", 0.5), ("size_seeds", 1)):
+            refuse_ignored(name, options[name], default, "sizes=-1", "sizes=0 or more")
+    if not options["incremental"]:
+        refuse_ignored("epochs", options["epochs"], 1, "incremental=False", "incremental=True")
 
 
 def _settings(

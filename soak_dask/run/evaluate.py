@@ -93,7 +93,9 @@ def evaluate(
         group column, a class-stratified sample otherwise), in no outer train set, scored
         once by the final models with a bootstrap 95 % interval (resampling its rows, or its
         groups with a group column). 0: none.
-        Drawn as k of K folds (K ≤ 20): the share used is in ``attrs["test_split"]``.
+        Exactly round(share·N) rows (whole groups: to within half a group), any share in
+        (0, 0.5]; the share drawn is in ``attrs["test_split"]``. A share that leaves no row
+        on a side is refused.
     seed : int
         Seed of every split, resample and built-in learner: same seed, same results.
     measures : sequence of str, optional
@@ -103,7 +105,10 @@ def evaluate(
         ``models``, the bootstrap or a selecting learner) scores NaN in the same way, with a
         warning naming the learner, and has no model to save.
     train_ratio : float
-        Share of the rows that train in each subsampling split.
+        Share of the rows that train in each subsampling split: exactly round(share·N) rows
+        (whole groups: to within half a group); ``attrs["train_ratio"]`` is the share drawn.
+        Given to another ``outer``, it is refused (as are ``outer_folds`` and
+        ``outer_repeats`` where they have no effect).
     models : path, optional
         Directory to save each learner's final model in, as ``<learner>.skops`` (a safe format:
         ``soak_dask.load_model`` reads it without running code from the file, and

@@ -21,7 +21,7 @@ from dask.base import get_scheduler
 from dask.system import CPU_COUNT
 
 from ..split.plan import Plan
-from ..tables.checks import check_features
+from ..tables.checks import check_classes, check_features
 from ..tables.fingerprint import data_fingerprint
 from ..tables.table import Table
 from .checkpoint import check_checkpoint_dir, open_checkpoint, run_key, save_task
@@ -64,6 +64,7 @@ def run_plan(
     about once.
     """
     plan, estimators = ctx.plan, ctx.estimators
+    check_classes(ctx.run.classes, ctx.run.label)
     done, save = resume(checkpoint, plan) if checkpoint is not None else ({}, None)
     todo = [(f, name) for f in plan.fits.index for name in estimators if (f, name) not in done]
     if done and progress:

@@ -20,6 +20,7 @@ from sklearn.base import BaseEstimator, clone
 from ..hashing import seeded_hash
 from ..learn.groups import fit_with_groups
 from ..learn.measures import finish, merge, partial_scores
+from ..learn.priors import check_finite_proba
 from ..learn.tuning import fit_info
 from ..split.plan import Selection
 from ..split.sizes import downsample
@@ -387,6 +388,7 @@ def predict_codes(
     proba = None
     if {"auc", "log_loss"} & set(run.measures):
         proba = _class_scores(est, X, classes)
+        proba = None if proba is None else check_finite_proba(proba)  # never a score of NaN
     return pred, proba
 
 

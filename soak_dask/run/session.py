@@ -36,6 +36,7 @@ from ..split import folds as _folds
 from ..split.plan import Plan
 from ..tables.checks import (
     check_blocks,
+    check_classes,
     check_folds_within_groups,
     one_class_warning,
     unequal_folds_warning,
@@ -223,8 +224,10 @@ def checked_counts(
         check_folds_within_groups(table)
     if table.task != "classification":
         return counts, None
+    classes = sorted(counts[table.label].unique().tolist())
+    check_classes(classes, table.label)  # before the subsets' one-class warning
     warn(one_class_warning(counts, table.subset, table.label), stacklevel=3)
-    return counts, sorted(counts[table.label].unique().tolist())
+    return counts, classes
 
 
 def stratum_rows(counts: pd.DataFrame, table: Table) -> dict[str, int]:

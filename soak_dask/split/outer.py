@@ -2,16 +2,18 @@
 leave-one-group-out and the bootstrap, and the reserved test split.
 
 Each builder adds its key columns on the cluster -- fold columns from ``assign_folds`` (class-
-stratified, whole groups kept together, exactly balanced), row positions, group codes, or
-bootstrap counts from seeded hashes -- and returns a ``Plan`` over them with dims (repeat,
-fold). The same seed gives the same splits whatever the partitioning or number of workers.
+stratified, whole groups kept together, exactly balanced), exact-share draws of
+``soak_dask.split.shares`` (the test split and subsampling: every repeat in one pass), row
+positions, group codes, or bootstrap counts from seeded hashes -- and returns a ``Plan`` over
+them with dims (repeat, fold). Key columns are computed partition by partition from small
+tables of counts; nothing is repartitioned. The same seed gives the same splits whatever the
+partitioning or number of workers.
 """
 
 from __future__ import annotations
 
 import warnings
 from dataclasses import replace
-from fractions import Fraction
 from typing import Any
 
 import dask.dataframe as dd
@@ -20,6 +22,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from ..hashing import salt, seeded_hash, uniform
+from ..tables.checks import refuse_ignored
 from ..tables.table import FOLD_COLUMN, Table, category_codes
 from .folds import (
     balanced_folds,
@@ -29,13 +32,12 @@ from .folds import (
     check_seed,
 )
 from .plan import Fit, Plan, Selection, Term, build_plan
+from .shares import add_draws, partition_lengths, with_columns
 
 #: The outer strategies of ``evaluate``.
 OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv")
 #: Leave-one-out is for very small data: above this many rows it is refused.
 LOO_MAX_ROWS = 2000
-#: Reserved and subsampled shares are drawn as k of K folds, K at most this.
-_MAX_SHARE_FOLDS = 20
 RESERVED = "__soak_reserved__"
 _ASIDE = "__soak_fold_aside__"
 #: P(N <= k) of N ~ Poisson(1), k = 0..29: a row's count is the number of these below a uniform.
@@ -53,19 +55,6 @@ def repeat_seed(seed: int, repeat: int) -> int:
     if repeat == 1:
         return seed
     return int(seeded_hash(seed, salt("repeat"), np.uint64(repeat))[0] % np.uint64(2**32))
-
-
-def share_folds(share: float) -> tuple[int, int]:
-    """(k, K): the share of rows ``share`` as k of K equal folds, K ≤ 20 (e.g. 0.2 -> 1 of 5).
-
-    Examples
-    --------
-    >>> share_folds(0.2), share_folds(0.25), share_folds(0.3), share_folds(1 / 3)
-    ((1, 5), (1, 4), (3, 10), (1, 3))
-    """
-    best = Fraction(share).limit_denominator(_MAX_SHARE_FOLDS)
-    k, n = best.numerator, best.denominator
-    return (max(k, 1), max(n, 2))
 
 
 def _with_key(
@@ -106,15 +95,29 @@ def _stratifiable(table: Table) -> bool:
 def reserve(table: Table, share: float, seed: int) -> tuple[Table, dd.DataFrame, float]:
     """Split off a test split of ``share`` of the rows before anything else sees the data.
 
-    Whole groups with a group column, a class-stratified sample otherwise (k of K folds of
-    ``assign_folds``). Returns the table of the other rows, the reserved rows (lazy) and the
-    share actually reserved (k/K).
+    An exact-share draw (``soak_dask.split.shares``): round(share·N) rows, class-stratified
+    within each subset; whole groups with a group column (the share of rows to within a
+    group). Returns the table of the other rows, the reserved rows (lazy) and the share of
+    the rows actually reserved. A share that leaves either side empty is refused.
     """
-    k, n = share_folds(share)
-    keyed = _with_key(table, RESERVED, n, int(seeded_hash(seed, salt("test_split"))[0] % 2**32))
-    held = keyed.data[RESERVED] <= k
-    rest = keyed.data[~held].drop(columns=RESERVED)
-    return replace(table, data=rest, files=None), keyed.data[held].drop(columns=RESERVED), k / n
+    keyed, used = add_draws(
+        table.data,
+        share,
+        seed,
+        names=[RESERVED],
+        keys=_strata(table),
+        group=table.group,
+        purpose="test_split",
+        option="test_split",
+    )
+    held = keyed[RESERVED] == 1
+    rest = keyed[~held].drop(columns=RESERVED)
+    return replace(table, data=rest, files=None), keyed[held].drop(columns=RESERVED), float(used[0])
+
+
+def _strata(table: Table) -> list[str]:
+    """The columns a draw of rows is stratified by: the subset, and the class."""
+    return [table.subset, *([table.label] if table.task == "classification" else [])]
 
 
 def capped_folds(table: Table, n_folds: int) -> int:
@@ -215,8 +218,9 @@ class KFold:
 
 
 class Subsampling(KFold):
-    """Repeated random train/test splits (``n_repeats``), ``train_ratio`` of the rows (of the
-    groups' rows, with a group column) to train; class-stratified."""
+    """Repeated random train/test splits (``n_repeats``): exactly round(``train_ratio``·N) rows
+    to train, class-stratified within each subset (whole groups with a group column, the share
+    of rows to within a group); every repeat's key in one pass."""
 
     outer = "subsampling"
 
@@ -231,20 +235,26 @@ class Subsampling(KFold):
         return _repr(self, "n_repeats", "train_ratio", "seed")
 
     def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
-        k, n = share_folds(1 - self.train_ratio)
-        for r in range(1, self.n_repeats + 1):
-            table = _with_key(table, key_name("split", r), n, repeat_seed(self.seed, r))
-        return table, {"train_ratio": 1 - k / n, "test_folds": k}
+        names = [key_name("split", r) for r in range(1, self.n_repeats + 1)]
+        data, used = add_draws(
+            table.data,
+            self.train_ratio,
+            self.seed,
+            names=names,
+            keys=_strata(table),
+            group=table.group,
+            purpose="subsampling",
+            option="train_ratio",
+        )
+        share = round(float(used.mean()), 12)  # the mean over repeats (they differ with groups)
+        return replace(table, data=data, files=None), {"train_ratio": share}
 
     def plan(self, table: Table, used: dict[str, Any]) -> Plan:
-        held = tuple(range(1, used["test_folds"] + 1))
         rows, tests = [], {}
         for r in range(1, self.n_repeats + 1):
-            column = key_name("split", r)
-            tests[r] = Selection((Term(column, held),))
-            rows.append(
-                ({"repeat": r, "fold": 1}, Fit(Selection((Term(column, held, exclude=True),))), r)
-            )
+            column = key_name("split", r)  # 1 trains, 0 tests
+            tests[r] = Selection((Term(column, (0,)),))
+            rows.append(({"repeat": r, "fold": 1}, Fit(Selection((Term(column, (1,)),))), r))
         return build_plan(rows, tests, {"repeat": list(range(1, self.n_repeats + 1)), "fold": [1]})
 
 
@@ -283,6 +293,11 @@ class LeaveOneGroupOut:
                 "outer='lodo' leaves out one group at a time: load the table with group="
             )
         groups = pd.Index(sorted(table.data[table.group].unique(split_out=1).compute().tolist()))
+        if len(groups) < 2:
+            raise ValueError(
+                f"outer='lodo' leaves out one group at a time and group column "
+                f"{table.group!r} has {len(groups)} group: need at least 2 groups"
+            )
         single = table.data.groupby(table.group)[table.label].nunique(split_out=1).compute()
         if table.task == "classification":
             _warn_single_class(single[single == 1].index.tolist(), len(groups))
@@ -305,7 +320,7 @@ class LeaveOneOut:
     def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
         if table.group is not None:
             return LeaveOneGroupOut().add_keys(table)
-        lengths = table.data.map_partitions(len).compute()
+        lengths = partition_lengths(table.data)
         n = int(lengths.sum())
         if n > LOO_MAX_ROWS:
             raise ValueError(
@@ -313,7 +328,7 @@ class LeaveOneOut:
                 f"{LOO_MAX_ROWS:,}); use outer='cv' (e.g. outer_folds=10), which estimates the "
                 "same quantity for a fraction of the fits"
             )
-        offsets = np.concatenate([[0], np.cumsum(lengths.to_numpy())[:-1]])
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         column = key_name("fold", 1)
         data = table.data.map_partitions(_position_column, offsets, column)
         return replace(table, data=data, files=None), {"outer_folds": n}
@@ -336,8 +351,9 @@ class Bootstrap:
         return _repr(self, "n_repeats", "seed")
 
     def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
-        lengths = table.data.map_partitions(len).compute()
-        offsets = np.concatenate([[0], np.cumsum(lengths.to_numpy())[:-1]])
+        # Positions from a one-column count; with groups the counts are keyed by group alone.
+        lengths = partition_lengths(table.data) if table.group is None else None
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if lengths is not None else None
         names = [key_name("boot", r) for r in range(1, self.n_repeats + 1)]
         data = table.data.map_partitions(_poisson_columns, offsets, table.group, names, self.seed)
         return replace(table, data=data, files=None), {}
@@ -360,8 +376,10 @@ def outer_design(
     balance: str = "class",
     group_assignment: str = "rows",
 ):
-    """The builder of ``evaluate``'s ``outer`` strategy (``group_assignment``: how the groups
-    of cv and repeated_cv are dealt to folds; the other strategies draw groups their way)."""
+    """The builder of ``evaluate``'s ``outer`` strategy, refusing options it would ignore
+    (given other than their defaults); ``group_assignment``: how the groups of cv and
+    repeated_cv are dealt to folds (the other strategies draw groups their way)."""
+    _check_ignored(outer, outer_folds, outer_repeats, train_ratio)
     if outer == "5x2cv":  # 2 folds whatever outer_folds says; 5 repeats unless others are asked
         return FiveByTwoCV(seed, 5 if outer_repeats == 1 else outer_repeats, balance)
     if outer in ("cv", "repeated_cv"):
@@ -382,6 +400,24 @@ def outer_design(
     if outer == "bootstrap":
         return Bootstrap(outer_repeats, seed)
     raise ValueError(f"outer={outer!r} is not a strategy; choose from {list(OUTER)}")
+
+
+#: evaluate's defaults of the options only some strategies use, and those strategies.
+_DESIGN_OPTIONS = {
+    "outer_folds": (5, ("cv", "repeated_cv")),
+    "outer_repeats": (1, ("repeated_cv", "subsampling", "bootstrap", "5x2cv")),
+    "train_ratio": (0.8, ("subsampling",)),
+}
+
+
+def _check_ignored(outer: str, outer_folds: Any, outer_repeats: Any, train_ratio: Any) -> None:
+    given = {"outer_folds": outer_folds, "outer_repeats": outer_repeats, "train_ratio": train_ratio}
+    if outer not in OUTER:
+        return  # refused with the strategies listed
+    for name, (default, users) in _DESIGN_OPTIONS.items():
+        if outer not in users:
+            named = " or ".join(f"outer={u!r}" for u in users)
+            refuse_ignored(name, given[name], default, f"outer={outer!r}", named)
 
 
 def _repr(builder: Any, *names: str) -> str:
@@ -438,5 +474,6 @@ def _poisson_columns(
     columns = {}
     for r, name in enumerate(names, start=1):
         u = uniform(seeded_hash(seed, salt("bootstrap"), np.uint64(r), keys))
-        columns[name] = np.searchsorted(_POISSON_CDF, u, side="right").astype(np.int64)
-    return part.assign(**columns)
+        # int8: a count is at most 29, and a hundred resamples' columns stay small
+        columns[name] = np.searchsorted(_POISSON_CDF, u, side="right").astype(np.int8)
+    return with_columns(part, columns)

@@ -352,6 +352,9 @@ def _check_known(names: Sequence[str], columns: list, what: str, name: str) -> N
 
 def _check_features(ddf: dd.DataFrame, features: list[str], used: set, name: str) -> None:
     _check_known(features, list(ddf.columns), "features", name)
+    twice = list(dict.fromkeys(c for c in features if features.count(c) > 1))
+    if twice:
+        raise ValueError(f"features names {twice} more than once; give each feature column once")
     roles = sorted(set(features) & used)
     if roles:
         raise ValueError(
