@@ -27,6 +27,7 @@ from .results.store import from_dataframe, open_results, save_results
 from .run.engine import soak
 from .run.evaluate import evaluate
 from .schema import TRAIN_TYPES
+from .spatial.aoa import aoa
 from .split.designs import SameOtherAll, make_plan
 from .split.folds import assign_folds, block_counts
 from .split.plan import Plan, Selection, Term
@@ -83,6 +84,7 @@ __all__ = [
     "Term",
     "UntrustedModelError",
     "adjust_pvalues",
+    "aoa",
     "assign_folds",
     "block_counts",
     "builtin_learner",

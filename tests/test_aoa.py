@@ -1,0 +1,258 @@
+"""The area of applicability (soak_dask.spatial.aoa): hand-computed cases, CAST's own farm case,
+rasters and tables, in memory and lazy on a cluster, writing, the figure, SOAK coverage and the
+CLI."""
+
+from __future__ import annotations
+
+import math
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from scipy.spatial.distance import cdist
+
+import soak_dask as sd
+from soak_dask.spatial.aoa import di_threshold, train_di
+
+from .conftest import shared_file
+
+SQ2 = math.sqrt(2)
+# Four corners of a square and its centre: mean 0 and SD 1 (n - 1) in both predictors, so the
+# standardised points are the raw ones. Pairs: 4 sides of 2, 2 diagonals of 2*sqrt(2), 4
+# centre-corner distances of sqrt(2).
+SQUARE = pd.DataFrame({"a": [-1.0, 1.0, -1.0, 1.0, 0.0], "b": [-1.0, -1.0, 1.0, 1.0, 0.0]})
+MEAN_SQUARE = (4 * 2 + 2 * 2 * SQ2 + 4 * SQ2) / 10
+CAST_FEATURES = ["DEM", "NDRE.Sd", "TWI"]
+
+
+def test_square_without_folds():
+    new = pd.DataFrame({"a": [0.0, 0.0, 3.0], "b": [0.0, 1.0, 0.0]})
+    ds = sd.aoa(SQUARE, new, features=["a", "b"], lpd=True)
+    assert ds.attrs["mean_distance"] == pytest.approx(MEAN_SQUARE)
+    # Every point's nearest other point is sqrt(2) away: one DI, which is the threshold.
+    assert ds["train_di"].values == pytest.approx([SQ2 / MEAN_SQUARE] * 5)
+    assert ds.attrs["threshold"] == pytest.approx(SQ2 / MEAN_SQUARE)
+    # (0, 1) is 1 from the centre and from two corners; (3, 0) is sqrt(5) from (1, +-1).
+    assert ds["di"].values == pytest.approx([0.0, 1 / MEAN_SQUARE, math.sqrt(5) / MEAN_SQUARE])
+    assert ds["aoa"].values.tolist() == [1.0, 1.0, 0.0]
+    # LPD counts points strictly closer than the threshold: none for training points (their
+    # nearest is at the threshold), the centre itself for (0, 0), three for (0, 1).
+    assert ds["train_lpd"].values.tolist() == [0] * 5
+    assert ds["lpd"].values.tolist() == [1.0, 3.0, 0.0]
+
+
+def test_square_with_folds():
+    folds = [1, 1, 2, 2, 2]  # lower corners in fold 1; upper corners and centre in fold 2
+    ds = sd.aoa(SQUARE, SQUARE, features=["a", "b"], folds=folds, lpd=True)
+    # The mean distance takes every pair, whatever the folds (CAST's trainDist_avrgmean).
+    assert ds.attrs["mean_distance"] == pytest.approx(MEAN_SQUARE)
+    # Lower corners reach the centre (sqrt 2); upper corners only the lower ones (2); the
+    # centre reaches the lower corners (sqrt 2).
+    expected = np.array([SQ2, SQ2, 2, 2, SQ2]) / MEAN_SQUARE
+    assert ds["train_di"].values == pytest.approx(expected)
+    # Q1 = Q3 - IQR ... quantiles (type 7) 0.25 -> sqrt2/m, 0.75 -> 2/m: the whisker passes
+    # the largest DI, so the threshold is the largest DI.
+    assert ds.attrs["threshold"] == pytest.approx(2 / MEAN_SQUARE)
+    assert ds["train_lpd"].values.tolist() == [1, 1, 0, 0, 2]
+    assert ds.attrs["n_folds"] == 2
+    # The folds also come from a column of train.
+    by_column = sd.aoa(SQUARE.assign(f=folds), SQUARE, features=["a", "b"], folds="f")
+    assert by_column["train_di"].values == pytest.approx(expected)
+    # A training point's own location is in the training set: DI 0.
+    assert ds["di"].values.tolist() == [0.0] * 5
+
+
+def test_square_with_weights():
+    # Predictor a counts twice: points (+-2, +-1) and (0, 0). Pairs: 2 of 4, 2 of 2, 2 of
+    # sqrt(20), 4 of sqrt(5).
+    mean = (2 * 4 + 2 * 2 + 2 * math.sqrt(20) + 4 * math.sqrt(5)) / 10
+    new = pd.DataFrame({"a": [0.0, 1.0, 3.0], "b": [1.0, 0.0, 0.0]})
+    ds = sd.aoa(SQUARE, new, features=["a", "b"], weights={"b": 1.0, "a": 2.0})
+    assert ds.attrs["mean_distance"] == pytest.approx(mean)
+    assert ds["train_di"].values == pytest.approx(np.array([2, 2, 2, 2, math.sqrt(5)]) / mean)
+    # Four equal DI and one larger: IQR 0, the threshold is the corners' DI, the centre is out.
+    assert ds.attrs["threshold"] == pytest.approx(2 / mean)
+    assert ds["di"].values == pytest.approx([1 / mean, 1 / mean, math.sqrt(17) / mean])
+    assert ds["aoa"].values.tolist() == [1.0, 1.0, 0.0]
+    assert ds.attrs["weights"] == [2.0, 1.0]
+
+
+def test_threshold_is_the_whisker_value_not_a_data_point():
+    # Q1 2, Q3 4 (type 7): 4 + 1.5 * 2 = 7, although no DI lies between 4 and 100 (the old
+    # boxplot.stats rule would give 4).
+    assert di_threshold(np.array([1.0, 2.0, 3.0, 4.0, 100.0])) == 7.0
+    assert di_threshold(np.array([3.0, 1.0, 2.0, np.nan])) == 3.0  # capped at the largest
+
+
+def test_missing_values_give_missing_di():
+    new = pd.DataFrame({"a": [0.0, np.nan], "b": [0.0, 0.0]})
+    ds = sd.aoa(SQUARE, new, features=["a", "b"], lpd=True)
+    assert ds["di"].values[0] == 0.0 and np.isnan(ds["di"].values[1])
+    assert np.isnan(ds["aoa"].values[1]) and np.isnan(ds["lpd"].values[1])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"features": ["a", "c"]}, r"features \['c'\] not in train"),
+        ({"weights": {"a": 1.0, "c": 1.0}}, r"unknown \['c'\]; missing \['b'\]"),
+        ({"weights": {"a": -1.0, "b": 1.0}}, r"weights of \['a'\] are negative"),
+        ({"weights": {"a": 0.0, "b": 0.0}}, "all 0"),
+        ({"folds": [1, 2, 1]}, "folds has 3 values but train has 5 rows"),
+        ({"folds": [1] * 5}, "folds has one value"),
+        ({"folds": "nope"}, r"fold columns \['nope'\] not in train"),
+        ({"features": ["a", "a"]}, "names a feature twice"),
+    ],
+)
+def test_bad_input_is_refused(kwargs, match):
+    options = {"features": ["a", "b"], **kwargs}
+    with pytest.raises(ValueError, match=match):
+        sd.aoa(SQUARE, SQUARE, **options)
+
+
+def test_bad_train_and_new_are_refused():
+    with pytest.raises(ValueError, match=r"missing or infinite values \(rows per feature"):
+        sd.aoa(SQUARE.assign(a=[np.nan, 1, 2, 3, 4]), SQUARE, features=["a", "b"])
+    with pytest.raises(ValueError, match=r"features \['c'\] are constant"):
+        sd.aoa(SQUARE.assign(c=1.0), SQUARE, features=["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"features \['b'\] not in new"):
+        sd.aoa(SQUARE, SQUARE[["a"]], features=["a", "b"])
+    raster = xr.Dataset({"a": (("y", "x"), np.zeros((2, 2)))})
+    with pytest.raises(ValueError, match="feature 'b' is not a variable of the raster"):
+        sd.aoa(SQUARE, raster, features=["a", "b"])
+    cube = raster.assign(b=(("time", "y", "x"), np.zeros((1, 2, 2))))
+    with pytest.raises(ValueError, match="has dims .*2-D band variables"):
+        sd.aoa(SQUARE, cube, features=["a", "b"])
+    with pytest.raises(TypeError, match="new is a list"):
+        sd.aoa(SQUARE, [1, 2], features=["a", "b"])
+
+
+def test_raster_nodata_attribute_is_missing():
+    a = np.array([[0.0, -9999.0]])
+    raster = xr.Dataset({"a": (("y", "x"), a, {"_FillValue": -9999.0}), "b": (("y", "x"), a * 0)})
+    ds = sd.aoa(SQUARE, raster, features=["a", "b"]).compute()
+    assert ds["di"].values[0, 0] == 0.0 and np.isnan(ds["di"].values[0, 1])
+
+
+# --- CAST's farm ---------------------------------------------------------------------------
+
+
+def cast_raster() -> xr.Dataset:
+    """CAST's 13-band predictor raster as one (y, x) variable per band, named as in CAST."""
+    rioxarray = pytest.importorskip("rioxarray")
+    raster = rioxarray.open_rasterio(shared_file("cast", "predictors_2012-03-25.tif"))
+    names = raster.attrs["long_name"]
+    bands = {name: raster.sel(band=i + 1, drop=True) for i, name in enumerate(names)}
+    return xr.Dataset(bands).load()
+
+
+def cast_train(raster: xr.Dataset, n: int = 30) -> pd.DataFrame:
+    """CAST's training points: cookfarm averaged per SOURCEID (sorted, as R's aggregate
+    sorts), the first ``n``, and the raster's values in the cells holding them (terra's
+    ``extract``)."""
+    farm = pd.read_parquet(shared_file("cast", "cookfarm.parquet"))
+    sensors = farm.groupby("SOURCEID")[["VW", "Easting", "Northing"]].mean().sort_index()
+    sensors = sensors.iloc[:n]
+    x, y = raster["x"].values, raster["y"].values
+    dx, dy = x[1] - x[0], y[1] - y[0]
+    col = np.floor((sensors["Easting"].to_numpy() - (x[0] - dx / 2)) / dx).astype(int)
+    row = np.floor((sensors["Northing"].to_numpy() - (y[0] - dy / 2)) / dy).astype(int)
+    values = {name: raster[name].values[row, col] for name in raster.data_vars}
+    return pd.DataFrame({**values, "row": row, "col": col, "VW": sensors["VW"].to_numpy()})
+
+
+@pytest.fixture(scope="module")
+def farm():
+    raster = cast_raster()
+    return raster, cast_train(raster)
+
+
+def test_cast_farm_reproduces_cast(farm):
+    """CAST's own test (tests/testthat/test-aoa.R, "AOA works without a trained model"):
+    threshold 0.52872, 3377 cells inside, DI quartiles, 1993 NA cells and the training LPD."""
+    raster, train = farm
+    ds = sd.aoa(train, raster, features=CAST_FEATURES, lpd=True).compute()
+    assert round(ds.attrs["threshold"], 5) == 0.52872
+    assert int((ds["aoa"] == 1).sum()) == 3377
+    di = ds["di"].values
+    assert int(np.isnan(di).sum()) == 1993
+    di = di[np.isfinite(di)]
+    summary = [di.min(), *np.quantile(di, [0.25, 0.5]), di.mean(), np.quantile(di, 0.75), di.max()]
+    assert np.round(summary, 4).tolist() == [0.0, 0.1759, 0.2642, 0.3109, 0.4051, 2.6631]
+    assert ds["train_lpd"].values.tolist() == [
+        *(7, 9, 12, 1, 12, 12, 4, 2, 8, 10, 6, 1, 3, 4, 11),
+        *(9, 9, 7, 5, 5, 6, 5, 0, 5, 9, 8, 4, 11, 3, 2),
+    ]
+
+
+def brute_force(train: pd.DataFrame, cells: np.ndarray, features, folds=None) -> tuple:
+    """The definitions in plain numpy over the full distance matrices."""
+    x = train[features].to_numpy(float)
+    center, scale = x.mean(0), x.std(0, ddof=1)
+    z, q = (x - center) / scale, (cells - center) / scale
+    d = cdist(z, z)
+    n = len(z)
+    mean = d[~np.eye(n, dtype=bool)].mean()
+    blocked = np.eye(n, dtype=bool) if folds is None else folds[:, None] == folds[None, :]
+    tdi = np.where(blocked, np.inf, d).min(1) / mean
+    q1, q3 = np.percentile(tdi, [25, 75])
+    thr = min(q3 + 1.5 * (q3 - q1), tdi.max())
+    ok = np.isfinite(q).all(1)
+    di = np.full(len(q), np.nan)
+    di[ok] = cdist(q[ok], z).min(1) / mean
+    return tdi, thr, di
+
+
+def test_cast_farm_definitions(farm):
+    raster, train = farm
+    folds = np.arange(len(train)) % 5
+    whole = sd.aoa(train, raster, features=CAST_FEATURES, folds=folds)
+    assert whole["di"].dims == ("y", "x") and whole["di"].shape == (58, 101)
+    assert (whole["x"].values == raster["x"].values).all()
+    tiled = sd.aoa(train, raster.chunk({"y": 16, "x": 25}), features=CAST_FEATURES, folds=folds)
+    assert tiled["di"].data.npartitions == 4 * 5
+    whole, tiled = whole.compute(), tiled.compute()
+    xr.testing.assert_identical(whole, tiled)
+    cells = np.stack([raster[f].values.ravel() for f in CAST_FEATURES], axis=1)
+    tdi, thr, di = brute_force(train, cells, CAST_FEATURES, folds)
+    np.testing.assert_allclose(whole["train_di"].values, tdi, rtol=1e-12)
+    assert whole.attrs["threshold"] == pytest.approx(thr, rel=1e-12)
+    np.testing.assert_allclose(whole["di"].values.ravel(), di, rtol=1e-9, atol=1e-12)
+    # Training points' own cells have DI 0; the whisker keeps most training points inside.
+    assert (whole["di"].values[train["row"], train["col"]] == 0).all()
+    assert (whole["train_di"] <= whole.attrs["threshold"]).mean() >= 0.9
+    share = float(whole["aoa"].mean())  # over cells with every predictor
+    assert 0.3 < share < 1.0
+
+
+def test_table_and_raster_inputs_agree(farm):
+    raster, train = farm
+    cells = raster[CAST_FEATURES].to_dataframe().reset_index(drop=True)
+    on_raster = sd.aoa(train, raster, features=CAST_FEATURES, lpd=True).compute()
+    on_frame = sd.aoa(train, cells, features=CAST_FEATURES, lpd=True)
+    on_dask = sd.aoa(
+        dd.from_pandas(train, npartitions=2),
+        dd.from_pandas(cells, npartitions=7),
+        features=CAST_FEATURES,
+        lpd=True,
+    )
+    assert on_dask["di"].dims == ("row",) and on_dask["di"].chunks is not None
+    on_dask = on_dask.compute()
+    for name in ("di", "aoa", "lpd"):
+        flat = on_raster[name].values.ravel()
+        np.testing.assert_array_equal(on_frame[name].values, flat)
+        np.testing.assert_array_equal(on_dask[name].values, flat)
+    # A Table is a training or a new table too (its data's columns).
+    table = sd.load_table(train, label="VW", features=CAST_FEATURES)
+    again = sd.aoa(table, table, features=CAST_FEATURES)
+    assert again.attrs["threshold"] == on_raster.attrs["threshold"]
+    assert (again["di"].values == 0).all()
+
+
+def test_train_di_object(farm):
+    _, train = farm
+    params = train_di(train, features=CAST_FEATURES)
+    assert params.matrix.shape == (30, 3) and params.lpd is None
+    np.testing.assert_allclose(params.matrix.std(0, ddof=1), 1.0)
