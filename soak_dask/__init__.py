@@ -28,6 +28,7 @@ from .run.engine import soak
 from .run.evaluate import evaluate
 from .schema import TRAIN_TYPES
 from .spatial.aoa import aoa
+from .spatial.aoa_io import write_aoa
 from .split.designs import SameOtherAll, make_plan
 from .split.folds import assign_folds, block_counts
 from .split.plan import Plan, Selection, Term
@@ -41,6 +42,7 @@ _LAZY = {
     "plot_datasets": "results.plot",
     "plot_evaluation": "results.plot",
     "plot_mai": "diagnose.sampling_plot",
+    "plot_aoa": "spatial.aoa_plot",
     "plot_split_sensitivity": "diagnose.sensitivity_plot",
     "write_report": "results.report",
     # skops loads in about a second: only when a model is saved or loaded.
@@ -101,6 +103,7 @@ __all__ = [
     "make_plan",
     "open_results",
     "overlap_folds",
+    "plot_aoa",
     "plot_datasets",
     "plot_evaluation",
     "plot_mai",
@@ -118,5 +121,6 @@ __all__ = [
     "search_subsets",
     "summary",
     "transfer",
+    "write_aoa",
     "write_report",
 ]

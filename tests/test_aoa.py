@@ -256,3 +256,86 @@ def test_train_di_object(farm):
     params = train_di(train, features=CAST_FEATURES)
     assert params.matrix.shape == (30, 3) and params.lpd is None
     np.testing.assert_allclose(params.matrix.std(0, ddof=1), 1.0)
+
+
+# --- writing, the figure, the cluster -----------------------------------------------------
+
+
+def test_write_zarr_and_geotiff(farm, tmp_path):
+    pytest.importorskip("rioxarray")
+    from soak_dask.spatial.aoa_io import is_aoa_output
+
+    raster, train = farm
+    ds = sd.aoa(train, raster.chunk({"y": 20, "x": 50}), features=CAST_FEATURES, lpd=True)
+    store = sd.write_aoa(ds, tmp_path / "aoa.zarr")
+    back = xr.open_zarr(store, consolidated=False).compute()
+    computed = ds.compute()
+    layers = ["di", "aoa", "lpd", "train_di", "train_lpd"]
+    xr.testing.assert_equal(back[layers], computed[layers])
+    assert back.attrs["threshold"] == ds.attrs["threshold"] and is_aoa_output(store)
+    tif = sd.write_aoa(ds, tmp_path / "aoa.tif")
+    import rioxarray
+
+    image = rioxarray.open_rasterio(tif)
+    assert image.attrs["long_name"] == ("di", "aoa", "lpd") and image.shape == (3, 58, 101)
+    np.testing.assert_allclose(image.sel(band=1).values, computed["di"].values, rtol=1e-6)
+    assert float(image.attrs["threshold"]) == pytest.approx(ds.attrs["threshold"])
+    # Existing paths: refused without overwrite; replaced with it only if write_aoa wrote them.
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
+        sd.write_aoa(ds, store)
+    sd.write_aoa(ds, store, overwrite=True)
+    sd.write_aoa(ds, tif, overwrite=True)
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    with pytest.raises(FileExistsError, match="not written by write_aoa"):
+        sd.write_aoa(ds, foreign, overwrite=True)
+    assert (foreign / "notes.txt").read_text() == "keep me"
+    (tmp_path / "in").mkdir()
+    with pytest.raises(ValueError, match="inside the input table's directory"):
+        sd.write_aoa(ds, tmp_path / "in" / "aoa.zarr", sources=[tmp_path / "in"])
+    table_ds = sd.aoa(train, train, features=CAST_FEATURES)
+    with pytest.raises(ValueError, match="write a table's AOA to a Zarr store"):
+        sd.write_aoa(table_ds, tmp_path / "rows.tif")
+
+
+def test_plot_aoa(farm):
+    import matplotlib.pyplot as plt
+
+    raster, train = farm
+    ds = sd.aoa(train, raster.chunk({"y": 20, "x": 50}), features=CAST_FEATURES)
+    for fig in (
+        sd.plot_aoa(ds),
+        sd.plot_aoa(ds, max_cells=500),
+        sd.plot_aoa(sd.aoa(train, train, features=CAST_FEATURES)),
+    ):
+        assert len(fig.axes) >= 2
+        plt.close(fig)
+    fig = sd.plot_aoa(ds)
+    share = float(ds["aoa"].mean())
+    assert any(f"inside (blue) {share:.0%}" in ax.get_title() for ax in fig.axes)
+    plt.close(fig)
+
+
+@pytest.mark.slow
+def test_lazy_zarr_raster_on_a_cluster(farm, tmp_path):
+    """A raster read lazily from Zarr by two workers, the training matrix scattered once (not
+    in the graph), the result lazy until written, equal to the local computation."""
+    from distributed import Client, LocalCluster
+
+    raster, train = farm
+    raster.chunk({"y": 16, "x": 32}).to_zarr(tmp_path / "raster.zarr", consolidated=False)
+    local = sd.aoa(train, raster, features=CAST_FEATURES, lpd=True).compute()
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0")
+    with cluster:
+        with Client(cluster) as client:
+            lazy = xr.open_zarr(tmp_path / "raster.zarr", consolidated=False)
+            ds = sd.aoa(train, lazy, features=CAST_FEATURES, lpd=True, client=client)
+            assert ds["di"].chunks is not None and ds["di"].data.npartitions == 4 * 4
+            graph = dict(ds["di"].data.__dask_graph__())
+            big = [v for v in graph.values() if isinstance(v, np.ndarray) and v.size >= 90]
+            assert not big  # the 30 x 3 training matrix is a scattered future
+            out = sd.write_aoa(ds, tmp_path / "aoa.zarr")
+            back = xr.open_zarr(out, consolidated=False).compute()
+    for name in ("di", "aoa", "lpd"):
+        np.testing.assert_array_equal(back[name].values, local[name].values)
