@@ -28,6 +28,7 @@ from .run.engine import soak
 from .run.evaluate import evaluate
 from .schema import TRAIN_TYPES
 from .spatial.aoa import aoa
+from .spatial.aoa_coverage import aoa_coverage, aoa_sentences
 from .spatial.aoa_io import write_aoa
 from .split.designs import SameOtherAll, make_plan
 from .split.folds import assign_folds, block_counts
@@ -87,6 +88,8 @@ __all__ = [
     "UntrustedModelError",
     "adjust_pvalues",
     "aoa",
+    "aoa_coverage",
+    "aoa_sentences",
     "assign_folds",
     "block_counts",
     "builtin_learner",

@@ -339,3 +339,96 @@ def test_lazy_zarr_raster_on_a_cluster(farm, tmp_path):
             back = xr.open_zarr(out, consolidated=False).compute()
     for name in ("di", "aoa", "lpd"):
         np.testing.assert_array_equal(back[name].values, local[name].values)
+
+
+# --- SOAK meets the AOA ----------------------------------------------------------------------
+
+
+def regions_table(n: int = 360) -> pd.DataFrame:
+    """Three regions; S's predictors are shifted far from NE's and NW's, and the response is
+    curved, so a linear model does not carry over to S."""
+    rng = np.random.default_rng(0)
+    region = np.repeat(["NE", "NW", "S"], n // 3)
+    x = rng.normal(size=(n, 2))
+    x[region == "S"] += 6.0
+    y = x[:, 0] ** 2 + rng.normal(scale=0.3, size=n)  # a linear model fitted near 0 fails at 6
+    return pd.DataFrame({"x0": x[:, 0], "x1": x[:, 1], "region": region, "y": y})
+
+
+@pytest.fixture(scope="module")
+def regions():
+    table = sd.load_table(regions_table(), label="y", subset="region")
+    result = sd.soak(table, ["featureless", "linear"], n_folds=4, progress=False)
+    return table, result, sd.aoa_coverage(result, table)
+
+
+def test_coverage_of_soak_train_sets(regions):
+    table, result, covered = regions
+    share = covered["aoa_share"]
+    assert share.dims == ("test_subset", "fold", "train_type")
+    assert (share.sel(test_subset="S", train_type="other") == 0).all()  # NE+NW never reach S
+    assert (share.sel(train_type="same") > 0.7).all() and (share.sel(train_type="all") > 0.7).all()
+    assert set(result.data_vars) < set(covered.data_vars)  # scores kept, beside the shares
+    # One cell by hand: the folds soak assigned (same seed), the public aoa on its rows.
+    keyed = sd.SameOtherAll(n_folds=4, seed=1).add_keys(table)
+    frame = keyed.data.compute()
+    train = frame[(frame["region"] == "NE") & (frame[keyed.fold] != 2)]
+    test = frame[(frame["region"] == "NE") & (frame[keyed.fold] == 2)]
+    direct = sd.aoa(train, test, features=["x0", "x1"], folds=keyed.fold)
+    cell = covered.sel(test_subset="NE", fold=2, train_type="same")
+    assert float(cell["aoa_share"]) == pytest.approx(float(direct["aoa"].mean()))
+    assert float(cell["aoa_threshold"]) == pytest.approx(direct.attrs["threshold"])
+    assert int(cell["aoa_train_rows"]) == len(train)
+
+
+def test_coverage_sentences(regions):
+    _, _, covered = regions
+    lines = sd.aoa_sentences(covered)
+    other_s = next(line for line in lines if line.startswith("other") and " on S " in line)
+    assert other_s.startswith("other fails on S (mse ")
+    assert "100 % of S lies outside what NE+NW cover" in other_s
+    with pytest.raises(ValueError, match="run soak_dask.aoa_coverage"):
+        sd.aoa_sentences(covered.drop_vars("aoa_share"))
+
+
+@pytest.mark.slow
+def test_coverage_in_the_report(regions, tmp_path):
+    _, _, covered = regions
+    page = sd.write_report(covered, tmp_path / "report")
+    text = page.read_text()
+    assert 'id="aoa"' in text and "100 % of S lies outside what NE+NW cover" in text
+    # Results without the shares get no such section.
+    assert 'id="aoa"' not in sd.write_report(regions[1], tmp_path / "plain").read_text()
+
+
+def test_coverage_of_a_transfer_matrix(regions):
+    table, _, _ = regions
+    result = sd.transfer(table, "linear", n_folds=4, progress=False)
+    covered = sd.aoa_coverage(result, table, train_folds=False)
+    share = covered["aoa_share"].mean("fold")
+    assert share.dims == ("train_subset", "test_subset")
+    assert float(share.sel(train_subset="NE", test_subset="S")) == 0.0
+    assert float(share.sel(train_subset="S", test_subset="S")) > 0.7
+    lines = sd.aoa_sentences(covered)
+    assert any(line.startswith("a model trained on NE fails on S") for line in lines)
+
+
+@pytest.mark.slow
+def test_coverage_refusals(regions):
+    table, result, _ = regions
+    with pytest.raises(ValueError, match=r"pass sample=N"):
+        sd.aoa_coverage(result, table, max_train_rows=100)
+    sampled = sd.aoa_coverage(result, table, max_train_rows=100, sample=60)
+    rows = sampled["aoa_train_rows"]
+    assert int(rows.max()) < 120 and sampled.attrs["aoa_sample"] == 60
+    # Same seed, same sample.
+    again = sd.aoa_coverage(result, table, max_train_rows=100, sample=60)
+    xr.testing.assert_identical(sampled["aoa_share"], again["aoa_share"])
+    other = sd.load_table(regions_table().assign(region=lambda d: d["region"] + "x"), "y", "region")
+    with pytest.raises(ValueError, match="does not give this result's plan"):
+        sd.aoa_coverage(result, other)
+    with pytest.raises(ValueError, match="roles differ"):
+        sd.aoa_coverage(result, sd.load_table(regions_table(), label="x1", subset="region"))
+    two = sd.soak(table, "featureless", n_folds=2, progress=False)
+    with pytest.raises(ValueError, match="pass train_folds=False"):
+        sd.aoa_coverage(two, table)

@@ -243,7 +243,10 @@ def _assemble(result, plan, per_fit, features, w, sample, train_folds) -> xr.Dat
         "aoa_sample": int(sample or 0),
         "aoa_train_folds": int(train_folds),
     }
-    out = result.assign({k: added[k].transpose(*plan.dims) for k in added.data_vars})
+    dims = plan.dims
+    coords = {d: result[d].variable for d in dims}  # the result's own (object) coordinates
+    values = {k: xr.DataArray(added[k].transpose(*dims).values, coords, dims) for k in added}
+    out = result.assign(values)
     return out.assign_attrs(attrs)
 
 
