@@ -96,7 +96,7 @@ def test_missing_values_give_missing_di():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"features": ["a", "c"]}, r"features \['c'\] not in train"),
+        ({"features": ["a", "c"]}, r"features \['c'\] not in new"),
         ({"weights": {"a": 1.0, "c": 1.0}}, r"unknown \['c'\]; missing \['b'\]"),
         ({"weights": {"a": -1.0, "b": 1.0}}, r"weights of \['a'\] are negative"),
         ({"weights": {"a": 0.0, "b": 0.0}}, "all 0"),
@@ -116,9 +116,11 @@ def test_bad_train_and_new_are_refused():
     with pytest.raises(ValueError, match=r"missing or infinite values \(rows per feature"):
         sd.aoa(SQUARE.assign(a=[np.nan, 1, 2, 3, 4]), SQUARE, features=["a", "b"])
     with pytest.raises(ValueError, match=r"features \['c'\] are constant"):
-        sd.aoa(SQUARE.assign(c=1.0), SQUARE, features=["a", "b", "c"])
+        sd.aoa(SQUARE.assign(c=1.0), SQUARE.assign(c=0.0), features=["a", "b", "c"])
     with pytest.raises(ValueError, match=r"features \['b'\] not in new"):
         sd.aoa(SQUARE, SQUARE[["a"]], features=["a", "b"])
+    with pytest.raises(ValueError, match=r"features \['b'\] not in train"):
+        sd.aoa(SQUARE[["a"]], SQUARE, features=["a", "b"])
     raster = xr.Dataset({"a": (("y", "x"), np.zeros((2, 2)))})
     with pytest.raises(ValueError, match="feature 'b' is not a variable of the raster"):
         sd.aoa(SQUARE, raster, features=["a", "b"])
@@ -432,3 +434,41 @@ def test_coverage_refusals(regions):
     two = sd.soak(table, "featureless", n_folds=2, progress=False)
     with pytest.raises(ValueError, match="pass train_folds=False"):
         sd.aoa_coverage(two, table)
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_cli_end_to_end(farm, tmp_path, capsys):
+    from distributed import LocalCluster
+
+    from soak_dask.app import cli
+
+    raster, train = farm
+    train.to_parquet(tmp_path / "train.parquet")
+    raster.chunk({"y": 29, "x": 51}).to_zarr(tmp_path / "raster.zarr", consolidated=False)
+    expected = sd.aoa(train, raster, features=CAST_FEATURES, lpd=True).compute()
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
+        flags = ["--features", ",".join(CAST_FEATURES), "--scheduler", cluster.scheduler_address]
+        inputs = [str(tmp_path / "train.parquet"), str(tmp_path / "raster.zarr")]
+        out = tmp_path / "out"
+        assert cli.main(["aoa", *inputs, *flags, "--lpd", "--out", str(out)]) == 0
+        printed = capsys.readouterr().out
+        assert "threshold 0.5287" in printed
+        assert f"inside the AOA: {float(expected['aoa'].mean()):.1%}" in printed
+        assert {p.name for p in out.iterdir()} == {"aoa.zarr", "aoa.png", "aoa.json"}
+        back = xr.open_zarr(out / "aoa.zarr", consolidated=False).compute()
+        np.testing.assert_array_equal(back["di"].values, expected["di"].values)
+        np.testing.assert_array_equal(back["lpd"].values, expected["lpd"].values)
+        # A rerun into the same directory replaces its own files; a GeoTIFF too.
+        assert cli.main(["aoa", *inputs, *flags, "--out", str(out), "--format", "tif"]) == 0
+        assert (out / "aoa.tif").is_file()
+        foreign = tmp_path / "foreign"
+        foreign.mkdir()
+        (foreign / "keep.txt").write_text("mine")
+        assert cli.main(["aoa", *inputs, *flags, "--out", str(foreign)]) != 0
+        assert "did not write" in capsys.readouterr().err
+        bad = ["--features", "DEM,NOPE", "--scheduler", cluster.scheduler_address]
+        assert cli.main(["aoa", *inputs, *bad, "--out", str(tmp_path / "o2")]) != 0
+        assert "feature 'NOPE' is not a variable of the raster" in capsys.readouterr().err

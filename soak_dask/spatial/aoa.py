@@ -143,6 +143,7 @@ def aoa(
     >>> ds["aoa"].values.tolist(), round(ds.attrs["threshold"], 4)
     ([1.0, 0.0], 0.7952)
     """
+    check_new(new, check_features(features))  # before any pass over the training data
     params = train_di(
         train, features=features, weights=weights, folds=folds, lpd=lpd, client=client
     )
@@ -215,23 +216,35 @@ def new_di(
     if lpd and params.lpd is None:
         raise ValueError("lpd=True needs the training LPD: call train_di(..., lpd=True)")
     client = current_client() if client is None else client
+    check_new(new, params.features)
+    if isinstance(new, Table):
+        new = new.data
+    dims, coords = (ROW,), None
+    if isinstance(new, xr.Dataset):
+        out, dims = _raster_blocks(params, new, lpd, client), (Y, X)
+        coords = {k: v for k, v in new[params.features[0]].coords.items()}
+    elif isinstance(new, dd.DataFrame):
+        out = _table_blocks(params, new, lpd, client)
+    else:
+        out = block_di(float_array(new, params.features), params.matrix, *_consts(params, lpd))
+    return _result(params, out, dims, coords, lpd)
+
+
+def check_new(new: Any, features: tuple[str, ...]) -> None:
+    """Refuse ``new`` unless it is a table or raster holding every feature (numeric 2-D band
+    variables over (y, x) for a raster)."""
     if isinstance(new, Table):
         new = new.data
     if isinstance(new, xr.Dataset):
-        out, dims, coords = _raster_blocks(params, new, lpd, client), (Y, X), None
-        coords = {k: v for k, v in new[params.features[0]].coords.items()}
-    elif isinstance(new, dd.DataFrame):
-        out, dims, coords = _table_blocks(params, new, lpd, client), (ROW,), None
-    elif isinstance(new, pd.DataFrame):
-        _check_columns(list(new.columns), params.features, "new")
-        out = block_di(float_array(new, params.features), params.matrix, *_consts(params, lpd))
-        dims, coords = (ROW,), None
+        for name in features:
+            band_array(new, name)
+    elif isinstance(new, pd.DataFrame | dd.DataFrame):
+        _check_columns(list(new.columns), features, "new")
     else:
         raise TypeError(
             f"new is a {type(new).__name__}; give a Table, a pandas or Dask DataFrame, or an "
             "xarray.Dataset of 2-D band variables over (y, x)"
         )
-    return _result(params, out, dims, coords, lpd)
 
 
 def check_features(features: Any) -> tuple[str, ...]:
@@ -476,7 +489,6 @@ def _frame_block(frame: pd.DataFrame, matrix: np.ndarray, features, consts: tupl
 
 def _table_blocks(params: TrainDI, ddf: dd.DataFrame, lpd: bool, client: Any) -> da.Array:
     """DI and LPD of a Dask table's rows, one task per partition (read by the worker)."""
-    _check_columns(list(ddf.columns), params.features, "new")
     data = ddf[list(params.features)]
     (lengths,) = _compute([ddf[params.features[0]].map_partitions(len)], client)
     ref = _broadcast(params.matrix, client)

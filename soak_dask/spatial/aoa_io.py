@@ -129,7 +129,7 @@ def _write_geotiff(ds: xr.Dataset, path: Path) -> None:
     if client is not None:
         from distributed import Lock
 
-        lock: Any = Lock(f"write_aoa:{path.resolve()}", client=client)
+        lock: Any = Lock(f"write_aoa:{path.resolve()}")
     else:
         lock = threading.Lock()
     stack.rio.to_raster(path, tiled=True, lock=lock, compute=True, tags=tags)
