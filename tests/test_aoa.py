@@ -472,3 +472,11 @@ def test_cli_end_to_end(farm, tmp_path, capsys):
         bad = ["--features", "DEM,NOPE", "--scheduler", cluster.scheduler_address]
         assert cli.main(["aoa", *inputs, *bad, "--out", str(tmp_path / "o2")]) != 0
         assert "feature 'NOPE' is not a variable of the raster" in capsys.readouterr().err
+
+
+def test_duplicated_training_points_are_each_others_nearest():
+    # CAST leaves out only the point itself: a duplicate elsewhere is at distance 0.
+    train = pd.concat([SQUARE, SQUARE.iloc[[0]]], ignore_index=True)
+    ds = sd.aoa(train, SQUARE, features=["a", "b"], lpd=True)
+    assert ds["train_di"].values[[0, 5]].tolist() == [0.0, 0.0]
+    assert ds["train_lpd"].values[[0, 5]].tolist() == [1, 1]  # each other, below threshold

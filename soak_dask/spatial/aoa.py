@@ -41,7 +41,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy.spatial import cKDTree
-from scipy.spatial.distance import cdist
 
 from ..run.executor import current_client
 from ..tables.raster import DEFAULT_CHUNK, X, Y
@@ -49,8 +48,10 @@ from ..tables.table import Table, float_array
 
 __all__ = ["TrainDI", "aoa", "di_threshold", "new_di", "train_di"]
 
-#: Distances computed per task of the training pass (32 MB of float64).
-PAIRS_PER_TASK = 2**22
+#: Distances computed per task of the training pass (64 MB of float64).
+PAIRS_PER_TASK = 2**23
+#: Training rows per task of the nearest-neighbour passes (each builds its k-d trees).
+ROWS_PER_TASK = 20_000
 #: Dims of the results: a table's rows, and the training points.
 ROW, TRAIN = "row", "train"
 
@@ -171,15 +172,15 @@ def train_di(
     center, scale = x.mean(axis=0), x.std(axis=0, ddof=1)
     z = (x - center) / scale * w
     ref = _broadcast(z, client)
-    sums, mins = _pair_pass(_pair_stats, z, ref, codes, client)
     n = len(z)
+    sums = _row_pass(_distance_sums, n, max(1, PAIRS_PER_TASK // n), ref, client)
     mean = float(sums.sum() / (n * (n - 1)))
-    di = mins / mean
+    di = _row_pass(_nearest_other, n, ROWS_PER_TASK, ref, client, codes) / mean
     threshold = di_threshold(di)
     lpd_values = None
     if lpd:
-        (counts,) = _pair_pass(_pair_lpd, z, ref, codes, client, mean, threshold)
-        lpd_values = counts
+        args = (codes, mean, threshold)
+        lpd_values = _row_pass(_train_lpd, n, ROWS_PER_TASK, ref, client, *args).astype(np.int64)
     n_folds = 0 if codes is None else int(codes.max() + 1)
     return TrainDI(features, center, scale, w, z, mean, di, threshold, lpd_values, n_folds)
 
@@ -361,39 +362,76 @@ def _compute(tasks: list, client: Any) -> list:
     return list(dask.compute(*tasks))
 
 
-def _pair_pass(func, z: np.ndarray, ref: Any, codes, client: Any, *args) -> tuple:
-    """``func`` over blocks of training rows against all of them; its outputs concatenated."""
-    n = len(z)
-    step = max(1, PAIRS_PER_TASK // n)
-    fold_ref = None if codes is None else codes
+def _row_pass(func, n: int, step: int, ref: Any, client: Any, *args) -> np.ndarray:
+    """``func(matrix, start, stop, *args)`` over blocks of training rows, concatenated."""
     tasks = [
-        dask.delayed(func, pure=True)(ref, fold_ref, start, min(start + step, n), *args)
+        dask.delayed(func, pure=True)(ref, start, min(start + step, n), *args)
         for start in range(0, n, step)
     ]
-    parts = _compute(tasks, client)
-    return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+    return np.concatenate(_compute(tasks, client))
 
 
-def _masked_distances(z: np.ndarray, codes, start: int, stop: int) -> tuple:
-    """Distances of rows ``start:stop`` to all rows, and the same with the pairs a row may
-    not use (itself, and its fold's rows) set to infinity."""
-    d = cdist(z[start:stop], z)
-    masked = d.copy()
+def _distance_sums(z: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Sum of the distances of rows ``start:stop`` to every training row, from one matrix
+    product (|a|^2 + |b|^2 - 2 a.b): rounding of about 1e-8 of a distance near 0 is nothing in
+    a mean over n(n - 1) pairs."""
+    sq = np.einsum("ij,ij->i", z, z)
+    d2 = sq[start:stop, None] + sq[None, :] - 2.0 * (z[start:stop] @ z.T)
+    np.maximum(d2, 0.0, out=d2)
+    d2[np.arange(stop - start), np.arange(start, stop)] = 0.0
+    return np.sqrt(d2, out=d2).sum(axis=1)
+
+
+def _neighbours(z: np.ndarray, codes, start: int, stop: int):
+    """For rows ``start:stop``: (positions in the block, the training rows they may be
+    compared with, whether those include the row itself), one group per fold."""
+    rows = np.arange(start, stop)
     if codes is None:
-        masked[np.arange(stop - start), np.arange(start, stop)] = np.inf
-    else:
-        masked[codes[start:stop, None] == codes[None, :]] = np.inf
-    return d, masked
+        return [(rows - start, z, True)]
+    return [
+        (np.flatnonzero(codes[start:stop] == f), z[codes != f], False)
+        for f in np.unique(codes[start:stop])
+    ]
 
 
-def _pair_stats(z: np.ndarray, codes, start: int, stop: int) -> tuple:
-    d, masked = _masked_distances(z, codes, start, stop)
-    return d.sum(axis=1), masked.min(axis=1)
+def _nearest_other(z: np.ndarray, start: int, stop: int, codes) -> np.ndarray:
+    """Distance of each row ``start:stop`` to its nearest other training row (outside its
+    fold with folds), exact: a k-d tree (k = 2 when the row itself is in the tree: its own 0,
+    or a duplicate's, comes first)."""
+    out = np.empty(stop - start)
+    for at, others, with_self in _neighbours(z, codes, start, stop):
+        dist, _ = cKDTree(others).query(z[start:stop][at], k=2 if with_self else 1)
+        out[at] = dist[:, 1] if with_self else dist
+    return out
 
 
-def _pair_lpd(z, codes, start: int, stop: int, mean: float, threshold: float) -> tuple:
-    _, masked = _masked_distances(z, codes, start, stop)
-    return ((masked / mean < threshold).sum(axis=1),)
+def _train_lpd(z, start: int, stop: int, codes, mean: float, threshold: float) -> np.ndarray:
+    """LPD of rows ``start:stop``: other training rows (outside the fold) with distance / mean
+    below the threshold."""
+    out = np.empty(stop - start)
+    for at, others, with_self in _neighbours(z, codes, start, stop):
+        rows = np.arange(start, stop)[at] if with_self else None
+        out[at] = count_below(cKDTree(others), others, z[start:stop][at], mean, threshold, rows)
+    return out
+
+
+def count_below(tree, ref, q, mean: float, threshold: float, self_rows=None) -> np.ndarray:
+    """How many points of ``ref`` (in ``tree``) lie at distance / mean < threshold from each
+    point of ``q``, as CAST compares (``sum(DI < threshold)``), leaving out ``ref[self_rows]``.
+
+    Two ball counts just inside and just outside the radius settle every point but those
+    within 1e-9 of it, which are counted from their exact distances."""
+    radius = threshold * mean
+    low = tree.query_ball_point(q, radius * (1 - 1e-9), return_length=True).astype(np.int64)
+    high = tree.query_ball_point(q, radius * (1 + 1e-9), return_length=True)
+    if self_rows is not None:
+        low -= 1  # the point itself, at distance 0
+    for i in np.flatnonzero(high != low + (self_rows is not None)):
+        d = np.sqrt(((ref - q[i]) ** 2).sum(axis=1))
+        if self_rows is not None:
+            d[self_rows[i]] = np.inf
+        low[i] = int((d / mean < threshold).sum())
+    return low
 
 
 def _consts(params: TrainDI, lpd: bool) -> tuple:
@@ -427,9 +465,7 @@ def block_di(
     dist, _ = tree.query(q, k=1)
     out[0, ok] = dist / mean_distance
     if threshold is not None:
-        # Points with distance / mean < threshold: a ball just inside the radius.
-        radius = np.nextafter(threshold * mean_distance, 0)
-        out[1, ok] = tree.query_ball_point(q, radius, return_length=True)
+        out[1, ok] = count_below(tree, matrix, q, mean_distance, threshold)
     return out
 
 
