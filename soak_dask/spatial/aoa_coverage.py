@@ -48,6 +48,7 @@ def aoa_coverage(
     train_folds: bool = True,
     sample: int | None = None,
     max_train_rows: int = MAX_TRAIN_ROWS,
+    persist: bool = True,
     client: Any = None,
 ) -> xr.Dataset:
     """``result`` with ``aoa_share``: per result cell, the share of its test block's rows inside
@@ -74,6 +75,9 @@ def aoa_coverage(
         the result's seed and the row's place, as ``soak``'s row cap). Default: refuse them.
     max_train_rows : int
         Largest train set taken whole.
+    persist : bool
+        Keep the table's feature and key columns in cluster memory for the passes (two per
+        train set: its rows, its test blocks); False reads them from storage each time.
     client : distributed.Client, optional
         Default: the current client, if any.
 
@@ -108,7 +112,8 @@ def aoa_coverage(
             "max_train_rows"
         )
     data = table.data[_columns(table, features)]
-    data = client.persist(data) if client is not None else data.persist()
+    if persist:
+        data = client.persist(data) if client is not None else data.persist()
     weights_map = dict(zip(features, w, strict=True))
     seed = int(result.attrs.get("seed", 1))
     per_fit = {}
