@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
 
 import soak_dask as sd
@@ -469,6 +471,12 @@ def test_cli_end_to_end(farm, tmp_path, capsys):
         (foreign / "keep.txt").write_text("mine")
         assert cli.main(["aoa", *inputs, *flags, "--out", str(foreign)]) != 0
         assert "did not write" in capsys.readouterr().err
+        # A GeoTIFF whose band descriptions name the bands (CAST's own file, read in place).
+        tif = str(shared_file("cast", "predictors_2012-03-25.tif"))
+        argv = ["aoa", inputs[0], tif, *flags, "--out", str(tmp_path / "from_tif")]
+        assert cli.main(argv) == 0
+        from_tif = xr.open_zarr(tmp_path / "from_tif" / "aoa.zarr", consolidated=False)
+        np.testing.assert_array_equal(from_tif["di"].values, expected["di"].values)
         bad = ["--features", "DEM,NOPE", "--scheduler", cluster.scheduler_address]
         assert cli.main(["aoa", *inputs, *bad, "--out", str(tmp_path / "o2")]) != 0
         assert "feature 'NOPE' is not a variable of the raster" in capsys.readouterr().err
@@ -480,3 +488,37 @@ def test_duplicated_training_points_are_each_others_nearest():
     ds = sd.aoa(train, SQUARE, features=["a", "b"], lpd=True)
     assert ds["train_di"].values[[0, 5]].tolist() == [0.0, 0.0]
     assert ds["train_lpd"].values[[0, 5]].tolist() == [1, 1]  # each other, below threshold
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(4, 14),
+    st.integers(1, 3),
+    st.integers(0, 2),
+    st.floats(0.5, 4.0),
+    st.floats(-10.0, 10.0),
+)
+def test_invariants(seed, n, p, n_dup, factor, shift):
+    """The DI does not change when a predictor is rescaled or shifted (it is standardised) or
+    the training rows are reordered; the threshold never exceeds the largest training DI.
+    Points in general position (continuous values), with some exact duplicates."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, p))
+    x[:n_dup] = x[n_dup : 2 * n_dup]
+    cols = [f"f{i}" for i in range(p)]
+    train = pd.DataFrame(x, columns=cols)
+    new = pd.DataFrame(1.5 * rng.normal(size=(6, p)), columns=cols)
+    ds = sd.aoa(train, new, features=cols, lpd=True)
+    assert ds.attrs["threshold"] <= ds["train_di"].max()
+    assert (ds["train_di"].values[:n_dup] == 0).all()
+    moved = train.assign(f0=train["f0"] * factor + shift)
+    again = sd.aoa(moved, new.assign(f0=new["f0"] * factor + shift), features=cols)
+    np.testing.assert_allclose(again["di"].values, ds["di"].values, rtol=1e-9)
+    order = rng.permutation(n)
+    shuffled = sd.aoa(train.iloc[order], new, features=cols, lpd=True)
+    np.testing.assert_allclose(shuffled["train_di"].values, ds["train_di"].values[order])
+    np.testing.assert_allclose(shuffled["di"].values, ds["di"].values, rtol=1e-12)
+    assert shuffled.attrs["threshold"] == pytest.approx(ds.attrs["threshold"], rel=1e-12)
+    assert (shuffled["lpd"].values == ds["lpd"].values).all()
+    assert (shuffled["train_lpd"].values == ds["train_lpd"].values[order]).all()

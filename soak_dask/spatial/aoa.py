@@ -173,14 +173,15 @@ def train_di(
     z = (x - center) / scale * w
     ref = _broadcast(z, client)
     n = len(z)
-    sums = _row_pass(_distance_sums, n, max(1, PAIRS_PER_TASK // n), ref, client)
+    sums = _row_pass(_distance_sums, (z, ref), max(1, PAIRS_PER_TASK // n), client)
     mean = float(sums.sum() / (n * (n - 1)))
-    di = _row_pass(_nearest_other, n, ROWS_PER_TASK, ref, client, codes) / mean
+    di = _row_pass(_nearest_other, (z, ref), ROWS_PER_TASK, client, codes) / mean
     threshold = di_threshold(di)
     lpd_values = None
     if lpd:
         args = (codes, mean, threshold)
-        lpd_values = _row_pass(_train_lpd, n, ROWS_PER_TASK, ref, client, *args).astype(np.int64)
+        counts = _row_pass(_train_lpd, (z, ref), ROWS_PER_TASK, client, *args)
+        lpd_values = counts.astype(np.int64)
     n_folds = 0 if codes is None else int(codes.max() + 1)
     return TrainDI(features, center, scale, w, z, mean, di, threshold, lpd_values, n_folds)
 
@@ -362,8 +363,14 @@ def _compute(tasks: list, client: Any) -> list:
     return list(dask.compute(*tasks))
 
 
-def _row_pass(func, n: int, step: int, ref: Any, client: Any, *args) -> np.ndarray:
-    """``func(matrix, start, stop, *args)`` over blocks of training rows, concatenated."""
+def _row_pass(func, matrix: tuple, step: int, client: Any, *args) -> np.ndarray:
+    """``func(matrix, start, stop, *args)`` over blocks of training rows, concatenated;
+    ``matrix`` is (the training matrix, its broadcast reference). One block without a
+    client runs here, without a graph."""
+    z, ref = matrix
+    n = len(z)
+    if client is None and n <= step:
+        return func(z, 0, n, *args)
     tasks = [
         dask.delayed(func, pure=True)(ref, start, min(start + step, n), *args)
         for start in range(0, n, step)
@@ -373,12 +380,15 @@ def _row_pass(func, n: int, step: int, ref: Any, client: Any, *args) -> np.ndarr
 
 def _distance_sums(z: np.ndarray, start: int, stop: int) -> np.ndarray:
     """Sum of the distances of rows ``start:stop`` to every training row, from one matrix
-    product (|a|^2 + |b|^2 - 2 a.b): rounding of about 1e-8 of a distance near 0 is nothing in
-    a mean over n(n - 1) pairs."""
+    product (|a|^2 + |b|^2 - 2 a.b). Where that cancels (squared distance below 1e-6 of
+    |a|^2 + |b|^2: near-duplicates), the pair is recomputed from its differences, so a
+    duplicate's 0 stays 0 and every distance keeps about 10 significant digits."""
     sq = np.einsum("ij,ij->i", z, z)
-    d2 = sq[start:stop, None] + sq[None, :] - 2.0 * (z[start:stop] @ z.T)
+    scale = sq[start:stop, None] + sq[None, :]
+    d2 = scale - 2.0 * (z[start:stop] @ z.T)
+    i, j = np.nonzero(d2 < 1e-6 * scale)
+    d2[i, j] = ((z[start + i] - z[j]) ** 2).sum(axis=1)
     np.maximum(d2, 0.0, out=d2)
-    d2[np.arange(stop - start), np.arange(start, stop)] = 0.0
     return np.sqrt(d2, out=d2).sum(axis=1)
 
 
