@@ -522,3 +522,16 @@ def test_invariants(seed, n, p, n_dup, factor, shift):
     assert shuffled.attrs["threshold"] == pytest.approx(ds.attrs["threshold"], rel=1e-12)
     assert (shuffled["lpd"].values == ds["lpd"].values).all()
     assert (shuffled["train_lpd"].values == ds["train_lpd"].values[order]).all()
+
+
+def test_blocks_larger_than_a_worker_are_refused():
+    from soak_dask.spatial import aoa as module
+
+    class Client:  # what check_block_memory reads of a distributed client
+        def scheduler_info(self):
+            return {"workers": {"tcp://a": {"memory_limit": 2**20}}}
+
+    params = train_di(SQUARE, features=["a", "b"])
+    with pytest.raises(ValueError, match=r"raster chunk of 100,000 cells needs about .* GiB"):
+        module.check_block_memory(100_000, params, Client(), "raster chunk", "rechunk")
+    module.check_block_memory(1_000, params, Client(), "raster chunk", "rechunk")  # fits

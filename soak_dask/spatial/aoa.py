@@ -479,6 +479,27 @@ def block_di(
     return out
 
 
+#: Bytes a block task holds per cell and predictor: the cells as float64, standardised, and
+#: the k-d tree's query arrays (about three copies).
+BYTES_PER_VALUE = 3 * 8
+
+
+def check_block_memory(cells: int, params: TrainDI, client: Any, what: str, fix: str) -> None:
+    """Refuse, before any work, blocks that would not fit the smallest worker's memory limit
+    (their cells and the training matrix with its k-d tree)."""
+    if client is None:
+        return
+    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
+    limit = min((v for v in limits if v), default=0)
+    need = cells * len(params.features) * BYTES_PER_VALUE + 3 * params.matrix.nbytes
+    if limit and need > limit:
+        raise ValueError(
+            f"a {what} of {cells:,} cells needs about {need / 2**30:.1f} GiB on a worker (its "
+            f"{len(params.features)} predictors and the training matrix), more than the "
+            f"smallest worker memory limit of {limit / 2**30:.1f} GiB; {fix}"
+        )
+
+
 def _raster_block(matrix: np.ndarray, consts: tuple, *bands: np.ndarray) -> np.ndarray:
     x = np.stack([b.ravel() for b in bands], axis=1).astype(np.float64, copy=False)
     return block_di(x, matrix, *consts).reshape(2, *bands[0].shape)
@@ -488,6 +509,8 @@ def _raster_blocks(params: TrainDI, ds: xr.Dataset, lpd: bool, client: Any) -> d
     """DI and LPD of a raster's cells, one task per spatial chunk."""
     bands = [band_array(ds, f) for f in params.features]
     bands = da.core.unify_chunks(*[x for b in bands for x in (b, "yx")])[1]
+    cells = max(bands[0].chunks[0]) * max(bands[0].chunks[1])
+    check_block_memory(cells, params, client, "raster chunk", "rechunk the raster smaller")
     ref = _broadcast(params.matrix, client)
     return da.map_blocks(
         _raster_block,
@@ -537,6 +560,7 @@ def _table_blocks(params: TrainDI, ddf: dd.DataFrame, lpd: bool, client: Any) ->
     """DI and LPD of a Dask table's rows, one task per partition (read by the worker)."""
     data = ddf[list(params.features)]
     (lengths,) = _compute([ddf[params.features[0]].map_partitions(len)], client)
+    check_block_memory(int(lengths.max()), params, client, "partition", "repartition the table")
     ref = _broadcast(params.matrix, client)
     consts = _consts(params, lpd)
     blocks = [
