@@ -535,3 +535,14 @@ def test_blocks_larger_than_a_worker_are_refused():
     with pytest.raises(ValueError, match=r"raster chunk of 100,000 cells needs about .* GiB"):
         module.check_block_memory(100_000, params, Client(), "raster chunk", "rechunk")
     module.check_block_memory(1_000, params, Client(), "raster chunk", "rechunk")  # fits
+
+
+@pytest.mark.slow
+def test_coverage_on_a_cluster_equals_local(regions):
+    from distributed import Client, LocalCluster
+
+    table, result, covered = regions
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
+        with Client(cluster) as client:
+            on_cluster = sd.aoa_coverage(result, table, client=client)
+    xr.testing.assert_identical(on_cluster["aoa_share"], covered["aoa_share"])
