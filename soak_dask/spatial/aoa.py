@@ -380,13 +380,16 @@ def _row_pass(func, matrix: tuple, step: int, client: Any, *args) -> np.ndarray:
 
 def _distance_sums(z: np.ndarray, start: int, stop: int) -> np.ndarray:
     """Sum of the distances of rows ``start:stop`` to every training row, from one matrix
-    product (|a|^2 + |b|^2 - 2 a.b). Where that cancels (squared distance below 1e-6 of
-    |a|^2 + |b|^2: near-duplicates), the pair is recomputed from its differences, so a
-    duplicate's 0 stays 0 and every distance keeps about 10 significant digits."""
+    product (|a|^2 + |b|^2 - 2 a.b, in place). Where that may cancel (squared distance below
+    1e-6 of |a|^2 + the largest |b|^2: near-duplicates), the pair is recomputed from its
+    differences, so a duplicate's 0 stays 0 and every distance keeps about 10 digits."""
     sq = np.einsum("ij,ij->i", z, z)
-    scale = sq[start:stop, None] + sq[None, :]
-    d2 = scale - 2.0 * (z[start:stop] @ z.T)
-    i, j = np.nonzero(d2 < 1e-6 * scale)
+    d2 = z[start:stop] @ z.T
+    d2 *= -2.0
+    d2 += sq[start:stop, None]
+    d2 += sq[None, :]
+    tol = 1e-6 * (sq[start:stop] + sq.max())
+    i, j = np.nonzero(d2 < tol[:, None])
     d2[i, j] = ((z[start + i] - z[j]) ** 2).sum(axis=1)
     np.maximum(d2, 0.0, out=d2)
     return np.sqrt(d2, out=d2).sum(axis=1)
