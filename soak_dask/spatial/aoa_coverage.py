@@ -93,15 +93,20 @@ def aoa_coverage(
     features = check_features(features or list(result.attrs.get("features", [])))
     w = check_weights(weights, features)
     client = current_client() if client is None else client
+    if sample is not None and (
+        isinstance(sample, bool) or not isinstance(sample, int) or sample < 2
+    ):
+        raise ValueError(f"sample={sample!r}: need a whole number of rows, 2 or more")
     table = design.add_keys(table)
-    plan = design.plan(table, block_counts(table))
+    counts = block_counts(table)
+    plan = design.plan(table, counts)
     _check_plan(plan, result)
     if train_folds and len(plan.coords["fold"]) < 3:
         raise ValueError(
             f"train_folds=True with {len(plan.coords['fold'])} folds: a train set holds one "
             "fold only, so no training row has rows outside its fold; pass train_folds=False"
         )
-    sizes = _train_sizes(plan, block_counts(table), table)
+    sizes = _train_sizes(plan, counts)
     too_big = {i: n for i, n in sizes.items() if n > max_train_rows}
     if too_big and sample is None:
         fit_id, n = max(too_big.items(), key=lambda kv: kv[1])
@@ -187,7 +192,7 @@ def _cells(plan: Plan, values: pd.Series | pd.DataFrame) -> xr.DataArray | xr.Da
     return framed.to_xarray().reindex(coords)
 
 
-def _train_sizes(plan: Plan, counts: pd.DataFrame, table: Table) -> dict[int, int]:
+def _train_sizes(plan: Plan, counts: pd.DataFrame) -> dict[int, int]:
     """Rows of each fit's train set, from the block counts (no pass over the data)."""
     return {i: int(counts.loc[f.mask(counts), "n"].sum()) for i, f in plan.fits["train"].items()}
 
