@@ -27,6 +27,9 @@ from .results.store import from_dataframe, load_results, open_results, save_resu
 from .run.engine import soak
 from .run.evaluate import evaluate
 from .schema import TRAIN_TYPES
+from .spatial.aoa import aoa
+from .spatial.aoa_coverage import aoa_coverage, aoa_sentences
+from .spatial.aoa_io import write_aoa
 from .split.designs import SameOtherAll, make_plan
 from .split.folds import assign_folds, block_counts
 from .split.plan import Plan, Selection, Term
@@ -41,6 +44,7 @@ _LAZY = {
     "plot_datasets": "results.plot",
     "plot_evaluation": "results.plot",
     "plot_mai": "diagnose.sampling_plot",
+    "plot_aoa": "spatial.aoa_plot",
     "plot_split_sensitivity": "diagnose.sensitivity_plot",
     "write_report": "results.report",
     # skops loads in about a second: only when a model is saved or loaded.
@@ -78,6 +82,9 @@ __all__ = [
     "Term",
     "UntrustedModelError",
     "adjust_pvalues",
+    "aoa",
+    "aoa_coverage",
+    "aoa_sentences",
     "assign_folds",
     "block_counts",
     "builtin_learner",
@@ -96,6 +103,7 @@ __all__ = [
     "make_plan",
     "open_results",
     "overlap_folds",
+    "plot_aoa",
     "plot_datasets",
     "plot_evaluation",
     "plot_mai",
@@ -113,5 +121,6 @@ __all__ = [
     "search_subsets",
     "summary",
     "transfer",
+    "write_aoa",
     "write_report",
 ]

@@ -274,6 +274,7 @@ _EXTRA: dict[str, tuple[str, str]] = {
     "transfer": ("transfer_cli", "transfer_command"),
     "split-sensitivity": ("sensitivity_cli", "split_sensitivity_command"),
     "compare-sampling": ("sampling_cli", "compare_sampling_command"),
+    "aoa": ("aoa_cli", "aoa_command"),
 }
 
 

@@ -777,6 +777,9 @@ def write_report(
         )
         figures = [f"soak_{m}_learners"] if plain else [f"soak_{m}", f"soak_{m}_learners"]
         files += [f"{name}.{ext}" for name in figures for ext in ("png", "svg")]
+    from ..spatial.aoa_coverage import aoa_section  # results of aoa_coverage only
+
+    sections.append(aoa_section(ds, names[0]))
     page = out.claim("report.html")
     page.write_text(_page(ds, sections, names, files), encoding="utf-8")
     out.finish()
