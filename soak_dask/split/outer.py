@@ -25,7 +25,8 @@ from .folds import balanced_folds, check_balance, check_n_folds, check_seed
 from .plan import Fit, Plan, Selection, Term, build_plan
 
 #: The outer strategies of ``evaluate``.
-OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap")
+#: ``knndm``: K-fold on the fold column of ``soak_dask.spatial.knndm`` (evaluate adds it).
+OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "knndm")
 #: Leave-one-out is for very small data: above this many rows it is refused.
 LOO_MAX_ROWS = 2000
 #: Reserved and subsampled shares are drawn as k of K folds, K at most this.
@@ -316,7 +317,7 @@ def outer_design(
     balance: str = "class",
 ):
     """The builder of ``evaluate``'s ``outer`` strategy."""
-    if outer in ("cv", "repeated_cv"):
+    if outer in ("cv", "repeated_cv", "knndm"):
         return KFold(outer_folds, outer_repeats if outer == "repeated_cv" else 1, seed, balance)
     if check_balance(balance) != "class":
         raise ValueError(
