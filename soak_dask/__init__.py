@@ -31,6 +31,10 @@ from .split.designs import SameOtherAll, make_plan
 from .split.folds import assign_folds, block_counts
 from .split.plan import Plan, Selection, Term
 from .split.splitter import SameOtherAllCV
+from .spatial.blocks import spatial_blocks, spatial_clusters
+from .spatial.diagnostics import fold_summary
+from .spatial.knndm import KNNDMResult, knndm_folds
+from .spatial.nndm import NNDMResult, nndm_folds
 from .tables.raster import NodataWarning, raster_table
 from .tables.table import Table, load_table
 
@@ -41,6 +45,7 @@ _LAZY = {
     "plot_evaluation": "results.plot",
     "plot_mai": "diagnose.sampling_plot",
     "plot_split_sensitivity": "diagnose.sensitivity_plot",
+    "plot_knndm": "spatial.knndm_plot",
     "write_report": "results.report",
     # skops loads in about a second: only when a model is saved or loaded.
     **dict.fromkeys(
@@ -65,8 +70,10 @@ except PackageNotFoundError:  # running from a source tree without installation
 
 __all__ = [
     "BUILTIN_LEARNERS",
+    "KNNDMResult",
     "LassoCVClassifier",
     "LassoCVRegressor",
+    "NNDMResult",
     "NodataWarning",
     "Plan",
     "PlattCalibrated",
@@ -91,16 +98,20 @@ __all__ = [
     "compare",
     "evaluate",
     "evaluation_summary",
+    "fold_summary",
     "from_dataframe",
+    "knndm_folds",
     "load_model",
     "load_table",
     "mai_summary",
     "mai_table",
     "make_plan",
+    "nndm_folds",
     "open_results",
     "overlap_folds",
     "plot_datasets",
     "plot_evaluation",
+    "plot_knndm",
     "plot_mai",
     "plot_soak",
     "plot_split_sensitivity",
@@ -110,6 +121,8 @@ __all__ = [
     "save_model",
     "save_results",
     "soak",
+    "spatial_blocks",
+    "spatial_clusters",
     "split_sensitivity",
     "split_sensitivity_summary",
     "split_sensitivity_trials",

@@ -63,6 +63,7 @@ def evaluate(
     prior_correction: bool = True,
     calibration: str | None = None,
     balance: str = "class",
+    prediction: Any = None,
 ) -> xr.Dataset:
     """Estimate how well ``learners`` predict new rows of ``table``'s population.
 
@@ -76,11 +77,13 @@ def evaluate(
         From ``soak_dask.load_table``.
     learners : dict, list, estimator or str, optional
         As for ``soak_dask.soak``.
-    outer : {"cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap"}
+    outer : {"cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "knndm"}
         How the training rows are scored: K-fold; K-fold ``outer_repeats`` times with fresh
         folds; ``outer_repeats`` random train/test splits (``train_ratio`` to train);
         leave-one-out (small tables only); leave one group out; ``outer_repeats`` bootstrap
-        resamples scored out of bag (with the .632 and .632+ estimates).
+        resamples scored out of bag (with the .632 and .632+ estimates); K-fold on kNNDM
+        folds matched to ``prediction`` (``soak_dask.knndm_folds``; a table with ``coords``),
+        with their W and random folds' W in ``attrs["knndm_W"]``, ``attrs["knndm_W_random"]``.
     outer_folds : int
         K for cv and repeated_cv, capped at the groups (grouped) or the rarest class's rows
         (ungrouped), with a warning; the value used is in ``attrs["outer_folds"]``.
@@ -130,6 +133,8 @@ def evaluate(
     balance : {"class", "overlap"}
         ``"overlap"``: the folds of cv and repeated_cv are dealt within degree-of-overlap level
         × class (``soak_dask.overlap_folds``); other strategies refuse it.
+    prediction : Table, DataFrame, xarray.Dataset or path, optional
+        The prediction area of ``outer="knndm"`` (see ``soak_dask.knndm_folds``).
 
     Returns
     -------
@@ -148,6 +153,8 @@ def evaluate(
     seed = check_seed(seed)
     share = _check_share(test_split)
     design = outer_design(outer, outer_folds, outer_repeats, seed, train_ratio, balance)
+    if prediction is not None and outer != "knndm":
+        raise ValueError(f"prediction= is the prediction area of outer='knndm', not {outer!r}")
     procedure = Procedure(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
@@ -159,6 +166,11 @@ def evaluate(
     if share and table.fold is not None:
         _warn_fold_column(table, share)
     train, held, share = reserve(table, share, seed) if share else (table, None, 0.0)
+    spatial = {}
+    if outer == "knndm":  # the kNNDM fold column, then K-fold on it
+        from ..spatial.knndm import knndm_outer
+
+        train, spatial = knndm_outer(train, prediction, outer_folds, seed, client)
     keyed, used = design.add_keys(train)
     data = keyed.data
     if persist:
@@ -166,11 +178,11 @@ def evaluate(
     classes = _classes(keyed, data)
     estimators, notes = procedure.apply(estimators, classes, measures[0])
     plan = design.plan(keyed, used)
-    asked = outer_folds if outer in ("cv", "repeated_cv") else ""
+    asked = outer_folds if outer in ("cv", "repeated_cv", "knndm") else ""
     settings = _settings(
         keyed, outer, asked, used, share, measures, classes, estimators, seed, plan
     )
-    settings.update(_nesting(procedure, nested, estimators, notes), balance=balance)
+    settings.update(_nesting(procedure, nested, estimators, notes), balance=balance, **spatial)
     run = RunSpec(
         features=keyed.features,
         label=keyed.label,

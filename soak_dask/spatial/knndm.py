@@ -125,7 +125,6 @@ class KNNDMResult:
             "knndm_space": self.space,
             "knndm_ks_pvalue": float(self.ks_pvalue),
             "knndm_prediction_sample": len(self.Gij),
-            "knndm_fold_sizes": list(self.fold_sizes),
         }
 
 
