@@ -27,14 +27,14 @@ from .results.store import from_dataframe, open_results, save_results
 from .run.engine import soak
 from .run.evaluate import evaluate
 from .schema import TRAIN_TYPES
-from .split.designs import SameOtherAll, make_plan
-from .split.folds import assign_folds, block_counts
-from .split.plan import Plan, Selection, Term
-from .split.splitter import SameOtherAllCV
 from .spatial.blocks import spatial_blocks, spatial_clusters
 from .spatial.diagnostics import fold_summary
 from .spatial.knndm import KNNDMResult, knndm_folds
 from .spatial.nndm import NNDMResult, nndm_folds
+from .split.designs import SameOtherAll, make_plan
+from .split.folds import assign_folds, block_counts
+from .split.plan import Plan, Selection, Term
+from .split.splitter import SameOtherAllCV
 from .tables.raster import NodataWarning, raster_table
 from .tables.table import Table, load_table
 
