@@ -72,16 +72,15 @@ def _counts(table: Table, column: str) -> pd.DataFrame:
     if classification:
         wide = sizes.unstack(fill_value=0).sort_index()
         out = pd.DataFrame({"n_test": wide.sum(axis=1)})
-        out["n_train"] = int(out["n_test"].sum()) - out["n_test"]
         out["n_classes"] = (wide > 0).sum(axis=1)
         for c in wide.columns:
             out[f"n_{c}"] = wide[c]
     else:
         out = pd.DataFrame({"n_test": sizes.sort_index()})
-        out["n_train"] = int(out["n_test"].sum()) - out["n_test"]
     folds = out.index
     if pd.api.types.is_integer_dtype(folds) and len(folds):  # folds 1..K that hold no row
         out = out.reindex(range(min(1, int(folds.min())), int(folds.max()) + 1), fill_value=0)
+    out.insert(1, "n_train", int(out["n_test"].sum()) - out["n_test"])
     if classification:
         out["one_class"] = out["n_classes"] == 1
     out["empty"] = out["n_test"] == 0
