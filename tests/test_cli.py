@@ -434,7 +434,7 @@ def test_every_setting_has_a_flag():
         "--max-train-rows", "100", "--incremental", "--epochs", "2", "--checkpoint", "ck",
         "--rows-per-partition", "1000", "--allow-modules", "mypkg", "--prior-correction",
         "--calibration", "platt", "--inner", "cv", "--inner-folds", "3", "--inner-repeats", "2",
-        "--balance", "overlap",
+        "--balance", "overlap", "--coords", "x,y",
     ]  # fmt: skip
     given = set(vars(cli.build_parser().parse_args(argv)))
     assert set(setting_names()) - given == {"learners"}  # [learners.NAME] tables: files only
