@@ -139,6 +139,7 @@ def knndm_folds(
     maxp: float = 0.5,
     n_candidates: int = 100,
     max_clusters: int = 2000,
+    cv_sample: int = 50_000,
     column: str = "knndm_fold",
     client: Any = None,
 ) -> KNNDMResult:
@@ -172,6 +173,9 @@ def knndm_folds(
     max_clusters : int
         Largest cluster count tried (CAST goes to n - 2: fine clusterings approach random
         folds, whose W is reported as ``W_random``).
+    cv_sample : int
+        Training points whose Gj* scores each candidate (a seeded sample above this many;
+        the chosen folds' ``Gjstar`` and ``W`` use every point).
     column : str
         Name of the fold column.
     client : distributed.Client, optional
@@ -197,7 +201,9 @@ def knndm_folds(
     if pvalue >= 0.05:
         folding, nk, candidates = random, None, pd.DataFrame({"n_clusters": grid, "W": np.nan})
     else:
-        folding, nk, candidates = _best(points, gij, grid, n_folds, maxp, seed, transform)
+        folding, nk, candidates = _best(
+            points, gij, grid, n_folds, maxp, seed, transform, cv_sample
+        )
     folds = folding.folds(raw)
     star = random_star if nk is None else cv_distances(points, folds)
     data = table.data.map_partitions(_fold_column, columns, folding, column)
@@ -251,16 +257,29 @@ def cluster_grid(n_folds: int, n: int, n_candidates: int, max_clusters: int) -> 
     return np.unique(grid.astype(np.int64))
 
 
-def cv_distances(points: np.ndarray, folds: np.ndarray) -> np.ndarray:
-    """Distance from each point to its nearest point of another fold (Gj*)."""
-    out = np.full(len(points), np.inf)
+def cv_distances(
+    points: np.ndarray, folds: np.ndarray, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """Distance from each point (of ``rows``, default all) to its nearest point of another
+    fold (Gj*): one tree per fold, each point measured against the other folds' trees."""
+    rows = np.arange(len(points)) if rows is None else rows
+    out = np.full(len(rows), np.inf)
+    workers = -1 if len(rows) > 50_000 else 1  # threads cost more than small queries
     for f in np.unique(folds):
-        test = folds == f
-        if test.all():
-            continue
-        workers = -1 if len(points) > 50_000 else 1  # threads cost more than small queries
-        out[test] = cKDTree(points[~test]).query(points[test], k=1, workers=workers)[0]
+        tree = cKDTree(points[folds == f])
+        other = folds[rows] != f
+        d = tree.query(points[rows[other]], k=1, workers=workers)[0]
+        out[other] = np.minimum(out[other], d)
     return out
+
+
+def cv_rows(n: int, size: int, seed: int) -> np.ndarray | None:
+    """The training points whose Gj* scores the candidates: all (None) up to ``size``, else
+    a seeded sample of ``size`` positions."""
+    if n <= size:
+        return None
+    h = seeded_hash(seed, salt("knndm_cv_rows"), np.arange(n, dtype=np.uint64))
+    return np.sort(np.argsort(h, kind="stable")[:size])
 
 
 def merge_clusters(points: np.ndarray, labels: np.ndarray, n_folds: int) -> np.ndarray | None:
@@ -295,27 +314,29 @@ def _best(
     maxp: float,
     seed: int,
     transform: tuple[np.ndarray, np.ndarray] | None,
+    cv_sample: int,
 ) -> tuple[Folding, int, pd.DataFrame]:
     """The candidate of smallest W, its cluster count, and every candidate's W."""
-    rows, best = [], (np.inf, None, None)
+    table, best = [], (np.inf, None, None)
+    rows = cv_rows(len(points), cv_sample, seed)
     for nk in grid:
         nk_seed = int(seeded_hash(seed, salt("knndm_kmeans"), np.uint64(nk))[0] % 2**32)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # k-means on few distinct points: skipped
-                centres = fit_centres(points, int(nk), nk_seed)
+                centres = fit_centres(points, int(nk), nk_seed, max_iter=10)  # R's iter.max
         except ValueError:
-            rows.append((nk, np.nan, np.nan))
+            table.append((nk, np.nan, np.nan))
             continue
         labels = nearest_centre(points, centres)
         fold_of = merge_clusters(points, labels, n_folds)
         folds = None if fold_of is None else fold_of[labels]
         largest = np.nan if folds is None else np.bincount(folds).max() / len(points)
         if folds is None or largest > maxp or len(np.unique(folds)) < n_folds:
-            rows.append((nk, np.nan, largest))
+            table.append((nk, np.nan, largest))
             continue
-        w = float(sps.wasserstein_distance(cv_distances(points, folds), gij))
-        rows.append((nk, w, largest))
+        w = float(sps.wasserstein_distance(cv_distances(points, folds, rows), gij))
+        table.append((nk, w, largest))
         if w < best[0]:
             best = (w, int(nk), Folding(n_folds, seed, centres, fold_of, transform))
     if best[2] is None:
@@ -323,7 +344,7 @@ def _best(
             f"no clustering gives {n_folds} folds of at most maxp={maxp} of the rows: raise "
             "maxp or lower n_folds"
         )
-    candidates = pd.DataFrame(rows, columns=["n_clusters", "W", "largest_fold"])
+    candidates = pd.DataFrame(table, columns=["n_clusters", "W", "largest_fold"])
     return best[2], best[1], candidates
 
 
