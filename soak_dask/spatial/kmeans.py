@@ -33,11 +33,18 @@ FIT_BUDGET = 20_000_000
 _ONE_THREAD = 20_000
 
 
-def fit_centres(points: np.ndarray, n_clusters: int, seed: int, max_iter: int = 100) -> np.ndarray:
+def fit_centres(
+    points: np.ndarray,
+    n_clusters: int,
+    seed: int,
+    max_iter: int = 100,
+    max_rows: int = FIT_ROWS,
+    budget: int = FIT_BUDGET,
+) -> np.ndarray:
     """Centres of ``n_clusters`` k-means clusters of ``points``, one k-means++ start seeded
-    by ``seed``; at most ``FIT_ROWS`` points, and ``FIT_BUDGET / n_clusters`` for many
-    clusters (at least 5 per cluster), chosen by seeded hash, are fitted."""
-    rows = min(FIT_ROWS, max(FIT_BUDGET // n_clusters, 5 * n_clusters))
+    by ``seed``; at most ``max_rows`` points, and ``budget / n_clusters`` for many clusters
+    (at least 5 per cluster), chosen by seeded hash, are fitted."""
+    rows = min(max_rows, max(budget // n_clusters, 5 * n_clusters))
     if len(points) > rows:
         h = point_hashes(points, seed, "kmeans_fit")
         points = points[np.sort(np.argsort(h, kind="stable")[:rows])]

@@ -48,6 +48,10 @@ from .prediction import prediction_parts
 Space = Literal["geographical", "feature"]
 #: Prediction points sampled by default (CAST's ``samplesize`` is 1000).
 DEFAULT_SAMPLE = 10_000
+#: Each candidate's k-means is fitted on at most this many training points, and on at most
+#: (second number) / clusters of them (at least 5 per cluster), with R's ``iter.max`` of 10
+#: passes: a candidate's clusters are then labelled on every point by nearest centre.
+CANDIDATE_FIT = (20_000, 4_000_000)
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,7 @@ def knndm_folds(
     maxp: float = 0.5,
     n_candidates: int = 100,
     max_clusters: int = 2000,
-    cv_sample: int = 50_000,
+    cv_sample: int = 20_000,
     column: str = "knndm_fold",
     client: Any = None,
 ) -> KNNDMResult:
@@ -324,7 +328,7 @@ def _best(
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # k-means on few distinct points: skipped
-                centres = fit_centres(points, int(nk), nk_seed, max_iter=10)  # R's iter.max
+                centres = fit_centres(points, int(nk), nk_seed, 10, *CANDIDATE_FIT)
         except ValueError:
             table.append((nk, np.nan, np.nan))
             continue
