@@ -381,6 +381,12 @@ def test_cli_knndm_end_to_end(tmp_path, capsys):
             printed = capsys.readouterr().out
             assert code == 0, printed
             assert cli.main(given) == 0  # a second run into its own output
+            store = tmp_path / "ev.zarr"
+            ev = ["evaluate", data, "--label", "label", "--coords", "x,y", "--outer", "knndm",
+                  "--outer-folds", "4", "--prediction", area, "--learner", "linear",
+                  "--no-progress", "--out", store]  # fmt: skip
+            ev += ["--scheduler", cluster.scheduler_address]
+            assert cli.main([str(a) for a in ev]) == 0, capsys.readouterr().err
     capsys.readouterr()
     t = sd.load_table(df, label="label", coords=["x", "y"])
     res = sd.knndm_folds(t, pred, n_folds=4, seed=3, n_candidates=20)
@@ -389,6 +395,10 @@ def test_cli_knndm_end_to_end(tmp_path, capsys):
     folds = pd.read_parquet(out / "folds.parquet")
     np.testing.assert_array_equal(folds["knndm_fold"], res.table.data["knndm_fold"].compute())
     assert (out / "knndm.png").stat().st_size > 0
+    stored = sd.open_results(store)
+    by_api = sd.knndm_folds(t, pred, n_folds=4, seed=1)
+    assert stored.attrs["outer"] == "knndm"
+    assert stored.attrs["knndm_W"] == pytest.approx(by_api.W)
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")
