@@ -206,7 +206,7 @@ def knndm_folds(
         folding, nk, candidates = random, None, pd.DataFrame({"n_clusters": grid, "W": np.nan})
     else:
         folding, nk, candidates = _best(
-            points, gij, grid, n_folds, maxp, seed, transform, cv_sample
+            points, gij, grid, n_folds, maxp, seed, transform, cv_sample, client
         )
     folds = folding.folds(raw)
     star = random_star if nk is None else cv_distances(points, folds)
@@ -310,6 +310,34 @@ def merge_clusters(points: np.ndarray, labels: np.ndarray, n_folds: int) -> np.n
     return fold_of
 
 
+def score_candidate(
+    points: np.ndarray,
+    gij: np.ndarray,
+    nk: int,
+    n_folds: int,
+    maxp: float,
+    seed: int,
+    rows: np.ndarray | None,
+) -> tuple[int, float, float, np.ndarray | None, np.ndarray | None]:
+    """One candidate: ``nk`` k-means clusters merged into K folds; (nk, W, largest fold's
+    share, centres, each cluster's fold), W NaN when it is discarded."""
+    nk_seed = int(seeded_hash(seed, salt("knndm_kmeans"), np.uint64(nk))[0] % 2**32)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # k-means on few distinct points: skipped
+            centres = fit_centres(points, int(nk), nk_seed, 10, *CANDIDATE_FIT)
+    except ValueError:
+        return int(nk), np.nan, np.nan, None, None
+    labels = nearest_centre(points, centres)
+    fold_of = merge_clusters(points, labels, n_folds)
+    folds = None if fold_of is None else fold_of[labels]
+    largest = np.nan if folds is None else np.bincount(folds).max() / len(points)
+    if folds is None or largest > maxp or len(np.unique(folds)) < n_folds:
+        return int(nk), np.nan, largest, None, None
+    w = float(sps.wasserstein_distance(cv_distances(points, folds, rows), gij))
+    return int(nk), w, largest, centres, fold_of
+
+
 def _best(
     points: np.ndarray,
     gij: np.ndarray,
@@ -319,37 +347,28 @@ def _best(
     seed: int,
     transform: tuple[np.ndarray, np.ndarray] | None,
     cv_sample: int,
+    client: Any = None,
 ) -> tuple[Folding, int, pd.DataFrame]:
-    """The candidate of smallest W, its cluster count, and every candidate's W."""
-    table, best = [], (np.inf, None, None)
+    """The candidate of smallest W (the first on a tie), its cluster count, and every
+    candidate's W. With a distributed client the candidates are tasks on the workers (the
+    points sent to each once)."""
     rows = cv_rows(len(points), cv_sample, seed)
-    for nk in grid:
-        nk_seed = int(seeded_hash(seed, salt("knndm_kmeans"), np.uint64(nk))[0] % 2**32)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # k-means on few distinct points: skipped
-                centres = fit_centres(points, int(nk), nk_seed, 10, *CANDIDATE_FIT)
-        except ValueError:
-            table.append((nk, np.nan, np.nan))
-            continue
-        labels = nearest_centre(points, centres)
-        fold_of = merge_clusters(points, labels, n_folds)
-        folds = None if fold_of is None else fold_of[labels]
-        largest = np.nan if folds is None else np.bincount(folds).max() / len(points)
-        if folds is None or largest > maxp or len(np.unique(folds)) < n_folds:
-            table.append((nk, np.nan, largest))
-            continue
-        w = float(sps.wasserstein_distance(cv_distances(points, folds, rows), gij))
-        table.append((nk, w, largest))
-        if w < best[0]:
-            best = (w, int(nk), Folding(n_folds, seed, centres, fold_of, transform))
-    if best[2] is None:
+    args = (n_folds, maxp, seed)
+    if client is not None:
+        sent = client.scatter([points, gij], broadcast=True, hash=False)
+        rows = rows if rows is None else client.scatter(rows, broadcast=True, hash=False)
+        futures = [client.submit(score_candidate, *sent, nk, *args, rows) for nk in grid]
+        done = client.gather(futures)
+    else:
+        done = [score_candidate(points, gij, nk, *args, rows) for nk in grid]
+    candidates = pd.DataFrame([d[:3] for d in done], columns=["n_clusters", "W", "largest_fold"])
+    if candidates["W"].isna().all():
         raise ValueError(
             f"no clustering gives {n_folds} folds of at most maxp={maxp} of the rows: raise "
             "maxp or lower n_folds"
         )
-    candidates = pd.DataFrame(table, columns=["n_clusters", "W", "largest_fold"])
-    return best[2], best[1], candidates
+    nk, _, _, centres, fold_of = done[int(np.nanargmin(candidates["W"].to_numpy()))]
+    return Folding(n_folds, seed, centres, fold_of, transform), nk, candidates
 
 
 def _fold_column(part: pd.DataFrame, columns: tuple, folding: Folding, column: str) -> pd.DataFrame:

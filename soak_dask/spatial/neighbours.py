@@ -129,7 +129,7 @@ def sampled_distances(
     the ``n`` smallest hashes overall are the sample, whatever the blocks. The reference is
     sent once (scattered to every worker with a distributed client).
     """
-    ref = client.scatter(reference, broadcast=True) if client is not None else reference
+    ref = client.scatter(reference, broadcast=True, hash=False) if client is not None else reference
     ref = dask.delayed(ref) if client is None else ref
     tasks = [dask.delayed(_sample_block)(p, n, seed, ref, transform) for p in parts]
     done = client.compute(tasks, sync=True) if client is not None else dask.compute(*tasks)
