@@ -11,13 +11,15 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
 from scipy.stats import wasserstein_distance
 
 import soak_dask as sd
 from soak_dask.app import cli
 from soak_dask.spatial.blocks import block_id, hex_blocks
-from soak_dask.spatial.knndm import cluster_grid, cv_distances
+from soak_dask.spatial.knndm import cluster_grid, cv_distances, merge_clusters
 
 from .conftest import shared_file
 
@@ -199,6 +201,31 @@ def test_cluster_grid_follows_cast():
     want = np.unique(np.round(np.exp(np.linspace(np.log(5), np.log(998), 100))).astype(int))
     np.testing.assert_array_equal(cluster_grid(5, 1000, 100, 10_000), want)
     assert cluster_grid(5, 1000, 100, 50).max() == 50
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(2, 6),
+    st.lists(st.integers(0, 11), min_size=6, max_size=80),
+    st.integers(0, 2**32 - 1),
+)
+def test_merge_clusters_as_cast(n_folds, labels, seed):
+    """Every present cluster gets one fold in 1..K; clusters of at least n/K points get
+    folds of their own; folds are filled whenever there are at least K clusters."""
+    labels = np.array(labels)
+    points = np.random.default_rng(seed).normal(size=(len(labels), 2))
+    fold_of = merge_clusters(points, labels, n_folds)
+    counts = np.bincount(labels)
+    present = np.flatnonzero(counts)
+    big = present[counts[present] >= len(labels) / n_folds]
+    if fold_of is None:  # every fold taken by a big cluster, small ones left over
+        assert len(big) == n_folds and len(present) > n_folds
+        return
+    assert set(fold_of[present]) <= set(range(1, n_folds + 1))
+    for c in big:
+        assert (fold_of[present] == fold_of[c]).sum() == 1
+    if len(present) >= n_folds:
+        assert set(fold_of[present]) == set(range(1, n_folds + 1))
 
 
 def test_cv_distances_by_hand():
