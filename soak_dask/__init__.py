@@ -30,6 +30,10 @@ from .schema import TRAIN_TYPES
 from .spatial.aoa import aoa
 from .spatial.aoa_coverage import aoa_coverage, aoa_sentences
 from .spatial.aoa_io import write_aoa
+from .spatial.blocks import spatial_blocks, spatial_clusters
+from .spatial.diagnostics import fold_summary
+from .spatial.knndm import KNNDMResult, knndm_folds
+from .spatial.nndm import NNDMResult, nndm_folds
 from .split.designs import SameOtherAll, make_plan
 from .split.folds import assign_folds, block_counts
 from .split.plan import Plan, Selection, Term
@@ -46,6 +50,7 @@ _LAZY = {
     "plot_mai": "diagnose.sampling_plot",
     "plot_aoa": "spatial.aoa_plot",
     "plot_split_sensitivity": "diagnose.sensitivity_plot",
+    "plot_knndm": "spatial.knndm_plot",
     "write_report": "results.report",
     # skops loads in about a second: only when a model is saved or loaded.
     **dict.fromkeys(
@@ -64,8 +69,10 @@ def __getattr__(name: str):
 
 __all__ = [
     "BUILTIN_LEARNERS",
+    "KNNDMResult",
     "LassoCVClassifier",
     "LassoCVRegressor",
+    "NNDMResult",
     "NodataWarning",
     "Plan",
     "PlattCalibrated",
@@ -94,18 +101,22 @@ __all__ = [
     "compare",
     "evaluate",
     "evaluation_summary",
+    "fold_summary",
     "from_dataframe",
+    "knndm_folds",
     "load_model",
     "load_results",
     "load_table",
     "mai_summary",
     "mai_table",
     "make_plan",
+    "nndm_folds",
     "open_results",
     "overlap_folds",
     "plot_aoa",
     "plot_datasets",
     "plot_evaluation",
+    "plot_knndm",
     "plot_mai",
     "plot_soak",
     "plot_split_sensitivity",
@@ -115,6 +126,8 @@ __all__ = [
     "save_model",
     "save_results",
     "soak",
+    "spatial_blocks",
+    "spatial_clusters",
     "split_sensitivity",
     "split_sensitivity_summary",
     "split_sensitivity_trials",

@@ -43,7 +43,7 @@ Command = Literal["run", "evaluate"]
 EVALUATION_TABLE = "evaluation"
 #: ``evaluate``'s outer strategies (``soak_dask.split.outer.OUTER``, which imports this module's
 #: dependents, so it cannot be imported here).
-OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv")
+OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv", "knndm")
 #: A value check: ``check(value, name)`` returns the value normalised (plain ints, a tuple of
 #: train types...) or raises ValueError naming the option as ``name``.
 Check = Callable[[Any, str], Any]
@@ -331,6 +331,12 @@ _DECLARED = (
         choices=("exclude", "include"),
     ),
     Setting(
+        "coords", "table", "list", None,
+        "comma-separated coordinate columns (e.g. x,y), kept as coordinates for spatial folds "
+        "and diagnostics, never features unless named in --features",
+        metavar="X,Y", empty=("column", "for no coordinates"), identity=True,
+    ),
+    Setting(
         "task", "table", "str", None, "the task, instead of the one inferred from the label",
         choices=TASKS, cli=False,
     ),
@@ -467,8 +473,15 @@ _DECLARED = (
         "outer", "evaluate", "str", "cv",
         "how the training rows are scored: K-fold (cv), K-fold with fresh folds per repeat, "
         "random train/test splits, leave one row or group out, bootstrap, 5 repeats of 2-fold "
-        "CV (5x2cv, for the 5x2cv tests) (default cv)",
+        "CV (5x2cv, for the 5x2cv tests), or kNNDM folds matched to --prediction (knndm; needs "
+        "--coords) (default cv)",
         choices=OUTER,
+    ),
+    Setting(
+        "prediction", "evaluate", "path", None,
+        "the prediction area of outer knndm: Parquet table or GeoTIFF/Zarr raster with the "
+        "coordinate columns (or x, y dims)",
+        metavar="PATH",
     ),
     Setting(
         "outer_folds", "evaluate", "int", 5,

@@ -34,6 +34,7 @@ PAGES = [
     "split_sensitivity",
     "balanced_sampling",
     "transfer",
+    "spatial",
     "models",
     "scaling",
     "faq",

@@ -216,7 +216,8 @@ def test_commands_share_the_settings_evaluate_takes():
     run, evaluate = ({s.name for s in COMMAND_FLAGS[c]} for c in ("run", "evaluate"))
     own = {s.name for s in SETTINGS.values() if s.scope == "evaluate"}
     assert own == {
-        "outer", "outer_folds", "outer_repeats", "test_split", "train_ratio", "nested", "models"
+        "outer", "outer_folds", "outer_repeats", "test_split", "train_ratio", "nested", "models",
+        "prediction",
     }  # fmt: skip
     assert evaluate - run == own and not run & own
     assert run - evaluate == {  # SOAK's own: K, train types, sizes, incremental fits

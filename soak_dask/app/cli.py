@@ -2,7 +2,7 @@
 on results, and the diagnostics built on them.
 
 Commands: ``soak run``, ``soak evaluate``, ``soak transfer``, ``soak split-sensitivity``,
-``soak compare-sampling``, ``soak info``, ``soak report``, ``soak demo``;
+``soak compare-sampling``, ``soak knndm``, ``soak info``, ``soak report``, ``soak demo``;
 ``soak COMMAND --help`` lists each one's flags. A user error prints one line
 ``soak: error: ...`` and exits with 2 (``--debug`` shows the traceback instead).
 """
@@ -275,6 +275,7 @@ _EXTRA: dict[str, tuple[str, str]] = {
     "split-sensitivity": ("sensitivity_cli", "split_sensitivity_command"),
     "compare-sampling": ("sampling_cli", "compare_sampling_command"),
     "aoa": ("aoa_cli", "aoa_command"),
+    "knndm": ("knndm_cli", "knndm_command"),
 }
 
 

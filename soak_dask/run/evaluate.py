@@ -64,6 +64,7 @@ def evaluate(
     calibration: str | None = None,
     balance: str = "class",
     group_assignment: str = "rows",
+    prediction: Any = None,
 ) -> xr.Dataset:
     """Estimate how well ``learners`` predict new rows of ``table``'s population.
 
@@ -77,12 +78,15 @@ def evaluate(
         From ``soak_dask.load_table``.
     learners : dict, list, estimator or str, optional
         As for ``soak_dask.soak``.
-    outer : {"cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv"}
+    outer : {"cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv", "knndm"}
         How the training rows are scored: K-fold; K-fold ``outer_repeats`` times with fresh
         folds; ``outer_repeats`` random train/test splits (``train_ratio`` to train);
         leave-one-out (small tables only); leave one group out; ``outer_repeats`` bootstrap
         resamples scored out of bag (with the .632 and .632+ estimates); 5 repeats of 2-fold
-        CV (``outer_repeats`` if not 1), the design of ``compare``'s 5×2cv tests.
+        CV (``outer_repeats`` if not 1), the design of ``compare``'s 5×2cv tests; K-fold on
+        kNNDM folds matched to ``prediction`` (``soak_dask.knndm_folds``; a table with
+        ``coords``), with their W and random folds' W in ``attrs["knndm_W"]``,
+        ``attrs["knndm_W_random"]``.
     outer_folds : int
         K for cv and repeated_cv, capped at the groups (grouped) or the rarest class's rows
         (ungrouped), with a warning; the value used is in ``attrs["outer_folds"]``.
@@ -142,6 +146,8 @@ def evaluate(
     group_assignment : {"rows", "mlr3resampling"}
         With a group column, how cv and repeated_cv deal whole groups to folds: balancing rows
         (default) or the same number of groups per fold (as for ``soak_dask.soak``).
+    prediction : Table, DataFrame, xarray.Dataset or path, optional
+        The prediction area of ``outer="knndm"`` (see ``soak_dask.knndm_folds``).
 
     Returns
     -------
@@ -163,6 +169,8 @@ def evaluate(
     design = outer_design(
         outer, outer_folds, outer_repeats, seed, train_ratio, balance, group_assignment
     )
+    if prediction is not None and outer != "knndm":
+        raise ValueError(f"prediction= is the prediction area of outer='knndm', not {outer!r}")
     procedure = Procedure(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
@@ -183,17 +191,22 @@ def evaluate(
     if share and table.fold is not None:
         _warn_fold_column(table, share)
     train, held, share = reserve(table, share, seed) if share else (table, None, 0.0)
+    spatial = {}
+    if outer == "knndm":  # the kNNDM fold column, then K-fold on it
+        from ..spatial.knndm import knndm_outer
+
+        train, spatial = knndm_outer(train, prediction, outer_folds, seed, session.client)
     keyed, used = design.add_keys(train)
     data = persisted(keyed.data, persist, session.client)
     classes = _classes(keyed, data)
     estimators, notes = procedure.apply(session.estimators, classes, measures[0])
     session = session.with_estimators(estimators)
     plan = design.plan(keyed, used)
-    asked = outer_folds if outer in ("cv", "repeated_cv") else ""
+    asked = outer_folds if outer in ("cv", "repeated_cv", "knndm") else ""
     settings = _settings(
         keyed, outer, asked, used, share, measures, classes, estimators, seed, plan
     )
-    settings.update(_nesting(procedure, nested, estimators, notes), balance=balance)
+    settings.update(_nesting(procedure, nested, estimators, notes), balance=balance, **spatial)
     settings.update(group_assignment=group_assignment)
     # No (subset, fold) cells: the one-pass strategy is not used.
     ctx = session.context(keyed, data, plan, classes, fold_column="")

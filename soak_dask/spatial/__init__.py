@@ -1,2 +1,2 @@
-"""Spatial validation: folds from coordinates, kNNDM, fold diagnostics and the area of
-applicability (``aoa``), on tables and rasters larger than memory."""
+"""Spatial validation: folds from coordinates (blocks, clusters, kNNDM, NNDM), fold
+diagnostics and the area of applicability, computed block by block on the cluster."""

@@ -35,7 +35,8 @@ from .plan import Fit, Plan, Selection, Term, build_plan
 from .shares import add_draws, partition_lengths, with_columns
 
 #: The outer strategies of ``evaluate``.
-OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv")
+#: ``knndm``: K-fold on the fold column of ``soak_dask.spatial.knndm`` (evaluate adds it).
+OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv", "knndm")
 #: Leave-one-out is for very small data: above this many rows it is refused.
 LOO_MAX_ROWS = 2000
 RESERVED = "__soak_reserved__"
@@ -382,7 +383,7 @@ def outer_design(
     _check_ignored(outer, outer_folds, outer_repeats, train_ratio)
     if outer == "5x2cv":  # 2 folds whatever outer_folds says; 5 repeats unless others are asked
         return FiveByTwoCV(seed, 5 if outer_repeats == 1 else outer_repeats, balance)
-    if outer in ("cv", "repeated_cv"):
+    if outer in ("cv", "repeated_cv", "knndm"):
         repeats = outer_repeats if outer == "repeated_cv" else 1
         return KFold(outer_folds, repeats, seed, balance, group_assignment)
     check_group_assignment(group_assignment)
@@ -404,7 +405,7 @@ def outer_design(
 
 #: evaluate's defaults of the options only some strategies use, and those strategies.
 _DESIGN_OPTIONS = {
-    "outer_folds": (5, ("cv", "repeated_cv")),
+    "outer_folds": (5, ("cv", "repeated_cv", "knndm")),
     "outer_repeats": (1, ("repeated_cv", "subsampling", "bootstrap", "5x2cv")),
     "train_ratio": (0.8, ("subsampling",)),
 }

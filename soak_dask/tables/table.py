@@ -70,6 +70,10 @@ class Table:
         checkpoint (None for in-memory data, a Dask frame, or folds added to the table).
     excluded_coordinates : tuple of str
         Columns named like coordinates that ``load_table`` left out of the default features.
+    coords : tuple of str
+        Coordinate columns (x, y, ...) kept in ``data`` for the spatial functions
+        (``soak_dask.spatial_blocks``, ``knndm_folds``, ``fold_summary``); features only when
+        named in ``features``.
     """
 
     data: dd.DataFrame
@@ -84,6 +88,7 @@ class Table:
     fold_counts: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     files: SourceFiles | None = field(default=None, repr=False, compare=False)
     excluded_coordinates: tuple[str, ...] = ()
+    coords: tuple[str, ...] = ()
 
     @property
     def roles(self) -> dict[str, Any]:
@@ -95,6 +100,7 @@ class Table:
             "fold": self.fold if self.fold != FOLD_COLUMN else None,
             "features": list(self.features),
             "excluded_coordinates": list(self.excluded_coordinates),
+            **({"coords": list(self.coords)} if self.coords else {}),
         }
 
     def with_fold(
@@ -134,6 +140,7 @@ def load_table(
     *,
     exclude: Sequence[str] = (),
     coordinates: Coordinates = "exclude",
+    coords: Sequence[str] | None = None,
     task: Task | None = None,
     storage_options: dict | None = None,
     rows_per_partition: int | None = None,
@@ -175,6 +182,10 @@ def load_table(
         warning naming them, since a model that learns where rows are changes what same,
         other and all compare; they are recorded in ``Table.excluded_coordinates`` and the
         results. "include" makes them features like any other column.
+    coords : sequence of str, optional
+        Coordinate columns, e.g. ``("x", "y")``: kept in the table as its coordinates
+        (``Table.coords``) for the spatial functions, never default features (name them in
+        ``features`` to use them as features too), and without the coordinate warning.
     task : str, optional
         "classification" or "regression": overrides the task inferred from the label.
     storage_options : dict, optional
@@ -229,17 +240,19 @@ def load_table(
     _check_one_role(roles)
     _check_known(exclude, columns, "exclude", name)
     _check_role_types(source, ddf, roles)
-    used = {c for c in roles.values() if c is not None}
+    coords = check_coords(coords, ddf, roles, name)
+    used = {c for c in roles.values() if c is not None} | set(coords)
     skipped: list[str] = []
     if features is None:
         features, skipped = _default_features(ddf, used, exclude, coordinates, name)
     features = list(features)
-    _check_features(ddf, features, used, name)
+    _check_features(ddf, features, used - set(coords), name)
     both = [c for c in features if c in exclude]
     if both:
         raise ValueError(f"columns {both} are both in features and in exclude; keep one")
     task = task or _infer_task(ddf, label, name)
-    keep = list(dict.fromkeys([*features, *(c for c in roles.values() if c is not None)]))
+    keep = [*features, *(c for c in roles.values() if c is not None), *coords]
+    keep = list(dict.fromkeys(keep))
     ddf = ddf[keep]
     if subset is None:
         ddf = ddf.assign(**{SUBSET_COLUMN: SINGLE_SUBSET})
@@ -257,7 +270,33 @@ def load_table(
         user_subset=subset is not None,
         files=files,
         excluded_coordinates=tuple(skipped),
+        coords=coords,
     )
+
+
+def check_coords(
+    coords: Sequence[str] | None, ddf: dd.DataFrame, roles: dict[str, str | None], name: str
+) -> tuple[str, ...]:
+    """The coordinate columns ``coords`` checked: column names of ``ddf``, numeric, distinct,
+    with no other role; ``()`` when none are given."""
+    if coords is None:
+        return ()
+    if isinstance(coords, str) or len(coords) < 1:
+        raise ValueError(f"coords={coords!r}: need a list of coordinate columns, e.g. ['x', 'y']")
+    coords = tuple(coords)
+    _check_known(coords, list(ddf.columns), "coords", name)
+    if len(set(coords)) < len(coords):
+        raise ValueError(f"coords={list(coords)} names a column twice")
+    taken = {col: role for role, col in roles.items() if col in coords}
+    if taken:
+        raise ValueError(f"coords={list(coords)}: {taken} already have a role; a column has one")
+    bad = [c for c in coords if not pd.api.types.is_numeric_dtype(ddf[c].dtype)]
+    if bad:
+        raise ValueError(
+            f"coordinate columns {bad} are not numeric (dtypes "
+            f"{[str(ddf[c].dtype) for c in bad]}): give projected coordinates as numbers"
+        )
+    return coords
 
 
 def is_coordinate_name(column: Any) -> bool:

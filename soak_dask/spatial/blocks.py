@@ -1,0 +1,205 @@
+"""Groups from coordinates: square or hexagonal blocks, and k-means clusters.
+
+Both add a column to the table, computed partition by partition from each row's
+coordinates (nothing is gathered), and give it the table's group role (rows of a block
+stay in one fold, in every design) or subset role (blocks as SOAK subsets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from ..run.executor import current_client
+from ..split.folds import check_seed
+from ..tables.table import SUBSET_COLUMN, Table
+from .kmeans import FIT_ROWS, dask_kmeans, nearest_centre
+from .neighbours import coords_of, table_parts
+
+Role = Literal["group", "subset"]
+#: Block indices are packed into one int64: ``column * 2**32 + (row + 2**31)``.
+_HALF = 2**31
+_SQRT3 = np.sqrt(3.0)
+
+
+def block_id(ix: np.ndarray, iy: np.ndarray) -> np.ndarray:
+    """One int64 per (column ``ix``, row ``iy``) block index pair (|index| < 2**31).
+
+    Examples
+    --------
+    >>> block_id(np.array([0, 0, 1]), np.array([0, -1, 0])).tolist()
+    [2147483648, 2147483647, 6442450944]
+    """
+    ix, iy = np.asarray(ix, dtype=np.int64), np.asarray(iy, dtype=np.int64)
+    if (np.abs(ix) >= _HALF).any() or (np.abs(iy) >= _HALF).any():
+        raise ValueError("blocks more than 2**31 sizes from the origin: use a larger size")
+    return ix * 2**32 + (iy + _HALF)
+
+
+def square_blocks(x: np.ndarray, y: np.ndarray, size: float, origin: tuple) -> np.ndarray:
+    """The square block of each point: columns and rows ``size`` wide from ``origin``."""
+    return block_id(np.floor((x - origin[0]) / size), np.floor((y - origin[1]) / size))
+
+
+def hex_blocks(x: np.ndarray, y: np.ndarray, size: float, origin: tuple) -> np.ndarray:
+    """The hexagon (pointy-top, ``size`` across its flats, one centre at ``origin``) of each
+    point: the nearer of the two rectangular lattices of centres, even rows at
+    ``(i size, 2j h)`` and odd rows at ``((i + 1/2) size, (2j + 1) h)``, h = size √3 / 2."""
+    u, v = (x - origin[0]) / size, (y - origin[1]) / (size * _SQRT3)
+    ia, ja = np.round(u), np.round(v)  # even rows
+    ib, jb = np.floor(u) + 0.5, np.floor(v) + 0.5  # odd rows, centres at half steps
+    da = (u - ia) ** 2 + 3 * (v - ja) ** 2
+    db = (u - ib) ** 2 + 3 * (v - jb) ** 2
+    odd = db < da
+    col = np.where(odd, ib - 0.5, ia)
+    row = np.where(odd, 2 * (jb - 0.5) + 1, 2 * ja)
+    return block_id(col, row)
+
+
+def _block_column(
+    part: pd.DataFrame, coords: tuple, size: float, shape: str, origin: tuple, column: str
+) -> pd.DataFrame:
+    x = part[coords[0]].to_numpy(dtype=np.float64)
+    y = part[coords[1]].to_numpy(dtype=np.float64)
+    blocks = (square_blocks if shape == "square" else hex_blocks)(x, y, size, origin)
+    return part.assign(**{column: blocks})
+
+
+def spatial_blocks(
+    table: Table,
+    size: float,
+    *,
+    shape: Literal["square", "hex"] = "square",
+    origin: tuple[float, float] = (0.0, 0.0),
+    column: str = "block",
+    role: Role = "group",
+) -> Table:
+    """The table with a column of square or hexagonal blocks of its coordinates.
+
+    Parameters
+    ----------
+    table : Table
+        Loaded with ``coords=(x, y)`` (two coordinate columns, projected: same units on both).
+    size : float
+        Side of a square, or distance across the flats of a hexagon (between neighbouring
+        hexagon centres), in coordinate units.
+    shape : {"square", "hex"}
+    origin : (float, float)
+        A corner of a square block, or the centre of a hexagon: blocks do not depend on the
+        data's extent, so every partition computes its rows' blocks alone.
+    column : str
+        Name of the new column (int64 block ids, see ``block_id``).
+    role : {"group", "subset"}
+        The role the column takes: group (a block's rows share a fold, in every design) or
+        subset (blocks as SOAK subsets).
+
+    Returns
+    -------
+    Table
+
+    Examples
+    --------
+    >>> import pandas as pd, soak_dask as sd
+    >>> df = pd.DataFrame({"x": [5.0, 15.0, 12.0], "y": [5.0, 5.0, 25.0], "b": [1.0, 2.0, 3.0],
+    ...                    "label": [0, 1, 0]})
+    >>> t = sd.spatial_blocks(sd.load_table(df, label="label", coords=["x", "y"]), size=10)
+    >>> t.group, t.data["block"].compute().tolist()
+    ('block', [2147483648, 6442450944, 6442450946])
+    """
+    coords = coords_of(table, "spatial_blocks")
+    if len(coords) != 2:
+        raise ValueError(f"spatial_blocks needs 2 coordinates (x, y); the table has {coords}")
+    if isinstance(size, bool) or not isinstance(size, int | float) or not size > 0:
+        raise ValueError(f"size={size!r}: need a positive block size in coordinate units")
+    if shape not in ("square", "hex"):
+        raise ValueError(f"shape={shape!r}: choose 'square' or 'hex'")
+    if len(origin) != 2:
+        raise ValueError(f"origin={origin!r}: need (x, y)")
+    _check_column(table, column)
+    data = table.data.map_partitions(
+        _block_column, coords, float(size), shape, tuple(map(float, origin)), column
+    )
+    return with_role(table, data, column, role)
+
+
+def spatial_clusters(
+    table: Table,
+    n_clusters: int,
+    *,
+    seed: int = 1,
+    column: str = "cluster",
+    role: Role = "group",
+    sample: int = FIT_ROWS,
+    max_iter: int = 10,
+    client: Any = None,
+) -> Table:
+    """The table with a column of k-means clusters of its coordinates.
+
+    The same seed gives the same clusters whatever the partitioning (``soak_dask.spatial.
+    kmeans``: scikit-learn's k-means on a seeded sample of ``sample`` points chosen by hash,
+    refined by up to ``max_iter`` Lloyd passes over every partition). Labels 0..n_clusters-1
+    are each row's nearest centre, computed partition by partition.
+
+    Parameters
+    ----------
+    table : Table
+        Loaded with ``coords=``.
+    n_clusters : int
+    seed : int
+    column : str
+        Name of the new column.
+    role : {"group", "subset"}
+        As for ``spatial_blocks``.
+    sample, max_iter : int
+        Points of the starting fit; Lloyd passes over the table.
+    client : distributed.Client, optional
+
+    Returns
+    -------
+    Table
+    """
+    coords = coords_of(table, "spatial_clusters")
+    if (
+        isinstance(n_clusters, bool)
+        or not isinstance(n_clusters, int | np.integer)
+        or n_clusters < 2
+    ):
+        raise ValueError(f"n_clusters={n_clusters!r}: need an integer of at least 2")
+    seed = check_seed(seed)
+    _check_column(table, column)
+    client = current_client() if client is None else client
+    centres = dask_kmeans(
+        table_parts(table.data, coords), int(n_clusters), seed, sample, max_iter, client
+    )
+    data = table.data.map_partitions(_cluster_column, coords, centres, column)
+    return with_role(table, data, column, role)
+
+
+def _cluster_column(
+    part: pd.DataFrame, coords: tuple, centres: np.ndarray, column: str
+) -> pd.DataFrame:
+    points = part[list(coords)].to_numpy(dtype=np.float64)
+    return part.assign(**{column: nearest_centre(points, centres)})
+
+
+def _check_column(table: Table, column: str) -> None:
+    if not isinstance(column, str) or not column:
+        raise ValueError(f"column={column!r}: need a column name")
+    if column in table.data.columns:
+        raise ValueError(f"column {column!r} is already in the table: name another column=")
+
+
+def with_role(table: Table, data: Any, column: str, role: Role) -> Table:
+    """``table`` over ``data``, whose new column ``column`` takes the group or subset role."""
+    if role == "group":
+        return replace(table, data=data, group=column, fold_counts=None, files=None)
+    if role == "subset":
+        if not table.user_subset:
+            data = data.drop(columns=SUBSET_COLUMN)
+        return replace(
+            table, data=data, subset=column, user_subset=True, fold_counts=None, files=None
+        )
+    raise ValueError(f"role={role!r}: choose 'group' or 'subset'")

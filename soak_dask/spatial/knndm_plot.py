@@ -1,0 +1,55 @@
+"""``plot_knndm``: the nearest-neighbour distance ECDFs of kNNDM, as CAST's ``plot.knndm``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .knndm import KNNDMResult
+
+
+def _ecdf(ax: Any, values: np.ndarray, label: str, **style: Any) -> None:
+    x = np.sort(values)
+    ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=label, **style)
+
+
+def plot_knndm(result: KNNDMResult, ax: Any = None) -> Any:
+    """The ECDFs of the nearest-neighbour distances prediction -> train (Gij), CV test ->
+    train of the kNNDM folds (Gj*) and of random folds, with both W in the legend.
+
+    Parameters
+    ----------
+    result : KNNDMResult
+        From ``soak_dask.knndm_folds``.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(result, KNNDMResult):
+        raise TypeError(f"plot_knndm takes a KNNDMResult, not a {type(result).__name__}")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(6, 4))
+    else:
+        fig = ax.figure
+    chosen = "random folds kept" if result.n_clusters is None else f"{result.n_clusters} clusters"
+    _ecdf(ax, result.Gij, f"prediction → train (Gij, {len(result.Gij):,} sampled)", color="k")
+    _ecdf(ax, result.Gjstar, f"kNNDM CV → train ({chosen}), W = {result.W:.3g}", color="C0")
+    _ecdf(
+        ax,
+        result.Gjstar_random,
+        f"random CV → train, W = {result.W_random:.3g}",
+        color="C3",
+        linestyle="--",
+    )
+    units = "standardised feature distance" if result.space == "feature" else "distance"
+    ax.set_xlabel(f"nearest-neighbour {units}")
+    ax.set_ylabel("ECDF")
+    ax.set_title(f"kNNDM, {result.n_folds} folds ({result.space} space)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(alpha=0.3)
+    return fig

@@ -1,0 +1,160 @@
+"""Points and nearest-neighbour distances for the spatial functions.
+
+A (small) reference set -- the training coordinates or standardised features -- is held in
+memory and sent to the workers once; a large query set (a prediction table or raster) is
+read block by block on the workers, where each block keeps its seeded sample of points and
+measures their distance to the reference. Only the sampled hashes and distances come back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from scipy.spatial import cKDTree
+
+from ..hashing import salt, seeded_hash
+from ..tables.table import Table
+
+#: Training points held in memory by kNNDM and the distance functions (coordinates or
+#: features of each row): above this many rows the table is refused with the numbers.
+MAX_REFERENCE_ROWS = 20_000_000
+
+
+def coords_of(table: Any, caller: str) -> tuple[str, ...]:
+    """The coordinate columns of ``table`` (a Table loaded with ``coords=``), or a clear
+    error saying how to give them."""
+    if not isinstance(table, Table):
+        raise TypeError(
+            f"{caller} takes a Table, not a {type(table).__name__}; make one with "
+            "soak_dask.load_table(data, label=..., coords=('x', 'y'))"
+        )
+    if not table.coords:
+        raise ValueError(
+            f"{caller} needs the table's coordinates: load it with coords=['x', 'y'] (the "
+            "coordinate columns; soak: --coords x,y)"
+        )
+    return table.coords
+
+
+def point_hashes(points: np.ndarray, seed: int, purpose: str) -> np.ndarray:
+    """A seeded hash of each row of ``points`` (float values): the same point hashes the
+    same wherever it is read, so a sample by smallest hash does not depend on partitions."""
+    bits = np.ascontiguousarray(points, dtype=np.float64).view(np.uint64)
+    return seeded_hash(seed, salt(purpose), *bits.T)
+
+
+def frame_points(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """``frame[columns]`` as float64 rows, rows with a missing value dropped."""
+    z = frame[list(columns)].to_numpy(dtype=np.float64, na_value=np.nan)
+    return z[~np.isnan(z).any(axis=1)]
+
+
+def table_parts(data: dd.DataFrame, columns: Sequence[str]) -> list[Any]:
+    """One delayed float array of points per partition of ``data``."""
+    return [dask.delayed(frame_points)(part, list(columns)) for part in data.to_delayed()]
+
+
+def reference_points(data: dd.DataFrame, columns: Sequence[str], what: str) -> np.ndarray:
+    """The points ``data[columns]`` in row order, in memory (refused above
+    ``MAX_REFERENCE_ROWS`` rows, or with missing values, naming the columns)."""
+    n = int(data.map_partitions(len).compute().sum())
+    if n > MAX_REFERENCE_ROWS:
+        raise ValueError(
+            f"{what} has {n:,} rows; its {len(columns)} columns {list(columns)} are held in "
+            f"memory (limit {MAX_REFERENCE_ROWS:,} rows): subsample the table first"
+        )
+    z = data[list(columns)].compute().to_numpy(dtype=np.float64, na_value=np.nan)
+    missing = np.isnan(z).any(axis=0)
+    if missing.any():
+        bad = [c for c, m in zip(columns, missing, strict=True) if m]
+        raise ValueError(f"{what}: columns {bad} have missing values; drop those rows first")
+    return z
+
+
+def standardiser(points: np.ndarray, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and SD (n - 1, as R's ``scale``) of each column, refusing a constant one."""
+    centre, scale = points.mean(axis=0), points.std(axis=0, ddof=1)
+    flat = [c for c, s in zip(columns, scale, strict=True) if not s > 0]
+    if flat:
+        raise ValueError(f"columns {flat} are constant in the training rows: leave them out")
+    return centre, scale
+
+
+def nn_distance(reference: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Distance from each query point to its nearest reference point."""
+    if not len(query):
+        return np.empty(0)
+    return cKDTree(reference).query(query, k=1)[0]
+
+
+def loo_distance(points: np.ndarray) -> np.ndarray:
+    """Distance from each point to its nearest other point (CAST's Gj)."""
+    return cKDTree(points).query(points, k=2)[0][:, 1]
+
+
+def _sample_block(
+    points: np.ndarray,
+    n: int,
+    seed: int,
+    reference: np.ndarray,
+    transform: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The block's ``n`` points of smallest hash: their hashes and distances to
+    ``reference`` (after ``transform`` = (centre, scale), if given)."""
+    h = point_hashes(points, seed, "prediction_sample")
+    keep = np.argsort(h, kind="stable")[:n]
+    chosen = points[keep]
+    if transform is not None:
+        chosen = (chosen - transform[0]) / transform[1]
+    return h[keep], nn_distance(reference, chosen)
+
+
+def sampled_distances(
+    parts: Sequence[Any],
+    reference: np.ndarray,
+    n: int,
+    seed: int,
+    transform: tuple[np.ndarray, np.ndarray] | None = None,
+    client: Any = None,
+) -> np.ndarray:
+    """Nearest-neighbour distances to ``reference`` of a seeded sample of ``n`` points of
+    the query set ``parts`` (delayed point arrays), in hash order.
+
+    Each block keeps its ``n`` points of smallest hash and measures them on its worker;
+    the ``n`` smallest hashes overall are the sample, whatever the blocks. The reference is
+    sent once (scattered to every worker with a distributed client).
+    """
+    ref = client.scatter(reference, broadcast=True, hash=False) if client is not None else reference
+    ref = dask.delayed(ref) if client is None else ref
+    tasks = [dask.delayed(_sample_block)(p, n, seed, ref, transform) for p in parts]
+    done = client.compute(tasks, sync=True) if client is not None else dask.compute(*tasks)
+    hashes = np.concatenate([h for h, _ in done]) if done else np.empty(0, np.uint64)
+    dists = np.concatenate([d for _, d in done]) if done else np.empty(0)
+    if not len(hashes):
+        raise ValueError("the prediction area has no valid points (every value missing)")
+    order = np.lexsort((dists, hashes))[:n]
+    return dists[order]
+
+
+def _smallest(points: np.ndarray, n: int, seed: int, purpose: str) -> tuple[np.ndarray, ...]:
+    h = point_hashes(points, seed, purpose)
+    keep = np.argsort(h, kind="stable")[:n]
+    return h[keep], points[keep]
+
+
+def hash_sample(
+    parts: Sequence[Any], n: int, seed: int, purpose: str, client: Any = None
+) -> np.ndarray:
+    """The ``n`` points of smallest seeded hash among the blocks ``parts`` (delayed point
+    arrays), in hash order: a seeded sample that does not depend on the partitioning."""
+    tasks = [dask.delayed(_smallest)(p, n, seed, purpose) for p in parts]
+    done = client.compute(tasks, sync=True) if client is not None else dask.compute(*tasks)
+    hashes = np.concatenate([h for h, _ in done])
+    points = np.concatenate([p for _, p in done])
+    order = np.lexsort((*points.T[::-1], hashes))[:n]  # ties (equal points) by value
+    return points[order]

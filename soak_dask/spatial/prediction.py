@@ -1,0 +1,143 @@
+"""The prediction area of kNNDM and NNDM as blocks of points, read on the workers.
+
+A prediction area is a ``Table``, a pandas or Dask DataFrame, an ``xarray.Dataset`` raster
+of 2-D (``y``, ``x``) variables, or a path to one (Parquet, CSV, GeoTIFF, Zarr). Each block
+becomes a float array of points: coordinates (geographical space) or feature values
+(feature space); rows or cells with a missing value (NaN or the variable's ``_FillValue``)
+are left out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..tables.table import Table
+from .neighbours import table_parts
+
+#: The raster's spatial dims, as rioxarray and ``soak_dask.raster_table`` name them.
+Y, X = "y", "x"
+
+
+def open_prediction(path: str | os.PathLike) -> dd.DataFrame | xr.Dataset:
+    """A prediction area from a path: GeoTIFF (one variable per band, named by the band
+    descriptions), Zarr (a Dataset), CSV/TSV or Parquet (a lazy frame)."""
+    text = os.fspath(path).rstrip("/")
+    lower = text.lower()
+    if lower.endswith((".tif", ".tiff")):
+        import rioxarray
+
+        raster = rioxarray.open_rasterio(text, chunks={Y: 1024, X: 1024})
+        names = raster.attrs.get("long_name")
+        names = [names] if isinstance(names, str) else list(names or [])
+        if len(set(names)) != raster.sizes["band"]:
+            names = [f"band_{b}" for b in raster["band"].values]
+        bands = {n: raster.isel(band=i, drop=True) for i, n in enumerate(names)}
+        return xr.Dataset(
+            {n: b.drop_vars("spatial_ref", errors="ignore") for n, b in bands.items()}
+        )
+    if lower.endswith(".zarr"):
+        return xr.open_zarr(text)
+    if lower.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
+        return dd.read_csv(text, sep="\t" if ".tsv" in lower else ",")
+    if os.path.exists(text) or "://" in text:
+        return dd.read_parquet(text)
+    raise FileNotFoundError(f"prediction {text!r} does not exist")
+
+
+def prediction_parts(
+    prediction: Any, columns: Sequence[str], space: str, training: Table
+) -> tuple[list[Any], str]:
+    """Delayed point arrays of ``prediction``, one per block, with the values of
+    ``columns`` (the training coordinates or features); and a short description."""
+    if isinstance(prediction, str | os.PathLike):
+        prediction = open_prediction(prediction)
+    if isinstance(prediction, xr.Dataset):
+        return raster_parts(prediction, columns, space), "raster"
+    if isinstance(prediction, Table):
+        data = prediction.data
+        if space == "geographical" and prediction.coords:
+            if len(prediction.coords) != len(columns):
+                raise ValueError(
+                    f"the prediction table's coords {list(prediction.coords)} and the training "
+                    f"coords {list(columns)} differ in number"
+                )
+            return table_parts(data, prediction.coords), "table"
+    elif isinstance(prediction, pd.DataFrame):
+        data = dd.from_pandas(prediction, npartitions=max(1, len(prediction) // 500_000))
+    elif isinstance(prediction, dd.DataFrame):
+        data = prediction
+    else:
+        raise TypeError(
+            f"prediction is a {type(prediction).__name__}: give a Table, a pandas/Dask "
+            "DataFrame, an xarray Dataset raster or a path"
+        )
+    missing = [c for c in columns if c not in data.columns]
+    if missing:
+        what = "coordinate" if space == "geographical" else "feature"
+        raise ValueError(
+            f"the prediction area has no {what} columns {missing} (its columns: "
+            f"{list(data.columns)}); name them as in the training table"
+        )
+    return table_parts(data, columns), "table"
+
+
+def raster_parts(ds: xr.Dataset, columns: Sequence[str], space: str) -> list[Any]:
+    """Delayed point arrays of the valid cells of raster ``ds``, one per chunk: cell centres
+    (``x``, ``y``) in geographical space, the variables ``columns`` in feature space.
+
+    A cell is valid where every 2-D variable used (all of them in geographical space) is
+    neither NaN nor its ``_FillValue``.
+    """
+    if Y not in ds.dims or X not in ds.dims:
+        raise ValueError(f"the prediction raster has dims {list(ds.dims)}: need 'y' and 'x'")
+    grid = [v for v in ds.data_vars if set(ds[v].dims) == {Y, X}]
+    if space == "geographical":
+        if len(columns) != 2:
+            raise ValueError(f"a raster gives 2 coordinates (x, y); the training has {columns}")
+        names = grid
+    else:
+        missing = [c for c in columns if c not in grid]
+        if missing:
+            raise ValueError(
+                f"the prediction raster has no 2-D variables {missing} (it has {grid}); name "
+                "its bands as the training features"
+            )
+        names = list(columns)
+    if not names:
+        raise ValueError("the prediction raster has no 2-D (y, x) variables")
+    stack = xr.concat([_masked(ds[v]).transpose(Y, X) for v in names], dim="var")
+    stack = stack.chunk({"var": -1}) if stack.chunks else stack.chunk({"var": -1, Y: 1024, X: 1024})
+    ys, xs = ds[Y].values, ds[X].values
+    y_edges = np.cumsum((0, *stack.chunks[1]))
+    x_edges = np.cumsum((0, *stack.chunks[2]))
+    blocks = stack.data.to_delayed()[0]
+    parts = []
+    for i in range(len(y_edges) - 1):
+        for j in range(len(x_edges) - 1):
+            yb, xb = ys[y_edges[i] : y_edges[i + 1]], xs[x_edges[j] : x_edges[j + 1]]
+            parts.append(dask.delayed(cell_points)(blocks[i, j], xb, yb, space))
+    return parts
+
+
+def _masked(var: xr.DataArray) -> xr.DataArray:
+    fill = var.attrs.get("_FillValue", var.encoding.get("_FillValue"))
+    var = var.astype(np.float64)
+    return var if fill is None or np.isnan(fill) else var.where(var != fill)
+
+
+def cell_points(block: np.ndarray, xs: np.ndarray, ys: np.ndarray, space: str) -> np.ndarray:
+    """The valid cells of one raster chunk ``block`` (var, y, x) as points: (x, y) centres
+    in geographical space, the variables' values in feature space."""
+    valid = ~np.isnan(block).any(axis=0)
+    if space == "geographical":
+        yy, xx = np.meshgrid(ys, xs, indexing="ij")
+        return np.column_stack([xx[valid], yy[valid]]).astype(np.float64)
+    return block[:, valid].T.astype(np.float64)
