@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np
+import pandas as pd
 from numba import njit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, is_classifier
 from sklearn.exceptions import ConvergenceWarning
@@ -152,62 +153,119 @@ def _exp_log1p(e, z, log1p_z, bits):  # pragma: no cover (compiled)
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def _logistic_pass(X1, y, w, eta, step, t, eta_out, v, g):  # pragma: no cover (compiled)
+def _add_columns(block, XT, cols, coef, start):  # pragma: no cover (compiled)
+    """block += Σ_a coef_a · XT[cols_a, start : start + block.size], four features per sweep
+    over the block (a quarter of the loads and stores of ``block``)."""
+    end = start + block.size
+    a = 0
+    while a + 3 < cols.size:
+        x0, x1 = XT[cols[a], start:end], XT[cols[a + 1], start:end]
+        x2, x3 = XT[cols[a + 2], start:end], XT[cols[a + 3], start:end]
+        c0, c1, c2, c3 = coef[a], coef[a + 1], coef[a + 2], coef[a + 3]
+        for i in range(block.size):
+            block[i] += (c0 * x0[i] + c1 * x1[i]) + (c2 * x2[i] + c3 * x3[i])
+        a += 4
+    for k in range(a, cols.size):
+        x0, c0 = XT[cols[k], start:end], coef[k]
+        for i in range(block.size):
+            block[i] += c0 * x0[i]
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _add_scores(g, XT, resid, start):  # pragma: no cover (compiled)
+    """g_j += Σᵢ residᵢ · XT[j, start + i] for every feature j, four per sweep over ``resid``."""
+    q = g.size
+    end = start + resid.size
+    j = 0
+    while j + 3 < q:
+        x0, x1, x2, x3 = (
+            XT[j, start:end],
+            XT[j + 1, start:end],
+            XT[j + 2, start:end],
+            XT[j + 3, start:end],
+        )
+        s0 = s1 = s2 = s3 = 0.0
+        for i in range(resid.size):
+            r = resid[i]
+            s0 += r * x0[i]
+            s1 += r * x1[i]
+            s2 += r * x2[i]
+            s3 += r * x3[i]
+        g[j] += s0
+        g[j + 1] += s1
+        g[j + 2] += s2
+        g[j + 3] += s3
+        j += 4
+    for k in range(j, q):
+        x0 = XT[k, start:end]
+        s0 = 0.0
+        for i in range(resid.size):
+            s0 += resid[i] * x0[i]
+        g[k] += s0
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _logistic_pass(XT, y, w, eta, step, t, eta_out, v, g):  # pragma: no cover (compiled)
     """One pass over the rows at η + t·X1·step: the loss Σ wᵢ ℓᵢ (returned), the Newton
     weights vᵢ = wᵢ pᵢ(1 − pᵢ) and the score g = X1'(w ∘ (y − p)), written into
-    ``eta_out``, ``v`` and ``g``. Column 0 of ``X1`` is the intercept's column of ones.
+    ``eta_out``, ``v`` and ``g``. ``XT`` is X1 transposed (features × rows, row 0 the
+    intercept's ones).
 
-    By blocks of PASS_BLOCK rows: η, then the exponentials and logarithms of the block
-    (vectorised, :func:`_exp_log1p`), then the rest; branch-free (the sign of η only selects
-    between two results) and with reassociated sums, so the compiler vectorises the sums.
+    By blocks of PASS_BLOCK rows, each feature's block a contiguous run: η (adding only the
+    features that move, t·step_j ≠ 0), then the exponentials and logarithms of the block
+    (vectorised, :func:`_exp_log1p`), then the residuals, then the scores; branch-free (the
+    sign of η only selects between two results) and with reassociated sums, so the compiler
+    vectorises every loop.
     """
-    n, q = X1.shape
+    n = XT.shape[1]
+    moving = np.flatnonzero(t * step)
+    coef = t * step[moving]
     g[:] = 0.0
     loss = 0.0
     z = np.empty(PASS_BLOCK)
     log1p_z = np.empty(PASS_BLOCK)
     bits = np.empty(PASS_BLOCK, dtype=np.int64)
+    resid = np.empty(PASS_BLOCK)
     for start in range(0, n, PASS_BLOCK):
         end = min(n, start + PASS_BLOCK)
-        for i in range(start, end):
-            s = 0.0
-            for j in range(q):
-                s += X1[i, j] * step[j]
-            eta_out[i] = eta[i] + t * s
-        _exp_log1p(eta_out[start:end], z, log1p_z, bits)  # softplus and sigmoid, no overflow
-        for i in range(start, end):
-            e = eta_out[i]
-            zi = z[i - start]
+        block = eta_out[start:end]
+        block[:] = eta[start:end]
+        _add_columns(block, XT, moving, coef, start)
+        _exp_log1p(block, z, log1p_z, bits)  # softplus and sigmoid, no overflow
+        for i in range(end - start):
+            e = block[i]
+            zi = z[i]
             upper = 1.0 / (1.0 + zi)
             p = upper if e >= 0.0 else zi * upper
-            loss += w[i] * (max(e, 0.0) + log1p_z[i - start] - y[i] * e)
-            v[i] = w[i] * p * (1.0 - p)
-            ri = w[i] * (y[i] - p)
-            for j in range(q):
-                g[j] += ri * X1[i, j]
+            wi = w[start + i]
+            yi = y[start + i]
+            loss += wi * (max(e, 0.0) + log1p_z[i] - yi * e)
+            v[start + i] = wi * p * (1.0 - p)
+            resid[i] = wi * (yi - p)
+        _add_scores(g, XT, resid[: end - start], start)
     return loss
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def _weighted_gram(X1, v, active, H):  # pragma: no cover (compiled)
-    """H[j, k] = Σᵢ vᵢ X1[i, j] X1[i, k] for j, k in ``active``.
+def _weighted_gram(XT, v, active, H):  # pragma: no cover (compiled)
+    """H[j, k] = Σᵢ vᵢ X1[i, j] X1[i, k] for j, k in ``active`` (``XT``: X1 transposed).
 
     In single precision within blocks of GRAM_BLOCK rows (summed in double precision): H only
     sets the speed of the Newton steps, never their fixed point, which depends on the score g
-    alone (computed in double precision). The blocks are transposed so that each of the
-    m(m + 1)/2 products is a contiguous, vectorised dot product: twice as fast as BLAS on these
-    tall, narrow matrices.
+    alone (computed in double precision). Each of the m(m + 1)/2 products is a contiguous,
+    vectorised dot product: twice as fast as BLAS on these tall, narrow matrices.
     """
-    n = X1.shape[0]
+    n = XT.shape[1]
     m = active.size
     Z = np.empty((m, GRAM_BLOCK), dtype=np.float32)
     W = np.empty((m, GRAM_BLOCK), dtype=np.float32)  # v ∘ Z
     G = np.zeros((m, m))
     for start in range(0, n, GRAM_BLOCK):
         size = min(n - start, GRAM_BLOCK)
-        for i in range(size):
-            for a in range(m):
-                Z[a, i] = X1[start + i, active[a]]
+        for a in range(m):
+            x = XT[active[a], start : start + size]
+            for i in range(size):
+                Z[a, i] = x[i]
                 W[a, i] = v[start + i] * Z[a, i]
         for a in range(m):
             for b in range(a, m):
@@ -288,7 +346,7 @@ def _stop_path(dev_ratio, m, relative):  # pragma: no cover (compiled)
 
 @njit(cache=True, nogil=True)
 def _line_search(
-    X1, y, w, b, u, d, pen, loss, g, active, eta, eta_new, v_new, g_new
+    XT, y, w, b, u, d, pen, loss, g, active, eta, eta_new, v_new, g_new
 ):  # pragma: no cover (compiled)
     """Backtracking (Armijo) line search on the penalised objective from ``b`` along the
     Newton direction ``d`` (``u`` is the quadratic subproblem's solution, d = u − b on
@@ -305,7 +363,7 @@ def _line_search(
         slope -= g[j] * d[j]
     step = 1.0
     for _ in range(MAX_HALVINGS):
-        new_loss = _logistic_pass(X1, y, w, eta, d, step, eta_new, v_new, g_new)
+        new_loss = _logistic_pass(XT, y, w, eta, d, step, eta_new, v_new, g_new)
         after = new_loss + _penalty(b + step * d, pen)
         # Sufficient decrease, or no change beyond the rounding of the sums.
         if after <= before + max(1e-4 * step * slope, ROUNDING * abs(before)):
@@ -316,7 +374,7 @@ def _line_search(
 
 @njit(cache=True, nogil=True)
 def _newton_solve(
-    X1, y, w, pen, active, thresh, max_sweeps, H, fresh, b, loss, etas, vs, gs, cur
+    XT, y, w, pen, active, thresh, max_sweeps, H, fresh, b, loss, etas, vs, gs, cur
 ):  # pragma: no cover (compiled)
     """Newton (IRLS) steps at one λ, moving only the coordinates in ``active``, until a step
     would change nothing that matters (H_jj·d_j² < ``thresh`` on every coordinate).
@@ -351,13 +409,13 @@ def _newton_solve(
         if not fresh and largest > SLOW * previous:
             # H, from an earlier point of the path, no longer gives fast steps: refresh it
             # here and solve again (H only sets the speed, not the solution).
-            _weighted_gram(X1, vs[cur], active, H)
+            _weighted_gram(XT, vs[cur], active, H)
             fresh = True
             continue
         previous = largest
         nxt = 1 - cur
         step, loss, decreased = _line_search(
-            X1, y, w, b, u, d, pen, loss, gs[cur], active, etas[cur], etas[nxt], vs[nxt], gs[nxt]
+            XT, y, w, b, u, d, pen, loss, gs[cur], active, etas[cur], etas[nxt], vs[nxt], gs[nxt]
         )
         converged = converged and decreased
         for j in active:
@@ -368,23 +426,23 @@ def _newton_solve(
         cur = nxt
         fresh = False
         if step < 1.0:  # far from the solution: the next step needs the true Hessian
-            _weighted_gram(X1, vs[cur], active, H)
+            _weighted_gram(XT, vs[cur], active, H)
             fresh = True
     return loss, cur, fresh, False, sweeps
 
 
 @njit(cache=True, nogil=True)
 def _logistic_path(
-    X1, y, w, lambdas, pf, tol, max_sweeps, early_stop, coefs, dev_ratio
+    XT, y, w, lambdas, pf, tol, max_sweeps, early_stop, coefs, dev_ratio
 ):  # pragma: no cover (compiled)
     """Binomial lasso path by Newton steps with coordinate descent (glmnet's lognet).
 
-    ``X1``: rows × (1 + features), column 0 all ones; ``y`` in {0, 1}; ``w`` weights summing
-    to 1; ``pf`` penalty factors (0 for the intercept). Fills ``coefs`` (λ × (1 + features))
-    and ``dev_ratio`` (fraction of null deviance explained) and returns (number of λ fitted,
-    coordinate-descent sweeps, number of λ whose fit did not converge).
+    ``XT``: (1 + features) × rows, row 0 all ones (X1 transposed); ``y`` in {0, 1}; ``w``
+    weights summing to 1; ``pf`` penalty factors (0 for the intercept). Fills ``coefs``
+    (λ × (1 + features)) and ``dev_ratio`` (fraction of null deviance explained) and returns
+    (number of λ fitted, coordinate-descent sweeps, number of λ whose fit did not converge).
     """
-    n, q = X1.shape
+    q, n = XT.shape
     ybar = 0.0
     for i in range(n):
         ybar += w[i] * y[i]
@@ -396,7 +454,7 @@ def _logistic_path(
     vs = np.empty((2, n))
     gs = np.empty((2, q))
     cur = 0
-    loss = _logistic_pass(X1, y, w, etas[0], np.zeros(q), 0.0, etas[0], vs[0], gs[0])
+    loss = _logistic_pass(XT, y, w, etas[0], np.zeros(q), 0.0, etas[0], vs[0], gs[0])
     null_loss = loss
     thresh = tol * null_loss
     H = np.zeros((q, q))
@@ -416,11 +474,11 @@ def _logistic_path(
         while True:  # until no feature outside the strong set breaks the KKT conditions
             active = np.flatnonzero(strong)
             if not np.all(covered[active]):  # H lacks rows for features that just entered
-                _weighted_gram(X1, vs[cur], active, H)
+                _weighted_gram(XT, vs[cur], active, H)
                 covered[active] = True
                 fresh = True
             loss, cur, fresh, solved, cd_sweeps = _newton_solve(
-                X1, y, w, pen, active, thresh, max_sweeps, H, fresh, b, loss, etas, vs, gs, cur
+                XT, y, w, pen, active, thresh, max_sweeps, H, fresh, b, loss, etas, vs, gs, cur
             )
             sweeps += cd_sweeps
             converged = converged and solved
@@ -497,6 +555,15 @@ def _fold_ids(n: int, n_folds: int, random_state, strata: np.ndarray | None) -> 
     folds = np.empty(n, dtype=np.intp)
     folds[order] = np.arange(n) % n_folds
     return folds
+
+
+def _classes(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(y, return_inverse=True)``, by hashing for object labels (strings), whose
+    sort costs a tenth of a 90k-row fit."""
+    if y.dtype != object:
+        return np.unique(y, return_inverse=True)
+    codes, classes = pd.factorize(y, sort=True, use_na_sentinel=False)
+    return classes, codes
 
 
 def _lambda_path(lambda_max: float, n_lambdas: int, ratio: float) -> np.ndarray:
@@ -758,7 +825,7 @@ class LassoCVClassifier(ClassifierMixin, _LassoCVBase):
         """Cross-validate the penalty path, then fit all rows at the chosen penalty."""
         X, y, w = self._check_input(X, y, sample_weight)
         check_classification_targets(y)
-        self.classes_, codes = np.unique(y, return_inverse=True)
+        self.classes_, codes = _classes(y)
         if self.classes_.size < 2:
             raise ValueError(
                 f"{type(self).__name__} needs at least 2 classes; y holds one class only: "
@@ -766,21 +833,24 @@ class LassoCVClassifier(ClassifierMixin, _LassoCVBase):
             )
         w = w / w.sum()
         Xs = self._standardize(X, w)
-        X1 = np.empty((Xs.shape[0], 1 + Xs.shape[1]))
-        X1[:, 0] = 1.0
-        X1[:, 1:] = Xs
+        # The kernels read the features transposed (one contiguous run per feature).
+        XT = np.empty((1 + Xs.shape[1], Xs.shape[0]))
+        XT[0] = 1.0
+        XT[1:] = Xs.T
         folds = _fold_ids(len(y), self.n_folds, self.random_state, codes)
         positives = [1] if self.classes_.size == 2 else range(self.classes_.size)
-        fits = [self._fit_binary(X1, (codes == k).astype(np.float64), w, folds) for k in positives]
+        fits = [self._fit_binary(XT, (codes == k).astype(np.float64), w, folds) for k in positives]
         self.coef_ = np.array([coef for coef, _, _ in fits])
         self.intercept_ = np.array([intercept for _, intercept, _ in fits])
         self._set_path_attributes([path for _, _, path in fits])
         return self
 
     def _fit_binary(
-        self, X1: np.ndarray, y: np.ndarray, w: np.ndarray, folds: np.ndarray
+        self, XT: np.ndarray, y: np.ndarray, w: np.ndarray, folds: np.ndarray
     ) -> tuple[np.ndarray, float, _CVPath]:
-        """Cross-validate and fit one binary problem: coefficients, intercept and the path."""
+        """Cross-validate and fit one binary problem: coefficients, intercept and the path
+        (``XT``: the standardised features transposed, below a row of ones)."""
+        X1 = XT.T
         share = float(w @ y)
         if not PMIN < share < 1.0 - PMIN:
             raise ValueError(
@@ -801,13 +871,13 @@ class LassoCVClassifier(ClassifierMixin, _LassoCVBase):
         # The CV paths only choose λ: they run on the features rounded to single precision
         # (a perturbation of 1e-7 of the problem, invisible in the CV deviance), which halves
         # the memory each pass over the rows reads, a fifth of its time.
-        X1_single = X1.astype(np.float32)
+        XT_single = XT.astype(np.float32)
         longest, failed = 0, 0
         for f in range(self.n_folds):
             train, test = folds != f, folds == f
             scale = _train_scale(sums, squares, fold_weight, f)
             coefs, fitted, bad, _ = self._path_fit(
-                X1_single[train], y[train], w[train], lambdas, True, scale
+                XT_single.compress(train, axis=1), y[train], w[train], lambdas, True, scale
             )
             longest, failed = max(longest, fitted), failed + bad
             if fold_weight[f] > 0:
@@ -819,7 +889,7 @@ class LassoCVClassifier(ClassifierMixin, _LassoCVBase):
         path = _cv_select(cvraw[:, :longest], fold_weight, lambdas[:longest], self.selection)
         scale = _train_scale(sums, squares, fold_weight, None)
         coefs, fitted, bad, path.n_iter = self._path_fit(
-            X1, y, w, lambdas[: path.chosen + 1], False, scale
+            XT, y, w, lambdas[: path.chosen + 1], False, scale
         )
         self._warn_unconverged(failed + bad)
         last = coefs[fitted - 1]
@@ -828,18 +898,19 @@ class LassoCVClassifier(ClassifierMixin, _LassoCVBase):
 
     def _path_fit(
         self,
-        X1: np.ndarray,
+        XT: np.ndarray,
         y: np.ndarray,
         w: np.ndarray,
         lambdas: np.ndarray,
         early: bool,
         scale: np.ndarray,
     ) -> tuple[np.ndarray, int, int, int]:
-        """The binomial path on these rows, whose features have the standard deviations
-        ``scale``: (coefficients per λ, λ fitted, λ not converged, sweeps). A fold whose rows
-        hold (nearly) one class gets the intercept-only model."""
+        """The binomial path on these rows (``XT``: features transposed, below a row of ones),
+        whose features have the standard deviations ``scale``: (coefficients per λ, λ fitted,
+        λ not converged, sweeps). A fold whose rows hold (nearly) one class gets the
+        intercept-only model."""
         w = w / w.sum()
-        coefs = np.zeros((lambdas.size, X1.shape[1]))
+        coefs = np.zeros((lambdas.size, XT.shape[0]))
         share = float(w @ y)
         if not PMIN < share < 1.0 - PMIN:
             share = min(max(share, PMIN), 1.0 - PMIN)
@@ -848,7 +919,7 @@ class LassoCVClassifier(ClassifierMixin, _LassoCVBase):
         pf = np.concatenate([[0.0], self._penalty_factors(scale)])
         dev_ratio = np.zeros(lambdas.size)
         fitted, sweeps, failed = _logistic_path(
-            X1, y, w, lambdas, pf, self.tol, self.max_iter, early, coefs, dev_ratio
+            XT, y, w, lambdas, pf, self.tol, self.max_iter, early, coefs, dev_ratio
         )
         return coefs, fitted, failed, sweeps
 
