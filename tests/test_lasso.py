@@ -299,3 +299,19 @@ def test_pruned_regression_tree_uses_the_variance():
     tree = sd.PrunedTreeRegressor(cp=0.05).fit(X, y)
     assert tree.ccp_alpha_ == pytest.approx(0.05 * y.var(ddof=0))
     assert tree.get_n_leaves() == 2  # one real split; the noise is pruned away
+
+
+def test_prepare_kernels_compiles_before_a_run_and_says_so_when_not_cached(monkeypatch):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from soak_dask.learn import lasso
+
+    said = []
+    lasso.prepare_kernels({"logistic": LogisticRegression()}, said.append)
+    assert not said  # no lasso learner: nothing compiled, nothing said
+    monkeypatch.setattr(lasso, "kernels_cached", lambda: False)
+    piped = {"l1": make_pipeline(StandardScaler(), lasso.LassoCVClassifier())}
+    lasso.prepare_kernels(piped, said.append)
+    assert len(said) == 1 and said[0].startswith("l1: compiling the lasso kernels")
+    assert lasso.compile_kernels() < 5  # compiled (or loaded) once: now milliseconds
