@@ -272,3 +272,17 @@ def test_builtin_names():
     assert isinstance(sd.builtin_learner("decision_tree", "regression"), sd.PrunedTreeRegressor)
 
 
+def test_prepare_kernels_compiles_before_a_run_and_says_so_when_not_cached(monkeypatch):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from soak_dask.learn import lasso
+
+    said = []
+    lasso.prepare_kernels({"logistic": LogisticRegression()}, said.append)
+    assert not said  # no lasso learner: nothing compiled, nothing said
+    monkeypatch.setattr(lasso, "kernels_cached", lambda: False)
+    piped = {"l1": make_pipeline(StandardScaler(), lasso.LassoCVClassifier())}
+    lasso.prepare_kernels(piped, said.append)
+    assert len(said) == 1 and said[0].startswith("l1: compiling the lasso kernels")
+    assert lasso.compile_kernels() < 5  # compiled (or loaded) once: now milliseconds

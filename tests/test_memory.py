@@ -96,3 +96,35 @@ def test_soak_refuses_before_any_fit_and_one_pass_learners_pass(monkeypatch):
             # one-pass learners never gather their rows: nothing to refuse
             res = sd.soak(table, ["featureless", "lda"], **run)
             assert np.isfinite(res["error"].values).all()
+
+
+def test_every_design_is_checked_from_one_count_of_its_keys(monkeypatch):
+    from distributed import Client, LocalCluster
+
+    from soak_dask.run.memory import count_fit_rows
+
+    frame = toy_table(n=500, n_subsets=1, seed=3).drop(columns="subset")
+    table = sd.load_table(frame, label="y")
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster:
+        with Client(cluster) as client:
+            seen = {}
+
+            def counted(data, plan, client):  # the rows the check sees, kept for the asserts
+                seen["rows"] = count_fit_rows(data, plan, client)
+                seen["data"], seen["plan"] = data, plan
+                return seen["rows"]
+
+            monkeypatch.setattr("soak_dask.run.session.count_fit_rows", counted)
+            monkeypatch.setattr(
+                "soak_dask.run.session.worker_memory_limit", lambda c: 50_000 if c else None
+            )
+            run = {"outer_repeats": 3, "measures": ["error"], "progress": False, "client": client}
+            with pytest.raises(FitMemoryError, match=r"learner 'logistic'"):
+                sd.evaluate(table, ["logistic"], outer="bootstrap", **run)
+            rows, plan, data = seen["rows"], seen["plan"], seen["data"].compute()
+            for fit_id, fit in plan.fits.iterrows():  # bootstrap: the resample's weights
+                mask = fit["train"].mask(data)
+                assert rows.at[fit_id, "train"] == data[fit["weights"]].to_numpy()[mask].sum()
+            monkeypatch.setattr("soak_dask.run.session.worker_memory_limit", lambda c: 2**34)
+            res = sd.evaluate(table, ["logistic"], outer="bootstrap", **run)
+            assert np.isfinite(res["error"].values).all()

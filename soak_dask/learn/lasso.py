@@ -36,6 +36,7 @@ import math
 import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -1046,3 +1047,56 @@ def _centred(moments: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.nda
         cov[:-1, -1].copy(),
         float(cov[-1, -1]),
     )
+
+
+def kernels_cached() -> bool:
+    """Whether numba's disk cache holds this file's kernels (then ``compile_kernels`` takes
+    milliseconds); False where it cannot tell."""
+    import os
+
+    kernels = (_logistic_path, _gaussian_path, _newton_solve, _cd_quadratic, _weighted_gram)
+    try:  # numba's cache locator: no public API names the index file
+        return all(os.path.exists(k._cache._cache_file._index_path) for k in kernels)
+    except AttributeError:
+        return False
+
+
+def compile_kernels() -> float:
+    """Compile (or load from numba's disk cache) every kernel of the lasso learners, on tiny
+    data; returns the seconds it took.
+
+    Called once in the client before a run that fits them, so that the compilation (about half
+    a minute the first time on a machine) happens with a message instead of inside the first
+    fits, and worker processes then load the kernels from the disk cache.
+    """
+    import time
+
+    start = time.perf_counter()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] + rng.normal(size=40) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        LassoCVClassifier(n_folds=3, n_lambdas=3).fit(X, y)
+        LassoCVRegressor(n_folds=3, n_lambdas=3).fit(X, X[:, 0])
+    return time.perf_counter() - start
+
+
+def prepare_kernels(estimators: Any, say: Any = print) -> None:
+    """Compile the lasso kernels in this process before a run whose ``estimators`` (a mapping
+    of name to estimator) use them, telling ``say`` first when they are not cached yet, so
+    that neither the wait nor the progress bar's estimate is a surprise."""
+
+    def uses_lasso(est: Any) -> bool:
+        parts = [est, *(est.get_params(deep=True).values() if hasattr(est, "get_params") else ())]
+        return any(isinstance(p, LassoCVClassifier | LassoCVRegressor) for p in parts)
+
+    names = [name for name, est in estimators.items() if uses_lasso(est)]
+    if not names:
+        return
+    if not kernels_cached():
+        say(
+            f"{', '.join(names)}: compiling the lasso kernels with numba (once per installation, "
+            "about a minute on two cores; cached on disk for later runs)"
+        )
+    compile_kernels()

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import dask
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 from dask.utils import format_bytes
 
 from ..split.plan import Plan
+from .reduction import tree_reduce
 from .rowcap import train_class_rows
 
 #: Float64-sized copies of a fit's rows that a fit task holds at its peak (see above).
@@ -55,6 +58,38 @@ def fit_rows(plan: Plan, counts: pd.DataFrame, label: str, classes: list | None)
     block_rows = {b: int(values[t.mask(key_frame)].sum()) for b, t in plan.blocks["test"].items()}
     tests = plan.fits["blocks"].map(lambda blocks: sum(block_rows[b] for b in blocks))
     return pd.DataFrame({"train": train, "test": tests}, index=plan.fits.index).astype(np.int64)
+
+
+def count_fit_rows(data: dd.DataFrame, plan: Plan, client: Any) -> pd.DataFrame:
+    """``fit_rows`` for any plan, counted in one pass over its key columns (for designs whose
+    block counts are not at hand): each partition counts the rows of every train selection
+    (the sum of its row weights, for a weighted fit such as a bootstrap resample's, as the fit
+    repeats each row that many times) and test block; only those counts come back."""
+    fits, blocks = plan.fits, plan.blocks
+    weights = [w for w in fits["weights"] if w is not None]
+    keys = set(weights).union(*(s.columns for s in (*fits["train"], *blocks["test"])))
+    parts = data[sorted(keys)].to_delayed()
+    counted = [dask.delayed(_count_part, pure=True)(p, fits, blocks) for p in parts]
+    total = tree_reduce(counted, _add, split_every=16)[0]
+    train, test = client.compute(total).result() if client is not None else total.compute()
+    tests = [int(sum(test[list(blocks.index).index(b)] for b in bs)) for bs in fits["blocks"]]
+    return pd.DataFrame({"train": train, "test": tests}, index=fits.index).astype(np.int64)
+
+
+def _count_part(
+    part: pd.DataFrame, fits: pd.DataFrame, blocks: pd.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
+    """(train rows of each fit, rows of each test block) in one partition."""
+    train = [
+        part[w].to_numpy()[t.mask(part)].sum() if w is not None else t.mask(part).sum()
+        for t, w in zip(fits["train"], fits["weights"], strict=True)
+    ]
+    test = [t.mask(part).sum() for t in blocks["test"]]
+    return np.asarray(train, dtype=np.int64), np.asarray(test, dtype=np.int64)
+
+
+def _add(items: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    return sum(i[0] for i in items), sum(i[1] for i in items)
 
 
 def fit_bytes(rows: int, n_features: int) -> int:

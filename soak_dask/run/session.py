@@ -29,6 +29,7 @@ import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..learn.builtin import resolve_learners
+from ..learn.lasso import prepare_kernels
 from ..learn.measures import check_measures
 from ..results.store import build_dataset, encode_attrs, locate, package_versions
 from ..settings import SETTINGS
@@ -47,8 +48,8 @@ from .checkpoint import SETTINGS as SETTINGS_FILE
 from .checkpoint import open_checkpoint, remove_checkpoint
 from .executor import Checkpoint, current_client, data_identity, run_plan
 from .fitting import RunSpec
-from .memory import fit_rows, worker_memory_limit
-from .strategies import Context
+from .memory import count_fit_rows, fit_rows, worker_memory_limit
+from .strategies import Context, WholeTrainSet
 
 #: Prefix of the directory of one plan's fits inside a checkpoint of several plans.
 PART = "part-"
@@ -115,10 +116,9 @@ class Session:
         ``settings``, this data and its ``rows`` per stratum) loaded, the others computed and
         saved as they finish. ``part``: the plan's part of a checkpoint of several plans.
 
-        With the plan's block ``counts`` (over its key columns), a fit too large for a worker's
-        memory is refused before any fit runs (``run.memory``)."""
-        if counts is not None:
-            ctx = with_fit_rows(ctx, counts)
+        A fit too large for a worker's memory is refused before any fit runs
+        (``run.memory``), its rows from the plan's block ``counts`` when given."""
+        ctx = with_fit_rows(ctx, counts, strategies)
         checkpoint = None
         if self.checkpoint is not None:
             path = self.checkpoint if part is None else part_path(self.checkpoint, part)
@@ -135,12 +135,20 @@ class Session:
             )
 
 
-def with_fit_rows(ctx: Context, counts: pd.DataFrame) -> Context:
-    """``ctx`` with each fit's rows (from the block ``counts``) and the workers' memory limit,
-    so that the strategies refuse a fit too large for a worker before any fit runs."""
-    classes = None if ctx.run.classes is None else list(ctx.run.classes)
-    rows = fit_rows(ctx.plan, counts, ctx.table.label, classes)
-    return dataclasses.replace(ctx, fit_rows=rows, memory_limit=worker_memory_limit(ctx.client))
+def with_fit_rows(ctx: Context, counts: pd.DataFrame | None, strategies: list[Any]) -> Context:
+    """``ctx`` with each fit's rows and the workers' memory limit, so that the strategies
+    refuse a fit too large for a worker before any fit runs: from the block ``counts`` when
+    the design has them, else counted in one pass over the plan's key columns (only where a
+    worker limit is known and some fit may gather its rows)."""
+    limit = worker_memory_limit(ctx.client)
+    if counts is not None:
+        classes = None if ctx.run.classes is None else list(ctx.run.classes)
+        rows = fit_rows(ctx.plan, counts, ctx.table.label, classes)
+    elif limit is not None and any(isinstance(s, WholeTrainSet) for s in strategies):
+        rows = count_fit_rows(ctx.data, ctx.plan, ctx.client)
+    else:
+        return ctx
+    return dataclasses.replace(ctx, fit_rows=rows, memory_limit=limit)
 
 
 def start(
@@ -168,6 +176,8 @@ def start(
     checkpoint = SETTINGS["checkpoint"].checked(checkpoint)
     measures = check_measures(measures, table.task, prior_correction=prior_correction)
     estimators = resolve_learners(learners, table.task, seed)
+    # lasso_cv's kernels compile here, said when not cached, not silently in the first fits.
+    prepare_kernels(estimators, print if progress else (lambda message: None))
     client = current_client() if client is None else client
     data_id = data_identity(checkpoint, table)
     return Session(
