@@ -42,7 +42,7 @@ def register(seconds: float = 0.1) -> None:
     ``--learner`` takes built-in names alone can run it."""
     from soak_dask.learn import builtin
 
-    builtin.BUILTIN["slow"] = (lambda seed: SlowClassifier(seconds), None)
+    builtin.BUILTIN["slow"] = builtin.Factories(lambda seed: SlowClassifier(seconds), None)
     builtin.DESCRIPTIONS["slow"] = "logistic regression that sleeps before each fit (tests)"
 
 

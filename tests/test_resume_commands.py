@@ -87,7 +87,7 @@ def resumed_and_plain(argv: list, tmp_path: Path, n_fits: int) -> tuple[Path, Pa
     done = kill_after([*argv, "--checkpoint", ck, "--out", out], ck, n_fits)
     assert done >= n_fits
     stdout = finish([*argv, "--checkpoint", ck, "--out", out, "--overwrite"])
-    assert "SOAK: resuming" in stdout
+    assert f"{argv[0].replace('-', '_')}: resuming" in stdout  # named for its design
     assert saved(ck) > done and (ck / "settings.json").is_file()  # a given checkpoint is kept
     finish([*argv, "--out", plain])
     assert not (tmp_path / "plain.checkpoint").exists()  # its own checkpoint, removed

@@ -68,7 +68,7 @@ def run_plan(
     done, save = resume(checkpoint, plan) if checkpoint is not None else ({}, None)
     todo = [(f, name) for f in plan.fits.index for name in estimators if (f, name) not in done]
     if done and progress:
-        print(f"SOAK: resuming, {len(done)} of {len(done) + len(todo)} fits already done")
+        print(f"{ctx.label}: resuming, {len(done)} of {len(done) + len(todo)} fits already done")
     tasks, stats_made = make_tasks(ctx, todo, strategies)
     if not stats_made:
         # Block statistics need finite values in every feature, so when they were made the
@@ -76,7 +76,7 @@ def run_plan(
         check_features(ctx.data, ctx.table.features)
     blocks = {(f, name): len(plan.fits.loc[f, "blocks"]) for f, name in todo}
     records = [r for batch in done.values() for r in batch]
-    records += execute(tasks, ctx.client, progress, save, blocks)
+    records += execute(tasks, ctx.client, progress, save, blocks, ctx.label)
     warn_failures(records)
     return records
 
@@ -105,6 +105,7 @@ def execute(
     progress: bool,
     save: Callable[..., None] | None,
     blocks: Mapping[tuple[int, str], int],
+    label: str = "SOAK",
 ) -> list[dict[str, Any]]:
     """Run ``tasks``; their records, each fit saved as it arrives (by
     ``save``, if given).
@@ -115,7 +116,7 @@ def execute(
     """
     records = []
     left = dict(blocks)
-    with progress_bar(len(left), "fits", enabled=progress, client=client) as bar:
+    with progress_bar(len(left), "fits", enabled=progress, client=client, label=label) as bar:
 
         def count(batch: list[dict[str, Any]]) -> None:
             for key, rows in _by_fit(batch).items():

@@ -12,14 +12,15 @@ from tqdm.auto import tqdm
 
 @contextmanager
 def progress_bar(
-    total: int, unit: str, *, enabled: bool = True, client: Any = None
+    total: int, unit: str, *, enabled: bool = True, client: Any = None, label: str = "SOAK"
 ) -> Iterator[tqdm]:
-    """A tqdm bar (terminal or notebook) of ``total`` items; prints the dashboard link first.
+    """A tqdm bar (terminal or notebook) of ``total`` items named ``label``; prints the
+    dashboard link first.
 
     With ``enabled=False`` the bar is silent (tqdm's ``disable``), so callers need no
     branches.
     """
     if enabled and client is not None and getattr(client, "dashboard_link", None):
         print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr)
-    with tqdm(total=total, unit=unit, disable=not enabled, desc="SOAK", file=sys.stderr) as bar:
+    with tqdm(total=total, unit=unit, disable=not enabled, desc=label, file=sys.stderr) as bar:
         yield bar

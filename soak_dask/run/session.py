@@ -69,6 +69,7 @@ class Session:
     progress: bool
     checkpoint: str | os.PathLike | None
     data_id: dict[str, Any] | None
+    design: str = "soak"  # the entry point: names the run in its progress bar and messages
 
     def with_estimators(self, estimators: Mapping[str, BaseEstimator]) -> Session:
         """This session with other learners (as a procedure wrapped them)."""
@@ -100,7 +101,8 @@ class Session:
             seed=self.seed,
         )
         chosen = self.estimators if estimators is None else estimators
-        return Context(table, data, plan, chosen, run, self.client)
+        label = "SOAK" if self.design == "soak" else self.design
+        return Context(table, data, plan, chosen, run, self.client, label=label)
 
     def run(
         self,
@@ -181,8 +183,9 @@ def start(
     client = current_client() if client is None else client
     data_id = data_identity(checkpoint, table)
     return Session(
-        table, estimators, measures, seed, error_score, client, progress, checkpoint, data_id
-    )
+        table, estimators, measures, seed, error_score, client, progress, checkpoint, data_id,
+        caller,
+    )  # fmt: skip
 
 
 def checkpoint_settings(settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -67,6 +67,7 @@ class Context:
     class_rows: pd.DataFrame | None = None  # rows per class of each fit (with max_rows)
     fit_rows: pd.DataFrame | None = None  # train and test rows of each fit (memory.fit_rows)
     memory_limit: int | None = None  # the smallest worker memory limit, bytes
+    label: str = "SOAK"  # how the progress bar and messages name the run (its design)
 
     def spec(self, fit_id: int, learner: str) -> FitSpec:
         """The task description of one (fit, learner) pair."""
