@@ -242,6 +242,35 @@ err = res_soak["error"].mean("fold").to_series()
 assert err.xs("lda", level="learner").iloc[0] < err.xs("featureless", level="learner").iloc[0] / 4
 """
 
+SPATIAL_CLAIMS = """
+assert len(sensors) == 42 and farm_aoa["di"].dims == ("y", "x")
+assert 0.85 < farm_share < 0.95, farm_share  # about nine cells in ten inside
+assert int((farm_aoa["aoa"] == 0).sum()) > 0
+# the sensors are spread: Gij below Gj, the KS rule keeps random folds, W equals random W
+assert np.median(farm_folds.Gij) < np.median(farm_folds.Gj)
+assert farm_folds.method == "random CV" and farm_folds.ks_pvalue >= 0.05
+assert farm_folds.W == farm_folds.W_random and sum(farm_folds.fold_sizes) == 42
+assert 2000 < len(pixels) < 2600
+assert len(cluster_sizes) == 5 and cluster_sizes.between(400, 500).all(), cluster_sizes
+assert block_sizes.max() > 2 * block_sizes.min()
+assert folds.method == "kmeans" and folds.W < folds.W_random / 1.5, (folds.W, folds.W_random)
+assert np.median(folds.Gij) > 10 * np.median(folds.Gjstar_random)
+k, r = summaries["kNNDM"], summaries["random"]
+assert (r["nn_median"] == 10).all() and (k["nn_median"] > 100).all(), k
+assert k["nn_median"].max() > 400, k
+assert knndm_attrs["knndm_W"] == folds.W and knndm_attrs["knndm_W_random"] == folds.W_random
+rf, lin = rmse.loc["random_forest"], rmse.loc["linear"]
+assert 0.2 < rf["random"] < 0.3 and rf["random"] < lin["random"] / 3
+assert 1.5 < rf["map"] < 1.7 and rf["map"] > 5 * rf["random"] and rf["map"] > lin["map"]
+for row in (rf, lin):
+    assert row["random"] < row["blocks"] < row["kNNDM"] < row["map"], row
+assert abs(rf["kNNDM"] / lin["kNNDM"] - 1) < 0.02, rmse  # scored alike
+assert 1.1 < rf["kNNDM"] < 1.15 and 1.1 < lin["kNNDM"] < 1.15, rmse
+assert 0.08 < scene_share < 0.17, scene_share  # about one cell in eight
+assert 1.0 < rmse_in < 1.1 and 1.45 < rmse_out < 1.55, (rmse_in, rmse_out)
+assert abs(lin["kNNDM"] / rmse_in - 1) < 0.1  # kNNDM close to the error inside the AOA
+"""
+
 # Every notebook in notebooks/, with the claims its test appends.
 CLAIMS = {
     "01_quickstart.ipynb": QUICKSTART_CLAIMS,
@@ -252,6 +281,7 @@ CLAIMS = {
     "06_split_sensitivity.ipynb": SENSITIVITY_CLAIMS,
     "07_balanced_sampling.ipynb": SAMPLING_CLAIMS,
     "08_transfer.ipynb": TRANSFER_CLAIMS,
+    "09_spatial.ipynb": SPATIAL_CLAIMS,
 }
 
 
@@ -346,6 +376,9 @@ def notebook_setting(name: str, tmp: Path) -> Iterator[str]:
             shared_file("aztrees.parquet")  # the notebook finds both itself, relative to its folder
             shared_file("paper", "soak_paper_fold_scores.csv")
             stack.enter_context(_environ({"AZTREES_PARQUET": None}))
+        if name == "09_spatial.ipynb":
+            shared_file("cast", "cookfarm.parquet")  # the notebook finds both itself
+            shared_file("cast", "predictors_2012-03-25.tif")
         if name == "03_existing_cluster.ipynb":
             cluster_dir = tmp / "cluster"
             cluster_dir.mkdir()
@@ -431,6 +464,12 @@ def test_transfer_on_aztrees(kernel: str, tmp_path: Path) -> None:
     nb = run_notebook("08_transfer.ipynb", kernel, tmp_path)
     assert "largest difference between the diagonal and SOAK's same: 0 points" in stream_text(nb)
     assert n_images(nb) == 3
+
+
+def test_09_spatial_on_cast_and_a_scene(kernel: str, tmp_path: Path) -> None:
+    nb = run_notebook("09_spatial.ipynb", kernel, tmp_path)
+    assert "method 'random CV'" in stream_text(nb) and "method 'kmeans'" in stream_text(nb)
+    assert n_images(nb) == 4  # farm AOA, farm kNNDM, scene kNNDM, scene AOA
 
 
 def _cell_source(nb_name: str, cell_id: str) -> str:
