@@ -167,7 +167,10 @@ def test_page_says_what_was_run_and_how_to_read_it(report, repeated):
     assert "4-fold cross-validation repeated 2 times" in lede
     assert "whole groups of <b>polygon</b> kept together" in lede
     rows = int(repeated["n_test_split"].max())
-    assert f"20 % of the rows ({rows:,} rows, whole groups) reserved as a test split" in lede
+    share = float(repeated.attrs["test_split"])  # the share drawn, whole polygons: about 0.2
+    assert abs(share - 0.2) < 0.05
+    held = f"{100 * share:.3g} % of the rows ({rows:,} rows, whole groups)"
+    assert f"{held} reserved as a test split" in lede
     notes = re.search(r'<div class="notes">(.*?)</div>', page, re.S).group(1)
     assert "SD, not SE" in notes and "never a standard error" in notes
     assert "K = 4. K is capped at the number of groups" in notes
