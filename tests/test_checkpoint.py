@@ -113,6 +113,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_killed_process_resumes(tmp_path):
     root = str(__import__("pathlib").Path(__file__).resolve().parents[1])
     script = tmp_path / "run.py"

@@ -325,6 +325,7 @@ def soak_process(argv: list, cwd: Path) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 def test_ctrl_c_prints_one_line_and_exits_130(pixels, tmp_path):
     conf = write_toml(
         tmp_path / "run.toml",
@@ -359,6 +360,7 @@ seconds = 2.0
     assert out == "" and list(checkpoint.glob("task-*.json")) and not (tmp_path / "r.zarr").exists()
 
 
+@pytest.mark.slow
 def test_failed_worker_task_prints_one_line(pixels, tmp_path):
     corrupt = tmp_path / "corrupt"
     shutil.copytree(pixels, corrupt)
@@ -444,6 +446,7 @@ def test_every_setting_has_a_flag():
     }
 
 
+@pytest.mark.slow
 def test_installed_entry_point(pixels, cluster, tmp_path):
     exe = Path(sys.executable).with_name("soak")
     argv = [
@@ -457,6 +460,7 @@ def test_installed_entry_point(pixels, cluster, tmp_path):
     assert open_results(tmp_path / "r.zarr").attrs["n_fits"] == N_FITS
 
 
+@pytest.mark.slow
 def test_demo_no_progress(cluster, tmp_path, capsys):
     argv = [
         "demo", "--out", tmp_path, "--pixels", N_PIXELS, "--regions", N_REGIONS, "--folds", 3,
@@ -518,6 +522,7 @@ def check_tls_run(store: Path, seed: int) -> None:
     assert (ds["n_test"].sum(["test_subset", "fold"]) == N_PIXELS).all()
 
 
+@pytest.mark.slow
 def test_run_over_tls_with_flags(pixels, tls, tmp_path, capsys):
     files, address = tls
     assert address.startswith("tls://")

@@ -119,6 +119,7 @@ def test_python_blocks_compile(page: str) -> None:
             compile(body, f"{page}@{start}", "exec")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [f"{p}.md" for p in PAGES])
 def test_doctest_blocks(page: str) -> None:
     parser = doctest.DocTestParser()
@@ -130,6 +131,7 @@ def test_doctest_blocks(page: str) -> None:
     assert runner.failures == 0, f"{runner.failures} doctest example(s) in {page} failed"
 
 
+@pytest.mark.slow
 def test_examples_run_and_print_what_the_page_shows(tmp_path: Path, monkeypatch) -> None:
     import matplotlib
 
@@ -156,6 +158,7 @@ def test_examples_run_and_print_what_the_page_shows(tmp_path: Path, monkeypatch)
     assert (tmp_path / "tutorial_error.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_readme_python_example_runs_as_pasted(tmp_path: Path) -> None:
     """The README's Python block, saved as a script and run as a user would, works."""
     text = (ROOT / "README.md").read_text()

@@ -111,6 +111,7 @@ def test_failed_fit_scores_nan_with_one_warning():
         sd.soak(table, {"lr": LogisticRegression()}, n_folds=3, progress=False, error_score="raise")
 
 
+@pytest.mark.slow
 def test_aztrees_on_local_cluster_round_trips_through_zarr(aztrees, tmp_path):
     """Two worker processes, groups = polygon; same results as the local scheduler."""
     distributed = pytest.importorskip("distributed")

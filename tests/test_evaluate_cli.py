@@ -224,6 +224,7 @@ def test_bad_options_name_the_flag_or_key(pixels, tmp_path, capsys):
     assert not (tmp_path / "r.zarr").exists()
 
 
+@pytest.mark.slow
 def test_installed_entry_point_with_a_run_file_saves_the_models(pixels, cluster, tmp_path):
     (tmp_path / "pixels").symlink_to(pixels, target_is_directory=True)
     text = RUN_FILE.replace("outer_repeats = 2", "outer_repeats = 1").replace("repeated_", "")

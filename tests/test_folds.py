@@ -103,6 +103,7 @@ def test_seed_changes_folds_and_folds_are_random():
     assert (np.diff(a[df["y"] == "a"].to_numpy()) % 5 != 1).mean() > 0.5
 
 
+@pytest.mark.slow
 def test_same_folds_with_two_workers():
     distributed = pytest.importorskip("distributed")
     df = pd.DataFrame({"x1": np.arange(2000.0), "y": np.tile(["a", "b", "b", "c"], 500)})

@@ -33,6 +33,9 @@ from nbformat.v4 import new_code_cell
 
 from .conftest import shared_file
 
+#: Subprocesses, clusters and notebooks: minutes, not seconds (`make test-fast` skips them).
+pytestmark = pytest.mark.slow
+
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 KERNEL = "python3"
 CELL_TIMEOUT = 300  # seconds per cell: generous for a loaded 2-core machine

@@ -25,6 +25,9 @@ from soak_dask import open_results
 from soak_dask.app import cli
 from soak_dask.app.demo import write_pixel_parquet
 
+#: Subprocesses, clusters and notebooks: minutes, not seconds (`make test-fast` skips them).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 TIMINGS = ["fit_seconds", "predict_seconds"]
 N_SLOW = 21  # distinct train sets of 3 subsets and 3 folds: 7 per fold

@@ -50,6 +50,7 @@ def client_security(files: tls_certs.TLSFiles) -> distributed.security.Security:
     return make_security(str(files.ca_file), str(files.cert), str(files.key))
 
 
+@pytest.mark.slow
 def test_soak_over_tls_equals_local_scheduler(certs, tls_address):
     assert tls_address.startswith("tls://127.0.0.1:")
     table = sd.load_table(toy_table(n=200, n_subsets=2, seed=7), label="y", subset="subset")
@@ -142,6 +143,7 @@ def sigint_blocked() -> bool:
     return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
 
 
+@pytest.mark.slow
 def test_local_cluster_listens_on_loopback_only_and_its_workers_ignore_ctrl_c():
     with connect(n_workers=2) as client:
         info = client.scheduler_info(n_workers=-1)

@@ -16,6 +16,9 @@ import soak_dask as sd
 from .conftest import toy_table
 from .slow_learner import SlowClassifier
 
+#: Subprocesses, clusters and notebooks: minutes, not seconds (`make test-fast` skips them).
+pytestmark = pytest.mark.slow
+
 TIMINGS = ["fit_seconds", "predict_seconds"]
 #: The scheduler's HTTP server on a free port, without the Bokeh dashboard.
 NO_DASHBOARD = {"dashboard": False, "dashboard_address": ":0"}
