@@ -133,34 +133,53 @@ assert errors.rio.crs == CRS and errors.sizes == {"train_type": 3, "y": H, "x": 
 
 EVALUATE_CLAIMS = """
 s = summary.set_index(["learner", "measure"])
-assert res.attrs["n_fits"] == 15 and int(res["n_test_split"].values[0]) == 1086
-# single-class polygons: grouped folds are class-stratified, so every fold tests both classes
-assert folds["auc"].notna().all() and (s.xs("auc", level="measure")["n"] == 5).all()
-big = folds[folds["n_test"] > 1478]  # polygon 108 (1,478 Not tree pixels) and Tree pixels
-assert len(big) == 3 and (big["balanced_accuracy"] < 1).all(), big
-fl = folds.query("learner == 'featureless'")["error"]
-assert fl.between(5, 15).all() and fl.max() - fl.min() > 5
+assert res.attrs["measures"][0] == "balanced_accuracy"
 # the numbers are evaluate's default: prior correction on, no calibration
 assert res.attrs["prior_correction"] == 1 and res.attrs["calibration"] == ""
+# the test split: 1,586 rows (27 %); polygon 108 (1,478 pixels) is in it, so in no fold
+assert res.attrs["n_fits"] == 15 and int(res["n_test_split"].values[0]) == 1586
+assert 0.26 < res.attrs["test_split"] < 0.28
+assert folds["n_test"].between(869, 891).all() and folds["n_test"].max() < 1478
+assert folds["auc"].notna().all() and (s.xs("auc", level="measure")["n"] == 5).all()
+fl = folds.query("learner == 'featureless'")["error"]
+assert fl.between(12.9, 13.4).all(), fl
+assert 6.1 < s.loc[("featureless", "error"), "test_estimate"] < 6.3
+assert (s.xs("balanced_accuracy", level="measure").loc["featureless"].filter(
+    ["mean", "test_estimate"]) == 0.5).all()
 lg, rf = s.loc["logistic"], s.loc["random_forest"]
-assert 15 < lg.loc["error", "mean"] < 18 and 3 < lg.loc["error", "test_estimate"] < 5
-assert 0.9 < lg.loc["auc", "mean"] < rf.loc["auc", "mean"]
-assert rf.loc["auc", "test_estimate"] > lg.loc["auc", "test_estimate"]
-assert rf.loc["error", "mean"] > lg.loc["error", "mean"]
-assert rf.loc["error", "min"] < 0.1 and rf.loc["error", "max"] > 60
-# the random forest classifies the test split worse than the featureless baseline
-fl_test = s.loc[("featureless", "error"), "test_estimate"]
-assert 45 < rf.loc["error", "test_estimate"] < 46 and fl_test < 13
-assert rf.loc["balanced_accuracy", "test_estimate"] < 0.75
-assert lg.loc["balanced_accuracy", "test_estimate"] > 0.9
-# the interval resamples polygons: wide, from under 10 % to over 70 % for the random forest
-assert 5 < rf.loc["error", "test_low"] < 10 and rf.loc["error", "test_high"] > 70
-assert lg.loc["error", "test_low"] < 1 and lg.loc["error", "test_high"] > 10
-c = {k: res.soak.compare("random_forest", "logistic", ["error", "auc"], corrected=k)
-     .set_index("measure") for k in (False, True)}
-assert c[False].loc["auc", "p"] < 0.05 < 0.1 < c[True].loc["auc", "p"] < 0.2
-assert c[False].loc["auc", "n"] == 5 and c[False].loc["error", "mean_diff"] > 0
-assert 0.05 < c[False].loc["error", "p"] < 0.1 < c[True].loc["error", "p"] < 0.2
+# balanced accuracy: level over the folds, random forest ahead on the test split
+ba_lg, ba_rf = lg.loc["balanced_accuracy"], rf.loc["balanced_accuracy"]
+assert 0.86 < ba_lg["mean"] < 0.87 and 0.05 < ba_lg["sd"] < 0.056, ba_lg
+assert 0.87 < ba_rf["mean"] < 0.88 and 0.065 < ba_rf["sd"] < 0.07, ba_rf
+assert 0.945 < ba_lg["test_estimate"] < 0.95 < 0.985 < ba_rf["test_estimate"] < 0.995
+assert 0.82 < ba_lg["test_low"] < 0.83 and 0.99 < ba_lg["test_high"] < 0.995
+assert 0.945 < ba_rf["test_low"] < 0.955 and ba_rf["test_high"] == 1
+# errors over the folds
+assert 8.7 < lg.loc["error", "min"] < 8.8 and 26.5 < lg.loc["error", "max"] < 26.6
+assert 14.9 < lg.loc["error", "mean"] < 15.1 and 7.7 < lg.loc["error", "sd"] < 7.8
+assert 7.7 < rf.loc["error", "min"] < 7.8 and 33.1 < rf.loc["error", "max"] < 33.2
+assert 21.3 < rf.loc["error", "mean"] < 21.4 and 12.2 < rf.loc["error", "sd"] < 12.3
+# the test split is easy: errors far below the folds', AUC 1.00
+assert 0.55 < lg.loc["error", "test_estimate"] < 0.65 and 0.05 < lg.loc["error", "test_low"] < 0.15
+assert 18.2 < lg.loc["error", "test_high"] < 18.3
+assert 0.05 < rf.loc["error", "test_estimate"] < 0.15 and rf.loc["error", "test_low"] < 0.05
+assert 5.35 < rf.loc["error", "test_high"] < 5.45
+assert lg.loc["auc", "test_estimate"] > 0.995 and rf.loc["auc", "test_estimate"] > 0.995
+# the random forest ranks better, in every fold
+auc = folds.pivot(index="fold", columns="learner", values="auc")
+assert (auc["random_forest"] > auc["logistic"]).all(), auc
+assert 0.935 < lg.loc["auc", "mean"] < 0.945 and 0.975 < rf.loc["auc", "mean"] < 0.985
+c = {k: res.soak.compare("random_forest", "logistic", ["balanced_accuracy", "error", "auc"],
+                         corrected=k).set_index("measure") for k in (False, True)}
+assert list(c[True]["method"]) == ["corrected"] * 3
+assert {"statistic", "ci_low", "ci_high", "note"} <= set(c[False].columns)
+assert c[False].loc["auc", "n"] == 5 and 0.035 < c[False].loc["auc", "mean_diff"] < 0.045
+assert c[False].loc["auc", "p"] < 0.0005 and 0.0015 < c[True].loc["auc", "p"] < 0.0025
+assert 0 < c[False].loc["balanced_accuracy", "mean_diff"] < 0.01
+assert 0.8 < c[False].loc["balanced_accuracy", "p"] < 0.82
+assert 0.86 < c[True].loc["balanced_accuracy", "p"] < 0.88
+assert 6.3 < c[False].loc["error", "mean_diff"] < 6.5
+assert 0.16 < c[False].loc["error", "p"] < 0.18 and 0.32 < c[True].loc["error", "p"] < 0.34
 assert len(fig.axes) == 2
 """
 
