@@ -19,6 +19,8 @@ from typing import Any
 
 import xarray as xr
 
+from .flags import add_output
+
 COMMAND = "aoa"
 HELP = (
     "area of applicability: the dissimilarity index of a raster or table against a training "
@@ -69,17 +71,12 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
         "--weights", type=_weights, metavar="A=W,...", help="predictor weights (importance)"
     )
     sub.add_argument("--lpd", action="store_true", help="also the local point density")
-    sub.add_argument("--out", required=True, metavar="DIR", help="directory to write")
+    add_output(sub, "soak aoa")
     sub.add_argument(
         "--format",
         choices=("zarr", "tif"),
         default="zarr",
         help="the DI/AOA store: aoa.zarr (default) or aoa.tif (rasters only)",
-    )
-    sub.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="write into a non-empty directory not written by this command (its files kept)",
     )
     sub.add_argument(
         "--scheduler",

@@ -152,3 +152,15 @@ def spell(args: argparse.Namespace) -> Callable[[str], str]:
     """How messages name a setting: the flag as typed, else its flag."""
     typed = typed_flags(args)
     return lambda name: typed.get(name, SETTINGS[name].flag)
+
+
+def add_output(parser: Any, command: str, what: str = "directory to write") -> None:
+    """``--out DIR`` and ``--overwrite`` of a command that writes a directory, with the one
+    output rule's meaning (``soak_dask.results.outdir``) in the help."""
+    parser.add_argument("--out", required=True, metavar="DIR", help=what)
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help=f"replace the output of an earlier '{command}' in --out (only the files it wrote; "
+        "a directory holding other files is refused)",
+    )

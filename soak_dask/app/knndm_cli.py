@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..settings import SETTINGS, check_run_options
-from .flags import UsageError, add_settings, spell
+from .flags import UsageError, add_output, add_settings, spell
 
 if TYPE_CHECKING:
     from ..results.outdir import OutputDir
@@ -66,13 +66,7 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
     )
     run.add_argument("--seed", type=int, default=1, help="seed (1)")
     out = sub.add_argument_group("output")
-    out.add_argument("--out", required=True, metavar="DIR", help="directory to write")
-    out.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace the output of an earlier 'soak knndm' in --out (only the files it wrote; "
-        "a directory holding other files is refused)",
-    )
+    add_output(out, f"soak {COMMAND}")
     return sub
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..learn.builtin import describe_builtins
 from ..settings import SETTINGS, check_run_options
-from .flags import add_settings, spell
+from .flags import add_output, add_settings, spell
 from .resume import command_checkpoint, discard
 
 NAME = "compare-sampling"
@@ -104,14 +104,7 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
         help="nearest-neighbour search of the degree of overlap (default exact)",
     )
     out = parser.add_argument_group("output")
-    out.add_argument(
-        "--out", required=True, metavar="DIR", help=f"directory for {', '.join(FILES[:-1])}"
-    )
-    out.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace the files of an earlier compare-sampling run in --out",
-    )
+    add_output(out, f"soak {NAME}", f"directory for {', '.join(FILES[:-1])}")
     return parser
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import xarray as xr
 
 from ..settings import SETTINGS, check_run_options
-from .flags import add_settings, spell
+from .flags import add_output, add_settings, spell
 from .resume import command_checkpoint, discard
 
 if TYPE_CHECKING:
@@ -91,13 +91,7 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
     )
     run.add_argument("--seed", type=int, default=1, help="seed of splits and learners (1)")
     out = sub.add_argument_group("output")
-    out.add_argument("--out", required=True, metavar="DIR", help="directory to write")
-    out.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace the output of an earlier 'soak split-sensitivity' in --out (only the "
-        "files it wrote; a directory holding other files is refused)",
-    )
+    add_output(out, COMMAND_NAME)
     out.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..learn.builtin import describe_builtins
 from ..settings import SETTINGS, check_run_options
-from .flags import UsageError, add_settings, spell
+from .flags import UsageError, add_output, add_settings, spell
 from .resume import command_checkpoint, discard
 
 #: The settings ``soak transfer`` shares with ``soak run`` (same flags, checks and help).
@@ -76,16 +76,8 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
         f"(default {MAX_INNER_FITS}; additive learners are not counted)",
     )  # fmt: skip
     output = sub.add_argument_group("output")
-    output.add_argument(
-        "--out", required=True, metavar="DIR",
-        help="directory for the results (transfer.zarr, search.zarr, CSV), the figures and "
-        "report.html",
-    )  # fmt: skip
-    output.add_argument(
-        "--overwrite", action="store_true",
-        help="replace the output of an earlier 'soak transfer' in --out (only the files it "
-        "wrote; a directory holding other files is refused)",
-    )  # fmt: skip
+    what = "directory for the results (transfer.zarr, search.zarr, CSV), the figures and "
+    add_output(output, "soak transfer", what + "report.html")
     return sub
 
 
