@@ -328,3 +328,14 @@ def test_fingerprint_of_files_on_a_store_without_local_paths(frame):
         assert [k for k in before if before[k] != after[k]] == [f"{root}/part-1.parquet"]
     finally:
         fs.rm(root, recursive=True)
+
+
+@pytest.mark.parametrize(
+    ("role", "typo", "meant"), [("label", "Y", "y"), ("subset", "regoin", "region")]
+)
+def test_a_mistyped_role_column_is_named_with_its_close_matches(role, typo, meant):
+    frame = pd.DataFrame({"x": [1.0, 2.0], "y": ["a", "b"], "region": ["N", "S"]})
+    roles = {"label": "y", role: typo}
+    hint = rf"{role} column '{typo}' is not in .* \(did you mean '{meant}'\?\)"
+    with pytest.raises(ValueError, match=hint):
+        sd.load_table(frame, **roles)

@@ -235,7 +235,8 @@ def load_table(
     for role, col in roles.items():
         if col is not None and col not in columns:
             raise ValueError(
-                f"{role} column {col!r} is not in {name}; available columns: {columns}"
+                f"{role} column {col!r} is not in {name}{_did_you_mean(col, columns)}; "
+                f"available columns: {columns}"
             )
     _check_one_role(roles)
     _check_known(exclude, columns, "exclude", name)
@@ -366,6 +367,17 @@ def _check_one_role(roles: dict[str, str | None]) -> None:
         seen[col] = role
 
 
+def _did_you_mean(name: Any, columns: list) -> str:
+    """`` (did you mean 'y'?)`` naming the columns close to ``name`` (ignoring case: 'Y' finds
+    'y'), or ""."""
+    by_lower: dict[str, list[str]] = {}
+    for col in columns:
+        by_lower.setdefault(str(col).lower(), []).append(str(col))
+    near = difflib.get_close_matches(str(name).lower(), list(by_lower), n=3)
+    close = [c for lower in near for c in by_lower[lower]]
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+
+
 def _check_known(names: Sequence[str], columns: list, what: str, name: str) -> None:
     """Refuse names in ``what`` (features or exclude) that are not columns, with close
     matches."""
@@ -374,15 +386,7 @@ def _check_known(names: Sequence[str], columns: list, what: str, name: str) -> N
     unknown = [c for c in names if c not in columns]
     if not unknown:
         return
-    by_lower: dict[str, list[str]] = {}  # matched ignoring case: 'X0' finds 'x0'
-    for col in columns:
-        by_lower.setdefault(str(col).lower(), []).append(str(col))
-    described = []
-    for col in unknown:
-        near = difflib.get_close_matches(str(col).lower(), list(by_lower), n=3)
-        close = [c for lower in near for c in by_lower[lower]]
-        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-        described.append(f"{col!r}{hint}")
+    described = [f"{col!r}{_did_you_mean(col, columns)}" for col in unknown]
     raise ValueError(
         f"{what} names columns that are not in {name}: {', '.join(described)}; "
         f"available columns: {columns}"
