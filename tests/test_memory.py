@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.linear_model import LogisticRegression
 
 import soak_dask as sd
 from soak_dask.run.memory import (
@@ -79,6 +80,11 @@ def test_the_estimate_holds_the_measured_peak():
     assert peak + frame < fit_bytes(n, p)
 
 
+class FailsToFit(LogisticRegression):
+    def fit(self, X, y, sample_weight=None):
+        raise RuntimeError("this fit ran")
+
+
 def test_soak_refuses_before_any_fit_and_one_pass_learners_pass(monkeypatch):
     from distributed import Client, LocalCluster
 
@@ -90,9 +96,11 @@ def test_soak_refuses_before_any_fit_and_one_pass_learners_pass(monkeypatch):
                 "soak_dask.run.session.worker_memory_limit", lambda c: limit if c else None
             )
             run = {"n_folds": 3, "measures": ["error"], "progress": False, "client": client}
+            # A learner whose fit raises, with error_score="raise": had any fit run before the
+            # check, its error would surface instead of the refusal.
+            learners = {"featureless": "featureless", "logistic": FailsToFit()}
             with pytest.raises(FitMemoryError, match=r"learner 'logistic'.* kiB at its peak"):
-                sd.soak(table, ["featureless", "logistic"], **run)
-            assert not client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.tasks)
+                sd.soak(table, learners, error_score="raise", **run)
             # one-pass learners never gather their rows: nothing to refuse
             res = sd.soak(table, ["featureless", "lda"], **run)
             assert np.isfinite(res["error"].values).all()
