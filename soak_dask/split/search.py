@@ -82,7 +82,7 @@ class SearchOuter(Design):
     """
 
     def __init__(self, pools: Mapping[Key, tuple]) -> None:
-        self.pools = {key: pool for key, (pool,) in check_asked(_singles(pools)).items()}
+        self.pools = check_pools(pools)
 
     def add_keys(self, table: Table) -> Table:
         """``table`` as it is: the outer fits read SOAK's fold column."""
@@ -95,31 +95,41 @@ class SearchOuter(Design):
         return outer_plan(self.pools, subsets, folds, table.subset, table.fold)
 
 
-def check_asked(asked: Any, name: str = "asked") -> dict[Key, list[tuple]]:
-    """``asked`` as a dict of (fold, subset) -> list of non-empty tuples of subsets."""
+def check_asked(asked: Any) -> dict[Key, list[tuple]]:
+    """``asked`` as a dict of (outer fold, test subset) -> list of pools (non-empty tuples of
+    subsets); else a ValueError naming ``asked``."""
     out = {}
-    for key, pools in _mapping(asked, name).items():
-        good_key = isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], int)
-        if not good_key or isinstance(pools, str | tuple) or not isinstance(pools, Sequence):
-            raise ValueError(
-                f"{name}: {key!r} -> {pools!r}; need (outer fold, test subset) -> a list of "
-                "pools, each a tuple of subsets"
-            )
-        if not all(isinstance(p, tuple) and p for p in pools):
-            raise ValueError(f"{name}[{key!r}]={pools!r}: each pool is a non-empty tuple")
+    for key, pools in _searches(asked, "asked").items():
+        if isinstance(pools, str | tuple) or not isinstance(pools, Sequence):
+            raise ValueError(f"asked[{key!r}]={pools!r}: need a list of pools (tuples of subsets)")
+        for pool in pools:
+            _check_pool(pool, f"asked[{key!r}]")
         out[key] = list(pools)
     return out
 
 
-def _singles(pools: Any) -> dict[Key, list]:
-    """``pools`` (search -> its pool) as ``check_asked`` reads them (search -> [pool])."""
-    return {key: [pool] for key, pool in _mapping(pools, "pools").items()}
+def check_pools(pools: Any) -> dict[Key, tuple]:
+    """``pools`` as a dict of (outer fold, test subset) -> its pool (a non-empty tuple of
+    subsets); else a ValueError naming ``pools``."""
+    return {
+        key: _check_pool(pool, f"pools[{key!r}]") for key, pool in _searches(pools, "pools").items()
+    }
 
 
-def _mapping(value: Any, name: str) -> Mapping:
+def _searches(value: Any, name: str) -> Mapping:
+    """``value`` if it is a mapping keyed by (outer fold, test subset)."""
     if not isinstance(value, Mapping):
         raise ValueError(f"{name}={value!r}: need a mapping (outer fold, test subset) -> pools")
+    for key in value:
+        if not (isinstance(key, tuple) and len(key) == 2 and isinstance(key[0], int)):
+            raise ValueError(f"{name}: key {key!r}; need (outer fold, test subset)")
     return value
+
+
+def _check_pool(pool: Any, name: str) -> tuple:
+    if not (isinstance(pool, tuple) and pool):
+        raise ValueError(f"{name}: pool {pool!r}; need a non-empty tuple of subsets")
+    return pool
 
 
 def on_folds(table: Table, design: Design) -> Table:
