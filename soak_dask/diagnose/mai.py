@@ -8,7 +8,7 @@ accuracy on S's split. MAI near 0: S's split judges C as random splits do on ave
 it flatters C; MAI < 0: it undersells C. Tables 4-5 and Figure 8 compare methods by |MAI| over
 data sets and classifiers (``mai_table``, ``mai_summary``, ``plot_mai``).
 
-Every split is a key column computed on the cluster (``soak_dask.diagnose.sampling``); every
+Every split is a key column computed on the cluster (``soak_dask.split.sampling_splits``); every
 (learner, split) fit is one task of one plan run by the engine that runs ``soak`` and
 ``evaluate``, so the fits run on the cluster and stream back as they finish.
 """
@@ -85,7 +85,7 @@ def compare_sampling(
         featureless baseline and logistic regression).
     methods : sequence of str
         From "random", "stratified", "clustering", "mdc", "doptimal", "overlap" and
-        "overlap_class" (overlap levels × classes); see ``soak_dask.diagnose.sampling``.
+        "overlap_class" (overlap levels × classes); see ``soak_dask.split.sampling``.
     train_ratio : float
         Share t of the rows that train (the paper uses 0.75).
     n_random : int

@@ -407,7 +407,7 @@ def overlap_split(
     """Balanced sampling by degree of overlap (section 3.2, Algorithm 4).
 
     Each row's degree of overlap (how many of its k nearest neighbours are of another class,
-    ``soak_dask.diagnose.overlap``) puts it in one of k + 1 levels (or ``n_levels``, the top
+    ``soak_dask.split.overlap``) puts it in one of k + 1 levels (or ``n_levels``, the top
     degrees pooled: ``overlap_levels``); the share t of each level -- of each level × class
     with ``by_class``, the combination with stratified sampling of the paper's section 5 -- is
     drawn at random. ``degrees``: the ``POSITION`` and ``DO_COLUMN`` of the table's rows,
