@@ -1,4 +1,4 @@
-"""Degree of overlap (soak_dask.diagnose.overlap): the block-by-block exact k-NN on Dask against
+"""Degree of overlap (soak_dask.split.overlap): the block-by-block exact k-NN on Dask against
 brute force in numpy, its tie rule, its independence of the partitioning, and the levels."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import soak_dask as sd
-from soak_dask.diagnose.overlap import (
+from soak_dask.split.overlap import (
     DO_COLUMN,
     POSITION,
     block_candidates,

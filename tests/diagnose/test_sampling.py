@@ -1,7 +1,7 @@
-"""Sampling methods, MAI and overlap-balanced folds (soak_dask.diagnose.sampling, .mai,
-.sampling_plot, soak_dask.app.sampling_cli): exact split sizes per group, the same split
-whatever the partitioning, each method against a direct computation of the paper's definition,
-and MAI = (ACC − AEV) / SD from refitted models."""
+"""Sampling methods, MAI and overlap-balanced folds (soak_dask.split.sampling, .balance,
+soak_dask.diagnose.mai, .sampling_plot, soak_dask.app.sampling_cli): exact split sizes per
+group, the same split whatever the partitioning, each method against a direct computation of
+the paper's definition, and MAI = (ACC − AEV) / SD from refitted models."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from scipy.spatial.distance import cdist
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
 import soak_dask as sd
-from soak_dask.diagnose import mai, sampling
-from soak_dask.diagnose.overlap import DO_COLUMN, POSITION, overlap_degrees
+from soak_dask.diagnose import mai
+from soak_dask.split import balance, sampling
+from soak_dask.split.overlap import DO_COLUMN, POSITION, overlap_degrees
 from soak_dask.split.shares import ranks, share_sizes
 from soak_dask.tables.table import FOLD_COLUMN
 
@@ -261,9 +262,9 @@ def test_compare_sampling_refusals():
 def test_overlap_folds_balance_levels():
     df = frame(300, seed=10).assign(region=np.repeat(["N", "S"], 150))
     with pytest.warns(UserWarning, match="overlap level"):
-        folded = sampling.overlap_folds(table_of(df, 1, subset="region"), 4, seed=3)
+        folded = balance.overlap_folds(table_of(df, 1, subset="region"), 4, seed=3)
     with pytest.warns(UserWarning, match="overlap level"):
-        again = sampling.overlap_folds(table_of(df, 3, subset="region"), 4, seed=3)
+        again = balance.overlap_folds(table_of(df, 3, subset="region"), 4, seed=3)
     folds = folded.data[FOLD_COLUMN].compute().to_numpy()
     np.testing.assert_array_equal(folds, again.data[FOLD_COLUMN].compute().to_numpy())
     assert folded.fold == FOLD_COLUMN and set(folds) == {1, 2, 3, 4}
@@ -285,11 +286,11 @@ def test_overlap_folds_balance_levels():
 def test_overlap_folds_groups():
     df = frame(200, seed=11).assign(region="all")
     df["poly"] = df["y"] + (np.arange(200) // 5).astype(str)
-    folded = sampling.overlap_folds(table_of(df, 2, group="poly"), 3, seed=1, n_levels=2)
+    folded = balance.overlap_folds(table_of(df, 2, group="poly"), 3, seed=1, n_levels=2)
     got = folded.data[["poly", FOLD_COLUMN]].compute()
     assert got.groupby("poly")[FOLD_COLUMN].nunique().max() == 1  # whole groups
     with pytest.raises(ValueError, match="already has the fold column"):
-        sampling.overlap_folds(folded, 3)
+        balance.overlap_folds(folded, 3)
 
 
 # --- command line -------------------------------------------------------------------------------

@@ -57,9 +57,10 @@ def result(table) -> xr.Dataset:
 
 def keys(table, ratios=RATIOS, trials=TRIALS, n_folds=K, seed=1) -> tuple[pd.DataFrame, dict]:
     """The keyed rows (computed) and the key column of each (ratio index, trial)."""
-    keyed, used = SplitTrials(ratios, trials, n_folds, seed).add_keys(table)
+    design = SplitTrials(ratios, trials, n_folds, seed)
+    keyed = design.add_keys(table)
     with dask.config.set(scheduler="synchronous"):
-        return keyed.data.compute(), used["columns"]
+        return keyed.data.compute(), design.learned_["columns"]
 
 
 def test_result_shape_and_attrs(result):

@@ -37,8 +37,8 @@ from soak_dask.pooling import (
     transfer_pvalues,
 )
 from soak_dask.pooling.report import write_transfer_report
-from soak_dask.pooling.search import inner_plan
 from soak_dask.results.outdir import MANIFEST
+from soak_dask.split.search import SearchRound
 
 from ..conftest import shared_file, toy_table
 
@@ -172,7 +172,7 @@ def test_one_pass_search_equals_refits_from_rows(table, runs):
 
 def test_inner_plans_never_touch_the_outer_fold():
     asked = {(k, s): [(s,), (s, "b")] for k in (1, 2, 3) for s in ("a",)}
-    plan, _ = inner_plan(asked, ["a", "b"], [1, 2, 3], "subset", "fold")
+    plan = SearchRound(asked).plan_for(["a", "b"], n_folds=3)
     for _, split in plan.splits.iterrows():
         train = plan.fits.loc[split["fit_id"], "train"]
         assert split["outer_fold"] in train.terms[1].values  # left out of the train set

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import soak_dask as sd
-from soak_dask.diagnose.sampling import random_split, stratified_split
-from soak_dask.diagnose.sensitivity import SplitTrials
 from soak_dask.split.outer import Bootstrap, Subsampling, reserve
+from soak_dask.split.sampling import random_split, stratified_split
 from soak_dask.split.shares import add_draws, check_sides, ranks, share_sizes
+from soak_dask.split.trials import SplitTrials
 
 
 @pytest.fixture(autouse=True)
@@ -198,10 +198,10 @@ class _Tasks(Callback):
 
 
 def _designs(t):
-    yield "subsampling", lambda: Subsampling(30, 0.7).add_keys(t)[0].data
-    yield "bootstrap", lambda: Bootstrap(30).add_keys(t)[0].data
+    yield "subsampling", lambda: Subsampling(30, 0.7).add_keys(t).data
+    yield "bootstrap", lambda: Bootstrap(30).add_keys(t).data
     yield "reserve", lambda: reserve(t, 0.1, 1)[0].data
-    yield "trials", lambda: SplitTrials([0.6, 0.8], 5, 3).add_keys(t)[0].data
+    yield "trials", lambda: SplitTrials([0.6, 0.8], 5, 3).add_keys(t).data
     yield "random", lambda: random_split(t, 0.7).data
 
 
@@ -229,9 +229,9 @@ def test_keys_per_partition_without_repartitioning(name):
 def test_design_keys_equal_across_partitionings(parts, seed):
     df = frame(300, seed=1)
     makers = {
-        "subsampling": lambda t: Subsampling(3, 0.7, seed).add_keys(t)[0].data,
-        "bootstrap": lambda t: Bootstrap(3, seed).add_keys(t)[0].data,
-        "trials": lambda t: SplitTrials([0.7], 3, 2, seed).add_keys(t)[0].data,
+        "subsampling": lambda t: Subsampling(3, 0.7, seed).add_keys(t).data,
+        "bootstrap": lambda t: Bootstrap(3, seed).add_keys(t).data,
+        "trials": lambda t: SplitTrials([0.7], 3, 2, seed).add_keys(t).data,
     }
     for name, make in makers.items():
         one, many = make(table(df, 1)).compute(), make(table(df, parts)).compute()
