@@ -46,7 +46,7 @@ MAX_LINES = 60
 #: ``results/`` for); designs built on the run path (transfer, diagnostics, spatial) sit beside
 #: the results they render; the command line is on top.
 FLOORS: list[set[str]] = [
-    {"version", "hashing", "schema"},
+    {"version", "hashing", "reduction", "schema"},
     {"tables"},
     {"learn", "split"},
     {"run", "settings"},

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from ..run.reduction import tree_reduce
+from ..reduction import tree_reduce
 from ..tables.table import Table, category_codes, float_array
 from .folds import check_seed
 from .shares import partition_lengths, with_columns

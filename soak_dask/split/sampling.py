@@ -30,7 +30,7 @@ import pandas as pd
 from numba import njit
 from scipy.spatial.distance import cdist
 
-from ..run.reduction import tree_reduce
+from ..reduction import tree_reduce
 from ..tables.checks import check_classes
 from ..tables.table import Table, category_codes, check_table, float_array
 from .folds import check_seed

@@ -21,7 +21,7 @@ import soak_dask as sd
 import soak_dask.split
 from soak_dask.split.design import Design
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPLIT = ROOT / "soak_dask" / "split"
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```[ \t]*$", re.M | re.S)
 
@@ -178,7 +178,7 @@ def _imports(path: Path) -> list[tuple[str, str]]:
 
 
 def test_split_imports_no_upper_floor_and_no_private_name():
-    """split/ adds keys and plans: it reads tables/, schema and hashing (and run/reduction's
+    """split/ adds keys and plans: it reads tables/, schema and hashing (and soak_dask.reduction's
     tree of merges), never diagnose/, pooling/, results/ or app/; and it imports no private
     name of another module."""
     upper = ("soak_dask.diagnose", "soak_dask.pooling", "soak_dask.results", "soak_dask.app")
