@@ -150,14 +150,14 @@ def capped_folds(table: Table, n_folds: int) -> int:
     return n_folds
 
 
-class KFold(Design):
+class KFoldDesign(Design):
     """K-fold cross-validation, ``n_repeats`` times with fresh fold assignments (class-
     stratified; grouped K-fold with a group column). A user fold column is used as is.
 
     Examples
     --------
-    >>> KFold(10, n_repeats=2)
-    KFold(n_folds=10, n_repeats=2)
+    >>> KFoldDesign(10, n_repeats=2)
+    KFoldDesign(n_folds=10, n_repeats=2)
     """
 
     outer = "cv"
@@ -218,7 +218,7 @@ class KFold(Design):
         )
 
 
-class Subsampling(KFold):
+class Subsampling(KFoldDesign):
     """Repeated random train/test splits (``n_repeats``): exactly round(``train_ratio``·N) rows
     to train, class-stratified within each subset (whole groups with a group column, the share
     of rows to within a group); every repeat's key in one pass."""
@@ -261,7 +261,7 @@ class Subsampling(KFold):
         return build_plan(rows, tests, {"repeat": list(range(1, self.n_repeats + 1)), "fold": [1]})
 
 
-class FiveByTwoCV(KFold):
+class FiveByTwoCV(KFoldDesign):
     """Dietterich's (1998) 5×2cv: ``n_repeats`` (5) repeats of 2-fold cross-validation, each
     with fresh class-stratified (grouped) folds -- the design of the 5×2cv t and F tests of
     ``compare`` (``method="5x2cv"``, ``"5x2cv_f"``; with R repeats they take R df).
@@ -278,7 +278,7 @@ class FiveByTwoCV(KFold):
         super().__init__(2, n_repeats, seed, balance)
 
 
-class LeaveOneGroupOut(Design):
+class LeaveOneGroupOutDesign(Design):
     """One fold per group (needs a group column); ``loo`` on a grouped table is this."""
 
     outer = "lodo"
@@ -304,10 +304,10 @@ class LeaveOneGroupOut(Design):
         self.learned_ = {"outer_folds": len(groups)}
         return replace(table, data=data, files=None)
 
-    plan = KFold.plan
+    plan = KFoldDesign.plan
 
 
-class LeaveOneOut(Design):
+class LeaveOneOutDesign(Design):
     """One fold per row, for very small data (at most ``LOO_MAX_ROWS`` rows)."""
 
     outer = "loo"
@@ -317,7 +317,7 @@ class LeaveOneOut(Design):
         """``table`` with each row's position as its fold (each group's number with a group
         column); ``learned_``: the rows (groups)."""
         if table.group is not None:
-            groups = LeaveOneGroupOut()
+            groups = LeaveOneGroupOutDesign()
             keyed = groups.add_keys(table)
             self.learned_ = groups.learned_
             return keyed
@@ -335,7 +335,7 @@ class LeaveOneOut(Design):
         self.learned_ = {"outer_folds": n}
         return replace(table, data=data, files=None)
 
-    plan = KFold.plan
+    plan = KFoldDesign.plan
 
 
 class Bootstrap(Design):
@@ -386,7 +386,7 @@ def outer_design(
         return FiveByTwoCV(seed, 5 if outer_repeats == 1 else outer_repeats, balance)
     if outer in ("cv", "repeated_cv", "knndm"):
         repeats = outer_repeats if outer == "repeated_cv" else 1
-        return KFold(outer_folds, repeats, seed, balance, group_assignment)
+        return KFoldDesign(outer_folds, repeats, seed, balance, group_assignment)
     check_group_assignment(group_assignment)
     if check_balance(balance) != "class":
         raise ValueError(
@@ -396,9 +396,9 @@ def outer_design(
     if outer == "subsampling":
         return Subsampling(outer_repeats, train_ratio, seed)
     if outer == "loo":
-        return LeaveOneOut()
+        return LeaveOneOutDesign()
     if outer == "lodo":
-        return LeaveOneGroupOut()
+        return LeaveOneGroupOutDesign()
     if outer == "bootstrap":
         return Bootstrap(outer_repeats, seed)
     raise ValueError(f"outer={outer!r} is not a strategy; choose from {list(OUTER)}")

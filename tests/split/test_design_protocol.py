@@ -107,12 +107,12 @@ def _designs() -> list[type[Design]]:
 CASES = {
     "Bootstrap": ({"n_repeats": 3, "seed": 2}, ({"n_repeats": 0}, "outer_repeats")),
     "FiveByTwoCV": ({"seed": 5, "n_repeats": 3}, ({"seed": -1}, "seed")),
-    "KFold": (
+    "KFoldDesign": (
         {"n_folds": 4, "n_repeats": 2, "balance": "overlap"},
         ({"balance": "classes"}, "balance"),
     ),
-    "LeaveOneGroupOut": ({}, None),
-    "LeaveOneOut": ({}, None),
+    "LeaveOneGroupOutDesign": ({}, None),
+    "LeaveOneOutDesign": ({}, None),
     "SameOtherAll": (
         {"n_folds": 3, "train_types": ("same", "all"), "sizes": 1, "ratio": 0.25},
         ({"train_types": "same,bogus"}, "train_types"),
@@ -151,10 +151,10 @@ def test_design_keeps_the_protocol(design):
 
 
 def test_a_plan_before_its_keys_is_refused_clearly():
-    from soak_dask.split.outer import KFold
+    from soak_dask.split.outer import KFoldDesign
 
     with pytest.raises(ValueError, match="call it first"):
-        KFold(3).plan(None)
+        KFoldDesign(3).plan(None)
 
 
 def test_the_base_is_abstract():
