@@ -226,8 +226,7 @@ class Subsampling(KFoldDesign):
     outer = "subsampling"
 
     def __init__(self, n_repeats: int = 5, train_ratio: float = 0.8, seed: int = 1) -> None:
-        ok = isinstance(train_ratio, float | int) and not isinstance(train_ratio, bool)
-        if not (ok and 0 < train_ratio < 1):
+        if not (isinstance(train_ratio, float | int) and 0 < train_ratio < 1):
             raise ValueError(f"train_ratio={train_ratio!r}: need a number between 0 and 1")
         self.n_repeats = _positive(n_repeats, "outer_repeats")
         self.train_ratio = float(train_ratio)

@@ -20,6 +20,9 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 import soak_dask as sd
 import soak_dask.split
 from soak_dask.split.design import Design
+from soak_dask.split.transfer import Transfer
+
+from .conftest import toy_table
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLIT = ROOT / "soak_dask" / "split"
@@ -203,3 +206,26 @@ def test_split_modules_import_no_cycle():
         return False
 
     assert not [m for m in graph if reaches(m, m, {m})]
+
+
+@pytest.mark.parametrize(
+    ("design", "entry"),
+    [
+        (sd.SameOtherAll(n_folds=3, seed=2), lambda t: sd.soak(t, **KW, n_folds=3, seed=2)),
+        (Transfer(n_folds=3, seed=2), lambda t: sd.transfer(t, **KW, n_folds=3, seed=2)),
+    ],
+    ids=["soak", "transfer"],
+)
+def test_run_design_gives_the_entry_points_numbers(design, entry):
+    """The package's designs run by ``run_design`` score as their entry points do."""
+    import dask
+
+    table = sd.load_table(toy_table(120), label="y", subset="subset")
+    with dask.config.set(scheduler="sync"):
+        got = sd.run_design(table, design, "lda", progress=False)
+        expected = entry(table)
+    np.testing.assert_allclose(got["error"].values, expected["error"].values, rtol=1e-12)
+    np.testing.assert_array_equal(got["n_train"].values, expected["n_train"].values)
+
+
+KW = {"learners": "lda", "onepass": False, "progress": False}
