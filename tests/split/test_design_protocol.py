@@ -22,7 +22,7 @@ import soak_dask.split
 from soak_dask.split.design import Design
 from soak_dask.split.transfer import Transfer
 
-from .conftest import toy_table
+from ..conftest import toy_table
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLIT = ROOT / "soak_dask" / "split"
