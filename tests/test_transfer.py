@@ -284,7 +284,7 @@ def test_cli_writes_results_report_and_refuses_foreign_dirs(tmp_path, capsys, mo
     no_subset = [a for a in argv if a not in ("--subset", "subset")]
     with pytest.raises(UsageError, match="--subset"):
         transfer_cli.transfer_command(_parser().parse_args(["transfer", *no_subset]))
-    with pytest.raises(UsageError, match="--threshold"):
+    with pytest.raises(ValueError, match="--threshold=2.0: need a relative decrease"):
         transfer_cli.transfer_command(_parser().parse_args(["transfer", *argv, "--threshold", "2"]))
     foreign = tmp_path / "foreign"
     foreign.mkdir()

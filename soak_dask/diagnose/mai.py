@@ -29,6 +29,7 @@ from sklearn.base import BaseEstimator
 from ..results.store import build_dataset
 from ..run.session import result_attrs, start
 from ..run.strategies import Batched, WholeTrainSet
+from ..settings import SETTINGS, refuse_renamed
 from ..split.folds import check_seed
 from ..split.plan import Fit, Selection, Term, build_plan
 from ..tables.checks import refuse_ignored
@@ -66,9 +67,9 @@ def compare_sampling(
     *,
     methods: Sequence[str] = DEFAULT_METHODS,
     train_ratio: float = 0.7,
-    n_random: int = 100,
+    n_repeats: int = 100,
     seed: int = 1,
-    k: int = DEFAULT_K,
+    n_neighbors: int = DEFAULT_K,
     n_levels: int | None = None,
     knn: str = "exact",
     mdc_max_rows: int = MDC_MAX_ROWS,
@@ -78,6 +79,7 @@ def compare_sampling(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     error_score: float | str = np.nan,
+    **renamed: Any,
 ) -> xr.Dataset:
     """Test accuracy of each sampling method's split, AEV, SD and MAI, per learner.
 
@@ -95,13 +97,14 @@ def compare_sampling(
         "overlap_class" (overlap levels × classes); see ``soak_dask.diagnose.sampling``.
     train_ratio : float
         Share t of the rows that train (the paper uses 0.75).
-    n_random : int
+    n_repeats : int
         Random splits whose mean test accuracy is the AEV and whose SD scales MAI (paper: 100).
+        Formerly ``n_random``.
     seed : int
         Seed of every split and of the learners' randomness.
-    k, n_levels, knn
-        Neighbours of the degree of overlap, levels of it (None: the paper's k + 1) and its
-        search ("exact" or "nndescent"); see ``overlap_split``.
+    n_neighbors, n_levels, knn
+        Neighbours of the degree of overlap (formerly ``k``), levels of it (None: the paper's
+        n_neighbors + 1) and its search ("exact" or "nndescent"); see ``overlap_split``.
     mdc_max_rows : int
         MDC runs on a seeded stratified sample of this many rows of a larger table.
     doptimal_repeats : int
@@ -129,11 +132,12 @@ def compare_sampling(
     >>> from sklearn.datasets import load_iris
     >>> frame = load_iris(as_frame=True).frame
     >>> table = sd.load_table(frame, label="target")
-    >>> res = compare_sampling(table, "lda", methods=["random", "overlap"], n_random=5,
+    >>> res = compare_sampling(table, "lda", methods=["random", "overlap"], n_repeats=5,
     ...                        progress=False)
     >>> res["mai"].dims, int(res["n_train"].sel(sampling="overlap"))
     (('learner', 'sampling'), 105)
     """
+    refuse_renamed("compare-sampling", renamed)
     check_table(table, "compare_sampling")
     check_classification(table, "compare_sampling")
     if table.group is not None:
@@ -144,9 +148,9 @@ def compare_sampling(
         )
     seed, ratio = check_seed(seed), check_ratio(train_ratio)
     methods = check_methods(methods)
-    check_method_options(methods, k=k, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows,
-                         doptimal_repeats=doptimal_repeats)  # fmt: skip
-    n_random = _at_least(n_random, 2, "n_random")
+    check_method_options(methods, n_neighbors=n_neighbors, n_levels=n_levels, knn=knn,
+                         mdc_max_rows=mdc_max_rows, doptimal_repeats=doptimal_repeats)  # fmt: skip
+    n_repeats = SETTINGS["n_repeats"].in_command("compare-sampling").checked(n_repeats)
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     session = start(
         table, "compare_sampling", learners, measures=["accuracy"], checkpoint=checkpoint, **shared
@@ -156,31 +160,31 @@ def compare_sampling(
     if persist:
         base = replace(base, data=base.data.persist())
     classes = tuple(classes_of(base))  # a one-class table is refused before any split
-    overlap = {"k": k, "n_levels": n_levels}
+    overlap = {"k": n_neighbors, "n_levels": n_levels}
     if {"overlap", "overlap_class"} <= set(methods):  # one search serves both
-        overlap["degrees"] = degree_frame(base, k, knn, seed)
+        overlap["degrees"] = degree_frame(base, n_neighbors, knn, seed)
     options = {
         "overlap": {**overlap, "method": knn},
         "overlap_class": {**overlap, "method": knn},
         "mdc": {"max_rows": mdc_max_rows},
         "doptimal": {"n_repeats": doptimal_repeats},
     }
-    keyed, notes = _draw_splits(base, methods, ratio, seed, options, n_random)
-    plan = sampling_plan(methods, n_random)
+    keyed, notes = _draw_splits(base, methods, ratio, seed, options, n_repeats)
+    plan = sampling_plan(methods, n_repeats)
     data = keyed.data.drop(columns=[POSITION])
     # No (subset, fold) cells: the one-pass strategy is not used.
     ctx = session.context(replace(keyed, data=data), data, plan, classes, fold_column="")
     n_rows = int(data.map_partitions(len).sum().compute())
     strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()
-    given = {"methods": list(methods), "train_ratio": ratio, "n_random": n_random, "seed": seed}
-    given.update(k=k, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)
+    given = {"methods": list(methods), "train_ratio": ratio, "n_repeats": n_repeats, "seed": seed}
+    given.update(n_neighbors=n_neighbors, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)
     given.update(doptimal_repeats=doptimal_repeats, notes={m: t for m, t in notes.items() if t})
     settings = _settings(table, given, classes, session.estimators)
     records = session.run(ctx, [strategy], settings)
     learners = list(session.estimators)
     attrs = result_attrs(settings)
     ds = build_dataset(records, plan.splits, plan.coords, learners, ["accuracy"], attrs)
-    return mai_dataset(ds, methods, n_random)
+    return mai_dataset(ds, methods, n_repeats)
 
 
 def _settings(
@@ -205,9 +209,9 @@ def _draw_splits(
     ratio: float,
     seed: int,
     options: Mapping[str, Mapping[str, Any]],
-    n_random: int,
+    n_repeats: int,
 ) -> tuple[Table, dict[str, str]]:
-    """``base`` with every method's key column and the ``n_random`` random splits' (kept in
+    """``base`` with every method's key column and the ``n_repeats`` random splits' (kept in
     cluster memory), and each method's warnings (given again, prefixed with its name)."""
     keyed, notes = base, {}
     for method in methods:
@@ -219,27 +223,33 @@ def _draw_splits(
         for w in caught:
             warnings.warn(f"{method}: {w.message}", w.category, stacklevel=3)
         keyed = attach(keyed, split.data[[column]].persist())
-    trials = [split_column(f"random_{r}") for r in range(1, n_random + 1)]
+    trials = [split_column(f"random_{r}") for r in range(1, n_repeats + 1)]
     keyed = attach(keyed, random_splits(base, ratio, seed, trials).data[trials].persist())
     return keyed, notes
 
 
-def check_methods(methods: Sequence[str] | str) -> tuple[str, ...]:
-    """The methods as a tuple, refusing unknown and repeated names and an empty list."""
+def check_methods(methods: Sequence[str] | str, name: str = "methods") -> tuple[str, ...]:
+    """The methods as a tuple, refusing unknown and repeated names and an empty list
+    (messages call the option ``name``)."""
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
+    if not isinstance(methods, Sequence) or not all(isinstance(m, str) for m in methods):
+        raise ValueError(f"{name}={methods!r}: need a list of method names")
     methods = tuple(methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
-        raise ValueError(f"methods {unknown} are not sampling methods; choose from {list(METHODS)}")
+        raise ValueError(
+            f"{name}={list(methods)}: {unknown} are not sampling methods; choose from "
+            f"{list(METHODS)}"
+        )
     if not methods or len(set(methods)) < len(methods):
-        raise ValueError(f"methods={list(methods)}: need one or more distinct methods")
+        raise ValueError(f"{name}={list(methods)}: need one or more distinct methods")
     return methods
 
 
 #: Options of some methods only: their defaults, and the methods that use them.
 METHOD_OPTIONS = {
-    "k": (DEFAULT_K, ("overlap", "overlap_class")),
+    "n_neighbors": (DEFAULT_K, ("overlap", "overlap_class")),
     "n_levels": (None, ("overlap", "overlap_class")),
     "knn": ("exact", ("overlap", "overlap_class")),
     "mdc_max_rows": (MDC_MAX_ROWS, ("mdc",)),
@@ -256,16 +266,10 @@ def check_method_options(methods: Sequence[str], **given: Any) -> None:
             refuse_ignored(name, value, default, f"methods={list(methods)}", named)
 
 
-def _at_least(value: Any, low: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ValueError(f"{name}={value!r}: need an integer of at least {low}")
-    return int(value)
-
-
-def sampling_plan(methods: Sequence[str], n_random: int) -> Any:
-    """The plan: one fit per split (each method's and ``n_random`` random ones), trained on
+def sampling_plan(methods: Sequence[str], n_repeats: int) -> Any:
+    """The plan: one fit per split (each method's and ``n_repeats`` random ones), trained on
     the split's training rows and scored on its test rows. Dim ``split``."""
-    names = [*methods, *(f"random_{r}" for r in range(1, n_random + 1))]
+    names = [*methods, *(f"random_{r}" for r in range(1, n_repeats + 1))]
     rows, tests = [], {}
     for name in names:
         column = split_column(name)
@@ -274,13 +278,13 @@ def sampling_plan(methods: Sequence[str], n_random: int) -> Any:
     return build_plan(rows, tests, {"split": names})
 
 
-def mai_dataset(ds: xr.Dataset, methods: Sequence[str], n_random: int) -> xr.Dataset:
+def mai_dataset(ds: xr.Dataset, methods: Sequence[str], n_repeats: int) -> xr.Dataset:
     """The result of ``compare_sampling`` from the engine's (learner, split) scores."""
-    names = [f"random_{r}" for r in range(1, n_random + 1)]
+    names = [f"random_{r}" for r in range(1, n_repeats + 1)]
     ds = ds.drop_vars("fit_id")
     chosen = ds.sel(split=list(methods)).rename(split="sampling")
     rand = ds["accuracy"].sel(split=names).rename(split="trial")
-    rand = rand.assign_coords(trial=np.arange(1, n_random + 1))
+    rand = rand.assign_coords(trial=np.arange(1, n_repeats + 1))
     aev = rand.mean("trial")
     sd = rand.std("trial", ddof=1)
     out = xr.Dataset(

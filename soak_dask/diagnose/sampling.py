@@ -32,6 +32,7 @@ from scipy.spatial.distance import cdist
 
 from ..run.reduction import tree_reduce
 from ..schema import DEFAULT_N_FOLDS
+from ..settings import SETTINGS
 from ..split.folds import (
     _assign_group_folds,
     _assign_row_folds,
@@ -75,11 +76,9 @@ _SAMPLED = "__soak_sampled__"
 
 
 def check_ratio(train_ratio: Any) -> float:
-    """``train_ratio`` as a float strictly between 0 and 1."""
-    ok = isinstance(train_ratio, float | int) and not isinstance(train_ratio, bool)
-    if not ok or not 0 < train_ratio < 1:
-        raise ValueError(f"train_ratio={train_ratio!r}: need a share between 0 and 1, e.g. 0.7")
-    return float(train_ratio)
+    """``train_ratio`` as a float strictly between 0 and 1 (its declaration's check,
+    ``soak_dask.settings``)."""
+    return SETTINGS["train_ratio"].checked(train_ratio)
 
 
 def hash_split(
