@@ -306,8 +306,9 @@ class Setting:
     name : str
         The Python keyword, and unless `key` says otherwise the run-file key; the flag is
         ``--`` + the key with dashes.
-    scope : {"table", "run", "evaluate", "app"}
-        ``load_table``'s, ``soak``'s, ``evaluate``'s own, or the ``soak`` command's.
+    scope : {"table", "run", "evaluate", "search", "split-sensitivity", "compare-sampling", "app"}
+        ``load_table``'s, ``soak``'s (shared by the functions that take it), one function's
+        own (in its run-file table, `RUN_FILE_TABLES`), or the ``soak`` commands'.
     kind : str
         A key of `KINDS`: the type of a value.
     default : object
@@ -330,7 +331,8 @@ class Setting:
         Recorded in the results' attrs and the checkpoint's identity (a run resumes only with
         the same value).
     evaluate : bool
-        A ``"run"`` setting that ``evaluate`` takes too (``soak evaluate`` has its flag).
+        A ``"run"`` setting that ``evaluate`` takes too (``soak evaluate`` has its flag), when
+        `commands` is not given.
     cli : bool
         Has a flag and a run-file key; False: Python only.
     positional : bool

@@ -114,7 +114,9 @@ def write_outputs(out: Any, res: Any, frame: Any, summary: Any) -> None:
     import matplotlib.pyplot as plt
 
     plt.close(fig)
-    settings = {k: res.attrs[k] for k in ("source", "methods", "train_ratio", "n_repeats", "seed")}
+    settings = {k: res.attrs[k] for k in ("source", "methods", "train_ratio", "seed")}
+    # n_random: the name in the stores written before the rename
+    settings["n_repeats"] = res.attrs.get("n_repeats", res.attrs.get("n_random"))
     text = json.dumps({"files": list(FILES), **settings}, default=str)
     out.claim(SETTINGS_FILE).write_text(text)
     out.finish()
