@@ -17,7 +17,6 @@ import pandas as pd
 from sklearn import config_context
 from sklearn.base import BaseEstimator, clone
 
-from ..hashing import seeded_hash
 from ..learn.groups import fit_with_groups
 from ..learn.measures import finish, merge, partial_scores
 from ..learn.priors import check_finite_proba
@@ -25,6 +24,7 @@ from ..learn.tuning import fit_info
 from ..split.plan import Selection
 from ..split.sizes import downsample
 from ..tables.table import category_codes, float_array
+from .rowcap import capped, sampled
 
 
 @dataclass(frozen=True)
@@ -77,22 +77,19 @@ def select_rows(
     seed: int,
     label: str,
     classes: tuple | None,
-    partition_info: dict | None = None,
+    weights: str | None = None,
 ) -> pd.DataFrame:
     """Rows of one partition in a fit's train set (sampled at ``rates``) or its test blocks.
 
-    With ``rates`` (one per class of ``classes``, or one for regression) each train row is kept
-    with its class's rate, decided by a seeded hash of its (partition, position), so the sample
-    is the same on any worker and never materialised whole first.
+    With ``rates`` (one per class of ``classes``, or one for regression) a train row is kept
+    if a copy of it (``weights`` copies, else one) ranks below its class's rate
+    (``rowcap.sampled``: a seeded hash of the row's values), so the sample is the same
+    whatever the partitioning and is never materialised whole first.
     """
     keep = np.zeros(len(part), dtype=bool) if train is None else train.mask(part)
     if rates is not None:
-        number = partition_info["number"] if partition_info else 0
-        h = seeded_hash(seed, np.uint64(number), np.arange(len(part), dtype=np.uint64))
-        rate = np.asarray(rates)
-        rate = rate[category_codes(part[label], pd.Index(classes))] if classes else rate[0]
-        below = (np.where(rate < 1.0, rate, 0.0) * 2.0**64).astype(np.uint64)
-        keep &= (rate >= 1.0) | (h < below)
+        rows = np.flatnonzero(keep)
+        keep[rows] = sampled(part.iloc[rows], rates, seed, label, classes, weights)
     for test in tests:
         keep |= test.mask(part)
     return part.loc[keep]
@@ -121,18 +118,11 @@ def fit_and_score(
         train = downsample(
             train, fit.n_groups, group=run.group, label=label, seed=run.seed, sample=fit.draw
         )
-    if fit.max_rows and len(train) > fit.max_rows:
-        shares = pd.Series(fit.class_rows, index=run.classes) if fit.class_rows else None
-        train = downsample(
-            train,
-            fit.max_rows,
-            group=None,
-            label=label,
-            seed=run.seed,
-            sample=fit.draw,
-            shares=shares,
+    if fit.max_rows:  # an exact draw of the copies (rows × weights), in their rank order
+        train = capped(
+            train, fit.max_rows, fit.class_rows, run.seed, run.label, run.classes, fit.weights
         )
-    if fit.weights is not None:
+    elif fit.weights is not None:
         train = train.iloc[np.repeat(np.arange(len(train)), train[fit.weights].to_numpy())]
     state = FitState(clone(estimator), n_train=len(train))
     groups = train[run.group].to_numpy() if run.group else None

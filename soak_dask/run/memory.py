@@ -24,7 +24,7 @@ from dask.utils import format_bytes
 
 from ..split.plan import Plan
 from .reduction import tree_reduce
-from .rowcap import train_class_rows
+from .rowcap import class_codes, train_class_rows
 
 #: Float64-sized copies of a fit's rows that a fit task holds at its peak (see above).
 FIT_COPIES = 6
@@ -60,32 +60,64 @@ def fit_rows(plan: Plan, counts: pd.DataFrame, label: str, classes: list | None)
     return pd.DataFrame({"train": train, "test": tests}, index=plan.fits.index).astype(np.int64)
 
 
-def count_fit_rows(data: dd.DataFrame, plan: Plan, client: Any) -> pd.DataFrame:
-    """``fit_rows`` for any plan, counted in one pass over its key columns (for designs whose
-    block counts are not at hand): each partition counts the rows of every train selection
-    (the sum of its row weights, for a weighted fit such as a bootstrap resample's, as the fit
-    repeats each row that many times) and test block; only those counts come back."""
+def count_fit_rows(
+    data: dd.DataFrame,
+    plan: Plan,
+    client: Any,
+    label: str | None = None,
+    classes: list | tuple | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each fit's train rows per class and ``fit_rows``, for any plan, counted in one pass over
+    its key columns (for designs whose block counts are not at hand), so that the row cap and
+    the memory check share it.
+
+    Each partition counts the rows of every train selection per class (of ``classes``, read
+    from ``label``; one column ``n`` without classes), summing its row weights for a weighted
+    fit such as a bootstrap resample's (the fit repeats each row that many times), and the
+    rows of every test block; only those counts come back.
+
+    Returns
+    -------
+    (DataFrame, DataFrame)
+        Train rows per class (as ``rowcap.train_class_rows``) and ``train``/``test`` rows
+        (as ``fit_rows``), indexed by fit.
+    """
     fits, blocks = plan.fits, plan.blocks
     weights = [w for w in fits["weights"] if w is not None]
     keys = set(weights).union(*(s.columns for s in (*fits["train"], *blocks["test"])))
+    by_class = tuple(classes) if classes else None
+    keys |= {label} if by_class else set()
     parts = data[sorted(keys)].to_delayed()
-    counted = [dask.delayed(_count_part, pure=True)(p, fits, blocks) for p in parts]
+    counted = [
+        dask.delayed(_count_part, pure=True)(p, fits, blocks, label, by_class) for p in parts
+    ]
     total = tree_reduce(counted, _add, split_every=16)[0]
     train, test = client.compute(total).result() if client is not None else total.compute()
-    tests = [int(sum(test[list(blocks.index).index(b)] for b in bs)) for bs in fits["blocks"]]
-    return pd.DataFrame({"train": train, "test": tests}, index=fits.index).astype(np.int64)
+    columns = list(by_class) if by_class else ["n"]
+    class_rows = pd.DataFrame(train, index=fits.index, columns=columns).astype(np.int64)
+    positions = {b: i for i, b in enumerate(blocks.index)}
+    tests = [int(sum(test[positions[b]] for b in bs)) for bs in fits["blocks"]]
+    rows = pd.DataFrame({"train": class_rows.sum(axis=1), "test": tests}, index=fits.index)
+    return class_rows, rows.astype(np.int64)
 
 
 def _count_part(
-    part: pd.DataFrame, fits: pd.DataFrame, blocks: pd.DataFrame
+    part: pd.DataFrame,
+    fits: pd.DataFrame,
+    blocks: pd.DataFrame,
+    label: str | None,
+    classes: tuple | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(train rows of each fit, rows of each test block) in one partition."""
-    train = [
-        part[w].to_numpy()[t.mask(part)].sum() if w is not None else t.mask(part).sum()
-        for t, w in zip(fits["train"], fits["weights"], strict=True)
-    ]
+    """(train rows of each fit per class, rows of each test block) in one partition."""
+    codes = class_codes(part, label, classes)
+    width = len(classes) if classes else 1
+    train = np.zeros((len(fits), width), dtype=np.int64)
+    for i, (t, w) in enumerate(zip(fits["train"], fits["weights"], strict=True)):
+        mask = t.mask(part) & (codes >= 0)
+        counts = None if w is None else part[w].to_numpy(np.int64)[mask]
+        train[i] = np.bincount(codes[mask], weights=counts, minlength=width)
     test = [t.mask(part).sum() for t in blocks["test"]]
-    return np.asarray(train, dtype=np.int64), np.asarray(test, dtype=np.int64)
+    return train, np.asarray(test, dtype=np.int64)
 
 
 def _add(items: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -134,4 +166,3 @@ def check_fit_memory(
         "gaussian_nb) or fed block by block (incremental=True with a partial_fit learner), or "
         "give each worker more memory"
     )
-

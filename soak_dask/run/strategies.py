@@ -123,6 +123,7 @@ class Context:
             run.seed,
             run.label,
             run.classes,
+            spec.weights,
             meta=data._meta,
         )
 
