@@ -32,8 +32,8 @@ from sklearn.base import BaseEstimator
 from ..hashing import salt, seeded_hash
 from ..learn.builtin import resolve_learners
 from ..results.store import build_dataset
+from ..run.fitting_options import FittingOptions
 from ..run.session import persisted, result_attrs, start
-from ..run.strategies import WholeTrainSet
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURES
 from ..split.folds import check_n_folds, check_seed, group_folds
 from ..split.plan import Fit, Plan, Selection, Term, build_plan
@@ -81,6 +81,10 @@ def split_sensitivity(
     persist: bool = True,
     checkpoint: str | os.PathLike | None = None,
     error_score: float | str = np.nan,
+    onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
 ) -> xr.Dataset:
     """Compare K-fold CV on the train part with the test score, over random splits per ratio.
 
@@ -121,6 +125,12 @@ def split_sensitivity(
         As for ``soak_dask.soak``: finished fits saved as they arrive, so a run given the same
         checkpoint and settings computes only the missing ones; a fit that raises scores NaN
         with a warning (or stops the run with ``"raise"``).
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``), for the CV fits and the fits on the
+        whole train part: additive learners from one pass of block statistics where the
+        engine can; a train set larger than ``max_train_rows`` fitted on a seeded, stratified
+        sample of exactly that many rows (``n_train``, ``cv_n_train`` record them);
+        ``partial_fit`` learners fed one block of train rows per task, ``epochs`` times.
 
     Returns
     -------
@@ -142,6 +152,7 @@ def split_sensitivity(
     design = SplitTrials(ratios, trials, n_folds, seed)
     alpha = check_alpha(alpha)
     measure = check_measure(measure, table.task)
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     session = start(
         table,
         "split_sensitivity",
@@ -152,15 +163,17 @@ def split_sensitivity(
         client=client,
         progress=progress,
         checkpoint=checkpoint,
+        fitting=fitting,
     )
     keyed, used = design.add_keys(table, session.client)
     data = persisted(keyed.data, persist, session.client)
     plan = design.plan(keyed, used)
-    # No (subset, fold) cells: every fit gathers its rows.
+    # No (subset, fold) cells: a fit from block statistics is left to the strategies to judge.
     ctx = session.context(keyed, data, plan, used["classes"], fold_column="")
     estimators = session.estimators
     settings = _settings(table, estimators, measure, design, alpha, used["classes"])
-    records = session.run(ctx, [WholeTrainSet()], settings)
+    settings.update(fitting.settings())
+    records = session.run(ctx, fitting.strategies(), settings)
     ds = _scores(build_dataset(records, plan.splits, plan.coords, list(estimators), [measure], {}))
     ds = ds.assign_coords(ratio=np.array(design.ratios, dtype=np.float64))
     ds["ratio_used"] = ("ratio", used["ratio_used"])

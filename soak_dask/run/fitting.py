@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+import dask
 import numpy as np
 import pandas as pd
 from sklearn import config_context
 from sklearn.base import BaseEstimator, clone
 
+from ..hashing import seeded_hash
 from ..learn.groups import fit_with_groups
 from ..learn.measures import finish, merge, partial_scores
 from ..learn.priors import check_finite_proba
@@ -162,6 +164,17 @@ def partial_fit_step(
     state.seconds += time.perf_counter() - start
     state.n_train += len(part) if count_rows else 0
     state.started = True
+    return state
+
+
+def partial_fit_chain(state: Any, parts: Sequence[Any], run: RunSpec, epochs: int) -> Any:
+    """The delayed ``FitState`` of ``state`` (an unfitted learner) fed the delayed blocks
+    ``parts`` by ``partial_fit_step``, ``epochs`` times, the block order of each epoch
+    reshuffled by a seeded hash (the same order on any worker)."""
+    for epoch in range(epochs):
+        order = np.argsort(seeded_hash(run.seed, np.uint64(epoch), np.arange(len(parts))))
+        for i in order:
+            state = dask.delayed(partial_fit_step, pure=True)(state, parts[i], run, epoch == 0)
     return state
 
 

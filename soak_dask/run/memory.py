@@ -86,7 +86,7 @@ def count_fit_rows(
     weights = [w for w in fits["weights"] if w is not None]
     keys = set(weights).union(*(s.columns for s in (*fits["train"], *blocks["test"])))
     by_class = tuple(classes) if classes else None
-    keys |= {label} if by_class else set()
+    keys |= {label} if label is not None else set()
     parts = data[sorted(keys)].to_delayed()
     counted = [
         dask.delayed(_count_part, pure=True)(p, fits, blocks, label, by_class) for p in parts
@@ -153,12 +153,47 @@ def check_fit_memory(
     if too_big.empty:
         return
     fit_id = int(too_big.idxmax())
-    n = int(too_big.loc[fit_id])
-    most = int(allowed // fit_bytes(1, n_features))
     others = f" (and {len(too_big) - 1} other fits)" if len(too_big) > 1 else ""
-    raise FitMemoryError(
-        f"fit {fit_id} (train: {plan.fits.at[fit_id, 'train']}) of learner "
-        f"{learners[fit_id][0]!r}{others} gathers {n:,} rows × {n_features} features: about "
+    what = f"fit {fit_id} (train: {plan.fits.at[fit_id, 'train']}) of learner "
+    what += f"{learners[fit_id][0]!r}{others}"
+    raise FitMemoryError(refusal(what, int(too_big.loc[fit_id]), n_features, limit))
+
+
+def check_final_memory(
+    learners: list[str],
+    n_train: int,
+    n_test: int,
+    n_features: int,
+    limit: int | None,
+    max_rows: int | None = None,
+) -> None:
+    """Refuse the run if the final model of one of ``learners`` (those fitted on their
+    gathered rows: all ``n_train`` training rows, at most ``max_rows`` of them under a cap,
+    and the ``n_test`` rows of the test split it scores) needs more than ``LIMIT_SHARE`` of
+    ``limit``; before any fit, the outer loop's included."""
+    if limit is None or not learners:
+        return
+    train = n_train if max_rows is None else min(n_train, max_rows)
+    need = train + n_test
+    if fit_bytes(need, n_features) <= LIMIT_SHARE * limit:
+        return
+    others = f" (and {len(learners) - 1} other learners)" if len(learners) > 1 else ""
+    split = f" and the {n_test:,} rows of the test split it scores" if n_test else ""
+    capped = f" ({train:,} of the {n_train:,} under max_train_rows)" if train < n_train else ""
+    what = (
+        f"the final model of learner {learners[0]!r}{others}, fitted on all training rows "
+        f"({n_train:,}){capped}{split},"
+    )
+    raise FitMemoryError(refusal(what, need, n_features, limit))
+
+
+def refusal(what: str, n: int, n_features: int, limit: int) -> str:
+    """The message refusing ``what``, which gathers ``n`` rows: the estimate, the limit, the
+    rows a worker holds and the remedies."""
+    allowed = LIMIT_SHARE * limit
+    most = int(allowed // fit_bytes(1, n_features))
+    return (
+        f"{what} gathers {n:,} rows × {n_features} features: about "
         f"{format_bytes(fit_bytes(n, n_features))} at its peak, more than "
         f"{LIMIT_SHARE:.0%} of a worker's memory limit ({format_bytes(limit)}), which holds "
         f"about {most:,} such rows; fit on a sample (max_train_rows={most:,} or less), use a "

@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from ..hashing import seeded_hash
 from ..split.plan import Plan
 from ..tables.table import Table
 from .closed_form import fit_from_stats, is_additive
@@ -39,7 +38,7 @@ from .fitting import (
     fit_many,
     guard,
     merge_pieces,
-    partial_fit_step,
+    partial_fit_chain,
     score_block,
     score_fitted,
     score_partition,
@@ -194,11 +193,7 @@ class PartialFit:
         spec, run = ctx.spec(fit_id, learner), ctx.run
         rates = ctx.rates(fit_id, exact=False)
         parts = ctx.rows(spec, test=False, rates=rates).to_delayed()
-        state = ctx.estimators[learner]
-        for epoch in range(self.epochs):
-            order = np.argsort(seeded_hash(run.seed, np.uint64(epoch), np.arange(len(parts))))
-            for i in order:
-                state = dask.delayed(partial_fit_step, pure=True)(state, parts[i], run, epoch == 0)
+        state = partial_fit_chain(ctx.estimators[learner], parts, run, self.epochs)
         test = ctx.rows(spec, train=False)
         token = ctx.token(spec, ctx.estimators[learner], self.epochs, rates)
         key = f"soak-fit-{fit_id}-{learner}-{token}"
