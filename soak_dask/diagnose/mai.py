@@ -181,7 +181,7 @@ def compare_sampling(
     keyed, notes = _draw_splits(base, methods, ratio, seed, options, n_random)
     plan = sampling_plan(methods, n_random)
     data = keyed.data.drop(columns=[POSITION])
-    # No (subset, fold) cells: the one-pass strategy is not used.
+    # No (subset, fold) cells: a fit from block statistics is left to the strategies to judge.
     ctx = session.context(replace(keyed, data=data), data, plan, classes, fold_column="")
     n_rows = int(data.map_partitions(len).sum().compute())
     strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()
