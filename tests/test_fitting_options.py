@@ -146,11 +146,10 @@ def test_the_capped_sample_is_the_same_whatever_the_partitioning(table, design):
 def test_incremental_feeds_partial_fit_learners_every_train_row(table, design):
     run = DESIGNS[design]
     data = _partitioned(table, 3)
-    # a bootstrap's fits are weighted: fitted whole
-    extra = {"outer": "cv", "outer_repeats": 1} if design == "evaluate" else {}
+    # evaluate's bootstrap: the resamples' weights fed as sample_weight, and the final model
     fed = run(data, {"sgd": PartialOnly(random_state=0)}, incremental=True, epochs=2,
-              error_score="raise", **extra)  # fmt: skip
-    whole = run(data, {"sgd": SGDClassifier(random_state=0)}, **extra)
+              error_score="raise")  # fmt: skip
+    whole = run(data, {"sgd": SGDClassifier(random_state=0)})
     assert fed.attrs["incremental"] == 1 and fed.attrs["epochs"] == 2
     score = next(v for v in ("error", "accuracy", "cv_score") if v in fed)
     assert np.isfinite(fed[score].values).all()

@@ -160,9 +160,10 @@ def evaluate(
         of exactly that many rows, ``n_train`` recording them -- a bootstrap resample's rows
         counted with their weights (exactly that many of its draws, each class keeping its
         share of them), a final model's resubstitution score on its sample; ``partial_fit``
-        learners fed one block of train rows per task, ``epochs`` times (a bootstrap's
-        weighted fits excepted: they are fitted whole; a learner wrapped for prior correction
-        or calibration is refused, as it would be fitted whole). A final model too large for a
+        learners fed one block of train rows per task, ``epochs`` times, a bootstrap's row
+        weights given as ``sample_weight`` (to learners whose ``partial_fit`` takes it; the
+        others' weighted fits, and weighted fits under a row cap, are fitted whole); a learner
+        wrapped for prior correction or calibration is refused, as it would be fitted whole. A final model too large for a
         worker's memory is refused before any fit, as any fit is.
 
     Returns

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import itertools
 import time
 import traceback
@@ -147,35 +148,58 @@ def fit_many(
 
 
 def partial_fit_step(
-    state: FitState | BaseEstimator, part: pd.DataFrame, run: RunSpec, count_rows: bool = True
+    state: FitState | BaseEstimator,
+    part: pd.DataFrame,
+    run: RunSpec,
+    count_rows: bool = True,
+    weights: str | None = None,
 ) -> FitState:
     """Feed one block of train rows to ``partial_fit`` (the first call starts from a clone).
 
     ``count_rows`` is False after the first epoch, so ``n_train`` counts each row once.
+    ``weights``: the column of the rows' integer weights (a bootstrap resample's), given as
+    ``sample_weight`` (rows of weight 0 left out); ``n_train`` then sums them, as a fit on
+    the repeated rows counts them.
     """
     # A copy, never the previous task's object: a retried task must see its own input.
     state = FitState(clone(state)) if not isinstance(state, FitState) else copy.deepcopy(state)
+    kwargs = {"classes": np.asarray(run.classes)} if run.classes is not None else {}
+    if weights is not None:
+        w = part[weights].to_numpy(np.float64)
+        part, kwargs["sample_weight"] = part.loc[w > 0], w[w > 0]
     if state.message or len(part) == 0:
         return state
     X, y = fit_arrays(part, run)
-    kwargs = {"classes": np.asarray(run.classes)} if run.classes is not None else {}
     start = time.perf_counter()
     _, state.message = guard(run, lambda: state.estimator.partial_fit(X, y, **kwargs))
     state.seconds += time.perf_counter() - start
-    state.n_train += len(part) if count_rows else 0
+    rows = len(part) if weights is None else int(kwargs["sample_weight"].sum())
+    state.n_train += rows if count_rows else 0
     state.started = True
     return state
 
 
-def partial_fit_chain(state: Any, parts: Sequence[Any], run: RunSpec, epochs: int) -> Any:
+def partial_fit_chain(
+    state: Any, parts: Sequence[Any], run: RunSpec, epochs: int, weights: str | None = None
+) -> Any:
     """The delayed ``FitState`` of ``state`` (an unfitted learner) fed the delayed blocks
-    ``parts`` by ``partial_fit_step``, ``epochs`` times, the block order of each epoch
-    reshuffled by a seeded hash (the same order on any worker)."""
+    ``parts`` (rows weighted by the column ``weights``, if given) by ``partial_fit_step``,
+    ``epochs`` times, the block order of each epoch reshuffled by a seeded hash (the same
+    order on any worker)."""
     for epoch in range(epochs):
         order = np.argsort(seeded_hash(run.seed, np.uint64(epoch), np.arange(len(parts))))
         for i in order:
-            state = dask.delayed(partial_fit_step, pure=True)(state, parts[i], run, epoch == 0)
+            step = dask.delayed(partial_fit_step, pure=True)
+            state = step(state, parts[i], run, epoch == 0, weights)
     return state
+
+
+def takes_weights(estimator: Any) -> bool:
+    """Whether ``estimator.partial_fit`` takes ``sample_weight``."""
+    try:
+        return "sample_weight" in inspect.signature(estimator.partial_fit).parameters
+    except (AttributeError, TypeError, ValueError):
+        return False
 
 
 def score_fitted(
