@@ -163,8 +163,8 @@ def evaluate(
         learners fed one block of train rows per task, ``epochs`` times, a bootstrap's row
         weights given as ``sample_weight`` (to learners whose ``partial_fit`` takes it; the
         others' weighted fits, and weighted fits under a row cap, are fitted whole); a learner
-        wrapped for prior correction or calibration is refused, as it would be fitted whole. A final model too large for a
-        worker's memory is refused before any fit, as any fit is.
+        wrapped for prior correction or calibration is refused, as it would be fitted whole.
+        A final model too large for a worker's memory is refused before any fit, as any fit is.
 
     Returns
     -------
