@@ -2,7 +2,7 @@
 
 A train set of N > M rows is fitted on exactly M of them, each class getting its share of M by
 largest remainder (of the full train set's class counts). Each row has a rank: a seeded hash of
-its values (every column the fit reads), so the sample is the same whatever the partitioning
+its values (its numeric columns and class), so the sample is the same whatever the partitioning
 or the number of workers; the M_c rows of smallest rank of class c are the sample, fitted in
 the order of their ranks. A weighted fit (a bootstrap resample, each row used w times) counts
 its rows with their weights: row i is w copies ranked by a hash of (its values, the copy), and
@@ -23,14 +23,15 @@ import pandas as pd
 
 from ..hashing import salt, seeded_hash
 from ..split.sizes import largest_remainder
-from ..tables.table import category_codes
+from ..tables.table import category_codes, float_array
 
 #: Extra rows kept per class, in standard deviations of the binomial count (plus a constant):
 #: the chance that a class keeps fewer than its quota is below 1e-6.
 _MARGIN_SD = 5.0
 _MARGIN_ROWS = 10
-#: Names the random stream of the row cap's ranks.
+#: Names the random stream of the row cap's ranks, and the constants of its row hash.
 _STREAM = salt("max_train_rows")
+_COLUMNS = salt("max_train_rows columns")
 
 
 def train_class_rows(
@@ -80,11 +81,34 @@ def keep_rates(class_rows: np.ndarray, max_rows: int, *, margin: bool) -> tuple[
     return tuple(np.minimum(rates, 1.0).tolist())
 
 
+def row_hashes(frame: pd.DataFrame, label: str, classes: tuple | None) -> np.ndarray:
+    """A hash of each row's values: the float64 bits of its numeric columns (features, keys,
+    weights) and its class. Rows that agree there are interchangeable for a fit."""
+    coded = bool(classes)
+    numeric = [
+        c for c in frame.columns
+        if not (coded and c == label) and pd.api.types.is_numeric_dtype(frame[c].dtype)
+    ]  # fmt: skip
+    bits = float_array(frame, numeric).view(np.uint64)
+    # Each column's bits mixed and weighted by an odd constant of its own, then folded: two
+    # passes over the values (a splitmix per column costs several times more).
+    odd = seeded_hash(0, _COLUMNS, np.arange(len(numeric), dtype=np.uint64)) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        mixed = bits ^ (bits >> np.uint64(29))
+        mixed *= odd
+    folded = np.bitwise_xor.reduce(mixed, axis=1) if numeric else np.zeros(len(frame), np.uint64)
+    return seeded_hash(0, folded, class_codes(frame, label, classes))
+
+
 def copy_ranks(
-    frame: pd.DataFrame, seed: int, weights: str | None = None
+    frame: pd.DataFrame,
+    seed: int,
+    label: str,
+    classes: tuple | None,
+    weights: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(the row of each copy, its rank): one copy per row, or ``frame[weights]`` copies."""
-    content = pd.util.hash_pandas_object(frame, index=False).to_numpy(np.uint64)
+    content = row_hashes(frame, label, classes)
     if weights is None:
         n = np.ones(len(frame), dtype=np.int64)
     else:
@@ -111,7 +135,7 @@ def sampled(
 ) -> np.ndarray:
     """Which rows of ``train`` (one partition's train rows) the partition passes on: those with
     a copy ranked below their class's ``rates`` share of the rank range."""
-    rows, ranks = copy_ranks(train, seed, weights)
+    rows, ranks = copy_ranks(train, seed, label, classes, weights)
     lowest = np.full(len(train), np.iinfo(np.uint64).max, dtype=np.uint64)
     np.minimum.at(lowest, rows, ranks)
     rate = np.asarray(rates)[np.maximum(class_codes(train, label, classes), 0)]
@@ -131,7 +155,7 @@ def capped(
     """``train`` (its rows repeated by ``weights``) capped at ``max_rows`` copies: per class
     its largest-remainder quota of ``class_rows`` (the full train set's rows per class,
     weighted; default those of ``train``), the copies of smallest rank, in rank order."""
-    rows, ranks = copy_ranks(train, seed, weights)
+    rows, ranks = copy_ranks(train, seed, label, classes, weights)
     if len(rows) <= max_rows:
         return train.iloc[rows]
     codes = class_codes(train, label, classes)[rows]
