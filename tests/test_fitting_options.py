@@ -193,3 +193,18 @@ def test_a_final_model_too_large_is_refused_before_any_fit(table, monkeypatch):
     # a cap brings the final model under the limit
     res = sd.evaluate(table, {"logistic": LogisticRegression()}, max_train_rows=300, **run)
     assert np.isfinite(res["test_error"].values).all()
+
+
+@pytest.mark.parametrize("design", ["evaluate", "compare_sampling"])
+def test_the_options_identify_a_checkpoint(table, tmp_path, design):
+    run, where = DESIGNS[design], tmp_path / "ck"
+    first = run(table, {"count": ClassCounter()}, max_train_rows=200, checkpoint=where)
+    RECORDED.clear()
+    again = run(table, {"count": ClassCounter()}, max_train_rows=200, checkpoint=where)
+    # every fit read from the checkpoint (evaluate's final models are fitted again)
+    assert len(RECORDED) == (1 if design == "evaluate" else 0)
+    timings = [v for v in first.data_vars if "seconds" in v]
+    xr.testing.assert_equal(first.drop_vars(timings), again.drop_vars(timings))
+    assert again.attrs["max_train_rows"] == 200
+    with pytest.raises(ValueError, match="max_train_rows"):  # never mixed with another cap
+        run(table, {"count": ClassCounter()}, max_train_rows=300, checkpoint=where)
