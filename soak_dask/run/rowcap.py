@@ -83,7 +83,10 @@ def keep_rates(class_rows: np.ndarray, max_rows: int, *, margin: bool) -> tuple[
 
 def row_hashes(frame: pd.DataFrame, label: str, classes: tuple | None) -> np.ndarray:
     """A hash of each row's values: the float64 bits of its numeric columns (features, keys,
-    weights) and its class. Rows that agree there are interchangeable for a fit."""
+    weights) and its class. Rows that agree there are interchangeable for a learner (a
+    non-numeric column, such as a string group, is left out: hashing strings costs more than
+    the rest, and rows alike in every feature and class but of two groups are rare; such a tie
+    is taken in the order of the rows)."""
     coded = bool(classes)
     numeric = [
         c for c in frame.columns
