@@ -609,17 +609,21 @@ _DECLARED = (
     _count(
         "max_train_rows", None,
         "fit a larger train set on a seeded sample of exactly N rows (class shares kept)",
-        _positive(optional=True),
+        _positive(optional=True), evaluate=True, commands=ALL,
     ),
     Setting(
         "incremental", "run", "bool", False,
-        "feed partial_fit learners one block of rows at a time", identity=True,
+        "feed partial_fit learners one block of rows at a time", identity=True, evaluate=True,
+        commands=ALL,
     ),
-    _count("epochs", 1, "passes for --incremental (1)", _positive(optional=False)),
+    _count(
+        "epochs", 1, "passes for --incremental (1)", _positive(optional=False), evaluate=True,
+        commands=ALL,
+    ),
     Setting(
         "onepass", "run", "bool", True,
         "fit additive learners from one pass of block statistics", identity=True, cli=False,
-        commands=("run", "transfer", "search"),
+        evaluate=True, commands=ALL,
     ),
     Setting(
         "prior_correction", "run", "bool", False,

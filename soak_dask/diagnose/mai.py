@@ -26,6 +26,7 @@ import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..results.store import build_dataset
+from ..run.fitting_options import FittingOptions
 from ..run.session import result_attrs, start
 from ..run.strategies import Batched, WholeTrainSet
 from ..settings import SETTINGS, refuse_renamed
@@ -72,6 +73,10 @@ def compare_sampling(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     error_score: float | str = np.nan,
+    onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
     **renamed: Any,
 ) -> xr.Dataset:
     """Test accuracy of each sampling method's split, AEV, SD and MAI, per learner.
@@ -109,6 +114,12 @@ def compare_sampling(
         As for ``soak_dask.soak``: finished fits are saved in the checkpoint as they arrive
         (the splits are drawn again on resume: seeded, they are the same); a learner that
         fails to fit scores NaN with a warning (or stops the run with ``"raise"``).
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``), for every split's fit: additive
+        learners from one pass of block statistics where the engine can; a train side larger
+        than ``max_train_rows`` fitted on a seeded, stratified sample of exactly that many rows
+        (``n_train`` records them; ``n_test`` is the whole test side); ``partial_fit`` learners
+        fed one block of train rows per task, ``epochs`` times.
 
     Returns
     -------
@@ -141,10 +152,12 @@ def compare_sampling(
         methods, train_ratio, n_repeats, seed, doptimal_repeats=doptimal_repeats, **options
     )
     seed, ratio, methods = design.seed, design.train_ratio, design.methods
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     session = start(
-        table, "compare_sampling", learners, measures=["accuracy"], checkpoint=checkpoint, **shared
-    )
+        table, "compare_sampling", learners, measures=["accuracy"], checkpoint=checkpoint,
+        fitting=fitting, **shared,
+    )  # fmt: skip
     base = replace(table, data=table.data[[*table.features, table.label]], files=None)
     base = ensure_positions(base)
     if persist:
@@ -154,15 +167,15 @@ def compare_sampling(
     notes = design.learned_["notes"]
     plan = design.plan(keyed)
     data = keyed.data.drop(columns=[POSITION])
-    # No (subset, fold) cells: the one-pass strategy is not used.
+    # No (subset, fold) cells: a fit from block statistics is left to the strategies to judge.
     ctx = session.context(replace(keyed, data=data), data, plan, classes, fold_column="")
     n_rows = int(data.map_partitions(len).sum().compute())
     strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()
     given = {"methods": list(methods), "train_ratio": ratio, "n_repeats": n_repeats, "seed": seed}
     given.update(n_neighbors=n_neighbors, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)
     given.update(doptimal_repeats=doptimal_repeats, notes={m: t for m, t in notes.items() if t})
-    settings = _settings(table, given, classes, session.estimators)
-    records = session.run(ctx, [strategy], settings)
+    settings = {**_settings(table, given, classes, session.estimators), **fitting.settings()}
+    records = session.run(ctx, fitting.strategies(last=strategy), settings)
     learners = list(session.estimators)
     attrs = result_attrs(settings)
     ds = build_dataset(records, plan.splits, plan.coords, learners, ["accuracy"], attrs)

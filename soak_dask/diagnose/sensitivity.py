@@ -29,8 +29,8 @@ from sklearn.base import BaseEstimator
 from ..learn.builtin import resolve_learners
 from ..learn.measures import check_measures
 from ..results.store import build_dataset
+from ..run.fitting_options import FittingOptions
 from ..run.session import persisted, result_attrs, start
-from ..run.strategies import WholeTrainSet
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES
 from ..settings import check_alpha, refuse_renamed
 from ..split.trials import MIN_TRIALS as MIN_TRIALS
@@ -66,6 +66,10 @@ def split_sensitivity(
     persist: bool = True,
     checkpoint: str | os.PathLike | None = None,
     error_score: float | str = np.nan,
+    onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
     **renamed: Any,
 ) -> xr.Dataset:
     """Compare K-fold CV on the train part with the test score, over random splits per ratio.
@@ -113,6 +117,12 @@ def split_sensitivity(
         As for ``soak_dask.soak``: finished fits saved as they arrive, so a run given the same
         checkpoint and settings computes only the missing ones; a fit that raises scores NaN
         with a warning (or stops the run with ``"raise"``).
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``), for the CV fits and the fits on the
+        whole train part: additive learners from one pass of block statistics where the
+        engine can; a train set larger than ``max_train_rows`` fitted on a seeded, stratified
+        sample of exactly that many rows (``n_train``, ``cv_n_train`` record them);
+        ``partial_fit`` learners fed one block of train rows per task, ``epochs`` times.
 
     Returns
     -------
@@ -136,6 +146,7 @@ def split_sensitivity(
     alpha = check_alpha(alpha)
     learner, measure = DEFAULTS[table.task]
     measures = check_measures(measure if measures is None else measures, table.task)
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     session = start(
         table,
         "split_sensitivity",
@@ -146,16 +157,18 @@ def split_sensitivity(
         client=client,
         progress=progress,
         checkpoint=checkpoint,
+        fitting=fitting,
     )
     keyed = design.add_keys(table)
     used = design.learned_
     data = persisted(keyed.data, persist, session.client)
     plan = design.plan(keyed)
-    # No (subset, fold) cells: every fit gathers its rows.
+    # No (subset, fold) cells: a fit from block statistics is left to the strategies to judge.
     ctx = session.context(keyed, data, plan, used["classes"], fold_column="")
     estimators = session.estimators
     settings = _settings(table, estimators, measures, design, alpha, used["classes"])
-    records = session.run(ctx, [WholeTrainSet()], settings)
+    settings.update(fitting.settings())
+    records = session.run(ctx, fitting.strategies(), settings)
     ds = _scores(build_dataset(records, plan.splits, plan.coords, list(estimators), measures, {}))
     ds = ds.assign_coords(ratio=np.array(design.ratios, dtype=np.float64))
     ds["ratio_used"] = ("ratio", used["ratio_used"])

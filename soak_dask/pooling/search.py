@@ -37,9 +37,10 @@ from sklearn.base import BaseEstimator
 
 from ..run.closed_form import fit_from_stats, is_additive
 from ..run.fitting import FitState, guard
+from ..run.fitting_options import FittingOptions
 from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
-from ..run.strategies import OnePass, WholeTrainSet
+from ..run.strategies import OnePass
 from ..schema import LOWER_IS_BETTER
 from ..settings import SETTINGS, check_threshold, refuse_renamed
 from ..split.plan import Plan, Selection
@@ -178,6 +179,9 @@ def search_subsets(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
     **renamed: Any,
 ) -> xr.Dataset:
     """For each test subset, choose the train subsets to pool by greedy forward selection,
@@ -209,8 +213,15 @@ def search_subsets(
         Budget of inner fits per learner that is not additive: a ValueError before any fit
         when ``inner_fit_bound`` exceeds it. Additive learners are not counted (no inner fit
         reads rows).
-    stratify, persist, error_score, client, progress, onepass
+    stratify, persist, error_score, client, progress
         As for ``soak_dask.soak``. A failed inner fit makes its candidate ineligible.
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``), for the inner and the outer fits:
+        additive learners from one pass of block statistics (not under a row cap, whose
+        samples have none: their inner fits then count against ``max_inner_fits``); a train
+        set larger than ``max_train_rows`` fitted on a seeded, stratified sample of exactly
+        that many rows; ``partial_fit`` learners fed one block of train rows per task,
+        ``epochs`` times.
     checkpoint : path, optional
         As for ``soak_dask.soak``: each greedy round's fits and the outer fits are saved as
         they finish, and a run given the same checkpoint and settings computes only the fits
@@ -230,29 +241,27 @@ def search_subsets(
     refuse_renamed("search", renamed)
     check_table(table, "search_subsets")
     threshold = check_threshold(threshold)
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     shared.update(n_folds=n_folds, measures=measures, stratify=stratify, persist=persist)
-    run = prepare(table, learners, "search_subsets", checkpoint=checkpoint, **shared)
+    shared.update(fitting=fitting, checkpoint=checkpoint)
+    run = prepare(table, learners, "search_subsets", **shared)
     n_subsets = len(run.subsets)
     max_pool = _check_max_pool(max_pool, n_subsets, run.subsets)
-    wanted = onepass and any(is_additive(e) for e in run.estimators.values())
+    wanted = fitting.from_statistics and any(is_additive(e) for e in run.estimators.values())
     stats = _stats(run) if wanted else None
     additive = {n: stats is not None and bool(is_additive(e)) for n, e in run.estimators.items()}
     check_budget(additive, inner_fit_bound(n_subsets, run.n_folds, max_pool), max_inner_fits)
     options = {"threshold": threshold, "max_pool": max_pool, "max_inner_fits": max_inner_fits}
     settings = run.settings(TITLE, "search_subsets", search_measure=run.measures[0], **options)
-    run.session.open_parts({**settings, "onepass": onepass})
+    settings.update(fitting.settings())
+    run.session.open_parts(settings)
     parts = []
     for number, name in enumerate(run.estimators):
-        strategies = [KnownStats(stats=stats)] if additive[name] else []
-        fits = partial(
-            _fits,
-            run,
-            {name: run.estimators[name]},
-            [*strategies, WholeTrainSet()],
-            {**settings, "onepass": onepass},
-            f"{number}-",
-        )
+        # The search's statistics serve additive learners; the others are fitted from rows.
+        mine = dataclasses.replace(fitting, onepass=additive[name])
+        strategies = mine.strategies(onepass=KnownStats(stats=stats))
+        fits = partial(_fits, run, {name: run.estimators[name]}, strategies, settings, f"{number}-")
         start = time.perf_counter()
         pools, inner, n_fits = greedy(run, fits, threshold, max_pool)
         part = _outer(run, name, fits, pools, inner)
