@@ -24,6 +24,7 @@ from .results import accessor as _accessor  # noqa: F401  (registers the Dataset
 from .results.comparisons import compare
 from .results.stats import adjust_pvalues, by_fold, evaluation_summary, pvalues, summary
 from .results.store import from_dataframe, load_results, open_results, save_results
+from .run.cost import PlanCost, PlanCosts, dry_run
 from .run.engine import soak
 from .run.evaluate import evaluate
 from .schema import TRAIN_TYPES
@@ -75,6 +76,8 @@ __all__ = [
     "NNDMResult",
     "NodataWarning",
     "Plan",
+    "PlanCost",
+    "PlanCosts",
     "PlattCalibrated",
     "PriorCorrected",
     "PrunedTreeClassifier",
@@ -99,6 +102,7 @@ __all__ = [
     "check_models_dir",
     "compare_sampling",
     "compare",
+    "dry_run",
     "evaluate",
     "evaluation_summary",
     "fold_summary",

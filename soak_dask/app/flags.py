@@ -164,3 +164,15 @@ def add_output(parser: Any, command: str, what: str = "directory to write") -> N
         help=f"replace the output of an earlier '{command}' in --out (only the files it wrote; "
         "a directory holding other files is refused)",
     )
+
+
+def add_dry_run(parser: Any) -> None:
+    """``--dry-run`` of a command that fits: ``cli.main`` then runs it under
+    ``soak_dask.dry_run`` and prints the plan's cost instead of fitting."""
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan and its cost (fits, rows per fit, each learner's strategy, the "
+        "largest fit's estimated memory against the workers' limit, passes over the data) "
+        "and exit without fitting or writing anything",
+    )

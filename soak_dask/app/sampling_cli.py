@@ -17,7 +17,7 @@ from typing import Any
 
 from ..learn.builtin import describe_builtins
 from ..settings import SETTINGS, check_run_options
-from .flags import add_output, add_settings, spell
+from .flags import add_dry_run, add_output, add_settings, spell
 from .resume import command_checkpoint, discard
 
 NAME = "compare-sampling"
@@ -105,6 +105,7 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
     )
     out = parser.add_argument_group("output")
     add_output(out, f"soak {NAME}", f"directory for {', '.join(FILES[:-1])}")
+    add_dry_run(out)
     return parser
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import xarray as xr
 
 from ..settings import SETTINGS, check_run_options
-from .flags import add_output, add_settings, spell
+from .flags import add_dry_run, add_output, add_settings, spell
 from .resume import command_checkpoint, discard
 
 if TYPE_CHECKING:
@@ -92,6 +92,7 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
     run.add_argument("--seed", type=int, default=1, help="seed of splits and learners (1)")
     out = sub.add_argument_group("output")
     add_output(out, COMMAND_NAME)
+    add_dry_run(out)
     out.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..learn.builtin import describe_builtins
 from ..settings import SETTINGS, check_run_options
-from .flags import UsageError, add_output, add_settings, spell
+from .flags import UsageError, add_dry_run, add_output, add_settings, spell
 from .resume import command_checkpoint, discard
 
 #: The settings ``soak transfer`` shares with ``soak run`` (same flags, checks and help).
@@ -78,6 +78,7 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
     output = sub.add_argument_group("output")
     what = "directory for the results (transfer.zarr, search.zarr, CSV), the figures and "
     add_output(output, "soak transfer", what + "report.html")
+    add_dry_run(output)
     return sub
 
 
@@ -166,23 +167,32 @@ def _check_budget(table: Any, values: dict[str, Any], search: dict[str, Any]) ->
 def _compute(
     table: Any, learners: Any, run: dict, search: dict | None, client: Any, checkpoint: str
 ) -> tuple:
-    """The matrix and the search, each in its part of the command's checkpoint."""
+    """The matrix and the search, each in its part of the command's checkpoint (under
+    ``--dry-run``: the cost of the matrix's plan and of the search's first, nothing written)."""
+    from ..learn.measures import check_measures
     from ..pooling.matrix import transfer
     from ..pooling.search import search_subsets
     from ..run.checkpoint import open_checkpoint
+    from ..run.cost import DryRunStop, dry_run, dry_running
     from ..run.session import part_path
 
-    open_checkpoint(checkpoint, {"command": "soak transfer"})
+    dry = dry_running()
+    call = dry_run if dry else (lambda func, *args, **kwargs: func(*args, **kwargs))
+    if not dry:
+        open_checkpoint(checkpoint, {"command": "soak transfer"})
     where = part_path(checkpoint, "transfer")
-    matrix = transfer(table, learners, client=client, checkpoint=where, **run)
-    if search is None:
-        return matrix, None
-    measure = matrix.attrs["measures"][0]
-    options = {k: v for k, v in run.items() if k != "measures"}
-    where = part_path(checkpoint, "search")
-    found = search_subsets(
-        table, learners, measure=measure, client=client, checkpoint=where, **options, **search
-    )
+    matrix = call(transfer, table, learners, client=client, checkpoint=where, **run)
+    found = None
+    if search is not None:
+        measure = check_measures(run["measures"], table.task)[0]  # the matrix's first
+        options = {k: v for k, v in run.items() if k != "measures"}
+        where = part_path(checkpoint, "search")
+        found = call(
+            search_subsets, table, learners, measure=measure, client=client, checkpoint=where,
+            **options, **search,
+        )  # fmt: skip
+    if dry:  # the outer dry run (soak_dask.app.cli) has both costs
+        raise DryRunStop
     return matrix, found
 
 

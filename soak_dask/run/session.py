@@ -46,6 +46,7 @@ from ..tables.checks import (
 from ..tables.table import Table, check_table
 from .checkpoint import SETTINGS as SETTINGS_FILE
 from .checkpoint import open_checkpoint, remove_checkpoint
+from .cost import dry_running, stop_dry_run
 from .executor import Checkpoint, current_client, data_identity, run_plan
 from .fitting import RunSpec
 from .memory import count_fit_rows, fit_rows, worker_memory_limit
@@ -119,8 +120,10 @@ class Session:
         saved as they finish. ``part``: the plan's part of a checkpoint of several plans.
 
         A fit too large for a worker's memory is refused before any fit runs
-        (``run.memory``), its rows from the plan's block ``counts`` when given."""
-        ctx = with_fit_rows(ctx, counts, strategies)
+        (``run.memory``), its rows from the plan's block ``counts`` when given. Under
+        ``cost.dry_run`` the run stops here with the plan's cost, before any fit."""
+        ctx = with_fit_rows(ctx, counts, strategies, always=dry_running())
+        stop_dry_run(ctx, strategies, self.design, part, counted=counts is None)
         checkpoint = None
         if self.checkpoint is not None:
             path = self.checkpoint if part is None else part_path(self.checkpoint, part)
@@ -131,22 +134,24 @@ class Session:
     def open_parts(self, settings: Mapping[str, Any]) -> None:
         """Create the checkpoint of a run of several plans (its ``settings.json``, checked
         against ``settings`` and the data when it exists), before any part is run."""
-        if self.checkpoint is not None:
+        if self.checkpoint is not None and not dry_running():  # a dry run writes nothing
             open_checkpoint(
                 self.checkpoint, {**checkpoint_settings(settings), "data": self.data_id}
             )
 
 
-def with_fit_rows(ctx: Context, counts: pd.DataFrame | None, strategies: list[Any]) -> Context:
+def with_fit_rows(
+    ctx: Context, counts: pd.DataFrame | None, strategies: list[Any], always: bool = False
+) -> Context:
     """``ctx`` with each fit's rows and the workers' memory limit, so that the strategies
     refuse a fit too large for a worker before any fit runs: from the block ``counts`` when
     the design has them, else counted in one pass over the plan's key columns (only where a
-    worker limit is known and some fit may gather its rows)."""
+    worker limit is known and some fit may gather its rows, unless ``always``)."""
     limit = worker_memory_limit(ctx.client)
     if counts is not None:
         classes = None if ctx.run.classes is None else list(ctx.run.classes)
         rows = fit_rows(ctx.plan, counts, ctx.table.label, classes)
-    elif limit is not None and any(isinstance(s, WholeTrainSet) for s in strategies):
+    elif always or (limit is not None and any(isinstance(s, WholeTrainSet) for s in strategies)):
         rows = count_fit_rows(ctx.data, ctx.plan, ctx.client)
     else:
         return ctx
