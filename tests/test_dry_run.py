@@ -131,6 +131,9 @@ def test_the_predicted_refusal_is_the_real_one(table, monkeypatch):
             learners = {"logistic": FailsToFit()}
             (cost,) = sd.dry_run(sd.evaluate, table, learners, error_score="raise", **run)
             assert cost.refused and cost.over_limit and cost.memory_limit == 50_000
+            # Nothing persisted by the dry run: at most its row counts, still being released.
+            held = [key for keys in client.has_what().values() for key in keys]
+            assert all(key.startswith("_count_part") for key in held), held
             assert "REFUSED before any fit" in str(cost)
             with pytest.raises(FitMemoryError) as err:
                 sd.evaluate(table, learners, error_score="raise", **run)

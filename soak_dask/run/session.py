@@ -208,8 +208,8 @@ def checkpoint_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 def persisted(data: dd.DataFrame, persist: bool, client: Any) -> dd.DataFrame:
     """``data`` kept in cluster memory (on ``client``, else Dask's local scheduler) if
-    ``persist``."""
-    if not persist:
+    ``persist`` (never in a dry run, which reads only the keys its plan counts)."""
+    if not persist or dry_running():
         return data
     return client.persist(data) if client is not None else data.persist()
 
