@@ -343,4 +343,4 @@ def _memory_line(cost: PlanCost) -> str:
         return f"{against}: REFUSED before any fit:\n  {cost.refusal}"
     if cost.over_limit:
         return f"{against}: OVER it, and batched fits are not refused"
-    return f"{against}: fits"
+    return f"{against}: within it"
