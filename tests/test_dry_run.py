@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -77,6 +79,43 @@ def test_soak_cost_is_what_the_run_does_and_no_fit_runs(table):
     assert set(costs.table()["learner"]) == set(learners)
     res = sd.soak(table, ["featureless", "lda", "logistic"], n_folds=3, **RUN)
     check_against(cost, res)
+
+
+def test_the_passes_are_the_sweeps_the_run_makes(monkeypatch):
+    """Each pass is a task on every partition: count those of the real run."""
+    from soak_dask.run import executor, strategies
+
+    calls = {}
+
+    def counted(owner, name):
+        original = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, wrapper)
+
+    # Run on each partition: a whole-train-set fit's rows, the one-pass fits' scores.
+    per_partition = ["select_rows", "score_partition"]
+    # Called once per pass: the block statistics, the check that the features are finite.
+    per_pass = ["block_stats", "check_features"]
+    for name in per_partition + per_pass:
+        counted(executor if name == "check_features" else strategies, name)
+    frame = toy_table(n=600, n_subsets=2, seed=1)
+    table = sd.load_table(frame, label="y", subset="subset", rows_per_partition=150)
+    n_parts = table.data.npartitions
+    assert n_parts > 1
+    for run in (
+        partial(sd.soak, table, ["featureless", "logistic"], n_folds=3, persist=False, **RUN),
+        partial(sd.evaluate, table, ["logistic", "lda"], outer_folds=3, persist=False, **RUN),
+    ):
+        calls.clear()
+        (cost,) = sd.dry_run(run)
+        assert not calls  # the dry run swept nothing for the fits
+        run()
+        swept = sum(calls.get(name, 0) for name in per_partition) / n_parts
+        assert swept + sum(calls.get(name, 0) for name in per_pass) == cost.n_passes
 
 
 def test_capped_rows_are_what_each_task_gathers(table):
