@@ -23,6 +23,7 @@ from .results import accessor as _accessor  # noqa: F401  (registers the Dataset
 from .results.comparisons import compare
 from .results.stats import adjust_pvalues, by_fold, evaluation_summary, pvalues, summary
 from .results.store import from_dataframe, load_results, open_results, save_results
+from .run.cost import PlanCost, PlanCosts, dry_run
 from .run.engine import soak
 from .run.evaluate import evaluate
 from .run.run_design import run_design
@@ -78,6 +79,8 @@ __all__ = [
     "NNDMResult",
     "NodataWarning",
     "Plan",
+    "PlanCost",
+    "PlanCosts",
     "PlattCalibrated",
     "PriorCorrected",
     "PrunedTreeClassifier",
@@ -102,6 +105,7 @@ __all__ = [
     "check_models_dir",
     "compare_sampling",
     "compare",
+    "dry_run",
     "evaluate",
     "evaluation_summary",
     "fold_summary",

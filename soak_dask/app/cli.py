@@ -26,6 +26,7 @@ from .flags import (
     USER_ERRORS,
     Parser,
     UsageError,
+    add_dry_run,
     add_setting,
     add_settings,
     command_names,
@@ -99,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
         sections=_EVALUATE_SECTIONS,
         command="evaluate",
     )
+    for name in ("run", "evaluate"):
+        add_dry_run(commands.choices[name])
 
     for module, _ in _EXTRA.values():
         import_module(f".{module}", __package__).add_parser(command)
@@ -274,6 +277,15 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
 }
 
 
+def _dry_run(args: argparse.Namespace) -> str:
+    """``soak COMMAND --dry-run``: the command run under ``soak_dask.dry_run`` up to its first
+    plan's fits (its checks, the table's keys and counts, the cluster's memory limit)."""
+    from ..run.cost import dry_run
+
+    costs = dry_run(COMMANDS[args.command], args)
+    return f"soak {args.command} --dry-run: nothing was fitted or written\n\n{costs}"
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     text = " ".join(str(message).split())
     print(f"soak: warning: {text}", file=sys.stderr if file is None else file)
@@ -293,7 +305,10 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            COMMANDS[args.command](args)
+            if getattr(args, "dry_run", False):  # the plan's cost; nothing fitted or written
+                print(_dry_run(args))
+            else:
+                COMMANDS[args.command](args)
     except USER_ERRORS as err:
         if debug:
             raise

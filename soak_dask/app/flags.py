@@ -226,3 +226,15 @@ def setting_values(settings: Any, command: Command, scopes: tuple[str, ...]) -> 
         for s in command_line_settings(command)
         if s.scope in scopes and s.cli
     }
+
+
+def add_dry_run(parser: Any) -> None:
+    """``--dry-run`` of a command that fits: ``cli.main`` then runs it under
+    ``soak_dask.dry_run`` and prints the plan's cost instead of fitting."""
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan and its cost (fits, rows per fit, each learner's strategy, the "
+        "largest fit's estimated memory against the workers' limit, passes over the data) "
+        "and exit without fitting or writing anything",
+    )

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..learn.builtin import describe_builtins
-from .flags import add_settings, command_names, run_settings, setting_values
+from .flags import add_dry_run, add_settings, command_names, run_settings, setting_values
 from .resume import command_checkpoint, discard
 
 NAME = "compare-sampling"
@@ -45,6 +45,7 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_settings(parser, command_names(NAME), run_file=True, sections=_SECTIONS, command=NAME)
+    add_dry_run(parser)
     return parser
 
 

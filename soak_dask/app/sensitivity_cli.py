@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 import xarray as xr
 
 from ..learn.builtin import describe_builtins
-from .flags import UsageError, add_settings, command_names, run_settings, setting_values
+from .flags import (
+    UsageError,
+    add_dry_run,
+    add_settings,
+    command_names,
+    run_settings,
+    setting_values,
+)
 from .resume import command_checkpoint, discard
 
 if TYPE_CHECKING:
@@ -55,6 +62,7 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_settings(sub, command_names(COMMAND), run_file=True, sections=_SECTIONS, command=COMMAND)
+    add_dry_run(sub)
     return sub
 
 

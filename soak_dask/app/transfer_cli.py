@@ -13,7 +13,14 @@ from textwrap import indent
 from typing import Any
 
 from ..learn.builtin import describe_builtins
-from .flags import UsageError, add_settings, command_names, run_settings, setting_values
+from .flags import (
+    UsageError,
+    add_dry_run,
+    add_settings,
+    command_names,
+    run_settings,
+    setting_values,
+)
 from .resume import command_checkpoint, discard
 
 COMMAND = "transfer"
@@ -38,6 +45,7 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_settings(sub, command_names(COMMAND), run_file=True, sections=_SECTIONS, command=COMMAND)
+    add_dry_run(sub)
     return sub
 
 
@@ -101,19 +109,26 @@ def _check_budget(table: Any, values: dict[str, Any], search: dict[str, Any]) ->
 
 def _compute(table: Any, run: dict, search: dict | None, client: Any, checkpoint: str) -> tuple:
     """The matrix and the search, each in its part of the command's checkpoint; the search
-    scores the matrix's measures and minimises the first."""
+    scores the matrix's measures and minimises the first (under ``--dry-run``: the cost of
+    the matrix's plan and of the search's first round, nothing written)."""
     from ..pooling.matrix import transfer
     from ..pooling.search import search_subsets
     from ..run.checkpoint import open_checkpoint
+    from ..run.cost import DryRunStop, dry_run, dry_running
     from ..run.session import part_path
 
-    open_checkpoint(checkpoint, {"command": "soak transfer"})
+    dry = dry_running()
+    call = dry_run if dry else (lambda func, *args, **kwargs: func(*args, **kwargs))
+    if not dry:
+        open_checkpoint(checkpoint, {"command": "soak transfer"})
     where = part_path(checkpoint, "transfer")
-    matrix = transfer(table, client=client, checkpoint=where, **run)
-    if search is None:
-        return matrix, None
-    where = part_path(checkpoint, "search")
-    found = search_subsets(table, client=client, checkpoint=where, **run, **search)
+    matrix = call(transfer, table, client=client, checkpoint=where, **run)
+    found = None
+    if search is not None:
+        where = part_path(checkpoint, "search")
+        found = call(search_subsets, table, client=client, checkpoint=where, **run, **search)
+    if dry:  # the outer dry run (soak_dask.app.cli) has both costs
+        raise DryRunStop
     return matrix, found
 
 

@@ -46,6 +46,7 @@ from ..tables.checks import (
 from ..tables.table import Table, check_table
 from .checkpoint import SETTINGS as SETTINGS_FILE
 from .checkpoint import open_checkpoint, remove_checkpoint
+from .cost import dry_running, stop_dry_run
 from .executor import Checkpoint, current_client, data_identity, run_plan
 from .fitting import RunSpec
 from .fitting_options import FittingOptions
@@ -125,8 +126,11 @@ class Session:
 
         Train sets are capped at the session's ``max_train_rows``, and a fit too large for a
         worker's memory is refused before any fit runs (``run.memory``): each fit's rows come
-        from the plan's block ``counts`` when given, else from one count of its key columns."""
-        ctx = with_fit_rows(ctx, counts, strategies, self.fitting.max_train_rows)
+        from the plan's block ``counts`` when given, else from one count of its key columns.
+        Under ``cost.dry_run`` the run stops here with the plan's cost, before any fit."""
+        always = dry_running()
+        ctx = with_fit_rows(ctx, counts, strategies, self.fitting.max_train_rows, always=always)
+        stop_dry_run(ctx, strategies, self.design, part, counted=counts is None)
         checkpoint = None
         if self.checkpoint is not None:
             path = self.checkpoint if part is None else part_path(self.checkpoint, part)
@@ -137,7 +141,7 @@ class Session:
     def open_parts(self, settings: Mapping[str, Any]) -> None:
         """Create the checkpoint of a run of several plans (its ``settings.json``, checked
         against ``settings`` and the data when it exists), before any part is run."""
-        if self.checkpoint is not None:
+        if self.checkpoint is not None and not dry_running():  # a dry run writes nothing
             open_checkpoint(
                 self.checkpoint, {**checkpoint_settings(settings), "data": self.data_id}
             )
@@ -148,12 +152,14 @@ def with_fit_rows(
     counts: pd.DataFrame | None,
     strategies: list[Any],
     max_rows: int | None = None,
+    always: bool = False,
 ) -> Context:
     """``ctx`` with each fit's rows and the workers' memory limit, so that the strategies
     refuse a fit too large for a worker before any fit runs, and with ``max_rows`` the row cap
     and each fit's train rows per class (the shares its sample keeps): from the block
     ``counts`` when the design has them, else counted in one pass over the plan's key columns
-    (only under a cap, or where a worker limit is known and some fit may gather its rows)."""
+    (only under a cap, where a worker limit is known and some fit may gather its rows, or
+    ``always``: a dry run's cost)."""
     limit = worker_memory_limit(ctx.client)
     classes = None if ctx.run.classes is None else list(ctx.run.classes)
     label, plan = ctx.table.label, ctx.plan
@@ -161,7 +167,7 @@ def with_fit_rows(
     if counts is not None:
         rows = fit_rows(plan, counts, label, classes)
         class_rows = train_class_rows(counts, plan.fits, label, classes) if max_rows else None
-    elif max_rows is not None or gathers:
+    elif always or max_rows is not None or gathers:
         class_rows, rows = count_fit_rows(ctx.data, plan, ctx.client, label, classes)
     else:
         return ctx
@@ -224,8 +230,8 @@ def checkpoint_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 def persisted(data: dd.DataFrame, persist: bool, client: Any) -> dd.DataFrame:
     """``data`` kept in cluster memory (on ``client``, else Dask's local scheduler) if
-    ``persist``."""
-    if not persist:
+    ``persist`` (never in a dry run, which reads only the keys its plan counts)."""
+    if not persist or dry_running():
         return data
     return client.persist(data) if client is not None else data.persist()
 

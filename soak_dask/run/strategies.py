@@ -303,6 +303,26 @@ def _classes(ctx: Context) -> list | None:
     return None if ctx.run.classes is None else list(ctx.run.classes)
 
 
+def assign(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> dict[Pair, int]:
+    """Which of ``strategies`` makes each pair (its index): the first that accepts it, else
+    the last."""
+    *first, _ = strategies
+    return {
+        pair: next((i for i, s in enumerate(first) if s.accepts(ctx, *pair)), len(first))
+        for pair in pairs
+    }
+
+
+def whole_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list[str]]:
+    """``{fit_id: learners}`` of the pairs ``assign`` gave the last strategy (the fits made on
+    their gathered rows, which ``memory.check_fit_memory`` checks)."""
+    whole: dict[int, list[str]] = {}
+    for (fit_id, learner), i in chosen.items():
+        if i == len(strategies) - 1:
+            whole.setdefault(fit_id, []).append(learner)
+    return whole
+
+
 def make_tasks(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> tuple[list[Any], bool]:
     """The tasks of ``pairs``, each pair made by the first of ``strategies`` that accepts it.
 
@@ -310,14 +330,9 @@ def make_tasks(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> tuple[
     returns whether one-pass statistics were made (which checked every feature is finite).
     """
     *first, last = strategies
-    chosen: dict[Pair, int] = {}
-    for pair in pairs:
-        chosen[pair] = next((i for i, s in enumerate(first) if s.accepts(ctx, *pair)), len(first))
+    chosen = assign(ctx, pairs, strategies)
     if ctx.fit_rows is not None and isinstance(last, WholeTrainSet):
-        whole: dict[int, list[str]] = {}
-        for (fit_id, learner), i in chosen.items():
-            if i == len(first):
-                whole.setdefault(fit_id, []).append(learner)
+        whole = whole_fits(chosen, strategies)
         n_features = len(ctx.run.features)
         check_fit_memory(ctx.fit_rows, ctx.plan, whole, n_features, ctx.memory_limit, ctx.max_rows)
     tasks, back, stats_made = [], set(), False
