@@ -28,7 +28,7 @@ from sklearn.base import BaseEstimator
 
 from ..results.store import build_dataset
 from ..run.session import result_attrs, start
-from ..run.strategies import Batched, WholeTrainSet
+from ..run.strategies import Batched, OnePass, WholeTrainSet
 from ..split.folds import check_seed
 from ..split.plan import Fit, Selection, Term, build_plan
 from ..tables.checks import refuse_ignored
@@ -168,7 +168,7 @@ def compare_sampling(
     keyed, notes = _draw_splits(base, methods, ratio, seed, options, n_random)
     plan = sampling_plan(methods, n_random)
     data = keyed.data.drop(columns=[POSITION])
-    # No (subset, fold) cells: the one-pass strategy is not used.
+    # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
     ctx = session.context(replace(keyed, data=data), data, plan, classes, fold_column="")
     n_rows = int(data.map_partitions(len).sum().compute())
     strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()
@@ -176,7 +176,7 @@ def compare_sampling(
     given.update(k=k, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)
     given.update(doptimal_repeats=doptimal_repeats, notes={m: t for m, t in notes.items() if t})
     settings = _settings(table, given, classes, session.estimators)
-    records = session.run(ctx, [strategy], settings)
+    records = session.run(ctx, [OnePass(), strategy], settings)
     learners = list(session.estimators)
     attrs = result_attrs(settings)
     ds = build_dataset(records, plan.splits, plan.coords, learners, ["accuracy"], attrs)

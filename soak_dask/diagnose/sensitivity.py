@@ -33,7 +33,7 @@ from ..hashing import salt, seeded_hash
 from ..learn.builtin import resolve_learners
 from ..results.store import build_dataset
 from ..run.session import persisted, result_attrs, start
-from ..run.strategies import WholeTrainSet
+from ..run.strategies import OnePass, WholeTrainSet
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURES
 from ..split.folds import check_n_folds, check_seed, group_folds
 from ..split.plan import Fit, Plan, Selection, Term, build_plan
@@ -156,11 +156,11 @@ def split_sensitivity(
     keyed, used = design.add_keys(table, session.client)
     data = persisted(keyed.data, persist, session.client)
     plan = design.plan(keyed, used)
-    # No (subset, fold) cells: every fit gathers its rows.
+    # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
     ctx = session.context(keyed, data, plan, used["classes"], fold_column="")
     estimators = session.estimators
     settings = _settings(table, estimators, measure, design, alpha, used["classes"])
-    records = session.run(ctx, [WholeTrainSet()], settings)
+    records = session.run(ctx, [OnePass(), WholeTrainSet()], settings)
     ds = _scores(build_dataset(records, plan.splits, plan.coords, list(estimators), [measure], {}))
     ds = ds.assign_coords(ratio=np.array(design.ratios, dtype=np.float64))
     ds["ratio_used"] = ("ratio", used["ratio_used"])

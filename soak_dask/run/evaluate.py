@@ -30,7 +30,7 @@ from ..split.plan import Plan
 from ..tables.table import FOLD_COLUMN, Table
 from .final import fit_final
 from .session import Session, persisted, result_attrs, start
-from .strategies import Batched, Context, WholeTrainSet
+from .strategies import Batched, Context, OnePass, WholeTrainSet
 
 #: Title of evaluate's results.
 TITLE = "soak_dask evaluation: resampling estimates of learners"
@@ -208,11 +208,11 @@ def evaluate(
     )
     settings.update(_nesting(procedure, nested, estimators, notes), balance=balance, **spatial)
     settings.update(group_assignment=group_assignment)
-    # No (subset, fold) cells: the one-pass strategy is not used.
+    # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
     ctx = session.context(keyed, data, plan, classes, fold_column="")
     bootstrap = design.outer == "bootstrap"
     wanted = bootstrap or models is not None or any(map(has_selection, estimators.values()))
-    strategies = [Batched()] if design.outer in ("loo", "lodo") else [WholeTrainSet()]
+    strategies = [Batched()] if design.outer in ("loo", "lodo") else [OnePass(), WholeTrainSet()]
     records, finals, timings = _outer_and_finals(session, ctx, strategies, held, settings, wanted)
     attrs = result_attrs({**settings, **timings})
     ds = build_dataset(records, plan.splits, plan.coords, list(estimators), measures, attrs)

@@ -71,17 +71,24 @@ class Moments:
     scatter: np.ndarray
 
     @classmethod
-    def of(cls, z: np.ndarray, overwrite: bool = False) -> Moments:
+    def of(
+        cls, z: np.ndarray, overwrite: bool = False, weights: np.ndarray | None = None
+    ) -> Moments:
         """Moments of the rows of ``z`` (n × q) as one group, by two passes over the rows.
 
-        ``overwrite``: centre ``z`` (float64) in place rather than in a copy.
+        ``overwrite``: centre ``z`` (float64) in place rather than in a copy. ``weights``
+        (n, non-negative): row i counts ``weights[i]`` times, as if repeated (a bootstrap's
+        counts): count Σw, mean Σ w·z / Σw, scatter Σ w (z − mean)(z − mean)ᵀ.
         """
         z = np.asarray(z, dtype=np.float64)
-        if len(z) == 0:
+        w = None if weights is None else np.asarray(weights, dtype=np.float64)
+        count = np.float64(len(z) if w is None else w.sum())
+        if count == 0:
             return cls(np.float64(0), np.zeros(z.shape[1]), np.zeros((z.shape[1],) * 2))
-        mean = z.mean(axis=0)
+        mean = z.mean(axis=0) if w is None else (w @ z) / count
         centred = np.subtract(z, mean, out=z if overwrite else None)
-        return cls(np.float64(len(z)), mean, centred.T @ centred)
+        weighted = centred if w is None else centred * w[:, None]
+        return cls(count, mean, weighted.T @ centred)
 
     @classmethod
     def stack(cls, parts: Sequence[Moments]) -> Moments:
@@ -239,7 +246,7 @@ def block_stats(
     level = [
         dask.delayed(cells.moments, pure=True)(part) for part in table.data[columns].to_delayed()
     ]
-    (pooled,) = tree_reduce(level, _pool_list, split_every)
+    (pooled,) = tree_reduce(level, pool_moments, split_every)
     return dask.delayed(BlockStats, pure=True)(pooled, cells.subsets, class_values, cells.features)
 
 
@@ -267,7 +274,7 @@ class _Cells:
         else:
             n_groups = len(self.classes)
             g = _codes(part[self.label], pd.Index(self.classes), "label")
-        self._check_finite(z)
+        check_finite(z, [*self.features, self.label])
         shape = (len(self.subsets), self.n_folds, n_groups)
         q = z.shape[1]
         count = np.zeros(int(np.prod(shape)))
@@ -284,15 +291,16 @@ class _Cells:
             count[cid], mean[cid], scatter[cid] = m.count, m.mean, m.scatter
         return Moments(count.reshape(shape), mean.reshape(*shape, q), scatter.reshape(*shape, q, q))
 
-    def _check_finite(self, z: np.ndarray) -> None:
-        bad = ~np.isfinite(z).all(axis=0)
-        if bad.any():
-            names = [*self.features, self.label][: z.shape[1]]
-            cols = [c for c, b in zip(names, bad, strict=True) if b]
-            raise ValueError(
-                f"columns {cols} have missing or infinite values; fits from block statistics "
-                "need finite features and labels: drop or fill those rows first"
-            )
+
+def check_finite(z: np.ndarray, names: Sequence[str]) -> None:
+    """Refuse non-finite values in the columns of ``z`` (named by the first of ``names``)."""
+    bad = ~np.isfinite(z).all(axis=0)
+    if bad.any():
+        cols = [c for c, b in zip(names[: z.shape[1]], bad, strict=True) if b]
+        raise ValueError(
+            f"columns {cols} have missing or infinite values; fits from statistics need "
+            "finite features and labels: drop or fill those rows first"
+        )
 
 
 def _codes(values: pd.Series, index: pd.Index, role: str) -> np.ndarray:
@@ -306,7 +314,8 @@ def _codes(values: pd.Series, index: pd.Index, role: str) -> np.ndarray:
     return codes.astype(np.int64)
 
 
-def _pool_list(parts: list[Moments]) -> Moments:
+def pool_moments(parts: list[Moments]) -> Moments:
+    """Moments of the union of each group over ``parts`` (partitions' moments, same shape)."""
     return Moments.stack(parts).pool(0)
 
 
