@@ -122,9 +122,21 @@ def fit_stats(
     return dask.delayed(FitStats, pure=True)(pooled, ids, class_values, rows.features)
 
 
+#: Float64 elements of one chunk of row products (32 MB): bounds a task's working memory.
+CHUNK = 1 << 22
+#: Bytes of fit weights held at once (float64, fits × rows): more fits are taken in groups.
+WEIGHT_BYTES = 1 << 26
+
+
 @dataclass(frozen=True)
 class _FitRows:
-    """How one partition's rows make each fit's moments; runs on the workers."""
+    """How one partition's rows make each fit's moments; runs on the workers.
+
+    Each row's products (1, y, the upper triangle of y yᵀ, y = z − its class's mean in the
+    partition) are made once, then one matrix product with the fits' row weights (0 off the
+    train set, the bootstrap count on it) sums them for every fit at once: the work grows with
+    the rows, hardly with the fits.
+    """
 
     features: tuple[str, ...]
     label: str
@@ -133,10 +145,36 @@ class _FitRows:
 
     def moments(self, part: pd.DataFrame) -> Moments:
         """Moments of each fit's train rows of one partition, shape (fits, groups)."""
+        z, g, n_groups = self._values(part)
+        # Rows sorted by class once (a copy), so each class is a slice.
+        order = np.argsort(g, kind="stable")
+        z, bounds = z[order], np.searchsorted(g[order], np.arange(n_groups + 1))
+        q = z.shape[1]
+        upper = np.triu_indices(q)
+        sums = np.zeros((len(self.fits), n_groups, 1 + q + len(upper[0])))
+        shift = np.zeros((n_groups, q))
+        for c, (start, stop) in enumerate(itertools.pairwise(bounds)):
+            shift[c] = z[start:stop].mean(axis=0) if stop > start else 0.0
+        step = max(1, WEIGHT_BYTES // (8 * max(len(part), 1)))
+        for lo in range(0, len(self.fits), step):
+            group = self.fits[lo : lo + step]
+            w = np.stack([self._weight(fit, part)[order] for fit in group])
+            for c, (start, stop) in enumerate(itertools.pairwise(bounds)):
+                if stop > start:  # a class without rows here adds nothing
+                    rows = slice(start, stop)
+                    sums[lo : lo + len(group), c] = _weighted_sums(z[rows], shift[c], w[:, rows])
+        second = np.zeros((*sums.shape[:2], q, q))
+        second[..., upper[0], upper[1]] = sums[..., 1 + q :]
+        second[..., upper[1], upper[0]] = sums[..., 1 + q :]
+        return Moments.from_sums(sums[..., 0], sums[..., 1 : 1 + q], second, shift)
+
+    def _values(self, part: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
+        """The moments' columns (features, then the label for regression), each row's group
+        code and the number of groups."""
         z = float_array(part, self.features)
         if self.classes is None:
-            n_groups, g = 1, np.zeros(len(part), dtype=np.int64)
             z = np.column_stack([z, float_array(part, [self.label])])
+            g, n_groups = np.zeros(len(part), dtype=np.int64), 1
         else:
             n_groups = len(self.classes)
             g = category_codes(part[self.label], pd.Index(self.classes))
@@ -147,24 +185,37 @@ class _FitRows:
                     f"{self.classes[:10].tolist()}"
                 )
         check_finite(z, [*self.features, self.label])
-        # Rows sorted by class once (a copy), so each class is a slice of every fit's rows.
-        order = np.argsort(g, kind="stable")
-        z, bounds = z[order], np.searchsorted(g[order], np.arange(n_groups + 1))
-        q = z.shape[1]
-        count = np.zeros((len(self.fits), n_groups))
-        mean = np.zeros((len(self.fits), n_groups, q))
-        scatter = np.zeros((len(self.fits), n_groups, q, q))
-        for f, fit in enumerate(self.fits):
-            keep = fit.train.mask(part)[order]
-            w = None if fit.weights is None else _weights(part[fit.weights])[order]
-            if w is not None:
-                keep &= w > 0  # rows drawn 0 times add nothing
-            for c, (start, stop) in enumerate(itertools.pairwise(bounds)):
-                rows = keep[start:stop]
-                weight = None if w is None else w[start:stop][rows]
-                m = Moments.of(z[start:stop][rows], overwrite=True, weights=weight)
-                count[f, c], mean[f, c], scatter[f, c] = m.count, m.mean, m.scatter
-        return Moments(count, mean, scatter)
+        return z, g, n_groups
+
+    @staticmethod
+    def _weight(fit: Fit, part: pd.DataFrame) -> np.ndarray:
+        """Each row's weight in ``fit``: 0 outside its train set, else 1 or its count."""
+        keep = fit.train.mask(part).astype(np.float64)
+        return keep if fit.weights is None else keep * _weights(part[fit.weights])
+
+
+def _weighted_sums(z: np.ndarray, shift: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Per row of ``w`` (fits × rows): Σ w, Σ w·y and the upper triangle of Σ w·y yᵀ for
+    y = z − shift, by chunks of rows (one matrix product each, column-major buffers so that
+    every product is of contiguous columns)."""
+    q = z.shape[1]
+    width = 1 + q + q * (q + 1) // 2
+    rows = min(max(1, CHUNK // width), len(z))
+    y = np.empty((rows, q), order="F")
+    products = np.empty((rows, width), order="F")
+    products[:, 0] = 1.0
+    out = np.zeros((len(w), width))
+    for a in range(0, len(z), rows):
+        n = min(rows, len(z) - a)
+        chunk, o = y[:n], products[:n]
+        np.subtract(z[a : a + n], shift, out=chunk)
+        o[:, 1 : 1 + q] = chunk
+        col = 1 + q
+        for i in range(q):  # row i of the upper triangle: y_i·y_j for j ≥ i
+            np.multiply(chunk[:, i : i + 1], chunk[:, i:], out=o[:, col : col + q - i])
+            col += q - i
+        out += w[:, a : a + n] @ o
+    return out
 
 
 def _weights(column: pd.Series) -> np.ndarray:

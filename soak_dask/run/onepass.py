@@ -71,24 +71,34 @@ class Moments:
     scatter: np.ndarray
 
     @classmethod
-    def of(
-        cls, z: np.ndarray, overwrite: bool = False, weights: np.ndarray | None = None
-    ) -> Moments:
+    def of(cls, z: np.ndarray, overwrite: bool = False) -> Moments:
         """Moments of the rows of ``z`` (n × q) as one group, by two passes over the rows.
 
-        ``overwrite``: centre ``z`` (float64) in place rather than in a copy. ``weights``
-        (n, non-negative): row i counts ``weights[i]`` times, as if repeated (a bootstrap's
-        counts): count Σw, mean Σ w·z / Σw, scatter Σ w (z − mean)(z − mean)ᵀ.
+        ``overwrite``: centre ``z`` (float64) in place rather than in a copy.
         """
         z = np.asarray(z, dtype=np.float64)
-        w = None if weights is None else np.asarray(weights, dtype=np.float64)
-        count = np.float64(len(z) if w is None else w.sum())
-        if count == 0:
+        if len(z) == 0:
             return cls(np.float64(0), np.zeros(z.shape[1]), np.zeros((z.shape[1],) * 2))
-        mean = z.mean(axis=0) if w is None else (w @ z) / count
+        mean = z.mean(axis=0)
         centred = np.subtract(z, mean, out=z if overwrite else None)
-        weighted = centred if w is None else centred * w[:, None]
-        return cls(count, mean, weighted.T @ centred)
+        return cls(np.float64(len(z)), mean, centred.T @ centred)
+
+    @classmethod
+    def from_sums(
+        cls, count: np.ndarray, first: np.ndarray, second: np.ndarray, shift: np.ndarray
+    ) -> Moments:
+        """Moments from weighted sums about ``shift`` (leading dims ``count.shape``): a row of
+        weight w (used w times, as a bootstrap's counts) adds w to ``count``, w·(z − shift)
+        to ``first`` and w·(z − shift)(z − shift)ᵀ to ``second``.
+
+        With ``shift`` near the mean (the group's mean in a part of the rows) the sums lose
+        nothing to large offsets: scatter = second − count·d dᵀ for d = first / count, small.
+        """
+        safe = np.where(count > 0, count, 1.0)[..., None]
+        d = np.where(count[..., None] > 0, first / safe, 0.0)
+        mean = np.where(count[..., None] > 0, shift + d, 0.0)
+        scatter = second - np.einsum("...,...q,...r->...qr", count, d, d)
+        return cls(np.asarray(count, dtype=np.float64), mean, scatter)
 
     @classmethod
     def stack(cls, parts: Sequence[Moments]) -> Moments:
