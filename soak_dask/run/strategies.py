@@ -243,7 +243,7 @@ class OnePass:
     @staticmethod
     def _stats(ctx: Context, fit_ids: list[int]) -> Any:
         """Lazy statistics of the fits ``fit_ids``: per cell where the plan has cells and no
-        fit weights rows, else per fit."""
+        fit weights its rows, else per fit."""
         table, plan = ctx.table, ctx.plan
         if _cells(ctx) and plan.fits.loc[fit_ids, "weights"].isna().all():
             data = table.with_fold(ctx.data, table.fold)
@@ -255,10 +255,10 @@ class OnePass:
 
     @staticmethod
     def _fit(ctx: Context, stats: Any, fit_id: int, learner: str) -> FitState:
-        train = ctx.plan.fits.loc[fit_id, "train"]
         if isinstance(stats, FitStats):
             pooled = stats.train(fit_id)
         else:
+            train = ctx.plan.fits.loc[fit_id, "train"]
             pooled = train_stats(stats, train, ctx.table.subset, ctx.table.fold)
         if pooled.classes is not None:
             # Fitted on class codes, the models predict codes: scoring never handles labels.
