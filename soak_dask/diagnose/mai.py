@@ -167,7 +167,7 @@ def compare_sampling(
     notes = design.learned_["notes"]
     plan = design.plan(keyed)
     data = keyed.data.drop(columns=[POSITION])
-    # No (subset, fold) cells: a fit from block statistics is left to the strategies to judge.
+    # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
     ctx = session.context(replace(keyed, data=data), data, plan, classes, fold_column="")
     n_rows = int(data.map_partitions(len).sum().compute())
     strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()

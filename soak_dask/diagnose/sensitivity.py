@@ -163,7 +163,7 @@ def split_sensitivity(
     used = design.learned_
     data = persisted(keyed.data, persist, session.client)
     plan = design.plan(keyed)
-    # No (subset, fold) cells: a fit from block statistics is left to the strategies to judge.
+    # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
     ctx = session.context(keyed, data, plan, used["classes"], fold_column="")
     estimators = session.estimators
     settings = _settings(table, estimators, measures, design, alpha, used["classes"])

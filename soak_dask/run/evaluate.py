@@ -214,7 +214,7 @@ def evaluate(
     )
     settings.update(_nesting(procedure, nested, estimators, notes), balance=balance, **spatial)
     settings.update(group_assignment=group_assignment, **fitting.settings())
-    # No (subset, fold) cells: a fit from block statistics is left to the strategies to judge.
+    # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
     ctx = session.context(keyed, data, plan, classes, fold_column="")
     bootstrap = design.outer == "bootstrap"
     wanted = bootstrap or models is not None or any(map(has_selection, estimators.values()))

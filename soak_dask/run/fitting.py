@@ -220,9 +220,10 @@ def score_partition(
 ) -> tuple[dict[str, Any], ...]:
     """Partial scores of one partition's rows, for every test block and fit that predicts it.
 
-    ``blocks`` lists (fold, subset, keys of the fits predicting that block). Features and labels
-    are extracted once for the partition; one item per block is returned, to be merged over
-    partitions by ``score_block``, so no task holds more than a partition of rows.
+    ``blocks`` lists (fold, subset, keys of the fits predicting that block): SOAK's cells.
+    Features and labels are extracted once for the partition; one item per block is returned,
+    to be merged over partitions by ``score_block``, so no task holds more than a partition of
+    rows.
     """
     subsets = pd.Index(list(dict.fromkeys(sub for _, sub, _ in blocks)))
     # Code 0 of each fold holds rows of subsets no block tests (category code -1), so they
@@ -238,42 +239,74 @@ def score_partition(
     X, y = X[order], y[order]
     codes = [fold * width + 1 + subsets.get_loc(sub) for fold, sub, _ in blocks]
     starts, stops = np.searchsorted(key, codes), np.searchsorted(key, codes, side="right")
-    out = [{"n": int(stop - start), "fits": {}} for start, stop in zip(starts, stops, strict=True)]
+    rows = [slice(int(a), int(b)) for a, b in zip(starts, stops, strict=True)]
+    return predict_blocks(X, y, rows, [keys for *_, keys in blocks], fitted, run)
+
+
+def score_selections(
+    part: pd.DataFrame,
+    fitted: dict[tuple[int, str], tuple[FitState, FitSpec]],
+    blocks: list[tuple[Selection, list[tuple[int, str]]]],
+    run: RunSpec,
+) -> tuple[dict[str, Any], ...]:
+    """``score_partition`` for test blocks of any design: ``blocks`` lists (the block's rows
+    as a ``Selection``, keys of the fits predicting it)."""
+    X, y = score_arrays(part, run)
+    rows = [np.flatnonzero(test.mask(part)) for test, _ in blocks]
+    return predict_blocks(X, y, rows, [keys for _, keys in blocks], fitted, run)
+
+
+def predict_blocks(
+    X: np.ndarray,
+    y: np.ndarray,
+    rows: list[slice | np.ndarray],
+    keys: list[list[tuple[int, str]]],
+    fitted: dict[tuple[int, str], tuple[FitState, FitSpec]],
+    run: RunSpec,
+) -> tuple[dict[str, Any], ...]:
+    """Partial scores of the blocks whose rows of ``X``, ``y`` are ``rows`` (a slice or
+    positions each), predicted by the fits ``keys`` of each block: one prediction per fit over
+    all of its blocks' rows here, then split by block."""
+    sizes = [r.stop - r.start if isinstance(r, slice) else len(r) for r in rows]
+    out = [{"n": int(n), "fits": {}} for n in sizes]
     served: dict[tuple[int, str], list[int]] = {}
-    for i, (_, _, keys) in enumerate(blocks):
-        for k in keys if stops[i] > starts[i] else ():
+    for i, block_keys in enumerate(keys):
+        for k in block_keys if sizes[i] else ():
             served.setdefault(k, []).append(i)
     for k, ids in served.items():
         state = fitted[k][0]
         if state.message:
             continue
-        # One prediction per fit over all of its test rows here, then split by block; rows
-        # sorted by (fold, subset) make them one slice (a view) unless its subsets are apart.
-        contiguous = all(stops[i] == starts[j] for i, j in itertools.pairwise(ids))
-        rows = (
-            slice(starts[ids[0]], stops[ids[-1]])
-            if contiguous
-            else np.concatenate([np.arange(starts[i], stops[i]) for i in ids])
-        )
         start = time.perf_counter()
-        # Block statistics needed finite features, so scikit-learn need not check them again.
+        # Statistics needed finite features, so scikit-learn need not check them again.
         with config_context(assume_finite=True):
-            pred, proba = predict_codes(state.estimator, X[rows], run, coded=True)
+            pred, proba = predict_codes(state.estimator, X[_union(rows, ids)], run, coded=True)
         seconds = (time.perf_counter() - start) / len(pred)
         at = 0
         for i in ids:
-            n = out[i]["n"]
-            block = slice(at, at + n)
+            block = slice(at, at + sizes[i])
             partial = partial_scores(
                 run.measures,
-                y[starts[i] : stops[i]],
+                y[rows[i]],
                 pred[block],
                 None if proba is None else proba[block],
                 None if run.classes is None else len(run.classes),
             )
-            out[i]["fits"][k] = (partial, seconds * n)
-            at += n
+            out[i]["fits"][k] = (partial, seconds * sizes[i])
+            at += sizes[i]
     return tuple(out)
+
+
+def _union(rows: list[slice | np.ndarray], ids: list[int]) -> slice | np.ndarray:
+    """The rows of blocks ``ids`` in order: one slice (a view) where they are adjacent slices,
+    as blocks sorted by (fold, subset) are unless a fit's subsets are apart."""
+    parts = [rows[i] for i in ids]
+    if len(parts) == 1:
+        return parts[0]
+    slices = all(isinstance(r, slice) for r in parts)
+    if slices and all(a.stop == b.start for a, b in itertools.pairwise(parts)):
+        return slice(parts[0].start, parts[-1].stop)
+    return np.concatenate([np.r_[r] if isinstance(r, slice) else r for r in parts])
 
 
 def merge_pieces(items: list[tuple[dict[str, Any], ...]]) -> tuple[dict[str, Any], ...]:

@@ -52,7 +52,7 @@ from .fitting import RunSpec
 from .fitting_options import FittingOptions
 from .memory import count_fit_rows, fit_rows, worker_memory_limit
 from .rowcap import train_class_rows
-from .strategies import Context, WholeTrainSet
+from .strategies import Context, WholeTrainSet, assign, whole_fits
 
 #: Prefix of the directory of one plan's fits inside a checkpoint of several plans.
 PART = "part-"
@@ -128,9 +128,10 @@ class Session:
         worker's memory is refused before any fit runs (``run.memory``): each fit's rows come
         from the plan's block ``counts`` when given, else from one count of its key columns.
         Under ``cost.dry_run`` the run stops here with the plan's cost, before any fit."""
-        always = dry_running()
-        ctx = with_fit_rows(ctx, counts, strategies, self.fitting.max_train_rows, always=always)
-        stop_dry_run(ctx, strategies, self.design, part, counted=counts is None)
+        max_rows = self.fitting.max_train_rows
+        counted = counts is None and counts_rows(ctx, strategies, max_rows)
+        ctx = with_fit_rows(ctx, counts, strategies, max_rows, always=dry_running())
+        stop_dry_run(ctx, strategies, self.design, part, counted=counted)
         checkpoint = None
         if self.checkpoint is not None:
             path = self.checkpoint if part is None else part_path(self.checkpoint, part)
@@ -163,11 +164,10 @@ def with_fit_rows(
     limit = worker_memory_limit(ctx.client)
     classes = None if ctx.run.classes is None else list(ctx.run.classes)
     label, plan = ctx.table.label, ctx.plan
-    gathers = limit is not None and any(isinstance(s, WholeTrainSet) for s in strategies)
     if counts is not None:
         rows = fit_rows(plan, counts, label, classes)
         class_rows = train_class_rows(counts, plan.fits, label, classes) if max_rows else None
-    elif always or max_rows is not None or gathers:
+    elif always or counts_rows(ctx, strategies, max_rows, limit):
         class_rows, rows = count_fit_rows(ctx.data, plan, ctx.client, label, classes)
     else:
         return ctx
@@ -175,6 +175,22 @@ def with_fit_rows(
     if max_rows is None:
         return ctx
     return dataclasses.replace(ctx, max_rows=max_rows, class_rows=class_rows)
+
+
+def counts_rows(
+    ctx: Context, strategies: list[Any], max_rows: int | None, limit: Any = False
+) -> bool:
+    """Whether a run without block counts makes a pass counting each fit's rows: under a
+    row cap (its class shares), or where a worker limit is known (``limit``; default: asked
+    of the client) and some pair will be fitted on its gathered rows (not when every learner
+    is fitted from one-pass statistics)."""
+    if max_rows is not None:
+        return True
+    limit = worker_memory_limit(ctx.client) if limit is False else limit
+    if limit is None or not isinstance(strategies[-1], WholeTrainSet):
+        return False
+    pairs = [(int(f), n) for f in ctx.plan.fits.index for n in ctx.estimators]
+    return bool(whole_fits(assign(ctx, pairs, strategies), strategies))
 
 
 def start(

@@ -96,10 +96,12 @@ def test_the_passes_are_the_sweeps_the_run_makes(monkeypatch):
 
         monkeypatch.setattr(owner, name, wrapper)
 
-    # Run on each partition: a whole-train-set fit's rows, the one-pass fits' scores.
-    per_partition = ["select_rows", "score_partition"]
-    # Called once per pass: the block statistics, the check that the features are finite.
-    per_pass = ["block_stats", "check_features"]
+    # Run on each partition: a whole-train-set fit's rows, the one-pass fits' scores (by
+    # (subset, fold) cell or by selection).
+    per_partition = ["select_rows", "score_partition", "score_selections"]
+    # Called once per pass: the block or per-fit statistics, the check that the features are
+    # finite.
+    per_pass = ["block_stats", "fit_stats", "check_features"]
     for name in per_partition + per_pass:
         counted(executor if name == "check_features" else strategies, name)
     frame = toy_table(n=600, n_subsets=2, seed=1)
@@ -129,7 +131,9 @@ def test_capped_rows_are_what_each_task_gathers(table):
 def test_evaluate_cost_is_what_the_run_does(table, outer):
     options = {**outer, "outer_repeats": 3, **RUN} if outer["outer"] != "cv" else {**outer, **RUN}
     (cost,) = sd.dry_run(sd.evaluate, table, ["lda", "logistic"], **options)
-    assert set(cost.fits["strategy"]) == {"whole train set"}
+    strategy = cost.fits.set_index("learner")["strategy"]
+    assert set(strategy["lda"]) == {"one-pass statistics"}
+    assert set(strategy["logistic"]) == {"whole train set"}
     assert any("final models" in note for note in cost.notes)
     check_against(cost, sd.evaluate(table, ["lda", "logistic"], **options))
 
