@@ -28,7 +28,7 @@ from scipy import stats as sps
 from sklearn.base import BaseEstimator
 
 from ..learn.builtin import resolve_learners
-from ..results.store import build_dataset
+from ..run.assemble import build_dataset
 from ..run.session import persisted, result_attrs, start
 from ..run.strategies import WholeTrainSet
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURES

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..results.store import check_apart
+from ..io.locations import check_apart
 from ..run.executor import current_client
 from ..tables.raster import GEOTIFF_SUFFIXES, X, Y
 
