@@ -47,8 +47,10 @@ MAX_LINES = 60
 #: the results they render; the command line is on top. ``io`` (locations, the checks before
 #: writing, the output-directory rule) sits beside ``tables``: ``learn/`` saves models by it and
 #: ``run/`` writes checkpoints through it.
+#: ``stats`` (tests on plain arrays, needing only ``schema``) is on the ground floor, below
+#: ``run/`` (``evaluate`` counts McNemar's cells) and ``results/`` (``compare``, ``pvalues``).
 FLOORS: list[set[str]] = [
-    {"version", "hashing", "reduction", "schema"},
+    {"version", "hashing", "reduction", "schema", "stats"},
     {"tables", "io"},
     {"learn", "split"},
     {"run", "settings"},

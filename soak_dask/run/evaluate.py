@@ -20,12 +20,12 @@ from sklearn.base import BaseEstimator
 from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
-from ..results.mean_tests import right_wrong_counts
 from ..schema import FIT_INFO
 from ..split.folds import check_seed
 from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
 from ..split.plan import Plan
+from ..stats.mean_tests import right_wrong_counts
 from ..tables.table import FOLD_COLUMN, Table
 from .assemble import build_dataset, encode_attrs
 from .final import fit_final
