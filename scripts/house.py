@@ -49,8 +49,10 @@ MAX_LINES = 60
 #: ``run/`` writes checkpoints through it.
 #: ``stats`` (tests on plain arrays, needing only ``schema``) is on the ground floor, below
 #: ``run/`` (``evaluate`` counts McNemar's cells) and ``results/`` (``compare``, ``pvalues``).
+#: ``dask_client`` (the client in use) is there too: kNNDM's folds in ``split/`` send their
+#: candidates to it, as the run path does.
 FLOORS: list[set[str]] = [
-    {"version", "hashing", "reduction", "schema", "stats"},
+    {"version", "hashing", "reduction", "schema", "stats", "dask_client"},
     {"tables", "io"},
     {"learn", "split"},
     {"run", "settings"},

@@ -23,7 +23,6 @@ _spec.loader.exec_module(house)
 
 #: Violations of today, each to be fixed (by its owner) and then struck from this list.
 KNOWN = {
-    ("floor", "soak_dask.run.evaluate soak_dask.spatial.knndm"),
     ("long", "soak_dask.app.info.describe_table"),
     ("long", "soak_dask.results.plot._learner_block"),
     ("long", "soak_dask.results.plot.plot_evaluation"),

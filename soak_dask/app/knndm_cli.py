@@ -76,7 +76,7 @@ def knndm_command(args: argparse.Namespace) -> None:
     from ..io.locations import check_apart
     from ..io.outdir import check_out_dir
     from ..run.cluster import connect
-    from ..spatial.knndm import knndm_folds
+    from ..split.knndm import knndm_folds
     from ..tables.table import load_table
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _TABLE) if s.cli}

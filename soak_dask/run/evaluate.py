@@ -193,7 +193,7 @@ def evaluate(
     train, held, share = reserve(table, share, seed) if share else (table, None, 0.0)
     spatial = {}
     if outer == "knndm":  # the kNNDM fold column, then K-fold on it
-        from ..spatial.knndm import knndm_outer
+        from ..split.knndm import knndm_outer
 
         train, spatial = knndm_outer(train, prediction, outer_folds, seed, session.client)
     keyed = design.add_keys(train)
