@@ -45,10 +45,16 @@ MAX_LINES = 60
 #: Floors, lowest first: a module may import from its own floor and those below it.
 #: Results sit above the run path (``run/`` writes through a store it should not need
 #: ``results/`` for); designs built on the run path (transfer, diagnostics, spatial) sit beside
-#: the results they render; the command line is on top.
+#: the results they render; the command line is on top. ``io`` (locations, the checks before
+#: writing, the output-directory rule) sits beside ``tables``: ``learn/`` saves models by it and
+#: ``run/`` writes checkpoints through it.
+#: ``stats`` (tests on plain arrays, needing only ``schema``) is on the ground floor, below
+#: ``run/`` (``evaluate`` counts McNemar's cells) and ``results/`` (``compare``, ``pvalues``).
+#: ``dask_client`` (the client in use) is there too: kNNDM's folds in ``split/`` send their
+#: candidates to it, as the run path does.
 FLOORS: list[set[str]] = [
-    {"version", "hashing", "reduction", "schema"},
-    {"tables"},
+    {"version", "hashing", "reduction", "schema", "stats", "dask_client"},
+    {"tables", "io"},
     {"learn", "split"},
     {"run", "settings"},
     {"results", "diagnose", "pooling", "spatial"},

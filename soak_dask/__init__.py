@@ -33,12 +33,12 @@ from .spatial.aoa_coverage import aoa_coverage, aoa_sentences
 from .spatial.aoa_io import write_aoa
 from .spatial.blocks import spatial_blocks, spatial_clusters
 from .spatial.diagnostics import fold_summary
-from .spatial.knndm import KNNDMResult, knndm_folds
 from .spatial.nndm import NNDMResult, nndm_folds
 from .split.balance import overlap_folds
 from .split.design import Design
 from .split.designs import SameOtherAll, make_plan
 from .split.folds import assign_folds, block_counts
+from .split.knndm import KNNDMResult, knndm_folds
 from .split.plan import Plan, Selection, Term
 from .split.splitter import SameOtherAllCV
 from .tables.raster import NodataWarning, raster_table

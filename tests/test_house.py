@@ -23,15 +23,6 @@ _spec.loader.exec_module(house)
 
 #: Violations of today, each to be fixed (by its owner) and then struck from this list.
 KNOWN = {
-    ("floor", "soak_dask.learn.model_dir soak_dask.results.outdir"),
-    ("floor", "soak_dask.learn.model_dir soak_dask.results.store"),
-    ("floor", "soak_dask.learn.persist soak_dask.results.outdir"),
-    ("floor", "soak_dask.run.checkpoint soak_dask.results.store"),
-    ("floor", "soak_dask.run.engine soak_dask.results.store"),
-    ("floor", "soak_dask.run.evaluate soak_dask.results.mean_tests"),
-    ("floor", "soak_dask.run.evaluate soak_dask.results.store"),
-    ("floor", "soak_dask.run.evaluate soak_dask.spatial.knndm"),
-    ("floor", "soak_dask.run.session soak_dask.results.store"),
     ("long", "soak_dask.results.plot.plot_evaluation"),
     ("private", "soak_dask.pooling.report soak_dask.results.report._figure_html"),
     ("private", "soak_dask.pooling.report soak_dask.results.report._html_table"),

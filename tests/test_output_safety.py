@@ -22,8 +22,8 @@ import xarray as xr
 
 import soak_dask as sd
 from soak_dask.app import cli
+from soak_dask.io.outdir import MANIFEST, OutputDir, check_out_dir
 from soak_dask.learn.model_dir import check_model_names, check_models_dir
-from soak_dask.results.outdir import MANIFEST, OutputDir, check_out_dir
 from soak_dask.run import cluster
 
 from .conftest import toy_table

@@ -185,8 +185,9 @@ def _checked_paths(settings: Any) -> str | os.PathLike:
     (nothing written over or into the input, other data or each other; ``--out`` writable);
     return the checkpoint's path or URL (``s3://…`` as well: credentials come from the
     environment)."""
+    from ..io.locations import overlaps
     from ..learn.model_dir import check_models_dir
-    from ..results.store import check_output, overlaps
+    from ..results.store import check_output
     from ..run.checkpoint import check_checkpoint_dir
 
     check_output(
@@ -227,7 +228,8 @@ def info_command(args: argparse.Namespace) -> None:
 def report_command(args: argparse.Namespace) -> None:
     """``soak report``: render a results store of any kind (``soak_dask.app.render``) into
     ``--out``; print what the command that made it printed, then the main file's path."""
-    from ..results.store import check_apart, open_results
+    from ..io.locations import check_apart
+    from ..results.store import open_results
     from .render import render  # each renderer's dependencies load only for its kind
 
     check_apart(args.out, args.results, "report", source_name="results store")

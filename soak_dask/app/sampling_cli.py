@@ -57,7 +57,7 @@ def check_out_dir(path: str | os.PathLike, overwrite: bool, source: Any) -> Any:
     """``--out`` checked before any work (``soak_dask.results.outdir.check_out_dir``): a new
     or empty directory, or (with ``--overwrite``) this command's earlier output; never the
     input. An ``OutputDir``."""
-    from ..results.outdir import check_out_dir as check
+    from ..io.outdir import check_out_dir as check
 
     return check(
         path, writer=f"soak {NAME}", overwrite=overwrite, source=source, name="--out",

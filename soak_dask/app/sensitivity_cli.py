@@ -30,7 +30,7 @@ from .flags import (
 from .resume import command_checkpoint, discard
 
 if TYPE_CHECKING:
-    from ..results.outdir import OutputDir
+    from ..io.outdir import OutputDir
 
 COMMAND = "split-sensitivity"
 COMMAND_NAME = f"soak {COMMAND}"
@@ -102,7 +102,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
 def check_out(out: str, overwrite: bool, source: Any) -> OutputDir:
     """``--out`` checked before any work (``soak_dask.results.outdir``): apart from the
     input, and new, empty or this command's earlier output (replaced with ``overwrite``)."""
-    from ..results.outdir import check_out_dir
+    from ..io.outdir import check_out_dir
 
     return check_out_dir(
         out, writer=COMMAND_NAME, overwrite=overwrite, source=source, name="--out",

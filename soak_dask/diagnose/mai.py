@@ -25,7 +25,7 @@ import pandas as pd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
-from ..results.store import build_dataset
+from ..run.assemble import build_dataset
 from ..run.fitting_options import FittingOptions
 from ..run.session import result_attrs, start
 from ..run.strategies import Batched, WholeTrainSet

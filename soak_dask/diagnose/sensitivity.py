@@ -28,7 +28,7 @@ from sklearn.base import BaseEstimator
 
 from ..learn.builtin import resolve_learners
 from ..learn.measures import check_measures
-from ..results.store import build_dataset
+from ..run.assemble import build_dataset
 from ..run.fitting_options import FittingOptions
 from ..run.session import persisted, result_attrs, start
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES

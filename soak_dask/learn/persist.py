@@ -45,6 +45,7 @@ from sklearn.base import is_classifier, is_regressor
 from sklearn.tree._tree import Tree
 from sklearn.utils.validation import check_is_fitted
 
+from ..io.outdir import local_path
 from ..tables.table import Table
 from ..version import __version__
 from .model_dir import FORMAT, METADATA_MEMBER, read_metadata
@@ -188,8 +189,6 @@ def save_model(
     FileExistsError
         ``path`` exists and ``overwrite`` is False, or it was not written by ``save_model``.
     """
-    from ..results.outdir import local_path
-
     path = local_path(path, "path")
     check_is_fitted(model)
     record = _metadata(model, features, label, metadata)

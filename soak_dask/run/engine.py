@@ -12,13 +12,13 @@ import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..learn.procedure import Procedure
-from ..results.store import RESULTS_TITLE
 from ..schema import TRAIN_TYPES
 from ..settings import SETTINGS, check_run_options, identity
 from ..split.designs import SameOtherAll
 from ..split.plan import Plan
 from ..tables.checks import refuse_ignored
 from ..tables.table import Table
+from .assemble import RESULTS_TITLE
 from .fitting_options import FittingOptions
 from .session import assemble, checked_counts, prepared, result_attrs, start, stratum_rows
 

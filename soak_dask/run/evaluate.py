@@ -20,14 +20,14 @@ from sklearn.base import BaseEstimator
 from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
-from ..results.mean_tests import right_wrong_counts
-from ..results.store import build_dataset, encode_attrs
 from ..schema import FIT_INFO
 from ..split.folds import check_seed
 from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
 from ..split.plan import Plan
+from ..stats.mean_tests import right_wrong_counts
 from ..tables.table import FOLD_COLUMN, Table
+from .assemble import build_dataset, encode_attrs
 from .final import final_tasks
 from .fitting_options import FittingOptions
 from .session import Session, persisted, result_attrs, start
@@ -246,7 +246,7 @@ def _reserved(
     train, held, share = reserve(table, share, seed) if share else (table, None, 0.0)
     spatial = {}
     if outer == "knndm":  # the kNNDM fold column, then K-fold on it
-        from ..spatial.knndm import knndm_outer
+        from ..split.knndm import knndm_outer
 
         train, spatial = knndm_outer(train, prediction, outer_folds, seed, client)
     return train, held, share, spatial

@@ -28,10 +28,10 @@ import pandas as pd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
+from ..io.locations import locate
 from ..learn.builtin import resolve_learners
 from ..learn.lasso import prepare_kernels
 from ..learn.measures import check_measures
-from ..results.store import build_dataset, encode_attrs, locate, package_versions
 from ..settings import SETTINGS
 from ..split import folds as _folds
 from ..split.plan import Plan
@@ -44,6 +44,7 @@ from ..tables.checks import (
     warn,
 )
 from ..tables.table import Table, check_table
+from .assemble import build_dataset, encode_attrs, package_versions
 from .checkpoint import SETTINGS as SETTINGS_FILE
 from .checkpoint import open_checkpoint, remove_checkpoint
 from .cost import dry_running, stop_dry_run

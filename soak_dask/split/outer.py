@@ -36,7 +36,7 @@ from .plan import Fit, Plan, Selection, Term, build_plan
 from .shares import add_draws, partition_lengths, with_columns
 
 #: The outer strategies of ``evaluate``.
-#: ``knndm``: K-fold on the fold column of ``soak_dask.spatial.knndm`` (evaluate adds it).
+#: ``knndm``: K-fold on the fold column of ``soak_dask.split.knndm`` (evaluate adds it).
 OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv", "knndm")
 #: Leave-one-out is for very small data: above this many rows it is refused.
 LOO_MAX_ROWS = 2000

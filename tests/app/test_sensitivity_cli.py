@@ -21,7 +21,7 @@ from soak_dask.diagnose.sensitivity import (
     split_sensitivity_summary,
     split_sensitivity_trials,
 )
-from soak_dask.results.outdir import MANIFEST
+from soak_dask.io.outdir import MANIFEST
 
 from ..conftest import toy_table
 

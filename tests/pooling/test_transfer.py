@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import soak_dask as sd
 from soak_dask.app import transfer_cli
 from soak_dask.app.flags import UsageError
+from soak_dask.io.outdir import MANIFEST
 from soak_dask.pooling import (
     Transfer,
     cluster_subsets,
@@ -37,7 +38,6 @@ from soak_dask.pooling import (
     transfer_pvalues,
 )
 from soak_dask.pooling.report import write_transfer_report
-from soak_dask.results.outdir import MANIFEST
 from soak_dask.split.search import SearchRound
 
 from ..conftest import shared_file, toy_table

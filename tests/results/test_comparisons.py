@@ -1,5 +1,5 @@
 """Learner comparisons (``soak_dask.results.comparisons.compare``) and the tests behind them
-(``soak_dask.results.mean_tests``), each against a hand computation on fixed numbers: t and F
+(``soak_dask.stats.mean_tests``), each against a hand computation on fixed numbers: t and F
 tails by numerical integration of their densities, McNemar's exact p by binomial sums, so the
 references do not share scipy's code. The level of each test is measured by
 ``benchmarks/test_level.py``, not here."""
@@ -25,7 +25,8 @@ from soak_dask.results.comparisons import (
     level_note,
     recommended_method,
 )
-from soak_dask.results.mean_tests import (
+from soak_dask.results.stats import pvalues
+from soak_dask.stats.mean_tests import (
     bayesian_test,
     five_by_two_f,
     five_by_two_t,
@@ -33,7 +34,6 @@ from soak_dask.results.mean_tests import (
     paired_test,
     right_wrong_counts,
 )
-from soak_dask.results.stats import pvalues
 
 from .test_eval_stats import SOAK, make_eval
 

@@ -446,7 +446,7 @@ def test_cli_end_to_end(farm, tmp_path, capsys):
     from distributed import LocalCluster
 
     from soak_dask.app import cli
-    from soak_dask.results.outdir import MANIFEST
+    from soak_dask.io.outdir import MANIFEST
 
     raster, train = farm
     train.to_parquet(tmp_path / "train.parquet")

@@ -19,7 +19,7 @@ from scipy.stats import wasserstein_distance
 import soak_dask as sd
 from soak_dask.app import cli
 from soak_dask.spatial.blocks import block_id, hex_blocks
-from soak_dask.spatial.knndm import cluster_grid, cv_distances, merge_clusters
+from soak_dask.split.knndm import cluster_grid, cv_distances, merge_clusters
 
 from ..conftest import shared_file
 
