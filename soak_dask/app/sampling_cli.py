@@ -138,7 +138,7 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     ``mai.png`` to ``--out``; print the table."""
     from ..diagnose.mai import check_methods, compare_sampling, mai_summary, mai_table
     from ..run.cluster import connect
-    from ..tables.table import load_table
+    from ..tables.load import load_table
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _SHARED) if s.cli}
     values = check_run_options(given, spell=spell(args))

@@ -107,7 +107,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     from ..diagnose.sensitivity import SplitTrials, check_alpha, check_measure, one_learner
     from ..diagnose.sensitivity import split_sensitivity as run
     from ..run.cluster import connect
-    from ..tables.table import load_table
+    from ..tables.load import load_table
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _TABLE) if s.cli}
     values = check_run_options(given, spell=spell(args))

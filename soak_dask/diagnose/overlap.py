@@ -28,7 +28,8 @@ from numba import njit
 
 from ..run.reduction import tree_reduce
 from ..split.folds import check_seed
-from ..tables.table import Table, category_codes, float_array
+from ..tables.arrays import category_codes, float_array
+from ..tables.table import Table
 
 #: The column of each row's degree of overlap (int8, 0..k).
 DO_COLUMN = "__soak_overlap__"

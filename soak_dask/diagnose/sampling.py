@@ -48,8 +48,9 @@ from ..split.shares import (
     share_sizes,
     with_columns,
 )
+from ..tables.arrays import category_codes, float_array
 from ..tables.checks import check_classes
-from ..tables.table import FOLD_COLUMN, Table, category_codes, float_array
+from ..tables.table import FOLD_COLUMN, Table
 from .overlap import (
     DEFAULT_K,
     DO_COLUMN,

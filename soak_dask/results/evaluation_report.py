@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..tables.table import coordinates_warning
+from ..tables.roles import coordinates_warning
 from .comparisons import COMPARE_COLUMNS, compare
 from .outdir import OutputDir
 from .plot import format_pvalue, measure_label, plot_evaluation

@@ -46,7 +46,8 @@ import pandas as pd
 from dask.delayed import Delayed
 
 from ..split.plan import Selection
-from ..tables.table import Table, category_codes, float_array
+from ..tables.arrays import category_codes, float_array
+from ..tables.table import Table
 from .reduction import tree_reduce
 
 _FIELDS = ("count", "mean", "scatter")
