@@ -19,10 +19,13 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/python -m pytest
 
-# For iterating: lint and the tests not marked slow (under ~2 minutes on 2 cores).
+# For iterating: lint and the tests not marked slow, with a fifth of the hypothesis examples
+# (tests/conftest.py), on two pytest-xdist processes (aim: about 2 minutes on 2 idle cores).
+# `make test` runs them all, in one process. PYTEST_ARGS passes more, e.g.
+# `make test-fast PYTEST_ARGS="-x tests/split"`, or "-n 0" for one process.
 test-fast: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/python -m pytest -m "not slow" -q
+	HYPOTHESIS_PROFILE=fast $(VENV)/bin/python -m pytest -m "not slow" -q -n 2 $(PYTEST_ARGS)
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict

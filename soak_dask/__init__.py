@@ -41,8 +41,9 @@ from .split.folds import assign_folds, block_counts
 from .split.knndm import KNNDMResult, knndm_folds
 from .split.plan import Plan, Selection, Term
 from .split.splitter import SameOtherAllCV
+from .tables.load import load_table
 from .tables.raster import NodataWarning, raster_table
-from .tables.table import Table, load_table
+from .tables.table import Table
 from .version import __version__ as __version__
 
 # Figures and reports need matplotlib: imported on first use, not with the package.

@@ -9,9 +9,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import settings
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 AZTREES_FEATURES = [f"SAMPLE_{i}" for i in range(1, 22)]
+
+# ``make test-fast`` sets HYPOTHESIS_PROFILE=fast: a fifth of the examples (``n_examples``), 10
+# where a test names none. Without it hypothesis keeps its own choice (its "ci" profile under CI).
+settings.register_profile("fast", max_examples=10)
+FAST = os.environ.get("HYPOTHESIS_PROFILE") == "fast"
+if "HYPOTHESIS_PROFILE" in os.environ:
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
+
+
+def n_examples(n: int) -> int:
+    """``max_examples`` for a property test: ``n``, or a fifth of it (at least 2) under the fast
+    profile, since a test's own ``max_examples`` overrides the profile's."""
+    return max(2, n // 5) if FAST else n
 
 
 def shared_file(*parts: str) -> Path:

@@ -662,8 +662,17 @@ def missing_role(role: str) -> Callable[[Ctx], Any]:
     return action
 
 
+#: API cases that are slow: one starts worker processes (the same check on a cluster of threads
+#: is fast); one makes a check that tests/run/test_checkpoint.py makes as well.
+SLOW_API = {
+    "local-cluster-dashboard-on-loopback",
+    "checkpoint-changed-learner-parameter-shows-the-difference",
+}
+
+
 def api(case_id: str, action: Callable[[Ctx], Any], expect: Expect):
-    return pytest.param(action, expect, id=case_id)
+    marks = pytest.mark.slow if case_id in SLOW_API else ()
+    return pytest.param(action, expect, id=case_id, marks=marks)
 
 
 FIX_MOVE = ("move", "remove", "delete", "glob", "only Parquet")
@@ -1123,8 +1132,15 @@ class Cli:
     cluster: bool = False
 
 
+#: The command-line case that ``make test-fast`` runs too: a refusal before any cluster. The
+#: others are slow (a process each, most with a cluster; their API twins above are fast, and
+#: tests/app/test_cli.py runs the command line on a scheduler).
+FAST_CLI = {"run-out-exists-without-overwrite"}
+
+
 def cli_case(case_id: str, build: Callable[[Ctx], list], expect: Expect, cluster: bool = False):
-    return pytest.param(Cli(build, expect, cluster), id=case_id)
+    marks = () if case_id in FAST_CLI else pytest.mark.slow
+    return pytest.param(Cli(build, expect, cluster), id=case_id, marks=marks)
 
 
 def out(ctx: Ctx, name: str = "r.zarr") -> Path:

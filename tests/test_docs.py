@@ -87,6 +87,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_site_has_every_page(site: Path) -> None:
     for page in PAGES:
         html = site / ("index.html" if page == "index" else f"{page}/index.html")
@@ -98,6 +99,7 @@ def _public_callables() -> list[str]:
     return [name for name in soak_dask.__all__ if callable(getattr(soak_dask, name))]
 
 
+@pytest.mark.slow
 def test_api_page_documents_the_public_api(site: Path) -> None:
     html = (site / "api" / "index.html").read_text()
     # An entry's id is its full name: soak_dask.soak, or soak_dask.results.plot.plot_soak for a name

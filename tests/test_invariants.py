@@ -20,11 +20,13 @@ from sklearn.tree import DecisionTreeClassifier
 
 import soak_dask as sd
 
-from .conftest import plan_rows
+from .conftest import n_examples, plan_rows
 
 SUBSETS = ("A", "B", "C", "D")
 CLASSES = ("p", "q", "r")
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=n_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 #: (test_subset, fold, train_type) -> (train row ids, test row ids)
 Splits = dict[tuple[str, int, str], tuple[frozenset, frozenset]]
@@ -152,7 +154,7 @@ def test_splitter_invariants(case):
     check_invariants(case, splitter_splits(case))
 
 
-@settings(SETTINGS, max_examples=30)
+@settings(SETTINGS, max_examples=n_examples(30))
 @given(cases())
 def test_engine_row_selection_invariants(case):
     splits = engine_splits(case)
@@ -160,7 +162,7 @@ def test_engine_row_selection_invariants(case):
     assert splits == splitter_splits(case)
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(min_rows=40, max_rows=90))
 def test_distinct_fit_plan_scores_like_the_naive_loop(case):
     df = case.df.assign(fold=case.folds())

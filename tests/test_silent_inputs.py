@@ -260,6 +260,7 @@ def cli_cases(csv, tmp):
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_cli_refuses_each_case_in_one_line(csv, tmp_path, capsys, scheduler):
     for argv, message in cli_cases(csv, tmp_path):
         code, err = soak(argv, capsys, scheduler)

@@ -136,7 +136,7 @@ def _run(settings: Any, command: Command, call: Callable[..., Any], debug: bool)
     from ..results.store import save_results
     from ..run.checkpoint import remove_checkpoint
     from ..run.cluster import connect, make_security
-    from ..tables.table import load_table
+    from ..tables.load import load_table
 
     learners = settings.learners()
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
@@ -215,7 +215,7 @@ def _checked_paths(settings: Any) -> str | os.PathLike:
 
 def info_command(args: argparse.Namespace) -> None:
     """``soak info``: print ``soak_dask.app.info.describe_table`` of the table."""
-    from ..tables.table import load_table
+    from ..tables.load import load_table
     from .info import describe_table
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _INFO) if s.cli}

@@ -615,7 +615,7 @@ def run_demo(
     from ..results.store import save_results
     from ..run.cluster import connect
     from ..run.engine import soak
-    from ..tables.table import load_table
+    from ..tables.load import load_table
 
     # The rule of every output: a new directory or the demo's own (replaced), nothing else.
     out = check_out_dir(out, writer="soak demo", overwrite=True, name="--out").begin()

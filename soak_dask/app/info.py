@@ -25,6 +25,7 @@ from ..split.folds import (
     fold_rows,
     strata_keys,
 )
+from ..tables.arrays import float_array
 from ..tables.checks import (
     infinite_features_error,
     missing_features_warning,
@@ -33,7 +34,8 @@ from ..tables.checks import (
     small_strata_warning,
     unequal_folds_warning,
 )
-from ..tables.table import Table, check_one_type, coordinates_warning, float_array
+from ..tables.roles import check_one_type, coordinates_warning
+from ..tables.table import Table
 
 #: Default K, as in ``soak_dask.soak``.
 
@@ -131,21 +133,9 @@ def describe_table(
         n_folds = check_n_folds(n_folds)
     seed = check_seed(seed)
     assignment = check_group_assignment(group_assignment)
-    roles = _roles(table)
-    parts = [dask.delayed(_summarise_part)(part, **roles) for part in table.data.to_delayed()]
-    summaries = dask.compute(*parts)
-    blocks = _sum(s["blocks"] for s in summaries)
-    missing = _sum(s["missing"] for s in summaries)
-    missing = {str(c): int(n) for c, n in missing.items() if n}
-    infinite = _sum(s["infinite"] for s in summaries)
-    group_rows = _sum(s["groups"] for s in summaries).rename("n") if table.group else None
-    group_rows = None if group_rows is None else group_rows.reset_index()
-    members = None if group_rows is None else group_rows.drop(columns="n")
-    counts = blocks.rename("n").reset_index()
-    for frame in (counts, members):  # the role columns' distinct values, as counted
-        for column in [] if frame is None else frame.columns.drop("n", errors="ignore"):
-            check_one_type(frame[column], column)
-    known = counts.dropna(subset=[c for c in counts.columns if c != "n"])
+    c = _count(table)
+    blocks, missing, infinite, known = c.blocks, c.missing, c.infinite, c.known
+    group_rows, members = c.group_rows, c.members
     notes = [coordinates_warning(table.excluded_coordinates)] if table.excluded_coordinates else []
     notes += _missing_role_warnings(table, missing)
     in_features = {c: n for c, n in missing.items() if c in table.features}
@@ -161,7 +151,7 @@ def describe_table(
         rows = _table(known, table.subset, table.label)
         notes.append(one_class_warning(known, table.subset, table.label))
     else:
-        rows = _regression_rows(known, _sum_frames(s["label"] for s in summaries), table.subset)
+        rows = _regression_rows(known, c.labels, table.subset)
     if table.fold is None:
         notes.append(_strata_warning(table, known, members, k, stratify))
     folds = (k, seed, stratify, assignment)
@@ -187,6 +177,41 @@ def describe_table(
         missing=missing,
         warnings=[note for note in notes if note],
     )
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """What one pass over a table's partitions counts (see ``_count``)."""
+
+    blocks: pd.Series  # rows per (subset, label[, fold]) block, as counted
+    known: pd.DataFrame  # the blocks as columns and "n", without missing role values
+    missing: dict[str, int]  # missing values per column that has any
+    infinite: pd.Series  # infinite values per feature
+    group_rows: pd.DataFrame | None  # rows per (role values, group); None without groups
+    members: pd.DataFrame | None  # the (role values, group) pairs; None without groups
+    labels: Any  # the summed label summaries (regression)
+
+
+def _count(table: Table) -> _Counts:
+    """Count ``table`` in one pass over its partitions, and refuse role columns whose counted
+    values mix types."""
+    roles = _roles(table)
+    parts = [dask.delayed(_summarise_part)(part, **roles) for part in table.data.to_delayed()]
+    summaries = dask.compute(*parts)
+    blocks = _sum(s["blocks"] for s in summaries)
+    missing = _sum(s["missing"] for s in summaries)
+    missing = {str(c): int(n) for c, n in missing.items() if n}
+    infinite = _sum(s["infinite"] for s in summaries)
+    group_rows = _sum(s["groups"] for s in summaries).rename("n") if table.group else None
+    group_rows = None if group_rows is None else group_rows.reset_index()
+    members = None if group_rows is None else group_rows.drop(columns="n")
+    counts = blocks.rename("n").reset_index()
+    for frame in (counts, members):  # the role columns' distinct values, as counted
+        for column in [] if frame is None else frame.columns.drop("n", errors="ignore"):
+            check_one_type(frame[column], column)
+    known = counts.dropna(subset=[c for c in counts.columns if c != "n"])
+    labels = _sum_frames(s["label"] for s in summaries) if table.task != "classification" else None
+    return _Counts(blocks, known, missing, infinite, group_rows, members, labels)
 
 
 def _roles(table: Table) -> dict[str, Any]:

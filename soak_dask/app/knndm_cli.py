@@ -77,7 +77,7 @@ def knndm_command(args: argparse.Namespace) -> None:
     from ..io.outdir import check_out_dir
     from ..run.cluster import connect
     from ..split.knndm import knndm_folds
-    from ..tables.table import load_table
+    from ..tables.load import load_table
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _TABLE) if s.cli}
     values = check_run_options(given, spell=spell(args))

@@ -72,7 +72,7 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     ``mai.png`` to ``--out``; print the table."""
     from ..diagnose.mai import compare_sampling, mai_summary, mai_table
     from ..run.cluster import connect, make_security
-    from ..tables.table import load_table
+    from ..tables.load import load_table
 
     settings = run_settings(args, NAME)
     data = settings.data

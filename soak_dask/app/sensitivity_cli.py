@@ -73,7 +73,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     from ..diagnose.sensitivity import split_sensitivity as run
     from ..learn.measures import check_measures
     from ..run.cluster import connect, make_security
-    from ..tables.table import load_table
+    from ..tables.load import load_table
 
     settings = run_settings(args, COMMAND)
     learners = settings.learners()

@@ -54,7 +54,7 @@ def transfer_command(args: argparse.Namespace) -> None:
     search) on the cluster, write the results and the report, print a summary."""
     from ..pooling.report import check_out_dir
     from ..run.cluster import connect, make_security
-    from ..tables.table import load_table
+    from ..tables.load import load_table
 
     settings = run_settings(args, COMMAND)
     if settings.subset is None:

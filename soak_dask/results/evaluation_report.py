@@ -22,7 +22,7 @@ import pandas as pd
 import xarray as xr
 
 from ..io.outdir import OutputDir
-from ..tables.table import coordinates_warning
+from ..tables.roles import coordinates_warning
 from .comparisons import COMPARE_COLUMNS, compare
 from .plot import format_pvalue, measure_label, plot_evaluation
 from .report import (

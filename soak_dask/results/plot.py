@@ -254,23 +254,8 @@ def _learner_block(
     Returns the inches from the figure's top to the end of this block.
     """
     width, height = fig.get_size_inches()
-    nrows = math.ceil(len(subsets) / ncols)
     train_types = [str(t) for t in values["train_type"].values]
-    axes_height = len(train_types) * _ROW_HEIGHT
-    grid_top = top + _LEARNER_TITLE + _PANEL_TITLE
-    grid_bottom = grid_top + nrows * axes_height + (nrows - 1) * (_PANEL_TITLE + _TICKS)
-    axes_width = (width - _LEFT - _RIGHT - (ncols - 1) * _PANEL_GAP) / ncols
-    grid = fig.add_gridspec(
-        nrows,
-        ncols,
-        left=_LEFT / width,
-        right=1 - _RIGHT / width,
-        top=1 - grid_top / height,
-        bottom=1 - grid_bottom / height,
-        wspace=_PANEL_GAP / axes_width,
-        hspace=(_PANEL_TITLE + _TICKS) / axes_height,
-    )
-    axes = grid.subplots(sharex=True, sharey=True, squeeze=False)
+    axes, grid_bottom = _panel_grid(fig, top, math.ceil(len(subsets) / ncols), ncols, train_types)
     texts: dict[str, dict[str, str]] = {s: {} for s in subsets}
     for row in tests.itertuples(index=False):
         texts[row.test_subset][row.compare] = format_comparison(
@@ -313,6 +298,30 @@ def _learner_block(
         va="top",
     )
     return grid_bottom + _TICKS + _XLABEL
+
+
+def _panel_grid(
+    fig: Figure, top: float, nrows: int, ncols: int, train_types: list[str]
+) -> tuple[np.ndarray, float]:
+    """The ``nrows`` x ``ncols`` panels of one learner's block from ``top`` (inches below the
+    figure's top), one row of each panel per train type, sharing their axes; and the inches
+    from the figure's top to the grid's bottom."""
+    width, height = fig.get_size_inches()
+    axes_height = len(train_types) * _ROW_HEIGHT
+    grid_top = top + _LEARNER_TITLE + _PANEL_TITLE
+    grid_bottom = grid_top + nrows * axes_height + (nrows - 1) * (_PANEL_TITLE + _TICKS)
+    axes_width = (width - _LEFT - _RIGHT - (ncols - 1) * _PANEL_GAP) / ncols
+    grid = fig.add_gridspec(
+        nrows,
+        ncols,
+        left=_LEFT / width,
+        right=1 - _RIGHT / width,
+        top=1 - grid_top / height,
+        bottom=1 - grid_bottom / height,
+        wspace=_PANEL_GAP / axes_width,
+        hspace=(_PANEL_TITLE + _TICKS) / axes_height,
+    )
+    return grid.subplots(sharex=True, sharey=True, squeeze=False), grid_bottom
 
 
 def _legend_handles(tests: bool) -> list[Line2D]:
@@ -690,6 +699,14 @@ def plot_evaluation(ds: xr.Dataset, measure: str = "error") -> Figure:
     ax.set_axisbelow(True)
     ax.tick_params(labelsize=8)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
+    _label_evaluation(fig, ax, ds, measure, interval is not None)
+    return fig
+
+
+def _label_evaluation(fig: Figure, ax: Axes, ds: xr.Dataset, measure: str, test: bool) -> None:
+    """Title (the outer design), x label and legend of ``plot_evaluation``'s figure; ``test``:
+    the figure shows a test split."""
+    base = _base_measure(measure)
     a = ds.attrs
     outer = str(a.get("outer", ""))
     title = _OUTER_TITLES.get(outer, outer or "evaluation").format(
@@ -708,12 +725,11 @@ def plot_evaluation(ds: xr.Dataset, measure: str = "error") -> Figure:
         Line2D([], [], ls="none", marker="o", mfc="none", color="#555555", label=one),
         Line2D([], [], lw=2, marker="D", ms=4, color="#000000", label="mean ± SD"),
     ]
-    if interval is not None:
+    if test:
         split = "test split, 95 % interval"
         handles.append(Line2D([], [], lw=2, marker="s", ms=4, color=TEST_SPLIT_COLOR, label=split))
     fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), frameon=False,
                fontsize=8)  # fmt: skip
-    return fig
 
 
 # ------------------------------------------------------------------------------ plot_datasets

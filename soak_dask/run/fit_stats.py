@@ -37,7 +37,7 @@ from dask.delayed import Delayed
 
 from ..reduction import tree_reduce
 from ..split.plan import Fit
-from ..tables.table import category_codes, float_array
+from ..tables.arrays import category_codes, float_array
 from .onepass import Moments, TrainStats, check_finite, pool_moments
 
 

@@ -26,7 +26,7 @@ from ..learn.priors import check_finite_proba
 from ..learn.tuning import fit_info
 from ..split.plan import Selection
 from ..split.sizes import downsample
-from ..tables.table import category_codes, float_array
+from ..tables.arrays import category_codes, float_array
 from .rowcap import capped, sampled
 
 

@@ -47,7 +47,8 @@ from dask.delayed import Delayed
 
 from ..reduction import tree_reduce
 from ..split.plan import Selection
-from ..tables.table import Table, category_codes, float_array
+from ..tables.arrays import category_codes, float_array
+from ..tables.table import Table
 
 _FIELDS = ("count", "mean", "scatter")
 

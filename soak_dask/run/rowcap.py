@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..hashing import salt, seeded_hash
 from ..split.sizes import largest_remainder
-from ..tables.table import category_codes, float_array
+from ..tables.arrays import category_codes, float_array
 
 #: Extra rows kept per class, in standard deviations of the binomial count (plus a constant):
 #: the chance that a class keeps fewer than its quota is below 1e-6.

@@ -43,8 +43,9 @@ import xarray as xr
 from scipy.spatial import cKDTree
 
 from ..dask_client import current_client
+from ..tables.arrays import float_array
 from ..tables.raster import DEFAULT_CHUNK, X, Y
-from ..tables.table import Table, float_array
+from ..tables.table import Table
 
 __all__ = ["TrainDI", "aoa", "di_threshold", "new_di", "train_di"]
 

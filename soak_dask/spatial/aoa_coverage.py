@@ -29,7 +29,8 @@ from ..run.fitting import select_rows
 from ..split.designs import SameOtherAll
 from ..split.folds import block_counts
 from ..split.plan import Plan, Selection
-from ..tables.table import Table, check_table, float_array
+from ..tables.arrays import float_array
+from ..tables.table import Table, check_table
 from .aoa import TrainDI, block_di, check_features, check_weights, train_di
 
 __all__ = ["aoa_coverage", "aoa_section", "aoa_sentences"]

@@ -35,7 +35,8 @@ import pandas as pd
 from ..hashing import seeded_hash
 from ..schema import DEFAULT_N_FOLDS
 from ..tables.checks import small_strata_warning, warn
-from ..tables.table import FOLD_COLUMN, Table, check_one_type
+from ..tables.roles import check_one_type
+from ..tables.table import FOLD_COLUMN, Table
 
 #: Seeds are below this bound of scikit-learn's ``random_state`` (built-in learners get the
 #: seed as theirs); the folds' hash alone would take any 64-bit seed.

@@ -22,8 +22,9 @@ import pandas as pd
 from scipy import stats as sps
 
 from ..hashing import salt, seeded_hash, uniform
+from ..tables.arrays import category_codes
 from ..tables.checks import refuse_ignored
-from ..tables.table import FOLD_COLUMN, Table, category_codes
+from ..tables.table import FOLD_COLUMN, Table
 from .balance import balanced_folds
 from .design import Design
 from .folds import (

@@ -28,7 +28,8 @@ import pandas as pd
 from numba import njit
 
 from ..reduction import tree_reduce
-from ..tables.table import Table, category_codes, float_array
+from ..tables.arrays import category_codes, float_array
+from ..tables.table import Table
 from .folds import check_seed
 from .shares import partition_lengths, with_columns
 

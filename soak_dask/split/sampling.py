@@ -31,8 +31,9 @@ from numba import njit
 from scipy.spatial.distance import cdist
 
 from ..reduction import tree_reduce
+from ..tables.arrays import category_codes, float_array
 from ..tables.checks import check_classes
-from ..tables.table import Table, category_codes, check_table, float_array
+from ..tables.table import Table, check_table
 from .folds import check_seed
 from .overlap import (
     DEFAULT_K,

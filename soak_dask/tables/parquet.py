@@ -40,18 +40,7 @@ def open_parquet(
     footers are read here.
     """
     fs, root = fsspec.core.url_to_fs(path, **(storage_options or {}))
-    if glob.has_magic(root):
-        source: Any = sorted(fs.glob(root))
-        if not source:
-            raise FileNotFoundError(f"the pattern {path!r} matches no file")
-    elif not fs.exists(root):
-        raise FileNotFoundError(f"no file or directory at {path!r}")
-    else:
-        source = root
-        if fs.isfile(root) and fs.size(root) == 0:
-            raise ValueError(f"{path!r} is an empty file, not Parquet")
-        if fs.isdir(root):
-            source = _directory_files(fs, root, path)
+    source = _source(fs, root, path)
     try:
         dataset = pads.dataset(
             source,
@@ -129,6 +118,21 @@ def read_piece(
 
 #: Endings of Parquet files; other files of a directory have their first bytes checked.
 _SUFFIXES = (".parquet", ".parq", ".pq")
+
+
+def _source(fs: fsspec.AbstractFileSystem, root: str, path: str) -> str | list[str]:
+    """What pyarrow is to read for ``path`` (``root`` on ``fs``): the files a glob matches, a
+    directory's Parquet files, or the one file; refused when there is nothing to read."""
+    if glob.has_magic(root):
+        matched = sorted(fs.glob(root))
+        if not matched:
+            raise FileNotFoundError(f"the pattern {path!r} matches no file")
+        return matched
+    if not fs.exists(root):
+        raise FileNotFoundError(f"no file or directory at {path!r}")
+    if fs.isfile(root) and fs.size(root) == 0:
+        raise ValueError(f"{path!r} is an empty file, not Parquet")
+    return _directory_files(fs, root, path) if fs.isdir(root) else root
 
 
 def _pieces(

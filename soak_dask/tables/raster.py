@@ -23,7 +23,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .table import Table, Task, load_table
+from .load import load_table
+from .table import Table, Task
 
 __all__ = ["NodataWarning", "open_geotiffs", "raster_table"]
 

@@ -105,6 +105,7 @@ def test_run_with_flags_on_a_scheduler(flag_run):
     assert error.sel(learner="logistic").mean() < error.sel(learner="featureless").mean()
 
 
+@pytest.mark.slow
 def test_run_shows_progress_and_overwrites_only_when_asked(pixels, cluster, tmp_path, capsys):
     store = tmp_path / "r.zarr"
     store.mkdir()
@@ -536,6 +537,7 @@ def test_run_over_tls_with_flags(pixels, tls, tmp_path, capsys):
     check_tls_run(tmp_path / "r.zarr", seed=4)
 
 
+@pytest.mark.slow
 def test_run_over_tls_from_run_file(pixels, tls, tmp_path, capsys):
     files, address = tls
     conf = write_toml(
@@ -561,6 +563,7 @@ out = "r.zarr"
     check_tls_run(tmp_path / "r.zarr", seed=5)
 
 
+@pytest.mark.slow
 def test_run_checkpoints_and_resumes(pixels, cluster, tmp_path, capsys):
     """Finished fits land in the checkpoint; a rerun reuses them; other settings are refused."""
     out = tmp_path / "res.zarr"
@@ -591,6 +594,7 @@ def copy_table(pixels: Path, to: Path) -> Path:
     return to
 
 
+@pytest.mark.slow
 def test_run_refuses_a_checkpoint_of_a_rewritten_file(pixels, cluster, tmp_path, capsys):
     data = copy_table(pixels, tmp_path / "pixels")
     argv = [
@@ -677,6 +681,7 @@ def test_run_help_lists_the_builtin_learners_one_line_each(capsys):
     )
 
 
+@pytest.mark.slow
 def test_run_without_subset_prints_mean_sd_not_nan_pvalues(pixels, cluster, tmp_path, capsys):
     store = tmp_path / "plain.zarr"
     argv = [

@@ -66,6 +66,7 @@ def flag_run(pixels, cluster, tmp_path_factory):
     return code, store
 
 
+@pytest.mark.slow
 def test_evaluate_by_flags_equals_the_python_api(flag_run, pixels, cluster, tmp_path):
     code, store = flag_run
     assert code == 0 and not Path(f"{store}.checkpoint").exists()  # own checkpoint removed
@@ -91,6 +92,7 @@ def test_evaluate_by_flags_equals_the_python_api(flag_run, pixels, cluster, tmp_
     assert (got["n_test"].sum("fold") + got["n_test_split"] == N_PIXELS).all()
 
 
+@pytest.mark.slow
 def test_report_of_an_evaluate_store(flag_run, tmp_path, capsys):
     _, store = flag_run
     code, out, err = soak(["report", store, "--out", tmp_path / "rep"], capsys)

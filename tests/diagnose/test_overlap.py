@@ -21,6 +21,8 @@ from soak_dask.split.overlap import (
     without_self,
 )
 
+from ..conftest import n_examples
+
 
 @pytest.fixture(autouse=True)
 def _sync():
@@ -70,7 +72,7 @@ def test_ties_go_to_the_earlier_row():
     assert degrees_of(df, 2, 1).tolist() == [1, 2, 1, 1]
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     values=st.lists(st.integers(0, 30), min_size=8, max_size=60),
     flips=st.lists(st.booleans(), min_size=60, max_size=60),

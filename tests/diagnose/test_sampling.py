@@ -26,6 +26,8 @@ from soak_dask.split.overlap import DO_COLUMN, POSITION, overlap_degrees
 from soak_dask.split.shares import ranks, share_sizes
 from soak_dask.tables.table import FOLD_COLUMN
 
+from ..conftest import n_examples
+
 NOTES = Path("/tmp/notes")
 
 
@@ -58,7 +60,7 @@ def split_of(method: str, df: pd.DataFrame, parts: int, ratio: float, seed: int,
 # --- exact sizes, the same split whatever the partitioning --------------------------------------
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=n_examples(40), deadline=None)
 @given(
     rows=st.lists(st.integers(0, 200), min_size=1, max_size=8),
     ratio=st.floats(0.05, 0.95),
@@ -71,7 +73,7 @@ def test_train_sizes(rows, ratio, seed):
     assert (sizes >= np.floor(rows * ratio)).all() and (sizes <= np.ceil(rows * ratio)).all()
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     n=st.integers(20, 300),
     n_classes=st.integers(2, 4),
@@ -88,7 +90,8 @@ def test_stratified_sizes_and_partitioning(n, n_classes, ratio, seed, parts):
     np.testing.assert_array_equal(pd.Series(one).groupby(df["y"]).sum().to_numpy(), expected)
 
 
-@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
+@settings(max_examples=n_examples(2), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ratio=st.sampled_from([0.6, 0.75]), seed=st.integers(0, 2**32 - 1), parts=st.integers(2, 4))
 def test_overlap_split_per_level(ratio, seed, parts):
     """Algorithm 4: within each degree of overlap, the share t trains (exactly, by largest
@@ -314,6 +317,7 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+@pytest.mark.slow
 def test_cli_writes_tables_and_figure(tmp_path):
     from distributed import LocalCluster
 

@@ -28,7 +28,7 @@ from soak_dask.diagnose.sensitivity import (
 )
 from soak_dask.split.shares import share_sizes
 
-from ..conftest import toy_table
+from ..conftest import n_examples, toy_table
 
 matplotlib.use("Agg")
 FEATURES = ["x0", "x1", "x2"]
@@ -171,7 +171,7 @@ def test_keys_do_not_depend_on_the_partitioning(frame, table):
     assert not one[names].equals(other[names])
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=n_examples(15), deadline=None)
 @given(
     labels=st.lists(st.integers(0, 2), min_size=12, max_size=120),
     parts=st.integers(2, 6),
@@ -209,6 +209,7 @@ def test_groups_stay_whole(frame):
         assert set(rows[column]) == {0, 1, 2, 3}
 
 
+@pytest.mark.slow
 def test_grouped_run_and_same_results_on_two_workers(frame):
     """A grouped run on two worker threads and three partitions equals the synchronous one
     (one worker, one partition): the splits depend on the seed and the data only. (The CLI

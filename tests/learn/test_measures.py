@@ -15,6 +15,8 @@ from soak_dask.learn.measures import (
     score,
 )
 
+from ..conftest import n_examples
+
 
 def _pieces(n: int, cuts: list[int]) -> list[slice]:
     edges = sorted({0, n, *(c % (n + 1) for c in cuts)})
@@ -27,7 +29,7 @@ def _tree_merge(parts: list[dict]) -> dict:
     return merge([merge(parts[:half]), merge(parts[half:])]) if half > 1 else merge(parts)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(
     n=st.integers(2, 300),
     n_classes=st.integers(2, 4),
@@ -60,7 +62,7 @@ def test_classification_pieces_merge_to_sklearn(n, n_classes, seed, cuts):
         assert np.isnan(got["auc"])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(
     n=st.integers(2, 300),
     levels=st.integers(1, 6),
@@ -80,7 +82,7 @@ def test_auc_with_tied_scores_merges_to_sklearn(n, levels, seed, cuts):
         assert np.isnan(got)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(
     n=st.integers(2, 300),
     seed=st.integers(0, 2**31),

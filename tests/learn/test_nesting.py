@@ -22,6 +22,8 @@ from soak_dask.learn.priors import PriorCorrected
 from soak_dask.learn.tuning import Search, freeze
 from soak_dask.split.inner import Inner
 
+from ..conftest import n_examples
+
 QUIET = {"progress": False}
 
 
@@ -168,7 +170,7 @@ def test_auto_inner_scheme_without_groups():
         Inner("cv", 5).splits(np.repeat([0, 1], [50, 1]))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=n_examples(30), deadline=None)
 @given(
     n_groups=st.integers(2, 40),
     inner=st.sampled_from(["auto", "cv", "repeated_cv", "loo"]),
@@ -235,6 +237,7 @@ def test_nested_selection_is_honest_and_the_shortcut_is_optimistic():
     assert nested.final_n_features_kept.sel(learner="sel").item() == 10
 
 
+@pytest.mark.slow
 def test_chosen_settings_are_recorded_per_fold_and_for_the_final_model(tmp_path):
     rng = np.random.default_rng(4)
     X = rng.normal(size=(144, 6))
@@ -286,6 +289,7 @@ def test_freeze_keeps_the_choice_and_the_features():
     assert refit.estimator_[1].C == fitted.estimator_.best_params_["logisticregression__C"]
 
 
+@pytest.mark.slow
 def test_soak_tunes_inside_each_train_set_with_prior_correction():
     rng = np.random.default_rng(6)
     n = 240
@@ -323,6 +327,7 @@ def test_a_pipeline_search_equals_scikit_learn_on_the_same_splits():
     assert ours.best_score_ == pytest.approx(direct.best_score_, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_balance_overlap_assigns_the_folds_of_overlap_folds():
     rng = np.random.default_rng(9)
     X = rng.normal(size=(240, 3))

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 import soak_dask as sd
 from soak_dask.learn import rpart_kernels as rk
 
+from ..conftest import n_examples
+
 #: The 8-row case: labels in x order a a a b a b b b. Gini (rpart's Σ p(1-p), times the
 #: weight): root 8 × 0.5 = 4; the cut after 3 rows leaves 3a | 1a4b: 0 + 5 × 0.32 = 1.6, an
 #: improvement of 2.4; the cut after 5 rows (4a1b | 3b) ties at 2.4; every other cut is lower
@@ -363,7 +365,7 @@ def test_rpart_frame_numbers_nodes_as_rpart():
     assert named.rpart_frame()["var"].iloc[0] == "v"
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=n_examples(15), deadline=None)
 @given(seed=st.integers(0, 2**16), scale=st.floats(0.01, 100.0))
 def test_the_tree_ignores_row_order_and_feature_scale(seed, scale):
     """With unit weights every sum is a count, so the rows' order cannot matter; a positive

@@ -40,7 +40,7 @@ from soak_dask.pooling import (
 from soak_dask.pooling.report import write_transfer_report
 from soak_dask.split.search import SearchRound
 
-from ..conftest import shared_file, toy_table
+from ..conftest import n_examples, shared_file, toy_table
 
 matplotlib.use("Agg")
 K = 3
@@ -69,7 +69,7 @@ def runs(table):
 
 
 @given(n_subsets=st.integers(1, 6), n_folds=st.integers(2, 8))
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=n_examples(25), deadline=None)
 def test_plan_has_s_times_k_fits_each_scoring_every_subset(n_subsets, n_folds):
     subsets = [f"r{i}" for i in range(n_subsets)]
     plan = Transfer(n_folds).plan_for(subsets)
@@ -112,6 +112,7 @@ def test_tests_against_the_diagonal_and_the_clustering(runs):
     assert sorted(order) == ["s0", "s1", "s2"] and tree.shape == (2, 4)
 
 
+@pytest.mark.slow
 def test_two_subset_soak_is_a_transfer_matrix():
     table = sd.load_table(toy_table(200, 2, seed=5), label="y", subset="subset")
     res = sd.soak(table, ["featureless", "lda"], n_folds=3, progress=False)
@@ -158,6 +159,7 @@ def test_search_scores_same_and_all_as_soak(runs):
     assert (found["one_pass"] == 1).all()
 
 
+@pytest.mark.slow
 def test_one_pass_search_equals_refits_from_rows(table, runs):
     found = runs[2].sel(learner=["lda"])
     refit = search_subsets(table, ["lda"], n_folds=K, seed=3, progress=False, onepass=False)
@@ -234,6 +236,7 @@ def test_stability_table(runs):
     assert len(featureless) == 3
 
 
+@pytest.mark.slow
 def test_figures_and_report(runs, tmp_path):
     matrix, _, found = runs
     from soak_dask.pooling.report import check_out_dir
@@ -261,6 +264,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@pytest.mark.slow
 def test_cli_writes_results_report_and_refuses_foreign_dirs(tmp_path, capsys, monkeypatch):
     import contextlib
 

@@ -249,6 +249,7 @@ def test_overlap_check_detects_a_cramped_figure(small_run):
     assert overlapping_pairs(*text_boxes(fig))
 
 
+@pytest.mark.slow
 def test_twenty_subsets_five_learners_are_legible():
     rng = np.random.default_rng(1)
     subsets = [f"region_{i:02d}" for i in range(20)]
@@ -410,6 +411,7 @@ def test_mean_sd_bars_stop_at_the_measure_range(draw):
             np.testing.assert_allclose(x, expected)
 
 
+@pytest.mark.slow
 def test_every_bar_of_a_real_run_is_within_range(small_run):
     for measure in small_run.attrs["measures"]:
         low, high = MEASURE_RANGES[measure]

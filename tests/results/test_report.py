@@ -161,6 +161,7 @@ def rendered_cells(markdown_file: Path) -> list[list[str]]:
     return [[html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)] for r in rows]
 
 
+@pytest.mark.slow
 def test_markdown_tables_show_names_literally(tmp_path):
     ds = results_from({lrn: dict.fromkeys(HOSTILE_SUBSETS, 1.0) for lrn in HOSTILE_LEARNERS})
     out = tmp_path / "rep"
@@ -205,6 +206,7 @@ def test_refuses_a_foreign_directory_even_with_overwrite(small_run, tmp_path):
         write_report(small_run, out / "notes.txt", "error")
 
 
+@pytest.mark.slow
 def test_rewrites_a_previous_report_and_drops_its_stale_figures(small_run, tmp_path):
     out = tmp_path / "rep"
     write_report(small_run, out, ["error", "auc"])
@@ -259,6 +261,7 @@ def probe_page(page: Path, tmp_path: Path) -> tuple[dict, list[str]]:
     return json.loads(html.unescape(found.group(1))), console
 
 
+@pytest.mark.slow
 def test_probe_detects_broken_pages(tmp_path):
     bad = tmp_path / "bad.html"
     bad.write_text(
@@ -279,6 +282,7 @@ def test_report_opens_in_chromium_without_errors(report, tmp_path):
     assert console == []
 
 
+@pytest.mark.slow
 def test_report_screenshot_is_not_blank(report, tmp_path):
     shot = tmp_path / "shot.png"
     done = run_chromium(
@@ -392,6 +396,7 @@ def test_settings_are_readable(report, small_run):
     assert "-1" not in "".join(rows.values())
 
 
+@pytest.mark.slow
 def test_settings_show_the_options_in_use_and_unknown_attrs(small_run, tmp_path):
     ds = small_run.assign_attrs(
         sizes=1, ratio=0.5, size_seeds=2, max_train_rows=500, incremental=1, epochs=3,
@@ -437,6 +442,7 @@ def test_plain_kfold_report_gives_mean_sd_without_pvalues(plain_run, tmp_path):
     assert settings_rows(page)["Train types"] == "same"
 
 
+@pytest.mark.slow
 def test_uneven_folds_are_flagged(tmp_path):
     ds = results_from({"lr": {"A": 2.0, "B": 1.0}}, n_folds=3)
     ds["n_test"] = xr.full_like(ds["error"], 40, dtype=np.int64)

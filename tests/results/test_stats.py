@@ -25,7 +25,7 @@ from soak_dask.results.stats import (
     validate_results,
 )
 
-from ..conftest import shared_file
+from ..conftest import n_examples, shared_file
 
 
 def make_ds(
@@ -144,6 +144,7 @@ def test_paper_missing_folds_are_dropped_pairwise():
     assert row_all["p_welch"] == pytest.approx(expected, rel=1e-10)
 
 
+@pytest.mark.slow
 def test_paper_pvalues_agree_with_scipy_ttest_rel():
     # A second, independent computation of every paper p-value from the raw scores.
     scores, _ = _paper_tables()
@@ -487,7 +488,7 @@ def paired_folds(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray]:
     return same, other
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(paired_folds())
 def test_property_swap_negates_mean_diff_and_t(folds):
     same, other = folds
@@ -504,7 +505,7 @@ def test_property_swap_negates_mean_diff_and_t(folds):
         assert math.isnan(a["t"]) == math.isnan(b["t"])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(paired_folds(), st.floats(min_value=-1000, max_value=1000))
 def test_property_shift_leaves_t_unchanged(folds, shift):
     same, other = folds

@@ -30,6 +30,8 @@ from soak_dask import Selection, Term
 from soak_dask.run.closed_form import fit_from_stats, is_additive
 from soak_dask.run.onepass import Moments, block_stats, train_stats
 
+from ..conftest import n_examples
+
 SUBSETS = ["A", "B", "C"]
 N_FOLDS = 3
 FEATURES = ["x0", "x1", "x2", "x3"]
@@ -206,7 +208,7 @@ def test_partitioning_does_not_change_block_statistics():
         assert one.count[SUBSETS.index(s), k - 1, "abc".index(c)] == n
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(1, 60),

@@ -94,6 +94,7 @@ def _soak(s3: SimpleNamespace, client: Client, table: sd.Table, **options) -> xr
         return sd.soak(table, learners, n_folds=3, client=client, progress=False, **options)
 
 
+@pytest.mark.slow
 def test_a_run_reads_writes_and_resumes_on_s3(s3, client):
     table = _table(s3)
     assert isinstance(table.data, dd.DataFrame) and table.source == f"s3://{BUCKET}/pixels"

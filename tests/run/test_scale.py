@@ -25,6 +25,7 @@ def table():
     return sd.load_table(df, label="label", subset="region", exclude=["x", "y", "polygon"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("npartitions", [1, 20])
 def test_one_pass_equals_fitting_on_rows(table, npartitions):
     # 20 partitions: the partial scores go through a tree of merges (fan-in 8).
@@ -42,6 +43,7 @@ def test_one_pass_equals_fitting_on_rows(table, npartitions):
         np.testing.assert_allclose(fast[name], slow[name], rtol=1e-9, atol=1e-12, err_msg=name)
 
 
+@pytest.mark.slow
 def test_incremental_partial_fit(table):
     sgd = make_pipeline(StandardScaler(), SGDClassifier(random_state=0))
     assert not hasattr(sgd, "partial_fit")  # a pipeline cannot learn block by block
@@ -88,7 +90,7 @@ def _stratified(counts: tuple[int, ...], total: int) -> tuple[int, ...]:
     return tuple(quota)
 
 
-@pytest.mark.parametrize("npartitions", [1, 7])
+@pytest.mark.parametrize("npartitions", [1, pytest.param(7, marks=pytest.mark.slow)])
 def test_max_train_rows_is_an_exact_stratified_sample(table, npartitions):
     table = sd.Table(**{**table.__dict__, "data": table.data.repartition(npartitions=npartitions)})
     full = sd.soak(table, "featureless", n_folds=4, progress=False)
@@ -117,6 +119,7 @@ def test_max_train_rows_is_an_exact_stratified_sample(table, npartitions):
         sd.soak(table, "featureless", n_folds=4, max_train_rows=0, progress=False)
 
 
+@pytest.mark.slow
 def test_max_train_rows_with_incremental_learners_and_sizes(table):
     sgd = {"sgd": SGDClassifier(random_state=0)}
     res = sd.soak(table, sgd, n_folds=4, incremental=True, max_train_rows=500, progress=False)

@@ -182,6 +182,7 @@ def failing_task(x: int) -> int:
     raise ZeroDivisionError(f"task {x} fails")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log_failures", [True, False])
 def test_local_workers_log_failed_tasks_only_when_asked(capfd, log_failures):
     with connect(n_workers=1, log_failures=log_failures) as client:

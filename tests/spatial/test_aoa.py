@@ -18,7 +18,7 @@ from scipy.spatial.distance import cdist
 import soak_dask as sd
 from soak_dask.spatial.aoa import di_threshold, train_di
 
-from ..conftest import shared_file
+from ..conftest import n_examples, shared_file
 
 SQ2 = math.sqrt(2)
 # Four corners of a square and its centre: mean 0 and SD 1 (n - 1) in both predictors, so the
@@ -494,7 +494,7 @@ def test_duplicated_training_points_are_each_others_nearest():
     assert ds["train_lpd"].values[[0, 5]].tolist() == [1, 1]  # each other, below threshold
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=n_examples(25), deadline=None)
 @given(
     st.integers(0, 2**32 - 1),
     st.integers(4, 14),

@@ -21,7 +21,7 @@ from soak_dask.app import cli
 from soak_dask.spatial.blocks import block_id, hex_blocks
 from soak_dask.split.knndm import cluster_grid, cv_distances, merge_clusters
 
-from ..conftest import shared_file
+from ..conftest import n_examples, shared_file
 
 
 def clustered_scene(n_clusters=8, per=40, seed=1):
@@ -203,7 +203,7 @@ def test_cluster_grid_follows_cast():
     assert cluster_grid(5, 1000, 100, 50).max() == 50
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(
     st.integers(2, 6),
     st.lists(st.integers(0, 11), min_size=6, max_size=80),

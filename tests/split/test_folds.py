@@ -14,6 +14,8 @@ from soak_dask.hashing import seeded_hash
 from soak_dask.split.folds import permuted_block_folds
 from soak_dask.tables.table import FOLD_COLUMN
 
+from ..conftest import n_examples
+
 
 def _folds(df: pd.DataFrame, npartitions: int, k: int, seed: int, **roles) -> pd.Series:
     ddf = dd.from_pandas(df, npartitions=npartitions, sort=False)
@@ -30,7 +32,7 @@ frames = st.integers(20, 400).flatmap(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 7), st.integers(0, 2**31), st.integers(1, 5))
 def test_row_folds_balanced_and_partition_invariant(data, k, seed, nparts):
     subset, y, _ = data
@@ -46,7 +48,7 @@ def test_row_folds_balanced_and_partition_invariant(data, k, seed, nparts):
     assert folds.equals(_folds(df, nparts + 2, k, seed, subset="s"))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 7), st.integers(0, 2**31), st.booleans())
 def test_block_counts_without_a_pass_equal_counted(data, k, seed, regression):
     subset, y, _ = data
@@ -68,7 +70,7 @@ def test_block_counts_without_a_pass_equal_counted(data, k, seed, regression):
         assert sd.assign_folds(table, k, seed, stratify=False).fold_counts is None
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 5), st.integers(0, 2**31), st.integers(1, 4))
 def test_group_folds_keep_groups_whole(data, k, seed, nparts):
     subset, y, g = data
@@ -120,7 +122,7 @@ def test_permuted_block_folds_each_block_is_a_permutation():
         assert sorted(block) == list(range(1, 11))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=n_examples(80), deadline=None)
 @given(
     strata=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 300)), min_size=1, max_size=6),
     k=st.integers(2, 12),

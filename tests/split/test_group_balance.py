@@ -20,7 +20,7 @@ from soak_dask.results.stats import evaluation_text, pvalues, results_text, uneq
 from soak_dask.split.folds import GROUP_ASSIGNMENTS, group_folds
 from soak_dask.tables.table import FOLD_COLUMN
 
-from ..conftest import AZTREES_FEATURES
+from ..conftest import AZTREES_FEATURES, n_examples
 
 QUIET = {"progress": False}
 
@@ -55,7 +55,7 @@ def _frame(groups: tuple) -> pd.DataFrame:
     return df.assign(x1=np.arange(len(df), dtype=float))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=n_examples(80), deadline=None)
 @given(
     grouped_frames,
     st.integers(2, 6),
@@ -90,7 +90,7 @@ def test_group_folds_invariants(groups, k, seed, rng, assignment):
             assert n_groups.is_monotonic_decreasing
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     grouped_frames,
     st.integers(2, 4),

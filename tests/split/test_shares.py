@@ -20,6 +20,8 @@ from soak_dask.split.sampling import random_split, stratified_split
 from soak_dask.split.shares import add_draws, check_sides, ranks, share_sizes
 from soak_dask.split.trials import SplitTrials
 
+from ..conftest import n_examples
+
 
 @pytest.fixture(autouse=True)
 def _sync():
@@ -48,14 +50,14 @@ def table(df: pd.DataFrame, parts: int = 1, **kw) -> sd.Table:
 # --- the draw ----------------------------------------------------------------------------------
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=n_examples(60), deadline=None)
 @given(n=st.integers(1, 3000), seed=st.integers(0, 2**32 - 1), draw=st.integers(1, 100))
 def test_ranks_are_a_permutation(n, seed, draw):
     r = ranks(np.zeros(n, int), np.arange(n), np.array([n]), seed, draw, "test")
     assert np.array_equal(np.sort(r), np.arange(n))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=n_examples(40), deadline=None)
 @given(
     rows=st.lists(st.integers(0, 300), min_size=1, max_size=6),
     share=st.floats(0.0001, 0.9999),
@@ -68,7 +70,7 @@ def test_share_sizes_exact(rows, share, seed):
     assert (sizes >= np.floor(rows * share)).all() and (sizes <= np.ceil(rows * share)).all()
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=n_examples(25), deadline=None)
 @given(
     n=st.integers(30, 400),
     parts=st.integers(2, 7),
@@ -128,7 +130,9 @@ def test_check_sides_names_the_possible_shares():
 # --- the designs honour every share ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("share", [0.01, 0.05, 0.2, 0.33, 0.5])
+@pytest.mark.parametrize(
+    "share", [0.2, *(pytest.param(s, marks=pytest.mark.slow) for s in (0.01, 0.05, 0.33, 0.5))]
+)
 def test_evaluate_test_split_honoured(share):
     df = frame(400)
     ds = sd.evaluate(table(df), ["featureless"], test_split=share, progress=False)
@@ -224,7 +228,8 @@ def test_keys_per_partition_without_repartitioning(name):
     assert len(tasks.names) <= 6 * 4 + 2
 
 
-@settings(max_examples=6, deadline=None)
+@pytest.mark.slow
+@settings(max_examples=n_examples(6), deadline=None)
 @given(parts=st.integers(2, 6), seed=st.integers(0, 2**32 - 1))
 def test_design_keys_equal_across_partitionings(parts, seed):
     df = frame(300, seed=1)

@@ -19,6 +19,7 @@ def _data(n=240, seed=0):
     return X, y, subset, groups
 
 
+@pytest.mark.slow
 def test_cross_validate_runs_every_split():
     X, y, subset, _ = _data()
     cv = sd.SameOtherAllCV(subset, n_splits=4)

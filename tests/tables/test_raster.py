@@ -325,6 +325,7 @@ def geotiffs(raw, tmp_path_factory) -> dict[str, Path]:
     return files
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::soak_dask.tables.raster.NodataWarning")
 def test_geotiff_bands_give_the_table_and_results_of_the_xarray_path(raw, geotiffs):
     files = {k: geotiffs[k] for k in [*BANDS, "label", "polygon"]}

@@ -15,7 +15,7 @@ import xarray as xr
 from sklearn.utils.multiclass import type_of_target
 
 import soak_dask as sd
-from soak_dask.tables.table import is_coordinate_name
+from soak_dask.tables.roles import is_coordinate_name
 
 from ..conftest import AZTREES_FEATURES, shared_file
 
