@@ -20,9 +20,10 @@ import soak_dask as sd  # noqa: E402
 from soak_dask.app.demo import make_pixel_table  # noqa: E402
 from soak_dask.results.comparisons import compare  # noqa: E402
 from soak_dask.results.evaluation_report import COMPARISON_COLUMNS, comparisons  # noqa: E402
+from soak_dask.results.html import CSP  # noqa: E402
 from soak_dask.results.outdir import MANIFEST  # noqa: E402
 from soak_dask.results.plot import TEST_SPLIT_COLOR, plot_evaluation  # noqa: E402
-from soak_dask.results.report import CSP, write_report  # noqa: E402
+from soak_dask.results.report import write_report  # noqa: E402
 from soak_dask.results.stats import by_fold, evaluation_summary  # noqa: E402
 
 from .test_report import probe_page, read_markdown, run_chromium  # noqa: E402

@@ -21,8 +21,9 @@ from PIL import Image  # noqa: E402
 
 import soak_dask as sd  # noqa: E402
 from soak_dask.app.demo import make_pixel_table  # noqa: E402
+from soak_dask.results.html import CSP, markdown_table  # noqa: E402
 from soak_dask.results.outdir import MANIFEST  # noqa: E402
-from soak_dask.results.report import CSP, markdown_table, write_report  # noqa: E402
+from soak_dask.results.report import write_report  # noqa: E402
 from soak_dask.results.stats import pvalues_text  # noqa: E402
 
 from .test_plot import results_from, run_small_soak  # noqa: E402

@@ -1,7 +1,7 @@
 """A self-contained HTML report of a transfer matrix and, optionally, a train-subset search,
 with its tables (CSV, Markdown) and figures (PNG, SVG) beside it.
 
-The page is ``soak_dask.results.report.html_page``: no external file, script or style sheet.
+The page is ``soak_dask.results.html.html_page``: no external file, script or style sheet.
 The directory is checked and marked as every output directory is (``soak_dask.results.outdir``):
 a later report (or ``soak transfer --out``) replaces exactly the files listed, nothing else.
 """
@@ -13,12 +13,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import xarray as xr
 
+from ..results.html import figure_html, html_page, html_table, write_figure, write_tables
 from ..results.outdir import OutputDir
 from ..results.outdir import check_out_dir as check
-from ..results.report import _figure_html, _html_table, _write_figure, html_page, markdown_table
 from .matrix import (
     MARKS,
     check_alpha,
@@ -137,18 +136,10 @@ def write_transfer_report(
     return page_path
 
 
-def _tables(path: OutputDir, name: str, frame: pd.DataFrame, files: list[str], md: bool = True):
-    frame.to_csv(path.claim(f"{name}.csv"), index=False)
-    files.append(f"{name}.csv")
-    if md:
-        path.claim(f"{name}.md").write_text(markdown_table(frame), encoding="utf-8")
-        files.append(f"{name}.md")
-
-
 def _figure(path: OutputDir, fig, name: str, files: list[str], alt: str, caption: str) -> str:
-    drawn = _write_figure(path, fig, name)
+    drawn = write_figure(path, fig, name)
     files.extend([f"{name}.png", f"{name}.svg"])
-    return _figure_html(drawn, alt, caption)
+    return figure_html(drawn, alt, caption)
 
 
 def _transfer_section(
@@ -156,8 +147,8 @@ def _transfer_section(
 ) -> str:
     tests = transfer_pvalues(ds, measure, alpha=alpha)
     means = ds[measure].mean("fold").to_dataframe().reset_index()
-    _tables(path, "transfer_pvalues", tests, files)
-    _tables(
+    write_tables(path, "transfer_pvalues", tests, files)
+    write_tables(
         path,
         "transfer_mean",
         means[["learner", "train_subset", "test_subset", measure]],
@@ -191,7 +182,7 @@ def _transfer_section(
             f"{', '.join(html.escape(s) for s in subsets)}. Of the {len(mine) - len(subsets)} "
             f"off-diagonal cells, {worse} are significantly worse than the test subset's own "
             f"model and {better} better.</p>"
-            f'<div class="scroll">{_html_table(grid, "results")}</div>'
+            f'<div class="scroll">{html_table(grid, "results")}</div>'
         )
     columns = [
         "learner",
@@ -206,7 +197,7 @@ def _transfer_section(
     off = tests[tests["verdict"] != "same"][columns]
     parts.append(
         "<details><summary>Every off-diagonal test</summary>"
-        f'<div class="scroll">{_html_table(off, "pvalues")}</div></details>'
+        f'<div class="scroll">{html_table(off, "pvalues")}</div></details>'
     )
     return "\n".join(parts)
 
@@ -216,9 +207,9 @@ def _search_section(path: OutputDir, ds: xr.Dataset, alpha: float, files: list[s
     tests = search_pvalues(ds, alpha=alpha)
     pools = search_pools(ds)
     stability = search_stability(ds)
-    _tables(path, "search_pvalues", tests, files)
-    _tables(path, "search_pools", pools, files, md=False)
-    _tables(path, "search_stability", stability, files, md=False)
+    write_tables(path, "search_pvalues", tests, files)
+    write_tables(path, "search_pools", pools, files, md=False)
+    write_tables(path, "search_stability", stability, files, md=False)
     figure = _figure(
         path,
         plot_search(ds, alpha=alpha),
@@ -262,11 +253,11 @@ def _search_section(path: OutputDir, ds: xr.Dataset, alpha: float, files: list[s
             f"pools of at most {ds.attrs.get('max_pool')} subsets. Cost: {cost}.</p>",
             figure,
             "<h3>Nested estimate against same and all</h3>",
-            f'<div class="scroll">{_html_table(shown, "pvalues")}</div>',
+            f'<div class="scroll">{html_table(shown, "pvalues")}</div>',
             "<h3>Stability of the chosen pools across folds</h3>",
-            f'<div class="scroll">{_html_table(stability, "results")}</div>',
+            f'<div class="scroll">{html_table(stability, "results")}</div>',
             "<h3>Chosen pool per outer fold</h3>",
-            f'<div class="scroll">{_html_table(per_fold.reset_index(), "results")}</div>',
+            f'<div class="scroll">{html_table(per_fold.reset_index(), "results")}</div>',
         ]
     )
 

@@ -23,23 +23,24 @@ import xarray as xr
 
 from ..tables.table import coordinates_warning
 from .comparisons import COMPARE_COLUMNS, compare
+from .html import (
+    attr_names,
+    cells_table,
+    code,
+    decimals,
+    figure_html,
+    fixed,
+    html_page,
+    html_table,
+    json_attr,
+    listed,
+    prepare_report_dir,
+    settings_table,
+    write_figure,
+    write_tables,
+)
 from .outdir import OutputDir
 from .plot import format_pvalue, measure_label, plot_evaluation
-from .report import (
-    _code,
-    _decimals,
-    _figure_html,
-    _fixed,
-    _html_table,
-    _json_attr,
-    _listed,
-    _names,
-    _settings_value,
-    _write_figure,
-    _write_tables,
-    html_page,
-    prepare_report_dir,
-)
 from .stats import (
     by_fold,
     evaluation_summary,
@@ -157,7 +158,7 @@ def _design(ds: xr.Dataset) -> str:
     if outer == "subsampling" and a.get("train_ratio") not in (None, ""):
         text += f", {_share(float(a['train_ratio']))} of the rows to train"
     if a.get("fold"):
-        text += f", folds from column {_code(a['fold'])}"
+        text += f", folds from column {code(a['fold'])}"
     elif a.get("group"):
         text += f", whole groups of <b>{html.escape(str(a['group']))}</b> kept together"
     elif a.get("task") == "classification" and outer in ("cv", "repeated_cv", "subsampling"):
@@ -182,7 +183,7 @@ def _lede(ds: xr.Dataset) -> str:
     a = ds.attrs
     what = f"Predicting <b>{html.escape(str(a['label']))}</b>" if a.get("label") else "Results"
     if a.get("source"):
-        what += f" in {_code(Path(str(a['source'])).name or a['source'])}"
+        what += f" in {code(Path(str(a['source'])).name or a['source'])}"
     split = _test_split(ds)
     learners = ", ".join(html.escape(str(v)) for v in ds["learner"].values)
     return f"{what} by {_design(ds)}{'; ' + split if split else ''}. Learners: {learners}."
@@ -193,8 +194,8 @@ def _notes(ds: xr.Dataset) -> list[str]:
     a = ds.attrs
     notes = [_SD_NOT_SE]
     if a.get("task") == "classification":
-        first = _names(a.get("measures"))[:1]
-        headline = f" The first measure shown is {_code(first[0])}." if first else ""
+        first = attr_names(a.get("measures"))[:1]
+        headline = f" The first measure shown is {code(first[0])}." if first else ""
         notes.append(
             f"<b>Prediction</b>: {html.escape(prior_correction_text(a))}.{headline} The same "
             "learner on the same folds scores the same in <code>soak run</code> when the "
@@ -229,7 +230,7 @@ def _notes(ds: xr.Dataset) -> list[str]:
             "learner's final model (one fit on all the other rows) scores it once; the interval "
             f"is a bootstrap 95 % percentile interval over its {units}."
         )
-    left_out = _names(a.get("excluded_coordinates"))
+    left_out = attr_names(a.get("excluded_coordinates"))
     if left_out:
         notes.append(f"<b>Coordinates</b>: {html.escape(coordinates_warning(left_out))}.")
     # Nesting: the optimism of nested=False first, then choices per fold and the timings.
@@ -240,86 +241,70 @@ def _notes(ds: xr.Dataset) -> list[str]:
 
 
 def _settings_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
-    """(name, HTML) of the run's settings in words; then attrs this page does not know."""
+    """(name, HTML) of the run's settings in words."""
     a = ds.attrs
     rows = []
     if a.get("source"):
-        rows.append(("Data", _code(a["source"])))
+        rows.append(("Data", code(a["source"])))
     if a.get("label"):
-        classes = _names(a.get("classes"))
-        task = html.escape(str(a.get("task", ""))) + (f": {_listed(classes)}" if classes else "")
-        rows.append(("Label", f"{_code(a['label'])} ({task})"))
-    group = f"{_code(a['group'])}: a group's rows stay together" if a.get("group") else "none"
+        classes = attr_names(a.get("classes"))
+        task = html.escape(str(a.get("task", ""))) + (f": {listed(classes)}" if classes else "")
+        rows.append(("Label", f"{code(a['label'])} ({task})"))
+    group = f"{code(a['group'])}: a group's rows stay together" if a.get("group") else "none"
     rows += [("Groups", group), ("Outer design", _design(ds))]
     rows.append(("Test split", _test_split(ds) or "none"))
     if "seed" in a:
         rows.append(("Seed", f'{a["seed"]} <span class="muted">(splits, learners)</span>'))
-    features = _names(a.get("features"))
+    features = attr_names(a.get("features"))
     if features:
-        rows.append(("Features", f"{len(features)}: {_listed(features)}"))
-    left_out = _names(a.get("excluded_coordinates"))
+        rows.append(("Features", f"{len(features)}: {listed(features)}"))
+    left_out = attr_names(a.get("excluded_coordinates"))
     if left_out:
-        rows.append(("Coordinates left out", _listed(left_out)))
+        rows.append(("Coordinates left out", listed(left_out)))
     for title, key in (("Learners", "learners"), ("Final models", "models")):
         items = "".join(
-            f"<li><b>{html.escape(name)}</b>: {_code(' '.join(str(v).split()))}</li>"
-            for name, v in _json_attr(a.get(key)).items()
+            f"<li><b>{html.escape(name)}</b>: {code(' '.join(str(v).split()))}</li>"
+            for name, v in json_attr(a.get(key)).items()
         )
         if items:
             rows.append((title, f"<ul>{items}</ul>"))
-    if _names(a.get("measures")):
-        rows.append(("Measures", html.escape(", ".join(_names(a["measures"])))))
+    if attr_names(a.get("measures")):
+        rows.append(("Measures", html.escape(", ".join(attr_names(a["measures"])))))
     if a.get("task") == "classification":
         rows.append(("Prediction", html.escape(prior_correction_text(a))))
     if "n_fits" in a:
         distinct = a.get("n_distinct_train_sets", "?")
         rows.append(("Fits", f"{a['n_fits']}: {distinct} train sets × {ds.sizes['learner']}"))
-    versions = _json_attr(a.get("versions"))
+    versions = json_attr(a.get("versions"))
     if versions:
         rows.append(("Versions", html.escape(", ".join(f"{k} {v}" for k, v in versions.items()))))
-    return rows + [(str(k), _settings_value(v)) for k, v in a.items() if k not in _KNOWN_ATTRS]
+    return rows
 
 
 def _settings_html(ds: xr.Dataset) -> str:
-    body = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>\n" for k, v in _settings_rows(ds)
-    )
-    return f'<table class="settings">\n{body}</table>'
+    return settings_table(_settings_rows(ds), ds.attrs, _KNOWN_ATTRS)
 
 
 # --- one measure ------------------------------------------------------------------------------
 
 
-def _table(head: list[str], rows: list[list[str]], text_columns: int) -> str:
-    """An HTML table of escaped cells, the first `text_columns` left-aligned."""
-
-    def cell(tag: str, i: int, value: str) -> str:
-        css = ' class="text"' if i < text_columns else ""
-        return f"<{tag}{css}>{html.escape(value)}</{tag}>"
-
-    lines = ["<tr>" + "".join(cell("th", i, h) for i, h in enumerate(head)) + "</tr>"]
-    lines += ["<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>" for r in rows]
-    body = "\n".join(lines)
-    return f'<div class="scroll"><table class="results">\n{body}\n</table></div>\n'
-
-
 def _means_table(means: pd.DataFrame) -> str:
     """Per learner: cells, mean ± SD, min–max and the test split's score [95 % interval]."""
-    digits = _decimals(pd.concat([means["mean"], means["test_estimate"]]))
+    digits = decimals(pd.concat([means["mean"], means["test_estimate"]]))
     split = bool(means["test_estimate"].notna().any())
     head = ["Learner", "Cells", "Mean ± SD", "Min – max"]
     head += ["Test split [95 % interval]"] if split else []
     rows = []
     for r in means.itertuples():
-        sd = f" ± {_fixed(r.sd, digits)}" if np.isfinite(r.sd) else ""
-        cells = [str(r.learner), str(r.n), _fixed(r.mean, digits) + sd]
-        cells.append(f"{_fixed(r.min, digits)} – {_fixed(r.max, digits)}" if r.n else "")
+        sd = f" ± {fixed(r.sd, digits)}" if np.isfinite(r.sd) else ""
+        cells = [str(r.learner), str(r.n), fixed(r.mean, digits) + sd]
+        cells.append(f"{fixed(r.min, digits)} – {fixed(r.max, digits)}" if r.n else "")
         if split:
-            interval = f" [{_fixed(r.test_low, digits)}, {_fixed(r.test_high, digits)}]"
+            interval = f" [{fixed(r.test_low, digits)}, {fixed(r.test_high, digits)}]"
             scored = np.isfinite(r.test_estimate)
-            cells.append(_fixed(r.test_estimate, digits) + interval if scored else "")
+            cells.append(fixed(r.test_estimate, digits) + interval if scored else "")
         rows.append(cells)
-    return _table(head, rows, 1)
+    return cells_table(head, rows, 1)
 
 
 def _compare_table(tests: pd.DataFrame, digits: int) -> str:
@@ -328,14 +313,14 @@ def _compare_table(tests: pd.DataFrame, digits: int) -> str:
         [
             f"{r.learner_a} − {r.learner_b}",
             str(r.n),
-            _fixed(r.mean_diff, digits, sign=True)
-            + (f" ± {_fixed(r.sd_diff, digits)}" if np.isfinite(r.sd_diff) else ""),
+            fixed(r.mean_diff, digits, sign=True)
+            + (f" ± {fixed(r.sd_diff, digits)}" if np.isfinite(r.sd_diff) else ""),
             format_pvalue(r.p).removeprefix("p="),
             format_pvalue(r.p_corrected).removeprefix("p="),
         ]
         for r in tests.itertuples()
     ]
-    return _table(head, rows, 1)
+    return cells_table(head, rows, 1)
 
 
 def _measure_section(
@@ -348,7 +333,7 @@ def _measure_section(
 ) -> str:
     """The figure and tables of one measure: open for the first, folded for the others."""
     label = html.escape(measure_label(ds, measure))
-    figure = _write_figure(out, plot_evaluation(ds, measure), f"evaluation_{measure}")
+    figure = write_figure(out, plot_evaluation(ds, measure), f"evaluation_{measure}")
     split = (
         " and the test split's score with its 95 % interval (square)"
         if means["test_estimate"].notna().any()
@@ -358,10 +343,10 @@ def _measure_section(
         f"{label} of each learner: every resampling cell (hollow dots), their mean &plusmn; SD "
         f"(diamond and bar, stopped at the measure's range){split}."
     )
-    body = _figure_html(figure, f"learners evaluated on {measure}", caption)
+    body = figure_html(figure, f"learners evaluated on {measure}", caption)
     body += "<h3>Mean &plusmn; SD over the cells</h3>\n" + _means_table(means)
     if len(tests):
-        digits = _decimals(means["mean"])
+        digits = decimals(means["mean"])
         body += "<h3>Learners compared (paired over the cells)</h3>\n"
         body += _compare_table(tests, digits)
     name = html.escape(measure)
@@ -381,7 +366,7 @@ def _folds_html(folds: pd.DataFrame) -> str:
     return (
         f"<details><summary>Scores of each learner in every cell ({len(folds):,} rows)</summary>"
         f'<p class="muted">{more.strip()}</p><div class="scroll">'
-        f"{_html_table(shown, 'folds')}</div></details>\n"
+        f"{html_table(shown, 'folds')}</div></details>\n"
     )
 
 
@@ -447,7 +432,7 @@ def write_evaluation_report(
     means, folds, tests = evaluation_summary(ds, names), by_fold(ds, names), comparisons(ds, names)
     tables = {"summary": means, "folds": folds, "compare": tests, "timings": timings(ds)}
     for name, frame in tables.items():
-        _write_tables(out, name, frame)
+        write_tables(out, name, frame)
     sections = [
         _measure_section(
             out, ds, m, means[means["measure"] == m], tests[tests["measure"] == m], i == 0
