@@ -20,6 +20,7 @@ import pandas as pd
 import xarray as xr
 
 from ..schema import EVALUATION_DIMS, LOWER_IS_BETTER
+from .kinds import validate_evaluation
 from .mean_tests import (
     MeanTest,
     base_measure,
@@ -35,7 +36,7 @@ from .mean_tests import (
     paired_test,
     split_ratios,
 )
-from .stats import text_table, validate_evaluation
+from .text import text_table
 
 __all__ = [
     "COMPARE_COLUMNS",

@@ -39,16 +39,11 @@ from .html import (
     write_figure,
     write_tables,
 )
+from .kinds import validate_evaluation
 from .outdir import OutputDir
 from .plot import format_pvalue, measure_label, plot_evaluation
-from .stats import (
-    by_fold,
-    evaluation_summary,
-    nesting_lines,
-    prior_correction_text,
-    timings,
-    validate_evaluation,
-)
+from .summaries import by_fold, evaluation_summary, timings
+from .text import nesting_lines, prior_correction_text
 
 __all__ = ["comparisons", "write_evaluation_report"]
 

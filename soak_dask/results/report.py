@@ -38,17 +38,12 @@ from .html import (
     write_figure,
     write_tables,
 )
+from .kinds import is_evaluation, no_tests_reason, validate_results
 from .outdir import OutputDir
+from .paired_tests import PVALUE_COLUMNS, pvalues
 from .plot import ORDERS, check_choice, format_pvalue, plot_learners, plot_soak
-from .stats import (
-    PVALUE_COLUMNS,
-    is_evaluation,
-    no_tests_reason,
-    prior_correction_text,
-    pvalues,
-    summary,
-    validate_results,
-)
+from .summaries import summary
+from .text import prior_correction_text
 
 __all__ = ["group_assignment_text", "write_report"]
 
