@@ -164,3 +164,14 @@ def add_output(parser: Any, command: str, what: str = "directory to write") -> N
         help=f"replace the output of an earlier '{command}' in --out (only the files it wrote; "
         "a directory holding other files is refused)",
     )
+
+
+def check_command_out(writer: str, out: Any, overwrite: bool, source: Any) -> Any:
+    """A command's ``--out``, checked before any work (``soak_dask.results.outdir``): apart
+    from the input `source`, and new, empty or `writer`'s earlier output (replaced with
+    ``--overwrite``); messages name ``--out`` and ``--overwrite``. An ``OutputDir``."""
+    from ..results.outdir import check_out_dir  # imported when a command runs, not at start-up
+
+    return check_out_dir(
+        out, writer=writer, overwrite=overwrite, source=source, name="--out", flag="--overwrite"
+    )

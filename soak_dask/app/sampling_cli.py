@@ -17,10 +17,12 @@ from typing import Any
 
 from ..learn.builtin import describe_builtins
 from ..settings import SETTINGS, check_run_options
-from .flags import add_output, add_settings, spell
+from .flags import add_output, add_settings, check_command_out, spell
 from .resume import command_checkpoint, discard
 
 NAME = "compare-sampling"
+#: The writer named in the manifest of its --out directory.
+WRITER = f"soak {NAME}"
 #: The files the command writes (and the settings it ran with, in ``SETTINGS_FILE``); --out is
 #: checked and marked as every output directory is (``soak_dask.results.outdir``).
 SETTINGS_FILE = "compare_sampling.json"
@@ -119,18 +121,6 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
-def check_out_dir(path: str | os.PathLike, overwrite: bool, source: Any) -> Any:
-    """``--out`` checked before any work (``soak_dask.results.outdir.check_out_dir``): a new
-    or empty directory, or (with ``--overwrite``) this command's earlier output; never the
-    input. An ``OutputDir``."""
-    from ..results.outdir import check_out_dir as check
-
-    return check(
-        path, writer=f"soak {NAME}", overwrite=overwrite, source=source, name="--out",
-        flag="--overwrite",
-    )  # fmt: skip
-
-
 def compare_sampling_command(args: argparse.Namespace) -> None:
     """``soak compare-sampling``: load the table, compare the sampling methods on the
     cluster, write ``mai.csv`` (ACC, AEV, SD and MAI per learner and method), ``summary.csv``
@@ -146,7 +136,7 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     given, error_score = values.pop("checkpoint"), values.pop("error_score")
     progress = values.pop("progress")
     methods = check_methods(args.methods)
-    out = check_out_dir(args.out, args.overwrite, data)
+    out = check_command_out(WRITER, args.out, args.overwrite, data)
     checkpoint = command_checkpoint(out.path, given, data)
     table = load_table(data, **values)
     with connect(scheduler, log_failures=args.debug) as client:

@@ -14,12 +14,12 @@ import json
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import xarray as xr
 
 from ..settings import SETTINGS, check_run_options
-from .flags import add_output, add_settings, spell
+from .flags import add_output, add_settings, check_command_out, spell
 from .resume import command_checkpoint, discard
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     given, error_score = values.pop("checkpoint"), values.pop("error_score")
     SplitTrials(args.ratios, args.trials, args.n_folds, args.seed, names=_FLAGS)
     alpha = check_alpha(args.alpha, "--alpha")
-    out = check_out(args.out, args.overwrite, values["data"])
+    out = check_command_out(COMMAND_NAME, args.out, args.overwrite, values["data"])
     checkpoint = command_checkpoint(out.path, given, values["data"])
     table = load_table(values.pop("data"), **values)
     learner, measure = _DEFAULTS[table.task]
@@ -145,17 +145,6 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
 _FLAGS = {"ratios": "--ratios", "trials": "--trials", "n_folds": "--n-folds", "seed": "--seed"}
 
 
-def check_out(out: str, overwrite: bool, source: Any) -> OutputDir:
-    """``--out`` checked before any work (``soak_dask.results.outdir``): apart from the
-    input, and new, empty or this command's earlier output (replaced with ``overwrite``)."""
-    from ..results.outdir import check_out_dir
-
-    return check_out_dir(
-        out, writer=COMMAND_NAME, overwrite=overwrite, source=source, name="--out",
-        flag="--overwrite",
-    )  # fmt: skip
-
-
 def write_outputs(ds: xr.Dataset, out: str | Path | OutputDir) -> None:
     """Write ``FILES`` into ``out`` (created if missing; a path is checked as ``check_out``
     checks it, without overwrite), each listed in its manifest before it is written."""
@@ -164,7 +153,7 @@ def write_outputs(ds: xr.Dataset, out: str | Path | OutputDir) -> None:
     from ..diagnose.sensitivity import split_sensitivity_summary, split_sensitivity_trials
     from ..diagnose.sensitivity_plot import plot_split_sensitivity
 
-    out = check_out(out, False, ds.attrs.get("source")).begin()
+    out = check_command_out(COMMAND_NAME, out, False, ds.attrs.get("source")).begin()
     settings = {"generator": GENERATOR, **ds.attrs}
     out.claim(SETTINGS_FILE).write_text(json.dumps(settings, indent=1, default=str) + "\n")
     split_sensitivity_summary(ds).to_csv(out.claim("summary.csv"), index=False)

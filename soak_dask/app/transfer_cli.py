@@ -14,7 +14,7 @@ from typing import Any
 
 from ..learn.builtin import describe_builtins
 from ..settings import SETTINGS, check_run_options
-from .flags import UsageError, add_output, add_settings, spell
+from .flags import UsageError, add_output, add_settings, check_command_out, spell
 from .resume import command_checkpoint, discard
 
 #: The settings ``soak transfer`` shares with ``soak run`` (same flags, checks and help).
@@ -84,7 +84,7 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
 def transfer_command(args: argparse.Namespace) -> None:
     """``soak transfer``: check everything that needs no cluster, run the matrix (and the
     search) on the cluster, write the results and the report, print a summary."""
-    from ..pooling.report import check_out_dir
+    from ..pooling.report import WRITER
     from ..run.cluster import connect, make_security
     from ..tables.table import load_table
 
@@ -98,7 +98,7 @@ def transfer_command(args: argparse.Namespace) -> None:
             "on each (without subsets, use soak run or soak evaluate)"
         )
     search = _search_options(args) if args.search else None
-    out = check_out_dir(args.out, args.overwrite, "--overwrite", values["data"], "--out")
+    out = check_command_out(WRITER, args.out, args.overwrite, values["data"])
     checkpoint = command_checkpoint(out.path, values["checkpoint"], values["data"])
     security = make_security(values["tls_ca_file"], values["tls_cert"], values["tls_key"])
     table_options = {
@@ -228,7 +228,7 @@ def summary_text(matrix: Any, found: Any) -> str:
             "reference",
             "compare_mean",
             "mean_diff",
-            "p_paired",
+            "p",
         ]
         with pd.option_context("display.width", 160):
             table = search_pvalues(found)[keep].round(4).to_string(index=False)

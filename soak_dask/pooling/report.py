@@ -188,10 +188,12 @@ def _transfer_section(
         "learner",
         "train_subset",
         "test_subset",
-        "same_mean",
-        "transfer_mean",
+        "reference_mean",
+        "compare_mean",
         "mean_diff",
-        "p_paired",
+        "ci_low",
+        "ci_high",
+        "p",
         "verdict",
     ]
     off = tests[tests["verdict"] != "same"][columns]
@@ -229,7 +231,9 @@ def _search_section(path: OutputDir, ds: xr.Dataset, alpha: float, files: list[s
             "reference_mean",
             "compare_mean",
             "mean_diff",
-            "p_paired",
+            "ci_low",
+            "ci_high",
+            "p",
             "verdict",
         ]
     ]

@@ -40,7 +40,7 @@ from ..run.fitting import FitState, guard
 from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
 from ..run.strategies import OnePass, WholeTrainSet
-from ..schema import LOWER_IS_BETTER, MEASURES
+from ..schema import LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..split.plan import Fit, Plan, Selection, build_plan
 from ..tables.table import Table, check_table
 from .matrix import (
@@ -59,25 +59,9 @@ TITLE = "soak_dask train-subset search: greedy pools, nested in SOAK's folds"
 TRAIN_SETS: tuple[str, ...] = ("same", "greedy", "all")
 #: Default budget of inner fits per learner that is not additive.
 MAX_INNER_FITS = 2000
-#: Columns of ``search_pvalues``.
-SEARCH_PVALUE_COLUMNS: list[str] = [
-    "learner",
-    "test_subset",
-    "measure",
-    "compare",
-    "reference",
-    "n",
-    "reference_mean",
-    "reference_sd",
-    "compare_mean",
-    "compare_sd",
-    "mean_diff",
-    "t",
-    "df",
-    "p_paired",
-    "verdict",
-    "reason",
-]
+#: Columns of ``search_pvalues``: its keys, the paired-test columns of every design
+#: (``schema.PAIRED_TEST_COLUMNS``), then ``verdict``.
+SEARCH_PVALUE_COLUMNS: list[str] = ["learner", "test_subset", *PAIRED_TEST_COLUMNS, "verdict"]
 # The comparisons of search_pvalues: (compare, reference).
 _COMPARISONS = (("greedy", "same"), ("greedy", "all"), ("all", "same"))
 
@@ -520,7 +504,8 @@ def search_pvalues(ds: xr.Dataset, *, alpha: float = 0.05) -> pd.DataFrame:
             values.sel(train_set=reference, drop=True),
             values.sel(train_set=compare, drop=True),
             measure,
-        ).assign(compare=compare, reference=reference, order=i)
+            names=(reference, compare),
+        ).assign(order=i)
         for i, (compare, reference) in enumerate(_COMPARISONS)
     ]
     learners = {v: i for i, v in enumerate(ds["learner"].values.tolist())}
@@ -532,9 +517,8 @@ def search_pvalues(ds: xr.Dataset, *, alpha: float = 0.05) -> pd.DataFrame:
     out = out.loc[keys.sort_values(["l", "s", "o"], kind="stable").index]
     out["verdict"] = [
         verdict(d, p, measure, alpha)
-        for d, p in zip(out["mean_diff"], out["p_paired"], strict=True)
+        for d, p in zip(out["mean_diff"], out["p"], strict=True)
     ]
-    out["reason"] = out["reason"].str.replace("other - same", "compare - reference")
     return out[SEARCH_PVALUE_COLUMNS].reset_index(drop=True)
 
 

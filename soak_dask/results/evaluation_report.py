@@ -12,7 +12,6 @@ words and how to read them. The CSV files hold the full-precision tables of
 from __future__ import annotations
 
 import html
-import itertools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,7 +21,7 @@ import pandas as pd
 import xarray as xr
 
 from ..tables.table import coordinates_warning
-from .comparisons import COMPARE_COLUMNS, compare
+from .comparisons import comparisons
 from .html import (
     attr_names,
     cells_table,
@@ -42,24 +41,11 @@ from .html import (
 from .kinds import validate_evaluation
 from .outdir import OutputDir
 from .plot import format_pvalue, measure_label, plot_evaluation
-from .summaries import by_fold, evaluation_summary, timings
-from .text import nesting_lines, prior_correction_text
+from .summaries import CHOICE_VARIABLES, by_fold, evaluation_summary, nesting_choices, timings
+from .text import prior_correction_text
 
-__all__ = ["comparisons", "write_evaluation_report"]
+__all__ = ["write_evaluation_report"]
 
-#: Columns of `comparisons`: those of ``compare`` (its ``t`` and ``p`` the plain paired test),
-#: with the corrected resampled t-test's ``t_corrected`` and ``p_corrected`` before ``reason``.
-COMPARISON_COLUMNS: list[str] = [
-    *COMPARE_COLUMNS[:3],
-    *COMPARE_COLUMNS[4:11],
-    "t",
-    "df",
-    "p",
-    "test_train_ratio",
-    "t_corrected",
-    "p_corrected",
-    "reason",
-]
 # The per-fold table of the page stops here (leave-one-out has a row per row of the table);
 # folds.csv has them all.
 _MAX_FOLD_ROWS = 500
@@ -84,51 +70,19 @@ e.g. 0 % error). With a reserved <b>test split</b>, the square and its bar are e
 final model (one fit on all other rows) scored once on the test split, with a bootstrap 95 %
 percentile interval over its rows (over its groups, with a group column).</p>
 <ul>
-<li><b>Learners compared</b>: a two-sided paired t-test of the differences between two
-learners over the cells both scored (n&minus;1 degrees of freedom). For error-like measures a
-negative difference means the first learner is better; for accuracy, AUC and R&sup2; a positive
-one.</li>
-<li>The cells are not independent (their train sets overlap), so the plain test rejects too
-often. The <b>corrected</b> p-value (Nadeau and Bengio 2003) inflates the variance of the mean
-difference by n_test/n_train; prefer it when the two disagree.</li>
+<li><b>Learners compared</b>: the difference of two learners (the first minus the second)
+over the cells both scored, with the test recommended for this design and its 95 % interval
+of the mean difference. For error-like measures a negative difference means the first learner
+is better; for accuracy, AUC and R&sup2; a positive one.</li>
+<li>The cells are not independent (their train sets overlap), so the plain paired t-test
+rejects too often. The recommended test is the most powerful one that held its level in the
+simulations of <code>benchmarks/test_level.py</code> on this design (the <b>corrected</b>
+t-test of Nadeau and Bengio 2003 on most: the variance of the mean difference inflated by
+n_test/n_train; McNemar's on a test split); where none held, a note says so.</li>
 <li>p=NA means the test is undefined, e.g. fewer than two cells or identical differences in
 every cell (the <code>reason</code> column of <code>compare.csv</code> says why).</li>
 </ul>
 """
-
-
-def comparisons(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> pd.DataFrame:
-    """Every pair of learners (in the results' order) on every measure: ``compare``'s paired
-    t-test, plus the corrected resampled t-test's ``t_corrected`` and ``p_corrected``.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        Results of ``evaluate()``.
-    measures : str or iterable of str, optional
-        Default: see ``soak_dask.results.stats.validate_evaluation``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        `COMPARISON_COLUMNS`, one row per measure and pair, measure by measure. The corrected
-        columns are NaN without ``n_train`` and ``n_test``; no rows with a single learner.
-    """
-    names = validate_evaluation(ds, measures)
-    learners = [str(v) for v in ds["learner"].values]
-    counted = {"n_train", "n_test"} <= set(ds.data_vars)
-    frames = []
-    for a, b in itertools.combinations(learners, 2):
-        plain = compare(ds, a, b, names, "paired").rename(columns={"statistic": "t"})
-        fixed = compare(ds, a, b, names, "corrected") if counted else None
-        plain["t_corrected"] = fixed["statistic"] if fixed is not None else np.nan
-        plain["p_corrected"] = fixed["p"] if fixed is not None else np.nan
-        frames.append(plain[COMPARISON_COLUMNS])
-    if not frames:
-        return pd.DataFrame(columns=COMPARISON_COLUMNS)
-    table = pd.concat(frames, ignore_index=True)
-    order = table["measure"].map(names.index)
-    return table.iloc[np.argsort(order.to_numpy(), kind="stable")].reset_index(drop=True)
 
 
 # --- words ------------------------------------------------------------------------------------
@@ -228,10 +182,25 @@ def _notes(ds: xr.Dataset) -> list[str]:
     left_out = attr_names(a.get("excluded_coordinates"))
     if left_out:
         notes.append(f"<b>Coordinates</b>: {html.escape(coordinates_warning(left_out))}.")
-    # Nesting: the optimism of nested=False first, then choices per fold and the timings.
-    for line in nesting_lines(ds):
-        head, _, rest = line.strip().partition(": ")
-        notes.append(f"<b>{html.escape(head)}</b>: {html.escape(rest)}")
+    return notes + _nesting_notes(ds)
+
+
+def _nesting_notes(ds: xr.Dataset) -> list[str]:
+    """The optimism of ``nested=False``, skipped steps, where the choices are and the timings."""
+    a = ds.attrs
+    notes = [f"<b>Warning</b>: {html.escape(str(a['optimistic']))}"] if a.get("optimistic") else []
+    listed_notes = attr_names(a.get("notes"))
+    notes += [f"<b>Note</b>: {html.escape(n)}" for n in listed_notes]
+    if any(v in ds.data_vars for v in CHOICE_VARIABLES):
+        notes.append(
+            "<b>Inner search</b>: what each learner chose in every outer cell and for its final "
+            'model is in the table <a href="#choices">choices</a> (and <code>choices.csv</code>).'
+        )
+    if "outer_seconds" in a:
+        notes.append(
+            f"<b>Timings</b>: outer loop {float(a['outer_seconds']):.1f} s, final models "
+            f"{float(a['final_seconds']):.1f} s (<code>timings.csv</code>)."
+        )
     return notes
 
 
@@ -303,19 +272,34 @@ def _means_table(means: pd.DataFrame) -> str:
 
 
 def _compare_table(tests: pd.DataFrame, digits: int) -> str:
-    head = ["Learners", "Cells", "Mean difference ± SD", "p (paired t-test)", "p (corrected)"]
-    rows = [
-        [
-            f"{r.learner_a} − {r.learner_b}",
-            str(r.n),
-            fixed(r.mean_diff, digits, sign=True)
-            + (f" ± {fixed(r.sd_diff, digits)}" if np.isfinite(r.sd_diff) else ""),
-            format_pvalue(r.p).removeprefix("p="),
-            format_pvalue(r.p_corrected).removeprefix("p="),
-        ]
-        for r in tests.itertuples()
-    ]
-    return cells_table(head, rows, 1)
+    """Per pair and test: the difference ± SD, its 95 % interval, p; the level notes under it
+    (each once, numbered)."""
+    notes = list(dict.fromkeys(n for n in tests["note"] if n))
+    head = ["Learners", "Test", "Cells", "Mean difference ± SD", "95 % interval", "p", "Note"]
+    rows = []
+    for r in tests.itertuples():
+        sd = f" ± {fixed(r.sd_diff, digits)}" if np.isfinite(r.sd_diff) else ""
+        interval = (
+            f"[{fixed(r.ci_low, digits, sign=True)}, {fixed(r.ci_high, digits, sign=True)}]"
+            if np.isfinite(r.ci_low)
+            else ""
+        )
+        p = format_pvalue(r.p).removeprefix("p=") if r.method != "bayesian" else "(Bayesian)"
+        rows.append(
+            [
+                f"{r.compare} − {r.reference}",
+                str(r.method),
+                str(r.n),
+                fixed(r.mean_diff, digits, sign=True) + sd,
+                interval,
+                p,
+                f"[{notes.index(r.note) + 1}]" if r.note else (r.reason and "undefined"),
+            ]
+        )
+    listed_notes = "".join(
+        f'<p class="muted">[{i}] {html.escape(n)}.</p>' for i, n in enumerate(notes, 1)
+    )
+    return cells_table(head, rows, 2) + listed_notes
 
 
 def _measure_section(
@@ -365,14 +349,27 @@ def _folds_html(folds: pd.DataFrame) -> str:
     )
 
 
-def _page(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str], folds: str):
+def _choices_html(choices: pd.DataFrame) -> str:
+    """The inner search's choices, one row per outer cell and final model, or ""."""
+    if choices.empty:
+        return ""
+    return (
+        '<h2 id="choices">Choices of the inner search</h2>\n<p>What each learner\'s inner '
+        "search chose in every outer cell (its train rows only) and for the final model (all "
+        'rows but the test split).</p><div class="scroll">'
+        f"{html_table(choices, 'results')}</div>\n"
+    )
+
+
+def _page(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str], end: str):
     title = html.escape(str(ds.attrs.get("title", "soak_dask evaluation")))
-    body = "".join(sections) + f'<h2 id="folds">Every cell</h2>\n{folds}'
+    body = "".join(sections) + end
+    anchors = [*measures, *(["choices"] if 'id="choices"' in end else []), "folds"]
     return html_page(
         title,
         _lede(ds),
         _notes(ds),
-        [*measures, "folds"],
+        anchors,
         _EXPLANATION,
         body,
         _settings_html(ds),
@@ -395,7 +392,11 @@ def write_evaluation_report(
     - ``summary.csv`` / ``.md``: ``soak_dask.results.stats.evaluation_summary`` (mean ± SD,
       the test split's estimate and interval);
     - ``folds.csv`` / ``.md``: ``soak_dask.results.stats.by_fold``, every cell;
-    - ``compare.csv`` / ``.md``: `comparisons`, every pair of learners per measure;
+    - ``compare.csv`` / ``.md``: ``soak_dask.results.comparisons.comparisons``, every pair
+      of learners per measure with the design's recommended test (its p, 95 % interval,
+      method and level note);
+    - ``choices.csv`` / ``.md`` (nested learners only):
+      ``soak_dask.results.summaries.nesting_choices``, what each inner search chose;
     - ``timings.csv`` / ``.md``: ``soak_dask.results.stats.timings``, seconds of the outer
       loop and the final models;
     - ``evaluation_<measure>.png`` / ``.svg``: ``soak_dask.results.plot.plot_evaluation``;
@@ -426,6 +427,9 @@ def write_evaluation_report(
     out = prepare_report_dir(out, overwrite, flag, ds.attrs.get("source"))
     means, folds, tests = evaluation_summary(ds, names), by_fold(ds, names), comparisons(ds, names)
     tables = {"summary": means, "folds": folds, "compare": tests, "timings": timings(ds)}
+    choices = nesting_choices(ds)
+    if not choices.empty:
+        tables["choices"] = choices
     for name, frame in tables.items():
         write_tables(out, name, frame)
     sections = [
@@ -437,6 +441,7 @@ def write_evaluation_report(
     files = [f"{t}.{ext}" for t in tables for ext in ("csv", "md")]
     files += [f"evaluation_{m}.{ext}" for m in names for ext in ("png", "svg")]
     page = out.claim("report.html")
-    page.write_text(_page(ds, sections, names, files, _folds_html(folds)), encoding="utf-8")
+    end = _choices_html(choices) + f'<h2 id="folds">Every cell</h2>\n{_folds_html(folds)}'
+    page.write_text(_page(ds, sections, names, files, end), encoding="utf-8")
     out.finish()
     return page

@@ -20,7 +20,7 @@ import pandas as pd
 import xarray as xr
 from scipy import stats as sps
 
-from ..schema import REFERENCE, RESULT_DIMS, TRAIN_TYPES
+from ..schema import PAIRED_TEST_COLUMNS, REFERENCE, RESULT_DIMS, TRAIN_TYPES
 from .kinds import (
     as_name_list,
     coord_values,
@@ -39,28 +39,21 @@ from .mean_tests import split_ratios as _test_train_ratio
 
 __all__ = ["ADJUST_METHODS", "CORRECTED_COLUMNS", "PVALUE_COLUMNS", "adjust_pvalues", "pvalues"]
 
+#: Columns of `pvalues`: its keys, the paired-test columns of every design
+#: (``schema.PAIRED_TEST_COLUMNS``; reference ``same``), then SOAK's own.
 PVALUE_COLUMNS: list[str] = [
     "learner",
     "test_subset",
-    "measure",
-    "compare",
-    "n",
-    "same_mean",
-    "same_sd",
-    "compare_mean",
-    "compare_sd",
-    "mean_diff",
+    *PAIRED_TEST_COLUMNS,
     "weighted_diff",
     "sign_agrees",
-    "t",
-    "df",
-    "p_paired",
     "p_welch",
-    "reason",
 ]
-
-
-#: Columns `pvalues` adds, before ``reason``, with ``corrected=True``.
+# The paired-test columns that are numbers (NaN where undefined).
+_TEXT = ("reference", "compare", "measure", "n", "method", "note", "reason")
+_FLOATS = [c for c in PAIRED_TEST_COLUMNS if c not in _TEXT]
+#: Columns `pvalues` adds at the end with ``corrected=True`` (``test_train_ratio`` alone with
+#: ``method="corrected"`` or ``"bayesian"``, whose test is then in ``statistic`` and ``p``).
 CORRECTED_COLUMNS: list[str] = ["test_train_ratio", "t_corrected", "p_corrected"]
 
 
@@ -121,7 +114,8 @@ def _compare_row(
     compare train type) the row also gets the corrected t-test. Never raises and never warns:
     what cannot be computed is NaN and explained in ``reason``.
     """
-    row: dict[str, Any] = dict.fromkeys(PVALUE_COLUMNS[5:-1], math.nan)
+    row: dict[str, Any] = dict.fromkeys([*_FLOATS, "weighted_diff", "p_welch"], math.nan)
+    row.update(reference=REFERENCE, method="paired", note="")
     if ratio is not None:
         row.update(dict.fromkeys(CORRECTED_COLUMNS, math.nan))
     row["n"] = 0
@@ -140,7 +134,7 @@ def _compare_row(
     diff = y - x
     n = int(paired.sum())
     row["n"] = n
-    row["same_mean"], row["same_sd"] = _mean_sd(x)
+    row["reference_mean"], row["reference_sd"] = _mean_sd(x)
     row["compare_mean"], row["compare_sd"] = _mean_sd(y)
     mean_diff, sd_diff = _mean_sd(diff)
     row["mean_diff"], row["sd_diff"] = mean_diff, sd_diff
@@ -157,14 +151,14 @@ def _compare_row(
         if _constant(mean_diff, sd_diff, n):
             reason = (
                 f"all {n} paired differences are identical ({compare} - same = {mean_diff:g} in "
-                "every fold): their SD is 0, so t and p_paired are undefined "
+                "every fold): their SD is 0, so the statistic and p are undefined "
                 "(mean_diff is still defined)"
             )
             if n_subsets == 1 and compare == "all":
                 reason += " (one subset: 'all' is the same train set as 'same')"
             reasons.append(reason)
         else:
-            row["t"], row["p_paired"] = _paired_t(mean_diff, sd_diff, n)
+            row["statistic"], row["p"] = _paired_t(mean_diff, sd_diff, n)
             if ratio is not None:
                 row["t_corrected"], row["p_corrected"] = _paired_t(
                     mean_diff, sd_diff, n, row["test_train_ratio"]
@@ -226,17 +220,18 @@ def pvalues(
         with a defined p, all learners, subsets, measures, compare types and train sizes):
         ``"holm"`` controls the family-wise error rate (Holm 1979), ``"bh"`` (alias
         ``"fdr_bh"``) the false discovery rate (Benjamini and Hochberg 1995). The adjusted
-        p is of ``p_corrected`` when `corrected`, else of ``p_paired``. See `adjust_pvalues`.
+        p is of ``p_corrected`` when `corrected` (with ``method="paired"``), else of ``p``.
+        See `adjust_pvalues`. The Bayesian test gives no p: ``method="bayesian"`` refuses it.
     method : {"paired", "corrected", "bayesian"}, default "paired"
-        The paper's paired t-test (the default: it reproduces the paper, and a simulation
-        reported with issue 23 found it at its level, 0.051, at equal train sizes, where train
-        sets of different subsets do not overlap);
-        ``"corrected"`` is `corrected` and adds ``ci_low``, ``ci_high`` (95 % interval of
-        ``compare − same`` from the corrected variance); ``"bayesian"`` adds the correlated
-        Bayesian t-test (Benavoli et al. 2017, ``soak_dask.results.mean_tests``) with the same
-        variance: ``ci_low``, ``ci_high`` (the posterior's 95 %), ``rope``,
-        ``p_compare_better``, ``p_equivalent``, ``p_same_better``. Both set `corrected` (and
-        `adjust` then adjusts ``p_corrected``).
+        The test in ``statistic``, ``df``, ``p``, ``ci_low``, ``ci_high`` (and ``method``).
+        ``"paired"``: the paper's paired t-test (the default: it reproduces the paper, and a
+        simulation reported with issue 23 found it at its level, 0.051, at equal train sizes,
+        where train sets of different subsets do not overlap); ``"corrected"``: the corrected
+        test of `corrected` (its interval from the corrected variance; adds
+        ``test_train_ratio``); ``"bayesian"``: the correlated Bayesian t-test (Benavoli et al.
+        2017, ``soak_dask.results.mean_tests``) with the same variance: ``ci_low``,
+        ``ci_high`` the posterior's 95 %, ``p`` NaN, and at the end ``test_train_ratio``,
+        ``rope``, ``p_compare_better``, ``p_equivalent``, ``p_reference_better``.
     rope : float, optional
         Half-width of the Bayesian test's region of practical equivalence in the measure's
         units; default ``mean_tests.default_rope`` (1 point of error, 0.01 of a share, else 0).
@@ -245,14 +240,26 @@ def pvalues(
     -------
     pandas.DataFrame
         One row per learner × test_subset × measure × compare, in that order (coordinate order,
-        then the order of `measures` and `compare`), with columns:
+        then the order of `measures` and `compare`). Columns `PVALUE_COLUMNS`: ``learner``,
+        ``test_subset`` (and ``train_size`` after it, with down-sampled train sizes), then the
+        paired-test columns of every design (``soak_dask.schema.PAIRED_TEST_COLUMNS``), with
+        ``reference`` = ``same``:
 
-        - ``learner``, ``test_subset``, ``measure``, ``compare``
-        - ``n``: folds where both ``same`` and ``compare`` are finite (the pairs used)
-        - ``same_mean``, ``same_sd``, ``compare_mean``, ``compare_sd``: over those pairs, SD with
-          ddof=1
-        - ``mean_diff``: mean of ``compare - same`` over folds (the fold mean: what the
-          t-test tests)
+        - ``reference``, ``compare``, ``measure``; ``n``: folds where both ``same`` and
+          ``compare`` are finite (the pairs used)
+        - ``reference_mean``, ``reference_sd``, ``compare_mean``, ``compare_sd``: over those
+          pairs, SD with ddof=1
+        - ``mean_diff``, ``sd_diff``: mean and SD of ``compare - same`` over folds (the fold
+          mean: what the t-test tests)
+        - ``ci_low``, ``ci_high``: its 95 % interval from `method`'s variance
+        - ``statistic``, ``df``, ``p``: `method`'s test (the paired t-test by default: t on
+          ``n − 1`` df, R's ``t.test(paired=TRUE)``)
+        - ``method``; ``note`` ("": no level warning on SOAK's design)
+        - ``reason``: "" when every statistic is defined, else why some are NaN (compare type
+          absent, fewer than 2 paired folds, all differences identical, ...)
+
+        then SOAK's own:
+
         - ``weighted_diff``: ``compare - same`` pooled over the test rows of the same folds:
           each train type's ``Σ n_test · value / Σ n_test``, then their difference (NaN
           without ``n_test``). With folds of equal size it equals ``mean_diff``; with whole
@@ -260,22 +267,20 @@ def pvalues(
         - ``sign_agrees``: whether ``mean_diff`` and ``weighted_diff`` have the same sign
           (boolean, NA where either is NaN); False means the fold mean and the pooled rows
           disagree on which train type is better
-        - ``t``, ``df``, ``p_paired``: the paired t-test
         - ``p_welch``: two-sided Welch (unequal variance, unpaired) t-test p, each train type's
           missing folds dropped separately, as R's ``t.test(paired=FALSE)`` does and as
           mlr3resampling reports
         - with `corrected`: ``test_train_ratio`` (mean ``n_test / n_train`` of the pairs),
-          ``t_corrected`` and ``p_corrected`` (same df as ``t``)
+          ``t_corrected`` and ``p_corrected`` (same df)
         - with `adjust`: ``p_adjusted``, NaN where the p it adjusts is
-        - ``reason``: "" when every statistic is defined, else why some are NaN (compare type
-          absent, fewer than 2 paired folds, all differences identical, ...)
 
     Raises
     ------
     ValueError
         If `ds` lacks a result dimension or a requested measure (see `validate_results`),
         or if `compare` names ``same`` or an unknown train type, or if `adjust` is unknown,
-        or if `corrected` is set and `ds` lacks ``n_train`` or ``n_test``.
+        or if `corrected` (or a `method` but ``"paired"``) is set and `ds` lacks ``n_train``
+        or ``n_test``, or if `adjust` is set with ``method="bayesian"``.
 
     See Also
     --------
@@ -284,7 +289,7 @@ def pvalues(
     Notes
     -----
     The paired t-test is over folds: each fold is one paired replicate (``same``, ``other``
-    and ``all`` are scored on its test rows), so ``p_paired`` tests ``mean_diff``, the fold
+    and ``all`` are scored on its test rows), so ``p`` tests ``mean_diff``, the fold
     mean, as R's ``pvalue()`` and the SOAK paper do. ``weighted_diff`` has no p-value: the rows
     of a fold are not independent replicates (they share the fold's train sets, and with a
     group column, their groups), so pooling rows would need another variance model. Where
@@ -309,10 +314,10 @@ def pvalues(
     ...     "error": [10.0, 12.0, 11.0, 15.0, 16.0, 18.0]})
     >>> ds = df.set_index(["learner", "test_subset", "fold", "train_type"]).to_xarray()
     >>> res = pvalues(ds)
-    >>> res[["compare", "n", "mean_diff", "t", "p_paired"]].round(4)
-      compare  n  mean_diff       t  p_paired
-    0   other  3     5.3333  6.0474    0.0263
-    1     all  0        NaN     NaN       NaN
+    >>> res[["compare", "n", "mean_diff", "statistic", "p", "ci_low", "ci_high"]].round(4)
+      compare  n  mean_diff  statistic       p  ci_low  ci_high
+    0   other  3     5.3333     6.0474  0.0263  1.5388   9.1279
+    1     all  0        NaN        NaN     NaN     NaN      NaN
     >>> res.loc[1, "reason"]
     "train_type 'all' is not in the results"
 
@@ -329,12 +334,19 @@ def pvalues(
         raise ValueError(
             f"method={method!r} is not a test of pvalues; choose from {list(SOAK_METHODS)}"
         )
-    corrected = corrected or (method in ("corrected", "bayesian"))
-    out = _with_weighted_diff(ds, _pvalue_table(ds, measures, compare, corrected), compare)
-    out = soak_method_columns(out, method, rope).drop(columns="sd_diff")
+    if adjustment is not None and method == "bayesian":
+        raise ValueError(
+            "adjust= adjusts p-values, and the Bayesian test gives none (method='bayesian': "
+            "probabilities); use method='corrected' with adjust=, or adjust=None"
+        )
+    with_ratio = corrected or method != "paired"
+    out = _with_weighted_diff(ds, _pvalue_table(ds, measures, compare, with_ratio), compare)
+    out = soak_method_columns(out, method, rope)
+    if method != "paired":  # its test is in statistic and p now
+        out = out.drop(columns=["t_corrected", "p_corrected"])
     if adjustment is not None:
-        tested = out["p_corrected" if corrected else "p_paired"]
-        out.insert(out.columns.get_loc("reason"), "p_adjusted", adjust_pvalues(tested, adjustment))
+        tested = out["p_corrected" if "p_corrected" in out else "p"]
+        out["p_adjusted"] = adjust_pvalues(tested, adjustment)
     return out
 
 
@@ -393,8 +405,8 @@ def _weighted_table(ds: xr.Dataset, measures: list[str], compare: str | Iterable
 
 
 def _pvalue_columns(corrected: bool) -> list[str]:
-    """Columns of `pvalues`, ``reason`` last."""
-    return PVALUE_COLUMNS[:-1] + (CORRECTED_COLUMNS if corrected else []) + PVALUE_COLUMNS[-1:]
+    """Columns of `pvalues` before `method`'s and `adjust`'s."""
+    return PVALUE_COLUMNS + (CORRECTED_COLUMNS if corrected else [])
 
 
 @per_train_size
@@ -417,8 +429,8 @@ def _pvalue_table(
             UserWarning,
             stacklevel=4,  # the caller of pvalues(), above the train-size wrapper
         )
-        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in [*columns, "sd_diff"]})
-        floats = [*columns[5:-1], "sd_diff"]
+        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+        floats = [*_FLOATS, "weighted_diff", "p_welch", *columns[len(PVALUE_COLUMNS) :]]
         return empty.astype({c: "float64" for c in floats} | {"n": "int64"})
     train_types = [str(v) for v in coord_values(ds, "train_type")]
     learners = coord_values(ds, "learner")
@@ -441,8 +453,8 @@ def _pvalue_table(
                     row = _compare_row(same, comp, c, len(subsets), ratio)
                     row.update(learner=learner, test_subset=subset, measure=m, compare=c)
                     rows.append(row)
-    out = pd.DataFrame(rows, columns=[*columns, "sd_diff"])  # sd_diff: for pvalues(method=)
-    return out.astype({"n": "int64", "reason": str})
+    out = pd.DataFrame(rows, columns=columns)
+    return out.astype({"n": "int64", "reason": str, "note": str})
 
 
 def _adjust_method(value: str, option: str) -> str:

@@ -53,12 +53,16 @@ _HTML_PVALUE_COLUMNS = [
     "test_subset",
     "compare",
     "n",
-    "same_mean",
+    "reference_mean",
     "compare_mean",
     "mean_diff",
+    "ci_low",
+    "ci_high",
     "weighted_diff",
     "sign_agrees",
-    "p_paired",
+    "statistic",
+    "df",
+    "p",
     "reason",
 ]
 _EXPLANATION = """
@@ -288,7 +292,7 @@ def _results_table(means: pd.DataFrame, tests: pd.DataFrame, plain: bool) -> str
             if test is None:
                 cells += [("", ""), ("", ""), ("", "")]
             else:
-                p = format_pvalue(test.p_paired).removeprefix("p=")
+                p = format_pvalue(test.p).removeprefix("p=")
                 weighted = fixed(test.weighted_diff, digits, sign=True)
                 differs = uneven and test.sign_agrees is not pd.NA and not test.sign_agrees
                 flag = (" (sign differs)", "uneven") if differs else ("", "")

@@ -5,8 +5,11 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -28,6 +31,7 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "by_fold",
     "evaluation_summary",
+    "nesting_choices",
     "summary",
     "timings",
 ]
@@ -329,3 +333,63 @@ def timings(ds: xr.Dataset) -> pd.DataFrame:
         }
     )
     return pd.DataFrame(rows)
+
+
+#: The variables of a nested evaluate result that say what each fit chose, in this order.
+CHOICE_VARIABLES: tuple[str, ...] = ("chosen", "n_features_kept", "inner_scheme")
+
+
+def nesting_choices(ds: xr.Dataset) -> pd.DataFrame:
+    """What each learner's inner search chose, one row per outer cell and one for the final
+    model: ``learner``, ``model`` ("fold" or "final"), ``repeat``, ``fold`` (<NA> for the
+    final model), one column per tuned parameter (``chosen``'s JSON object spread out; the
+    text itself when it is not one), ``n_features_kept`` and ``inner_scheme`` where the
+    result has them. No rows for a result without nesting.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ds = xr.Dataset(
+    ...     {"chosen": (("learner", "repeat", "fold"), [[['{"C": 1}', '{"C": 10}']]]),
+    ...      "final_chosen": ("learner", ['{"C": 10}'])},
+    ...     coords={"learner": ["lr"], "repeat": [1], "fold": [1, 2]})
+    >>> nesting_choices(ds)
+      learner  model  repeat  fold   C
+    0      lr   fold       1     1   1
+    1      lr   fold       1     2  10
+    2      lr  final    <NA>  <NA>  10
+    """
+    present = [v for v in CHOICE_VARIABLES if v in ds.data_vars]
+    rows = []
+    for learner in coord_values(ds, "learner"):
+        cells = ds.sel(learner=learner)
+        for r, f in itertools.product(coord_values(ds, "repeat"), coord_values(ds, "fold")):
+            values = {v: cells[v].sel(repeat=r, fold=f).item() for v in present}
+            rows.append(_choice_row(learner, "fold", r, f, values))
+        final = {v: cells[f"final_{v}"].item() for v in present if f"final_{v}" in ds}
+        rows.append(_choice_row(learner, "final", pd.NA, pd.NA, final))
+    rows = [row for row in rows if row is not None]
+    keys = ["learner", "model", "repeat", "fold"]
+    table = pd.DataFrame(rows, columns=list(dict.fromkeys(keys + [c for r in rows for c in r])))
+    table[["repeat", "fold"]] = table[["repeat", "fold"]].astype("Int64")
+    if "n_features_kept" in table:
+        table["n_features_kept"] = table["n_features_kept"].astype("Int64")
+    return table
+
+
+def _choice_row(
+    learner: Any, model: str, repeat: Any, fold: Any, values: dict[str, Any]
+) -> dict[str, Any] | None:
+    """One row of `nesting_choices`, or None when the fit chose nothing (no such cell)."""
+    shown = {k: v for k, v in values.items() if v == v and v not in ("", None)}  # NaN != NaN
+    if not shown:
+        return None
+    row: dict[str, Any] = {"learner": learner, "model": model, "repeat": repeat, "fold": fold}
+    chosen = shown.pop("chosen", None)
+    if chosen is not None:
+        try:
+            params = json.loads(chosen) if isinstance(chosen, str) else None
+        except ValueError:
+            params = None
+        row.update(params if isinstance(params, dict) else {"chosen": chosen})
+    return row | shown

@@ -53,7 +53,7 @@ def pvalues_text(ds: xr.Dataset, measure: str = "error") -> str:
 
     Where a subset's test folds differ by more than 3× in rows (`unequal_subsets`), the table
     adds ``weighted_diff`` (compare − same pooled over the test rows) beside ``mean_diff`` (the
-    fold mean, which ``p_paired`` tests) and a ``flag`` column marking the rows of those
+    fold mean, which ``p`` tests) and a ``flag`` column marking the rows of those
     subsets whose two differences disagree in sign.
 
     Names are printed as they are, except unprintable characters, shown as escapes
@@ -63,10 +63,10 @@ def pvalues_text(ds: xr.Dataset, measure: str = "error") -> str:
         "learner",
         "test_subset",
         "compare",
-        "same_mean",
+        "reference_mean",
         "compare_mean",
         "mean_diff",
-        "p_paired",
+        "p",
     ]
     table = pvalues(ds, measures=[measure])
     uneven = unequal_subsets(ds)
@@ -92,7 +92,7 @@ def _unequal_note(uneven: list[Any], n_differ: int) -> str:
     return (
         f"test folds of {', '.join(map(str, uneven))} differ by more than {UNEQUAL_FOLDS:g}× "
         "in rows: weighted_diff pools compare − same over the test rows, mean_diff is the mean "
-        f"over folds (a row of a small fold counts more), and p_paired tests mean_diff{flagged}"
+        f"over folds (a row of a small fold counts more), and p tests mean_diff{flagged}"
     )
 
 
