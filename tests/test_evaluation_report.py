@@ -198,7 +198,7 @@ def test_page_says_what_was_run_and_how_to_read_it(report, repeated):
         assert estimate == pytest.approx(row.test_estimate, abs=0.006)
     settings = dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", page, re.S))
     assert list(settings)[:5] == ["Data", "Label", "Groups", "Outer design", "Test split"]
-    assert settings["Fits"] == f"{repeated.attrs['n_fits']}: 8 train sets × 3"
+    assert settings["Fits"] == f"{repeated.attrs['n_fits']}: 8 train sets × 3 learners"
 
 
 def test_report_opens_in_chromium_without_errors(report, tmp_path):

@@ -15,7 +15,15 @@ from typing import Any
 
 import xarray as xr
 
-from ..results.html import figure_html, html_page, html_table, write_figure, write_tables
+from ..results.html import (
+    code,
+    figure_html,
+    html_page,
+    html_table,
+    settings_table,
+    write_figure,
+    write_tables,
+)
 from ..results.outdir import OutputDir
 from ..results.outdir import check_out_dir as check
 from .matrix import (
@@ -305,8 +313,4 @@ def _settings(matrix: xr.Dataset, search: xr.Dataset | None) -> str:
             for k in ("search_measure", "threshold", "max_pool", "max_inner_fits")
             if k in search.attrs
         ]
-    body = "".join(
-        f"<tr><th>{html.escape(k)}</th><td><code>{html.escape(str(v))}</code></td></tr>"
-        for k, v in rows
-    )
-    return f'<table class="settings">{body}</table>'
+    return settings_table([(k, code(v)) for k, v in rows])

@@ -34,6 +34,7 @@ from .html import (
     json_attr,
     listed,
     prepare_report_dir,
+    procedure_rows,
     settings_table,
     write_figure,
     write_tables,
@@ -53,7 +54,9 @@ _MAX_FOLD_ROWS = 500
 _KNOWN_ATTRS = frozenset(
     "title design task source label subset group fold features excluded_coordinates outer "
     "outer_folds outer_repeats train_ratio test_split seed measures classes learners n_fits "
-    "n_distinct_train_sets versions models prior_correction group_assignment".split()
+    "n_distinct_train_sets versions models prior_correction group_assignment nested inner "
+    "inner_folds inner_repeats calibration notes balance optimistic outer_seconds "
+    "final_seconds outer_folds_requested".split()
 )
 _SD_NOT_SE = (
     "<b>SD, not SE</b>: the &plusmn; is the standard deviation of the scores across the "
@@ -234,11 +237,16 @@ def _settings_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
             rows.append((title, f"<ul>{items}</ul>"))
     if attr_names(a.get("measures")):
         rows.append(("Measures", html.escape(", ".join(attr_names(a["measures"])))))
-    if a.get("task") == "classification":
-        rows.append(("Prediction", html.escape(prior_correction_text(a))))
+    rows += procedure_rows(ds)
     if "n_fits" in a:
         distinct = a.get("n_distinct_train_sets", "?")
-        rows.append(("Fits", f"{a['n_fits']}: {distinct} train sets × {ds.sizes['learner']}"))
+        rows.append(
+            ("Fits", f"{a['n_fits']}: {distinct} train sets × {ds.sizes['learner']} learners")
+        )
+    if "outer_seconds" in a:
+        wall = f"outer loop {float(a['outer_seconds']):.1f} s"
+        wall += f", final models {float(a['final_seconds']):.1f} s" if "final_seconds" in a else ""
+        rows.append(("Wall time", wall))
     versions = json_attr(a.get("versions"))
     if versions:
         rows.append(("Versions", html.escape(", ".join(f"{k} {v}" for k, v in versions.items()))))
@@ -357,7 +365,7 @@ def _choices_html(choices: pd.DataFrame) -> str:
         '<h2 id="choices">Choices of the inner search</h2>\n<p>What each learner\'s inner '
         "search chose in every outer cell (its train rows only) and for the final model (all "
         'rows but the test split).</p><div class="scroll">'
-        f"{html_table(choices, 'results')}</div>\n"
+        f"{html_table(choices.astype(object).fillna(''), 'results')}</div>\n"
     )
 
 

@@ -20,9 +20,11 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import xarray as xr
 from matplotlib.figure import Figure
 
 from .outdir import OutputDir, check_out_dir
+from .text import prior_correction_text
 
 __all__ = [
     "CSP",
@@ -40,6 +42,7 @@ __all__ = [
     "listed",
     "markdown_table",
     "prepare_report_dir",
+    "procedure_rows",
     "settings_table",
     "settings_value",
     "write_figure",
@@ -306,6 +309,31 @@ def settings_value(value: Any) -> str:
     if isinstance(value, list | tuple | np.ndarray):
         return html.escape(", ".join(str(v) for v in value))
     return html.escape(str(value))
+
+
+def procedure_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
+    """(name, HTML) of how the learners were fitted, those that apply (SOAK's and evaluate's
+    alike): the prediction rule, calibration, tuning inside each train set (docs/nesting.md),
+    the fold balance, and the notes of skipped steps."""
+    a = ds.attrs
+    rows = []
+    if a.get("task") == "classification":
+        rows.append(("Prediction", html.escape(prior_correction_text(a))))
+    if a.get("calibration"):
+        rows.append(("Calibration", html.escape(f"{a['calibration']}, on out-of-fold scores")))
+    if "chosen" in ds:
+        repeats = int(a.get("inner_repeats") or 1)
+        inner = f"inner CV {a.get('inner')}: {a.get('inner_folds')} folds"
+        inner += f" × {repeats} repeats" if repeats > 1 else ""
+        if "nested" in a and not int(a["nested"]):
+            inner += " (nested=False: once on all training rows, then refitted per fold)"
+        rows.append(("Tuning inside each train set", html.escape(inner)))
+    if a.get("balance") == "overlap":
+        rows.append(("Fold balance", "by degree of overlap × class (overlap_folds)"))
+    notes = attr_names(a.get("notes"))
+    if notes:
+        rows.append(("Notes", html.escape("; ".join(notes))))
+    return rows
 
 
 def settings_table(

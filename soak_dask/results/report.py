@@ -34,6 +34,7 @@ from .html import (
     json_attr,
     listed,
     prepare_report_dir,
+    procedure_rows,
     settings_table,
     write_figure,
     write_tables,
@@ -43,7 +44,6 @@ from .outdir import OutputDir
 from .paired_tests import PVALUE_COLUMNS, pvalues
 from .plot import ORDERS, check_choice, format_pvalue, plot_learners, plot_soak
 from .summaries import summary
-from .text import prior_correction_text
 
 __all__ = ["group_assignment_text", "write_report"]
 
@@ -165,25 +165,6 @@ def _data_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     return rows
 
 
-def _procedure_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
-    """The options of docs/nesting.md and the fold balance, those not at SOAK's defaults."""
-    a = ds.attrs
-    rows = []
-    if a.get("task") == "classification":
-        rows.append(("Prediction", html.escape(prior_correction_text(a))))
-    if a.get("calibration"):
-        rows.append(("Calibration", html.escape(f"{a['calibration']}, on out-of-fold scores")))
-    if "chosen" in ds:
-        inner = f"{a.get('inner')}, {a.get('inner_folds')} folds × {a.get('inner_repeats')}"
-        rows.append(("Tuning inside each train set", html.escape(inner)))
-    if a.get("balance") == "overlap":
-        rows.append(("Fold balance", "by degree of overlap × class (overlap_folds)"))
-    notes = attr_names(a.get("notes"))
-    if notes:
-        rows.append(("Notes", html.escape("; ".join(notes))))
-    return rows
-
-
 def _fit_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     """Settings of the fits: learners, train types, measures, counts, options in use, versions."""
     a = ds.attrs
@@ -212,7 +193,7 @@ def _fit_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     if int(a.get("incremental", 0)):
         epochs = f"partial_fit on one block of rows at a time, {a.get('epochs', 1)} epoch(s)"
         rows.append(("Incremental fits", epochs))
-    rows += _procedure_rows(ds)
+    rows += procedure_rows(ds)
     versions = json_attr(a.get("versions"))
     if versions:
         rows.append(("Versions", html.escape(", ".join(f"{k} {v}" for k, v in versions.items()))))

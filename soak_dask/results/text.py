@@ -14,7 +14,7 @@ import xarray as xr
 from ..tables.checks import UNEQUAL_FOLDS
 from .kinds import no_tests_reason, unequal_subsets
 from .paired_tests import pvalues
-from .summaries import evaluation_summary, summary
+from .summaries import evaluation_summary, nesting_choices, summary
 
 __all__ = [
     "evaluation_text",
@@ -164,28 +164,24 @@ def evaluation_text(ds: xr.Dataset) -> str:
 
 def nesting_lines(ds: xr.Dataset) -> list[str]:
     """What an evaluate result says about its nesting: the optimism warning of
-    ``nested=False``, skipped steps, what each learner chose per fold, and the timings."""
+    ``nested=False``, skipped steps, what each learner chose (each value with its count over
+    the folds; every fold in ``summaries.nesting_choices``), and the timings."""
     lines = []
     if ds.attrs.get("optimistic"):
         lines.append(f"\nWARNING: {ds.attrs['optimistic']}")
     notes = ds.attrs.get("notes", [])
     lines += [f"Note: {note}" for note in ([notes] if isinstance(notes, str) else notes) if note]
-    for name in ("chosen", "n_features_kept", "inner_scheme"):
-        if name not in ds:
-            continue
-        for learner in ds["learner"].values:
-            values = [
-                v for v in np.ravel(ds[name].sel(learner=learner).values) if v == v and v != ""
-            ]
-            if values:
-                final = ds.get(f"final_{name}")
-                tail = (
-                    "" if final is None else f"; final model: {final.sel(learner=learner).item()}"
-                )
-                shown = ", ".join(
-                    str(int(v)) if name == "n_features_kept" else str(v) for v in values
-                )
-                lines.append(f"{learner} {name} per fold: {shown}{tail}")
+    choices = nesting_choices(ds)
+    for learner, rows in choices.groupby("learner", sort=False):
+        folds, final = rows[rows["model"] == "fold"], rows[rows["model"] == "final"]
+        for column in rows.columns[4:]:
+            counts = folds[column].dropna().astype(str).value_counts(sort=False)
+            if counts.empty:
+                continue
+            shown = ", ".join(f"{v} ×{n}" if n > 1 else v for v, n in counts.items())
+            chosen = final[column].dropna()
+            tail = f"; final model: {chosen.iloc[0]}" if len(chosen) else ""
+            lines.append(f"{learner} {column} over the {len(folds)} outer cells: {shown}{tail}")
     if "outer_seconds" in ds.attrs:
         lines.append(
             f"Timings: outer loop {float(ds.attrs['outer_seconds']):.1f} s, final models "
