@@ -17,10 +17,13 @@ import xarray as xr
 
 from ..results.html import (
     code,
+    estimators_row,
     figure_html,
     html_page,
     html_table,
+    measures_row,
     settings_table,
+    versions_row,
     write_figure,
     write_tables,
 )
@@ -40,6 +43,9 @@ from .search import check_search, search_pools, search_pvalues, search_stability
 #: The writer named in the directory's manifest (``soak transfer`` writes there too).
 WRITER = "soak_dask's transfer report"
 _TITLE = "Which subsets transfer, and which to pool"
+# Attrs of a transfer matrix shown as they are, under these names.
+_WORDS = (("Data", "source"), ("Task", "task"), ("Label", "label"), ("Subsets", "subset"),
+          ("Groups", "group"))  # fmt: skip
 _EXPLANATION = """
 <p>Each row of the data belongs to a <b>subset</b> (region, year, image, ...) and a
 <b>fold</b> 1..K, the folds SOAK assigns with the same seed.</p>
@@ -291,26 +297,29 @@ def _lede(matrix: xr.Dataset, search: xr.Dataset | None) -> str:
 
 
 def _settings(matrix: xr.Dataset, search: xr.Dataset | None) -> str:
-    keys = [
-        "source",
-        "task",
-        "label",
-        "subset",
-        "group",
-        "fold",
-        "seed",
-        "n_folds",
-        "stratify",
-        "measures",
-        "learners",
-        "n_fits",
-        "versions",
-    ]
-    rows = [(k, matrix.attrs[k]) for k in keys if k in matrix.attrs and matrix.attrs[k] != ""]
+    """The run's settings in words, then the search's options."""
+    a = matrix.attrs
+    rows = [(title, code(a[key])) for title, key in _WORDS if a.get(key) not in (None, "")]
+    folds = f"K = {a.get('n_folds', matrix.sizes['fold'])}, SOAK's folds with seed {a.get('seed')}"
+    if a.get("fold"):
+        folds = f"K = {matrix.sizes['fold']}, from column {code(a['fold'])}"
+    elif int(a.get("stratify", 0)):
+        folds += ", balanced within each subset × label"
+    rows += [("Folds", html.escape(folds) if not a.get("fold") else folds)]
+    rows += estimators_row("Learners", a.get("learners")) + measures_row(a)
+    if "n_fits" in a:
+        n, k, learners = (matrix.sizes[d] for d in ("train_subset", "fold", "learner"))
+        rows.append(("Fits", f"{a['n_fits']}: {n}·{k} train sets × {learners} learners"))
+    rows += versions_row(a)
     if search is not None:
         rows += [
-            (f"search: {k}", search.attrs[k])
-            for k in ("search_measure", "threshold", "max_pool", "max_inner_fits")
-            if k in search.attrs
+            (f"Search: {name}", code(search.attrs[key]))
+            for name, key in (
+                ("measure", "search_measure"),
+                ("threshold", "threshold"),
+                ("largest pool", "max_pool"),
+                ("inner fits at most", "max_inner_fits"),
+            )
+            if key in search.attrs
         ]
-    return settings_table([(k, code(v)) for k, v in rows])
+    return settings_table(rows)

@@ -27,15 +27,17 @@ from .html import (
     cells_table,
     code,
     decimals,
+    estimators_row,
     figure_html,
     fixed,
     html_page,
     html_table,
-    json_attr,
     listed,
+    measures_row,
     prepare_report_dir,
     procedure_rows,
     settings_table,
+    versions_row,
     write_figure,
     write_tables,
 )
@@ -228,16 +230,9 @@ def _settings_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     left_out = attr_names(a.get("excluded_coordinates"))
     if left_out:
         rows.append(("Coordinates left out", listed(left_out)))
-    for title, key in (("Learners", "learners"), ("Final models", "models")):
-        items = "".join(
-            f"<li><b>{html.escape(name)}</b>: {code(' '.join(str(v).split()))}</li>"
-            for name, v in json_attr(a.get(key)).items()
-        )
-        if items:
-            rows.append((title, f"<ul>{items}</ul>"))
-    if attr_names(a.get("measures")):
-        rows.append(("Measures", html.escape(", ".join(attr_names(a["measures"])))))
-    rows += procedure_rows(ds)
+    rows += estimators_row("Learners", a.get("learners"))
+    rows += estimators_row("Final models", a.get("models"))
+    rows += measures_row(a) + procedure_rows(ds)
     if "n_fits" in a:
         distinct = a.get("n_distinct_train_sets", "?")
         rows.append(
@@ -247,10 +242,7 @@ def _settings_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
         wall = f"outer loop {float(a['outer_seconds']):.1f} s"
         wall += f", final models {float(a['final_seconds']):.1f} s" if "final_seconds" in a else ""
         rows.append(("Wall time", wall))
-    versions = json_attr(a.get("versions"))
-    if versions:
-        rows.append(("Versions", html.escape(", ".join(f"{k} {v}" for k, v in versions.items()))))
-    return rows
+    return rows + versions_row(a)
 
 
 def _settings_html(ds: xr.Dataset) -> str:

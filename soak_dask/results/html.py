@@ -34,6 +34,7 @@ __all__ = [
     "cells_table",
     "code",
     "decimals",
+    "estimators_row",
     "figure_html",
     "fixed",
     "html_page",
@@ -41,10 +42,12 @@ __all__ = [
     "json_attr",
     "listed",
     "markdown_table",
+    "measures_row",
     "prepare_report_dir",
     "procedure_rows",
     "settings_table",
     "settings_value",
+    "versions_row",
     "write_figure",
     "write_tables",
 ]
@@ -309,6 +312,28 @@ def settings_value(value: Any) -> str:
     if isinstance(value, list | tuple | np.ndarray):
         return html.escape(", ".join(str(v) for v in value))
     return html.escape(str(value))
+
+
+def estimators_row(title: str, value: Any) -> list[tuple[str, str]]:
+    """[(`title`, each named estimator of the JSON attr `value` on one line)], or []."""
+    items = "".join(
+        f"<li><b>{html.escape(name)}</b>: {code(' '.join(str(est).split()))}</li>"
+        for name, est in json_attr(value).items()
+    )
+    return [(title, f"<ul>{items}</ul>")] if items else []
+
+
+def measures_row(attrs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """[("Measures", the measures joined)], or [] without them."""
+    measures = attr_names(attrs.get("measures"))
+    return [("Measures", html.escape(", ".join(measures)))] if measures else []
+
+
+def versions_row(attrs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """[("Versions", each package and its version)], or [] without them."""
+    versions = json_attr(attrs.get("versions"))
+    text = ", ".join(f"{k} {v}" for k, v in versions.items())
+    return [("Versions", html.escape(text))] if versions else []
 
 
 def procedure_rows(ds: xr.Dataset) -> list[tuple[str, str]]:

@@ -27,15 +27,17 @@ from .html import (
     attr_names,
     code,
     decimals,
+    estimators_row,
     figure_html,
     fixed,
     html_page,
     html_table,
-    json_attr,
     listed,
+    measures_row,
     prepare_report_dir,
     procedure_rows,
     settings_table,
+    versions_row,
     write_figure,
     write_tables,
 )
@@ -169,17 +171,10 @@ def _fit_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     """Settings of the fits: learners, train types, measures, counts, options in use, versions."""
     a = ds.attrs
     rows = []
-    learners = json_attr(a.get("learners"))
-    if learners:
-        items = "".join(
-            f"<li><b>{html.escape(name)}</b>: {code(' '.join(str(est).split()))}</li>"
-            for name, est in learners.items()
-        )
-        rows.append(("Learners", f"<ul>{items}</ul>"))
+    rows = estimators_row("Learners", a.get("learners"))
     # The train types that exist (one subset has no other and all, whatever was asked).
     rows.append(("Train types", html.escape(", ".join(map(str, ds["train_type"].values)))))
-    if attr_names(a.get("measures")):
-        rows.append(("Measures", html.escape(", ".join(attr_names(a["measures"])))))
+    rows += measures_row(a)
     if "n_fits" in a:
         distinct = a.get("n_distinct_train_sets", "?")
         learners_n = ds.sizes["learner"]
@@ -193,11 +188,7 @@ def _fit_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     if int(a.get("incremental", 0)):
         epochs = f"partial_fit on one block of rows at a time, {a.get('epochs', 1)} epoch(s)"
         rows.append(("Incremental fits", epochs))
-    rows += procedure_rows(ds)
-    versions = json_attr(a.get("versions"))
-    if versions:
-        rows.append(("Versions", html.escape(", ".join(f"{k} {v}" for k, v in versions.items()))))
-    return rows
+    return rows + procedure_rows(ds) + versions_row(a)
 
 
 def _folds_text(ds: xr.Dataset) -> str:
