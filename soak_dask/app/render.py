@@ -67,6 +67,7 @@ def _search(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered
 
     from ..pooling.plot import plot_search
     from ..pooling.search import search_pools, search_pvalues, search_stability
+
     writer = "soak report (search_subsets)"
     od = check_command_out(writer, out, overwrite, ds.attrs.get("source")).begin()
     tests = search_pvalues(ds)

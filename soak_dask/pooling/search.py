@@ -516,8 +516,7 @@ def search_pvalues(ds: xr.Dataset, *, alpha: float = 0.05) -> pd.DataFrame:
     )
     out = out.loc[keys.sort_values(["l", "s", "o"], kind="stable").index]
     out["verdict"] = [
-        verdict(d, p, measure, alpha)
-        for d, p in zip(out["mean_diff"], out["p"], strict=True)
+        verdict(d, p, measure, alpha) for d, p in zip(out["mean_diff"], out["p"], strict=True)
     ]
     return out[SEARCH_PVALUE_COLUMNS].reset_index(drop=True)
 

@@ -273,9 +273,7 @@ def _learner_block(
     axes = grid.subplots(sharex=True, sharey=True, squeeze=False)
     texts: dict[str, dict[str, str]] = {s: {} for s in subsets}
     for row in tests.itertuples(index=False):
-        texts[row.test_subset][row.compare] = format_comparison(
-            row.compare, row.mean_diff, row.p
-        )
+        texts[row.test_subset][row.compare] = format_comparison(row.compare, row.mean_diff, row.p)
     for i, subset in enumerate(subsets):
         ax = axes.flat[i]
         ax.set_gid(f"panel:{learner}:{subset}")  # names the panel, also as an SVG element id
