@@ -30,8 +30,8 @@ from sklearn.svm import SVC
 
 import soak_dask as sd
 from soak_dask.diagnose.mai import compare_sampling, mai_summary, mai_table
-from soak_dask.diagnose.sampling import METHODS
 from soak_dask.diagnose.sampling_plot import plot_mai
+from soak_dask.split.sampling import METHODS
 
 from .common import local_cluster
 

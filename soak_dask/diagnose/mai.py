@@ -8,7 +8,7 @@ accuracy on S's split. MAI near 0: S's split judges C as random splits do on ave
 it flatters C; MAI < 0: it undersells C. Tables 4-5 and Figure 8 compare methods by |MAI| over
 data sets and classifiers (``mai_table``, ``mai_summary``, ``plot_mai``).
 
-Every split is a key column computed on the cluster (``soak_dask.diagnose.sampling``); every
+Every split is a key column computed on the cluster (``soak_dask.split.sampling_splits``); every
 (learner, split) fit is one task of one plan run by the engine that runs ``soak`` and
 ``evaluate``, so the fits run on the cluster and stream back as they finish.
 """
@@ -16,7 +16,6 @@ Every split is a key column computed on the cluster (``soak_dask.diagnose.sampli
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -29,35 +28,29 @@ from sklearn.base import BaseEstimator
 from ..results.store import build_dataset
 from ..run.session import result_attrs, start
 from ..run.strategies import Batched, WholeTrainSet
-from ..split.folds import check_seed
-from ..split.plan import Fit, Selection, Term, build_plan
-from ..tables.checks import refuse_ignored
-from ..tables.table import Table, check_table
-from .overlap import DEFAULT_K, POSITION, check_classification
-from .sampling import (
+from ..split.overlap import (
+    DEFAULT_K,
+    POSITION,
+    check_classification,
+    ensure_positions,
+)
+from ..split.sampling import (
     D_OPTIMAL_REPEATS,
     MDC_MAX_ROWS,
-    METHODS,
-    SPLITTERS,
-    attach,
-    check_ratio,
     classes_of,
-    degree_frame,
-    ensure_positions,
-    random_splits,
 )
+from ..split.sampling_splits import DEFAULT_METHODS as DEFAULT_METHODS
+from ..split.sampling_splits import METHOD_OPTIONS as METHOD_OPTIONS
+from ..split.sampling_splits import SamplingSplits
+from ..split.sampling_splits import check_method_options as check_method_options
+from ..split.sampling_splits import check_methods as check_methods
+from ..split.sampling_splits import split_column as split_column
+from ..tables.table import Table, check_table
 
 #: Title of ``compare_sampling``'s results.
 TITLE = "soak_dask sampling comparison: MAI of train/test sampling methods"
-#: The methods compared by default: the paper's five and stratified sampling.
-DEFAULT_METHODS = ("random", "stratified", "clustering", "mdc", "doptimal", "overlap")
 #: Tables of at most this many rows fit many models per task (the table is gathered once).
 BATCH_MAX_ROWS = 100_000
-
-
-def split_column(name: str) -> str:
-    """The key column of split ``name`` (a method, or ``random_<trial>``)."""
-    return f"__soak_split_{name}__"
 
 
 def compare_sampling(
@@ -92,7 +85,7 @@ def compare_sampling(
         featureless baseline and logistic regression).
     methods : sequence of str
         From "random", "stratified", "clustering", "mdc", "doptimal", "overlap" and
-        "overlap_class" (overlap levels × classes); see ``soak_dask.diagnose.sampling``.
+        "overlap_class" (overlap levels × classes); see ``soak_dask.split.sampling``.
     train_ratio : float
         Share t of the rows that train (the paper uses 0.75).
     n_random : int
@@ -142,11 +135,12 @@ def compare_sampling(
             f"the group column {table.group!r}, whose rows would land on both sides of a "
             "split; load the table without group= to compare row sampling"
         )
-    seed, ratio = check_seed(seed), check_ratio(train_ratio)
-    methods = check_methods(methods)
-    check_method_options(methods, k=k, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows,
-                         doptimal_repeats=doptimal_repeats)  # fmt: skip
-    n_random = _at_least(n_random, 2, "n_random")
+    options = {"k": k, "n_levels": n_levels, "knn": knn, "mdc_max_rows": mdc_max_rows}
+    design = SamplingSplits(
+        methods, train_ratio, n_random, seed, doptimal_repeats=doptimal_repeats, **options
+    )
+    seed, ratio, methods = design.seed, design.train_ratio, design.methods
+    n_random = design.n_random
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     session = start(
         table, "compare_sampling", learners, measures=["accuracy"], checkpoint=checkpoint, **shared
@@ -156,17 +150,9 @@ def compare_sampling(
     if persist:
         base = replace(base, data=base.data.persist())
     classes = tuple(classes_of(base))  # a one-class table is refused before any split
-    overlap = {"k": k, "n_levels": n_levels}
-    if {"overlap", "overlap_class"} <= set(methods):  # one search serves both
-        overlap["degrees"] = degree_frame(base, k, knn, seed)
-    options = {
-        "overlap": {**overlap, "method": knn},
-        "overlap_class": {**overlap, "method": knn},
-        "mdc": {"max_rows": mdc_max_rows},
-        "doptimal": {"n_repeats": doptimal_repeats},
-    }
-    keyed, notes = _draw_splits(base, methods, ratio, seed, options, n_random)
-    plan = sampling_plan(methods, n_random)
+    keyed = design.add_keys(base)
+    notes = design.learned_["notes"]
+    plan = design.plan(keyed)
     data = keyed.data.drop(columns=[POSITION])
     # No (subset, fold) cells: the one-pass strategy is not used.
     ctx = session.context(replace(keyed, data=data), data, plan, classes, fold_column="")
@@ -197,81 +183,6 @@ def _settings(
         "classes": [str(c) for c in classes],
         "learners": {name: repr(est) for name, est in estimators.items()},
     }
-
-
-def _draw_splits(
-    base: Table,
-    methods: Sequence[str],
-    ratio: float,
-    seed: int,
-    options: Mapping[str, Mapping[str, Any]],
-    n_random: int,
-) -> tuple[Table, dict[str, str]]:
-    """``base`` with every method's key column and the ``n_random`` random splits' (kept in
-    cluster memory), and each method's warnings (given again, prefixed with its name)."""
-    keyed, notes = base, {}
-    for method in methods:
-        column = split_column(method)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            split = SPLITTERS[method](base, ratio, seed, column=column, **options.get(method, {}))
-        notes[method] = " ".join(str(w.message) for w in caught)
-        for w in caught:
-            warnings.warn(f"{method}: {w.message}", w.category, stacklevel=3)
-        keyed = attach(keyed, split.data[[column]].persist())
-    trials = [split_column(f"random_{r}") for r in range(1, n_random + 1)]
-    keyed = attach(keyed, random_splits(base, ratio, seed, trials).data[trials].persist())
-    return keyed, notes
-
-
-def check_methods(methods: Sequence[str] | str) -> tuple[str, ...]:
-    """The methods as a tuple, refusing unknown and repeated names and an empty list."""
-    if isinstance(methods, str):
-        methods = [m.strip() for m in methods.split(",") if m.strip()]
-    methods = tuple(methods)
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ValueError(f"methods {unknown} are not sampling methods; choose from {list(METHODS)}")
-    if not methods or len(set(methods)) < len(methods):
-        raise ValueError(f"methods={list(methods)}: need one or more distinct methods")
-    return methods
-
-
-#: Options of some methods only: their defaults, and the methods that use them.
-METHOD_OPTIONS = {
-    "k": (DEFAULT_K, ("overlap", "overlap_class")),
-    "n_levels": (None, ("overlap", "overlap_class")),
-    "knn": ("exact", ("overlap", "overlap_class")),
-    "mdc_max_rows": (MDC_MAX_ROWS, ("mdc",)),
-    "doptimal_repeats": (D_OPTIMAL_REPEATS, ("doptimal",)),
-}
-
-
-def check_method_options(methods: Sequence[str], **given: Any) -> None:
-    """Refuse an option given (other than its default) when no method asked for uses it."""
-    for name, value in given.items():
-        default, users = METHOD_OPTIONS[name]
-        if not set(users) & set(methods):
-            named = "the methods " + " and ".join(map(repr, users))
-            refuse_ignored(name, value, default, f"methods={list(methods)}", named)
-
-
-def _at_least(value: Any, low: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ValueError(f"{name}={value!r}: need an integer of at least {low}")
-    return int(value)
-
-
-def sampling_plan(methods: Sequence[str], n_random: int) -> Any:
-    """The plan: one fit per split (each method's and ``n_random`` random ones), trained on
-    the split's training rows and scored on its test rows. Dim ``split``."""
-    names = [*methods, *(f"random_{r}" for r in range(1, n_random + 1))]
-    rows, tests = [], {}
-    for name in names:
-        column = split_column(name)
-        tests[name] = Selection((Term(column, (0,)),))
-        rows.append(({"split": name}, Fit(Selection((Term(column, (1,)),))), name))
-    return build_plan(rows, tests, {"split": names})
 
 
 def mai_dataset(ds: xr.Dataset, methods: Sequence[str], n_random: int) -> xr.Dataset:

@@ -18,52 +18,34 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from numbers import Real
 from typing import Any
 
-import dask
 import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy import stats as sps
 from sklearn.base import BaseEstimator
 
-from ..hashing import salt, seeded_hash
 from ..learn.builtin import resolve_learners
 from ..results.store import build_dataset
 from ..run.session import persisted, result_attrs, start
 from ..run.strategies import WholeTrainSet
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURES
-from ..split.folds import check_n_folds, check_seed, group_folds
-from ..split.plan import Fit, Plan, Selection, Term, build_plan
-from ..split.shares import (
-    Strata,
-    check_sides,
-    count_strata,
-    draw_groups,
-    group_sizes,
-    group_strata,
-    map_groups,
-    ranks,
-    share_sizes,
-    with_columns,
-)
-from ..tables.checks import check_classes
+from ..split.trials import MIN_TRIALS as MIN_TRIALS
+from ..split.trials import SplitTrials as SplitTrials
+from ..split.trials import check_ratios as check_ratios
+from ..split.trials import check_trials as check_trials
 from ..tables.table import Table, check_table
 
 #: Title of split_sensitivity's results.
 TITLE = "soak_dask split-ratio sensitivity: CV on the train part against the test part"
-#: Fewest trials: the variance tests and the correlation compare ``trials`` values per ratio.
-MIN_TRIALS = 3
 #: How the recommended ratios are chosen, recorded in the results.
 RULE = (
     "ratios where neither Levene's test nor the F test rejects equal variances of the CV "
     "estimates and the test scores at alpha, and, among those, the highest share of trials "
     "whose test score lies in the CV prediction interval (ties: all of them)"
 )
-# A trial's keys: its column, its ratio, its trial number and the seeds of its two draws.
-Design = tuple[str, float, int, int, int]
 
 
 def split_sensitivity(
@@ -153,9 +135,10 @@ def split_sensitivity(
         progress=progress,
         checkpoint=checkpoint,
     )
-    keyed, used = design.add_keys(table, session.client)
+    keyed = design.add_keys(table)
+    used = design.learned_
     data = persisted(keyed.data, persist, session.client)
-    plan = design.plan(keyed, used)
+    plan = design.plan(keyed)
     # No (subset, fold) cells: every fit gathers its rows.
     ctx = session.context(keyed, data, plan, used["classes"], fold_column="")
     estimators = session.estimators
@@ -201,47 +184,6 @@ def _settings(
     }
 
 
-def check_ratios(ratios: Any, name: str = "ratios") -> tuple[float, ...]:
-    """``ratios`` as sorted floats in (0, 1), refusing duplicates; messages call the option
-    ``name``.
-
-    Examples
-    --------
-    >>> check_ratios([0.8, 0.5])
-    (0.5, 0.8)
-    >>> check_ratios([0.5, 1.0])
-    Traceback (most recent call last):
-    ...
-    ValueError: ratios=[0.5, 1.0]: need shares of rows to train, each strictly between 0 and 1
-    """
-    if isinstance(ratios, Real):
-        ratios = [ratios]
-    good = isinstance(ratios, Sequence) and not isinstance(ratios, str) and len(ratios) > 0
-    if not good or not all(
-        isinstance(r, Real) and not isinstance(r, bool) and 0 < r < 1 for r in ratios
-    ):
-        raise ValueError(
-            f"{name}={ratios!r}: need shares of rows to train, each strictly between 0 and 1"
-        )
-    out = tuple(sorted(float(r) for r in ratios))
-    twice = sorted({r for r in out if out.count(r) > 1})
-    if twice:
-        raise ValueError(
-            f"{name}={list(ratios)!r}: {twice[0]:g} is given twice; give distinct ratios"
-        )
-    return out
-
-
-def check_trials(trials: Any, name: str = "trials") -> int:
-    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < MIN_TRIALS:
-        raise ValueError(
-            f"{name}={trials!r}: need an integer of at least {MIN_TRIALS}; per ratio the "
-            "variance tests and the correlation compare `trials` CV estimates with `trials` "
-            "test scores (20 is a good start)"
-        )
-    return int(trials)
-
-
 def check_alpha(alpha: Any, name: str = "alpha") -> float:
     if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0 < alpha <= 0.5:
         raise ValueError(f"{name}={alpha!r}: need a level in (0, 0.5], e.g. 0.05")
@@ -268,215 +210,6 @@ def one_learner(learner: Any, task: str, seed: int) -> dict[str, BaseEstimator]:
             "studies one learner at a time: give a name, an estimator or a one-entry dict"
         )
     return estimators
-
-
-class SplitTrials:
-    """``trials`` random train/test splits per train ratio, with K folds in each train part.
-
-    Each (ratio, trial) gets one int8 key column: 0 for the test part, 1..K for the fold of a
-    train row. Computed on the cluster, every trial in one pass, after one pass counting rows
-    per partition and class (or rows per group): exact-share draws of
-    ``soak_dask.split.shares``, so the same seed gives the same keys whatever the partitioning
-    or the number of workers.
-
-    Examples
-    --------
-    >>> SplitTrials([0.7, 0.9], trials=10)
-    SplitTrials(ratios=(0.7, 0.9), trials=10, n_folds=5, seed=1)
-    """
-
-    def __init__(
-        self,
-        ratios: Sequence[float],
-        trials: int = 20,
-        n_folds: int = 5,
-        seed: int = 1,
-        *,
-        names: Mapping[str, str] | None = None,
-    ) -> None:
-        # ``names``: how messages spell the options (the command's flags), if not as here.
-        spell = {"ratios": "ratios", "trials": "trials", "n_folds": "n_folds", "seed": "seed"}
-        spell.update(names or {})
-        self.ratios = check_ratios(ratios, spell["ratios"])
-        self.trials = check_trials(trials, spell["trials"])
-        self.n_folds = check_n_folds(n_folds, spell["n_folds"])
-        self.seed = check_seed(seed, spell["seed"])
-
-    def __repr__(self) -> str:
-        return (
-            f"SplitTrials(ratios={self.ratios!r}, trials={self.trials}, "
-            f"n_folds={self.n_folds}, seed={self.seed})"
-        )
-
-    def designs(self) -> dict[tuple[int, int], Design]:
-        """(ratio index, trial) -> its key column, ratio, trial and the seeds of its split and
-        of its folds. Seeds depend on (ratio, trial), not on the other ratios asked for."""
-        out = {}
-        for i, ratio in enumerate(self.ratios, start=1):
-            bits = np.float64(ratio).view(np.uint64)
-            for t in range(1, self.trials + 1):
-                split = seeded_hash(self.seed, salt("sensitivity split"), bits, np.uint64(t))[0]
-                folds = seeded_hash(self.seed, salt("sensitivity folds"), bits, np.uint64(t))[0]
-                column = f"__soak_sensitivity_{i}_{t}__"
-                out[i, t] = (column, ratio, t, int(split % 2**32), int(folds % 2**32))
-        return out
-
-    def add_keys(self, table: Table, client: Any = None) -> tuple[Table, dict[str, Any]]:
-        """``table`` with a key column per (ratio, trial), and what was learned: the classes
-        (None for regression), the key columns by (ratio index, trial) and each ratio's share
-        of the rows that train as drawn (``ratio_used``; the mean over trials with groups)."""
-        designs = self.designs()
-        keys = _group_keys if table.group is not None else _row_keys
-        data, classes, ratio_used = keys(table, designs, self.n_folds, client)
-        used = {
-            "classes": classes,
-            "columns": {key: d[0] for key, d in designs.items()},
-            "ratio_used": ratio_used,
-        }
-        return replace(table, data=data, files=None), used
-
-    def plan(self, table: Table, used: dict[str, Any]) -> Plan:
-        """Per (ratio, trial): fold 0 is the fit on the whole train part scored on the test
-        part; folds 1..K the CV fits (train part minus fold k, scored on fold k)."""
-        rows, tests = [], {}
-        for (i, t), column in used["columns"].items():
-            for fold in range(self.n_folds + 1):
-                tests[i, t, fold] = Selection((Term(column, (fold,)),))
-                dropped = (0,) if fold == 0 else (0, fold)
-                train = Fit(Selection((Term(column, dropped, exclude=True),)))
-                rows.append(({"ratio": i, "trial": t, "fold": fold}, train, (i, t, fold)))
-        coords = {
-            "ratio": list(range(1, len(self.ratios) + 1)),
-            "trial": list(range(1, self.trials + 1)),
-            "fold": list(range(self.n_folds + 1)),
-        }
-        return build_plan(rows, tests, coords)
-
-
-def _compute(client: Any, lazy: list) -> list:
-    if client is not None:
-        return list(client.compute(lazy, sync=True))
-    return list(dask.compute(*lazy))
-
-
-def _refuse_missing(label: str, missing: int) -> None:
-    if missing:
-        raise ValueError(
-            f"label column {label!r} has {missing} missing values; drop those rows first"
-        )
-
-
-def _row_keys(
-    table: Table, designs: dict[tuple[int, int], Design], n_folds: int, client: Any
-) -> tuple[Any, tuple | None, np.ndarray]:
-    """Key columns of rows without groups: one pass counts rows per (partition, class); then
-    each partition draws its rows' keys from their positions within their class."""
-    classify = table.task == "classification"
-    (missing,) = _compute(client, [table.data[table.label].isna().sum()])
-    _refuse_missing(table.label, int(missing))
-    strata = count_strata(table.data, [table.label] if classify else [])
-    sizes = {}
-    for ratio in sorted({d[1] for d in designs.values()}):
-        sizes[ratio] = share_sizes(strata.rows, ratio, 0)
-        _check_rows(ratio, strata.rows, sizes[ratio], n_folds, classify)
-    classes = tuple(strata.index) if classify else None
-    check_classes(classes, table.label)
-    names = [d[0] for d in designs.values()]
-    meta = with_columns(table.data._meta, {n: np.zeros(0, np.int8) for n in names})
-    data = table.data.map_partitions(
-        _row_partition_keys, strata, sizes, list(designs.values()), n_folds, meta=meta
-    )
-    used = np.array([sizes[r].sum() / strata.rows.sum() for r in sorted(sizes)])
-    return data, classes, used
-
-
-def _check_rows(
-    ratio: float, rows: np.ndarray, train: np.ndarray, n_folds: int, classify: bool
-) -> None:
-    """Refuse a ratio whose test part or train folds would be empty: a class's train rows
-    are dealt to folds, so some class must train on at least ``n_folds`` rows."""
-    check_sides(int(rows.sum()), int(train.sum()), ratio, "ratio")
-    if train.max() < n_folds:
-        most = f" (at most {int(train.max())} of one class)" if classify else ""
-        raise ValueError(
-            f"ratio={ratio:g} trains on {int(train.sum())} of the {int(rows.sum())} rows{most} "
-            f"and n_folds={n_folds} needs at least {n_folds} train rows"
-            f"{' of one class' if classify else ''}: use a smaller n_folds, a larger ratio, "
-            "or more data"
-        )
-
-
-def _row_partition_keys(
-    part: pd.DataFrame,
-    strata: Strata,
-    sizes: dict[float, np.ndarray],
-    designs: list[Design],
-    n_folds: int,
-    partition_info: dict | None = None,
-) -> pd.DataFrame:
-    """One partition with its key columns: a row trains when its rank in the trial's draw
-    (``soak_dask.split.shares.ranks``) is below its class's train rows. The train ranks are
-    a random order of the class's train rows, so rank mod K (shifted by a seeded offset per
-    class, so the classes' extra rows fall in different folds) deals them into K folds whose
-    sizes differ by at most one row per class."""
-    number = partition_info["number"] if partition_info else 0
-    codes, positions = strata.positions(part, number)
-    strata_ids = np.arange(len(strata.rows), dtype=np.uint64)
-    columns = {}
-    for column, ratio, trial, draw_seed, fold_seed in designs:
-        rank = ranks(codes, positions, strata.rows, draw_seed, trial, f"sensitivity:{ratio!r}")
-        train = rank < sizes[ratio][codes]
-        offset = (seeded_hash(fold_seed, strata_ids) % np.uint64(n_folds)).astype(np.int64)
-        folds = (rank + offset[codes]) % n_folds + 1
-        columns[column] = np.where(train, folds, 0).astype(np.int8)
-    return with_columns(part, columns)
-
-
-def _group_keys(
-    table: Table, designs: dict[tuple[int, int], Design], n_folds: int, client: Any
-) -> tuple[Any, tuple | None, np.ndarray]:
-    """Key columns of a grouped table: the (small) table of groups is drawn on the client --
-    groups to the train part (``draw_groups``), then the train part's groups to folds -- and
-    the group -> key map is applied to the rows."""
-    group, label = table.group, table.label
-    classify = table.task == "classification"
-    (missing,) = _compute(client, [table.data[label].isna().sum()])
-    _refuse_missing(label, int(missing))
-    sizes = group_sizes(table.data, group, [label] if classify else [])
-    classes = tuple(sorted(sizes[label].unique())) if classify else None
-    check_classes(classes, label)
-    groups = group_strata(sizes, group, [label] if classify else [])
-    index, codes, shares = _group_codes(groups, designs, n_folds, group)
-    names = [d[0] for d in designs.values()]
-    by_ratio = pd.Series(shares, index=[d[1] for d in designs.values()])
-    used = by_ratio.groupby(level=0).mean().sort_index().to_numpy()
-    return map_groups(table.data, group, index, codes, names), classes, used
-
-
-def _group_codes(
-    groups: pd.DataFrame, designs: dict[tuple[int, int], Design], n_folds: int, column: str
-) -> tuple[pd.Index, np.ndarray, list[float]]:
-    """The groups, their key (0 test, 1..K train fold) in each design's column, and each
-    design's share of the rows that train."""
-    index = pd.Index(sorted(groups["group"]))
-    codes = np.zeros((len(index), len(designs)), dtype=np.int8)
-    shares = []
-    for j, (_, ratio, trial, draw_seed, fold_seed) in enumerate(designs.values()):
-        drawn = draw_groups(groups, ratio, draw_seed, trial, f"sensitivity:{ratio!r}")
-        drawn = drawn.reindex(groups["group"]).to_numpy()
-        check_sides(len(groups), int(drawn.sum()), ratio, "ratio", f"groups of {column!r}")
-        train = groups[drawn]
-        folds = group_folds(train, n_folds, fold_seed)
-        used = np.bincount(folds.to_numpy(np.int64), minlength=n_folds + 1)[1:]
-        if (used == 0).any():
-            raise ValueError(
-                f"ratio={ratio:g} with n_folds={n_folds}: the {len(train)} train groups of "
-                f"{len(groups)} groups of {column!r} leave a train fold without groups; use a "
-                "smaller n_folds, a larger ratio, or smaller groups"
-            )
-        codes[index.get_indexer(folds.index), j] = folds.to_numpy()
-        shares.append(train["n"].sum() / groups["n"].sum())
-    return index, codes, shares
 
 
 def _scores(ds: xr.Dataset) -> xr.Dataset:

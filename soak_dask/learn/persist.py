@@ -48,7 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..tables.table import Table
 from ..version import __version__
 from .model_dir import FORMAT, METADATA_MEMBER, read_metadata
-from .pruned_tree import _PrunedTree
+from .pruned_tree import BasePrunedTree
 
 __all__ = [
     "TRUSTED_BY_DEFAULT",
@@ -400,7 +400,7 @@ def _check_trees(estimator, path: Path) -> None:
     references = Counter(id(child) for obj in objects for child in _children(obj))
     vouched: set[int] = set()
     for obj in objects:
-        holder = getattr(obj, "tree_", None) if isinstance(obj, _PrunedTree) else None
+        holder = getattr(obj, "tree_", None) if isinstance(obj, BasePrunedTree) else None
         tree = getattr(holder, "tree_", None)
         widths = [getattr(o, "n_features_in_", None) for o in (obj, holder)]
         if (

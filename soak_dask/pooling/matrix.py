@@ -32,17 +32,13 @@ from ..run.session import (
     stratum_rows,
 )
 from ..run.strategies import Context, OnePass, WholeTrainSet
-from ..schema import (
-    DEFAULT_N_FOLDS,
-    DESIGN_DIMS,
-    LOWER_IS_BETTER,
-    MEASURES,
-    PAIRED_TEST_COLUMNS,
-)
+from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import check_run_options
-from ..split.designs import SameOtherAll
-from ..split.folds import check_fold_values, check_n_folds, check_seed
-from ..split.plan import Fit, Plan, Selection, Term, build_plan
+from ..split.folds import check_fold_values
+from ..split.plan import Plan
+from ..split.transfer import Transfer as Transfer
+from ..split.transfer import cell_selection as cell_selection
+from ..split.transfer import train_selection as train_selection
 from ..tables.table import SUBSET_COLUMN, Table
 
 #: Title of the results of ``transfer``.
@@ -61,99 +57,6 @@ TRANSFER_PVALUE_COLUMNS: list[str] = [
     *PAIRED_TEST_COLUMNS,
     "verdict",
 ]
-
-
-class Transfer:
-    """Plan builder of the transfer matrix, in the style of ``SameOtherAll``.
-
-    Fit (t, κ) trains on {subset = t, fold ≠ κ} and scores the blocks {subset = σ, fold = κ}
-    of every subset σ: S·K fits fill the S × S × K result cells. The folds are SOAK's, from the
-    same seed (``add_keys`` is ``SameOtherAll.add_keys``), so fit (σ, κ) is SOAK's ``same`` fit
-    of test subset σ and fold κ.
-
-    Parameters
-    ----------
-    n_folds : int, optional
-        K, 2 to 127 (default 10; with a fold column, read from it).
-    seed : int
-        Seed of the fold assignment.
-    stratify : bool
-        Balance folds within subset × label (classification).
-
-    Examples
-    --------
-    >>> plan = Transfer(n_folds=3).plan_for(["A", "B"])
-    >>> plan
-    Plan(12 splits (train_subset 2 × test_subset 2 × fold 3), 6 distinct fits, 6 test blocks)
-    >>> print(plan.table().loc[:1, ["train_subset", "test_subset", "fold", "train", "test"]]
-    ...       .to_string(index=False))
-    train_subset test_subset  fold                   train                    test
-               A           A     1 subset == A & fold != 1 subset == A & fold == 1
-               A           B     1 subset == A & fold != 1 subset == B & fold == 1
-    """
-
-    def __init__(self, n_folds: int | None = None, *, seed: int = 1, stratify: bool = True):
-        self.n_folds = None if n_folds is None else check_n_folds(n_folds)
-        self.seed = check_seed(seed)
-        self.stratify = stratify
-
-    def __repr__(self) -> str:
-        given = {"n_folds": None, "seed": 1, "stratify": True}
-        shown = {k: getattr(self, k) for k, v in given.items() if getattr(self, k) != v}
-        return f"Transfer({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
-
-    def add_keys(self, table: Table) -> Table:
-        """``table`` with its fold column: the user's, or assigned on the cluster as ``soak``
-        assigns it."""
-        return SameOtherAll(self.n_folds, seed=self.seed, stratify=self.stratify).add_keys(table)
-
-    def plan(self, table: Table, counts: pd.DataFrame) -> Plan:
-        """The plan for ``table`` (with its fold column), from its ``block_counts``."""
-        n_folds = check_fold_values(counts, table.fold, self.n_folds)
-        subsets = sorted(counts[table.subset].unique().tolist())
-        return self.plan_for(subsets, n_folds, subset=table.subset, fold=table.fold)
-
-    def plan_for(
-        self,
-        subsets: Sequence,
-        n_folds: int | None = None,
-        *,
-        subset: str = "subset",
-        fold: str = "fold",
-    ) -> Plan:
-        """The plan for these subset values (no table needed); ``n_folds`` default: the
-        builder's, else 10."""
-        subsets = list(subsets)
-        if len(set(subsets)) != len(subsets):
-            raise ValueError(f"subsets must be distinct, got {subsets}")
-        folds = list(range(1, (n_folds or self.n_folds or DEFAULT_N_FOLDS) + 1))
-        cells = {(s, k): {subset: s, fold: k} for s in subsets for k in folds}
-        tests = {key: cell_selection(subset, fold, *key) for key in cells}
-        rows = [
-            (
-                {"train_subset": t, "test_subset": s, "fold": k},
-                Fit(train_selection(subset, fold, (t,), (k,))),
-                (s, k),
-            )
-            for t in subsets
-            for k in folds
-            for s in subsets
-        ]
-        coords = {"train_subset": subsets, "test_subset": subsets, "fold": folds}
-        plan = build_plan(rows, tests, coords, cells)
-        plan.blocks["name"] = [f"subset {s!r} fold {k}" for s, k in cells]
-        return plan
-
-
-def cell_selection(subset: str, fold: str, value: Any, k: int) -> Selection:
-    """The test block {subset = value, fold = k}, written as SOAK writes it."""
-    return Selection((Term(subset, (value,)), Term(fold, (k,))))
-
-
-def train_selection(subset: str, fold: str, members: tuple, left_out: tuple) -> Selection:
-    """The train set {subset in members, fold not in left_out}, written as SOAK writes it
-    (one term per column, values in the caller's order), so equal sets are one fit."""
-    return Selection((Term(subset, members), Term(fold, left_out, exclude=True)))
 
 
 @dataclass(frozen=True)
@@ -320,9 +223,7 @@ def transfer(
         checkpoint=checkpoint,
         **shared,
     )
-    plan = Transfer(run.n_folds).plan_for(
-        run.subsets, run.n_folds, subset=run.table.subset, fold=run.table.fold
-    )
+    plan = Transfer(run.n_folds).plan(run.table, run.counts)
     n_fits = len(plan.fits) * len(run.estimators)
     settings = run.settings(TITLE, "transfer", n_fits=n_fits, n_distinct_train_sets=len(plan.fits))
     strategies = [*([OnePass()] if onepass else []), WholeTrainSet()]

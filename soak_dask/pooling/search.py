@@ -41,22 +41,22 @@ from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
 from ..run.strategies import OnePass, WholeTrainSet
 from ..schema import LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
-from ..split.plan import Fit, Plan, Selection, build_plan
+from ..split.plan import Plan, Selection
+from ..split.search import TRAIN_SETS as TRAIN_SETS
+from ..split.search import Key, SearchOuter, SearchRound
+from ..split.search import inner_plan as inner_plan
+from ..split.search import outer_plan as outer_plan
 from ..tables.table import Table, check_table
 from .matrix import (
     Prepared,
-    cell_selection,
     check_alpha,
     paired_pvalues,
     prepare,
-    train_selection,
     verdict,
 )
 
 #: Title of the results of ``search_subsets``.
 TITLE = "soak_dask train-subset search: greedy pools, nested in SOAK's folds"
-#: The train sets the search's outer folds score, in this order.
-TRAIN_SETS: tuple[str, ...] = ("same", "greedy", "all")
 #: Default budget of inner fits per learner that is not additive.
 MAX_INNER_FITS = 2000
 #: Columns of ``search_pvalues``: its keys, the paired-test columns of every design
@@ -64,8 +64,6 @@ MAX_INNER_FITS = 2000
 SEARCH_PVALUE_COLUMNS: list[str] = ["learner", "test_subset", *PAIRED_TEST_COLUMNS, "verdict"]
 # The comparisons of search_pvalues: (compare, reference).
 _COMPARISONS = (("greedy", "same"), ("greedy", "all"), ("all", "same"))
-
-Key = tuple[int, Any]  # (outer fold, test subset): one search
 
 
 @dataclass(frozen=True)
@@ -345,7 +343,8 @@ def greedy(
             key: _candidates(pools[key], run.subsets, (*key, pools[key]) not in values)
             for key in active
         }
-        plan, index = inner_plan(asked, run.subsets, folds, run.table.subset, run.table.fold)
+        design = SearchRound(asked)
+        plan, index = design.plan(run.table, run.counts), design.pools()
         n_fits += len(plan.fits)
         records = fits(plan, f"round-{rounds}")
         values.update(_inner_values(run.measures[0], plan, index, records))
@@ -387,34 +386,6 @@ def _step(
     return best
 
 
-def inner_plan(
-    asked: dict[Key, list[tuple]], subsets: list, folds: list[int], subset: str, fold: str
-) -> tuple[Plan, list[tuple]]:
-    """The plan of one round: for each search (κ, σ), each pool P asked and each inner fold
-    j ≠ κ, fit {subset ∈ P, fold ∉ {κ, j}} and score {σ, j}. The fold κ is in no train set
-    and no test block. Returns the plan (pools numbered in the ``pool`` column) and the pools
-    by number."""
-    index: dict[tuple, int] = {}
-    rows = []
-    for (k, s), pools in asked.items():
-        for pool in pools:
-            number = index.setdefault(pool, len(index))
-            for j in folds:
-                if j != k:
-                    train = train_selection(subset, fold, pool, (min(k, j), max(k, j)))
-                    where = {"outer_fold": k, "test_subset": s, "pool": number, "inner_fold": j}
-                    rows.append((where, Fit(train), (s, j)))
-    cells = {(s, j): {subset: s, fold: j} for s in subsets for j in folds}
-    tests = {key: cell_selection(subset, fold, *key) for key in cells}
-    coords = {
-        "outer_fold": folds,
-        "test_subset": subsets,
-        "pool": list(index.values()),
-        "inner_fold": folds,
-    }
-    return build_plan(rows, tests, coords, cells), list(index)
-
-
 def _inner_values(
     measure: str, plan: Plan, pools: list[tuple], records: list[dict[str, Any]]
 ) -> dict[tuple, float]:
@@ -428,25 +399,6 @@ def _inner_values(
     return {(int(k), s, pools[p]): float(v) for (k, s, p), v in means.items()}
 
 
-def outer_plan(
-    pools: dict[Key, tuple], subsets: list, folds: list[int], subset: str, fold: str
-) -> Plan:
-    """Each search's chosen pool, same and all, fitted on the outer training part
-    {fold ≠ κ} and scored on the outer test block {σ, κ}."""
-    rows = []
-    for s in subsets:
-        for k in folds:
-            for name, members in zip(
-                TRAIN_SETS, ((s,), pools[(k, s)], tuple(subsets)), strict=True
-            ):
-                train = train_selection(subset, fold, members, (k,))
-                rows.append(({"test_subset": s, "fold": k, "train_set": name}, Fit(train), (s, k)))
-    cells = {(s, k): {subset: s, fold: k} for s in subsets for k in folds}
-    tests = {key: cell_selection(subset, fold, *key) for key in cells}
-    coords = {"test_subset": subsets, "fold": folds, "train_set": list(TRAIN_SETS)}
-    return build_plan(rows, tests, coords, cells)
-
-
 def _outer(
     run: Prepared,
     name: str,
@@ -457,7 +409,7 @@ def _outer(
     """One learner's outer scores (part ``outer`` of the checkpoint), with its pools and
     their inner-CV values."""
     folds = list(range(1, run.n_folds + 1))
-    plan = outer_plan(pools, run.subsets, folds, run.table.subset, run.table.fold)
+    plan = SearchOuter(pools).plan(run.table, run.counts)
     records = fits(plan, "outer")
     ds = assemble(records, plan, [name], run.measures, {}).drop_vars("fit_id")
     grid = [[(k, s) for k in folds] for s in run.subsets]

@@ -100,6 +100,18 @@ def _welch_p(same: np.ndarray, comp: np.ndarray) -> tuple[float, str]:
     return float(2 * sps.t.sf(abs(t), df)), ""
 
 
+def _absent_reason(
+    same: np.ndarray | None, comp: np.ndarray | None, compare: str, n_subsets: int
+) -> str:
+    """Why a comparison has no test when a train type is not in the results."""
+    absent = [tt for tt, v in ((REFERENCE, same), (compare, comp)) if v is None]
+    what = " and ".join(f"'{tt}'" for tt in absent)
+    reason = f"train_type {what} {'is' if len(absent) == 1 else 'are'} not in the results"
+    if n_subsets == 1 and "other" in absent:
+        reason += " (one subset: plain K-fold CV)"
+    return reason
+
+
 def _compare_row(
     same: np.ndarray | None,
     comp: np.ndarray | None,
@@ -119,15 +131,9 @@ def _compare_row(
     if ratio is not None:
         row.update(dict.fromkeys(CORRECTED_COLUMNS, math.nan))
     row["n"] = 0
-    absent = [tt for tt, v in ((REFERENCE, same), (compare, comp)) if v is None]
-    if absent:
-        what = " and ".join(f"'{tt}'" for tt in absent)
-        reason = f"train_type {what} {'is' if len(absent) == 1 else 'are'} not in the results"
-        if n_subsets == 1 and "other" in absent:
-            reason += " (one subset: plain K-fold CV)"
-        row["reason"] = reason
+    if same is None or comp is None:
+        row["reason"] = _absent_reason(same, comp, compare, n_subsets)
         return row
-    assert same is not None and comp is not None  # narrowed for type checkers
 
     paired = np.isfinite(same) & np.isfinite(comp)
     x, y = same[paired], comp[paired]

@@ -196,12 +196,13 @@ def evaluate(
         from ..spatial.knndm import knndm_outer
 
         train, spatial = knndm_outer(train, prediction, outer_folds, seed, session.client)
-    keyed, used = design.add_keys(train)
+    keyed = design.add_keys(train)
+    used = design.learned_
     data = persisted(keyed.data, persist, session.client)
     classes = _classes(keyed, data)
     estimators, notes = procedure.apply(session.estimators, classes, measures[0])
     session = session.with_estimators(estimators)
-    plan = design.plan(keyed, used)
+    plan = design.plan(keyed)
     asked = outer_folds if outer in ("cv", "repeated_cv", "knndm") else ""
     settings = _settings(
         keyed, outer, asked, used, share, measures, classes, estimators, seed, plan

@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 from dask.utils import format_bytes
 
+from ..reduction import tree_reduce
 from ..split.plan import Plan
-from .reduction import tree_reduce
 from .rowcap import train_class_rows
 
 #: Float64-sized copies of a fit's rows that a fit task holds at its peak (see above).

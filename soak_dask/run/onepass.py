@@ -45,9 +45,9 @@ import numpy as np
 import pandas as pd
 from dask.delayed import Delayed
 
+from ..reduction import tree_reduce
 from ..split.plan import Selection
 from ..tables.table import Table, category_codes, float_array
-from .reduction import tree_reduce
 
 _FIELDS = ("count", "mean", "scatter")
 

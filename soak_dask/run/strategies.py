@@ -28,6 +28,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 from ..hashing import seeded_hash
+from ..reduction import tree_reduce
 from ..split.plan import Plan
 from ..tables.table import Table
 from .closed_form import fit_from_stats, is_additive
@@ -47,7 +48,6 @@ from .fitting import (
 )
 from .memory import check_fit_memory
 from .onepass import block_stats, train_stats
-from .reduction import tree_reduce
 from .rowcap import keep_rates
 
 Pair = tuple[int, str]  # (fit_id, learner)
