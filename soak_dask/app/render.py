@@ -38,15 +38,16 @@ def evaluation_printout(ds: xr.Dataset) -> str:
     """What ``soak evaluate`` (and ``soak report`` of its store) prints: mean ± SD and the test
     split's interval, then the learners compared with the design's recommended test."""
     from ..results.comparisons import comparison_text
-    from ..results.stats import evaluation_text
+    from ..results.text import evaluation_text
 
     compared = comparison_text(ds)
     return evaluation_text(ds) + (f"\n\n{compared}" if compared else "")
 
 
 def _soak(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:
+    from ..results.kinds import is_evaluation, validate_results
     from ..results.report import write_report
-    from ..results.stats import is_evaluation, results_text, validate_results
+    from ..results.text import results_text
 
     page = write_report(ds, out, overwrite=overwrite, flag="--overwrite")
     if is_evaluation(ds):
