@@ -19,9 +19,10 @@ Rules, and how each is counted:
     (``m._x``), at any level.
 ``long``
     A function (or method) over ``MAX_LINES`` code lines. Code lines are the physical lines
-    from ``def`` to the function's end holding a token other than a comment or the
-    docstring: blank lines, comment lines, decorators and the docstring do not count; a
-    nested function's lines count for the function holding it too.
+    of its body (after the signature, which is its API: a function of thirty keyword options
+    is not long for them) holding a token other than a comment: blank lines, comment lines,
+    decorators, the signature and the docstring do not count; a nested function's lines count
+    for the function holding it too.
 ``floor``
     An import (at any level, also inside functions) from a module to one on a higher floor.
     Floors, lowest first: ``FLOORS`` below; modules of one floor may import each other.
@@ -277,15 +278,15 @@ def long_functions(module: str, tree: ast.Module, source: str) -> list[Violation
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
                 name = f"{prefix}{child.name}"
-                span = set(range(child.lineno, child.end_lineno + 1))
                 body = child.body
                 if (
-                    body
+                    len(body) > 1
                     and isinstance(body[0], ast.Expr)
                     and isinstance(body[0].value, ast.Constant)
                     and isinstance(body[0].value.value, str)
                 ):
-                    span -= set(range(body[0].lineno, body[0].end_lineno + 1))
+                    body = body[1:]
+                span = set(range(body[0].lineno, child.end_lineno + 1))
                 n = len(span & code)
                 if n > MAX_LINES:
                     msg = f"{module}:{child.lineno} {name} has {n} code lines (> {MAX_LINES})"

@@ -32,13 +32,7 @@ KNOWN = {
     ("floor", "soak_dask.run.evaluate soak_dask.results.store"),
     ("floor", "soak_dask.run.evaluate soak_dask.spatial.knndm"),
     ("floor", "soak_dask.run.session soak_dask.results.store"),
-    ("long", "soak_dask.app.info.describe_table"),
-    ("long", "soak_dask.results.plot._learner_block"),
     ("long", "soak_dask.results.plot.plot_evaluation"),
-    ("long", "soak_dask.run.engine.soak"),
-    ("long", "soak_dask.run.evaluate.evaluate"),
-    ("long", "soak_dask.tables.parquet.open_parquet"),
-    ("long", "soak_dask.tables.table.load_table"),
 }
 
 
@@ -108,12 +102,11 @@ def test_private_names_of_another_module_are_found(tmp_path):
 
 
 def test_long_functions_count_code_lines_only(tmp_path):
-    body = "\n".join(f"    x{i} = {i}" for i in range(59))
+    body = "\n".join(f"    x{i} = {i}" for i in range(60))
     padding = '    """Doc\n\n    string."""\n    # a comment\n\n'
-    # "def ok(", "a,", "):" and 57 assignments: 60 code lines (decorator, docstring, comment and
-    # blank lines do not count), at the limit; the method has 61, over it.
+    # 60 assignments: 60 code lines (the signature, decorator, docstring, comment and blank
+    # lines do not count), at the limit; the method has 61, over it.
     at_limit = f"@staticmethod\ndef ok(\n    a,\n):\n{padding}{body}\n"
-    at_limit = at_limit.replace("    x58 = 58\n", "").replace("    x57 = 57\n", "")
     over = f"class K:\n    def long(self):\n{body.replace('    ', '        ')}\n        return 1\n"
     root = write_package(tmp_path, {"learn/a.py": at_limit, "learn/b.py": over})
     assert rules(root) == [("long", "soak_dask.learn.b.K.long")]

@@ -19,9 +19,8 @@ from textwrap import indent
 from typing import Any
 
 from ..learn.builtin import describe_builtins
-from ..settings import SETTINGS, Command, check_run_options, command_settings
+from ..settings import SETTINGS, Command, check_run_options
 from ..version import __version__
-from .config import load_run_file, merge_settings
 from .flags import (
     SECTIONS,
     USER_ERRORS,
@@ -29,8 +28,10 @@ from .flags import (
     UsageError,
     add_setting,
     add_settings,
+    command_names,
+    run_settings,
+    setting_values,
     spell,
-    typed_flags,
 )
 
 #: Exit status of a user error, as argparse uses.
@@ -82,8 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     }
     add_settings(
         command("run", "run SOAK on a table and save the results", **builtins),
-        _command_names("run"),
+        command_names("run"),
         run_file=True,
+        command="run",
     )
     add_settings(
         command(
@@ -92,9 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
             "LODO or bootstrap; optional reserved test split) and save the results",
             **builtins,
         ),
-        _command_names("evaluate"),
+        command_names("evaluate"),
         run_file=True,
         sections=_EVALUATE_SECTIONS,
+        command="evaluate",
     )
 
     for module, _ in _EXTRA.values():
@@ -121,31 +124,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command_names(command: Command) -> list[str]:
-    """The settings of ``soak COMMAND``, by name."""
-    return [s.name for s in command_settings(command)]
-
-
-def run_settings(args: argparse.Namespace, command: Command = "run") -> Any:
-    """The run file's settings (``--config``) overridden by the flags given, checked (errors
-    name each flag as typed, each run-file key as written): a ``RunSettings``, or an
-    ``EvaluateSettings`` for ``soak evaluate``."""
-    file = load_run_file(args.config) if args.config else {}
-    by_dest = {s.dest: s.name for s in command_settings(command) if s.cli}
-    flags = {by_dest[dest]: value for dest, value in vars(args).items() if dest in by_dest}
-    return merge_settings(file, flags, typed_flags(args), command)
-
-
-def _values(settings: Any, command: Command, scopes: tuple[str, ...]) -> dict[str, Any]:
-    """The settings of `command` in `scopes` that have flags, by name: keywords of
-    ``load_table``, ``soak`` or ``evaluate``."""
-    return {
-        s.name: getattr(settings, s.dest)
-        for s in command_settings(command)
-        if s.scope in scopes and s.cli
-    }
-
-
 def _run(settings: Any, command: Command, call: Callable[..., Any], debug: bool) -> tuple:
     """What ``soak run`` and ``soak evaluate`` share: check everything that needs no cluster
     (learners, TLS files, ``--out`` and the checkpoint, the table, the measures), run
@@ -160,11 +138,11 @@ def _run(settings: Any, command: Command, call: Callable[..., Any], debug: bool)
     learners = settings.learners()
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
     checkpoint = _checked_paths(settings)
-    table = load_table(settings.data, **_values(settings, command, ("table",)))
+    table = load_table(settings.data, **setting_values(settings, command, ("table",)))
     measures = check_measures(
         settings.measures, table.task, prior_correction=settings.prior_correction
     )
-    options = _values(settings, command, ("run", "evaluate"))
+    options = setting_values(settings, command, ("run", "evaluate"))
     options.update(learners=learners, measures=measures, checkpoint=checkpoint)
     with connect(settings.scheduler, security=security, log_failures=debug) as client:
         res = call(table, **options, client=client)

@@ -26,8 +26,10 @@ import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..results.store import build_dataset
+from ..run.fitting_options import FittingOptions
 from ..run.session import result_attrs, start
 from ..run.strategies import Batched, WholeTrainSet
+from ..settings import SETTINGS, refuse_renamed
 from ..split.overlap import (
     DEFAULT_K,
     POSITION,
@@ -59,9 +61,9 @@ def compare_sampling(
     *,
     methods: Sequence[str] = DEFAULT_METHODS,
     train_ratio: float = 0.7,
-    n_random: int = 100,
+    n_repeats: int = 100,
     seed: int = 1,
-    k: int = DEFAULT_K,
+    n_neighbors: int = DEFAULT_K,
     n_levels: int | None = None,
     knn: str = "exact",
     mdc_max_rows: int = MDC_MAX_ROWS,
@@ -71,6 +73,11 @@ def compare_sampling(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     error_score: float | str = np.nan,
+    onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
+    **renamed: Any,
 ) -> xr.Dataset:
     """Test accuracy of each sampling method's split, AEV, SD and MAI, per learner.
 
@@ -88,13 +95,14 @@ def compare_sampling(
         "overlap_class" (overlap levels × classes); see ``soak_dask.split.sampling``.
     train_ratio : float
         Share t of the rows that train (the paper uses 0.75).
-    n_random : int
+    n_repeats : int
         Random splits whose mean test accuracy is the AEV and whose SD scales MAI (paper: 100).
+        Formerly ``n_random``.
     seed : int
         Seed of every split and of the learners' randomness.
-    k, n_levels, knn
-        Neighbours of the degree of overlap, levels of it (None: the paper's k + 1) and its
-        search ("exact" or "nndescent"); see ``overlap_split``.
+    n_neighbors, n_levels, knn
+        Neighbours of the degree of overlap (formerly ``k``), levels of it (None: the paper's
+        n_neighbors + 1) and its search ("exact" or "nndescent"); see ``overlap_split``.
     mdc_max_rows : int
         MDC runs on a seeded stratified sample of this many rows of a larger table.
     doptimal_repeats : int
@@ -106,6 +114,12 @@ def compare_sampling(
         As for ``soak_dask.soak``: finished fits are saved in the checkpoint as they arrive
         (the splits are drawn again on resume: seeded, they are the same); a learner that
         fails to fit scores NaN with a warning (or stops the run with ``"raise"``).
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``), for every split's fit: additive
+        learners from one pass of block statistics where the engine can; a train side larger
+        than ``max_train_rows`` fitted on a seeded, stratified sample of exactly that many rows
+        (``n_train`` records them; ``n_test`` is the whole test side); ``partial_fit`` learners
+        fed one block of train rows per task, ``epochs`` times.
 
     Returns
     -------
@@ -122,29 +136,28 @@ def compare_sampling(
     >>> from sklearn.datasets import load_iris
     >>> frame = load_iris(as_frame=True).frame
     >>> table = sd.load_table(frame, label="target")
-    >>> res = compare_sampling(table, "lda", methods=["random", "overlap"], n_random=5,
+    >>> res = compare_sampling(table, "lda", methods=["random", "overlap"], n_repeats=5,
     ...                        progress=False)
     >>> res["mai"].dims, int(res["n_train"].sel(sampling="overlap"))
     (('learner', 'sampling'), 105)
     """
+    refuse_renamed("compare-sampling", renamed)
     check_table(table, "compare_sampling")
     check_classification(table, "compare_sampling")
-    if table.group is not None:
-        raise ValueError(
-            f"compare_sampling samples rows one by one, as the paper does, and the table has "
-            f"the group column {table.group!r}, whose rows would land on both sides of a "
-            "split; load the table without group= to compare row sampling"
-        )
-    options = {"k": k, "n_levels": n_levels, "knn": knn, "mdc_max_rows": mdc_max_rows}
+    _refuse_groups(table)
+    options = {"n_neighbors": n_neighbors, "n_levels": n_levels, "knn": knn}
+    options["mdc_max_rows"] = mdc_max_rows
+    n_repeats = SETTINGS["n_repeats"].in_command("compare-sampling").checked(n_repeats)
     design = SamplingSplits(
-        methods, train_ratio, n_random, seed, doptimal_repeats=doptimal_repeats, **options
+        methods, train_ratio, n_repeats, seed, doptimal_repeats=doptimal_repeats, **options
     )
     seed, ratio, methods = design.seed, design.train_ratio, design.methods
-    n_random = design.n_random
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     session = start(
-        table, "compare_sampling", learners, measures=["accuracy"], checkpoint=checkpoint, **shared
-    )
+        table, "compare_sampling", learners, measures=["accuracy"], checkpoint=checkpoint,
+        fitting=fitting, **shared,
+    )  # fmt: skip
     base = replace(table, data=table.data[[*table.features, table.label]], files=None)
     base = ensure_positions(base)
     if persist:
@@ -154,19 +167,29 @@ def compare_sampling(
     notes = design.learned_["notes"]
     plan = design.plan(keyed)
     data = keyed.data.drop(columns=[POSITION])
-    # No (subset, fold) cells: the one-pass strategy is not used.
+    # No (subset, fold) cells: a fit from block statistics is left to the strategies to judge.
     ctx = session.context(replace(keyed, data=data), data, plan, classes, fold_column="")
     n_rows = int(data.map_partitions(len).sum().compute())
     strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()
-    given = {"methods": list(methods), "train_ratio": ratio, "n_random": n_random, "seed": seed}
-    given.update(k=k, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)
+    given = {"methods": list(methods), "train_ratio": ratio, "n_repeats": n_repeats, "seed": seed}
+    given.update(n_neighbors=n_neighbors, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)
     given.update(doptimal_repeats=doptimal_repeats, notes={m: t for m, t in notes.items() if t})
-    settings = _settings(table, given, classes, session.estimators)
-    records = session.run(ctx, [strategy], settings)
+    settings = {**_settings(table, given, classes, session.estimators), **fitting.settings()}
+    records = session.run(ctx, fitting.strategies(last=strategy), settings)
     learners = list(session.estimators)
     attrs = result_attrs(settings)
     ds = build_dataset(records, plan.splits, plan.coords, learners, ["accuracy"], attrs)
-    return mai_dataset(ds, methods, n_random)
+    return mai_dataset(ds, methods, n_repeats)
+
+
+def _refuse_groups(table: Table) -> None:
+    """Sampling methods draw rows one by one: a group's rows would land on both sides."""
+    if table.group is not None:
+        raise ValueError(
+            f"compare_sampling samples rows one by one, as the paper does, and the table has "
+            f"the group column {table.group!r}, whose rows would land on both sides of a "
+            "split; load the table without group= to compare row sampling"
+        )
 
 
 def _settings(
@@ -185,13 +208,13 @@ def _settings(
     }
 
 
-def mai_dataset(ds: xr.Dataset, methods: Sequence[str], n_random: int) -> xr.Dataset:
+def mai_dataset(ds: xr.Dataset, methods: Sequence[str], n_repeats: int) -> xr.Dataset:
     """The result of ``compare_sampling`` from the engine's (learner, split) scores."""
-    names = [f"random_{r}" for r in range(1, n_random + 1)]
+    names = [f"random_{r}" for r in range(1, n_repeats + 1)]
     ds = ds.drop_vars("fit_id")
     chosen = ds.sel(split=list(methods)).rename(split="sampling")
     rand = ds["accuracy"].sel(split=names).rename(split="trial")
-    rand = rand.assign_coords(trial=np.arange(1, n_random + 1))
+    rand = rand.assign_coords(trial=np.arange(1, n_repeats + 1))
     aev = rand.mean("trial")
     sd = rand.std("trial", ddof=1)
     out = xr.Dataset(

@@ -8,8 +8,8 @@ the exact-share draw of ``soak_dask.split.shares`` -- with K folds inside its tr
 on the whole train part, scored on the test part; all run as one ``Plan`` on the engine.
 
 Comparing the K fold scores of one trial with its one test score by a variance test (the
-seed's sketch) says nothing: one value has no spread. Instead, per ratio, the ``trials`` CV
-estimates (each the mean of K folds) and the ``trials`` test scores are two samples of one
+seed's sketch) says nothing: one value has no spread. Instead, per ratio, the ``n_repeats`` CV
+estimates (each the mean of K folds) and the ``n_repeats`` test scores are two samples of one
 size whose variances Levene's and the F test compare; per trial, the test score is checked
 against the CV folds' prediction interval for a new score.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -28,10 +27,12 @@ from scipy import stats as sps
 from sklearn.base import BaseEstimator
 
 from ..learn.builtin import resolve_learners
+from ..learn.measures import check_measures
 from ..results.store import build_dataset
+from ..run.fitting_options import FittingOptions
 from ..run.session import persisted, result_attrs, start
-from ..run.strategies import WholeTrainSet
-from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURES
+from ..schema import LOWER_IS_BETTER, MEASURE_NAMES
+from ..settings import check_alpha, refuse_renamed
 from ..split.trials import MIN_TRIALS as MIN_TRIALS
 from ..split.trials import SplitTrials as SplitTrials
 from ..split.trials import check_ratios as check_ratios
@@ -40,6 +41,8 @@ from ..tables.table import Table, check_table
 
 #: Title of split_sensitivity's results.
 TITLE = "soak_dask split-ratio sensitivity: CV on the train part against the test part"
+#: The learner and measure when none is given, by task.
+DEFAULTS = {"classification": ("logistic", "accuracy"), "regression": ("linear", "rmse")}
 #: How the recommended ratios are chosen, recorded in the results.
 RULE = (
     "ratios where neither Levene's test nor the F test rejects equal variances of the CV "
@@ -50,12 +53,12 @@ RULE = (
 
 def split_sensitivity(
     table: Table,
-    learner: Mapping[str, Any] | BaseEstimator | str,
+    learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
     *,
     ratios: Sequence[float] = (0.5, 0.7, 0.8, 0.9),
-    trials: int = 20,
+    n_repeats: int = 20,
     n_folds: int = 5,
-    measure: str = "accuracy",
+    measures: Sequence[str] | str | None = None,
     alpha: float = 0.05,
     seed: int = 1,
     client: Any = None,
@@ -63,6 +66,11 @@ def split_sensitivity(
     persist: bool = True,
     checkpoint: str | os.PathLike | None = None,
     error_score: float | str = np.nan,
+    onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
+    **renamed: Any,
 ) -> xr.Dataset:
     """Compare K-fold CV on the train part with the test score, over random splits per ratio.
 
@@ -76,20 +84,26 @@ def split_sensitivity(
     ----------
     table : Table
         From ``soak_dask.load_table``.
-    learner : str, estimator or dict
-        One learner: a built-in name, a scikit-learn estimator, or a one-entry dict
-        ``{name: estimator or built-in name}``.
+    learners : str, estimator, dict or list, optional
+        The one learner studied, as ``soak`` takes learners: a built-in name, a scikit-learn
+        estimator, a one-entry dict ``{name: estimator or built-in name}`` or a one-item list
+        (several are refused: the statistics and the recommended ratio are one learner's; call
+        once per learner). Default: logistic regression (linear for regression). Formerly
+        ``learner``.
     ratios : sequence of float
         Shares of the rows that train, each in (0, 1): round(r·N) rows train (whole groups
         with a group column: r of the rows to within a group); the share drawn is
         ``ratio_used``. A ratio that leaves no row on a side, or fewer train rows than
         ``n_folds``, is refused.
-    trials : int
-        Random splits per ratio, at least 3.
+    n_repeats : int
+        Random splits per ratio, at least 3 (formerly ``trials``).
     n_folds : int
         K of the CV inside each train part.
-    measure : str
-        One measure of the task (``soak_dask.schema.MEASURES``).
+    measures : str or list of str, optional
+        Measures of the task (``soak_dask.schema.MEASURES``) to score; the first is the one
+        the statistics and the recommendation use (``cv_score``, ``test_score``...), the others
+        are kept as ``cv_<measure>`` and ``test_<measure>``. Default: accuracy (rmse for
+        regression). Formerly ``measure``.
     alpha : float
         Level of the prediction intervals and of the variance tests, in (0, 0.5].
     seed : int
@@ -103,6 +117,12 @@ def split_sensitivity(
         As for ``soak_dask.soak``: finished fits saved as they arrive, so a run given the same
         checkpoint and settings computes only the missing ones; a fit that raises scores NaN
         with a warning (or stops the run with ``"raise"``).
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``), for the CV fits and the fits on the
+        whole train part: additive learners from one pass of block statistics where the
+        engine can; a train set larger than ``max_train_rows`` fitted on a seeded, stratified
+        sample of exactly that many rows (``n_train``, ``cv_n_train`` record them);
+        ``partial_fit`` learners fed one block of train rows per task, ``epochs`` times.
 
     Returns
     -------
@@ -117,34 +137,39 @@ def split_sensitivity(
     Examples
     --------
     >>> table = sd.load_table("aztrees.parquet", label="y", group="polygon")  # doctest: +SKIP
-    >>> ds = sd.split_sensitivity(table, "logistic", trials=10)  # doctest: +SKIP
+    >>> ds = sd.split_sensitivity(table, "logistic", n_repeats=10)  # doctest: +SKIP
     >>> split_sensitivity_summary(ds)  # doctest: +SKIP
     """
+    refuse_renamed("split-sensitivity", renamed)
     check_table(table, "split_sensitivity")
-    design = SplitTrials(ratios, trials, n_folds, seed)
+    design = SplitTrials(ratios, n_repeats, n_folds, seed, names={"trials": "n_repeats"})
     alpha = check_alpha(alpha)
-    measure = check_measure(measure, table.task)
+    learner, measure = DEFAULTS[table.task]
+    measures = check_measures(measure if measures is None else measures, table.task)
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     session = start(
         table,
         "split_sensitivity",
-        one_learner(learner, table.task, design.seed),
-        measures=[measure],
+        one_learner(learner if learners is None else learners, table.task, design.seed),
+        measures=list(measures),
         seed=design.seed,
         error_score=error_score,
         client=client,
         progress=progress,
         checkpoint=checkpoint,
+        fitting=fitting,
     )
     keyed = design.add_keys(table)
     used = design.learned_
     data = persisted(keyed.data, persist, session.client)
     plan = design.plan(keyed)
-    # No (subset, fold) cells: every fit gathers its rows.
+    # No (subset, fold) cells: a fit from block statistics is left to the strategies to judge.
     ctx = session.context(keyed, data, plan, used["classes"], fold_column="")
     estimators = session.estimators
-    settings = _settings(table, estimators, measure, design, alpha, used["classes"])
-    records = session.run(ctx, [WholeTrainSet()], settings)
-    ds = _scores(build_dataset(records, plan.splits, plan.coords, list(estimators), [measure], {}))
+    settings = _settings(table, estimators, measures, design, alpha, used["classes"])
+    settings.update(fitting.settings())
+    records = session.run(ctx, fitting.strategies(), settings)
+    ds = _scores(build_dataset(records, plan.splits, plan.coords, list(estimators), measures, {}))
     ds = ds.assign_coords(ratio=np.array(design.ratios, dtype=np.float64))
     ds["ratio_used"] = ("ratio", used["ratio_used"])
     ds["ratio_used"].attrs["long_name"] = "share of the rows that train, as drawn"
@@ -156,7 +181,7 @@ def split_sensitivity(
 def _settings(
     table: Table,
     estimators: dict[str, BaseEstimator],
-    measure: str,
+    measures: Sequence[str],
     design: SplitTrials,
     alpha: float,
     classes: tuple | None,
@@ -172,10 +197,11 @@ def _settings(
         **table.roles,
         "learner": name,
         "learner_repr": repr(estimator),
-        "measure": measure,
-        "measure_name": MEASURE_NAMES[measure],
+        "measure": measures[0],
+        "measure_name": MEASURE_NAMES[measures[0]],
+        "measures": list(measures),
         "ratios": [f"{r:g}" for r in design.ratios],
-        "trials": design.trials,
+        "n_repeats": design.trials,
         "n_folds": design.n_folds,
         "alpha": alpha,
         "seed": design.seed,
@@ -184,30 +210,14 @@ def _settings(
     }
 
 
-def check_alpha(alpha: Any, name: str = "alpha") -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0 < alpha <= 0.5:
-        raise ValueError(f"{name}={alpha!r}: need a level in (0, 0.5], e.g. 0.05")
-    return float(alpha)
-
-
-def check_measure(measure: Any, task: str, name: str = "measure") -> str:
-    if not isinstance(measure, str):
-        raise ValueError(f"{name}={measure!r}: need one measure name, e.g. 'accuracy'")
-    known = MEASURES[task]
-    if measure not in known:
-        raise ValueError(f"{name}={measure!r} is not a {task} measure; choose from {list(known)}")
-    return measure
-
-
 def one_learner(learner: Any, task: str, seed: int) -> dict[str, BaseEstimator]:
     """``{name: estimator}`` of exactly one learner (see ``resolve_learners``)."""
-    if learner is None:
-        raise ValueError("learner=None: give one learner, e.g. 'logistic'")
     estimators = resolve_learners(learner, task, seed)
     if len(estimators) != 1:
         raise ValueError(
-            f"learner: got {len(estimators)} learners ({', '.join(estimators)}); the diagnostic "
-            "studies one learner at a time: give a name, an estimator or a one-entry dict"
+            f"learners: got {len(estimators)} learners ({', '.join(estimators)}); the "
+            "diagnostic studies one learner at a time (its statistics and recommended ratio "
+            "are one learner's): call it once per learner"
         )
     return estimators
 
@@ -216,7 +226,7 @@ def _scores(ds: xr.Dataset) -> xr.Dataset:
     """The engine's result (learner, ratio, trial, fold 0..K) as CV scores over folds 1..K
     and the test part's score (fold 0)."""
     ds = ds.isel(learner=0, drop=True).reset_coords("fit_id", drop=True)
-    measure = ds.attrs["measures"][0]
+    measure, *others = ds.attrs["measures"]
     cv, test = ds.sel(fold=ds["fold"] > 0), ds.sel(fold=0, drop=True)
     out = xr.Dataset(
         {
@@ -234,6 +244,12 @@ def _scores(ds: xr.Dataset) -> xr.Dataset:
     out["cv_n_test"].attrs["long_name"] = "rows in the CV fold"
     out["n_train"].attrs["long_name"] = "rows in the train part"
     out["n_test"].attrs["long_name"] = "rows in the test part"
+    for other in others:  # scored, not used by the statistics
+        name = MEASURE_NAMES[other]
+        out[f"cv_{other}"] = cv[other].assign_attrs(long_name=f"{name} of CV fold k")
+        out[f"test_{other}"] = test[other].assign_attrs(
+            long_name=f"{name} on the test part"
+        )
     return out
 
 

@@ -22,6 +22,7 @@ import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..results.stats import pvalues
+from ..run.fitting_options import FittingOptions
 from ..run.session import (
     Session,
     assemble,
@@ -31,7 +32,7 @@ from ..run.session import (
     start,
     stratum_rows,
 )
-from ..run.strategies import Context, OnePass, WholeTrainSet
+from ..run.strategies import Context
 from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import check_run_options
 from ..split.folds import check_fold_values
@@ -109,7 +110,8 @@ class Prepared:
         ``estimators`` (default: the run's), in the checkpoint part ``part`` if given."""
         rows = stratum_rows(self.counts, self.table)
         ctx = self.context(plan, estimators)
-        return self.session.run(ctx, strategies, settings, rows=rows, part=part)
+        counts = self.counts  # SOAK's block counts: each fit's rows (per class) without a pass
+        return self.session.run(ctx, strategies, settings, rows=rows, part=part, counts=counts)
 
     def settings(self, title: str, design: str, **extra: Any) -> dict[str, Any]:
         """What a result records of the run (and its checkpoint is identified by)."""
@@ -143,7 +145,7 @@ def prepare(
 ) -> Prepared:
     """Check the options, assign SOAK's folds, persist the columns and check the blocks, as
     ``soak`` does before it plans. ``shared``: ``session.start``'s options (seed,
-    error_score, client, progress, checkpoint)."""
+    error_score, client, progress, checkpoint, fitting)."""
     given = {"n_folds": n_folds, "stratify": stratify, "persist": persist}
     n_folds = check_run_options(given)["n_folds"]
     session = start(table, caller, learners, measures=measures, **shared)
@@ -179,6 +181,9 @@ def transfer(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
 ) -> xr.Dataset:
     """Train each learner on each single subset and test it on every subset.
 
@@ -191,8 +196,13 @@ def transfer(
     n_folds : int, optional
         K (default 10; with a fold column, read from it). The folds are those ``soak``
         assigns with this seed: the diagonal equals ``soak``'s ``same``.
-    seed, measures, stratify, persist, error_score, client, progress, checkpoint, onepass
+    seed, measures, stratify, persist, error_score, client, progress, checkpoint
         As for ``soak_dask.soak``.
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``): additive learners from one pass of
+        block statistics; a train set larger than ``max_train_rows`` fitted on a seeded,
+        stratified sample of exactly that many rows (``n_train`` records them);
+        ``partial_fit`` learners fed one block of train rows per task, ``epochs`` times.
 
     Returns
     -------
@@ -211,11 +221,13 @@ def transfer(
     >>> res = transfer(table, ["featureless", "lda"], n_folds=5)  # doctest: +SKIP
     >>> res["error"].mean("fold").sel(learner="lda").to_pandas()  # doctest: +SKIP
     """
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     run = prepare(
         table,
         learners,
         "transfer",
+        fitting=fitting,
         n_folds=n_folds,
         measures=measures,
         stratify=stratify,
@@ -226,8 +238,8 @@ def transfer(
     plan = Transfer(run.n_folds).plan(run.table, run.counts)
     n_fits = len(plan.fits) * len(run.estimators)
     settings = run.settings(TITLE, "transfer", n_fits=n_fits, n_distinct_train_sets=len(plan.fits))
-    strategies = [*([OnePass()] if onepass else []), WholeTrainSet()]
-    records = run.run(plan, strategies, settings)
+    settings.update(fitting.settings())
+    records = run.run(plan, fitting.strategies(), settings)
     return assemble(records, plan, list(run.estimators), run.measures, result_attrs(settings))
 
 

@@ -37,10 +37,12 @@ from sklearn.base import BaseEstimator
 
 from ..run.closed_form import fit_from_stats, is_additive
 from ..run.fitting import FitState, guard
+from ..run.fitting_options import FittingOptions
 from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
-from ..run.strategies import OnePass, WholeTrainSet
-from ..schema import LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
+from ..run.strategies import OnePass
+from ..schema import LOWER_IS_BETTER, PAIRED_TEST_COLUMNS
+from ..settings import SETTINGS, check_threshold, refuse_renamed
 from ..split.plan import Plan, Selection
 from ..split.search import TRAIN_SETS as TRAIN_SETS
 from ..split.search import Key, SearchOuter, SearchRound
@@ -57,8 +59,8 @@ from .matrix import (
 
 #: Title of the results of ``search_subsets``.
 TITLE = "soak_dask train-subset search: greedy pools, nested in SOAK's folds"
-#: Default budget of inner fits per learner that is not additive.
-MAX_INNER_FITS = 2000
+#: Default budget of inner fits per learner that is not additive (declared in settings).
+MAX_INNER_FITS: int = SETTINGS["max_inner_fits"].default
 #: Columns of ``search_pvalues``: its keys, the paired-test columns of every design
 #: (``schema.PAIRED_TEST_COLUMNS``), then ``verdict``.
 SEARCH_PVALUE_COLUMNS: list[str] = ["learner", "test_subset", *PAIRED_TEST_COLUMNS, "verdict"]
@@ -152,7 +154,7 @@ def search_subsets(
     seed: int = 1,
     threshold: float = 0.01,
     max_pool: int | None = None,
-    measure: str | None = None,
+    measures: Sequence[str] | str | None = None,
     max_inner_fits: int = MAX_INNER_FITS,
     stratify: bool = True,
     persist: bool = True,
@@ -161,6 +163,10 @@ def search_subsets(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
+    **renamed: Any,
 ) -> xr.Dataset:
     """For each test subset, choose the train subsets to pool by greedy forward selection,
     and estimate the error of doing so by nested cross-validation.
@@ -177,19 +183,29 @@ def search_subsets(
     seed : int
         Seed of the folds and of built-in learners.
     threshold : float
-        A subset joins the pool only if it lowers the inner-CV value of ``measure`` by more
-        than ``threshold`` × its current value (relative: 0.01 is 1 %; 0 takes any decrease).
+        A subset joins the pool only if it lowers the inner-CV value of the first measure by
+        more than ``threshold`` × its current value (relative: 0.01 is 1 %; 0 takes any
+        decrease).
     max_pool : int, optional
         At most this many subsets in a pool, 2 to S (default S: the search may reach all).
-    measure : str, optional
-        What the search minimises (maximises, for accuracy, AUC or R²) and reports. Default:
-        error (classification) or mse (regression).
+    measures : str or list of str, optional
+        The measures to score, as for ``soak_dask.soak``: the first is what the search
+        minimises (maximises, for accuracy, AUC or R²; ``attrs["search_measure"]``), every one
+        is scored on the outer folds. Default: every measure of the task, error
+        (classification) or mse (regression) first. Formerly ``measure`` (one name).
     max_inner_fits : int
         Budget of inner fits per learner that is not additive: a ValueError before any fit
         when ``inner_fit_bound`` exceeds it. Additive learners are not counted (no inner fit
         reads rows).
-    stratify, persist, error_score, client, progress, onepass
+    stratify, persist, error_score, client, progress
         As for ``soak_dask.soak``. A failed inner fit makes its candidate ineligible.
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``), for the inner and the outer fits:
+        additive learners from one pass of block statistics (not under a row cap, whose
+        samples have none: their inner fits then count against ``max_inner_fits``); a train
+        set larger than ``max_train_rows`` fitted on a seeded, stratified sample of exactly
+        that many rows; ``partial_fit`` learners fed one block of train rows per task,
+        ``epochs`` times.
     checkpoint : path, optional
         As for ``soak_dask.soak``: each greedy round's fits and the outer fits are saved as
         they finish, and a run given the same checkpoint and settings computes only the fits
@@ -198,7 +214,7 @@ def search_subsets(
     Returns
     -------
     xarray.Dataset
-        ``measure``, ``n_train``, ``n_test`` and timings with dims (learner, test_subset, fold,
+        Each measure, ``n_train``, ``n_test`` and timings with dims (learner, test_subset, fold,
         train_set), train_set ∈ (same, greedy, all) scored on the outer test fold; ``pool``
         (learner, test_subset, fold): the chosen subsets joined by "+"; ``chosen`` (…,
         train_subset): whether each subset is in the pool; ``inner_same`` and ``inner_greedy``:
@@ -206,41 +222,30 @@ def search_subsets(
         ``search_seconds`` per learner. ``search_pvalues``, ``search_pools`` and
         ``search_stability`` read it.
     """
+    refuse_renamed("search", renamed)
     check_table(table, "search_subsets")
-    measure = MEASURES[table.task][0] if measure is None else measure
     threshold = check_threshold(threshold)
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
-    run = prepare(
-        table,
-        learners,
-        "search_subsets",
-        n_folds=n_folds,
-        measures=[measure],
-        stratify=stratify,
-        persist=persist,
-        checkpoint=checkpoint,
-        **shared,
-    )
+    shared.update(n_folds=n_folds, measures=measures, stratify=stratify, persist=persist)
+    shared.update(fitting=fitting, checkpoint=checkpoint)
+    run = prepare(table, learners, "search_subsets", **shared)
     n_subsets = len(run.subsets)
     max_pool = _check_max_pool(max_pool, n_subsets, run.subsets)
-    wanted = onepass and any(is_additive(e) for e in run.estimators.values())
+    wanted = fitting.from_statistics and any(is_additive(e) for e in run.estimators.values())
     stats = _stats(run) if wanted else None
     additive = {n: stats is not None and bool(is_additive(e)) for n, e in run.estimators.items()}
     check_budget(additive, inner_fit_bound(n_subsets, run.n_folds, max_pool), max_inner_fits)
     options = {"threshold": threshold, "max_pool": max_pool, "max_inner_fits": max_inner_fits}
-    settings = run.settings(TITLE, "search_subsets", search_measure=measure, **options)
-    run.session.open_parts({**settings, "onepass": onepass})
+    settings = run.settings(TITLE, "search_subsets", search_measure=run.measures[0], **options)
+    settings.update(fitting.settings())
+    run.session.open_parts(settings)
     parts = []
     for number, name in enumerate(run.estimators):
-        strategies = [KnownStats(stats=stats)] if additive[name] else []
-        fits = partial(
-            _fits,
-            run,
-            {name: run.estimators[name]},
-            [*strategies, WholeTrainSet()],
-            {**settings, "onepass": onepass},
-            f"{number}-",
-        )
+        # The search's statistics serve additive learners; the others are fitted from rows.
+        mine = dataclasses.replace(fitting, onepass=additive[name])
+        strategies = mine.strategies(onepass=KnownStats(stats=stats))
+        fits = partial(_fits, run, {name: run.estimators[name]}, strategies, settings, f"{number}-")
         start = time.perf_counter()
         pools, inner, n_fits = greedy(run, fits, threshold, max_pool)
         part = _outer(run, name, fits, pools, inner)
@@ -264,18 +269,6 @@ def _fits(
     return run.run(plan, strategies, settings, estimators, part=prefix + part)
 
 
-def check_threshold(threshold: Any) -> float:
-    """``threshold`` as a float from 0 to below 1, or a ValueError saying what it means."""
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise ValueError(f"threshold={threshold!r}: need a number from 0 (any decrease) up")
-    if not 0 <= threshold < 1:
-        raise ValueError(
-            f"threshold={threshold!r}: need a relative decrease from 0 (any) to below 1, "
-            "e.g. 0.01 (a subset must lower the inner-CV error by more than 1 %)"
-        )
-    return float(threshold)
-
-
 def _check_max_pool(max_pool: Any, n_subsets: int, subsets: list) -> int:
     if n_subsets < 2:
         raise ValueError(
@@ -284,8 +277,7 @@ def _check_max_pool(max_pool: Any, n_subsets: int, subsets: list) -> int:
         )
     if max_pool is None:
         return n_subsets
-    if isinstance(max_pool, bool) or not isinstance(max_pool, int | np.integer):
-        raise ValueError(f"max_pool={max_pool!r}: need an integer from 2 to {n_subsets}")
+    max_pool = SETTINGS["max_pool"].checked(max_pool)
     if not 2 <= max_pool <= n_subsets:
         raise ValueError(
             f"max_pool={max_pool}: need 2 to {n_subsets} (the subsets), or None for no limit"
@@ -296,8 +288,7 @@ def _check_max_pool(max_pool: Any, n_subsets: int, subsets: list) -> int:
 def check_budget(additive: dict[str, bool], bound: int, budget: int) -> None:
     """Refuse a search whose learners fitted from rows (``additive[name]`` False) may need
     more than ``budget`` inner fits each (``bound``: ``inner_fit_bound``)."""
-    if isinstance(budget, bool) or not isinstance(budget, int | np.integer) or budget < 1:
-        raise ValueError(f"max_inner_fits={budget!r}: need a positive integer")
+    budget = SETTINGS["max_inner_fits"].checked(budget)
     heavy = [name for name, fast in additive.items() if not fast]
     if heavy and bound > budget:
         raise ValueError(

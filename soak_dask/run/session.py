@@ -48,7 +48,9 @@ from .checkpoint import SETTINGS as SETTINGS_FILE
 from .checkpoint import open_checkpoint, remove_checkpoint
 from .executor import Checkpoint, current_client, data_identity, run_plan
 from .fitting import RunSpec
+from .fitting_options import FittingOptions
 from .memory import count_fit_rows, fit_rows, worker_memory_limit
+from .rowcap import train_class_rows
 from .strategies import Context, WholeTrainSet
 
 #: Prefix of the directory of one plan's fits inside a checkpoint of several plans.
@@ -70,9 +72,12 @@ class Session:
     checkpoint: str | os.PathLike | None
     data_id: dict[str, Any] | None
     design: str = "soak"  # the entry point: names the run in its progress bar and messages
+    fitting: FittingOptions = FittingOptions()  # onepass, max_train_rows, incremental, epochs
 
     def with_estimators(self, estimators: Mapping[str, BaseEstimator]) -> Session:
-        """This session with other learners (as a procedure wrapped them)."""
+        """This session with other learners (as a procedure wrapped them), refusing
+        ``incremental`` where the wrapping loses a learner's ``partial_fit``."""
+        self.fitting.check_learners(self.estimators, wrapped=estimators)
         return dataclasses.replace(self, estimators=dict(estimators))
 
     def context(
@@ -118,9 +123,10 @@ class Session:
         ``settings``, this data and its ``rows`` per stratum) loaded, the others computed and
         saved as they finish. ``part``: the plan's part of a checkpoint of several plans.
 
-        A fit too large for a worker's memory is refused before any fit runs
-        (``run.memory``), its rows from the plan's block ``counts`` when given."""
-        ctx = with_fit_rows(ctx, counts, strategies)
+        Train sets are capped at the session's ``max_train_rows``, and a fit too large for a
+        worker's memory is refused before any fit runs (``run.memory``): each fit's rows come
+        from the plan's block ``counts`` when given, else from one count of its key columns."""
+        ctx = with_fit_rows(ctx, counts, strategies, self.fitting.max_train_rows)
         checkpoint = None
         if self.checkpoint is not None:
             path = self.checkpoint if part is None else part_path(self.checkpoint, part)
@@ -137,20 +143,32 @@ class Session:
             )
 
 
-def with_fit_rows(ctx: Context, counts: pd.DataFrame | None, strategies: list[Any]) -> Context:
+def with_fit_rows(
+    ctx: Context,
+    counts: pd.DataFrame | None,
+    strategies: list[Any],
+    max_rows: int | None = None,
+) -> Context:
     """``ctx`` with each fit's rows and the workers' memory limit, so that the strategies
-    refuse a fit too large for a worker before any fit runs: from the block ``counts`` when
-    the design has them, else counted in one pass over the plan's key columns (only where a
-    worker limit is known and some fit may gather its rows)."""
+    refuse a fit too large for a worker before any fit runs, and with ``max_rows`` the row cap
+    and each fit's train rows per class (the shares its sample keeps): from the block
+    ``counts`` when the design has them, else counted in one pass over the plan's key columns
+    (only under a cap, or where a worker limit is known and some fit may gather its rows)."""
     limit = worker_memory_limit(ctx.client)
+    classes = None if ctx.run.classes is None else list(ctx.run.classes)
+    label, plan = ctx.table.label, ctx.plan
+    gathers = limit is not None and any(isinstance(s, WholeTrainSet) for s in strategies)
     if counts is not None:
-        classes = None if ctx.run.classes is None else list(ctx.run.classes)
-        rows = fit_rows(ctx.plan, counts, ctx.table.label, classes)
-    elif limit is not None and any(isinstance(s, WholeTrainSet) for s in strategies):
-        rows = count_fit_rows(ctx.data, ctx.plan, ctx.client)
+        rows = fit_rows(plan, counts, label, classes)
+        class_rows = train_class_rows(counts, plan.fits, label, classes) if max_rows else None
+    elif max_rows is not None or gathers:
+        class_rows, rows = count_fit_rows(ctx.data, plan, ctx.client, label, classes)
     else:
         return ctx
-    return dataclasses.replace(ctx, fit_rows=rows, memory_limit=limit)
+    ctx = dataclasses.replace(ctx, fit_rows=rows, memory_limit=limit)
+    if max_rows is None:
+        return ctx
+    return dataclasses.replace(ctx, max_rows=max_rows, class_rows=class_rows)
 
 
 def start(
@@ -165,12 +183,14 @@ def start(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     prior_correction: bool = False,
+    fitting: FittingOptions | None = None,
 ) -> Session:
     """Check what every run checks first, before any pass over the data: the table (for
     ``caller``), seed, ``error_score``, measures and learners, and the checkpoint directory
     (then the data's fingerprint, which identifies the run's checkpoint). With
     ``prior_correction`` the default measures lead with balanced accuracy (the measure the
-    correction maximises)."""
+    correction maximises). ``fitting``: the checked fitting options (default: soak's
+    defaults)."""
     check_table(table, caller)
     seed = SETTINGS["seed"].checked(seed)
     error_score = SETTINGS["error_score"].checked(error_score)
@@ -182,9 +202,10 @@ def start(
     prepare_kernels(estimators, print if progress else (lambda message: None))
     client = current_client() if client is None else client
     data_id = data_identity(checkpoint, table)
+    fitting = FittingOptions() if fitting is None else fitting
     return Session(
         table, estimators, measures, seed, error_score, client, progress, checkpoint, data_id,
-        caller,
+        caller, fitting,
     )  # fmt: skip
 
 

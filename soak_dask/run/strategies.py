@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from ..hashing import seeded_hash
 from ..reduction import tree_reduce
 from ..split.plan import Plan
 from ..tables.table import Table
@@ -40,11 +39,12 @@ from .fitting import (
     fit_many,
     guard,
     merge_pieces,
-    partial_fit_step,
+    partial_fit_chain,
     score_block,
     score_fitted,
     score_partition,
     select_rows,
+    takes_weights,
 )
 from .memory import check_fit_memory
 from .onepass import block_stats, train_stats
@@ -123,6 +123,7 @@ class Context:
             run.seed,
             run.label,
             run.classes,
+            spec.weights,
             meta=data._meta,
         )
 
@@ -183,8 +184,12 @@ class PartialFit:
     epochs: int = 1
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
-        unweighted = ctx.plan.fits.loc[fit_id, "weights"] is None
-        return unweighted and hasattr(ctx.estimators[learner], "partial_fit")
+        estimator = ctx.estimators[learner]
+        # A weighted fit (a bootstrap's) is fed its weights as sample_weight; under a row cap
+        # it is left to an exact draw of its weighted rows (a whole-train-set fit).
+        weighted = ctx.plan.fits.loc[fit_id, "weights"] is not None
+        fed = not weighted or (ctx.max_rows is None and takes_weights(estimator))
+        return fed and hasattr(estimator, "partial_fit")
 
     def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
         return [self._chain(ctx, *pair) for pair in pairs], []
@@ -193,11 +198,7 @@ class PartialFit:
         spec, run = ctx.spec(fit_id, learner), ctx.run
         rates = ctx.rates(fit_id, exact=False)
         parts = ctx.rows(spec, test=False, rates=rates).to_delayed()
-        state = ctx.estimators[learner]
-        for epoch in range(self.epochs):
-            order = np.argsort(seeded_hash(run.seed, np.uint64(epoch), np.arange(len(parts))))
-            for i in order:
-                state = dask.delayed(partial_fit_step, pure=True)(state, parts[i], run, epoch == 0)
+        state = partial_fit_chain(ctx.estimators[learner], parts, run, self.epochs, spec.weights)
         test = ctx.rows(spec, train=False)
         token = ctx.token(spec, ctx.estimators[learner], self.epochs, rates)
         key = f"soak-fit-{fit_id}-{learner}-{token}"

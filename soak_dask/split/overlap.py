@@ -49,10 +49,10 @@ _FINE = 2**24
 Method = Literal["exact", "nndescent"]
 
 
-def check_k(k: Any) -> int:
-    """``k`` as an int from 1 to ``MAX_K``."""
+def check_k(k: Any, name: str = "k") -> int:
+    """``k`` as an int from 1 to ``MAX_K`` (messages call the option ``name``)."""
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= MAX_K:
-        raise ValueError(f"k={k!r}: need an integer number of neighbours from 1 to {MAX_K}")
+        raise ValueError(f"{name}={k!r}: need an integer number of neighbours from 1 to {MAX_K}")
     return int(k)
 
 

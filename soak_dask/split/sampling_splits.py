@@ -1,4 +1,4 @@
-"""The design of ``compare_sampling``: one train/test split per sampling method and ``n_random``
+"""The design of ``compare_sampling``: one train/test split per sampling method and ``n_repeats``
 random splits, each a key column (1 train, 0 test) drawn on the cluster by the methods of
 ``soak_dask.split.sampling``, and a plan of one fit per split (dim ``split``)."""
 
@@ -30,7 +30,7 @@ from .sampling import (
 DEFAULT_METHODS = ("random", "stratified", "clustering", "mdc", "doptimal", "overlap")
 #: Options of some methods only: their defaults, and the methods that use them.
 METHOD_OPTIONS = {
-    "k": (DEFAULT_K, ("overlap", "overlap_class")),
+    "n_neighbors": (DEFAULT_K, ("overlap", "overlap_class")),
     "n_levels": (None, ("overlap", "overlap_class")),
     "knn": ("exact", ("overlap", "overlap_class")),
     "mdc_max_rows": (MDC_MAX_ROWS, ("mdc",)),
@@ -39,7 +39,7 @@ METHOD_OPTIONS = {
 
 
 class SamplingSplits(Design):
-    """Each sampling method's split and ``n_random`` random splits of share ``train_ratio``.
+    """Each sampling method's split and ``n_repeats`` random splits of share ``train_ratio``.
 
     Parameters
     ----------
@@ -47,19 +47,19 @@ class SamplingSplits(Design):
         From ``soak_dask.split.sampling.METHODS``.
     train_ratio : float
         Share of the rows that train, in (0, 1).
-    n_random : int
+    n_repeats : int
         Random splits (at least 2): their mean accuracy is the AEV, their SD scales MAI.
     seed : int
         Seed of every split.
-    k, n_levels, knn, mdc_max_rows, doptimal_repeats
+    n_neighbors, n_levels, knn, mdc_max_rows, doptimal_repeats
         Options of the overlap methods, MDC and D-optimal sampling (``compare_sampling``);
         given other than their defaults, they are refused when no method asked uses them.
 
     Examples
     --------
-    >>> design = SamplingSplits(["random", "overlap"], n_random=3)
+    >>> design = SamplingSplits(["random", "overlap"], n_repeats=3)
     >>> design
-    SamplingSplits(methods=('random', 'overlap'), n_random=3)
+    SamplingSplits(methods=('random', 'overlap'), n_repeats=3)
     >>> design.plan(None)
     Plan(5 splits (split 5), 5 distinct fits, 5 test blocks)
     """
@@ -68,10 +68,10 @@ class SamplingSplits(Design):
         self,
         methods: Sequence[str] | str = DEFAULT_METHODS,
         train_ratio: float = 0.7,
-        n_random: int = 100,
+        n_repeats: int = 100,
         seed: int = 1,
         *,
-        k: int = DEFAULT_K,
+        n_neighbors: int = DEFAULT_K,
         n_levels: int | None = None,
         knn: str = "exact",
         mdc_max_rows: int = MDC_MAX_ROWS,
@@ -79,12 +79,12 @@ class SamplingSplits(Design):
     ) -> None:
         self.seed, self.train_ratio = check_seed(seed), check_ratio(train_ratio)
         self.methods = check_methods(methods)
-        given = {"k": k, "n_levels": n_levels, "knn": knn, "mdc_max_rows": mdc_max_rows}
-        given["doptimal_repeats"] = doptimal_repeats
+        given = {"n_neighbors": n_neighbors, "n_levels": n_levels, "knn": knn}
+        given.update(mdc_max_rows=mdc_max_rows, doptimal_repeats=doptimal_repeats)
         check_method_options(self.methods, **given)
-        self.n_random = check_at_least(n_random, 2, "n_random")
-        self.k = check_k(k)
-        overlap_levels(self.k, n_levels)  # refuses a bad n_levels, naming it
+        self.n_repeats = check_at_least(n_repeats, 2, "n_repeats")
+        self.n_neighbors = check_k(n_neighbors, "n_neighbors")
+        overlap_levels(self.n_neighbors, n_levels)  # refuses a bad n_levels, naming it
         self.n_levels = n_levels
         if knn not in ("exact", "nndescent"):
             raise ValueError(f"knn={knn!r}: choose 'exact' or 'nndescent'")
@@ -94,15 +94,16 @@ class SamplingSplits(Design):
 
     def names(self) -> list[str]:
         """The splits, in the plan's order: the methods, then ``random_1``…"""
-        return [*self.methods, *(f"random_{r}" for r in range(1, self.n_random + 1))]
+        return [*self.methods, *(f"random_{r}" for r in range(1, self.n_repeats + 1))]
 
     def add_keys(self, table: Table) -> Table:
         """``table`` (its features and label, with ``POSITION``) with every split's key
         column, kept in cluster memory; ``learned_["notes"]``: each method's warnings (given
         again, prefixed with its name)."""
-        overlap: dict[str, Any] = {"k": self.k, "n_levels": self.n_levels, "method": self.knn}
+        overlap: dict[str, Any] = {"k": self.n_neighbors, "n_levels": self.n_levels}
+        overlap["method"] = self.knn
         if {"overlap", "overlap_class"} <= set(self.methods):  # one search serves both
-            overlap["degrees"] = degree_frame(table, self.k, self.knn, self.seed)
+            overlap["degrees"] = degree_frame(table, self.n_neighbors, self.knn, self.seed)
         options = {
             "overlap": overlap,
             "overlap_class": overlap,
@@ -112,7 +113,7 @@ class SamplingSplits(Design):
         keyed, notes = table, {}
         for method in self.methods:
             keyed, notes[method] = _with_split(keyed, table, method, self, options.get(method))
-        trials = [split_column(f"random_{r}") for r in range(1, self.n_random + 1)]
+        trials = [split_column(f"random_{r}") for r in range(1, self.n_repeats + 1)]
         drawn = random_splits(table, self.train_ratio, self.seed, trials)
         self.learned_ = {"notes": notes}
         return attach(keyed, drawn.data[trials].persist())
@@ -149,16 +150,22 @@ def split_column(name: str) -> str:
     return f"__soak_split_{name}__"
 
 
-def check_methods(methods: Sequence[str] | str) -> tuple[str, ...]:
-    """The methods as a tuple, refusing unknown and repeated names and an empty list."""
+def check_methods(methods: Sequence[str] | str, name: str = "methods") -> tuple[str, ...]:
+    """The methods as a tuple, refusing unknown and repeated names and an empty list
+    (messages call the option ``name``)."""
     if isinstance(methods, str):
         methods = [m.strip() for m in methods.split(",") if m.strip()]
+    if not isinstance(methods, Sequence) or not all(isinstance(m, str) for m in methods):
+        raise ValueError(f"{name}={methods!r}: need a list of method names")
     methods = tuple(methods)
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
-        raise ValueError(f"methods {unknown} are not sampling methods; choose from {list(METHODS)}")
+        raise ValueError(
+            f"{name}={list(methods)}: {unknown} are not sampling methods; choose from "
+            f"{list(METHODS)}"
+        )
     if not methods or len(set(methods)) < len(methods):
-        raise ValueError(f"methods={list(methods)}: need one or more distinct methods")
+        raise ValueError(f"{name}={list(methods)}: need one or more distinct methods")
     return methods
 
 

@@ -115,7 +115,7 @@ def test_transfer_and_search_resume_to_the_undisturbed_result(pixels, cluster, t
 def test_split_sensitivity_resumes_to_the_undisturbed_result(pixels, cluster, tmp_path):
     argv = [
         "split-sensitivity", pixels, "--label", "label", "--exclude", "x,y,polygon,region",
-        "--learner", "slow", "--ratios", "0.5,0.7", "--trials", 3, "--n-folds", 3,
+        "--learner", "slow", "--ratios", "0.5,0.7", "--n-repeats", 3, "--n-folds", 3,
         "--scheduler", cluster.scheduler_address,
     ]  # fmt: skip
     out, plain, _ = resumed_and_plain(argv, tmp_path, 4)  # of 2 × 3 × (3 + 1) = 24 fits
@@ -126,7 +126,7 @@ def test_split_sensitivity_resumes_to_the_undisturbed_result(pixels, cluster, tm
 def test_compare_sampling_resumes_to_the_undisturbed_result(pixels, cluster, tmp_path):
     argv = [
         "compare-sampling", pixels, "--label", "label", "--exclude", "x,y,polygon,region",
-        "--learner", "slow", "--methods", "random,stratified", "--n-random", 20,
+        "--learner", "slow", "--methods", "random,stratified", "--n-repeats", 20,
         "--scheduler", cluster.scheduler_address,
     ]  # fmt: skip
     out, plain, _ = resumed_and_plain(argv, tmp_path, 1)  # 22 fits, 8 per task

@@ -28,8 +28,8 @@ from ..conftest import toy_table
 
 FEATURES = ["x0", "x1", "x2"]
 FLAGS = [
-    "--label", "y", "--features", ",".join(FEATURES), "--learner", "gaussian_nb",
-    "--ratios", "0.8,0.6", "--trials", "3", "--n-folds", "3", "--seed", "4", "--no-progress",
+    "--label", "y", "--features", ",".join(FEATURES), "--learners", "gaussian_nb",
+    "--ratios", "0.8,0.6", "--n-repeats", "3", "--n-folds", "3", "--seed", "4", "--no-progress",
 ]  # fmt: skip
 
 
@@ -68,7 +68,7 @@ def test_writes_the_python_api_results(data, scheduler, tmp_path, capsys):
     table = sd.load_table(str(data), label="y", features=FEATURES)
     with dask.config.set(scheduler="synchronous"):
         ds = split_sensitivity(
-            table, "gaussian_nb", ratios=(0.6, 0.8), trials=3, n_folds=3, seed=4, progress=False
+            table, "gaussian_nb", ratios=(0.6, 0.8), n_repeats=3, n_folds=3, seed=4, progress=False
         )
     pd.testing.assert_frame_equal(
         pd.read_csv(out / "summary.csv"), split_sensitivity_summary(ds), check_dtype=False
@@ -85,6 +85,29 @@ def test_writes_the_python_api_results(data, scheduler, tmp_path, capsys):
     check_command_out(COMMAND_NAME, str(out), True, str(data))  # our own directory: may replace
     with pytest.raises(FileExistsError, match="earlier output of soak split-sensitivity"):
         check_command_out(COMMAND_NAME, str(out), False, str(data))  # but only with --overwrite
+
+
+def test_run_file_gives_the_same_run(data, scheduler, tmp_path, capsys):
+    """``--config``: the shared settings at the top level, the diagnostic's own in its
+    ``[split_sensitivity]`` table; the files equal the Python API's."""
+    conf = tmp_path / "run.toml"
+    conf.write_text(
+        f'data = "{data}"\nlabel = "y"\nfeatures = {FEATURES!r}\nlearners = ["gaussian_nb"]\n'
+        'n_folds = 3\nseed = 4\nprogress = false\nout = "sens"\n'
+        "[split_sensitivity]\nratios = [0.8, 0.6]\nn_repeats = 3\n".replace("'", '"')
+    )
+    code, _, err = soak(["split-sensitivity", "--config", conf, "--scheduler", scheduler], capsys)
+    assert code == 0, err
+    table = sd.load_table(str(data), label="y", features=FEATURES)
+    with dask.config.set(scheduler="synchronous"):
+        ds = split_sensitivity(
+            table, "gaussian_nb", ratios=(0.6, 0.8), n_repeats=3, n_folds=3, seed=4, progress=False
+        )
+    pd.testing.assert_frame_equal(
+        pd.read_csv(tmp_path / "sens" / "summary.csv"),
+        split_sensitivity_summary(ds),
+        check_dtype=False,
+    )
 
 
 def test_out_is_guarded(data, tmp_path, capsys):
@@ -108,16 +131,23 @@ def test_out_is_guarded(data, tmp_path, capsys):
     [
         (["--ratios", "0.5,abc"], "need comma-separated numbers"),
         (["--ratios", "0.5,1.5"], "--ratios=[0.5, 1.5]: need shares of rows to train"),
-        (["--trials", "2"], "--trials=2: need an integer of at least 3"),
+        (["--n-repeats", "2"], "--n-repeats=2: need an integer of at least 3"),
         (["--n-folds", "1"], "--n-folds=1: need an integer of at least 2"),
         (["--alpha", "0"], "--alpha=0.0: need a level in (0, 0.5]"),
-        (["--measure", "mse"], "--measure='mse' is not a classification measure"),
+        (["--measures", "mse"], "measures ['mse'] are not all classification measures"),
         (["--learner", "linear"], "learner 'linear' does not do classification"),
+        (["--learners", "lda,knn"], "--learners lda,knn: the diagnostic studies one learner"),
+        (["--measure", "mse"], "--measure is now --measures"),
+        (["--trials", "3"], "--trials is now --n-repeats"),
         (["--label", "nope"], "nope"),
     ],
 )
 def test_bad_flags(data, tmp_path, capsys, flags, message):
-    argv = ["split-sensitivity", data, *FLAGS, *flags, "--out", tmp_path / "o"]
+    base = FLAGS
+    if flags[0].startswith("--learner"):  # a repeated --learners adds to the list
+        at = FLAGS.index("--learners")
+        base = [*FLAGS[:at], *FLAGS[at + 2 :]]
+    argv = ["split-sensitivity", data, *base, *flags, "--out", tmp_path / "o"]
     code, _, err = soak(argv, capsys)
     assert code == cli.USAGE_ERROR
     assert err.startswith("soak: error:") and message in err, err
@@ -130,5 +160,6 @@ def test_help_lists_the_flags(capsys):
     assert exit_.value.code == 0
     text = capsys.readouterr().out
     for flag in ["DATA", "--label", "--group", "--features", "--scheduler", "--ratios",
-                 "--trials", "--n-folds", "--measure", "--alpha", "--seed", "--out"]:  # fmt: skip
+                 "--n-repeats", "--n-folds", "--measures", "--alpha", "--seed", "--out",
+                 "--config"]:  # fmt: skip
         assert flag in text

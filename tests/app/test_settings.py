@@ -1,8 +1,9 @@
 """Tests of ``soak_dask.settings``: each setting declared once, and everything derived from it.
 
-The Python signatures, the checks, the run-file keys and the ``soak run`` and ``soak evaluate``
+The Python signatures of the six functions, the checks, the run-file keys and every command's
 flags all come from ``SETTINGS``; older spellings (``--folds``, ``fold_column``...
-``no_persist = true``) are aliases that give the same settings as the names.
+``no_persist = true``) are aliases that give the same settings as the names, and former names
+(``k``, ``trials``, ``n_random``, ``measure``) are refused with the new one.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import inspect
 import math
 import re
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -21,20 +23,25 @@ from hypothesis import strategies as st
 import soak_dask as sd
 from soak_dask.app import cli, config
 from soak_dask.settings import (
+    CLI,
+    COMMANDS,
     KINDS,
     REQUIRED,
     SETTINGS,
     SPELLINGS,
+    Scope,
     canonical,
     check_run_options,
+    command_line_settings,
     command_settings,
     defaults,
     identity,
+    run_file_table,
 )
 
 FLAGGED = [s for s in SETTINGS.values() if s.cli]
 #: The flags of each command.
-COMMAND_FLAGS = {c: [s for s in command_settings(c) if s.cli] for c in ("run", "evaluate")}
+COMMAND_FLAGS = {c: [s for s in command_line_settings(c) if s.cli] for c in CLI}
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
@@ -48,10 +55,17 @@ def same(a: object, b: object) -> bool:
 # --- the declaration ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("setting", SETTINGS.values(), ids=list(SETTINGS))
-def test_every_setting_has_help_a_kind_and_a_check(setting):
+AS_TAKEN = [(s.in_command(c), c) for s in SETTINGS.values() for c in s.takers]
+
+
+@pytest.mark.parametrize(
+    ("setting", "command"), AS_TAKEN, ids=[f"{c}:{s.name}" for s, c in AS_TAKEN]
+)
+def test_every_setting_has_help_a_kind_and_a_check(setting, command):
+    """In every command that takes it, as it takes it (its variant there)."""
     assert setting.help and "\n" not in setting.help
-    assert setting.kind in KINDS and setting.scope in ("table", "run", "evaluate", "app")
+    assert setting.kind in KINDS and setting.scope in typing.get_args(Scope)
+    assert set(setting.takers) <= set(COMMANDS) and command in setting.takers
     assert not setting.evaluate or setting.scope == "run"  # shared run settings only
     assert re.fullmatch(r"[a-z][a-z0-9_]*", setting.name)
     if setting.default is not REQUIRED:
@@ -66,8 +80,11 @@ def test_every_setting_has_help_a_kind_and_a_check(setting):
 def test_names_and_spellings_are_unique():
     spellings = [k for s in SETTINGS.values() for k in {s.name, s.file_key, *s.aliases}]
     assert len(spellings) == len(set(spellings)) == len(SPELLINGS)
-    flags = [f for s in FLAGGED for f in (s.flag, *s.alias_flags)]
-    assert len(flags) == len(set(flags))
+    for command, flagged in COMMAND_FLAGS.items():
+        flags = [f for s in flagged for f in (s.flag, *s.alias_flags, *s.renamed_flags)]
+        assert len(flags) == len(set(flags)), command
+        former = {old for s in flagged for old in s.renamed}
+        assert not former & set(SPELLINGS), command  # a former name spells nothing now
 
 
 def test_defaults_come_from_the_schema():
@@ -112,6 +129,35 @@ def test_evaluate_signature_is_its_settings():
     from soak_dask.split.outer import OUTER
 
     assert SETTINGS["outer"].choices == OUTER
+
+
+#: The functions whose options are their command's settings (as ``soak``'s and ``evaluate``'s).
+FUNCTIONS = {
+    "transfer": sd.transfer,
+    "search": sd.search_subsets,
+    "split-sensitivity": sd.split_sensitivity,
+    "compare-sampling": sd.compare_sampling,
+}
+
+
+@pytest.mark.parametrize("command", FUNCTIONS)
+def test_function_signatures_are_their_settings(command):
+    """Every option of the four newer functions is declared, with the function's default."""
+    params = inspect.signature(FUNCTIONS[command]).parameters
+    given_ = {
+        k: p.default
+        for k, p in params.items()
+        if k not in ("table", "client") and p.kind is not p.VAR_KEYWORD
+    }
+    declared = {
+        s.name: s.default for s in command_settings(command) if s.scope not in ("table", "app")
+    }
+    assert set(given_) == set(declared)
+    for name, default in given_.items():
+        if default is inspect.Parameter.empty:  # compare_sampling(table, learners): positional
+            assert name == "learners" and declared[name] is None
+        else:
+            assert same(default, declared[name]), (name, default, declared[name])
 
 
 @pytest.mark.parametrize(
@@ -197,8 +243,10 @@ def run_parser(command: str = "run") -> argparse.ArgumentParser:
     return commands.choices[command]
 
 
-@pytest.mark.parametrize("command", ["run", "evaluate"])
+@pytest.mark.parametrize("command", CLI)
 def test_one_argument_per_setting_and_hidden_aliases(command):
+    """Every command's flags are its settings': one shown argument each, with the help of
+    the command's variant; older spellings and former flags hidden."""
     flagged = COMMAND_FLAGS[command]
     actions = [a for a in run_parser(command)._actions if a.dest not in ("help", "debug", "config")]
     shown = [a for a in actions if a.help != argparse.SUPPRESS]
@@ -207,8 +255,9 @@ def test_one_argument_per_setting_and_hidden_aliases(command):
     for action in shown:
         setting = next(s for s in flagged if s.dest == action.dest)
         assert (action.option_strings or [action.metavar])[0] == setting.flag
+        assert action.help == setting.help
     assert sorted(f for a in hidden for f in a.option_strings) == sorted(
-        f for s in flagged for f in s.alias_flags
+        f for s in flagged for f in (*s.alias_flags, *s.renamed_flags)
     )
 
 
@@ -220,10 +269,8 @@ def test_commands_share_the_settings_evaluate_takes():
         "prediction",
     }  # fmt: skip
     assert evaluate - run == own and not run & own
-    assert run - evaluate == {  # SOAK's own: K, train types, sizes, incremental fits
-        "n_folds", "train_types", "sizes", "ratio", "size_seeds", "max_train_rows",
-        "incremental", "epochs",
-    }  # fmt: skip
+    # SOAK's own: K, train types, sizes (the fitting options are every design's)
+    assert run - evaluate == {"n_folds", "train_types", "sizes", "ratio", "size_seeds"}
 
 
 def argv_settings(argv: list[str], tmp_path: Path) -> config.RunSettings:
@@ -264,11 +311,18 @@ def test_run_help_is_grouped(capsys):
 
 
 def test_run_file_keys_are_the_settings_and_their_aliases():
-    top = [s for s in FLAGGED if s.scope != "evaluate"]
+    top = [s for s in FLAGGED if run_file_table(s) is None]
     keys = {s.file_key for s in top} | {a for s in top for a in s.aliases}
     assert set(config.run_file_keys()) == keys == set(config._KINDS)
-    assert set(config.evaluation_keys()) == {s.file_key for s in FLAGGED} - keys
-    for command in ("run", "evaluate"):
+    tables: dict[str, set] = {}
+    for command in COMMANDS:
+        for s in command_settings(command):
+            if s.cli and run_file_table(s) is not None:
+                tables.setdefault(run_file_table(s), set()).add(s.file_key)
+    assert {t: set(config.table_keys(t)) for t in tables} == tables
+    assert set(tables) == {"evaluation", "search_subsets", "split_sensitivity", "compare_sampling"}
+    assert set(config.evaluation_keys()) == tables["evaluation"]
+    for command in CLI:
         assert config.setting_names(command) == [s.name for s in COMMAND_FLAGS[command]]
 
 
@@ -327,3 +381,153 @@ def test_docs_list_every_flag_and_key():
     for setting in FLAGGED:
         for word in (setting.flag, *setting.alias_flags, setting.file_key, *setting.aliases):
             assert f"`{word}" in text, word
+
+
+# --- every command: run files, variants and renamed options ------------------------------
+
+#: Per command: a run file (its own settings in its table) and the same settings as flags.
+RUN_FILES = {
+    "transfer": (
+        'subset = "s"\nn_folds = 3\nlearners = ["lda"]\nsearch = false\n'
+        "[search_subsets]\nthreshold = 0.05\nmax_pool = 2\nmax_inner_fits = 50\n",
+        ["--subset", "s", "--n-folds", "3", "--learners", "lda", "--no-search",
+         "--threshold", "0.05", "--max-pool", "2", "--max-inner-fits", "50"],
+    ),
+    "split-sensitivity": (
+        'n_folds = 3\nlearners = ["lda"]\nmeasures = ["error", "auc"]\n'
+        "[split_sensitivity]\nratios = [0.8, 0.6]\nn_repeats = 4\nalpha = 0.1\n",
+        ["--n-folds", "3", "--learners", "lda", "--measures", "error,auc",
+         "--ratios", "0.8,0.6", "--n-repeats", "4", "--alpha", "0.1"],
+    ),
+    "compare-sampling": (
+        "seed = 3\n[compare_sampling]\n"
+        'methods = ["random", "overlap"]\ntrain_ratio = 0.6\nn_repeats = 5\nn_neighbors = 3\n'
+        'knn = "nndescent"\n',
+        ["--seed", "3", "--methods", "random,overlap", "--train-ratio", "0.6",
+         "--n-repeats", "5", "--n-neighbors", "3", "--knn", "nndescent"],
+    ),
+}  # fmt: skip
+#: What every command needs, in a file and as flags.
+BASE_FILE = 'data = "d"\nlabel = "y"\nout = "o"\n'
+
+
+def command_settings_of(tmp_path: Path, command: str, argv: list[str]):
+    args = cli.build_parser().parse_args([command, *argv])
+    return cli.run_settings(args, command)
+
+
+@pytest.mark.parametrize("command", RUN_FILES)
+def test_run_file_equals_the_flags(tmp_path, command):
+    text, flags = RUN_FILES[command]
+    conf = tmp_path / "run.toml"
+    conf.write_text(BASE_FILE + text, encoding="utf-8")
+    from_file = command_settings_of(tmp_path, command, ["--config", str(conf)])
+    base = [str(tmp_path / "d"), "--label", "y", "--out", str(tmp_path / "o")]
+    by_flags = command_settings_of(tmp_path, command, [*base, *flags])
+    assert from_file == by_flags
+    # The defaults, and flags over the file.
+    plain = tmp_path / "plain.toml"
+    plain.write_text(BASE_FILE, encoding="utf-8")
+    defaults_ = command_settings_of(tmp_path, command, ["--config", str(plain)])
+    for s in command_line_settings(command):
+        if s.cli and s.default is not REQUIRED and s.name != "learners":
+            got = getattr(defaults_, s.dest)
+            assert same(got, s.checked(s.default) if s.default is not None else None) or (
+                got == s.default
+            ), s.name
+    again = command_settings_of(tmp_path, command, ["--config", str(conf), "--seed", "9"])
+    assert again.seed == 9
+
+
+def test_one_file_serves_every_command(tmp_path):
+    """Each command takes its table and leaves the others': train_ratio and n_repeats mean
+    evaluate's and compare_sampling's own, in their tables."""
+    conf = tmp_path / "run.toml"
+    conf.write_text(
+        BASE_FILE + "n_folds = 4\n[evaluation]\ntrain_ratio = 0.9\n"
+        "[split_sensitivity]\nn_repeats = 7\n[compare_sampling]\ntrain_ratio = 0.6\n",
+        encoding="utf-8",
+    )
+    got = {c: command_settings_of(tmp_path, c, ["--config", str(conf)]) for c in CLI}
+    assert got["evaluate"].train_ratio == 0.9 and got["compare-sampling"].train_ratio == 0.6
+    assert got["split-sensitivity"].n_repeats == 7 and got["compare-sampling"].n_repeats == 100
+    assert got["run"].n_folds == got["transfer"].n_folds == got["split-sensitivity"].n_folds == 4
+    assert not hasattr(got["run"], "train_ratio") and not hasattr(got["evaluate"], "n_repeats")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[compare_sampling]\nk = 3\n", r"^k is now n_neighbors \(in \[compare_sampling\]"),
+        ("[split_sensitivity]\ntrials = 5\n", r"^trials is now n_repeats \(in \[split_"),
+        ("[compare_sampling]\nn_random = 5\n", r"^n_random is now n_repeats"),
+        ("ratios = [0.5]\n", r"^unknown key 'ratios' .*it belongs in the \[split_sensitivity\]"),
+        ("[search_subsets]\nthreshold = 2\n", r"^threshold=2: need a relative decrease"),
+        ("[split_sensitivity]\nn_repeats = 2\n", r"^n_repeats=2: need an integer of at least 3"),
+        ("[compare_sampling]\nn_repeats = 1\n", r"^n_repeats=1: need an integer of at least 2 "),
+        ("[compare_sampling]\nmethods = [\"bogus\"]\n", r"^methods=\['bogus'\]: \['bogus'\] are"),
+        ("[split_sensitivity]\nratios = \"a\"\n", r"^ratios = 'a' in \[split_sensitivity\]"),
+    ],
+)
+def test_run_file_tables_refuse_by_key(tmp_path, text, message):
+    path = tmp_path / "run.toml"
+    path.write_text(BASE_FILE + text, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        config.load_run_file(path)
+
+
+@pytest.mark.parametrize(
+    ("command", "flags", "message"),
+    [
+        ("compare-sampling", ["--k", "3"], "--k is now --n-neighbors"),
+        ("compare-sampling", ["--n-random", "3"], "--n-random is now --n-repeats"),
+        ("compare-sampling", ["--n-repeats", "1"], "--n-repeats=1: need an integer of at least 2"),
+        ("compare-sampling", ["--methods", "random,nope"], "--methods=['random', 'nope']:"),
+        ("compare-sampling", ["--n-neighbors", "0"], "--n-neighbors=0: need an integer number"),
+        ("split-sensitivity", ["--trials", "5"], "--trials is now --n-repeats"),
+        ("split-sensitivity", ["--measure", "auc"], "--measure is now --measures"),
+        ("split-sensitivity", ["--n-repeats", "2"], "--n-repeats=2: need an integer of at least 3"),
+        ("split-sensitivity", ["--ratios", "0.5,x"], "need comma-separated numbers"),
+        ("transfer", ["--threshold", "1"], "--threshold=1.0: need a relative decrease"),
+        ("transfer", ["--max-pool", "1"], "--max-pool=1: need an integer of at least 2"),
+        ("transfer", ["--max-inner-fits", "0"], "--max-inner-fits=0: need a positive integer"),
+    ],
+)
+def test_bad_flags_of_every_command_are_one_line(tmp_path, capsys, command, flags, message):
+    argv = [command, str(tmp_path / "d"), "--label", "y", "--out", str(tmp_path / "o"), *flags]
+    assert cli.main(argv) == cli.USAGE_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("soak: error: ") and message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("function", "old", "new"),
+    [
+        (sd.compare_sampling, "k", "n_neighbors"),
+        (sd.compare_sampling, "n_random", "n_repeats"),
+        (sd.split_sensitivity, "trials", "n_repeats"),
+        (sd.split_sensitivity, "measure", "measures"),
+        (sd.split_sensitivity, "learner", "learners"),
+        (sd.search_subsets, "measure", "measures"),
+        (sd.search_subsets, "folds", "n_folds"),  # an older spelling, as soak run's --folds
+    ],
+)
+def test_former_keywords_are_refused_naming_the_new_one(function, old, new):
+    """Before any work: the table is not even looked at."""
+    with pytest.raises(TypeError, match=rf"^{function.__name__}\(\): {old}= is now {new}=$"):
+        function(None, "lda", **{old: 3})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+        function(None, "lda", bogus=3)
+
+
+def test_variants_keep_one_meaning():
+    """A setting differs between commands in its default, help or bounds only: never its kind
+    or its flag."""
+    for s in SETTINGS.values():
+        for command in s.takers:
+            mine = s.in_command(command)
+            assert (mine.kind, mine.flag, mine.file_key) == (s.kind, s.flag, s.file_key)
+    assert check_run_options({"n_repeats": 2}, command="compare-sampling") == {"n_repeats": 2}
+    with pytest.raises(ValueError, match="n_repeats=2: need an integer of at least 3"):
+        check_run_options({"n_repeats": 2}, command="split-sensitivity")

@@ -199,7 +199,7 @@ def compared():
             table,
             {"lda": LinearDiscriminantAnalysis()},
             methods=["stratified", "overlap"],
-            n_random=6,
+            n_repeats=6,
             train_ratio=0.75,
             seed=2,
             progress=False,
@@ -246,10 +246,12 @@ def test_compare_sampling_refusals():
     df = frame(40)
     with pytest.raises(ValueError, match="group column 'g'"):
         mai.compare_sampling(table_of(df.assign(g=np.arange(40) // 4), group="g"), "lda")
-    with pytest.raises(ValueError, match=r"methods \['bogus'\]"):
+    with pytest.raises(ValueError, match=r"\['bogus'\] are not sampling methods"):
         mai.compare_sampling(table_of(df), "lda", methods=["random", "bogus"])
-    with pytest.raises(ValueError, match="n_random=1"):
-        mai.compare_sampling(table_of(df), "lda", n_random=1)
+    with pytest.raises(ValueError, match="n_repeats=1"):
+        mai.compare_sampling(table_of(df), "lda", n_repeats=1)
+    with pytest.raises(TypeError, match="k= is now n_neighbors="):
+        mai.compare_sampling(table_of(df), "lda", k=3)
     with pytest.raises(ValueError, match="train_ratio=1.5"):
         mai.compare_sampling(table_of(df), "lda", train_ratio=1.5)
     with pytest.raises(ValueError, match="regression"):
@@ -320,7 +322,7 @@ def test_cli_writes_tables_and_figure(tmp_path):
     frame(120, seed=12).to_csv(tmp_path / "rows.csv", index=False)
     out = tmp_path / "out"
     argv = ["compare-sampling", str(tmp_path / "rows.csv"), "--label", "y", "--learner", "lda"]
-    argv += ["--methods", "random,overlap", "--n-random", "4", "--out", str(out)]
+    argv += ["--methods", "random,overlap", "--n-repeats", "4", "--out", str(out)]
     with LocalCluster(n_workers=1, processes=False, dashboard_address=":0") as cluster:
         args = parser().parse_args([*argv, "--scheduler", cluster.scheduler_address])
         compare_sampling_command(args)
@@ -333,6 +335,17 @@ def test_cli_writes_tables_and_figure(tmp_path):
             compare_sampling_command(args)
         overwrite = [*argv, "--scheduler", cluster.scheduler_address, "--overwrite"]
         compare_sampling_command(parser().parse_args(overwrite))
+        # A run file gives the same run: shared settings at the top, its own in its table.
+        conf = tmp_path / "run.toml"
+        conf.write_text(
+            'data = "rows.csv"\nlabel = "y"\nlearners = ["lda"]\nout = "from_file"\n'
+            '[compare_sampling]\nmethods = ["random", "overlap"]\nn_repeats = 4\n'
+        )
+        config = ["compare-sampling", "--config", str(conf), "--scheduler"]
+        compare_sampling_command(parser().parse_args([*config, cluster.scheduler_address]))
+        pd.testing.assert_frame_equal(
+            pd.read_csv(tmp_path / "from_file" / "mai.csv"), pd.read_csv(out / "mai.csv")
+        )
         if NOTES.is_dir():
             shutil.copy(out / "mai.png", NOTES / "sampling_cli_mai.png")
     foreign = tmp_path / "foreign"
@@ -367,7 +380,7 @@ def test_mdc_on_a_sample_says_it_changes_the_method():
     with pytest.warns(UserWarning, match="mdc: MDC needs all rows"):
         with dask.config.set(scheduler="synchronous"):
             res = mai.compare_sampling(
-                table_of(frame(300, seed=8)), "lda", methods=["random", "mdc"], n_random=2,
+                table_of(frame(300, seed=8)), "lda", methods=["random", "mdc"], n_repeats=2,
                 mdc_max_rows=100, progress=False,
             )  # fmt: skip
     note = json.loads(res.attrs["notes"])["mdc"]

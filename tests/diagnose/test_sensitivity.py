@@ -51,7 +51,7 @@ def table(frame):
 def result(table) -> xr.Dataset:
     with dask.config.set(scheduler="synchronous"):
         return split_sensitivity(
-            table, LEARNER, ratios=RATIOS, trials=TRIALS, n_folds=K, progress=False
+            table, LEARNER, ratios=RATIOS, n_repeats=TRIALS, n_folds=K, progress=False
         )
 
 
@@ -214,7 +214,7 @@ def test_grouped_run_and_same_results_on_two_workers(frame):
     (one worker, one partition): the splits depend on the seed and the data only. (The CLI
     test compares a two-worker LocalCluster with the synchronous run too.)"""
     grouped = sd.load_table(frame, label="y", features=FEATURES, group="group")
-    options = {"ratios": (0.7,), "trials": 3, "n_folds": 3, "progress": False}
+    options = {"ratios": (0.7,), "n_repeats": 3, "n_folds": 3, "progress": False}
     with dask.config.set(scheduler="synchronous"):
         one = split_sensitivity(grouped, LEARNER, **options)
     parts = dd.from_pandas(frame, npartitions=3)
@@ -232,7 +232,7 @@ def test_regression_and_an_estimator(frame):
     reg = sd.load_table(df, label="target", features=["x0", "x2"])
     with dask.config.set(scheduler="synchronous"):
         ds = split_sensitivity(
-            reg, {"ridge": Ridge()}, ratios=(0.5,), trials=3, n_folds=3, measure="rmse",
+            reg, {"ridge": Ridge()}, ratios=(0.5,), n_repeats=3, n_folds=3, measures="rmse",
             progress=False,
         )  # fmt: skip
     assert ds.attrs["learner"] == "ridge" and ds.attrs["classes"] == ""
@@ -257,13 +257,13 @@ def test_any_ratio_drawn_exactly(ratio):
         ({"ratios": ["0.5"]}, "need shares"),
         ({"ratios": [True]}, "need shares"),
         ({"ratios": [0.8, 0.8]}, "0.8 is given twice"),
-        ({"trials": 2}, "trials=2: need an integer of at least 3"),
-        ({"trials": 2.5}, "trials=2.5"),
+        ({"n_repeats": 2}, "n_repeats=2: need an integer of at least 3"),
+        ({"n_repeats": 2.5}, "n_repeats=2.5"),
         ({"n_folds": 1}, "n_folds=1: need an integer of at least 2"),
         ({"alpha": 0}, "alpha=0: need a level in"),
         ({"alpha": 0.6}, "alpha=0.6"),
-        ({"measure": "mse"}, "measure='mse' is not a classification measure"),
-        ({"measure": ["accuracy", "error"]}, "need one measure name"),
+        ({"measures": "mse"}, r"measures \['mse'\] are not all classification measures"),
+        ({"measures": []}, "are not all classification measures"),
         ({"seed": -1}, "seed=-1"),
     ],
 )
@@ -273,9 +273,30 @@ def test_bad_options_refused(table, options, match):
 
 
 @pytest.mark.parametrize(
+    ("old", "new"), [("trials", "n_repeats"), ("measure", "measures"), ("learner", "learners")]
+)
+def test_former_keywords_name_the_new_one(table, old, new):
+    with pytest.raises(TypeError, match=f"^split_sensitivity\\(\\): {old}= is now {new}=$"):
+        split_sensitivity(table, **{old: 3})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'trails'"):
+        split_sensitivity(table, trails=3)
+
+
+def test_several_measures_the_first_decides(table, result):
+    """Every measure is scored; the statistics are the first's, as with one measure."""
+    with dask.config.set(scheduler="synchronous"):
+        both = split_sensitivity(
+            table, LEARNER, ratios=RATIOS, n_repeats=TRIALS, n_folds=K, progress=False,
+            measures=["accuracy", "error"],
+        )  # fmt: skip
+    xr.testing.assert_identical(both[list(result.data_vars)].drop_attrs(), result.drop_attrs())
+    np.testing.assert_allclose(both["test_error"], 100 * (1 - both["test_score"]))  # percent
+    assert both.attrs["measures"] == ["accuracy", "error"] and both.attrs["measure"] == "accuracy"
+
+
+@pytest.mark.parametrize(
     ("learner", "match"),
     [
-        (None, "give one learner"),
         (["logistic", "featureless"], "got 2 learners"),
         ("no_such", "unknown learner"),
     ],
@@ -294,21 +315,21 @@ def test_too_little_data_refused(frame):
     tiny = sd.load_table(frame.head(12), label="y", features=FEATURES)  # 7 yes, 5 no
     match = r"ratio=0.3 trains on 4 of the 12 rows \(at most 2 of one class\) and n_folds=5"
     with pytest.raises(ValueError, match=match):
-        split_sensitivity(tiny, "logistic", ratios=(0.3,), trials=3, n_folds=5)
+        split_sensitivity(tiny, "logistic", ratios=(0.3,), n_repeats=3, n_folds=5)
     with pytest.raises(ValueError, match="ratio=0.01 draws 0 of the table's 12 rows"):
-        split_sensitivity(tiny, "logistic", ratios=(0.01,), trials=3, n_folds=2)
+        split_sensitivity(tiny, "logistic", ratios=(0.01,), n_repeats=3, n_folds=2)
     # One group per class: the test part or a train fold is left without groups.
     grouped = sd.load_table(frame.assign(group=frame["y"]), label="y", features=FEATURES,
                             group="group")  # fmt: skip
     with pytest.raises(ValueError, match="ratio=0.8 draws 2 of the table's 2 groups of 'group'"):
-        split_sensitivity(grouped, "logistic", ratios=(0.8,), trials=3, n_folds=3)
+        split_sensitivity(grouped, "logistic", ratios=(0.8,), n_repeats=3, n_folds=3)
 
 
 def test_missing_labels_refused(frame):
     holes = sd.load_table(frame.assign(y=frame["y"].where(frame.index % 50 > 0)), label="y",
                           features=FEATURES)  # fmt: skip
     with pytest.raises(ValueError, match="label column 'y' has 6 missing values"):
-        split_sensitivity(holes, "logistic", ratios=(0.5,), trials=3)
+        split_sensitivity(holes, "logistic", ratios=(0.5,), n_repeats=3)
 
 
 def test_figure(result, tmp_path):

@@ -284,8 +284,21 @@ def test_cli_writes_results_report_and_refuses_foreign_dirs(tmp_path, capsys, mo
     no_subset = [a for a in argv if a not in ("--subset", "subset")]
     with pytest.raises(UsageError, match="--subset"):
         transfer_cli.transfer_command(_parser().parse_args(["transfer", *no_subset]))
-    with pytest.raises(UsageError, match="--threshold"):
+    with pytest.raises(ValueError, match="--threshold=2.0: need a relative decrease"):
         transfer_cli.transfer_command(_parser().parse_args(["transfer", *argv, "--threshold", "2"]))
+    # A run file gives the same matrix: the search's own settings in [search_subsets].
+    conf = tmp_path / "run.toml"
+    conf.write_text(
+        'data = "toy.csv"\nlabel = "y"\nsubset = "subset"\nn_folds = 3\nlearners = ["lda"]\n'
+        'progress = false\nsearch = false\nout = "from_file"\n[search_subsets]\nthreshold = 0.5\n'
+    )
+    transfer_cli.transfer_command(_parser().parse_args(["transfer", "--config", str(conf)]))
+    assert not (tmp_path / "from_file" / "search.zarr").exists()
+    timings = ["fit_seconds", "predict_seconds"]
+    pd.testing.assert_frame_equal(
+        pd.read_csv(tmp_path / "from_file" / "transfer.csv").drop(columns=timings),
+        pd.read_csv(out / "transfer.csv").drop(columns=timings),
+    )
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")

@@ -21,10 +21,10 @@ RUNS = {
     "transfer": lambda t: sd.transfer(t, LEARNERS, n_folds=3, progress=False),
     "search_subsets": lambda t: sd.search_subsets(t, LEARNERS, n_folds=3, progress=False),
     "split_sensitivity": lambda t: sd.split_sensitivity(
-        t, "lda", ratios=(0.5, 0.7), trials=3, n_folds=3, progress=False
+        t, "lda", ratios=(0.5, 0.7), n_repeats=3, n_folds=3, progress=False
     ),
     "compare_sampling": lambda t: sd.compare_sampling(
-        t, LEARNERS, methods=["random", "stratified"], n_random=3, progress=False
+        t, LEARNERS, methods=["random", "stratified"], n_repeats=3, progress=False
     ),
 }
 #: The main file ``soak report`` writes for each kind.

@@ -48,7 +48,7 @@ RUNS = {
         t, LEARNERS, n_folds=3, progress=False, **kw
     ),
     "compare_sampling": lambda t, **kw: sd.compare_sampling(
-        t, LEARNERS, methods=["random", "stratified"], n_random=3, progress=False, **kw
+        t, LEARNERS, methods=["random", "stratified"], n_repeats=3, progress=False, **kw
     ),
 }
 MEASURE = {"evaluate": "error", "transfer": "error", "search_subsets": "error"}
@@ -68,7 +68,7 @@ def test_error_score_raise_stops_with_the_learners_error(table, name):
 
 
 def test_split_sensitivity_error_score(table):
-    run = {"ratios": (0.5, 0.7), "trials": 3, "n_folds": 3, "progress": False}
+    run = {"ratios": (0.5, 0.7), "n_repeats": 3, "n_folds": 3, "progress": False}
     with pytest.warns(UserWarning, match="fits failed and score NaN") as record:
         res = sd.split_sensitivity(table, {"broken": Broken()}, **run)
     assert any("broken" in str(w.message) for w in record)

@@ -117,10 +117,10 @@ def test_every_design_is_checked_from_one_count_of_its_keys(monkeypatch):
         with Client(cluster) as client:
             seen = {}
 
-            def counted(data, plan, client):  # the rows the check sees, kept for the asserts
-                seen["rows"] = count_fit_rows(data, plan, client)
-                seen["data"], seen["plan"] = data, plan
-                return seen["rows"]
+            def counted(data, plan, client, label, classes):  # what the check sees, kept
+                class_rows, seen["rows"] = count_fit_rows(data, plan, client, label, classes)
+                seen["data"], seen["plan"], seen["class_rows"] = data, plan, class_rows
+                return class_rows, seen["rows"]
 
             monkeypatch.setattr("soak_dask.run.session.count_fit_rows", counted)
             monkeypatch.setattr(
@@ -132,7 +132,11 @@ def test_every_design_is_checked_from_one_count_of_its_keys(monkeypatch):
             rows, plan, data = seen["rows"], seen["plan"], seen["data"].compute()
             for fit_id, fit in plan.fits.iterrows():  # bootstrap: the resample's weights
                 mask = fit["train"].mask(data)
-                assert rows.at[fit_id, "train"] == data[fit["weights"]].to_numpy()[mask].sum()
+                weights = data[fit["weights"]].to_numpy()
+                assert rows.at[fit_id, "train"] == weights[mask].sum()
+                for c in ("no", "yes"):  # per class, the weights summed too
+                    mine = mask & (data["y"] == c).to_numpy()
+                    assert seen["class_rows"].at[fit_id, c] == weights[mine].sum()
             monkeypatch.setattr("soak_dask.run.session.worker_memory_limit", lambda c: 2**34)
             res = sd.evaluate(table, ["logistic"], outer="bootstrap", **run)
             assert np.isfinite(res["error"].values).all()

@@ -23,10 +23,10 @@ RUNS = {
     "transfer": lambda t, **kw: sd.transfer(t, LEARNERS, n_folds=3, **kw),
     "search_subsets": lambda t, **kw: sd.search_subsets(t, LEARNERS, n_folds=3, **kw),
     "split_sensitivity": lambda t, **kw: sd.split_sensitivity(
-        t, {"count": CountingClassifier()}, ratios=(0.5, 0.7), trials=3, n_folds=3, **kw
+        t, {"count": CountingClassifier()}, ratios=(0.5, 0.7), n_repeats=3, n_folds=3, **kw
     ),
     "compare_sampling": lambda t, **kw: sd.compare_sampling(
-        t, LEARNERS, methods=["random", "stratified"], n_random=3, **kw
+        t, LEARNERS, methods=["random", "stratified"], n_repeats=3, **kw
     ),
 }
 

@@ -121,8 +121,8 @@ CASES = {
         ({"train_types": "same,bogus"}, "train_types"),
     ),
     "SamplingSplits": (
-        {"methods": ("random", "overlap"), "n_random": 4, "k": 3},
-        ({"methods": ["random"], "k": 3}, "k"),
+        {"methods": ("random", "overlap"), "n_repeats": 4, "n_neighbors": 3},
+        ({"methods": ["random"], "n_neighbors": 3}, "n_neighbors"),
     ),
     "SearchOuter": ({"pools": {(1, "a"): ("a", "b")}}, ({"pools": {(1, "a"): ()}}, "pools")),
     "SearchRound": ({"asked": {(2, "b"): [("b",), ("a", "b")]}}, ({"asked": [1]}, "asked")),

@@ -158,7 +158,7 @@ def test_subsampling_train_ratio_honoured(ratio):
 def test_split_sensitivity_ratio_honoured(ratio):
     df = frame(400)
     ds = sd.split_sensitivity(
-        table(df), "featureless", ratios=(ratio,), trials=3, n_folds=2, progress=False
+        table(df), "featureless", ratios=(ratio,), n_repeats=3, n_folds=2, progress=False
     )
     m = round(400 * ratio)
     assert (ds["n_train"] == m).all() and float(ds["ratio_used"].item()) == m / 400
