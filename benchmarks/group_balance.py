@@ -64,7 +64,7 @@ def logistic_differences(df: pd.DataFrame) -> pd.DataFrame:
         learners = ["featureless", "logistic"]
         res = sd.soak(table, learners, seed=1, measures=["error"], progress=False)
         tests = pvalues(res, "error")
-        keep = ["learner", "test_subset", "compare", "mean_diff", "weighted_diff", "p_paired"]
+        keep = ["learner", "test_subset", "compare", "mean_diff", "weighted_diff", "p"]
         parts.append(tests[keep].assign(folds=name))
     return pd.concat(parts, ignore_index=True)
 

@@ -100,3 +100,29 @@ FIT_INFO: dict[str, str] = {
 
 #: Data variables that describe a split rather than score it: never default measures.
 NON_MEASURE_VARS: frozenset[str] = frozenset({*COUNTS, *TIMINGS, *FIT_INFO})
+
+#: The columns of every paired test's table, in this order, and what each holds: SOAK's
+#: ``pvalues`` (other/all against same), evaluate's ``compare`` (learner against learner),
+#: the transfer matrix's ``transfer_pvalues`` (a cell against the diagonal) and the subset
+#: search's ``search_pvalues``. A design's key columns come first (``learner``,
+#: ``test_subset``, ...); its own further columns (``p_welch``, ``verdict``, ...) after these.
+PAIRED_TEST_COLUMNS: dict[str, str] = {
+    "reference": "what is compared against (same; learner b; the diagonal)",
+    "compare": "what is compared (other or all; learner a; a transfer cell; greedy)",
+    "measure": "the measure both are scored on",
+    "n": "the pairs (folds or cells) where both are finite: those tested",
+    "reference_mean": "mean of reference over the pairs",
+    "reference_sd": "SD (ddof=1) of reference over the pairs",
+    "compare_mean": "mean of compare over the pairs",
+    "compare_sd": "SD (ddof=1) of compare over the pairs",
+    "mean_diff": "mean of compare − reference over the pairs",
+    "sd_diff": "SD (ddof=1) of compare − reference over the pairs",
+    "ci_low": "lower end of the 95 % interval of mean_diff, from the test's own variance",
+    "ci_high": "upper end of the 95 % interval of mean_diff",
+    "statistic": "the test's statistic (t, F or χ²)",
+    "df": "its degrees of freedom",
+    "p": "its two-sided p-value (NaN for the Bayesian test, which gives probabilities)",
+    "method": "the test: paired, corrected, bayesian, 5x2cv, 5x2cv_f or mcnemar",
+    "note": "what the level simulations say of this test on this design ('' when it held)",
+    "reason": "'' when the test is defined, else why its statistics are NaN",
+}

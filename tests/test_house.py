@@ -23,20 +23,6 @@ _spec.loader.exec_module(house)
 
 #: Violations of today, each to be fixed (by its owner) and then struck from this list.
 KNOWN = {
-    ("private", "soak_dask.pooling.report soak_dask.results.report._figure_html"),
-    ("private", "soak_dask.pooling.report soak_dask.results.report._html_table"),
-    ("private", "soak_dask.pooling.report soak_dask.results.report._write_figure"),
-    ("private", "soak_dask.results.evaluation_report soak_dask.results.report._code"),
-    ("private", "soak_dask.results.evaluation_report soak_dask.results.report._decimals"),
-    ("private", "soak_dask.results.evaluation_report soak_dask.results.report._figure_html"),
-    ("private", "soak_dask.results.evaluation_report soak_dask.results.report._fixed"),
-    ("private", "soak_dask.results.evaluation_report soak_dask.results.report._html_table"),
-    ("private", "soak_dask.results.evaluation_report soak_dask.results.report._json_attr"),
-    ("private", "soak_dask.results.evaluation_report soak_dask.results.report._listed"),
-    ("private", "soak_dask.results.evaluation_report soak_dask.results.report._names"),
-    ("private", "soak_dask.results.evaluation_report soak_dask.results.report._settings_value"),
-    ("private", "soak_dask.results.evaluation_report soak_dask.results.report._write_figure"),
-    ("private", "soak_dask.results.evaluation_report soak_dask.results.report._write_tables"),
 }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import xarray as xr
 
-from .flags import add_output
+from .flags import add_output, check_command_out
 
 COMMAND = "aoa"
 HELP = (
@@ -90,15 +90,11 @@ def aoa_command(args: argparse.Namespace) -> None:
     """``soak aoa``: check ``--out``, open the inputs lazily, compute on the cluster, write the
     files and print the threshold and the share inside."""
     from ..io.locations import check_apart
-    from ..io.outdir import check_out_dir
     from ..run.cluster import connect
     from ..spatial.aoa import aoa
     from ..spatial.aoa_io import write_aoa
 
-    out = check_out_dir(
-        args.out, writer="soak aoa", overwrite=args.overwrite, source=args.new, name="--out",
-        flag="--overwrite",
-    )  # fmt: skip
+    out = check_command_out("soak aoa", args.out, args.overwrite, args.new)
     check_apart(out.path, args.train, "output")
     with connect(args.scheduler, log_failures=getattr(args, "debug", False)) as client:
         train, new = open_input(args.train), open_input(args.new, raster=True)

@@ -238,3 +238,14 @@ def add_dry_run(parser: Any) -> None:
         "largest fit's estimated memory against the workers' limit, passes over the data) "
         "and exit without fitting or writing anything",
     )
+
+
+def check_command_out(writer: str, out: Any, overwrite: bool, source: Any) -> Any:
+    """A command's ``--out``, checked before any work (``soak_dask.io.outdir``): apart
+    from the input `source`, and new, empty or `writer`'s earlier output (replaced with
+    ``--overwrite``); messages name ``--out`` and ``--overwrite``. An ``OutputDir``."""
+    from ..io.outdir import check_out_dir  # imported when a command runs, not at start-up
+
+    return check_out_dir(
+        out, writer=writer, overwrite=overwrite, source=source, name="--out", flag="--overwrite"
+    )

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..settings import SETTINGS, check_run_options
-from .flags import UsageError, add_output, add_settings, spell
+from .flags import UsageError, add_output, add_settings, check_command_out, spell
 
 if TYPE_CHECKING:
     from ..io.outdir import OutputDir
@@ -74,7 +74,6 @@ def knndm_command(args: argparse.Namespace) -> None:
     """``soak knndm``: check the options and ``--out``, load the table, choose the folds on
     the cluster, write the files and print W."""
     from ..io.locations import check_apart
-    from ..io.outdir import check_out_dir
     from ..run.cluster import connect
     from ..split.knndm import knndm_folds
     from ..tables.load import load_table
@@ -84,10 +83,7 @@ def knndm_command(args: argparse.Namespace) -> None:
     if not values.get("coords"):
         raise UsageError("soak knndm needs --coords (the coordinate columns, e.g. --coords x,y)")
     scheduler = values.pop("scheduler")
-    out = check_out_dir(
-        args.out, writer=GENERATOR, overwrite=args.overwrite, source=values["data"],
-        name="--out", flag="--overwrite",
-    )  # fmt: skip
+    out = check_command_out(GENERATOR, args.out, args.overwrite, values["data"])
     check_apart(out.path, args.prediction, "output")
     table = load_table(values.pop("data"), **values)
     with connect(scheduler, log_failures=getattr(args, "debug", False)) as client:

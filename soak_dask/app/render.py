@@ -18,6 +18,8 @@ from pathlib import Path
 
 import xarray as xr
 
+from .flags import check_command_out
+
 #: What a renderer returns: the text to print and the main file written.
 Rendered = tuple[str, Path]
 
@@ -36,15 +38,16 @@ def evaluation_printout(ds: xr.Dataset) -> str:
     """What ``soak evaluate`` (and ``soak report`` of its store) prints: mean ± SD and the test
     split's interval, then the learners compared with the design's recommended test."""
     from ..results.comparisons import comparison_text
-    from ..results.stats import evaluation_text
+    from ..results.text import evaluation_text
 
     compared = comparison_text(ds)
     return evaluation_text(ds) + (f"\n\n{compared}" if compared else "")
 
 
 def _soak(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:
+    from ..results.kinds import is_evaluation, validate_results
     from ..results.report import write_report
-    from ..results.stats import is_evaluation, results_text, validate_results
+    from ..results.text import results_text
 
     page = write_report(ds, out, overwrite=overwrite, flag="--overwrite")
     if is_evaluation(ds):
@@ -63,14 +66,11 @@ def _transfer(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Render
 def _search(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:
     import matplotlib.pyplot as plt
 
-    from ..io.outdir import check_out_dir
     from ..pooling.plot import plot_search
     from ..pooling.search import search_pools, search_pvalues, search_stability
 
-    od = check_out_dir(
-        out, writer="soak report (search_subsets)", overwrite=overwrite,
-        source=ds.attrs.get("source"), name="--out", flag="--overwrite",
-    ).begin()  # fmt: skip
+    writer = "soak report (search_subsets)"
+    od = check_command_out(writer, out, overwrite, ds.attrs.get("source")).begin()
     tests = search_pvalues(ds)
     tables = {"search_pvalues": tests, "search_pools": search_pools(ds)}
     tables["search_stability"] = search_stability(ds)
@@ -82,23 +82,23 @@ def _search(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered
     finally:
         plt.close(fig)
     path = od.finish()
-    keep = ["learner", "test_subset", "compare", "reference", "compare_mean", "p_paired"]
+    keep = ["learner", "test_subset", "compare", "reference", "compare_mean", "p"]
     return tests[keep].round(4).to_string(index=False), path / "search.png"
 
 
 def _sensitivity(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:
-    from .sensitivity_cli import check_out, summary_text, write_outputs
+    from .sensitivity_cli import COMMAND_NAME, summary_text, write_outputs
 
-    od = check_out(os.fspath(out), overwrite, ds.attrs.get("source"))
+    od = check_command_out(COMMAND_NAME, os.fspath(out), overwrite, ds.attrs.get("source"))
     write_outputs(ds, od)
     return summary_text(ds), od.path / "summary.csv"
 
 
 def _sampling(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:
     from ..diagnose.mai import mai_summary, mai_table
-    from .sampling_cli import check_out_dir, write_outputs
+    from .sampling_cli import WRITER, write_outputs
 
-    od = check_out_dir(out, overwrite, ds.attrs.get("source"))
+    od = check_command_out(WRITER, out, overwrite, ds.attrs.get("source"))
     frame = mai_table({Path(os.fspath(ds.attrs.get("source", "results"))).name: ds})
     write_outputs(od, ds, frame, mai_summary(frame))
     return frame.round(3).to_string(), od.path / "mai.csv"

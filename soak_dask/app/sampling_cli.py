@@ -16,10 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from ..learn.builtin import describe_builtins
-from .flags import add_dry_run, add_settings, command_names, run_settings, setting_values
+from .flags import (
+    add_dry_run,
+    add_settings,
+    check_command_out,
+    command_names,
+    run_settings,
+    setting_values,
+)
 from .resume import command_checkpoint, discard
 
 NAME = "compare-sampling"
+#: The writer named in the manifest of its --out directory.
+WRITER = f"soak {NAME}"
 #: The files the command writes (and the settings it ran with, in ``SETTINGS_FILE``); --out is
 #: checked and marked as every output directory is (``soak_dask.results.outdir``).
 SETTINGS_FILE = "compare_sampling.json"
@@ -53,18 +62,6 @@ def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
 
 
-def check_out_dir(path: str | os.PathLike, overwrite: bool, source: Any) -> Any:
-    """``--out`` checked before any work (``soak_dask.results.outdir.check_out_dir``): a new
-    or empty directory, or (with ``--overwrite``) this command's earlier output; never the
-    input. An ``OutputDir``."""
-    from ..io.outdir import check_out_dir as check
-
-    return check(
-        path, writer=f"soak {NAME}", overwrite=overwrite, source=source, name="--out",
-        flag="--overwrite",
-    )  # fmt: skip
-
-
 def compare_sampling_command(args: argparse.Namespace) -> None:
     """``soak compare-sampling``: load the table, compare the sampling methods on the
     cluster, write ``mai.csv`` (ACC, AEV, SD and MAI per learner and method), ``summary.csv``
@@ -76,7 +73,7 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
 
     settings = run_settings(args, NAME)
     data = settings.data
-    out = check_out_dir(settings.out, settings.overwrite, data)
+    out = check_command_out(WRITER, settings.out, settings.overwrite, data)
     checkpoint = command_checkpoint(out.path, settings.checkpoint, data)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
     table = load_table(data, **setting_values(settings, NAME, ("table",)))

@@ -14,7 +14,7 @@ import json
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import xarray as xr
 
@@ -23,6 +23,7 @@ from .flags import (
     UsageError,
     add_dry_run,
     add_settings,
+    check_command_out,
     command_names,
     run_settings,
     setting_values,
@@ -82,7 +83,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
             f"--learners {','.join(learners)}: the diagnostic studies one learner at a time; "
             "run the command once per learner"
         )
-    out = check_out(settings.out, settings.overwrite, settings.data)
+    out = check_command_out(COMMAND_NAME, settings.out, settings.overwrite, settings.data)
     checkpoint = command_checkpoint(out.path, settings.checkpoint, settings.data)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
     table = load_table(settings.data, **setting_values(settings, COMMAND, ("table",)))
@@ -99,26 +100,15 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     print(f"\nFiles: {', '.join(str(out.path / name) for name in FILES)}")
 
 
-def check_out(out: str, overwrite: bool, source: Any) -> OutputDir:
-    """``--out`` checked before any work (``soak_dask.results.outdir``): apart from the
-    input, and new, empty or this command's earlier output (replaced with ``overwrite``)."""
-    from ..io.outdir import check_out_dir
-
-    return check_out_dir(
-        out, writer=COMMAND_NAME, overwrite=overwrite, source=source, name="--out",
-        flag="--overwrite",
-    )  # fmt: skip
-
-
 def write_outputs(ds: xr.Dataset, out: str | Path | OutputDir) -> None:
-    """Write ``FILES`` into ``out`` (created if missing; a path is checked as ``check_out``
+    """Write ``FILES`` into ``out`` (created if missing; a path is checked as ``check_command_out``
     checks it, without overwrite), each listed in its manifest before it is written."""
     import matplotlib.pyplot as plt
 
     from ..diagnose.sensitivity import split_sensitivity_summary, split_sensitivity_trials
     from ..diagnose.sensitivity_plot import plot_split_sensitivity
 
-    out = check_out(out, False, ds.attrs.get("source")).begin()
+    out = check_command_out(COMMAND_NAME, out, False, ds.attrs.get("source")).begin()
     settings = {"generator": GENERATOR, **ds.attrs}
     out.claim(SETTINGS_FILE).write_text(json.dumps(settings, indent=1, default=str) + "\n")
     split_sensitivity_summary(ds).to_csv(out.claim("summary.csv"), index=False)

@@ -17,6 +17,7 @@ from .flags import (
     UsageError,
     add_dry_run,
     add_settings,
+    check_command_out,
     command_names,
     run_settings,
     setting_values,
@@ -52,7 +53,7 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
 def transfer_command(args: argparse.Namespace) -> None:
     """``soak transfer``: check everything that needs no cluster, run the matrix (and the
     search) on the cluster, write the results and the report, print a summary."""
-    from ..pooling.report import check_out_dir
+    from ..pooling.report import WRITER
     from ..run.cluster import connect, make_security
     from ..tables.load import load_table
 
@@ -62,7 +63,7 @@ def transfer_command(args: argparse.Namespace) -> None:
             "soak transfer needs --subset COLUMN: the matrix trains on each subset and tests "
             "on each (without subsets, use soak run or soak evaluate)"
         )
-    out = check_out_dir(settings.out, settings.overwrite, "--overwrite", settings.data, "--out")
+    out = check_command_out(WRITER, settings.out, settings.overwrite, settings.data)
     checkpoint = command_checkpoint(out.path, settings.checkpoint, settings.data)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
     table = load_table(settings.data, **setting_values(settings, COMMAND, ("table",)))
@@ -174,7 +175,7 @@ def summary_text(matrix: Any, found: Any) -> str:
             "reference",
             "compare_mean",
             "mean_diff",
-            "p_paired",
+            "p",
         ]
         with pd.option_context("display.width", 160):
             table = search_pvalues(found)[keep].round(4).to_string(index=False)

@@ -33,7 +33,7 @@ from ..run.session import (
     stratum_rows,
 )
 from ..run.strategies import Context
-from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES
+from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import check_run_options
 from ..split.folds import check_fold_values
 from ..split.plan import Plan
@@ -48,23 +48,15 @@ TITLE = "soak_dask transfer matrix: train on one subset, test on each"
 TRANSFER_DIMS: tuple[str, ...] = DESIGN_DIMS["transfer"]
 #: Marks of a cell's verdict against the diagonal, in figures and tables.
 MARKS: dict[str, str] = {"worse": "\u25b2", "better": "\u25bc", "similar": "", "same": "(same)"}
-#: Columns of ``transfer_pvalues``.
+#: Columns of ``transfer_pvalues``: its keys, the paired-test columns of every design
+#: (``schema.PAIRED_TEST_COLUMNS``: reference ``same``, the diagonal; compare ``transfer``,
+#: the cell), then ``verdict``.
 TRANSFER_PVALUE_COLUMNS: list[str] = [
     "learner",
     "train_subset",
     "test_subset",
-    "measure",
-    "n",
-    "same_mean",
-    "same_sd",
-    "transfer_mean",
-    "transfer_sd",
-    "mean_diff",
-    "t",
-    "df",
-    "p_paired",
+    *PAIRED_TEST_COLUMNS,
     "verdict",
-    "reason",
 ]
 
 
@@ -281,20 +273,28 @@ def check_transfer(ds: xr.Dataset, measure: str | None) -> str:
     return measure
 
 
-def paired_pvalues(reference: xr.DataArray, compare: xr.DataArray, measure: str) -> pd.DataFrame:
+def paired_pvalues(
+    reference: xr.DataArray,
+    compare: xr.DataArray,
+    measure: str,
+    names: tuple[str, str] = ("reference", "compare"),
+) -> pd.DataFrame:
     """The paired t-test over folds of ``compare`` against ``reference`` (each with dims
-    learner, test_subset, fold): SOAK's test (``results.stats.pvalues``), with the reference
-    in the place of ``same``. Columns as ``pvalues``', ``same_*`` named ``reference_*``."""
+    learner, test_subset, fold): SOAK's test (``results.paired_tests.pvalues``), with the
+    reference in the place of ``same``. Columns ``learner``, ``test_subset`` and
+    ``schema.PAIRED_TEST_COLUMNS``, whose ``reference`` and ``compare`` hold ``names``."""
     both = xr.concat([reference, compare], dim=pd.Index(["same", "other"], name="train_type"))
     ds = both.transpose("learner", "test_subset", "fold", "train_type").to_dataset(name=measure)
     ds.attrs["measures"] = [measure]
-    out = pvalues(ds, measure, compare="other").drop(columns=["compare", "p_welch"])
+    out = pvalues(ds, measure, compare="other")
     # The Welch test is not reported here: drop what its reason says.
     out["reason"] = [
         "; ".join(r for r in text.split("; ") if not r.startswith("Welch"))
         for text in out["reason"]
     ]
-    return out.rename(columns={"same_mean": "reference_mean", "same_sd": "reference_sd"})
+    out["reason"] = out["reason"].str.replace("other - same", f"{names[1]} - {names[0]}")
+    out["reference"], out["compare"] = names
+    return out[["learner", "test_subset", *PAIRED_TEST_COLUMNS]]
 
 
 def verdict(mean_diff: float, p: float, measure: str, alpha: float) -> str:
@@ -324,9 +324,9 @@ def transfer_pvalues(
     -------
     pandas.DataFrame
         One row per learner × train subset × test subset (diagonal included: no test), columns
-        ``TRANSFER_PVALUE_COLUMNS``: ``same_*`` of the diagonal, ``transfer_*`` of the cell,
-        ``mean_diff`` = transfer − same, ``verdict`` = "worse" / "better" (p < alpha) /
-        "similar" / "same" (the diagonal).
+        ``TRANSFER_PVALUE_COLUMNS``: ``reference_*`` of the diagonal (``same``),
+        ``compare_*`` of the cell (``transfer``), ``mean_diff`` = transfer − same, ``verdict``
+        = "worse" / "better" (p < alpha) / "similar" / "same" (the diagonal).
     """
     measure = check_transfer(ds, measure)
     alpha = check_alpha(alpha)
@@ -341,24 +341,17 @@ def transfer_pvalues(
             diagonal.sel(learner=[learner]),
             values.sel(learner=[learner], train_subset=t, drop=True),
             measure,
+            names=("same", "transfer"),
         ).assign(train_subset=t)
         for learner in ds["learner"].values
         for t in subsets
     ]
-    out = pd.concat(parts, ignore_index=True).rename(
-        columns={
-            "reference_mean": "same_mean",
-            "reference_sd": "same_sd",
-            "compare_mean": "transfer_mean",
-            "compare_sd": "transfer_sd",
-        }
-    )
-    columns = ["train_subset", "test_subset", "mean_diff", "p_paired"]
+    out = pd.concat(parts, ignore_index=True)
+    columns = ["train_subset", "test_subset", "mean_diff", "p"]
     pairs = zip(*(out[c] for c in columns), strict=True)
     out["verdict"] = ["same" if t == s else verdict(d, p, measure, alpha) for t, s, d, p in pairs]
     diagonal_rows = out["verdict"] == "same"
     out.loc[diagonal_rows, "reason"] = "the diagonal: this cell is SOAK's same, nothing to test"
-    out["reason"] = out["reason"].str.replace("other - same", "transfer - same")
     return out[TRANSFER_PVALUE_COLUMNS]
 
 
@@ -385,7 +378,7 @@ def transfer_table(
         raise ValueError(f"learner={learner!r} is not in the results; choose among {known}")
     cells = [
         f"{m:.3g} {MARKS[v]}".strip()
-        for m, v in zip(mine["transfer_mean"], mine["verdict"], strict=True)
+        for m, v in zip(mine["compare_mean"], mine["verdict"], strict=True)
     ]
     grid = mine.assign(cell=cells).pivot(index="train_subset", columns="test_subset", values="cell")
     order = [str(s) for s in ds["test_subset"].values] if order is None else list(order)

@@ -208,7 +208,7 @@ def _cell_texts(
             row = tests.loc[(t, s)]
             mark = "same" if t == s else MARKS[row["verdict"]]
             if row["verdict"] in ("worse", "better") and n <= 6:
-                mark += f"\n{format_pvalue(row['p_paired'])}"
+                mark += f"\n{format_pvalue(row['p'])}"
             rgba = mesh.cmap(mesh.norm(value))
             dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
             ax.text(
@@ -331,6 +331,6 @@ def _difference(
     """``greedy−same −1.37, p=0.0015*``."""
     row = tests.loc[(learner, subset, "greedy", reference)]
     diff = "NA" if not np.isfinite(row["mean_diff"]) else f"{row['mean_diff']:+.3g}"
-    star = "*" if np.isfinite(row["p_paired"]) and row["p_paired"] < alpha else ""
-    text = f"greedy\u2212{reference} {diff}, {format_pvalue(row['p_paired'])}{star}"
+    star = "*" if np.isfinite(row["p"]) and row["p"] < alpha else ""
+    text = f"greedy\u2212{reference} {diff}, {format_pvalue(row['p'])}{star}"
     return text.replace("-", "\u2212")

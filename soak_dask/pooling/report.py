@@ -1,7 +1,7 @@
 """A self-contained HTML report of a transfer matrix and, optionally, a train-subset search,
 with its tables (CSV, Markdown) and figures (PNG, SVG) beside it.
 
-The page is ``soak_dask.results.report.html_page``: no external file, script or style sheet.
+The page is ``soak_dask.results.html.html_page``: no external file, script or style sheet.
 The directory is checked and marked as every output directory is (``soak_dask.results.outdir``):
 a later report (or ``soak transfer --out``) replaces exactly the files listed, nothing else.
 """
@@ -13,12 +13,22 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import xarray as xr
 
 from ..io.outdir import OutputDir
 from ..io.outdir import check_out_dir as check
-from ..results.report import _figure_html, _html_table, _write_figure, html_page, markdown_table
+from ..results.html import (
+    code,
+    estimators_row,
+    figure_html,
+    html_page,
+    html_table,
+    measures_row,
+    settings_table,
+    versions_row,
+    write_figure,
+    write_tables,
+)
 from .matrix import (
     MARKS,
     check_alpha,
@@ -33,6 +43,9 @@ from .search import check_search, search_pools, search_pvalues, search_stability
 #: The writer named in the directory's manifest (``soak transfer`` writes there too).
 WRITER = "soak_dask's transfer report"
 _TITLE = "Which subsets transfer, and which to pool"
+# Attrs of a transfer matrix shown as they are, under these names.
+_WORDS = (("Data", "source"), ("Task", "task"), ("Label", "label"), ("Subsets", "subset"),
+          ("Groups", "group"))  # fmt: skip
 _EXPLANATION = """
 <p>Each row of the data belongs to a <b>subset</b> (region, year, image, ...) and a
 <b>fold</b> 1..K, the folds SOAK assigns with the same seed.</p>
@@ -137,18 +150,10 @@ def write_transfer_report(
     return page_path
 
 
-def _tables(path: OutputDir, name: str, frame: pd.DataFrame, files: list[str], md: bool = True):
-    frame.to_csv(path.claim(f"{name}.csv"), index=False)
-    files.append(f"{name}.csv")
-    if md:
-        path.claim(f"{name}.md").write_text(markdown_table(frame), encoding="utf-8")
-        files.append(f"{name}.md")
-
-
 def _figure(path: OutputDir, fig, name: str, files: list[str], alt: str, caption: str) -> str:
-    drawn = _write_figure(path, fig, name)
+    drawn = write_figure(path, fig, name)
     files.extend([f"{name}.png", f"{name}.svg"])
-    return _figure_html(drawn, alt, caption)
+    return figure_html(drawn, alt, caption)
 
 
 def _transfer_section(
@@ -156,8 +161,8 @@ def _transfer_section(
 ) -> str:
     tests = transfer_pvalues(ds, measure, alpha=alpha)
     means = ds[measure].mean("fold").to_dataframe().reset_index()
-    _tables(path, "transfer_pvalues", tests, files)
-    _tables(
+    write_tables(path, "transfer_pvalues", tests, files)
+    write_tables(
         path,
         "transfer_mean",
         means[["learner", "train_subset", "test_subset", measure]],
@@ -191,22 +196,24 @@ def _transfer_section(
             f"{', '.join(html.escape(s) for s in subsets)}. Of the {len(mine) - len(subsets)} "
             f"off-diagonal cells, {worse} are significantly worse than the test subset's own "
             f"model and {better} better.</p>"
-            f'<div class="scroll">{_html_table(grid, "results")}</div>'
+            f'<div class="scroll">{html_table(grid, "results")}</div>'
         )
     columns = [
         "learner",
         "train_subset",
         "test_subset",
-        "same_mean",
-        "transfer_mean",
+        "reference_mean",
+        "compare_mean",
         "mean_diff",
-        "p_paired",
+        "ci_low",
+        "ci_high",
+        "p",
         "verdict",
     ]
     off = tests[tests["verdict"] != "same"][columns]
     parts.append(
         "<details><summary>Every off-diagonal test</summary>"
-        f'<div class="scroll">{_html_table(off, "pvalues")}</div></details>'
+        f'<div class="scroll">{html_table(off, "pvalues")}</div></details>'
     )
     return "\n".join(parts)
 
@@ -216,9 +223,9 @@ def _search_section(path: OutputDir, ds: xr.Dataset, alpha: float, files: list[s
     tests = search_pvalues(ds, alpha=alpha)
     pools = search_pools(ds)
     stability = search_stability(ds)
-    _tables(path, "search_pvalues", tests, files)
-    _tables(path, "search_pools", pools, files, md=False)
-    _tables(path, "search_stability", stability, files, md=False)
+    write_tables(path, "search_pvalues", tests, files)
+    write_tables(path, "search_pools", pools, files, md=False)
+    write_tables(path, "search_stability", stability, files, md=False)
     figure = _figure(
         path,
         plot_search(ds, alpha=alpha),
@@ -238,7 +245,9 @@ def _search_section(path: OutputDir, ds: xr.Dataset, alpha: float, files: list[s
             "reference_mean",
             "compare_mean",
             "mean_diff",
-            "p_paired",
+            "ci_low",
+            "ci_high",
+            "p",
             "verdict",
         ]
     ]
@@ -262,11 +271,11 @@ def _search_section(path: OutputDir, ds: xr.Dataset, alpha: float, files: list[s
             f"pools of at most {ds.attrs.get('max_pool')} subsets. Cost: {cost}.</p>",
             figure,
             "<h3>Nested estimate against same and all</h3>",
-            f'<div class="scroll">{_html_table(shown, "pvalues")}</div>',
+            f'<div class="scroll">{html_table(shown, "pvalues")}</div>',
             "<h3>Stability of the chosen pools across folds</h3>",
-            f'<div class="scroll">{_html_table(stability, "results")}</div>',
+            f'<div class="scroll">{html_table(stability, "results")}</div>',
             "<h3>Chosen pool per outer fold</h3>",
-            f'<div class="scroll">{_html_table(per_fold.reset_index(), "results")}</div>',
+            f'<div class="scroll">{html_table(per_fold.reset_index(), "results")}</div>',
         ]
     )
 
@@ -288,30 +297,29 @@ def _lede(matrix: xr.Dataset, search: xr.Dataset | None) -> str:
 
 
 def _settings(matrix: xr.Dataset, search: xr.Dataset | None) -> str:
-    keys = [
-        "source",
-        "task",
-        "label",
-        "subset",
-        "group",
-        "fold",
-        "seed",
-        "n_folds",
-        "stratify",
-        "measures",
-        "learners",
-        "n_fits",
-        "versions",
-    ]
-    rows = [(k, matrix.attrs[k]) for k in keys if k in matrix.attrs and matrix.attrs[k] != ""]
+    """The run's settings in words, then the search's options."""
+    a = matrix.attrs
+    rows = [(title, code(a[key])) for title, key in _WORDS if a.get(key) not in (None, "")]
+    folds = f"K = {a.get('n_folds', matrix.sizes['fold'])}, SOAK's folds with seed {a.get('seed')}"
+    if a.get("fold"):
+        folds = f"K = {matrix.sizes['fold']}, from column {code(a['fold'])}"
+    elif int(a.get("stratify", 0)):
+        folds += ", balanced within each subset × label"
+    rows += [("Folds", html.escape(folds) if not a.get("fold") else folds)]
+    rows += estimators_row("Learners", a.get("learners")) + measures_row(a)
+    if "n_fits" in a:
+        n, k, learners = (matrix.sizes[d] for d in ("train_subset", "fold", "learner"))
+        rows.append(("Fits", f"{a['n_fits']}: {n}·{k} train sets × {learners} learners"))
+    rows += versions_row(a)
     if search is not None:
         rows += [
-            (f"search: {k}", search.attrs[k])
-            for k in ("search_measure", "threshold", "max_pool", "max_inner_fits")
-            if k in search.attrs
+            (f"Search: {name}", code(search.attrs[key]))
+            for name, key in (
+                ("measure", "search_measure"),
+                ("threshold", "threshold"),
+                ("largest pool", "max_pool"),
+                ("inner fits at most", "max_inner_fits"),
+            )
+            if key in search.attrs
         ]
-    body = "".join(
-        f"<tr><th>{html.escape(k)}</th><td><code>{html.escape(str(v))}</code></td></tr>"
-        for k, v in rows
-    )
-    return f'<table class="settings">{body}</table>'
+    return settings_table(rows)

@@ -41,7 +41,7 @@ from ..run.fitting_options import FittingOptions
 from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
 from ..run.strategies import OnePass
-from ..schema import LOWER_IS_BETTER
+from ..schema import LOWER_IS_BETTER, PAIRED_TEST_COLUMNS
 from ..settings import SETTINGS, check_threshold, refuse_renamed
 from ..split.plan import Plan, Selection
 from ..split.search import TRAIN_SETS as TRAIN_SETS
@@ -61,25 +61,9 @@ from .matrix import (
 TITLE = "soak_dask train-subset search: greedy pools, nested in SOAK's folds"
 #: Default budget of inner fits per learner that is not additive (declared in settings).
 MAX_INNER_FITS: int = SETTINGS["max_inner_fits"].default
-#: Columns of ``search_pvalues``.
-SEARCH_PVALUE_COLUMNS: list[str] = [
-    "learner",
-    "test_subset",
-    "measure",
-    "compare",
-    "reference",
-    "n",
-    "reference_mean",
-    "reference_sd",
-    "compare_mean",
-    "compare_sd",
-    "mean_diff",
-    "t",
-    "df",
-    "p_paired",
-    "verdict",
-    "reason",
-]
+#: Columns of ``search_pvalues``: its keys, the paired-test columns of every design
+#: (``schema.PAIRED_TEST_COLUMNS``), then ``verdict``.
+SEARCH_PVALUE_COLUMNS: list[str] = ["learner", "test_subset", *PAIRED_TEST_COLUMNS, "verdict"]
 # The comparisons of search_pvalues: (compare, reference).
 _COMPARISONS = (("greedy", "same"), ("greedy", "all"), ("all", "same"))
 
@@ -463,7 +447,8 @@ def search_pvalues(ds: xr.Dataset, *, alpha: float = 0.05) -> pd.DataFrame:
             values.sel(train_set=reference, drop=True),
             values.sel(train_set=compare, drop=True),
             measure,
-        ).assign(compare=compare, reference=reference, order=i)
+            names=(reference, compare),
+        ).assign(order=i)
         for i, (compare, reference) in enumerate(_COMPARISONS)
     ]
     learners = {v: i for i, v in enumerate(ds["learner"].values.tolist())}
@@ -474,10 +459,8 @@ def search_pvalues(ds: xr.Dataset, *, alpha: float = 0.05) -> pd.DataFrame:
     )
     out = out.loc[keys.sort_values(["l", "s", "o"], kind="stable").index]
     out["verdict"] = [
-        verdict(d, p, measure, alpha)
-        for d, p in zip(out["mean_diff"], out["p_paired"], strict=True)
+        verdict(d, p, measure, alpha) for d, p in zip(out["mean_diff"], out["p"], strict=True)
     ]
-    out["reason"] = out["reason"].str.replace("other - same", "compare - reference")
     return out[SEARCH_PVALUE_COLUMNS].reset_index(drop=True)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import xarray as xr
 
-from . import comparisons, stats
+from . import comparisons, kinds, paired_tests, summaries
 from .store import result_kind
 
 
@@ -91,7 +91,9 @@ class SoakAccessor:
             raise ValueError(
                 f"{self.kind} results hold no paired test; ds.soak.summary() summarises them"
             )
-        return stats.pvalues(self._ds, measures, corrected=corrected, adjust=adjust, **kwargs)
+        return paired_tests.pvalues(
+            self._ds, measures, corrected=corrected, adjust=adjust, **kwargs
+        )
 
     def summary(self, measures: Any = None) -> pd.DataFrame:
         """Mean ± SD over folds.
@@ -104,14 +106,14 @@ class SoakAccessor:
         """
         if self.kind in _SUMMARIES:
             return _SUMMARIES[self.kind](self._ds, measures)
-        if stats.is_evaluation(self._ds):
-            return stats.evaluation_summary(self._ds, measures)
-        return stats.summary(self._ds, measures)
+        if kinds.is_evaluation(self._ds):
+            return summaries.evaluation_summary(self._ds, measures)
+        return summaries.summary(self._ds, measures)
 
     def by_fold(self, measures: Any = None) -> pd.DataFrame:
         """Every existing (learner, repeat, fold) cell of an evaluate result; see
         ``soak_dask.results.stats.by_fold``."""
-        return stats.by_fold(self._ds, measures)
+        return summaries.by_fold(self._ds, measures)
 
     def compare(
         self, a: str, b: str, measure: Any = None, method: str | None = None, **kwargs: Any

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..schema import EVALUATION_DIMS, LOWER_IS_BETTER
+from ..schema import EVALUATION_DIMS, LOWER_IS_BETTER, PAIRED_TEST_COLUMNS
 from ..stats.mean_tests import (
     MeanTest,
     base_measure,
@@ -35,7 +35,8 @@ from ..stats.mean_tests import (
     paired_test,
     split_ratios,
 )
-from .stats import text_table, validate_evaluation
+from .kinds import validate_evaluation
+from .text import text_table
 
 __all__ = [
     "COMPARE_COLUMNS",
@@ -43,6 +44,7 @@ __all__ = [
     "METHODS",
     "compare",
     "comparison_text",
+    "comparisons",
     "level_note",
     "recommended_method",
 ]
@@ -83,31 +85,20 @@ LEVEL_LIMIT = 0.06
 # Tests that give a p-value and may be a design's default (the Bayesian test gives none).
 _FREQUENTIST = ("paired", "corrected", "5x2cv", "5x2cv_f", "mcnemar")
 
+#: Columns of `compare`: the paired-test columns of every design
+#: (``schema.PAIRED_TEST_COLUMNS``; ``compare`` is learner a, ``reference`` learner b), then
+#: the mean test/train ratio of the cells and the Bayesian test's rope and probabilities.
 COMPARE_COLUMNS: list[str] = [
-    "learner_a",
-    "learner_b",
-    "measure",
-    "method",
-    "n",
-    "a_mean",
-    "a_sd",
-    "b_mean",
-    "b_sd",
-    "mean_diff",
-    "sd_diff",
-    "ci_low",
-    "ci_high",
-    "statistic",
-    "df",
-    "p",
+    *PAIRED_TEST_COLUMNS,
     "test_train_ratio",
     "rope",
-    "p_a_better",
+    "p_compare_better",
     "p_equivalent",
-    "p_b_better",
-    "note",
-    "reason",
+    "p_reference_better",
 ]
+# The columns of a row that are numbers, NaN until computed.
+_TEXT = ("reference", "compare", "measure", "n", "method", "note", "reason")
+_FLOATS = [c for c in COMPARE_COLUMNS if c not in _TEXT]
 
 
 def recommended_method(outer: str) -> str:
@@ -208,7 +199,8 @@ def compare(
         - ``"bayesian"``: the correlated Bayesian t-test of Benavoli et al. (2017): the
           posterior of the mean difference is a t with ``n − 1`` df, location ``mean(δ)``,
           scale ``√((1/n + ρ/(1−ρ)) sd(δ)²)``, ρ = n_test/(n_train + n_test); columns
-          ``p_a_better``, ``p_equivalent`` (|δ| ≤ `rope`), ``p_b_better``; ``p`` is NaN.
+          ``p_compare_better`` (`a` better), ``p_equivalent`` (|δ| ≤ `rope`),
+          ``p_reference_better`` (`b` better); ``p`` is NaN.
         - ``"5x2cv"`` (Dietterich 1998), ``"5x2cv_f"`` (Alpaydin 1999): for ``outer="5x2cv"``
           (R repeats of 2-fold CV): ``t = δ₁₁ / √(Σ s_i²/R)`` on R df, ``F = Σ δ_ij² /
           (2 Σ s_i²)`` on (2R, R) df (``df`` holds R).
@@ -227,16 +219,20 @@ def compare(
     Returns
     -------
     pandas.DataFrame
-        `COMPARE_COLUMNS`, one row per measure and test: ``method``; ``n``; ``a_mean``,
-        ``a_sd``, ``b_mean``, ``b_sd`` (ddof=1; the test split's scores for McNemar);
-        ``mean_diff`` (a − b), ``sd_diff``; ``ci_low``, ``ci_high``: the 95 % interval of the
-        mean difference from the test's own variance (the posterior's for Bayesian; Wald on
-        the difference of error rates for McNemar; for 5×2cv ``mean ± t(R) σ̂``);
-        ``statistic`` (t, F or χ²), ``df``, ``p`` (two-sided); ``test_train_ratio``;
-        ``rope`` and the Bayesian probabilities (NaN for other tests); ``note``: what the level
-        simulations say of this test on this design ("" when it held its level); ``reason``:
-        "" when the test is defined, else why not. For error-like measures a negative
-        ``mean_diff`` means `a` is better; for scores (accuracy, AUC, R²) a positive one.
+        `COMPARE_COLUMNS`: the paired-test columns of every design
+        (``soak_dask.schema.PAIRED_TEST_COLUMNS``), one row per measure and test:
+        ``reference`` (`b`), ``compare`` (`a`), ``measure``, ``n``; ``compare_mean``,
+        ``compare_sd`` (of `a`), ``reference_mean``, ``reference_sd`` (of `b`; ddof=1; the
+        test split's scores for McNemar); ``mean_diff`` (a − b), ``sd_diff``; ``ci_low``,
+        ``ci_high``: the 95 % interval of the mean difference from the test's own variance
+        (the posterior's for Bayesian; Wald on the difference of error rates for McNemar; for
+        5×2cv ``mean ± t(R) σ̂``);
+        ``statistic`` (t, F or χ²), ``df``, ``p`` (two-sided); ``method``; ``note``: what the
+        level simulations say of this test on this design ("" when it held its level);
+        ``reason``: "" when the test is defined, else why not; then ``test_train_ratio``,
+        ``rope`` and the Bayesian probabilities (NaN for other tests). For error-like
+        measures a negative ``mean_diff`` means `a` is better; for scores (accuracy, AUC, R²)
+        a positive one.
 
     Raises
     ------
@@ -289,7 +285,7 @@ def compare(
             rows.append(_mcnemar_row(ds, m, (ia, ib), counts))
         elif chosen == "mcnemar":
             rows.append(_unsupported_mcnemar(m))
-    out = pd.DataFrame(rows, columns=COMPARE_COLUMNS).assign(learner_a=a, learner_b=b)
+    out = pd.DataFrame(rows, columns=COMPARE_COLUMNS).assign(reference=b, compare=a)
     return out.astype({"n": "int64", "note": str, "reason": str})
 
 
@@ -307,10 +303,10 @@ def _cells_row(
     x, y = values[pair[0]], values[pair[1]]
     paired = np.isfinite(x) & np.isfinite(y)
     n = int(paired.sum())
-    row: dict[str, Any] = dict.fromkeys(COMPARE_COLUMNS[5:], math.nan)
+    row: dict[str, Any] = dict.fromkeys(_FLOATS, math.nan)
     row.update(measure=m, method=method, n=n, reason="", note=level_note(outer, method))
-    row["a_mean"], row["a_sd"] = mean_sd(x[paired])
-    row["b_mean"], row["b_sd"] = mean_sd(y[paired])
+    row["compare_mean"], row["compare_sd"] = mean_sd(x[paired])
+    row["reference_mean"], row["reference_sd"] = mean_sd(y[paired])
     diff = x[paired] - y[paired]
     row["mean_diff"], row["sd_diff"] = mean_sd(diff)
     if ratios is not None:
@@ -327,7 +323,7 @@ def _cells_row(
     if test.extra:
         lower = base_measure(m) in LOWER_IS_BETTER  # a better: a − b below −rope for error-like
         better, worse = ("p_left", "p_right") if lower else ("p_right", "p_left")
-        row.update(p_a_better=test.extra[better], p_b_better=test.extra[worse])
+        row.update(p_compare_better=test.extra[better], p_reference_better=test.extra[worse])
         row["p_equivalent"] = test.extra["p_rope"]
     return row
 
@@ -396,19 +392,19 @@ def _mcnemar_row(
     test = mcnemar_test(b, c, n)
     scale = 100.0 if m == "error" else -1.0  # error in percent; accuracy = 1 − error rate
     low, high = sorted((scale * test.ci_low, scale * test.ci_high))
-    row: dict[str, Any] = dict.fromkeys(COMPARE_COLUMNS[5:], math.nan)
+    row: dict[str, Any] = dict.fromkeys(_FLOATS, math.nan)
     row.update(measure=m, method="mcnemar", n=n, reason="", note=level_note(TEST_SPLIT, "mcnemar"))
     name = f"test_{m}"
     if name in ds.data_vars:
         scores = ds[name].sel(interval="estimate").transpose("learner").values
-        row.update(a_mean=float(scores[pair[0]]), b_mean=float(scores[pair[1]]))
+        row.update(compare_mean=float(scores[pair[0]]), reference_mean=float(scores[pair[1]]))
     row.update(mean_diff=scale * (c - b) / n, ci_low=low, ci_high=high)
     row.update(statistic=test.statistic, df=test.df, p=test.p)
     return row
 
 
 def _unsupported_mcnemar(m: str) -> dict[str, Any]:
-    row: dict[str, Any] = dict.fromkeys(COMPARE_COLUMNS[5:], math.nan)
+    row: dict[str, Any] = dict.fromkeys(_FLOATS, math.nan)
     row.update(measure=m, method="mcnemar", n=0, note="")
     row["reason"] = (
         f"McNemar's test compares error rates: it tests 'error' or 'accuracy', not {m!r}"
@@ -416,22 +412,51 @@ def _unsupported_mcnemar(m: str) -> dict[str, Any]:
     return row
 
 
-def comparison_text(ds: xr.Dataset) -> str:
-    """What ``soak evaluate`` prints of the learner comparison: every pair of learners on the
-    first measure with the design's recommended test (and McNemar's on a test split), the
-    mean difference and its 95 % interval; "" with one learner or an unknown design."""
+def comparisons(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> pd.DataFrame:
+    """Every pair of learners (in the results' order) on every measure, each with the test
+    `compare` recommends for the design (``method=None``: `recommended_method`, and McNemar's
+    on a test split), its interval, ``method`` and level ``note``.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Results of ``evaluate()``. Results that do not say their design (``attrs["outer"]``)
+        get the plain paired test, whose ``note`` says its level was not measured there.
+    measures : str or iterable of str, optional
+        Default: see ``soak_dask.results.kinds.validate_evaluation``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        `COMPARE_COLUMNS`, measure by measure, then pair by pair (``compare`` the first
+        learner of the pair, ``reference`` the second); no rows with a single learner.
+    """
+    names = validate_evaluation(ds, measures)
     learners = [str(v) for v in ds["learner"].values.tolist()]
-    measures = validate_evaluation(ds)
-    if len(learners) < 2 or not ds.attrs.get("outer"):
-        return ""
+    method = None if ds.attrs.get("outer") else "paired"
     frames = [
-        compare(ds, a, b, measures[0]) for i, a in enumerate(learners) for b in learners[i + 1 :]
+        compare(ds, a, b, names, method) for i, a in enumerate(learners) for b in learners[i + 1 :]
     ]
+    if not frames:
+        return pd.DataFrame(columns=COMPARE_COLUMNS)
     table = pd.concat(frames, ignore_index=True)
-    keep = ["learner_a", "learner_b", "method", "n", "mean_diff", "ci_low", "ci_high", "p"]
+    order = table["measure"].map(names.index)
+    return table.iloc[np.argsort(order.to_numpy(), kind="stable")].reset_index(drop=True)
+
+
+def comparison_text(ds: xr.Dataset) -> str:
+    """What ``soak evaluate`` prints of the learner comparison: `comparisons` of the first
+    measure (every pair of learners with the design's recommended test, and McNemar's on a
+    test split), the mean difference and its 95 % interval; "" with one learner or an
+    unknown design."""
+    measures = validate_evaluation(ds)
+    if ds.sizes["learner"] < 2 or not ds.attrs.get("outer"):
+        return ""
+    table = comparisons(ds, measures[0])
+    keep = ["compare", "reference", "method", "n", "mean_diff", "ci_low", "ci_high", "p"]
     title = (
-        f"{measures[0]}: learners compared (a − b; 95 % interval of the mean difference; the "
-        f"test recommended for outer={ds.attrs['outer']!r})"
+        f"{measures[0]}: learners compared (compare − reference; 95 % interval of the mean "
+        f"difference; the test recommended for outer={ds.attrs['outer']!r})"
     )
     notes = sorted({n for n in table["note"] if n})
     return "\n".join([text_table(title, table[keep]), *(f"Note: {n}" for n in notes)])

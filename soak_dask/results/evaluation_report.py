@@ -12,7 +12,6 @@ words and how to read them. The CSV files hold the full-precision tables of
 from __future__ import annotations
 
 import html
-import itertools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,47 +22,33 @@ import xarray as xr
 
 from ..io.outdir import OutputDir
 from ..tables.roles import coordinates_warning
-from .comparisons import COMPARE_COLUMNS, compare
-from .plot import format_pvalue, measure_label, plot_evaluation
-from .report import (
-    _code,
-    _decimals,
-    _figure_html,
-    _fixed,
-    _html_table,
-    _json_attr,
-    _listed,
-    _names,
-    _settings_value,
-    _write_figure,
-    _write_tables,
+from .comparisons import comparisons
+from .html import (
+    attr_names,
+    cells_table,
+    code,
+    decimals,
+    estimators_row,
+    figure_html,
+    fixed,
     html_page,
+    html_table,
+    listed,
+    measures_row,
     prepare_report_dir,
+    procedure_rows,
+    settings_table,
+    versions_row,
+    write_figure,
+    write_tables,
 )
-from .stats import (
-    by_fold,
-    evaluation_summary,
-    nesting_lines,
-    prior_correction_text,
-    timings,
-    validate_evaluation,
-)
+from .kinds import validate_evaluation
+from .plot import format_pvalue, measure_label, plot_evaluation
+from .summaries import CHOICE_VARIABLES, by_fold, evaluation_summary, nesting_choices, timings
+from .text import prior_correction_text
 
-__all__ = ["comparisons", "write_evaluation_report"]
+__all__ = ["write_evaluation_report"]
 
-#: Columns of `comparisons`: those of ``compare`` (its ``t`` and ``p`` the plain paired test),
-#: with the corrected resampled t-test's ``t_corrected`` and ``p_corrected`` before ``reason``.
-COMPARISON_COLUMNS: list[str] = [
-    *COMPARE_COLUMNS[:3],
-    *COMPARE_COLUMNS[4:11],
-    "t",
-    "df",
-    "p",
-    "test_train_ratio",
-    "t_corrected",
-    "p_corrected",
-    "reason",
-]
 # The per-fold table of the page stops here (leave-one-out has a row per row of the table);
 # folds.csv has them all.
 _MAX_FOLD_ROWS = 500
@@ -71,7 +56,9 @@ _MAX_FOLD_ROWS = 500
 _KNOWN_ATTRS = frozenset(
     "title design task source label subset group fold features excluded_coordinates outer "
     "outer_folds outer_repeats train_ratio test_split seed measures classes learners n_fits "
-    "n_distinct_train_sets versions models prior_correction group_assignment".split()
+    "n_distinct_train_sets versions models prior_correction group_assignment nested inner "
+    "inner_folds inner_repeats calibration notes balance optimistic outer_seconds "
+    "final_seconds outer_folds_requested".split()
 )
 _SD_NOT_SE = (
     "<b>SD, not SE</b>: the &plusmn; is the standard deviation of the scores across the "
@@ -88,51 +75,19 @@ e.g. 0 % error). With a reserved <b>test split</b>, the square and its bar are e
 final model (one fit on all other rows) scored once on the test split, with a bootstrap 95 %
 percentile interval over its rows (over its groups, with a group column).</p>
 <ul>
-<li><b>Learners compared</b>: a two-sided paired t-test of the differences between two
-learners over the cells both scored (n&minus;1 degrees of freedom). For error-like measures a
-negative difference means the first learner is better; for accuracy, AUC and R&sup2; a positive
-one.</li>
-<li>The cells are not independent (their train sets overlap), so the plain test rejects too
-often. The <b>corrected</b> p-value (Nadeau and Bengio 2003) inflates the variance of the mean
-difference by n_test/n_train; prefer it when the two disagree.</li>
+<li><b>Learners compared</b>: the difference of two learners (the first minus the second)
+over the cells both scored, with the test recommended for this design and its 95 % interval
+of the mean difference. For error-like measures a negative difference means the first learner
+is better; for accuracy, AUC and R&sup2; a positive one.</li>
+<li>The cells are not independent (their train sets overlap), so the plain paired t-test
+rejects too often. The recommended test is the most powerful one that held its level in the
+simulations of <code>benchmarks/test_level.py</code> on this design (the <b>corrected</b>
+t-test of Nadeau and Bengio 2003 on most: the variance of the mean difference inflated by
+n_test/n_train; McNemar's on a test split); where none held, a note says so.</li>
 <li>p=NA means the test is undefined, e.g. fewer than two cells or identical differences in
 every cell (the <code>reason</code> column of <code>compare.csv</code> says why).</li>
 </ul>
 """
-
-
-def comparisons(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> pd.DataFrame:
-    """Every pair of learners (in the results' order) on every measure: ``compare``'s paired
-    t-test, plus the corrected resampled t-test's ``t_corrected`` and ``p_corrected``.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        Results of ``evaluate()``.
-    measures : str or iterable of str, optional
-        Default: see ``soak_dask.results.stats.validate_evaluation``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        `COMPARISON_COLUMNS`, one row per measure and pair, measure by measure. The corrected
-        columns are NaN without ``n_train`` and ``n_test``; no rows with a single learner.
-    """
-    names = validate_evaluation(ds, measures)
-    learners = [str(v) for v in ds["learner"].values]
-    counted = {"n_train", "n_test"} <= set(ds.data_vars)
-    frames = []
-    for a, b in itertools.combinations(learners, 2):
-        plain = compare(ds, a, b, names, "paired").rename(columns={"statistic": "t"})
-        fixed = compare(ds, a, b, names, "corrected") if counted else None
-        plain["t_corrected"] = fixed["statistic"] if fixed is not None else np.nan
-        plain["p_corrected"] = fixed["p"] if fixed is not None else np.nan
-        frames.append(plain[COMPARISON_COLUMNS])
-    if not frames:
-        return pd.DataFrame(columns=COMPARISON_COLUMNS)
-    table = pd.concat(frames, ignore_index=True)
-    order = table["measure"].map(names.index)
-    return table.iloc[np.argsort(order.to_numpy(), kind="stable")].reset_index(drop=True)
 
 
 # --- words ------------------------------------------------------------------------------------
@@ -157,7 +112,7 @@ def _design(ds: xr.Dataset) -> str:
     if outer == "subsampling" and a.get("train_ratio") not in (None, ""):
         text += f", {_share(float(a['train_ratio']))} of the rows to train"
     if a.get("fold"):
-        text += f", folds from column {_code(a['fold'])}"
+        text += f", folds from column {code(a['fold'])}"
     elif a.get("group"):
         text += f", whole groups of <b>{html.escape(str(a['group']))}</b> kept together"
     elif a.get("task") == "classification" and outer in ("cv", "repeated_cv", "subsampling"):
@@ -182,7 +137,7 @@ def _lede(ds: xr.Dataset) -> str:
     a = ds.attrs
     what = f"Predicting <b>{html.escape(str(a['label']))}</b>" if a.get("label") else "Results"
     if a.get("source"):
-        what += f" in {_code(Path(str(a['source'])).name or a['source'])}"
+        what += f" in {code(Path(str(a['source'])).name or a['source'])}"
     split = _test_split(ds)
     learners = ", ".join(html.escape(str(v)) for v in ds["learner"].values)
     return f"{what} by {_design(ds)}{'; ' + split if split else ''}. Learners: {learners}."
@@ -193,8 +148,8 @@ def _notes(ds: xr.Dataset) -> list[str]:
     a = ds.attrs
     notes = [_SD_NOT_SE]
     if a.get("task") == "classification":
-        first = _names(a.get("measures"))[:1]
-        headline = f" The first measure shown is {_code(first[0])}." if first else ""
+        first = attr_names(a.get("measures"))[:1]
+        headline = f" The first measure shown is {code(first[0])}." if first else ""
         notes.append(
             f"<b>Prediction</b>: {html.escape(prior_correction_text(a))}.{headline} The same "
             "learner on the same folds scores the same in <code>soak run</code> when the "
@@ -229,113 +184,122 @@ def _notes(ds: xr.Dataset) -> list[str]:
             "learner's final model (one fit on all the other rows) scores it once; the interval "
             f"is a bootstrap 95 % percentile interval over its {units}."
         )
-    left_out = _names(a.get("excluded_coordinates"))
+    left_out = attr_names(a.get("excluded_coordinates"))
     if left_out:
         notes.append(f"<b>Coordinates</b>: {html.escape(coordinates_warning(left_out))}.")
-    # Nesting: the optimism of nested=False first, then choices per fold and the timings.
-    for line in nesting_lines(ds):
-        head, _, rest = line.strip().partition(": ")
-        notes.append(f"<b>{html.escape(head)}</b>: {html.escape(rest)}")
+    return notes + _nesting_notes(ds)
+
+
+def _nesting_notes(ds: xr.Dataset) -> list[str]:
+    """The optimism of ``nested=False``, skipped steps, where the choices are and the timings."""
+    a = ds.attrs
+    notes = [f"<b>Warning</b>: {html.escape(str(a['optimistic']))}"] if a.get("optimistic") else []
+    listed_notes = attr_names(a.get("notes"))
+    notes += [f"<b>Note</b>: {html.escape(n)}" for n in listed_notes]
+    if any(v in ds.data_vars for v in CHOICE_VARIABLES):
+        notes.append(
+            "<b>Inner search</b>: what each learner chose in every outer cell and for its final "
+            'model is in the table <a href="#choices">choices</a> (and <code>choices.csv</code>).'
+        )
+    if "outer_seconds" in a:
+        notes.append(
+            f"<b>Timings</b>: outer loop {float(a['outer_seconds']):.1f} s, final models "
+            f"{float(a['final_seconds']):.1f} s (<code>timings.csv</code>)."
+        )
     return notes
 
 
 def _settings_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
-    """(name, HTML) of the run's settings in words; then attrs this page does not know."""
+    """(name, HTML) of the run's settings in words."""
     a = ds.attrs
     rows = []
     if a.get("source"):
-        rows.append(("Data", _code(a["source"])))
+        rows.append(("Data", code(a["source"])))
     if a.get("label"):
-        classes = _names(a.get("classes"))
-        task = html.escape(str(a.get("task", ""))) + (f": {_listed(classes)}" if classes else "")
-        rows.append(("Label", f"{_code(a['label'])} ({task})"))
-    group = f"{_code(a['group'])}: a group's rows stay together" if a.get("group") else "none"
+        classes = attr_names(a.get("classes"))
+        task = html.escape(str(a.get("task", ""))) + (f": {listed(classes)}" if classes else "")
+        rows.append(("Label", f"{code(a['label'])} ({task})"))
+    group = f"{code(a['group'])}: a group's rows stay together" if a.get("group") else "none"
     rows += [("Groups", group), ("Outer design", _design(ds))]
     rows.append(("Test split", _test_split(ds) or "none"))
     if "seed" in a:
         rows.append(("Seed", f'{a["seed"]} <span class="muted">(splits, learners)</span>'))
-    features = _names(a.get("features"))
+    features = attr_names(a.get("features"))
     if features:
-        rows.append(("Features", f"{len(features)}: {_listed(features)}"))
-    left_out = _names(a.get("excluded_coordinates"))
+        rows.append(("Features", f"{len(features)}: {listed(features)}"))
+    left_out = attr_names(a.get("excluded_coordinates"))
     if left_out:
-        rows.append(("Coordinates left out", _listed(left_out)))
-    for title, key in (("Learners", "learners"), ("Final models", "models")):
-        items = "".join(
-            f"<li><b>{html.escape(name)}</b>: {_code(' '.join(str(v).split()))}</li>"
-            for name, v in _json_attr(a.get(key)).items()
-        )
-        if items:
-            rows.append((title, f"<ul>{items}</ul>"))
-    if _names(a.get("measures")):
-        rows.append(("Measures", html.escape(", ".join(_names(a["measures"])))))
-    if a.get("task") == "classification":
-        rows.append(("Prediction", html.escape(prior_correction_text(a))))
+        rows.append(("Coordinates left out", listed(left_out)))
+    rows += estimators_row("Learners", a.get("learners"))
+    rows += estimators_row("Final models", a.get("models"))
+    rows += measures_row(a) + procedure_rows(ds)
     if "n_fits" in a:
         distinct = a.get("n_distinct_train_sets", "?")
-        rows.append(("Fits", f"{a['n_fits']}: {distinct} train sets × {ds.sizes['learner']}"))
-    versions = _json_attr(a.get("versions"))
-    if versions:
-        rows.append(("Versions", html.escape(", ".join(f"{k} {v}" for k, v in versions.items()))))
-    return rows + [(str(k), _settings_value(v)) for k, v in a.items() if k not in _KNOWN_ATTRS]
+        rows.append(
+            ("Fits", f"{a['n_fits']}: {distinct} train sets × {ds.sizes['learner']} learners")
+        )
+    if "outer_seconds" in a:
+        wall = f"outer loop {float(a['outer_seconds']):.1f} s"
+        wall += f", final models {float(a['final_seconds']):.1f} s" if "final_seconds" in a else ""
+        rows.append(("Wall time", wall))
+    return rows + versions_row(a)
 
 
 def _settings_html(ds: xr.Dataset) -> str:
-    body = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>\n" for k, v in _settings_rows(ds)
-    )
-    return f'<table class="settings">\n{body}</table>'
+    return settings_table(_settings_rows(ds), ds.attrs, _KNOWN_ATTRS)
 
 
 # --- one measure ------------------------------------------------------------------------------
 
 
-def _table(head: list[str], rows: list[list[str]], text_columns: int) -> str:
-    """An HTML table of escaped cells, the first `text_columns` left-aligned."""
-
-    def cell(tag: str, i: int, value: str) -> str:
-        css = ' class="text"' if i < text_columns else ""
-        return f"<{tag}{css}>{html.escape(value)}</{tag}>"
-
-    lines = ["<tr>" + "".join(cell("th", i, h) for i, h in enumerate(head)) + "</tr>"]
-    lines += ["<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>" for r in rows]
-    body = "\n".join(lines)
-    return f'<div class="scroll"><table class="results">\n{body}\n</table></div>\n'
-
-
 def _means_table(means: pd.DataFrame) -> str:
     """Per learner: cells, mean ± SD, min–max and the test split's score [95 % interval]."""
-    digits = _decimals(pd.concat([means["mean"], means["test_estimate"]]))
+    digits = decimals(pd.concat([means["mean"], means["test_estimate"]]))
     split = bool(means["test_estimate"].notna().any())
     head = ["Learner", "Cells", "Mean ± SD", "Min – max"]
     head += ["Test split [95 % interval]"] if split else []
     rows = []
     for r in means.itertuples():
-        sd = f" ± {_fixed(r.sd, digits)}" if np.isfinite(r.sd) else ""
-        cells = [str(r.learner), str(r.n), _fixed(r.mean, digits) + sd]
-        cells.append(f"{_fixed(r.min, digits)} – {_fixed(r.max, digits)}" if r.n else "")
+        sd = f" ± {fixed(r.sd, digits)}" if np.isfinite(r.sd) else ""
+        cells = [str(r.learner), str(r.n), fixed(r.mean, digits) + sd]
+        cells.append(f"{fixed(r.min, digits)} – {fixed(r.max, digits)}" if r.n else "")
         if split:
-            interval = f" [{_fixed(r.test_low, digits)}, {_fixed(r.test_high, digits)}]"
+            interval = f" [{fixed(r.test_low, digits)}, {fixed(r.test_high, digits)}]"
             scored = np.isfinite(r.test_estimate)
-            cells.append(_fixed(r.test_estimate, digits) + interval if scored else "")
+            cells.append(fixed(r.test_estimate, digits) + interval if scored else "")
         rows.append(cells)
-    return _table(head, rows, 1)
+    return cells_table(head, rows, 1)
 
 
 def _compare_table(tests: pd.DataFrame, digits: int) -> str:
-    head = ["Learners", "Cells", "Mean difference ± SD", "p (paired t-test)", "p (corrected)"]
-    rows = [
-        [
-            f"{r.learner_a} − {r.learner_b}",
-            str(r.n),
-            _fixed(r.mean_diff, digits, sign=True)
-            + (f" ± {_fixed(r.sd_diff, digits)}" if np.isfinite(r.sd_diff) else ""),
-            format_pvalue(r.p).removeprefix("p="),
-            format_pvalue(r.p_corrected).removeprefix("p="),
-        ]
-        for r in tests.itertuples()
-    ]
-    return _table(head, rows, 1)
+    """Per pair and test: the difference ± SD, its 95 % interval, p; the level notes under it
+    (each once, numbered)."""
+    notes = list(dict.fromkeys(n for n in tests["note"] if n))
+    head = ["Learners", "Test", "Cells", "Mean difference ± SD", "95 % interval", "p", "Note"]
+    rows = []
+    for r in tests.itertuples():
+        sd = f" ± {fixed(r.sd_diff, digits)}" if np.isfinite(r.sd_diff) else ""
+        interval = (
+            f"[{fixed(r.ci_low, digits, sign=True)}, {fixed(r.ci_high, digits, sign=True)}]"
+            if np.isfinite(r.ci_low)
+            else ""
+        )
+        p = format_pvalue(r.p).removeprefix("p=") if r.method != "bayesian" else "(Bayesian)"
+        rows.append(
+            [
+                f"{r.compare} − {r.reference}",
+                str(r.method),
+                str(r.n),
+                fixed(r.mean_diff, digits, sign=True) + sd,
+                interval,
+                p,
+                f"[{notes.index(r.note) + 1}]" if r.note else (r.reason and "undefined"),
+            ]
+        )
+    listed_notes = "".join(
+        f'<p class="muted">[{i}] {html.escape(n)}.</p>' for i, n in enumerate(notes, 1)
+    )
+    return cells_table(head, rows, 2) + listed_notes
 
 
 def _measure_section(
@@ -348,7 +312,7 @@ def _measure_section(
 ) -> str:
     """The figure and tables of one measure: open for the first, folded for the others."""
     label = html.escape(measure_label(ds, measure))
-    figure = _write_figure(out, plot_evaluation(ds, measure), f"evaluation_{measure}")
+    figure = write_figure(out, plot_evaluation(ds, measure), f"evaluation_{measure}")
     split = (
         " and the test split's score with its 95 % interval (square)"
         if means["test_estimate"].notna().any()
@@ -358,10 +322,10 @@ def _measure_section(
         f"{label} of each learner: every resampling cell (hollow dots), their mean &plusmn; SD "
         f"(diamond and bar, stopped at the measure's range){split}."
     )
-    body = _figure_html(figure, f"learners evaluated on {measure}", caption)
+    body = figure_html(figure, f"learners evaluated on {measure}", caption)
     body += "<h3>Mean &plusmn; SD over the cells</h3>\n" + _means_table(means)
     if len(tests):
-        digits = _decimals(means["mean"])
+        digits = decimals(means["mean"])
         body += "<h3>Learners compared (paired over the cells)</h3>\n"
         body += _compare_table(tests, digits)
     name = html.escape(measure)
@@ -381,18 +345,31 @@ def _folds_html(folds: pd.DataFrame) -> str:
     return (
         f"<details><summary>Scores of each learner in every cell ({len(folds):,} rows)</summary>"
         f'<p class="muted">{more.strip()}</p><div class="scroll">'
-        f"{_html_table(shown, 'folds')}</div></details>\n"
+        f"{html_table(shown, 'folds')}</div></details>\n"
     )
 
 
-def _page(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str], folds: str):
+def _choices_html(choices: pd.DataFrame) -> str:
+    """The inner search's choices, one row per outer cell and final model, or ""."""
+    if choices.empty:
+        return ""
+    return (
+        '<h2 id="choices">Choices of the inner search</h2>\n<p>What each learner\'s inner '
+        "search chose in every outer cell (its train rows only) and for the final model (all "
+        'rows but the test split).</p><div class="scroll">'
+        f"{html_table(choices.astype(object).fillna(''), 'results')}</div>\n"
+    )
+
+
+def _page(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str], end: str):
     title = html.escape(str(ds.attrs.get("title", "soak_dask evaluation")))
-    body = "".join(sections) + f'<h2 id="folds">Every cell</h2>\n{folds}'
+    body = "".join(sections) + end
+    anchors = [*measures, *(["choices"] if 'id="choices"' in end else []), "folds"]
     return html_page(
         title,
         _lede(ds),
         _notes(ds),
-        [*measures, "folds"],
+        anchors,
         _EXPLANATION,
         body,
         _settings_html(ds),
@@ -415,7 +392,11 @@ def write_evaluation_report(
     - ``summary.csv`` / ``.md``: ``soak_dask.results.stats.evaluation_summary`` (mean ± SD,
       the test split's estimate and interval);
     - ``folds.csv`` / ``.md``: ``soak_dask.results.stats.by_fold``, every cell;
-    - ``compare.csv`` / ``.md``: `comparisons`, every pair of learners per measure;
+    - ``compare.csv`` / ``.md``: ``soak_dask.results.comparisons.comparisons``, every pair
+      of learners per measure with the design's recommended test (its p, 95 % interval,
+      method and level note);
+    - ``choices.csv`` / ``.md`` (nested learners only):
+      ``soak_dask.results.summaries.nesting_choices``, what each inner search chose;
     - ``timings.csv`` / ``.md``: ``soak_dask.results.stats.timings``, seconds of the outer
       loop and the final models;
     - ``evaluation_<measure>.png`` / ``.svg``: ``soak_dask.results.plot.plot_evaluation``;
@@ -446,8 +427,11 @@ def write_evaluation_report(
     out = prepare_report_dir(out, overwrite, flag, ds.attrs.get("source"))
     means, folds, tests = evaluation_summary(ds, names), by_fold(ds, names), comparisons(ds, names)
     tables = {"summary": means, "folds": folds, "compare": tests, "timings": timings(ds)}
+    choices = nesting_choices(ds)
+    if not choices.empty:
+        tables["choices"] = choices
     for name, frame in tables.items():
-        _write_tables(out, name, frame)
+        write_tables(out, name, frame)
     sections = [
         _measure_section(
             out, ds, m, means[means["measure"] == m], tests[tests["measure"] == m], i == 0
@@ -457,6 +441,7 @@ def write_evaluation_report(
     files = [f"{t}.{ext}" for t in tables for ext in ("csv", "md")]
     files += [f"evaluation_{m}.{ext}" for m in names for ext in ("png", "svg")]
     page = out.claim("report.html")
-    page.write_text(_page(ds, sections, names, files, _folds_html(folds)), encoding="utf-8")
+    end = _choices_html(choices) + f'<h2 id="folds">Every cell</h2>\n{_folds_html(folds)}'
+    page.write_text(_page(ds, sections, names, files, end), encoding="utf-8")
     out.finish()
     return page

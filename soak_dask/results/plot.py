@@ -258,9 +258,7 @@ def _learner_block(
     axes, grid_bottom = _panel_grid(fig, top, math.ceil(len(subsets) / ncols), ncols, train_types)
     texts: dict[str, dict[str, str]] = {s: {} for s in subsets}
     for row in tests.itertuples(index=False):
-        texts[row.test_subset][row.compare] = format_comparison(
-            row.compare, row.mean_diff, row.p_paired
-        )
+        texts[row.test_subset][row.compare] = format_comparison(row.compare, row.mean_diff, row.p)
     for i, subset in enumerate(subsets):
         ax = axes.flat[i]
         ax.set_gid(f"panel:{learner}:{subset}")  # names the panel, also as an SVG element id
@@ -445,7 +443,7 @@ def _tests(ds: xr.Dataset, measure: str) -> pd.DataFrame:
     """pvalues() of `measure` with names as str; no rows when there is nothing to compare
     (plain K-fold CV), without the warning meant for users who ask for p-values."""
     if no_tests_reason(ds):
-        return pd.DataFrame(columns=["learner", "test_subset", "compare", "mean_diff", "p_paired"])
+        return pd.DataFrame(columns=["learner", "test_subset", "compare", "mean_diff", "p"])
     tests = pvalues(ds, measure)
     return tests.assign(
         test_subset=tests["test_subset"].astype(str), learner=tests["learner"].astype(str)
@@ -817,7 +815,7 @@ def datasets_table(
         tests = tests[tests["learner"].astype(str) == learner]
         for compare, part in tests.groupby("compare", sort=False):
             diff = part["mean_diff"].dropna()
-            p = part["p_paired"].dropna()
+            p = part["p"].dropna()
             log_p = np.log10(np.maximum(p.to_numpy(), np.finfo(np.float64).tiny))
             rows.append(
                 {

@@ -9,103 +9,64 @@ and ``soak_dask.results.stats.summary``.
 
 from __future__ import annotations
 
-import base64
 import html
-import io
-import json
-import math
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import xarray as xr
-from matplotlib.figure import Figure
 
-from ..io.outdir import OutputDir, check_out_dir
+from ..io.outdir import OutputDir
 from ..schema import MEASURE_NAMES
 from ..tables.checks import UNEQUAL_FOLDS, unequal_folds_warning
 from ..tables.roles import coordinates_warning
-from .plot import ORDERS, check_choice, format_pvalue, plot_learners, plot_soak
-from .stats import (
-    PVALUE_COLUMNS,
-    is_evaluation,
-    no_tests_reason,
-    prior_correction_text,
-    pvalues,
-    summary,
-    validate_results,
+from .evaluation_report import write_evaluation_report
+from .html import (
+    attr_names,
+    code,
+    decimals,
+    estimators_row,
+    figure_html,
+    fixed,
+    html_page,
+    html_table,
+    listed,
+    measures_row,
+    prepare_report_dir,
+    procedure_rows,
+    settings_table,
+    versions_row,
+    write_figure,
+    write_tables,
 )
+from .kinds import is_evaluation, no_tests_reason, validate_results
+from .paired_tests import PVALUE_COLUMNS, pvalues
+from .plot import ORDERS, check_choice, format_pvalue, plot_learners, plot_soak
+from .summaries import summary
 
-__all__ = ["group_assignment_text", "markdown_table", "write_report"]
+__all__ = ["group_assignment_text", "write_report"]
 
-#: The page's generator tag.
-GENERATOR = "soak_dask.report"
-#: The writer of a report directory (SOAK's and evaluate's alike: one replaces the other).
-REPORT_WRITER = "soak_dask's report"
-#: The page may load nothing but its own data: images and inline style: no script, no URL.
-CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-_TABLE_FILES = ("pvalues.csv", "pvalues.md", "summary.csv", "summary.md")
-# Figures are drawn at _PNG_DPI and shown _SCREEN_DPI CSS pixels wide per inch of figure:
-# larger than their natural 96 (their text is 7-9 pt), sharp on high-density screens.
-_PNG_DPI, _SCREEN_DPI = 150, 110
-# Characters that can start Markdown (GitHub-flavoured: tables, strikethrough, math) or inline
-# HTML in a table cell, and what shows each literally in CommonMark, GitHub and Python-Markdown:
-# an HTML entity, or a backslash. An underscore between two letters or digits cannot emphasise,
-# so "test_subset" stays as it is.
-_MARKDOWN_SPECIAL = re.compile(r"[&<>~$\\`*\[\]|]|(?<![^\W_])_|_(?![^\W_])")
-_MARKDOWN_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "~": "&#126;", "$": "&#36;"}
 # Columns of the HTML p-value table; the CSV keeps every column of pvalues().
 _HTML_PVALUE_COLUMNS = [
     "learner",
     "test_subset",
     "compare",
     "n",
-    "same_mean",
+    "reference_mean",
     "compare_mean",
     "mean_diff",
+    "ci_low",
+    "ci_high",
     "weighted_diff",
     "sign_agrees",
-    "p_paired",
+    "statistic",
+    "df",
+    "p",
     "reason",
 ]
-_CSS = """
-body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 78em; padding: 0 1.2em;
-       color: #222; line-height: 1.45; }
-h1 { font-size: 1.55em; margin-bottom: 0.3em; }
-h2 { margin-top: 1.8em; border-bottom: 1px solid #ccc; font-size: 1.3em; }
-h3 { font-size: 1.05em; margin: 1.2em 0 0.4em; }
-.lede { font-size: 1.05em; margin-top: 0; }
-nav { font-size: 0.9em; color: #555; }
-.notes { border-left: 4px solid #d55e00; background: #fff6ef; padding: 0.4em 1em; margin: 1em 0; }
-.notes p { margin: 0.4em 0; }
-figure { margin: 1em 0 1.5em; }
-figure img { max-width: 100%; height: auto; display: block; }
-figcaption { font-size: 0.88em; color: #444; max-width: 60em; margin-top: 0.3em; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 0.4em 0 1.2em; }
-th, td { border: 1px solid #ddd; padding: 0.2em 0.55em; text-align: right; vertical-align: top; }
-th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
-td.text, th.text { text-align: left; }
-.results td { white-space: nowrap; }
-tr.same td { border-top: 2px solid #bbb; }
-td.uneven { color: #b04000; font-weight: 600; }
-.settings { font-size: 0.9em; }
-.settings th { text-align: left; white-space: nowrap; width: 12em; }
-.settings td { text-align: left; }
-.settings ul { margin: 0; padding-left: 1.1em; }
-.pvalues td:nth-child(-n+3), .pvalues td:last-child { text-align: left; }
-details { margin: 0.6em 0; }
-details > summary { cursor: pointer; color: #0b5394; }
-details.measure > summary { font-size: 1.3em; font-weight: bold; color: #222; margin-top: 1.2em;
-                            border-bottom: 1px solid #ccc; }
-code { background: #f3f3f3; padding: 0 0.2em; }
-.muted { color: #666; }
-"""
 _EXPLANATION = """
 <p>Each row of the data belongs to a <b>subset</b> (region, year, image, ...) and a
 <b>fold</b> 1..K. For a <b>test subset</b> and a fold, every learner is trained on three train
@@ -145,145 +106,7 @@ error, accuracy and log loss, the score of all rows pooled).</p>
 """
 
 
-def markdown_table(frame: pd.DataFrame, digits: int = 4) -> str:
-    """Format a frame as a GitHub-flavoured Markdown table (no third-party formatter).
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame
-    digits : int, default 4
-        Significant digits of floats; NaN becomes an empty cell.
-
-    Returns
-    -------
-    str
-        Header, alignment row (numbers right-aligned) and one line per row, newline-terminated.
-        Text is shown as it is: Markdown and HTML characters are escaped (a subset named
-        ``<script>`` stays text), line breaks become spaces.
-
-    Examples
-    --------
-    >>> print(markdown_table(pd.DataFrame({"a": ["x|y", "<b>"], "p": [0.012345, 1]})), end="")
-    | a | p |
-    | :-- | --: |
-    | x\\|y | 0.01235 |
-    | &lt;b&gt; | 1 |
-    """
-    numeric = [pd.api.types.is_numeric_dtype(dtype) for dtype in frame.dtypes]
-    lines = [
-        _markdown_row(map(str, frame.columns)),
-        _markdown_row("--:" if num else ":--" for num in numeric),
-    ]
-    lines += [_markdown_row(_cell(v, digits) for v in row) for row in frame.itertuples(False)]
-    return "\n".join(lines) + "\n"
-
-
-def _markdown_row(cells: Iterable[str]) -> str:
-    return "| " + " | ".join(_markdown_text(c) for c in cells) + " |"
-
-
-def _markdown_text(text: str) -> str:
-    """`text` to show literally in Markdown: special characters escaped, one line.
-
-    Examples
-    --------
-    >>> print(_markdown_text("<script>alert(1)</script> *a*|b test_subset"))
-    &lt;script&gt;alert(1)&lt;/script&gt; \\*a\\*\\|b test_subset
-    """
-    line = " ".join(text.splitlines())
-    return _MARKDOWN_SPECIAL.sub(lambda m: _MARKDOWN_ESCAPES.get(m[0], "\\" + m[0]), line)
-
-
-def _cell(value: Any, digits: int) -> str:
-    """Text of one table cell: floats to `digits` significant digits, NaN as empty."""
-    if isinstance(value, float | np.floating):
-        return "" if math.isnan(value) else f"{value:.{digits}g}"
-    return str(value)
-
-
-def prepare_report_dir(
-    out: str | os.PathLike | OutputDir, overwrite: bool, flag: str, source: Any
-) -> OutputDir:
-    """`out` checked for a report before any work (``soak_dask.results.outdir``): new, empty
-    or an earlier report (replaced with `overwrite`), never the input table `source`."""
-    name = "--out" if flag.startswith("--") else "out"  # the command line's word, or Python's
-    return check_out_dir(
-        out, writer=REPORT_WRITER, overwrite=overwrite, source=source, name=name, flag=flag
-    )
-
-
-def _write_tables(out: OutputDir, name: str, frame: pd.DataFrame) -> None:
-    frame.to_csv(out.claim(f"{name}.csv"), index=False)
-    out.claim(f"{name}.md").write_text(markdown_table(frame), encoding="utf-8")
-
-
-def _write_figure(out: OutputDir, fig: Figure, name: str) -> tuple[bytes, float]:
-    """Save `fig` as ``<name>.png`` and ``.svg`` and close it; return the PNG and its width
-    in inches."""
-    try:
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=_PNG_DPI)
-        fig.savefig(out.claim(f"{name}.svg"), format="svg")
-        inches = float(fig.get_figwidth())
-    finally:
-        plt.close(fig)  # pyplot keeps every figure alive until closed
-    png = buffer.getvalue()
-    out.claim(f"{name}.png").write_bytes(png)
-    return png, inches
-
-
-def _figure_html(figure: tuple[bytes, float], alt: str, caption: str) -> str:
-    """A figure `_SCREEN_DPI` CSS pixels wide per inch (narrower on a narrow screen), with its
-    caption under it."""
-    png, inches = figure
-    image64 = base64.b64encode(png).decode("ascii")
-    return (
-        f'<figure><img alt="{html.escape(alt)}" width="{round(inches * _SCREEN_DPI)}" '
-        f'src="data:image/png;base64,{image64}">\n'
-        f"<figcaption>{caption}</figcaption></figure>\n"
-    )
-
-
-def _html_table(frame: pd.DataFrame, css_class: str) -> str:
-    return frame.to_html(
-        index=False,
-        na_rep="",
-        float_format=lambda v: f"{v:.4g}",
-        border=0,
-        classes=css_class,
-        escape=True,
-    )
-
-
 # --- settings ---------------------------------------------------------------------------------
-
-
-def _names(value: Any) -> list[str]:
-    """An attr holding names (a list, an array, one str, or "" for none) as a list of str."""
-    if value is None or (isinstance(value, str) and not value):
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in np.atleast_1d(value)]
-
-
-def _json_attr(value: Any) -> dict[str, Any]:
-    """An attr holding a JSON object (learners, versions), or {} when it does not."""
-    try:
-        parsed = json.loads(value) if isinstance(value, str) else None
-    except ValueError:
-        parsed = None
-    return parsed if isinstance(parsed, dict) else {}
-
-
-def _listed(items: Iterable[str], limit: int = 30) -> str:
-    """Escaped, comma-separated items; past `limit`, the rest in a closed details element."""
-    items = [html.escape(i) for i in items]
-    if len(items) <= limit:
-        return ", ".join(items)
-    rest = ", ".join(items[limit:])
-    more = f"<details><summary>and {len(items) - limit} more</summary>{rest}</details>"
-    return f"{', '.join(items[:limit])} {more}"
 
 
 def _n_rows(ds: xr.Dataset) -> int | None:
@@ -299,7 +122,7 @@ def _block_rows(ds: xr.Dataset) -> pd.Series:
     return rows.to_series()
 
 
-# Attrs that soak() writes, shown in words by _settings_rows (title and design are the page's;
+# Attrs that soak() writes, shown in words by _settings_html (title and design are the page's;
 # onepass changes no score); any other attr is listed as it is.
 _KNOWN_ATTRS = frozenset(
     "title design task source label subset group fold features excluded_coordinates seed n_folds "
@@ -309,16 +132,9 @@ _KNOWN_ATTRS = frozenset(
 )
 
 
-def _code(value: Any) -> str:
-    return f"<code>{html.escape(str(value))}</code>"
-
-
-def _settings_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
-    """(name, HTML) of the run's settings in words, those that apply; then unknown attrs."""
-    rows = _data_rows(ds) + _fit_rows(ds)
-    return rows + [
-        (str(k), _settings_value(v)) for k, v in ds.attrs.items() if k not in _KNOWN_ATTRS
-    ]
+def _settings_html(ds: xr.Dataset) -> str:
+    """The run's settings in words, those that apply; then the attrs this page does not know."""
+    return settings_table(_data_rows(ds) + _fit_rows(ds), ds.attrs, _KNOWN_ATTRS)
 
 
 def _data_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
@@ -327,46 +143,27 @@ def _data_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     rows = []
     if a.get("source"):
         n_rows = _n_rows(ds)
-        rows.append(("Data", _code(a["source"]) + (f", {n_rows:,} rows" if n_rows else "")))
+        rows.append(("Data", code(a["source"]) + (f", {n_rows:,} rows" if n_rows else "")))
     if a.get("label"):
-        classes = _names(a.get("classes"))
-        task = html.escape(str(a.get("task", ""))) + (f": {_listed(classes)}" if classes else "")
-        rows.append(("Label", f"{_code(a['label'])} ({task})"))
+        classes = attr_names(a.get("classes"))
+        task = html.escape(str(a.get("task", ""))) + (f": {listed(classes)}" if classes else "")
+        rows.append(("Label", f"{code(a['label'])} ({task})"))
     if "subset" in a:
-        subsets = _listed(str(s) for s in ds["test_subset"].values)
-        text = f"{_code(a['subset'])}: {subsets}" if a["subset"] else "none: plain K-fold CV"
+        subsets = listed(str(s) for s in ds["test_subset"].values)
+        text = f"{code(a['subset'])}: {subsets}" if a["subset"] else "none: plain K-fold CV"
         rows.append(("Subsets", text))
     if "group" in a:
-        text = f"{_code(a['group'])}: the rows of a group share one fold" if a["group"] else "none"
+        text = f"{code(a['group'])}: the rows of a group share one fold" if a["group"] else "none"
         rows.append(("Groups", text))
     rows.append(("Folds", _folds_text(ds)))
     if "seed" in a:
         rows.append(("Seed", f'{a["seed"]} <span class="muted">(folds, learners)</span>'))
-    features = _names(a.get("features"))
+    features = attr_names(a.get("features"))
     if features:
-        rows.append(("Features", f"{len(features)}: {_listed(features)}"))
-    left_out = _names(a.get("excluded_coordinates"))
+        rows.append(("Features", f"{len(features)}: {listed(features)}"))
+    left_out = attr_names(a.get("excluded_coordinates"))
     if left_out:
-        rows.append(("Coordinates left out", _listed(left_out)))
-    return rows
-
-
-def _procedure_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
-    """The options of docs/nesting.md and the fold balance, those not at SOAK's defaults."""
-    a = ds.attrs
-    rows = []
-    if a.get("task") == "classification":
-        rows.append(("Prediction", html.escape(prior_correction_text(a))))
-    if a.get("calibration"):
-        rows.append(("Calibration", html.escape(f"{a['calibration']}, on out-of-fold scores")))
-    if "chosen" in ds:
-        inner = f"{a.get('inner')}, {a.get('inner_folds')} folds × {a.get('inner_repeats')}"
-        rows.append(("Tuning inside each train set", html.escape(inner)))
-    if a.get("balance") == "overlap":
-        rows.append(("Fold balance", "by degree of overlap × class (overlap_folds)"))
-    notes = _names(a.get("notes"))
-    if notes:
-        rows.append(("Notes", html.escape("; ".join(notes))))
+        rows.append(("Coordinates left out", listed(left_out)))
     return rows
 
 
@@ -374,17 +171,10 @@ def _fit_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     """Settings of the fits: learners, train types, measures, counts, options in use, versions."""
     a = ds.attrs
     rows = []
-    learners = _json_attr(a.get("learners"))
-    if learners:
-        items = "".join(
-            f"<li><b>{html.escape(name)}</b>: {_code(' '.join(str(est).split()))}</li>"
-            for name, est in learners.items()
-        )
-        rows.append(("Learners", f"<ul>{items}</ul>"))
+    rows = estimators_row("Learners", a.get("learners"))
     # The train types that exist (one subset has no other and all, whatever was asked).
     rows.append(("Train types", html.escape(", ".join(map(str, ds["train_type"].values)))))
-    if _names(a.get("measures")):
-        rows.append(("Measures", html.escape(", ".join(_names(a["measures"])))))
+    rows += measures_row(a)
     if "n_fits" in a:
         distinct = a.get("n_distinct_train_sets", "?")
         learners_n = ds.sizes["learner"]
@@ -398,11 +188,7 @@ def _fit_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     if int(a.get("incremental", 0)):
         epochs = f"partial_fit on one block of rows at a time, {a.get('epochs', 1)} epoch(s)"
         rows.append(("Incremental fits", epochs))
-    rows += _procedure_rows(ds)
-    versions = _json_attr(a.get("versions"))
-    if versions:
-        rows.append(("Versions", html.escape(", ".join(f"{k} {v}" for k, v in versions.items()))))
-    return rows
+    return rows + procedure_rows(ds) + versions_row(a)
 
 
 def _folds_text(ds: xr.Dataset) -> str:
@@ -431,42 +217,7 @@ def group_assignment_text(assignment: Any, group: str) -> str:
     return f"whole groups of {group!r}, balancing rows (largest group first onto the emptiest fold)"
 
 
-def _settings_value(value: Any) -> str:
-    """HTML of an attr this page does not know: JSON objects as a list, sequences joined."""
-    parsed = _json_attr(value)
-    if parsed:
-        items = "".join(
-            f"<li><code>{html.escape(str(k))}</code>: {html.escape(str(v))}</li>"
-            for k, v in parsed.items()
-        )
-        return f"<ul>{items}</ul>"
-    if isinstance(value, list | tuple | np.ndarray):
-        return html.escape(", ".join(str(v) for v in value))
-    return html.escape(str(value))
-
-
-def _settings_html(ds: xr.Dataset) -> str:
-    body = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{v}</td></tr>\n" for k, v in _settings_rows(ds)
-    )
-    return f'<table class="settings">\n{body}</table>'
-
-
 # --- results of one measure -------------------------------------------------------------------
-
-
-def _decimals(values: pd.Series) -> int:
-    """Decimals showing 4 significant digits of the largest value: 22.54, 3.511, 0.8512."""
-    finite = np.abs(values.to_numpy(dtype=float))
-    finite = finite[np.isfinite(finite) & (finite > 0)]
-    return 2 if not finite.size else int(np.clip(3 - math.floor(math.log10(finite.max())), 0, 6))
-
-
-def _fixed(value: float, decimals: int, sign: bool = False) -> str:
-    """`value` with `decimals` decimals and a typographic minus; NaN as an empty cell."""
-    if not np.isfinite(value):
-        return ""
-    return f"{value:{'+' if sign else ''}.{decimals}f}".replace("-", "−")
 
 
 def _rows_text(low: Any, high: Any) -> tuple[str, bool]:
@@ -492,20 +243,20 @@ def _results_table(means: pd.DataFrame, tests: pd.DataFrame, plain: bool) -> str
     if not plain:
         head[1:1] = ["Test subset", "Train type"]
         head += ["Difference to same", "Row-weighted difference", "p (paired t-test)"]
-    digits = _decimals(means["mean"])
+    digits = decimals(means["mean"])
     by_test = {(str(r.learner), str(r.test_subset), r.compare): r for r in tests.itertuples()}
     text = {"Learner", "Test subset", "Train type"}
     header = "".join(f"<th{_css('text' if h in text else '')}>{h}</th>" for h in head)
     lines = [f"<tr>{header}</tr>"]
     for row in means.itertuples():
         rows, uneven = _rows_text(row.n_test_min, row.n_test_max)
-        sd = f" ± {_fixed(row.sd, digits)}" if np.isfinite(row.sd) else ""
+        sd = f" ± {fixed(row.sd, digits)}" if np.isfinite(row.sd) else ""
         cells = [
             (str(row.learner), "text"),
             (str(row.n), ""),
             (rows, "uneven" if uneven else ""),
-            (_fixed(row.mean, digits) + sd, ""),
-            (_fixed(row.weighted_mean, digits), ""),
+            (fixed(row.mean, digits) + sd, ""),
+            (fixed(row.weighted_mean, digits), ""),
         ]
         if not plain:
             cells[1:1] = [(str(row.test_subset), "text"), (str(row.train_type), "text")]
@@ -513,12 +264,12 @@ def _results_table(means: pd.DataFrame, tests: pd.DataFrame, plain: bool) -> str
             if test is None:
                 cells += [("", ""), ("", ""), ("", "")]
             else:
-                p = format_pvalue(test.p_paired).removeprefix("p=")
-                weighted = _fixed(test.weighted_diff, digits, sign=True)
+                p = format_pvalue(test.p).removeprefix("p=")
+                weighted = fixed(test.weighted_diff, digits, sign=True)
                 differs = uneven and test.sign_agrees is not pd.NA and not test.sign_agrees
                 flag = (" (sign differs)", "uneven") if differs else ("", "")
                 cells += [
-                    (_fixed(test.mean_diff, digits, sign=True), ""),
+                    (fixed(test.mean_diff, digits, sign=True), ""),
                     (weighted + flag[0], flag[1]),
                     (p, ""),
                 ]
@@ -544,8 +295,8 @@ def _measure_section(
     )
     plain = bool(no_tests_reason(ds))
     k = ds.sizes["fold"]
-    learners_png = _write_figure(out, plot_learners(ds, measure), f"soak_{measure}_learners")
-    figures = _figure_html(
+    learners_png = write_figure(out, plot_learners(ds, measure), f"soak_{measure}_learners")
+    figures = figure_html(
         learners_png,
         f"learners compared on {measure}",
         f"Learners compared on {label}: mean &plusmn; SD over the {k} folds (bar, stopped at the "
@@ -553,8 +304,8 @@ def _measure_section(
         + ("." if plain else ", per test subset (panel) and train type (colour)."),
     )
     if not plain:
-        soak_png = _write_figure(out, plot_soak(ds, measure, order=order), f"soak_{measure}")
-        figures += _figure_html(
+        soak_png = write_figure(out, plot_soak(ds, measure, order=order), f"soak_{measure}")
+        figures += figure_html(
             soak_png,
             f"SOAK figure of {measure}",
             f"Same, other and all for each learner: one panel per test subset. Under the other "
@@ -567,7 +318,7 @@ def _measure_section(
         tables += (
             "<details><summary>Every column of the paired t-tests (also in "
             '<code>pvalues.csv</code>)</summary>\n<div class="scroll">'
-            f"{_html_table(tests[_HTML_PVALUE_COLUMNS], 'pvalues')}</div></details>\n"
+            f"{html_table(tests[_HTML_PVALUE_COLUMNS], 'pvalues')}</div></details>\n"
         )
     return (
         f'<details class="measure" id="{html.escape(measure)}"{" open" if first else ""}>'
@@ -595,7 +346,7 @@ def _notes(ds: xr.Dataset) -> list[str]:
                 "test rows; <i>sign differs</i> marks a comparison where the two disagree on "
                 "which train type is better."
             )
-    left_out = _names(ds.attrs.get("excluded_coordinates"))
+    left_out = attr_names(ds.attrs.get("excluded_coordinates"))
     if left_out:
         notes.append(f"<b>Coordinates</b>: {html.escape(coordinates_warning(left_out))}.")
     return notes
@@ -606,7 +357,7 @@ def _lede(ds: xr.Dataset) -> str:
     a = ds.attrs
     what = f"Predicting <b>{html.escape(str(a['label']))}</b>" if a.get("label") else "Results"
     if a.get("source"):
-        what += f" in {_code(Path(str(a['source'])).name or a['source'])}"
+        what += f" in {code(Path(str(a['source'])).name or a['source'])}"
     n = _n_rows(ds)
     if n:
         what += f" ({n:,} rows)"
@@ -620,52 +371,6 @@ def _lede(ds: xr.Dataset) -> str:
         what += f", groups of <b>{html.escape(str(a['group']))}</b> kept whole"
     learners = ", ".join(html.escape(str(v)) for v in ds["learner"].values)
     return f"{what}: {ds.sizes['fold']} folds, learners {learners}."
-
-
-def html_page(
-    title: str,
-    lede: str,
-    notes: list[str],
-    anchors: list[str],
-    explanation: str,
-    body: str,
-    settings: str,
-    files: list[str],
-) -> str:
-    """A self-contained report page (no external file, script or style sheet; marked as ours):
-    the title, lede and notes, links to the sections ``anchors``, how to read it, ``body``,
-    the run's settings and the files written beside it. Text arguments are HTML already."""
-    notes_html = "".join(f"<p>{n}</p>" for n in notes)
-    notes_html = f'<div class="notes">{notes_html}</div>' if notes else ""
-    links = [*anchors, "settings", "files"]
-    contents = " · ".join(f'<a href="#{html.escape(a)}">{html.escape(a)}</a>' for a in links)
-    listed = ", ".join(f"<code>{html.escape(name)}</code>" for name in files)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="generator" content="{GENERATOR}">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{title}</title>
-<style>{_CSS}</style>
-</head>
-<body>
-<h1>{title}</h1>
-<p class="lede">{lede}</p>
-{notes_html}
-<nav>Measures and sections: {contents}</nav>
-<details><summary>How to read this report</summary>
-{explanation}
-</details>
-{body}
-<h2 id="settings">Settings of the run</h2>
-{settings}
-<h2 id="files">Files</h2>
-<p>Next to this page: {listed}. The CSV files hold every column at full precision.</p>
-</body>
-</html>
-"""
 
 
 def _page(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str]) -> str:
@@ -747,8 +452,6 @@ def write_report(
     >>> page = write_report(results, "soak_report", measures=["error", "auc"])  # doctest: +SKIP
     """
     if is_evaluation(ds):
-        from .evaluation_report import write_evaluation_report  # it imports this module
-
         return write_evaluation_report(ds, out, measures, overwrite=overwrite, flag=flag)
     # Validate everything, and check `out`, before a previous report's files are deleted.
     names = validate_results(ds, measures)
@@ -759,8 +462,8 @@ def write_report(
     means = summary(ds, names)
     files = [] if plain else ["pvalues.csv", "pvalues.md"]
     if not plain:
-        _write_tables(out, "pvalues", tests)
-    _write_tables(out, "summary", means)
+        write_tables(out, "pvalues", tests)
+    write_tables(out, "summary", means)
     files += ["summary.csv", "summary.md"]
     sections = []
     for i, m in enumerate(names):

@@ -289,10 +289,10 @@ def aoa_sentences(
     for row in tests.itertuples():
         s, c = str(row.test_subset), str(row.compare)
         members = [t for t in subsets if t != s] if c == "other" else subsets
-        judged = verdict(row.mean_diff, row.p_paired, measure, alpha)
+        judged = verdict(row.mean_diff, row.p, measure, alpha)
         lines.append(
             _sentence(
-                c, s, judged, measure, (row.compare_mean, row.same_mean, "for same"), row.p_paired
+                c, s, judged, measure, (row.compare_mean, row.reference_mean, "for same"), row.p
             )
             + f": {_pct(outside.sel(test_subset=s, train_type=c))} of {s} lies outside what "
             f"{'+'.join(members)} cover" + _own(outside, s)
@@ -318,8 +318,8 @@ def _transfer_sentences(ds, outside, learner: str, measure: str, alpha: float) -
                 s,
                 row.verdict,
                 measure,
-                (row.transfer_mean, row.same_mean, f"trained on {s} itself"),
-                row.p_paired,
+                (row.compare_mean, row.reference_mean, f"trained on {s} itself"),
+                row.p,
             )
             + f": {_pct(outside.sel(train_subset=t, test_subset=s))} of {s} lies outside what "
             f"{t} covers, {_pct(outside.sel(train_subset=s, test_subset=s))} outside what {s} "

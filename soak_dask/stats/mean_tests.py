@@ -289,23 +289,29 @@ def evaluation_values(ds: xr.Dataset, name: str) -> np.ndarray:
 def soak_method_columns(
     table: pd.DataFrame, method: str, rope: float | None = None
 ) -> pd.DataFrame:
-    """The columns ``pvalues(method=...)`` adds to its table, row by row from ``n``,
-    ``mean_diff``, ``sd_diff`` and ``test_train_ratio``: ``ci_low``, ``ci_high`` (the 95 %
-    interval of ``compare − same`` of `method`'s variance) and, for ``"bayesian"``, ``rope``,
-    ``p_compare_better``, ``p_equivalent`` and ``p_same_better`` (NaN where the test is not
-    defined). ``"paired"`` adds nothing."""
+    """`table` (rows of ``pvalues``, with ``n``, ``mean_diff``, ``sd_diff`` and, unless
+    `method` is ``"paired"``, ``test_train_ratio``, ``t_corrected``, ``p_corrected``) with the
+    columns of `method`'s test filled in: ``method``; ``ci_low``, ``ci_high`` (the 95 %
+    interval of ``compare − same`` from `method`'s variance: ``sd² / n``, or ``sd² (1/n +
+    n_test/n_train)`` for ``"corrected"`` and ``"bayesian"``); for ``"corrected"`` its
+    ``statistic`` and ``p``; for ``"bayesian"`` the posterior's ``statistic`` (location over
+    scale), ``p`` NaN and, at the end, ``rope``, ``p_compare_better``, ``p_equivalent`` and
+    ``p_reference_better`` (NaN where the test is not defined)."""
     if method not in SOAK_METHODS:
         raise ValueError(
             f"method={method!r} is not a test of pvalues; choose from {list(SOAK_METHODS)}"
         )
-    if method == "paired":
-        return table
+    out = table.copy()
+    out["method"] = method
+    if method != "paired":
+        out["statistic"], out["p"] = out["t_corrected"], out["p_corrected"]
     extra = ["ci_low", "ci_high"] + (
-        ["rope", "p_compare_better", "p_equivalent", "p_same_better"] * (method == "bayesian")
+        ["rope", "p_compare_better", "p_equivalent", "p_reference_better"] * (method == "bayesian")
     )
     values = {c: np.full(len(table), math.nan) for c in extra}
     for i, row in enumerate(table.itertuples(index=False)):
-        n, ratio = int(row.n), float(row.test_train_ratio)
+        n = int(row.n)
+        ratio = 0.0 if method == "paired" else float(row.test_train_ratio)
         if n < 2 or not math.isfinite(ratio) or is_constant(row.mean_diff, row.sd_diff, n):
             continue
         scale = row.sd_diff * math.sqrt(1 / n + ratio)
@@ -317,10 +323,10 @@ def soak_method_columns(
             lower = base_measure(row.measure) in LOWER_IS_BETTER
             values["rope"][i] = width
             values["p_compare_better"][i] = left if lower else right
-            values["p_same_better"][i] = right if lower else left
+            values["p_reference_better"][i] = right if lower else left
             values["p_equivalent"][i] = max(0.0, 1.0 - left - right)
-    out = table.copy()
-    at = out.columns.get_loc("reason")
-    for offset, c in enumerate(extra):
-        out.insert(at + offset, c, values[c])
+    if method == "bayesian":
+        out["p"] = math.nan
+    for c in extra:
+        out[c] = values[c]
     return out

@@ -117,7 +117,7 @@ def test_run_shows_progress_and_overwrites_only_when_asked(pixels, cluster, tmp_
     assert code == 2 and "exists; pass --overwrite" in err
     code, out, err = soak([*argv, "--overwrite"], capsys)
     assert code == 0 and "fits/s" in err and "Dask dashboard" in err  # the default: a bar
-    assert "p_paired" in out and f"Results: {store}" in out
+    assert "reference_mean" in out and f"Results: {store}" in out
     assert open_results(store).attrs["n_fits"] == N_FITS
 
 
@@ -474,7 +474,7 @@ def test_demo_no_progress(cluster, tmp_path, capsys):
     assert ds.attrs["n_folds"] == 3 and int(ds["n_test"].sel(learner="logistic").sum()) == (
         N_PIXELS * 3  # every pixel tested once per train type
     )
-    assert pd.read_csv(tmp_path / "pvalues.csv")["p_paired"].notna().any()
+    assert pd.read_csv(tmp_path / "pvalues.csv")["p"].notna().any()
     report = tmp_path / "report" / "report.html"
     assert f"Report: {report}" in out
     assert "soak_error.png" in {p.name for p in report.parent.iterdir()}
@@ -691,7 +691,7 @@ def test_run_without_subset_prints_mean_sd_not_nan_pvalues(pixels, cluster, tmp_
     ]  # fmt: skip
     code, out, err = soak(argv, capsys)
     assert code == 0, err
-    assert "p_paired" not in out and "NaN" not in out and "no p-values" not in err
+    assert "reference_mean" not in out and "NaN" not in out and "no p-values" not in err
     lines = out.splitlines()
     assert lines[0].startswith("one subset: plain K-fold CV")
     assert lines[1].startswith("error: mean ± SD over the folds of each learner")

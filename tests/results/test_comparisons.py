@@ -172,7 +172,9 @@ def test_compare_paired_equals_scipy_ttest_rel() -> None:
     assert (row["n"], row["df"], row["method"]) == (15, 14.0, "paired")
     assert row["mean_diff"] == pytest.approx((a - b).mean())
     assert row["sd_diff"] == pytest.approx((a - b).std(ddof=1))
-    assert row["a_mean"] == pytest.approx(a.mean()) and row["b_sd"] == pytest.approx(b.std(ddof=1))
+    assert row["compare_mean"] == pytest.approx(a.mean()) and row["reference_sd"] == pytest.approx(
+        b.std(ddof=1)
+    )
     assert row["test_train_ratio"] == pytest.approx(0.25) and row["reason"] == ""
     assert "rejected 50.3%" in row["note"]  # the plain test on repeated K-fold is far too liberal
 
@@ -214,17 +216,17 @@ def test_compare_bayesian_names_the_better_learner_by_the_measure() -> None:
     d = np.array([-1.0, -1.5, -1.0, -2.0])
     scale = d.std(ddof=1) * math.sqrt(1 / 4 + 0.25)
     # Lower error is better: a is better where a − b < −rope.
-    assert out.loc["error", "p_a_better"] == pytest.approx(
+    assert out.loc["error", "p_compare_better"] == pytest.approx(
         t_cdf((-1 - d.mean()) / scale, 3), abs=1e-9
     )
     # Higher AUC is better: a − b of AUC is −(a − b of error)/10, so a is better there too.
-    assert out.loc["auc", "p_a_better"] > 0.9 and out.loc["error", "p_a_better"] > 0.5
+    assert out.loc["auc", "p_compare_better"] > 0.9 and out.loc["error", "p_compare_better"] > 0.5
     for m in ("error", "auc"):
-        total = out.loc[m, ["p_a_better", "p_equivalent", "p_b_better"]].sum()
+        total = out.loc[m, ["p_compare_better", "p_equivalent", "p_reference_better"]].sum()
         assert total == pytest.approx(1.0) and math.isnan(out.loc[m, "p"])
     swapped = compare(ds, "b", "a", method="bayesian", rope=0.5).set_index("measure")
     assert swapped.loc["error", "rope"] == 0.5
-    assert swapped.loc["error", "p_b_better"] > swapped.loc["error", "p_a_better"]
+    assert swapped.loc["error", "p_reference_better"] > swapped.loc["error", "p_compare_better"]
 
 
 def test_compare_five_by_two_on_its_design() -> None:
@@ -254,7 +256,7 @@ def test_compare_mcnemar_on_the_test_split_counts() -> None:
     assert list(out["method"]) == ["corrected", "mcnemar"]
     row = out.iloc[1]
     ref = mcnemar_test(2, 10, 50)  # a right & b wrong: 2; a wrong & b right: 10
-    assert row["mean_diff"] == pytest.approx(16.0) == row["a_mean"] - row["b_mean"]
+    assert row["mean_diff"] == pytest.approx(16.0) == row["compare_mean"] - row["reference_mean"]
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((100 * ref.ci_low, 100 * ref.ci_high))
     assert row["p"] == pytest.approx(ref.p) and row["n"] == 50
     only = compare(ds, "a", "b", ["error"], "mcnemar")
@@ -337,14 +339,18 @@ def test_comparison_text_lists_every_pair() -> None:
 # ---------------------------------------------------------------- pvalues(method=...)
 
 
-def test_pvalues_methods_add_the_interval_and_the_bayesian_columns() -> None:
+def test_pvalues_method_names_the_test_in_statistic_and_p() -> None:
     plain = pvalues(SOAK, compare="other")
     fixed = pvalues(SOAK, compare="other", method="corrected")
-    bayes = pvalues(SOAK, compare="other", method="bayesian", adjust="holm")
+    bayes = pvalues(SOAK, compare="other", method="bayesian")
+    both = pvalues(SOAK, compare="other", corrected=True)
     pd.testing.assert_frame_equal(plain, pvalues(SOAK, compare="other", method="paired"))
-    pd.testing.assert_frame_equal(
-        fixed.drop(columns=["ci_low", "ci_high"]), pvalues(SOAK, compare="other", corrected=True)
-    )
+    assert set(plain["method"]) == {"paired"} and set(fixed["method"]) == {"corrected"}
+    # corrected=True keeps the paper's test in p, the corrected one beside it; method=
+    # "corrected" puts the corrected test in statistic and p.
+    pd.testing.assert_series_equal(both["p"], plain["p"])
+    np.testing.assert_allclose(fixed["p"], both["p_corrected"])
+    np.testing.assert_allclose(fixed["statistic"], both["t_corrected"])
     row = fixed.iloc[0]
     d = (
         (SOAK["error"].sel(train_type="other") - SOAK["error"].sel(train_type="same"))
@@ -353,10 +359,20 @@ def test_pvalues_methods_add_the_interval_and_the_bayesian_columns() -> None:
     )
     ref = paired_test(d[np.isfinite(d)], row["test_train_ratio"])
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((ref.ci_low, ref.ci_high))
-    probs = bayes[["p_compare_better", "p_equivalent", "p_same_better"]].sum(axis=1)
+    unadjusted = paired_test(d[np.isfinite(d)])
+    assert plain.loc[0, ["ci_low", "ci_high"]].tolist() == pytest.approx(
+        [unadjusted.ci_low, unadjusted.ci_high]
+    )
+    probs = bayes[["p_compare_better", "p_equivalent", "p_reference_better"]].sum(axis=1)
     assert np.allclose(probs[bayes["reason"] == ""], 1.0)
-    assert (bayes["rope"].dropna() == 1.0).all()
-    assert "p_adjusted" in bayes and bayes["p_adjusted"].notna().any()
+    assert (bayes["rope"].dropna() == 1.0).all() and bayes["p"].isna().all()
+    assert (
+        pvalues(SOAK, compare="other", method="corrected", adjust="holm")["p_adjusted"]
+        .notna()
+        .any()
+    )
+    with pytest.raises(ValueError, match="the Bayesian test gives none"):
+        pvalues(SOAK, method="bayesian", adjust="holm")
     with pytest.raises(ValueError, match="method='5x2cv' is not a test of pvalues"):
         pvalues(SOAK, method="5x2cv")
 
@@ -387,7 +403,9 @@ def test_evaluate_5x2cv_with_a_test_split_end_to_end() -> None:
     assert list(out.index) == [recommended_method("5x2cv"), "mcnemar"]
     split = out.loc["mcnemar"]
     # The discordant counts give the difference of the test split's errors exactly.
-    assert split["mean_diff"] == pytest.approx(split["a_mean"] - split["b_mean"], abs=1e-9)
+    assert split["mean_diff"] == pytest.approx(
+        split["compare_mean"] - split["reference_mean"], abs=1e-9
+    )
     assert split["n"] == 40 and split["ci_low"] <= split["mean_diff"] <= split["ci_high"]
     assert compare(ds, "tree", "lr", "error", "5x2cv").loc[0, "df"] == 5
 

@@ -19,10 +19,10 @@ from PIL import Image  # noqa: E402
 import soak_dask as sd  # noqa: E402
 from soak_dask.app.demo import make_pixel_table  # noqa: E402
 from soak_dask.io.outdir import MANIFEST  # noqa: E402
-from soak_dask.results.comparisons import compare  # noqa: E402
-from soak_dask.results.evaluation_report import COMPARISON_COLUMNS, comparisons  # noqa: E402
+from soak_dask.results.comparisons import COMPARE_COLUMNS, compare, comparisons  # noqa: E402
+from soak_dask.results.html import CSP  # noqa: E402
 from soak_dask.results.plot import TEST_SPLIT_COLOR, plot_evaluation  # noqa: E402
-from soak_dask.results.report import CSP, write_report  # noqa: E402
+from soak_dask.results.report import write_report  # noqa: E402
 from soak_dask.results.stats import by_fold, evaluation_summary  # noqa: E402
 
 from .test_report import probe_page, read_markdown, run_chromium  # noqa: E402
@@ -59,8 +59,9 @@ def report(repeated, tmp_path_factory) -> Path:
 
 
 def read_csv(path: Path) -> pd.DataFrame:
-    frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype={"reason": object})
-    return frame.fillna({"reason": ""}) if "reason" in frame else frame
+    text = {c: object for c in ("note", "reason")}
+    frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype=text)
+    return frame.fillna({c: "" for c in text if c in frame})
 
 
 # --- files and tables ------------------------------------------------------------------------
@@ -89,20 +90,23 @@ def test_tables_equal_the_statistics(report, repeated):
     )
     got = read_csv(out / "compare.csv")
     pd.testing.assert_frame_equal(got, comparisons(repeated), check_dtype=False, rtol=1e-12)
-    assert list(got.columns) == COMPARISON_COLUMNS
-    # Every pair once per measure, measure by measure; the plain and corrected tests of compare().
+    assert list(got.columns) == COMPARE_COLUMNS
+    # Every pair per measure, measure by measure, with the test recommended for repeated CV
+    # (corrected) and, for error on the test split, McNemar's: compare(method=None)'s rows.
     pairs = [("featureless", "logistic"), ("featureless", "lda"), ("logistic", "lda")]
-    assert list(zip(got["learner_a"], got["learner_b"], strict=True)) == pairs * 2
-    assert list(got["measure"]) == ["error"] * 3 + ["auc"] * 3
+    error_pairs = [pair for pair in pairs for _ in range(2)]
+    assert list(zip(got["compare"], got["reference"], strict=True)) == error_pairs + pairs
+    assert list(got["measure"]) == ["error"] * 6 + ["auc"] * 3
+    assert list(got["method"]) == ["corrected", "mcnemar"] * 3 + ["corrected"] * 3
     for row in got.itertuples():
-        plain = compare(repeated, row.learner_a, row.learner_b, row.measure, "paired").iloc[0]
-        fixed = compare(repeated, row.learner_a, row.learner_b, row.measure, "corrected")
-        assert row.p == pytest.approx(plain["p"], rel=1e-12)
-        assert row.p_corrected == pytest.approx(fixed["p"].item(), rel=1e-12)
-        assert row.p_corrected > row.p  # the correction widens the test
+        fixed = compare(repeated, row.compare, row.reference, row.measure, row.method)
+        assert row.p == pytest.approx(fixed["p"].iloc[0], rel=1e-12)
+        assert (row.ci_low, row.ci_high) == pytest.approx(
+            tuple(fixed[["ci_low", "ci_high"]].iloc[0])
+        )
     header, _, *rows = read_markdown(out / "folds.md")
     assert header == list(by_fold(repeated).columns) and len(rows) == 3 * 8
-    assert len(read_markdown(out / "compare.md")) == 2 + 6
+    assert len(read_markdown(out / "compare.md")) == 2 + 9
 
 
 def test_one_learner_has_nothing_to_compare(repeated, tmp_path):
@@ -194,7 +198,7 @@ def test_page_says_what_was_run_and_how_to_read_it(report, repeated):
         assert estimate == pytest.approx(row.test_estimate, abs=0.006)
     settings = dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", page, re.S))
     assert list(settings)[:5] == ["Data", "Label", "Groups", "Outer design", "Test split"]
-    assert settings["Fits"] == f"{repeated.attrs['n_fits']}: 8 train sets × 3"
+    assert settings["Fits"] == f"{repeated.attrs['n_fits']}: 8 train sets × 3 learners"
 
 
 def test_report_opens_in_chromium_without_errors(report, tmp_path):

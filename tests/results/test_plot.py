@@ -137,12 +137,12 @@ def test_soak_figure_texts_are_the_pvalues(small_run):
             row = tests.loc[(learner, subset, compare)]
             assert got_compare == compare
             np.testing.assert_allclose(diff, row["mean_diff"], rtol=5e-3, atol=1e-12)
-            if np.isnan(row["p_paired"]):
+            if np.isnan(row["p"]):
                 assert text.endswith("p=NA")
-            elif row["p_paired"] < 1e-4:
+            elif row["p"] < 1e-4:
                 assert text.endswith("p<0.0001")
             else:
-                np.testing.assert_allclose(p, row["p_paired"], rtol=0.05)
+                np.testing.assert_allclose(p, row["p"], rtol=0.05)
             n_checked += 1
     assert n_checked == 12
     # The featureless learner predicts the majority class whatever it trains on, so its
@@ -323,7 +323,7 @@ def test_datasets_figure_of_the_paper(paper_results):
             assert xmin == pytest.approx(part["mean_diff"].min(), abs=1e-9)
             assert xmax == pytest.approx(part["mean_diff"].max(), abs=1e-9)
             lmin, lmax = segments(ax_p, f"log10p:{compare}", names)[name]
-            log_p = np.log10(part["p_paired"].dropna())
+            log_p = np.log10(part["p"].dropna())
             assert (lmin, lmax) == pytest.approx((log_p.min(), log_p.max()), abs=1e-9)
         means[name] = tests.loc[tests["compare"] == "other", "mean_diff"].mean()
     # Rows by decreasing mean other−same difference, top first.

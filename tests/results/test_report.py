@@ -22,7 +22,8 @@ from PIL import Image  # noqa: E402
 import soak_dask as sd  # noqa: E402
 from soak_dask.app.demo import make_pixel_table  # noqa: E402
 from soak_dask.io.outdir import MANIFEST  # noqa: E402
-from soak_dask.results.report import CSP, markdown_table, write_report  # noqa: E402
+from soak_dask.results.html import CSP, markdown_table  # noqa: E402
+from soak_dask.results.report import write_report  # noqa: E402
 from soak_dask.results.stats import pvalues_text  # noqa: E402
 
 from .test_plot import results_from, run_small_soak  # noqa: E402
@@ -97,7 +98,9 @@ def test_csv_tables_equal_the_statistics(report, small_run):
     out = report.parent
     read = lambda name: pd.read_csv(out / name, keep_default_na=False, na_values=[""])  # noqa: E731
     expected = small_run.soak.pvalues(MEASURES)
-    got = read("pvalues.csv").fillna({"reason": ""})
+    text = {"note": object, "reason": object}
+    got = pd.read_csv(out / "pvalues.csv", keep_default_na=False, na_values=[""], dtype=text)
+    got = got.fillna({"note": "", "reason": ""})
     pd.testing.assert_frame_equal(got, expected, check_dtype=False, rtol=1e-12)
     pd.testing.assert_frame_equal(
         read("summary.csv"), small_run.soak.summary(MEASURES), check_dtype=False, rtol=1e-12
@@ -108,14 +111,14 @@ def test_markdown_tables_have_the_rows(report, small_run):
     expected = small_run.soak.pvalues(MEASURES)
     header, align, *rows = read_markdown(report.parent / "pvalues.md")
     assert header == list(expected.columns)
-    assert align[:4] == [":--"] * 4 and align[4] == "--:"  # text left, numbers right
+    assert align[:5] == [":--"] * 5 and align[5] == "--:"  # text left, numbers right
     assert len(rows) == len(expected) == 2 * 3 * 2 * 2
-    p_column = header.index("p_paired")
+    p_column = header.index("p")
     for cells, row in zip(rows, expected.itertuples(index=False), strict=True):
-        assert cells[:4] == [row.learner, row.test_subset, row.measure, row.compare]
-        assert cells[-1] == row.reason
-        if np.isfinite(row.p_paired):
-            assert float(cells[p_column]) == pytest.approx(row.p_paired, rel=1e-3)
+        assert cells[:5] == [row.learner, row.test_subset, "same", row.compare, row.measure]
+        assert cells[header.index("reason")] == row.reason
+        if np.isfinite(row.p):
+            assert float(cells[p_column]) == pytest.approx(row.p, rel=1e-3)
         else:
             assert cells[p_column] == ""
     summary_rows = read_markdown(report.parent / "summary.md")[2:]
@@ -174,7 +177,7 @@ def test_markdown_tables_show_names_literally(tmp_path):
         assert {c for row in expected for c in row} >= set(HOSTILE_LEARNERS)
     raw = (out / "pvalues.md").read_text(encoding="utf-8")
     assert "<script>" not in raw and "&lt;script&gt;" in raw and "a\\|b" in raw
-    assert "| learner | test_subset | measure |" in raw  # our column names stay readable
+    assert "| learner | test_subset | reference | compare | measure |" in raw  # readable names
 
 
 def test_markdown_table_escapes_every_special_character():

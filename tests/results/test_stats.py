@@ -110,8 +110,11 @@ def test_paper_paired_ttests_reproduced():
     assert len(joined) == len(ref) == 82
 
     assert (joined["n"].astype(int) == joined["N"]).all()
-    for col in ["same_mean", "same_sd", "compare_mean", "compare_sd", "mean_diff", "p_paired"]:
-        err = (joined[col] - joined[f"{col}_ref"]).abs()
+    # The reference CSV keeps the paper's column names (same_*, p_paired).
+    named = {"reference_mean": "same_mean", "reference_sd": "same_sd", "p": "p_paired"}
+    for col in ["reference_mean", "reference_sd", "compare_mean", "compare_sd", "mean_diff", "p"]:
+        ref_col = named.get(col, col)
+        err = (joined[col] - joined[ref_col if ref_col != col else f"{col}_ref"]).abs()
         worst = joined.loc[err.idxmax(), keys].tolist()
         assert err.max() < 1e-9, f"{col}: max abs error {err.max():.3g} at {worst}"
     assert (joined["reason"] == "").all()
@@ -129,7 +132,7 @@ def test_paper_missing_folds_are_dropped_pairwise():
     row_all = got.loc[("MNIST_EMNIST", "EMNIST", "all")]
     row_other = got.loc[("MNIST_EMNIST", "EMNIST", "other")]
     assert (row_all["n"], row_other["n"]) == (9, 10)
-    assert row_all["same_mean"] != pytest.approx(row_other["same_mean"], abs=1e-6)
+    assert row_all["reference_mean"] != pytest.approx(row_other["reference_mean"], abs=1e-6)
     # Welch drops missing folds per side (R's t.test(paired = FALSE)), so it sees all 10
     # "same" folds and the 9 "all" folds.
     one = scores[
@@ -160,8 +163,8 @@ def test_paper_pvalues_agree_with_scipy_ttest_rel():
             pair = block[["same", compare]].dropna()
             expected = sps.ttest_rel(pair[compare], pair["same"])
             row = got.loc[(data_name, sub, compare)]
-            assert row["t"] == pytest.approx(expected.statistic, rel=1e-9)
-            assert row["p_paired"] == pytest.approx(expected.pvalue, rel=1e-9, abs=1e-300)
+            assert row["statistic"] == pytest.approx(expected.statistic, rel=1e-9)
+            assert row["p"] == pytest.approx(expected.pvalue, rel=1e-9, abs=1e-300)
 
 
 # ---------------------------------------------------------------- known paired examples
@@ -185,11 +188,11 @@ def test_known_paired_example_closed_form():
     assert row["n"] == n == 5
     assert row["df"] == n - 1
     assert row["mean_diff"] == pytest.approx(mean_d, rel=1e-12)
-    assert row["mean_diff"] == pytest.approx(row["compare_mean"] - row["same_mean"], rel=1e-12)
-    assert row["t"] == pytest.approx(t, rel=1e-12)
-    assert row["p_paired"] == pytest.approx(p, rel=1e-10)
-    assert row["same_mean"] == pytest.approx(11.2)
-    assert row["same_sd"] == pytest.approx(math.sqrt(((same - 11.2) ** 2).sum() / 4))
+    assert row["mean_diff"] == pytest.approx(row["compare_mean"] - row["reference_mean"], rel=1e-12)
+    assert row["statistic"] == pytest.approx(t, rel=1e-12)
+    assert row["p"] == pytest.approx(p, rel=1e-10)
+    assert row["reference_mean"] == pytest.approx(11.2)
+    assert row["reference_sd"] == pytest.approx(math.sqrt(((same - 11.2) ** 2).sum() / 4))
     assert row["compare_mean"] == pytest.approx(15.5)
     assert row["compare_sd"] == pytest.approx(math.sqrt(((other - 15.5) ** 2).sum() / 4))
 
@@ -205,9 +208,9 @@ def test_r_sleep_data_matches_r_t_test():
     ds = make_ds({"same": SLEEP_2, "other": SLEEP_1, "all": SLEEP_2})
     row = quiet_pvalues(ds, compare="other").iloc[0]
     assert row["mean_diff"] == pytest.approx(-1.58, abs=1e-12)
-    assert row["t"] == pytest.approx(-4.0621, abs=5e-5)
+    assert row["statistic"] == pytest.approx(-4.0621, abs=5e-5)
     assert row["df"] == 9
-    assert row["p_paired"] == pytest.approx(0.002833, abs=5e-7)
+    assert row["p"] == pytest.approx(0.002833, abs=5e-7)
     assert row["p_welch"] == pytest.approx(0.07939, abs=5e-6)
 
 
@@ -238,7 +241,7 @@ def test_row_order_follows_coordinates_measures_and_compare():
     row = res.set_index(["learner", "test_subset", "measure", "compare"]).loc[
         ("alpha", "NW", "error", "other")
     ]
-    assert row["t"] == pytest.approx(expected_t.statistic, rel=1e-10)
+    assert row["statistic"] == pytest.approx(expected_t.statistic, rel=1e-10)
 
 
 def test_numeric_looking_subset_names_from_tidy_frame():
@@ -270,14 +273,14 @@ def test_one_subset_plain_kfold():
         "train_type 'other' is not in the results (one subset: plain K-fold CV)"
     )
     assert other["n"] == 0
-    assert other[["same_mean", "mean_diff", "t", "df", "p_paired", "p_welch"]].isna().all()
+    assert other[["reference_mean", "mean_diff", "statistic", "df", "p", "p_welch"]].isna().all()
 
     assert all_["compare"] == "all"
     assert all_["n"] == 3
     assert all_["mean_diff"] == 0
-    assert all_["same_mean"] == all_["compare_mean"] == 20
+    assert all_["reference_mean"] == all_["compare_mean"] == 20
     assert all_["df"] == 2
-    assert math.isnan(all_["t"]) and math.isnan(all_["p_paired"])
+    assert math.isnan(all_["statistic"]) and math.isnan(all_["p"])
     assert "identical" in all_["reason"] and "SD is 0" in all_["reason"]
     assert "mean_diff is still defined" in all_["reason"]
     assert "(one subset: 'all' is the same train set as 'same')" in all_["reason"]
@@ -296,7 +299,7 @@ def test_same_absent():
     res = quiet_pvalues(make_ds({"other": [1.0, 2.0, 4.0], "all": [1.0, 3.0, 2.0]}))
     assert res["reason"].tolist() == ["train_type 'same' is not in the results"] * 2
     assert res[["n"]].eq(0).all().all()
-    assert res[["mean_diff", "t", "p_paired", "p_welch"]].isna().all().all()
+    assert res[["mean_diff", "statistic", "p", "p_welch"]].isna().all().all()
 
 
 def test_same_and_compare_absent():
@@ -312,7 +315,7 @@ def test_constant_nonzero_difference():
     row = res.iloc[0]
     assert row["mean_diff"] == 2.5
     assert row["n"] == 4 and row["df"] == 3
-    assert math.isnan(row["t"]) and math.isnan(row["p_paired"])
+    assert math.isnan(row["statistic"]) and math.isnan(row["p"])
     assert "all 4 paired differences are identical (other - same = 2.5" in row["reason"]
     assert "one subset" not in row["reason"]
 
@@ -324,7 +327,7 @@ def test_differences_equal_up_to_rounding_are_constant_like_r():
     other = same + 0.3
     assert np.ptp(other - same) > 0  # the case is real: the differences are not identical
     row = quiet_pvalues(make_ds({"same": same, "other": other}), compare="other").iloc[0]
-    assert math.isnan(row["t"]) and math.isnan(row["p_paired"])
+    assert math.isnan(row["statistic"]) and math.isnan(row["p"])
     assert "identical" in row["reason"]
     assert row["mean_diff"] == pytest.approx(0.3)
 
@@ -341,11 +344,11 @@ def test_fewer_than_two_paired_folds(same, other, n):
     row = quiet_pvalues(make_ds({"same": same, "other": other}), compare="other").iloc[0]
     assert row["n"] == n
     assert row["reason"].startswith(f"fewer than 2 paired folds (n={n})")
-    assert math.isnan(row["t"]) and math.isnan(row["df"]) and math.isnan(row["p_paired"])
-    assert math.isnan(row["same_sd"]) and math.isnan(row["compare_sd"])
+    assert math.isnan(row["statistic"]) and math.isnan(row["df"]) and math.isnan(row["p"])
+    assert math.isnan(row["reference_sd"]) and math.isnan(row["compare_sd"])
     if n == 1:
         assert row["mean_diff"] == 1.0
-        assert row["same_mean"] == 1.0 and row["compare_mean"] == 2.0
+        assert row["reference_mean"] == 1.0 and row["compare_mean"] == 2.0
     else:
         assert math.isnan(row["mean_diff"])
 
@@ -356,10 +359,10 @@ def test_welch_uses_each_sides_finite_folds():
     other = np.array([np.nan, 5.0, 5.5, 7.0, 6.0])
     row = quiet_pvalues(make_ds({"same": same, "other": other}), compare="other").iloc[0]
     assert row["n"] == 3
-    assert row["same_mean"] == pytest.approx(3.0)  # folds 2-4 only
+    assert row["reference_mean"] == pytest.approx(3.0)  # folds 2-4 only
     expected_paired = sps.ttest_rel(other[1:4], same[1:4]).pvalue
     expected_welch = sps.ttest_ind(other[1:], same[:4], equal_var=False).pvalue
-    assert row["p_paired"] == pytest.approx(expected_paired, rel=1e-10)
+    assert row["p"] == pytest.approx(expected_paired, rel=1e-10)
     assert row["p_welch"] == pytest.approx(expected_welch, rel=1e-10)
     assert row["reason"] == ""
 
@@ -418,7 +421,7 @@ def test_summary_matches_pvalues_means():
     ds = make_ds({"same": rng.random(6), "other": rng.random(6)})
     s = summary(ds).set_index("train_type")
     p = pvalues(ds, compare="other").iloc[0]
-    assert s.loc["same", "mean"] == pytest.approx(p["same_mean"])
+    assert s.loc["same", "mean"] == pytest.approx(p["reference_mean"])
     assert s.loc["other", "sd"] == pytest.approx(p["compare_sd"])
 
 
@@ -495,14 +498,14 @@ def test_property_swap_negates_mean_diff_and_t(folds):
     a = quiet_pvalues(make_ds({"same": same, "other": other}), compare="other").iloc[0]
     b = quiet_pvalues(make_ds({"same": other, "other": same}), compare="other").iloc[0]
     assert b["mean_diff"] == pytest.approx(-a["mean_diff"], abs=1e-12)
-    assert b["same_mean"] == a["compare_mean"] and b["compare_sd"] == a["same_sd"]
+    assert b["reference_mean"] == a["compare_mean"] and b["compare_sd"] == a["reference_sd"]
     if a["reason"] == "":
-        assert b["t"] == pytest.approx(-a["t"], rel=1e-9)
-        assert b["p_paired"] == pytest.approx(a["p_paired"], rel=1e-9)
+        assert b["statistic"] == pytest.approx(-a["statistic"], rel=1e-9)
+        assert b["p"] == pytest.approx(a["p"], rel=1e-9)
         assert b["p_welch"] == pytest.approx(a["p_welch"], rel=1e-9)
-        assert a["p_paired"] == pytest.approx(sps.ttest_rel(other, same).pvalue, rel=1e-9)
+        assert a["p"] == pytest.approx(sps.ttest_rel(other, same).pvalue, rel=1e-9)
     else:
-        assert math.isnan(a["t"]) == math.isnan(b["t"])
+        assert math.isnan(a["statistic"]) == math.isnan(b["statistic"])
 
 
 @settings(max_examples=n_examples(60), deadline=None)
@@ -517,10 +520,10 @@ def test_property_shift_leaves_t_unchanged(folds, shift):
         make_ds({"same": same + shift, "other": other + shift}), compare="other"
     ).iloc[0]
     assert a["reason"] == b["reason"] == ""
-    assert b["t"] == pytest.approx(a["t"], rel=1e-6)
-    assert b["p_paired"] == pytest.approx(a["p_paired"], rel=1e-6, abs=1e-12)
+    assert b["statistic"] == pytest.approx(a["statistic"], rel=1e-6)
+    assert b["p"] == pytest.approx(a["p"], rel=1e-6, abs=1e-12)
     assert b["mean_diff"] == pytest.approx(a["mean_diff"], abs=1e-9)
-    assert b["same_mean"] == pytest.approx(a["same_mean"] + shift, abs=1e-9)
+    assert b["reference_mean"] == pytest.approx(a["reference_mean"] + shift, abs=1e-9)
 
 
 # ---------------------------------------------------------------- plain K-fold CV, fold sizes
@@ -534,7 +537,7 @@ def test_plain_kfold_pvalues_warn_and_have_no_rows():
     with pytest.warns(UserWarning, match=r"no p-values: one subset: plain K-fold CV.*summary\(\)"):
         res = pvalues(ds)
     assert res.empty and list(res.columns) == PVALUE_COLUMNS
-    assert res["p_paired"].dtype == np.float64 and res["n"].dtype == np.int64
+    assert res["p"].dtype == np.float64 and res["n"].dtype == np.int64
 
 
 def test_same_only_with_several_subsets_says_why():

@@ -155,7 +155,7 @@ def test_pvalues_on_a_run():
     res = sd.soak(table, {"lr": LogisticRegression()}, n_folds=5, progress=False)
     p = res.soak.pvalues(measures=["error"])
     assert len(p) == 3 * 2
-    assert p["p_paired"].between(0, 1).all()
+    assert p["p"].between(0, 1).all()
     assert set(p["compare"]) == {"other", "all"}
     summary = res.soak.summary("error")
     assert len(summary) == 3 * 3
