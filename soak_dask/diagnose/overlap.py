@@ -27,6 +27,7 @@ import pandas as pd
 from numba import njit
 
 from ..run.reduction import tree_reduce
+from ..spatial.bucket_neighbours import bucket_neighbour_codes
 from ..split.folds import check_seed
 from ..tables.table import Table, category_codes, float_array
 
@@ -44,7 +45,7 @@ _BIG = np.iinfo(np.int64).max
 #: Distances keep 28 of float64's 52 mantissa bits (``block_candidates``).
 _FINE = 2**24
 
-Method = Literal["exact", "nndescent"]
+Method = Literal["exact", "nndescent", "blockwise"]
 
 
 def check_k(k: Any) -> int:
@@ -223,13 +224,15 @@ def overlap_degrees(
         A classification table from ``soak_dask.load_table``, without missing features.
     k : int
         Neighbours per row (the paper's Figure 6 uses 5). At most the rows minus one.
-    method : {"exact", "nndescent"}
+    method : {"exact", "nndescent", "blockwise"}
         "exact" (default): block-by-block exact k-NN, quadratic work, memory of two partitions
-        per task, the same result whatever the partitioning. "nndescent": pynndescent's
-        approximate index, built in one task holding every row (for a table that fits in one
-        worker and is too large for quadratic work; needs ``pip install pynndescent``).
+        per task, the same result whatever the partitioning. "blockwise": approximate k-NN in
+        seeded k-means buckets (``spatial.bucket_neighbours``), linear work, memory of two
+        partitions per task, the same result whatever the partitioning (for a large table).
+        "nndescent": pynndescent's approximate index, built in one task holding every row (for
+        a table that fits in one worker; needs ``pip install pynndescent``).
     seed : int
-        Seed of pynndescent's random projections ("nndescent" only).
+        Seed of the buckets ("blockwise") or of pynndescent's random projections ("nndescent").
     split_every : int
         Fan-in of the merges of candidates ("exact").
 
@@ -250,8 +253,8 @@ def overlap_degrees(
     check_classification(table, "overlap_degrees")
     k = check_k(k)
     seed = check_seed(seed)
-    if method not in ("exact", "nndescent"):
-        raise ValueError(f"method={method!r}: choose 'exact' or 'nndescent'")
+    if method not in ("exact", "nndescent", "blockwise"):
+        raise ValueError(f"method={method!r}: choose 'exact', 'nndescent' or 'blockwise'")
     mean, sd, lengths = feature_scaling(table)
     if int(lengths.sum()) <= k:
         raise ValueError(
@@ -266,6 +269,8 @@ def overlap_degrees(
     ]
     if method == "exact":
         found = _exact(blocks, k, split_every)
+    elif method == "blockwise":
+        found = bucket_neighbour_codes(blocks, int(lengths.sum()), k, seed)
     else:
         found = _nndescent(blocks, lengths, k, seed)
     frames = [
