@@ -99,7 +99,7 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
     )
     own.add_argument(
         "--knn",
-        choices=("exact", "nndescent"),
+        choices=("exact", "nndescent", "blockwise"),
         default="exact",
         help="nearest-neighbour search of the degree of overlap (default exact)",
     )
