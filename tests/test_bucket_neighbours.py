@@ -139,3 +139,10 @@ def test_refusals(bucket_rows, probes, match):
         check_search(bucket_rows, probes)
     with pytest.raises(ValueError, match="blockwise"):
         overlap_degrees(sd.load_table(frame(50), label="y"), method="blocks")
+
+
+def test_float32_features_same_degrees_whatever_the_partitions():
+    # float32 bands: their means, summed in float32, would differ with the partitioning
+    df = frame(1200)
+    df[[f"b{i}" for i in range(4)]] = (df[[f"b{i}" for i in range(4)]] + 0.3).astype(np.float32)
+    np.testing.assert_array_equal(bucket_degrees(df, 170), bucket_degrees(df, 1200))

@@ -74,7 +74,8 @@ def feature_scaling(table: Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     neighbours, the same whatever the partitioning. Missing or infinite feature values are
     refused (a distance needs every feature). A constant feature gets SD 1.
     """
-    values = table.data[list(table.features)]
+    # float64 sums: float32 bands summed in float32 differ by ~1e-7 with the partitioning
+    values = table.data[list(table.features)].astype(np.float64)
     bad = (~np.isfinite(values)).sum()
     lengths = table.data.map_partitions(len)
     mean, sd, n_bad, rows = dask.compute(values.mean(), values.std(), bad, lengths)
