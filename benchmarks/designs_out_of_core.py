@@ -146,8 +146,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     row["scans"] = round(row["seconds"] / scan, 1)
                 rows.append(row)
                 print(f"   done: {row}", flush=True)
-                if row["restarts"]:
-                    client.restart()  # the next design starts on fresh workers
+                if row["outcome"] != "completed":
+                    client.restart()  # stops what is left of it; the next starts on fresh workers
     shown = [{k: v for k, v in r.items() if k != "error"} for r in rows]
     return finish("designs_out_of_core", args, facts, shown, [], {"data": size, "runs": rows})
 
