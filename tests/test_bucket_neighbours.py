@@ -21,6 +21,7 @@ from soak_dask.diagnose.overlap import (
     with_positions,
 )
 from soak_dask.spatial.bucket_neighbours import (
+    below_hash,
     block_sizes,
     bucket_block,
     bucket_centres,
@@ -28,6 +29,7 @@ from soak_dask.spatial.bucket_neighbours import (
     check_search,
     probe_counts,
     search_step,
+    seeded_sample,
 )
 
 
@@ -146,3 +148,18 @@ def test_float32_features_same_degrees_whatever_the_partitions():
     df = frame(1200)
     df[[f"b{i}" for i in range(4)]] = (df[[f"b{i}" for i in range(4)]] + 0.3).astype(np.float32)
     np.testing.assert_array_equal(bucket_degrees(df, 170), bucket_degrees(df, 1200))
+
+
+def test_the_sample_sends_a_share_of_each_partition_not_n():
+    X = np.random.default_rng(1).normal(size=(20_000, 3))
+    limit, limit_rows = np.uint64(2**64 * 1.5 * 500 / 20_000), []
+    for n_parts in (1, 20):
+        blocks = np.array_split(X, n_parts)
+        parts = [dask.delayed(p) for p in blocks]
+        limit_rows.append(sum(len(below_hash(p, 3, limit)[0]) for p in blocks))
+        sample = seeded_sample(parts, 20_000, 500, 3)
+        assert len(sample) == 500
+        if n_parts == 1:
+            first = sample
+    np.testing.assert_array_equal(sample, first)  # the same rows, in the same order
+    assert limit_rows[0] == limit_rows[1] < 1_000  # ~750 rows sent in all, not 500 per part

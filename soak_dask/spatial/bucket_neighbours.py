@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 from threadpoolctl import threadpool_limits
 
-from .neighbours import hash_sample
+from .neighbours import point_hashes
 
 #: Rows per bucket on average (the number of centres is rows / bucket_rows).
 BUCKET_ROWS = 2000
@@ -66,8 +66,31 @@ def bucket_centres(
 ) -> np.ndarray:
     """Centres of the buckets of the rows ``points`` (delayed float arrays, one per partition,
     ``n_rows`` rows in all): about ``n_rows / bucket_rows`` of them, fitted on a seeded sample."""
-    sample = hash_sample(points, min(n_rows, SAMPLE_ROWS), seed, "bucket_sample")
+    sample = seeded_sample(points, n_rows, min(n_rows, SAMPLE_ROWS), seed)
     return lloyd(sample, max(1, min(math.ceil(n_rows / bucket_rows), len(sample))))
+
+
+def seeded_sample(points: Sequence[Any], n_rows: int, n: int, seed: int) -> np.ndarray:
+    """About ``n`` of the ``n_rows`` rows of ``points``: those of smallest seeded hash of their
+    values (the same rows whatever the partitions), in hash order.
+
+    Each partition sends only its rows whose hash is below the share 1.5 n / n_rows of the hash
+    range (about 1.5 n rows in all, not n per partition), and the n smallest of those are
+    kept; fewer than n where fewer fall below (then all of them)."""
+    limit = np.uint64(min(2**64 - 1, int(2**64 * min(1.0, 1.5 * n / max(n_rows, 1)))))
+    tasks = [dask.delayed(below_hash, pure=True)(p, seed, limit) for p in points]
+    done = dask.compute(*tasks)
+    hashes = np.concatenate([h for h, _ in done])
+    values = np.concatenate([v for _, v in done])
+    order = np.lexsort((*values.T[::-1], hashes))[:n]  # ties (equal rows) by value
+    return values[order]
+
+
+def below_hash(points: np.ndarray, seed: int, limit: np.uint64) -> tuple[np.ndarray, np.ndarray]:
+    """A partition's rows whose seeded hash is at most ``limit``, and their hashes."""
+    h = point_hashes(points, seed, "bucket_sample")
+    keep = h <= limit
+    return h[keep], points[keep]
 
 
 def lloyd(sample: np.ndarray, n_centres: int, passes: int = LLOYD_PASSES) -> np.ndarray:
