@@ -62,13 +62,13 @@ def designs(client: Any, models: str) -> dict[str, Callable[[sd.Table], Any]]:
         "transfer 5 folds": lambda t: sd.transfer(t, LDA, n_folds=5, **run),
         "search_subsets 5 folds": lambda t: sd.search_subsets(t, LDA, n_folds=5, **run),
         "split_sensitivity 5 trials x 5 folds": lambda t: sd.split_sensitivity(
-            t, LDA, trials=5, n_folds=5, **run
+            t, LDA, n_repeats=5, n_folds=5, **run
         ),
         "compare_sampling random x10": lambda t: sd.compare_sampling(
-            t, LDA, methods=["random"], n_random=10, **run
+            t, LDA, methods=["random"], n_repeats=10, **run
         ),
         "compare_sampling random x10 + overlap (blockwise)": lambda t: sd.compare_sampling(
-            t, LDA, methods=["random", "overlap"], n_random=10, knn="blockwise", **run
+            t, LDA, methods=["random", "overlap"], n_repeats=10, knn="blockwise", **run
         ),
     }
 

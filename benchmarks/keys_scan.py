@@ -19,8 +19,8 @@ from typing import Any
 
 import dask
 
-from soak_dask.diagnose.sensitivity import SplitTrials
 from soak_dask.split.outer import Bootstrap, Subsampling, reserve
+from soak_dask.split.trials import SplitTrials
 
 from .common import finish, header, load_pixels, local_cluster, parser, pixel_parquet, timed
 
@@ -29,12 +29,12 @@ MODULE = "benchmarks.keys_scan"
 
 def _designs(repeats: int) -> dict[str, Any]:
     return {
-        f"subsampling x{repeats}": lambda t: Subsampling(repeats, 0.8).add_keys(t)[0],
-        f"bootstrap x{repeats}": lambda t: Bootstrap(repeats).add_keys(t)[0],
+        f"subsampling x{repeats}": lambda t: Subsampling(repeats, 0.8).add_keys(t),
+        f"bootstrap x{repeats}": lambda t: Bootstrap(repeats).add_keys(t),
         "test_split 0.01": lambda t: reserve(t, 0.01, 1)[0],
         "split_sensitivity 4 ratios x 20 trials": lambda t: SplitTrials(
             (0.5, 0.7, 0.8, 0.9), 20, 5
-        ).add_keys(t)[0],
+        ).add_keys(t),
     }
 
 

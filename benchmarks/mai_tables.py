@@ -30,8 +30,8 @@ from sklearn.svm import SVC
 
 import soak_dask as sd
 from soak_dask.diagnose.mai import compare_sampling, mai_summary, mai_table
-from soak_dask.diagnose.sampling import METHODS
 from soak_dask.diagnose.sampling_plot import plot_mai
+from soak_dask.split.sampling import METHODS
 
 from .common import local_cluster
 
@@ -67,14 +67,14 @@ def bundled(name: str) -> sd.Table:
     return sd.load_table(frame, label="target")
 
 
-def validate(n_random: int) -> pd.DataFrame:
+def validate(n_repeats: int) -> pd.DataFrame:
     """AEV ± SD of wdbc for k-NN (k = 6) and a 500-tree forest, against the paper."""
     res = compare_sampling(
         bundled("breast_cancer"),
         {"knn6": KNeighborsClassifier(n_neighbors=6), "rf": learners(1, trees=500)["rf"]},
         methods=["random"],
         train_ratio=RATIO,
-        n_random=n_random,
+        n_repeats=n_repeats,
         progress=False,
     )
     rows = []
@@ -93,14 +93,14 @@ def validate(n_random: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def tables(names: list[str], n_random: int, seeds: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def tables(names: list[str], n_repeats: int, seeds: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The MAI table of seed 1, and |MAI| of every method for seeds 1..``seeds``."""
     results, repeats = {}, []
     for name in names:
         start = time.perf_counter()
         table = bundled(name)
         res = compare_sampling(
-            table, learners(1), methods=METHODS, train_ratio=RATIO, n_random=n_random,
+            table, learners(1), methods=METHODS, train_ratio=RATIO, n_repeats=n_repeats,
             progress=False,
         )  # fmt: skip
         results[name] = res
@@ -108,7 +108,7 @@ def tables(names: list[str], n_random: int, seeds: int) -> tuple[pd.DataFrame, p
         for seed in range(2, seeds + 1):
             # Only the methods' splits are new; AEV and SD are seed 1's estimates.
             again = compare_sampling(
-                table, learners(seed), methods=METHODS, train_ratio=RATIO, n_random=2,
+                table, learners(seed), methods=METHODS, train_ratio=RATIO, n_repeats=2,
                 seed=seed, progress=False,
             )  # fmt: skip
             repeats.append(_mai_frame(again, res, name, seed))
@@ -137,14 +137,14 @@ def markdown(frame: pd.DataFrame, digits: int = 3) -> str:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("/tmp/soak_mai_tables"))
-    p.add_argument("--n-random", type=int, default=100)
+    p.add_argument("--n-repeats", type=int, default=100)
     p.add_argument("--seeds", type=int, default=10, help="seeds of the methods' splits")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--quick", action="store_true", help="iris and wine, 20 splits, 3 seeds")
     args = p.parse_args(argv)
     names = ["breast_cancer", "iris", "wine", "digits", "aztrees"]
     if args.quick:
-        names, args.n_random, args.seeds = ["iris", "wine"], 20, 3
+        names, args.n_repeats, args.seeds = ["iris", "wine"], 20, 3
     elif not AZTREES.exists():
         print(f"   {AZTREES} not found: aztrees left out")
         names.remove("aztrees")
@@ -152,10 +152,10 @@ def main(argv: list[str] | None = None) -> None:
     pd.set_option("display.width", 200)
     with local_cluster(args.workers):
         if not args.quick:
-            check = validate(args.n_random)
+            check = validate(args.n_repeats)
             check.to_csv(args.out / "validation.csv", index=False)
             print(markdown(check), flush=True)
-        table, repeats = tables(names, args.n_random, args.seeds)
+        table, repeats = tables(names, args.n_repeats, args.seeds)
     table.to_csv(args.out / "mai_table.csv")
     repeats.to_csv(args.out / "mai_seeds.csv", index=False)
     summary = mai_summary(table)

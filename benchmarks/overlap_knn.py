@@ -1,7 +1,7 @@
 """Degree of overlap: exact block-by-block k-NN on the cluster vs pynndescent's approximate index.
 
 On the generated pixel table (20 bands), for each size: seconds of
-``soak_dask.diagnose.overlap.overlap_degrees`` with ``method="exact"`` (one task per pair of
+``soak_dask.split.overlap.overlap_degrees`` with ``method="exact"`` (one task per pair of
 partitions, on a LocalCluster) and of pynndescent on the same standardised features (one task
 holding every row, as ``method="nndescent"`` runs it; numba compilation excluded by a warm-up
 run); the recall of pynndescent's neighbour lists against the exact ones (share of the exact
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from soak_dask.diagnose.overlap import (
+from soak_dask.split.overlap import (
     DO_COLUMN,
     POSITION,
     block_arrays,
@@ -48,7 +48,7 @@ def nndescent_neighbours(X: np.ndarray, k: int, seed: int) -> np.ndarray:
     """pynndescent's k approximate nearest neighbours of every row (the row itself left out)."""
     from pynndescent import NNDescent
 
-    from soak_dask.diagnose.overlap import without_self
+    from soak_dask.split.overlap import without_self
 
     graph, _ = NNDescent(X, n_neighbors=k + 1, random_state=seed, n_jobs=1).neighbor_graph
     return without_self(graph, k)

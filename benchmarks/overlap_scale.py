@@ -2,7 +2,7 @@
 
 Two parts, on the generated pixel table (20 bands):
 
-* ``--recall-rows``: in memory, the k-means-bucket search (``spatial.bucket_neighbours``) for
+* ``--recall-rows``: in memory, the k-means-bucket search (``split.bucket_neighbours``) for
   each (bucket_rows, probes) of the grid against the exact k-NN (the exact search's own
   kernel): recall (share of the exact k nearest found), share of rows with the same degree of
   overlap, and the same for the paper's levels pooled to 3 (0, 1, 2+); seconds of each.
@@ -24,7 +24,14 @@ import math
 import numpy as np
 import pandas as pd
 
-from soak_dask.diagnose.overlap import (
+from soak_dask.split.bucket_neighbours import (
+    EXTRA_PROBES,
+    block_sizes,
+    bucket_block,
+    bucket_centres,
+    search_step,
+)
+from soak_dask.split.overlap import (
     DO_COLUMN,
     POSITION,
     block_arrays,
@@ -33,13 +40,6 @@ from soak_dask.diagnose.overlap import (
     overlap_degrees,
     overlap_levels,
     with_positions,
-)
-from soak_dask.spatial.bucket_neighbours import (
-    EXTRA_PROBES,
-    block_sizes,
-    bucket_block,
-    bucket_centres,
-    search_step,
 )
 
 from .common import finish, header, load_pixels, local_cluster, parser, pixel_parquet, timed

@@ -10,7 +10,7 @@ better: 30.2 % against 43.8 % (13.6 points). Each design resamples the table as 
 class-stratified 10-fold, 5 × 10-fold, 5 × 2-fold, class-stratified 90/10 random splits, Poisson(1)
 bootstrap scored out of bag, a class-stratified reserved test split scored by models fitted
 on the other rows -- with scikit-learn on in-memory numpy, and the tests of
-``soak_dask.results.mean_tests`` (the functions ``compare`` calls) run on the error
+``soak_dask.stats.mean_tests`` (the functions ``compare`` calls) run on the error
 differences. A test rejects when its p < 0.05; the Bayesian test "declares" when P(a better)
 or P(b better) > 0.95, with a rope of 1 point of error.
 
@@ -37,7 +37,7 @@ from joblib import Parallel, delayed
 from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit, train_test_split
 from sklearn.neighbors import KNeighborsClassifier
 
-from soak_dask.results.mean_tests import (
+from soak_dask.stats.mean_tests import (
     MeanTest,
     bayesian_test,
     five_by_two_f,

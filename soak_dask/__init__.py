@@ -5,7 +5,6 @@ subset, and does pooling subsets help? See ``soak`` and ``load_table``.
 """
 
 from .diagnose.mai import compare_sampling, mai_summary, mai_table
-from .diagnose.sampling import overlap_folds
 from .diagnose.sensitivity import (
     split_sensitivity,
     split_sensitivity_summary,
@@ -24,18 +23,22 @@ from .results import accessor as _accessor  # noqa: F401  (registers the Dataset
 from .results.comparisons import compare
 from .results.stats import adjust_pvalues, by_fold, evaluation_summary, pvalues, summary
 from .results.store import from_dataframe, load_results, open_results, save_results
+from .run.cost import PlanCost, PlanCosts, dry_run
 from .run.engine import soak
 from .run.evaluate import evaluate
+from .run.run_design import run_design
 from .schema import TRAIN_TYPES
 from .spatial.aoa import aoa
 from .spatial.aoa_coverage import aoa_coverage, aoa_sentences
 from .spatial.aoa_io import write_aoa
 from .spatial.blocks import spatial_blocks, spatial_clusters
 from .spatial.diagnostics import fold_summary
-from .spatial.knndm import KNNDMResult, knndm_folds
 from .spatial.nndm import NNDMResult, nndm_folds
+from .split.balance import overlap_folds
+from .split.design import Design
 from .split.designs import SameOtherAll, make_plan
 from .split.folds import assign_folds, block_counts
+from .split.knndm import KNNDMResult, knndm_folds
 from .split.plan import Plan, Selection, Term
 from .split.splitter import SameOtherAllCV
 from .tables.raster import NodataWarning, raster_table
@@ -69,12 +72,15 @@ def __getattr__(name: str):
 
 __all__ = [
     "BUILTIN_LEARNERS",
+    "Design",
     "KNNDMResult",
     "LassoCVClassifier",
     "LassoCVRegressor",
     "NNDMResult",
     "NodataWarning",
     "Plan",
+    "PlanCost",
+    "PlanCosts",
     "PlattCalibrated",
     "PriorCorrected",
     "PrunedTreeClassifier",
@@ -99,6 +105,7 @@ __all__ = [
     "check_models_dir",
     "compare_sampling",
     "compare",
+    "dry_run",
     "evaluate",
     "evaluation_summary",
     "fold_summary",
@@ -123,6 +130,7 @@ __all__ = [
     "predict_table",
     "pvalues",
     "raster_table",
+    "run_design",
     "save_model",
     "save_results",
     "soak",

@@ -6,10 +6,17 @@ Older spellings stay accepted as ``aliases`` (``--folds``, ``folds = 5``; ``no_p
 means ``persist = false``). The command line, the run file (``soak_dask.app.config``) and the
 checks of ``soak`` all read `SETTINGS`, so a new setting is one entry here.
 
-Scopes: ``"table"`` settings are ``load_table``'s, ``"run"`` settings ``soak``'s, ``"evaluate"``
-settings ``evaluate``'s own (the run settings marked ``evaluate`` it takes too), and ``"app"``
-settings belong to the ``soak`` command only (input, output, cluster, imports). A run file holds
-``evaluate``'s own settings in an ``[evaluation]`` table (`EVALUATION_TABLE`).
+Scopes: ``"table"`` settings are ``load_table``'s, ``"run"`` settings ``soak``'s (and those of
+the other functions that take them: ``n_folds``, ``seed``, ``learners``...), ``"evaluate"``,
+``"search"``, ``"split-sensitivity"`` and ``"compare-sampling"`` settings one function's own, and
+``"app"`` settings belong to the ``soak`` commands only (input, output, cluster, imports). Which
+functions and commands take a setting is its ``commands`` (`COMMANDS`); where one idea has one
+name but another default or help in a command (``n_folds`` is 5 in ``split_sensitivity``), the
+setting's ``variants`` say so, and `command_settings` gives each command its own. A run file
+holds the shared settings at its top level and each function's own in its table
+(`RUN_FILE_TABLES`: ``[evaluation]``, ``[search_subsets]``, ``[split_sensitivity]``,
+``[compare_sampling]``). Names that changed (``k`` is now ``n_neighbors``) are ``renamed``:
+refused with a message that names the new one (`refuse_renamed`).
 
 Examples
 --------
@@ -28,7 +35,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from numbers import Real
 from typing import Any, Literal
 
@@ -36,11 +43,33 @@ import numpy as np
 
 from .schema import DEFAULT_N_FOLDS, INNER_SCHEMES, MEASURES, TASKS, TRAIN_TYPES
 
-Scope = Literal["table", "run", "evaluate", "app"]
-#: The commands that run learners on a table: ``soak run`` and ``soak evaluate``.
-Command = Literal["run", "evaluate"]
+Scope = Literal[
+    "table", "run", "evaluate", "search", "split-sensitivity", "compare-sampling", "app"
+]
+#: The functions that run learners on a table, by the name of their ``soak`` command:
+#: ``soak`` (``run``), ``evaluate``, ``transfer``, ``search_subsets`` (``search``, whose
+#: settings ``soak transfer`` takes too), ``split_sensitivity``, ``compare_sampling``.
+Command = Literal[
+    "run", "evaluate", "transfer", "search", "split-sensitivity", "compare-sampling"
+]
+COMMANDS: tuple[str, ...] = (
+    "run", "evaluate", "transfer", "search", "split-sensitivity", "compare-sampling"
+)
+#: The Python function of each command, for messages.
+FUNCTIONS = {
+    "run": "soak", "evaluate": "evaluate", "transfer": "transfer", "search": "search_subsets",
+    "split-sensitivity": "split_sensitivity", "compare-sampling": "compare_sampling",
+}
 #: The run-file table of ``evaluate``'s own settings, named as the guide's evaluation block.
 EVALUATION_TABLE = "evaluation"
+#: The run-file table of each function's own settings (scope -> table); the others are at the
+#: top level.
+RUN_FILE_TABLES = {
+    "evaluate": EVALUATION_TABLE,
+    "search": "search_subsets",
+    "split-sensitivity": "split_sensitivity",
+    "compare-sampling": "compare_sampling",
+}
 #: ``evaluate``'s outer strategies (``soak_dask.split.outer.OUTER``, which imports this module's
 #: dependents, so it cannot be imported here).
 OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv", "knndm")
@@ -84,6 +113,12 @@ KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "modules": (
         lambda v: _is_strings(v) and all(_MODULE.match(m) for m in v),
         "a list of module names such as 'mypackage' or 'mypackage.models'",
+    ),
+    "floats": (
+        lambda v: isinstance(v, Sequence) and not isinstance(v, str) and all(
+            isinstance(x, Real) and not isinstance(x, bool) for x in v
+        ),
+        "a list of numbers or comma-separated numbers",
     ),
     "learners": (lambda v: True, "learners"),
     "score": (lambda v: v == "raise" or KINDS["float"][0](v), "a number or 'raise'"),
@@ -141,6 +176,61 @@ def _error_score(value: Any, name: str) -> float | str:
     return value if value == "raise" else float(value)
 
 
+def at_least(low: int, why: str = "") -> Check:
+    """Check of an integer of at least `low` (`why`: what it is for, added to the refusal)."""
+
+    def check(value: Any, name: str) -> int:
+        if not _is_int(value) or value < low:
+            raise ValueError(f"{name}={value!r}: need an integer of at least {low}{why}")
+        return int(value)
+
+    return check
+
+
+def _ratios(value: Any, name: str) -> tuple[float, ...]:
+    from .split.trials import check_ratios
+
+    return check_ratios(value, name)
+
+
+def check_alpha(alpha: Any, name: str = "alpha") -> float:
+    """A test's level in (0, 0.5]."""
+    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0 < alpha <= 0.5:
+        raise ValueError(f"{name}={alpha!r}: need a level in (0, 0.5], e.g. 0.05")
+    return float(alpha)
+
+
+def check_threshold(threshold: Any, name: str = "threshold") -> float:
+    """``threshold`` as a float from 0 to below 1, or a ValueError saying what it means."""
+    if isinstance(threshold, bool) or not isinstance(threshold, Real):
+        raise ValueError(f"{name}={threshold!r}: need a number from 0 (any decrease) up")
+    if not 0 <= threshold < 1:
+        raise ValueError(
+            f"{name}={threshold!r}: need a relative decrease from 0 (any) to below 1, "
+            "e.g. 0.01 (a subset must lower the inner-CV error by more than 1 %)"
+        )
+    return float(threshold)
+
+
+def _max_pool(value: Any, name: str) -> int:
+    # The upper bound, the number of subsets, is known from the table only.
+    if not _is_int(value) or value < 2:
+        raise ValueError(f"{name}={value!r}: need an integer of at least 2, or None for no limit")
+    return int(value)
+
+
+def _n_neighbors(value: Any, name: str) -> int:
+    from .split.overlap import check_k
+
+    return check_k(value, name)
+
+
+def _methods(value: Any, name: str) -> tuple[str, ...]:
+    from .split.sampling_splits import check_methods
+
+    return check_methods(value, name)
+
+
 def _one_of(choices: Sequence[str]) -> Check:
     def check(value: Any, name: str) -> str:
         if value not in choices:
@@ -187,8 +277,9 @@ class Setting:
     name : str
         The Python keyword, and unless `key` says otherwise the run-file key; the flag is
         ``--`` + the key with dashes.
-    scope : {"table", "run", "evaluate", "app"}
-        ``load_table``'s, ``soak``'s, ``evaluate``'s own, or the ``soak`` command's.
+    scope : {"table", "run", "evaluate", "search", "split-sensitivity", "compare-sampling", "app"}
+        ``load_table``'s, ``soak``'s (shared by the functions that take it), one function's
+        own (in its run-file table, `RUN_FILE_TABLES`), or the ``soak`` commands'.
     kind : str
         A key of `KINDS`: the type of a value.
     default : object
@@ -211,7 +302,8 @@ class Setting:
         Recorded in the results' attrs and the checkpoint's identity (a run resumes only with
         the same value).
     evaluate : bool
-        A ``"run"`` setting that ``evaluate`` takes too (``soak evaluate`` has its flag).
+        A ``"run"`` setting that ``evaluate`` takes too (``soak evaluate`` has its flag), when
+        `commands` is not given.
     cli : bool
         Has a flag and a run-file key; False: Python only.
     positional : bool
@@ -224,6 +316,17 @@ class Setting:
         A ``"run"`` setting's default under ``evaluate``, if not `default` (prior correction:
         off in SOAK, whose baselines and published results use the plain largest probability;
         on when evaluating a learner).
+    commands : tuple of str, optional
+        The functions and commands (`COMMANDS`) that take the setting. Default: by scope
+        (``soak run`` and ``soak evaluate`` for table and app settings, ``run`` (and
+        ``evaluate`` if marked) for run settings, the function for its own).
+    variants : mapping, optional
+        Command -> the fields that differ there (``default``, ``help``, ``check``, ``scope``,
+        ``metavar``, ``renamed``...): one idea, one name, though ``split_sensitivity``'s K is
+        5 where ``soak``'s is 10.
+    renamed : tuple of str
+        Former names, refused (as keywords, flags and run-file keys) with a message that names
+        this one: unlike `aliases`, they no longer work.
     """
 
     name: str
@@ -243,9 +346,33 @@ class Setting:
     attr: str = ""
     key: str = ""
     evaluate_default: Any = None
+    commands: tuple[str, ...] | None = None
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    renamed: tuple[str, ...] = ()
+
+    @property
+    def takers(self) -> tuple[str, ...]:
+        """The commands that take the setting (`commands`, or those of its scope)."""
+        if self.commands is not None:
+            return self.commands
+        if self.scope in ("table", "app"):
+            return ("run", "evaluate")
+        if self.scope == "run":
+            return ("run", "evaluate") if self.evaluate else ("run",)
+        return (self.scope,)
+
+    def in_command(self, command: str) -> Setting:
+        """The setting as ``command`` takes it: its `variants` there applied."""
+        changes = self.variants.get(command)
+        if not changes:
+            return self
+        return replace(self, **changes, variants={})
 
     def default_in(self, command: str) -> Any:
-        """The default under ``command``: ``evaluate_default`` for evaluate if it has one."""
+        """The default under ``command``: its variant's, or ``evaluate_default`` for evaluate
+        if it has one."""
+        if "default" in self.variants.get(command, {}):
+            return self.variants[command]["default"]
         if command == "evaluate" and self.evaluate_default is not None:
             return self.evaluate_default
         return self.default
@@ -269,6 +396,11 @@ class Setting:
     def alias_flags(self) -> tuple[str, ...]:
         """Older flags still accepted (``--no-NAME`` of a bool is its own negation)."""
         return tuple(_dashed(a) for a in self.aliases if not self.negated_by(a))
+
+    @property
+    def renamed_flags(self) -> tuple[str, ...]:
+        """Former flags, refused with a message naming `flag`."""
+        return tuple(_dashed(a) for a in self.renamed)
 
     def negated_by(self, alias: str) -> bool:
         """Whether `alias` means the opposite of this (bool) setting."""
@@ -304,51 +436,77 @@ def _count(name: str, default: Any, help: str, check: Check, metavar: str = "N",
 
 
 def _path(name: str, help: str, default: Any = None, metavar: str = "FILE") -> Setting:
-    """A file, directory or URL of the ``soak`` command."""
-    return Setting(name, "app", "path", default, help, metavar=metavar)
+    """A file, directory or URL of the ``soak`` commands."""
+    return Setting(name, "app", "path", default, help, metavar=metavar, commands=CLI)
+
+
+#: Every function's command, the commands with a command line, and groups of them.
+ALL: tuple[str, ...] = COMMANDS
+CLI: tuple[str, ...] = ("run", "evaluate", "transfer", "split-sensitivity", "compare-sampling")
+_SUBSETS = ("run", "evaluate", "transfer", "search")  # the tables whose subsets play a part
+_DIRECTORY = {  # the commands that write a directory: --out and --overwrite say so
+    "transfer": "directory for the results (transfer.zarr, search.zarr, CSV), the figures and "
+    "report.html",
+    "split-sensitivity": "directory for summary.csv, trials.csv, split_sensitivity.png and "
+    "split_sensitivity.json",
+    "compare-sampling": "directory for mai.csv, summary.csv, random_accuracy.csv, mai.png",
+}
+
+
+def _replace_help(command: str) -> str:
+    return (
+        f"replace the output of an earlier 'soak {command}' in --out (only the files it wrote; "
+        "a directory holding other files is refused)"
+    )
 
 
 # fmt: off
 _DECLARED = (
     # load_table's, in its order: the table and its columns.
-    _column("label", "column to predict", REQUIRED),
-    _column("subset", "column of subsets (none: plain K-fold CV)"),
-    _column("group", "rows sharing a group value stay in one fold"),
+    _column("label", "column to predict", REQUIRED, commands=ALL),
+    # split_sensitivity's splits and compare_sampling's ignore subsets and folds (and
+    # compare_sampling refuses groups: it samples rows one by one).
+    _column("subset", "column of subsets (none: plain K-fold CV)", commands=_SUBSETS),
+    _column(
+        "group", "rows sharing a group value stay in one fold",
+        commands=(*_SUBSETS, "split-sensitivity"),
+    ),
     # A run file's ``fold = 3``, or ``--fold 3``, would read as K: the key says column.
-    _column("fold", "column of folds 1..K, used as is", key="fold_column"),
+    _column("fold", "column of folds 1..K, used as is", key="fold_column", commands=_SUBSETS),
     Setting(
         "features", "table", "list", None, "comma-separated feature columns",
         metavar="A,B,...", empty=("column", "to use every numeric column"), identity=True,
+        commands=ALL,
     ),
     Setting(
         "exclude", "table", "list", (), "comma-separated columns that are not features",
-        metavar="A,B,...",
+        metavar="A,B,...", commands=ALL,
     ),
     Setting(
         "coordinates", "table", "str", "exclude",
         "columns named like coordinates (x, y, xcoord, lon, lat, easting, row, ...) when "
         "--features is not given: left out with a warning (exclude, the default) or used",
-        choices=("exclude", "include"),
+        choices=("exclude", "include"), commands=ALL,
     ),
     Setting(
         "coords", "table", "list", None,
         "comma-separated coordinate columns (e.g. x,y), kept as coordinates for spatial folds "
         "and diagnostics, never features unless named in --features",
-        metavar="X,Y", empty=("column", "for no coordinates"), identity=True,
+        metavar="X,Y", empty=("column", "for no coordinates"), identity=True, commands=ALL,
     ),
     Setting(
         "task", "table", "str", None, "the task, instead of the one inferred from the label",
-        choices=TASKS, cli=False,
+        choices=TASKS, cli=False, commands=ALL,
     ),
     Setting(
         "storage_options", "table", "mapping", None, "fsspec options of a remote source",
-        cli=False,
+        cli=False, commands=ALL,
     ),
     Setting(
         "rows_per_partition", "table", "int", None,
         "rows per Dask partition, what one task reads (default 500000; lower it for workers "
         "with little memory)",
-        _positive(optional=True), metavar="N",
+        _positive(optional=True), metavar="N", commands=ALL,
     ),
     # soak's, in its order: the run.
     Setting(
@@ -359,13 +517,28 @@ _DECLARED = (
         aliases=("learner",), metavar="NAME", identity=True, evaluate=True,
         empty=("learner", "for the default learners (featureless and a linear model)"),
         attr="learner_specs",  # unbuilt there: RunSettings.learners() builds them
+        commands=ALL,
+        variants={"split-sensitivity": {
+            "help": "the one learner studied: a built-in or [learners.NAME] of the run file "
+            "(default: logistic, or linear for regression)",
+            "empty": ("learner", "for logistic (linear for regression)"),
+        }},
     ),
     _count(
         "n_folds", None, f"K (default {DEFAULT_N_FOLDS}, or the fold column's largest fold)",
         _n_folds, metavar="K", aliases=("folds",),
+        commands=("run", "transfer", "search", "split-sensitivity"),
+        variants={"split-sensitivity": {
+            "default": 5, "help": "K of the CV inside each train part (default 5)",
+        }},
     ),
     _count(
-        "seed", 1, "seed of folds and learners, 0 to 2**32 - 1 (default 1)", _seed, evaluate=True
+        "seed", 1, "seed of folds and learners, 0 to 2**32 - 1 (default 1)", _seed, evaluate=True,
+        commands=ALL,
+        variants={
+            "split-sensitivity": {"help": "seed of splits, folds and learners (default 1)"},
+            "compare-sampling": {"help": "seed of the splits and learners (default 1)"},
+        },
     ),
     Setting(
         "train_types", "run", "list", TRAIN_TYPES,
@@ -377,33 +550,51 @@ _DECLARED = (
         "measures", "run", "list", None,
         f"e.g. {','.join(MEASURES['classification'][:2])} (default: every measure of the task)",
         metavar="A,B,...", empty=("measure", "for every measure of the task"), identity=True,
-        evaluate=True,
+        evaluate=True, commands=("run", "evaluate", "transfer", "search", "split-sensitivity"),
+        variants={
+            "transfer": {
+                "help": "measures of the matrix and the search, which minimises the first "
+                "(maximises accuracy, AUC or R²) (default: every measure of the task, error or "
+                "mse first)",
+            },
+            "search": {
+                "help": "measures to score; the search minimises the first (maximises "
+                "accuracy, AUC or R²) (default: every measure of the task, error or mse first)",
+                "renamed": ("measure",),
+            },
+            "split-sensitivity": {
+                "help": "measures to score; the first is the one the statistics and the "
+                "recommendation use (default: accuracy, or rmse for regression)",
+                "empty": ("measure", "for accuracy (rmse for regression)"),
+                "renamed": ("measure",),
+            },
+        },
     ),
     Setting(
         "stratify", "run", "bool", True, "balance folds within subset × label",
-        identity=True, cli=False,
+        identity=True, cli=False, commands=("run", "transfer", "search"),
     ),
     Setting(
         "persist", "run", "bool", True,
         "keep the table in cluster memory for the fits (--no-persist: each fit reads its rows "
         "from storage, for tables larger than the cluster's memory)",
-        aliases=("no_persist",), evaluate=True,
+        aliases=("no_persist",), evaluate=True, commands=ALL,
     ),
     Setting(
         "error_score", "run", "score", np.nan,
         "score of a fit that raises: NaN (the default, with a warning naming the learner), "
         "another number, or raise to stop at the first failure",
-        _error_score, metavar="SCORE", evaluate=True,
+        _error_score, metavar="SCORE", evaluate=True, commands=ALL,
     ),
     Setting(
         "progress", "run", "bool", True, "show a progress bar of the fits",
-        aliases=("no_progress",), evaluate=True,
+        aliases=("no_progress",), evaluate=True, commands=ALL,
     ),
     Setting(
         "checkpoint", "run", "path", None,
         "where finished fits are saved so a stopped run resumes (default: OUT.checkpoint; "
         "removed once the results are written)",
-        metavar="DIR", evaluate=True,
+        metavar="DIR", evaluate=True, commands=ALL,
     ),
     _count(
         "sizes", -1,
@@ -418,16 +609,21 @@ _DECLARED = (
     _count(
         "max_train_rows", None,
         "fit a larger train set on a seeded sample of exactly N rows (class shares kept)",
-        _positive(optional=True),
+        _positive(optional=True), evaluate=True, commands=ALL,
     ),
     Setting(
         "incremental", "run", "bool", False,
-        "feed partial_fit learners one block of rows at a time", identity=True,
+        "feed partial_fit learners one block of rows at a time", identity=True, evaluate=True,
+        commands=ALL,
     ),
-    _count("epochs", 1, "passes for --incremental (1)", _positive(optional=False)),
+    _count(
+        "epochs", 1, "passes for --incremental (1)", _positive(optional=False), evaluate=True,
+        commands=ALL,
+    ),
     Setting(
         "onepass", "run", "bool", True,
         "fit additive learners from one pass of block statistics", identity=True, cli=False,
+        evaluate=True, commands=ALL,
     ),
     Setting(
         "prior_correction", "run", "bool", False,
@@ -502,7 +698,11 @@ _DECLARED = (
     Setting(
         "train_ratio", "evaluate", "float", 0.8,
         "share of the rows that train in each subsampling split (default 0.8)", _ratio,
-        metavar="R",
+        metavar="R", commands=("evaluate", "compare-sampling"),
+        variants={"compare-sampling": {
+            "scope": "compare-sampling", "default": 0.7,
+            "help": "share of rows that train (default 0.7; the paper's is 0.75)",
+        }},
     ),
     Setting(
         "nested", "evaluate", "bool", True,
@@ -514,18 +714,103 @@ _DECLARED = (
         "directory to save each learner's final model in, as LEARNER.skops (default: not saved)",
         metavar="DIR",
     ),
-    # The soak command's: input, output, cluster, imports.
+    # search_subsets' own: a run file's [search] table.
+    Setting(
+        "threshold", "search", "float", 0.01,
+        "a subset joins a pool only if it lowers the inner-CV error by more than R times "
+        "the current one (default 0.01)",
+        check_threshold, metavar="R",
+    ),
+    Setting(
+        "max_pool", "search", "int", None, "at most N subsets in a pool (default: all)",
+        _max_pool, metavar="N",
+    ),
+    Setting(
+        "max_inner_fits", "search", "int", 2000,
+        "refuse a search that may fit learners from rows more than N times per learner "
+        "(default 2000; additive learners are not counted)",
+        _positive(optional=False), metavar="N",
+    ),
+    # split_sensitivity's own: a run file's [split_sensitivity] table.
+    Setting(
+        "ratios", "split-sensitivity", "floats", (0.5, 0.7, 0.8, 0.9),
+        "train ratios, comma-separated (default 0.5,0.7,0.8,0.9)", _ratios,
+        metavar="R,R,...",
+    ),
+    Setting(
+        "n_repeats", "split-sensitivity", "int", 20, "random splits per ratio (default 20)",
+        at_least(3, "; per ratio the variance tests and the correlation compare n_repeats CV "
+                 "estimates with n_repeats test scores (20 is a good start)"),
+        metavar="N", renamed=("trials",), commands=("split-sensitivity", "compare-sampling"),
+        variants={"compare-sampling": {
+            "scope": "compare-sampling", "default": 100,
+            "help": "random splits of the AEV and its SD (default 100)", "check": at_least(2),
+            "renamed": ("n_random",),
+        }},
+    ),
+    Setting(
+        "alpha", "split-sensitivity", "float", 0.05,
+        "level of the prediction intervals and the variance tests (default 0.05)", check_alpha,
+        metavar="A",
+    ),
+    # compare_sampling's own: a run file's [compare_sampling] table.
+    Setting(
+        "methods", "compare-sampling", "list",
+        ("random", "stratified", "clustering", "mdc", "doptimal", "overlap"),
+        "comma-separated, from random, stratified, clustering, mdc, doptimal, overlap, "
+        "overlap_class (default: all but overlap_class)",
+        _methods, metavar="A,B,...", empty=("method", "for all but overlap_class"),
+    ),
+    Setting(
+        "n_neighbors", "compare-sampling", "int", 5,
+        "neighbours of the degree of overlap (default 5)", _n_neighbors, metavar="K",
+        renamed=("k",),
+    ),
+    Setting(
+        "n_levels", "compare-sampling", "int", None,
+        "overlap levels (default: the paper's n_neighbors + 1)", _positive(optional=True),
+        metavar="L",
+    ),
+    Setting(
+        "knn", "compare-sampling", "str", "exact",
+        "nearest-neighbour search of the degree of overlap (default exact)",
+        choices=("exact", "nndescent", "blockwise"),
+    ),
+    Setting(
+        "mdc_max_rows", "compare-sampling", "int", 2000,
+        "MDC runs on a seeded stratified sample of N rows of a larger table (default 2000)",
+        _positive(optional=False), metavar="N",
+    ),
+    Setting(
+        "doptimal_repeats", "compare-sampling", "int", 100,
+        "random candidate training sets of D-optimal sampling (default 100)",
+        _positive(optional=False), metavar="N",
+    ),
+    # The soak commands': input, output, cluster, imports.
     Setting(
         "data", "app", "path", REQUIRED,
         "Parquet or CSV/TSV file/directory/glob, or Zarr store, path or URL", positional=True,
+        commands=CLI,
     ),
-    _path("out", "results to write: .zarr or .nc", REQUIRED, metavar="PATH"),
-    Setting("overwrite", "app", "bool", False, "replace --out"),
+    Setting(
+        "out", "app", "path", REQUIRED, "results to write: .zarr or .nc", metavar="PATH",
+        commands=CLI,
+        variants={c: {"help": what, "metavar": "DIR"} for c, what in _DIRECTORY.items()},
+    ),
+    Setting(
+        "overwrite", "app", "bool", False, "replace --out", commands=CLI,
+        variants={c: {"help": _replace_help(c)} for c in _DIRECTORY},
+    ),
+    Setting(
+        "search", "app", "bool", True,
+        "run the greedy train-subset search after the matrix (default: yes)",
+        commands=("transfer",),
+    ),
     Setting(
         "scheduler", "app", "str", None,
         "running Dask scheduler (tcp://, tls:// or a scheduler file); default: a LocalCluster "
         "on this machine",
-        metavar="ADDRESS",
+        metavar="ADDRESS", commands=CLI,
     ),
     _path("tls_ca_file", "TLS CA (PEM)"),
     _path("tls_cert", "client cert (PEM)"),
@@ -534,7 +819,7 @@ _DECLARED = (
         "allow_modules", "app", "modules", (),
         f"packages or modules that run-file learners may import besides "
         f"{', '.join(ALLOWED_MODULES)} (importing a module runs its code)",
-        metavar="A,B,...",
+        metavar="A,B,...", commands=CLI,
     ),
 )
 # fmt: on
@@ -558,16 +843,49 @@ def defaults(scope: Scope) -> dict[str, Any]:
     return {s.name: s.default for s in _DECLARED if s.scope == scope}
 
 
-def command_settings(command: Command) -> list[Setting]:
-    """The settings of ``soak run`` or ``soak evaluate``, in order: the table's, the run's
-    (for evaluate, those marked ``evaluate``, then its own) and the command's.
+def command_settings(command: Command | str) -> list[Setting]:
+    """The settings `command` takes (`COMMANDS`), as it takes them (its `variants` applied),
+    in order: the table's, the run's (shared), its own and the command line's.
 
     >>> [s.name for s in command_settings("evaluate") if s.scope in ("run", "evaluate")][:4]
     ['learners', 'seed', 'measures', 'persist']
+    >>> [s.default for s in command_settings("split-sensitivity") if s.name == "n_folds"]
+    [5]
     """
-    if command == "run":
-        return [s for s in _DECLARED if s.scope != "evaluate"]
-    return [s for s in _DECLARED if s.scope != "run" or s.evaluate]
+    if command not in COMMANDS:
+        raise ValueError(f"command={command!r}: choose from {list(COMMANDS)}")
+    return [s.in_command(command) for s in _DECLARED if command in s.takers]
+
+
+def run_file_table(setting: Setting) -> str | None:
+    """The run-file table that holds `setting` (as a command takes it), None: the top level."""
+    return RUN_FILE_TABLES.get(setting.scope)
+
+
+def renamed_names(command: Command | str) -> dict[str, str]:
+    """Former names (and older spellings) of `command`'s settings -> the setting's name."""
+    out = {}
+    for s in command_settings(command):
+        for old in (*s.renamed, *s.aliases):
+            if not s.negated_by(old):
+                out[old] = s.name
+    return out
+
+
+def refuse_renamed(command: Command | str, given: Mapping[str, Any]) -> None:
+    """Refuse keywords that `command`'s function does not take, naming the new name of a
+    former one (``k= is now n_neighbors=``): a TypeError, as Python's for an unknown keyword.
+
+    >>> refuse_renamed("compare-sampling", {"k": 3})
+    Traceback (most recent call last):
+    ...
+    TypeError: compare_sampling(): k= is now n_neighbors=
+    """
+    function, renamed = FUNCTIONS[command], renamed_names(command)
+    for key in given:
+        if key in renamed:
+            raise TypeError(f"{function}(): {key}= is now {renamed[key]}=")
+        raise TypeError(f"{function}() got an unexpected keyword argument {key!r}")
 
 
 def canonical(key: str, value: Any) -> tuple[Setting, Any]:
@@ -580,9 +898,11 @@ def canonical(key: str, value: Any) -> tuple[Setting, Any]:
     return setting, (not value) if setting.negated_by(key) else value
 
 
-def check_run_options(values: Mapping[str, Any], spell: Callable[[str], str] = str) -> dict:
-    """Check ``soak``'s options before any work; return them normalised (plain ints, the
-    train types as a tuple in canonical order...).
+def check_run_options(
+    values: Mapping[str, Any], spell: Callable[[str], str] = str, command: Command | str = "run"
+) -> dict:
+    """Check `command`'s options (``soak``'s by default) before any work; return them
+    normalised (plain ints, the train types as a tuple in canonical order...).
 
     Parameters
     ----------
@@ -591,6 +911,9 @@ def check_run_options(values: Mapping[str, Any], spell: Callable[[str], str] = s
     spell : callable
         How the caller writes a setting, for messages: ``str`` (``n_folds``) in Python, the
         flag as typed (``--folds``) on the command line.
+    command : str
+        Whose checks and defaults apply (`COMMANDS`): ``split_sensitivity`` needs 3 repeats,
+        ``compare_sampling`` 2.
 
     Raises
     ------
@@ -600,7 +923,10 @@ def check_run_options(values: Mapping[str, Any], spell: Callable[[str], str] = s
     unknown = sorted(set(values) - set(SETTINGS))
     if unknown:
         raise ValueError(f"unknown options {unknown}; options: {list(SETTINGS)}")
-    return {name: SETTINGS[name].checked(value, spell(name)) for name, value in values.items()}
+    return {
+        name: SETTINGS[name].in_command(command).checked(value, spell(name))
+        for name, value in values.items()
+    }
 
 
 def identity(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -610,3 +936,12 @@ def identity(values: Mapping[str, Any]) -> dict[str, Any]:
         for s in _DECLARED
         if s.identity and s.scope == "run" and s.name in values
     }
+
+
+def command_line_settings(command: Command | str) -> list[Setting]:
+    """The settings of ``soak COMMAND``: `command_settings`, and for ``soak transfer`` (which
+    runs ``search_subsets`` after the matrix) the search's own too."""
+    mine = command_settings(command)
+    if command == "transfer":
+        mine += [s for s in command_settings("search") if s.scope == "search"]
+    return mine

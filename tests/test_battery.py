@@ -56,11 +56,11 @@ from soak_dask.app.config import load_run_file, merge_settings
 from soak_dask.app.info import describe_table
 from soak_dask.run.cluster import connect, make_security
 
+from .app.test_cli import read_only_dir
 from .conftest import toy_table
+from .results.test_results_store import results
+from .run.test_security import listening_ips
 from .test_bad_input import clear_error
-from .test_cli import read_only_dir
-from .test_results_store import results
-from .test_security import listening_ips
 from .tls_certs import make_tls_files
 
 SOAK = Path(sys.executable).with_name("soak")

@@ -1,4 +1,4 @@
-"""Block-wise approximate k-NN in k-means buckets (soak_dask.spatial.bucket_neighbours): recall
+"""Block-wise approximate k-NN in k-means buckets (soak_dask.split.bucket_neighbours): recall
 against the exact search, the same degrees whatever the partitioning, no task holding more than
 two partitions, and ``overlap_degrees(method="blockwise")`` end to end."""
 
@@ -10,17 +10,7 @@ import pandas as pd
 import pytest
 
 import soak_dask as sd
-from soak_dask.diagnose.overlap import (
-    DO_COLUMN,
-    POSITION,
-    block_arrays,
-    block_candidates,
-    degrees,
-    feature_scaling,
-    overlap_degrees,
-    with_positions,
-)
-from soak_dask.spatial.bucket_neighbours import (
+from soak_dask.split.bucket_neighbours import (
     below_hash,
     block_sizes,
     bucket_block,
@@ -30,6 +20,16 @@ from soak_dask.spatial.bucket_neighbours import (
     probe_counts,
     search_step,
     seeded_sample,
+)
+from soak_dask.split.overlap import (
+    DO_COLUMN,
+    POSITION,
+    block_arrays,
+    block_candidates,
+    degrees,
+    feature_scaling,
+    overlap_degrees,
+    with_positions,
 )
 
 

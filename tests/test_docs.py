@@ -37,6 +37,7 @@ PAGES = [
     "spatial",
     "models",
     "scaling",
+    "memory",
     "faq",
     "api",
 ]

@@ -22,8 +22,8 @@ import xarray as xr
 
 import soak_dask as sd
 from soak_dask.app import cli
+from soak_dask.io.outdir import MANIFEST, OutputDir, check_out_dir
 from soak_dask.learn.model_dir import check_model_names, check_models_dir
-from soak_dask.results.outdir import MANIFEST, OutputDir, check_out_dir
 from soak_dask.run import cluster
 
 from .conftest import toy_table
@@ -327,9 +327,10 @@ def test_write_transfer_report_refuses_its_input_and_earlier_report(data, tmp_pa
 
 
 SENSITIVITY = ["--label", "y", "--features", "x0,x1,x2", "--learner", "featureless",
-               "--ratios", "0.6", "--trials", "3", "--n-folds", "2", "--no-progress"]  # fmt: skip
+               "--ratios", "0.6", "--n-repeats", "3", "--n-folds", "2",
+               "--no-progress"]  # fmt: skip
 SAMPLING = ["--label", "y", "--features", "x0,x1,x2", "--learner", "featureless",
-            "--methods", "random,stratified", "--n-random", "3"]  # fmt: skip
+            "--methods", "random,stratified", "--n-repeats", "3"]  # fmt: skip
 
 
 @pytest.mark.parametrize(

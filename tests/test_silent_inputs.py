@@ -108,8 +108,8 @@ def test_nan_probabilities_in_soak_and_split_sensitivity():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ds = sd.split_sensitivity(
-            table(), {"nanny": NaNProba()}, ratios=(0.7,), trials=3, n_folds=2,
-            measure="log_loss", progress=False,
+            table(), {"nanny": NaNProba()}, ratios=(0.7,), n_repeats=3, n_folds=2,
+            measures="log_loss", progress=False,
         )  # fmt: skip
     assert any("predict_proba returned NaN" in str(w.message) for w in caught)
     assert ds["test_score"].isnull().all()
@@ -125,9 +125,9 @@ ONE_CLASS = "label column 'y' holds one class ('p') in every row"
     [
         lambda t: sd.evaluate(t, ["featureless"], progress=False),
         lambda t: sd.soak(t, ["featureless"], n_folds=3, progress=False),
-        lambda t: sd.split_sensitivity(t, "featureless", trials=3, n_folds=2, progress=False),
+        lambda t: sd.split_sensitivity(t, "featureless", n_repeats=3, n_folds=2, progress=False),
         lambda t: sd.compare_sampling(
-            t, ["featureless"], methods=["random"], n_random=3, progress=False
+            t, ["featureless"], methods=["random"], n_repeats=3, progress=False
         ),  # fmt: skip
         lambda t: sd.transfer(t, ["featureless"], n_folds=3, progress=False),
         lambda t: sd.search_subsets(t, ["featureless"], n_folds=3, progress=False),
@@ -219,9 +219,9 @@ def test_share_extremes_refused_or_honoured():
                     outer_repeats=2, progress=False)  # fmt: skip
     with pytest.raises(ValueError, match="train_ratio=0.001 draws 0 of the table's 160"):
         sd.compare_sampling(t, ["featureless"], methods=["random"], train_ratio=0.001,
-                            n_random=3, progress=False)  # fmt: skip
+                            n_repeats=3, progress=False)  # fmt: skip
     with pytest.raises(ValueError, match="ratio=0.999 draws 160 of the table's 160 rows"):
-        sd.split_sensitivity(t, "featureless", ratios=(0.999,), trials=3, progress=False)
+        sd.split_sensitivity(t, "featureless", ratios=(0.999,), n_repeats=3, progress=False)
 
 
 def test_grouped_share_extremes_refused():
@@ -253,10 +253,10 @@ def cli_cases(csv, tmp):
         (["transfer", csv["one_subset"], *base, "--subset", "s"], "holds one subset ('u')"),
         (["run", csv["plain"], *base, "--subset", "s", "--epochs", "2"],
          "epochs=2 has no effect with incremental=False"),  # fmt: skip
-        (["split-sensitivity", csv["plain"], *base, "--ratios", "0.999", "--trials", "3"],
+        (["split-sensitivity", csv["plain"], *base, "--ratios", "0.999", "--n-repeats", "3"],
          "ratio=0.999 draws 160 of the table's 160 rows"),  # fmt: skip
         (["compare-sampling", csv["plain"], *base, "--methods", "random", "--train-ratio",
-          "0.001", "--n-random", "3"], "train_ratio=0.001 draws 0 of the table's 160 rows"),
+          "0.001", "--n-repeats", "3"], "train_ratio=0.001 draws 0 of the table's 160 rows"),
     ]  # fmt: skip
 
 
@@ -271,7 +271,7 @@ def test_cli_refuses_each_case_in_one_line(csv, tmp_path, capsys, scheduler):
 def test_cli_honours_an_extreme_ratio(csv, tmp_path, capsys, scheduler):
     out = tmp_path / "s"
     argv = ["split-sensitivity", csv["plain"], "--label", "y", "--features", "a,b", "--out",
-            out, "--ratios", "0.05,0.97", "--trials", "3", "--n-folds", "2", "--learner",
+            out, "--ratios", "0.05,0.97", "--n-repeats", "3", "--n-folds", "2", "--learner",
             "featureless"]  # fmt: skip
     code, err = soak(argv, capsys, scheduler)
     assert code == 0, err
@@ -283,7 +283,10 @@ def test_cli_honours_an_extreme_ratio(csv, tmp_path, capsys, scheduler):
 @pytest.mark.parametrize(
     ("options", "match"),
     [
-        ({"k": 7}, "k=7 has no effect with methods=.*used only by the methods 'overlap' and"),
+        (
+            {"n_neighbors": 7},
+            "n_neighbors=7 has no effect with methods=.*used only by the methods 'overlap' and",
+        ),
         ({"knn": "nndescent"}, "knn='nndescent' has no effect"),
         ({"n_levels": 3}, "n_levels=3 has no effect"),
         ({"mdc_max_rows": 50}, "mdc_max_rows=50 has no effect.*only by the methods 'mdc'"),
@@ -293,12 +296,13 @@ def test_cli_honours_an_extreme_ratio(csv, tmp_path, capsys, scheduler):
 def test_compare_sampling_options_no_method_uses_refused(options, match):
     with pytest.raises(ValueError, match=match):
         sd.compare_sampling(table(), ["featureless"], methods=["random", "stratified"],
-                            n_random=3, progress=False, **options)  # fmt: skip
+                            n_repeats=3, progress=False, **options)  # fmt: skip
 
 
 def test_compare_sampling_cli_option_no_method_uses(csv, tmp_path, capsys, scheduler):
     argv = ["compare-sampling", csv["plain"], "--label", "y", "--features", "a,b", "--out",
-            tmp_path / "o", "--methods", "random", "--k", "9", "--n-random", "3"]  # fmt: skip
+            tmp_path / "o", "--methods", "random", "--n-neighbors", "9",
+            "--n-repeats", "3"]  # fmt: skip
     code, err = soak(argv, capsys, scheduler)
-    assert code == 2 and "k=9 has no effect with methods=['random']" in err
+    assert code == 2 and "n_neighbors=9 has no effect with methods=['random']" in err
     assert len(err.strip().splitlines()) == 1

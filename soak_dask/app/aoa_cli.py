@@ -89,8 +89,8 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
 def aoa_command(args: argparse.Namespace) -> None:
     """``soak aoa``: check ``--out``, open the inputs lazily, compute on the cluster, write the
     files and print the threshold and the share inside."""
-    from ..results.outdir import check_out_dir
-    from ..results.store import check_apart
+    from ..io.locations import check_apart
+    from ..io.outdir import check_out_dir
     from ..run.cluster import connect
     from ..spatial.aoa import aoa
     from ..spatial.aoa_io import write_aoa

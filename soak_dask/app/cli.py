@@ -19,18 +19,20 @@ from textwrap import indent
 from typing import Any
 
 from ..learn.builtin import describe_builtins
-from ..settings import SETTINGS, Command, check_run_options, command_settings
+from ..settings import SETTINGS, Command, check_run_options
 from ..version import __version__
-from .config import load_run_file, merge_settings
 from .flags import (
     SECTIONS,
     USER_ERRORS,
     Parser,
     UsageError,
+    add_dry_run,
     add_setting,
     add_settings,
+    command_names,
+    run_settings,
+    setting_values,
     spell,
-    typed_flags,
 )
 
 #: Exit status of a user error, as argparse uses.
@@ -82,8 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     }
     add_settings(
         command("run", "run SOAK on a table and save the results", **builtins),
-        _command_names("run"),
+        command_names("run"),
         run_file=True,
+        command="run",
     )
     add_settings(
         command(
@@ -92,10 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
             "LODO or bootstrap; optional reserved test split) and save the results",
             **builtins,
         ),
-        _command_names("evaluate"),
+        command_names("evaluate"),
         run_file=True,
         sections=_EVALUATE_SECTIONS,
+        command="evaluate",
     )
+    for name in ("run", "evaluate"):
+        add_dry_run(commands.choices[name])
 
     for module, _ in _EXTRA.values():
         import_module(f".{module}", __package__).add_parser(command)
@@ -121,31 +127,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command_names(command: Command) -> list[str]:
-    """The settings of ``soak COMMAND``, by name."""
-    return [s.name for s in command_settings(command)]
-
-
-def run_settings(args: argparse.Namespace, command: Command = "run") -> Any:
-    """The run file's settings (``--config``) overridden by the flags given, checked (errors
-    name each flag as typed, each run-file key as written): a ``RunSettings``, or an
-    ``EvaluateSettings`` for ``soak evaluate``."""
-    file = load_run_file(args.config) if args.config else {}
-    by_dest = {s.dest: s.name for s in command_settings(command) if s.cli}
-    flags = {by_dest[dest]: value for dest, value in vars(args).items() if dest in by_dest}
-    return merge_settings(file, flags, typed_flags(args), command)
-
-
-def _values(settings: Any, command: Command, scopes: tuple[str, ...]) -> dict[str, Any]:
-    """The settings of `command` in `scopes` that have flags, by name: keywords of
-    ``load_table``, ``soak`` or ``evaluate``."""
-    return {
-        s.name: getattr(settings, s.dest)
-        for s in command_settings(command)
-        if s.scope in scopes and s.cli
-    }
-
-
 def _run(settings: Any, command: Command, call: Callable[..., Any], debug: bool) -> tuple:
     """What ``soak run`` and ``soak evaluate`` share: check everything that needs no cluster
     (learners, TLS files, ``--out`` and the checkpoint, the table, the measures), run
@@ -160,11 +141,11 @@ def _run(settings: Any, command: Command, call: Callable[..., Any], debug: bool)
     learners = settings.learners()
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
     checkpoint = _checked_paths(settings)
-    table = load_table(settings.data, **_values(settings, command, ("table",)))
+    table = load_table(settings.data, **setting_values(settings, command, ("table",)))
     measures = check_measures(
         settings.measures, table.task, prior_correction=settings.prior_correction
     )
-    options = _values(settings, command, ("run", "evaluate"))
+    options = setting_values(settings, command, ("run", "evaluate"))
     options.update(learners=learners, measures=measures, checkpoint=checkpoint)
     with connect(settings.scheduler, security=security, log_failures=debug) as client:
         res = call(table, **options, client=client)
@@ -204,8 +185,9 @@ def _checked_paths(settings: Any) -> str | os.PathLike:
     (nothing written over or into the input, other data or each other; ``--out`` writable);
     return the checkpoint's path or URL (``s3://…`` as well: credentials come from the
     environment)."""
+    from ..io.locations import overlaps
     from ..learn.model_dir import check_models_dir
-    from ..results.store import check_output, overlaps
+    from ..results.store import check_output
     from ..run.checkpoint import check_checkpoint_dir
 
     check_output(
@@ -246,7 +228,8 @@ def info_command(args: argparse.Namespace) -> None:
 def report_command(args: argparse.Namespace) -> None:
     """``soak report``: render a results store of any kind (``soak_dask.app.render``) into
     ``--out``; print what the command that made it printed, then the main file's path."""
-    from ..results.store import check_apart, open_results
+    from ..io.locations import check_apart
+    from ..results.store import open_results
     from .render import render  # each renderer's dependencies load only for its kind
 
     check_apart(args.out, args.results, "report", source_name="results store")
@@ -296,6 +279,15 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
 }
 
 
+def _dry_run(args: argparse.Namespace) -> str:
+    """``soak COMMAND --dry-run``: the command run under ``soak_dask.dry_run`` up to its first
+    plan's fits (its checks, the table's keys and counts, the cluster's memory limit)."""
+    from ..run.cost import dry_run
+
+    costs = dry_run(COMMANDS[args.command], args)
+    return f"soak {args.command} --dry-run: nothing was fitted or written\n\n{costs}"
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     text = " ".join(str(message).split())
     print(f"soak: warning: {text}", file=sys.stderr if file is None else file)
@@ -315,7 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            COMMANDS[args.command](args)
+            if getattr(args, "dry_run", False):  # the plan's cost; nothing fitted or written
+                print(_dry_run(args))
+            else:
+                COMMANDS[args.command](args)
     except USER_ERRORS as err:
         if debug:
             raise

@@ -1,10 +1,15 @@
-"""Settings of ``soak run`` and ``soak evaluate``: a TOML run file merged with command-line
-flags, and its learners.
+"""Settings of every ``soak`` command that runs learners (``run``, ``evaluate``, ``transfer``,
+``split-sensitivity``, ``compare-sampling``): a TOML run file merged with command-line flags,
+and its learners.
 
 A run file holds the settings of ``soak_dask.settings.SETTINGS`` that have flags, by name
-(``n_folds = 5`` for ``--n-folds 5``; older spellings such as ``folds`` are aliases);
-``evaluate``'s own (``outer``, ``outer_folds``, ``test_split``...) go in an ``[evaluation]``
-table. One file may serve both commands: each uses its settings and leaves the other's.
+(``n_folds = 5`` for ``--n-folds 5``; older spellings such as ``folds`` are aliases). The
+shared ones (the table's, the run's, the cluster's) are at the top level; each function's own
+go in its table (``settings.RUN_FILE_TABLES``): ``evaluate``'s (``outer``, ``outer_folds``,
+``test_split``...) in ``[evaluation]``, ``search_subsets``' in ``[search_subsets]``,
+``split_sensitivity``'s in ``[split_sensitivity]`` and ``compare_sampling``'s in
+``[compare_sampling]``. One file may serve every command: each uses its settings and leaves
+the others'.
 ``learners`` is either a list of names (``learners = ["featureless", "nb"]``) or tables, one per
 learner, naming a scikit-learn estimator by ``"module:Class"`` (``[learners.nb]``), as
 ``soak(learners=...)`` takes a list or a dict; a list given as well, by the flag or by the older
@@ -30,21 +35,33 @@ from ..learn.builtin import BUILTIN
 from ..learn.tuning import Search, check_space
 from ..settings import (
     ALLOWED_MODULES,
+    CLI,
     EVALUATION_TABLE,
     KINDS,
     REQUIRED,
+    RUN_FILE_TABLES,
     SETTINGS,
     SPELLINGS,
     Command,
     Setting,
     canonical,
+    command_line_settings,
     command_settings,
+    run_file_table,
 )
 
 #: The settings a run file and the flags set (the others are Python's only): at the top level
-#: of the file, and in its ``[evaluation]`` table.
-_FILE_SETTINGS = [s for s in SETTINGS.values() if s.cli and s.scope != "evaluate"]
-_EVALUATION_SETTINGS = [s for s in SETTINGS.values() if s.cli and s.scope == "evaluate"]
+#: of the file, and in each function's table (by table name, as that function takes them).
+_FILE_SETTINGS = [s for s in SETTINGS.values() if s.cli and run_file_table(s) is None]
+#: Table -> the command whose own settings it holds.
+_TABLE_COMMANDS = {table: scope for scope, table in RUN_FILE_TABLES.items()}
+_TABLE_SETTINGS: dict[str, list[Setting]] = {
+    table: [
+        s for s in command_settings(command) if s.cli and run_file_table(s) == table
+    ]
+    for table, command in _TABLE_COMMANDS.items()
+}
+_EVALUATION_SETTINGS = _TABLE_SETTINGS[EVALUATION_TABLE]
 
 
 def _keys(settings: Iterable[Setting]) -> list[str]:
@@ -185,6 +202,7 @@ _TYPES = {
     "path": str | None,
     "int": int | None,
     "float": float,
+    "floats": Sequence[float],
     "bool": bool,
     "list": Sequence[str] | None,
     "modules": Sequence[str],
@@ -199,7 +217,7 @@ def _settings_class(name: str, command: Command) -> type:
     the setting (``learners``, unbuilt, is ``learner_specs``: ``learners()`` builds them)."""
     return make_dataclass(
         name,
-        [_field(s, command) for s in command_settings(command) if s.cli],
+        [_field(s, command) for s in command_line_settings(command) if s.cli],
         bases=(_Learners,),
         frozen=True,
         namespace={"__module__": __name__, "__doc__": f"Everything ``soak {command}`` needs."},
@@ -208,13 +226,22 @@ def _settings_class(name: str, command: Command) -> type:
 
 RunSettings = _settings_class("RunSettings", "run")
 EvaluateSettings = _settings_class("EvaluateSettings", "evaluate")
-_CLASSES: dict[str, type] = {"run": RunSettings, "evaluate": EvaluateSettings}
+TransferSettings = _settings_class("TransferSettings", "transfer")
+SplitSensitivitySettings = _settings_class("SplitSensitivitySettings", "split-sensitivity")
+CompareSamplingSettings = _settings_class("CompareSamplingSettings", "compare-sampling")
+_CLASSES: dict[str, type] = {
+    "run": RunSettings,
+    "evaluate": EvaluateSettings,
+    "transfer": TransferSettings,
+    "split-sensitivity": SplitSensitivitySettings,
+    "compare-sampling": CompareSamplingSettings,
+}
 
 
 def setting_names(command: Command = "run") -> list[str]:
-    """The settings of `command` that a run file and the flags set, by name (``learners``
-    included)."""
-    return [s.name for s in command_settings(command) if s.cli]
+    """The settings of ``soak COMMAND`` that a run file and the flags set, by name
+    (``learners`` included)."""
+    return [s.name for s in command_line_settings(command) if s.cli]
 
 
 def run_file_keys() -> list[str]:
@@ -222,9 +249,15 @@ def run_file_keys() -> list[str]:
     return _keys(_FILE_SETTINGS)
 
 
+def table_keys(table: str) -> list[str]:
+    """Valid keys of a run file's function table (``evaluation``, ``search_subsets``,
+    ``split_sensitivity``, ``compare_sampling``): that function's own settings."""
+    return _keys(_TABLE_SETTINGS[table])
+
+
 def evaluation_keys() -> list[str]:
     """Valid keys of a run file's ``[evaluation]`` table: ``evaluate``'s own settings."""
-    return _keys(_EVALUATION_SETTINGS)
+    return table_keys(EVALUATION_TABLE)
 
 
 def load_run_file(path: str | Path) -> dict[str, Any]:
@@ -241,17 +274,18 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
     Returns
     -------
     dict
-        Checked settings by name, those of the ``[evaluation]`` table included;
-        ``learner_specs`` holds the ``[learners.NAME]`` tables.
+        Checked top-level settings by name; ``learner_specs`` holds the ``[learners.NAME]``
+        tables and ``tables`` each function's table (``[evaluation]``...), checked as that
+        function takes its settings.
 
     Raises
     ------
     FileNotFoundError
         If the file does not exist.
     ValueError
-        For TOML syntax errors, unknown keys at the top level or in ``[evaluation]`` (the
-        message lists the valid ones), values of the wrong type or out of range, or a
-        malformed learner table.
+        For TOML syntax errors, unknown keys at the top level or in a function's table (the
+        message lists the valid ones; a former name is named with its new one), values of the
+        wrong type or out of range, or a malformed learner table.
     """
     path = Path(path)
     if not path.is_file():
@@ -261,46 +295,61 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"run file {str(path)!r} is not valid TOML: {err}") from err
     source = f"run file {str(path)!r}"
-    evaluation = raw.pop(EVALUATION_TABLE, {})
-    unknown = sorted(set(raw) - set(_KINDS))
-    if unknown:
-        where = (
-            f"; it belongs in the [{EVALUATION_TABLE}] table"
-            if unknown[0] in evaluation_keys()
-            else ""
-        )
-        raise ValueError(
-            f"unknown key {unknown[0]!r} in {source}{where}; valid keys: "
-            f"{', '.join(run_file_keys())}, and the table [{EVALUATION_TABLE}]"
-        )
-    tables = raw.pop("learners") if isinstance(raw.get("learners"), dict) else {}
-    specs = _learner_specs(tables, path)
+    found = {table: raw.pop(table) for table in _TABLE_SETTINGS if table in raw}
+    _refuse_unknown(raw, _KINDS, run_file_keys(), source, None)
+    learner_tables = raw.pop("learners") if isinstance(raw.get("learners"), dict) else {}
+    specs = _learner_specs(learner_tables, path)
     settings = check_settings(raw, source=source)
-    settings.update(_evaluation_table(evaluation, source))
-    for key, value in settings.items():
-        if SETTINGS[key].kind == "path" and not _is_url(value) and not Path(value).is_absolute():
-            settings[key] = str(path.parent / value)
-    return {**settings, "learner_specs": specs}
+    tables = {table: _function_table(table, found[table], source) for table in found}
+    for values in (settings, *tables.values()):
+        for key, value in values.items():
+            if SETTINGS[key].kind == "path" and _is_relative(value):
+                values[key] = str(path.parent / value)
+    return {**settings, "learner_specs": specs, "tables": tables}
 
 
-def _evaluation_table(table: Any, source: str) -> dict[str, Any]:
-    """The checked settings of a run file's ``[evaluation]`` table (``evaluate``'s own)."""
-    where = f"[{EVALUATION_TABLE}] of {source}"
-    if not isinstance(table, dict):
+def _refuse_unknown(
+    values: Mapping[str, Any], known: Iterable[str], valid: list[str], source: str,
+    command: str | None,
+) -> None:
+    """Refuse the first key of `values` not in `known`: a former name with its new one, a
+    function's setting with its table, else the valid keys."""
+    unknown = sorted(set(values) - set(known))
+    if not unknown:
+        return
+    key = unknown[0]
+    commands = [command] if command is not None else list(CLI)
+    for name in commands:
+        for setting in command_line_settings(name):
+            if key in setting.renamed:
+                raise ValueError(f"{key} is now {setting.file_key} (in {source})")
+    tables = [t for t in _TABLE_SETTINGS if key in table_keys(t)]
+    where = f"; it belongs in the [{tables[0]}] table" if tables and command is None else ""
+    rest = "" if command is not None else ", and the tables " + ", ".join(
+        f"[{t}]" for t in _TABLE_SETTINGS
+    )
+    raise ValueError(
+        f"unknown key {key!r} in {source}{where}; valid keys: {', '.join(valid)}{rest}"
+    )
+
+
+def _function_table(table: str, values: Any, source: str) -> dict[str, Any]:
+    """The checked settings of a run file's function table (``[evaluation]``...)."""
+    where = f"[{table}] of {source}"
+    valid = table_keys(table)
+    if not isinstance(values, dict):
         raise ValueError(
-            f"{EVALUATION_TABLE} = {table!r} in {source}: expected a table "
-            f"[{EVALUATION_TABLE}] of {', '.join(evaluation_keys())}"
+            f"{table} = {values!r} in {source}: expected a table [{table}] of {', '.join(valid)}"
         )
-    unknown = sorted(set(table) - set(evaluation_keys()))
-    if unknown:
-        raise ValueError(
-            f"unknown key {unknown[0]!r} in {where}; valid keys: {', '.join(evaluation_keys())}"
-        )
-    return check_settings(table, source=where)
+    _refuse_unknown(values, valid, valid, where, _TABLE_COMMANDS[table])
+    return check_settings(values, source=where, command=_TABLE_COMMANDS[table])
 
 
 def check_settings(
-    values: Mapping[str, Any], source: str, typed: Mapping[str, str] | None = None
+    values: Mapping[str, Any],
+    source: str,
+    typed: Mapping[str, str] | None = None,
+    command: str | None = None,
 ) -> dict[str, Any]:
     """Check the settings of one source; return them by name, normalised (a comma-separated
     str is a list; ``no_persist = true`` is ``persist = False``; K an int...).
@@ -315,10 +364,14 @@ def check_settings(
         For flags: setting name -> the flag as the user typed it (``--folds``), which messages
         name; a setting not in it is named by the flag of the key given. Without it (a run
         file), messages name the key as written and the file.
+    command : str, optional
+        Whose checks apply (``settings.command_settings``); default: each setting's own.
     """
     out: dict[str, Any] = {}
     for key, value in values.items():
         setting, value = _checked_type(key, value, source)
+        if command is not None:
+            setting = setting.in_command(command)
         if setting.name in out:
             raise ValueError(f"{source} sets {setting.name} twice (as {key} too); keep one")
         # Messages name the setting as the user wrote it: the flag as typed, or the key.
@@ -354,7 +407,7 @@ def merge_settings(
     command: Command = "run",
 ) -> Any:
     """Settings of `command` from a checked run file overridden by the flags given on the
-    command line: a `RunSettings`, or an `EvaluateSettings` for ``"evaluate"``.
+    command line: a `RunSettings`, an `EvaluateSettings` for ``"evaluate"``... (`_CLASSES`).
 
     Parameters
     ----------
@@ -364,8 +417,8 @@ def merge_settings(
         Setting name (or alias) -> value of the flags given.
     typed : mapping, optional
         Setting name -> the flag as typed, for messages (see ``check_settings``).
-    command : {"run", "evaluate"}
-        The command whose settings these are.
+    command : {"run", "evaluate", "transfer", "split-sensitivity", "compare-sampling"}
+        The command whose settings these are (each takes its function's table of the file).
 
     Raises
     ------
@@ -375,7 +428,12 @@ def merge_settings(
     """
     mine = {*setting_names(command), "learner_specs"}
     merged = {k: v for k, v in file.items() if k in mine}
-    merged.update(check_settings(flags, source="command line", typed=typed or {}))
+    for setting in command_line_settings(command):
+        table = run_file_table(setting)
+        values = file.get("tables", {}).get(table, {})
+        if setting.name in values:
+            merged[setting.name] = values[setting.name]
+    merged.update(check_settings(flags, "command line", typed or {}, command))
     for key in ("data", "label", "out"):
         if not merged.get(key):
             raise ValueError(
@@ -437,3 +495,7 @@ def _learner_spec(name: str, table: Any) -> LearnerSpec | str:
 
 def _is_url(value: str) -> bool:
     return "://" in value
+
+
+def _is_relative(value: str) -> bool:
+    return not _is_url(value) and not Path(value).is_absolute()

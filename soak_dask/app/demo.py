@@ -609,7 +609,7 @@ def run_demo(
     progress : bool
         Show the progress bar.
     """
-    from ..results.outdir import check_out_dir
+    from ..io.outdir import check_out_dir
     from ..results.report import write_report
     from ..results.stats import pvalues_text
     from ..results.store import save_results

@@ -1,7 +1,8 @@
 """The flags of ``soak``'s commands, made from the settings declared in ``soak_dask.settings``:
-one argument per setting (its older spellings hidden), ``--help`` sections by scope, and how
-messages name a setting (the flag as the user typed it). Every sub-command builds its flags
-here."""
+one argument per setting (its older spellings hidden, its former names hidden and refused),
+``--help`` sections by scope, how messages name a setting (the flag as the user typed it), and
+a command's settings from its run file and flags (`run_settings`). Every sub-command builds its
+flags here."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import argparse
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..settings import REQUIRED, SETTINGS, Setting
-from .config import empty_list_message
+from ..settings import REQUIRED, SETTINGS, Command, Setting, command_line_settings, command_settings
+from .config import empty_list_message, load_run_file, merge_settings
 
 
 class UsageError(Exception):
@@ -78,17 +79,44 @@ class _Switch(argparse.BooleanOptionalAction):
         super().__call__(parser, namespace, values, option_string)
 
 
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(v) for v in _comma_list(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: need comma-separated numbers, e.g. 0.5,0.7,0.8,0.9"
+        ) from None
+
+
+class _Renamed(argparse.Action):
+    """A former flag: refused, naming the new one."""
+
+    def __init__(self, *args: Any, new: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, nargs="?", **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # type: ignore[override]
+        raise UsageError(f"{option_string} is now {self.new}")
+
+
 def _arg_type(setting: Setting) -> Callable[[str], Any] | None:
     """How a flag's text becomes the setting's value."""
     if setting.empty is not None:
         return _names(setting.name)
-    return {"int": int, "float": float, "list": _comma_list, "modules": _comma_list}.get(
-        setting.kind
-    )
+    return {
+        "int": int, "float": float, "list": _comma_list, "modules": _comma_list,
+        "floats": _floats,
+    }.get(setting.kind)  # fmt: skip
 
 
 def add_setting(parser: Any, setting: Setting, default: Any) -> None:
-    """The argument of `setting`, and its older spellings as hidden arguments."""
+    """The argument of `setting`, its older spellings as hidden arguments, and its former
+    flags as hidden arguments that refuse, naming the new flag."""
+    for flag in setting.renamed_flags:
+        parser.add_argument(
+            flag, action=_Renamed, new=setting.flag, dest=argparse.SUPPRESS,
+            default=argparse.SUPPRESS, help=argparse.SUPPRESS,
+        )  # fmt: skip
     if setting.kind == "bool":
         parser.add_argument(
             setting.flag, action=_Switch, dest=setting.dest, default=default, help=setting.help
@@ -118,19 +146,27 @@ SECTIONS = {
     "run": "the run (soak_dask.soak)",
     "app": "data, output and cluster",
 }
+
+
 def add_settings(
     parser: argparse.ArgumentParser,
     names: Iterable[str],
     run_file: bool,
     sections: dict[str, str] = SECTIONS,
+    command: str | None = None,
 ) -> None:
     """The flags of the settings `names` (those with flags), in ``--help`` sections: the titles
     of `sections`, by scope.
 
     With ``run_file``, unset flags stay out of the namespace (``argparse.SUPPRESS``), so
     ``run`` can tell them from run-file values, and DATA and --label may come from the file.
+    With `command`, each setting as that command takes it (its help, default and check
+    there; ``command_settings``).
     """
     chosen = [SETTINGS[name] for name in names if SETTINGS[name].cli]
+    if command is not None:
+        mine = {s.name: s for s in command_settings(command)}
+        chosen = [mine.get(s.name, s) for s in chosen]
     for title in dict.fromkeys(sections.values()):
         section = parser.add_argument_group(title)
         for setting in (s for s in chosen if sections[s.scope] == title):
@@ -163,4 +199,42 @@ def add_output(parser: Any, command: str, what: str = "directory to write") -> N
         action="store_true",
         help=f"replace the output of an earlier '{command}' in --out (only the files it wrote; "
         "a directory holding other files is refused)",
+    )
+
+
+def command_names(command: Command) -> list[str]:
+    """The settings of ``soak COMMAND``, by name."""
+    return [s.name for s in command_line_settings(command)]
+
+
+def run_settings(args: argparse.Namespace, command: Command = "run") -> Any:
+    """The run file's settings (``--config``) overridden by the flags given, checked (errors
+    name each flag as typed, each run-file key as written): a ``RunSettings``, an
+    ``EvaluateSettings`` for ``soak evaluate``... (``soak_dask.app.config``)."""
+    file = load_run_file(args.config) if args.config else {}
+    by_dest = {s.dest: s.name for s in command_line_settings(command) if s.cli}
+    flags = {by_dest[dest]: value for dest, value in vars(args).items() if dest in by_dest}
+    return merge_settings(file, flags, typed_flags(args), command)
+
+
+def setting_values(settings: Any, command: Command, scopes: tuple[str, ...]) -> dict[str, Any]:
+    """The settings of `command` in `scopes` that have flags, by name: keywords of
+    ``load_table``, ``soak``, ``evaluate``... (each command's settings object, `run_settings`,
+    holds them)."""
+    return {
+        s.name: getattr(settings, s.dest)
+        for s in command_line_settings(command)
+        if s.scope in scopes and s.cli
+    }
+
+
+def add_dry_run(parser: Any) -> None:
+    """``--dry-run`` of a command that fits: ``cli.main`` then runs it under
+    ``soak_dask.dry_run`` and prints the plan's cost instead of fitting."""
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan and its cost (fits, rows per fit, each learner's strategy, the "
+        "largest fit's estimated memory against the workers' limit, passes over the data) "
+        "and exit without fitting or writing anything",
     )

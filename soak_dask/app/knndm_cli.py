@@ -19,7 +19,7 @@ from ..settings import SETTINGS, check_run_options
 from .flags import UsageError, add_output, add_settings, spell
 
 if TYPE_CHECKING:
-    from ..results.outdir import OutputDir
+    from ..io.outdir import OutputDir
 
 COMMAND = "knndm"
 HELP = (
@@ -73,10 +73,10 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
 def knndm_command(args: argparse.Namespace) -> None:
     """``soak knndm``: check the options and ``--out``, load the table, choose the folds on
     the cluster, write the files and print W."""
-    from ..results.outdir import check_out_dir
-    from ..results.store import check_apart
+    from ..io.locations import check_apart
+    from ..io.outdir import check_out_dir
     from ..run.cluster import connect
-    from ..spatial.knndm import knndm_folds
+    from ..split.knndm import knndm_folds
     from ..tables.table import load_table
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _TABLE) if s.cli}

@@ -63,9 +63,9 @@ def _transfer(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Render
 def _search(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:
     import matplotlib.pyplot as plt
 
+    from ..io.outdir import check_out_dir
     from ..pooling.plot import plot_search
     from ..pooling.search import search_pools, search_pvalues, search_stability
-    from ..results.outdir import check_out_dir
 
     od = check_out_dir(
         out, writer="soak report (search_subsets)", overwrite=overwrite,

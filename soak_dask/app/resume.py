@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..results.store import overlaps
+from ..io.locations import overlaps
 from ..run.checkpoint import check_checkpoint_dir
 from ..run.session import remove_run_checkpoint
 

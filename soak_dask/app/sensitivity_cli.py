@@ -18,12 +18,19 @@ from typing import TYPE_CHECKING, Any
 
 import xarray as xr
 
-from ..settings import SETTINGS, check_run_options
-from .flags import add_output, add_settings, spell
+from ..learn.builtin import describe_builtins
+from .flags import (
+    UsageError,
+    add_dry_run,
+    add_settings,
+    command_names,
+    run_settings,
+    setting_values,
+)
 from .resume import command_checkpoint, discard
 
 if TYPE_CHECKING:
-    from ..results.outdir import OutputDir
+    from ..io.outdir import OutputDir
 
 COMMAND = "split-sensitivity"
 COMMAND_NAME = f"soak {COMMAND}"
@@ -36,119 +43,66 @@ SETTINGS_FILE = "split_sensitivity.json"
 GENERATOR = "soak_dask split-sensitivity"
 #: Every file the command writes (replaced on a rerun with --overwrite).
 FILES = ("summary.csv", "trials.csv", "split_sensitivity.png", SETTINGS_FILE)
-#: The table's settings (as ``soak info`` takes them, but subsets and folds, which the
-#: diagnostic does not use) and the cluster's.
-_TABLE = (
-    "data",
-    *(s.name for s in SETTINGS.values() if s.scope == "table" and s.name not in ("subset", "fold")),
-    "scheduler",
-    "checkpoint",
-    "error_score",
-)
+#: ``--help`` sections, by scope (the table's settings are ``soak info``'s, but subsets and
+#: folds, which the diagnostic does not use).
 _SECTIONS = {
     "table": "the table (soak_dask.load_table)",
-    "run": "resuming and failed fits (as soak run's)",
-    "app": "data and cluster",
+    "run": "the diagnostic (soak_dask.split_sensitivity)",
+    "split-sensitivity": "the diagnostic (soak_dask.split_sensitivity)",
+    "app": "data, output and cluster",
 }
-#: Learner and measure when not given, by task.
-_DEFAULTS = {"classification": ("logistic", "accuracy"), "regression": ("linear", "rmse")}
 
 
-def _floats(text: str) -> list[float]:
-    try:
-        return [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: need comma-separated numbers, e.g. 0.5,0.7,0.8,0.9"
-        ) from None
-
-
-def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argparse.ArgumentParser:
+def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``soak split-sensitivity`` with ``command(name, help_text)``; the sub-parser."""
-
-    sub = command(COMMAND, HELP)
-    add_settings(sub, _TABLE, run_file=False, sections=_SECTIONS)
-    run = sub.add_argument_group("the diagnostic (soak_dask.split_sensitivity)")
-    run.add_argument(
-        "--learner",
-        metavar="NAME",
-        help="one built-in learner (default: logistic, or linear for regression)",
+    sub = command(
+        COMMAND,
+        HELP,
+        epilog=f"built-in learners:\n{textwrap.indent(describe_builtins(), '  ')}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    run.add_argument(
-        "--ratios",
-        type=_floats,
-        default=[0.5, 0.7, 0.8, 0.9],
-        metavar="R,R,...",
-        help="train ratios, comma-separated (default 0.5,0.7,0.8,0.9)",
-    )
-    run.add_argument("--trials", type=int, default=20, metavar="N", help="splits per ratio (20)")
-    run.add_argument("--n-folds", type=int, default=5, metavar="K", help="K of the CV (5)")
-    run.add_argument(
-        "--measure", metavar="NAME", help="one measure (default: accuracy, or rmse for regression)"
-    )
-    run.add_argument(
-        "--alpha", type=float, default=0.05, help="level of intervals and tests (0.05)"
-    )
-    run.add_argument("--seed", type=int, default=1, help="seed of splits and learners (1)")
-    out = sub.add_argument_group("output")
-    add_output(out, COMMAND_NAME)
-    out.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="show a progress bar of the fits",
-    )
+    add_settings(sub, command_names(COMMAND), run_file=True, sections=_SECTIONS, command=COMMAND)
+    add_dry_run(sub)
     return sub
 
 
 def split_sensitivity_command(args: argparse.Namespace) -> None:
     """``soak split-sensitivity``: check the options and ``--out``, load the table, run the
     diagnostic on the cluster, write its files and print the per-ratio summary."""
-    from ..diagnose.sensitivity import SplitTrials, check_alpha, check_measure, one_learner
+    from ..diagnose.sensitivity import DEFAULTS
     from ..diagnose.sensitivity import split_sensitivity as run
-    from ..run.cluster import connect
+    from ..learn.measures import check_measures
+    from ..run.cluster import connect, make_security
     from ..tables.table import load_table
 
-    given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _TABLE) if s.cli}
-    values = check_run_options(given, spell=spell(args))
-    scheduler = values.pop("scheduler")
-    given, error_score = values.pop("checkpoint"), values.pop("error_score")
-    SplitTrials(args.ratios, args.trials, args.n_folds, args.seed, names=_FLAGS)
-    alpha = check_alpha(args.alpha, "--alpha")
-    out = check_out(args.out, args.overwrite, values["data"])
-    checkpoint = command_checkpoint(out.path, given, values["data"])
-    table = load_table(values.pop("data"), **values)
-    learner, measure = _DEFAULTS[table.task]
-    measure = check_measure(args.measure or measure, table.task, "--measure")
-    learners = one_learner(args.learner or learner, table.task, args.seed)
-    options = {"ratios": args.ratios, "trials": args.trials, "n_folds": args.n_folds}
-    with connect(scheduler, log_failures=getattr(args, "debug", False)) as client:
-        ds = run(
-            table,
-            learners,
-            **options,
-            measure=measure,
-            alpha=alpha,
-            seed=args.seed,
-            client=client,
-            progress=args.progress,
-            checkpoint=checkpoint,
-            error_score=error_score,
+    settings = run_settings(args, COMMAND)
+    learners = settings.learners()
+    if learners is not None and len(learners) != 1:
+        raise UsageError(
+            f"--learners {','.join(learners)}: the diagnostic studies one learner at a time; "
+            "run the command once per learner"
         )
+    out = check_out(settings.out, settings.overwrite, settings.data)
+    checkpoint = command_checkpoint(out.path, settings.checkpoint, settings.data)
+    security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
+    table = load_table(settings.data, **setting_values(settings, COMMAND, ("table",)))
+    check_measures(settings.measures or DEFAULTS[table.task][1], table.task)
+    options = setting_values(settings, COMMAND, ("run", COMMAND))
+    options.update(learners=learners, checkpoint=checkpoint)
+    with connect(
+        settings.scheduler, security=security, log_failures=getattr(args, "debug", False)
+    ) as client:
+        ds = run(table, **options, client=client)
     write_outputs(ds, out)
-    discard(given, checkpoint)
+    discard(settings.checkpoint, checkpoint)
     print(summary_text(ds))
     print(f"\nFiles: {', '.join(str(out.path / name) for name in FILES)}")
-
-
-#: How the command's messages name the builder's options.
-_FLAGS = {"ratios": "--ratios", "trials": "--trials", "n_folds": "--n-folds", "seed": "--seed"}
 
 
 def check_out(out: str, overwrite: bool, source: Any) -> OutputDir:
     """``--out`` checked before any work (``soak_dask.results.outdir``): apart from the
     input, and new, empty or this command's earlier output (replaced with ``overwrite``)."""
-    from ..results.outdir import check_out_dir
+    from ..io.outdir import check_out_dir
 
     return check_out_dir(
         out, writer=COMMAND_NAME, overwrite=overwrite, source=source, name="--out",

@@ -13,71 +13,39 @@ from textwrap import indent
 from typing import Any
 
 from ..learn.builtin import describe_builtins
-from ..settings import SETTINGS, check_run_options
-from .flags import UsageError, add_output, add_settings, spell
+from .flags import (
+    UsageError,
+    add_dry_run,
+    add_settings,
+    command_names,
+    run_settings,
+    setting_values,
+)
 from .resume import command_checkpoint, discard
 
-#: The settings ``soak transfer`` shares with ``soak run`` (same flags, checks and help).
-SHARED = (
-    "data",
-    *(s.name for s in SETTINGS.values() if s.scope == "table"),
-    "learners",
-    "n_folds",
-    "seed",
-    "measures",
-    "persist",
-    "progress",
-    "checkpoint",
-    "error_score",
-    "scheduler",
-    "tls_ca_file",
-    "tls_cert",
-    "tls_key",
-)
+COMMAND = "transfer"
+#: ``--help`` sections, by scope: the matrix's settings (shared with ``soak run``: same flags,
+#: checks and help), the search's own, then data, output and cluster.
 _SECTIONS = {
     "table": "the table (soak_dask.load_table)",
     "run": "the transfer matrix (soak_dask.pooling.transfer)",
-    "app": "data and cluster",
+    "search": "the search (soak_dask.pooling.search_subsets)",
+    "app": "data, output and cluster",
 }
 
 
 def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``soak transfer`` with ``command(name, help_text, **kwargs)``; its parser."""
-    from ..pooling.search import MAX_INNER_FITS
-
     sub = command(
-        "transfer",
+        COMMAND,
         "train on each subset and test on every subset (the transfer matrix, S*K fits per "
         "learner), then search which train subsets to pool for each test subset (nested "
         "greedy selection); save the results, tables, figures and an HTML report in --out",
         epilog=f"built-in learners (--learner NAME):\n{indent(describe_builtins(), '  ')}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_settings(sub, SHARED, run_file=False, sections=_SECTIONS)
-    search = sub.add_argument_group("the search (soak_dask.pooling.search_subsets)")
-    search.add_argument(
-        "--search",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="run the greedy train-subset search after the matrix (default: yes)",
-    )
-    search.add_argument(
-        "--threshold", type=float, default=0.01, metavar="R",
-        help="a subset joins a pool only if it lowers the inner-CV error by more than R times "
-        "the current one (default 0.01)",
-    )  # fmt: skip
-    search.add_argument(
-        "--max-pool", type=int, default=None, metavar="N",
-        help="at most N subsets in a pool (default: all)",
-    )  # fmt: skip
-    search.add_argument(
-        "--max-inner-fits", type=int, default=MAX_INNER_FITS, metavar="N",
-        help=f"refuse a search that may fit learners from rows more than N times per learner "
-        f"(default {MAX_INNER_FITS}; additive learners are not counted)",
-    )  # fmt: skip
-    output = sub.add_argument_group("output")
-    what = "directory for the results (transfer.zarr, search.zarr, CSV), the figures and "
-    add_output(output, "soak transfer", what + "report.html")
+    add_settings(sub, command_names(COMMAND), run_file=True, sections=_SECTIONS, command=COMMAND)
+    add_dry_run(sub)
     return sub
 
 
@@ -88,54 +56,30 @@ def transfer_command(args: argparse.Namespace) -> None:
     from ..run.cluster import connect, make_security
     from ..tables.table import load_table
 
-    values = check_run_options(
-        {name: getattr(args, SETTINGS[name].dest) for name in SHARED if SETTINGS[name].cli},
-        spell=spell(args),
-    )
-    if values["subset"] is None:
+    settings = run_settings(args, COMMAND)
+    if settings.subset is None:
         raise UsageError(
             "soak transfer needs --subset COLUMN: the matrix trains on each subset and tests "
             "on each (without subsets, use soak run or soak evaluate)"
         )
-    search = _search_options(args) if args.search else None
-    out = check_out_dir(args.out, args.overwrite, "--overwrite", values["data"], "--out")
-    checkpoint = command_checkpoint(out.path, values["checkpoint"], values["data"])
-    security = make_security(values["tls_ca_file"], values["tls_cert"], values["tls_key"])
-    table_options = {
-        s.name: values[s.name] for s in SETTINGS.values() if s.scope == "table" and s.cli
-    }
-    table = load_table(values["data"], **table_options)
-    names = ("n_folds", "seed", "measures", "persist", "progress", "error_score")
-    run = {k: values[k] for k in names}
+    out = check_out_dir(settings.out, settings.overwrite, "--overwrite", settings.data, "--out")
+    checkpoint = command_checkpoint(out.path, settings.checkpoint, settings.data)
+    security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
+    table = load_table(settings.data, **setting_values(settings, COMMAND, ("table",)))
+    run = setting_values(settings, COMMAND, ("run",))
+    run.update(learners=settings.learners())
+    del run["checkpoint"]  # each part has its own, in the command's
+    search = setting_values(settings, COMMAND, ("search",)) if settings.search else None
     if search is not None:
-        _check_budget(table, values, search)
+        _check_budget(table, run, search)
     with connect(
-        values["scheduler"], security=security, log_failures=getattr(args, "debug", False)
+        settings.scheduler, security=security, log_failures=getattr(args, "debug", False)
     ) as client:
-        matrix, found = _compute(table, values["learners"], run, search, client, checkpoint)
+        matrix, found = _compute(table, run, search, client, checkpoint)
     page = _write(out, matrix, found)
-    discard(values["checkpoint"], checkpoint)
+    discard(settings.checkpoint, checkpoint)
     print(summary_text(matrix, found))
     print(f"\nReport: {page}")
-
-
-def _search_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The search's flags, checked before any work."""
-    from ..pooling.search import check_threshold
-
-    try:
-        threshold = check_threshold(args.threshold)
-    except ValueError as err:
-        raise UsageError(str(err).replace("threshold=", "--threshold ")) from None
-    if args.max_pool is not None and args.max_pool < 2:
-        raise UsageError(f"--max-pool {args.max_pool}: need at least 2 (or leave it out)")
-    if args.max_inner_fits < 1:
-        raise UsageError(f"--max-inner-fits {args.max_inner_fits}: need a positive integer")
-    return {
-        "threshold": threshold,
-        "max_pool": args.max_pool,
-        "max_inner_fits": args.max_inner_fits,
-    }
 
 
 def _check_budget(table: Any, values: dict[str, Any], search: dict[str, Any]) -> None:
@@ -163,26 +107,28 @@ def _check_budget(table: Any, values: dict[str, Any], search: dict[str, Any]) ->
         )
 
 
-def _compute(
-    table: Any, learners: Any, run: dict, search: dict | None, client: Any, checkpoint: str
-) -> tuple:
-    """The matrix and the search, each in its part of the command's checkpoint."""
+def _compute(table: Any, run: dict, search: dict | None, client: Any, checkpoint: str) -> tuple:
+    """The matrix and the search, each in its part of the command's checkpoint; the search
+    scores the matrix's measures and minimises the first (under ``--dry-run``: the cost of
+    the matrix's plan and of the search's first round, nothing written)."""
     from ..pooling.matrix import transfer
     from ..pooling.search import search_subsets
     from ..run.checkpoint import open_checkpoint
+    from ..run.cost import DryRunStop, dry_run, dry_running
     from ..run.session import part_path
 
-    open_checkpoint(checkpoint, {"command": "soak transfer"})
+    dry = dry_running()
+    call = dry_run if dry else (lambda func, *args, **kwargs: func(*args, **kwargs))
+    if not dry:
+        open_checkpoint(checkpoint, {"command": "soak transfer"})
     where = part_path(checkpoint, "transfer")
-    matrix = transfer(table, learners, client=client, checkpoint=where, **run)
-    if search is None:
-        return matrix, None
-    measure = matrix.attrs["measures"][0]
-    options = {k: v for k, v in run.items() if k != "measures"}
-    where = part_path(checkpoint, "search")
-    found = search_subsets(
-        table, learners, measure=measure, client=client, checkpoint=where, **options, **search
-    )
+    matrix = call(transfer, table, client=client, checkpoint=where, **run)
+    found = None
+    if search is not None:
+        where = part_path(checkpoint, "search")
+        found = call(search_subsets, table, client=client, checkpoint=where, **run, **search)
+    if dry:  # the outer dry run (soak_dask.app.cli) has both costs
+        raise DryRunStop
     return matrix, found
 
 

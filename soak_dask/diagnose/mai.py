@@ -8,7 +8,7 @@ accuracy on S's split. MAI near 0: S's split judges C as random splits do on ave
 it flatters C; MAI < 0: it undersells C. Tables 4-5 and Figure 8 compare methods by |MAI| over
 data sets and classifiers (``mai_table``, ``mai_summary``, ``plot_mai``).
 
-Every split is a key column computed on the cluster (``soak_dask.diagnose.sampling``); every
+Every split is a key column computed on the cluster (``soak_dask.split.sampling_splits``); every
 (learner, split) fit is one task of one plan run by the engine that runs ``soak`` and
 ``evaluate``, so the fits run on the cluster and stream back as they finish.
 """
@@ -16,7 +16,6 @@ Every split is a key column computed on the cluster (``soak_dask.diagnose.sampli
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -26,38 +25,34 @@ import pandas as pd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
-from ..results.store import build_dataset
+from ..run.assemble import build_dataset
+from ..run.fitting_options import FittingOptions
 from ..run.session import result_attrs, start
 from ..run.strategies import Batched, WholeTrainSet
-from ..split.folds import check_seed
-from ..split.plan import Fit, Selection, Term, build_plan
-from ..tables.checks import refuse_ignored
-from ..tables.table import Table, check_table
-from .overlap import DEFAULT_K, POSITION, check_classification
-from .sampling import (
+from ..settings import SETTINGS, refuse_renamed
+from ..split.overlap import (
+    DEFAULT_K,
+    POSITION,
+    check_classification,
+    ensure_positions,
+)
+from ..split.sampling import (
     D_OPTIMAL_REPEATS,
     MDC_MAX_ROWS,
-    METHODS,
-    SPLITTERS,
-    attach,
-    check_ratio,
     classes_of,
-    degree_frame,
-    ensure_positions,
-    random_splits,
 )
+from ..split.sampling_splits import DEFAULT_METHODS as DEFAULT_METHODS
+from ..split.sampling_splits import METHOD_OPTIONS as METHOD_OPTIONS
+from ..split.sampling_splits import SamplingSplits
+from ..split.sampling_splits import check_method_options as check_method_options
+from ..split.sampling_splits import check_methods as check_methods
+from ..split.sampling_splits import split_column as split_column
+from ..tables.table import Table, check_table
 
 #: Title of ``compare_sampling``'s results.
 TITLE = "soak_dask sampling comparison: MAI of train/test sampling methods"
-#: The methods compared by default: the paper's five and stratified sampling.
-DEFAULT_METHODS = ("random", "stratified", "clustering", "mdc", "doptimal", "overlap")
 #: Tables of at most this many rows fit many models per task (the table is gathered once).
 BATCH_MAX_ROWS = 100_000
-
-
-def split_column(name: str) -> str:
-    """The key column of split ``name`` (a method, or ``random_<trial>``)."""
-    return f"__soak_split_{name}__"
 
 
 def compare_sampling(
@@ -66,9 +61,9 @@ def compare_sampling(
     *,
     methods: Sequence[str] = DEFAULT_METHODS,
     train_ratio: float = 0.7,
-    n_random: int = 100,
+    n_repeats: int = 100,
     seed: int = 1,
-    k: int = DEFAULT_K,
+    n_neighbors: int = DEFAULT_K,
     n_levels: int | None = None,
     knn: str = "exact",
     mdc_max_rows: int = MDC_MAX_ROWS,
@@ -78,6 +73,11 @@ def compare_sampling(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     error_score: float | str = np.nan,
+    onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
+    **renamed: Any,
 ) -> xr.Dataset:
     """Test accuracy of each sampling method's split, AEV, SD and MAI, per learner.
 
@@ -92,16 +92,17 @@ def compare_sampling(
         featureless baseline and logistic regression).
     methods : sequence of str
         From "random", "stratified", "clustering", "mdc", "doptimal", "overlap" and
-        "overlap_class" (overlap levels × classes); see ``soak_dask.diagnose.sampling``.
+        "overlap_class" (overlap levels × classes); see ``soak_dask.split.sampling``.
     train_ratio : float
         Share t of the rows that train (the paper uses 0.75).
-    n_random : int
+    n_repeats : int
         Random splits whose mean test accuracy is the AEV and whose SD scales MAI (paper: 100).
+        Formerly ``n_random``.
     seed : int
         Seed of every split and of the learners' randomness.
-    k, n_levels, knn
-        Neighbours of the degree of overlap, levels of it (None: the paper's k + 1) and its
-        search ("exact" or "nndescent"); see ``overlap_split``.
+    n_neighbors, n_levels, knn
+        Neighbours of the degree of overlap (formerly ``k``), levels of it (None: the paper's
+        n_neighbors + 1) and its search ("exact" or "nndescent"); see ``overlap_split``.
     mdc_max_rows : int
         MDC runs on a seeded stratified sample of this many rows of a larger table.
     doptimal_repeats : int
@@ -113,6 +114,12 @@ def compare_sampling(
         As for ``soak_dask.soak``: finished fits are saved in the checkpoint as they arrive
         (the splits are drawn again on resume: seeded, they are the same); a learner that
         fails to fit scores NaN with a warning (or stops the run with ``"raise"``).
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``), for every split's fit: additive
+        learners from one pass of block statistics where the engine can; a train side larger
+        than ``max_train_rows`` fitted on a seeded, stratified sample of exactly that many rows
+        (``n_train`` records them; ``n_test`` is the whole test side); ``partial_fit`` learners
+        fed one block of train rows per task, ``epochs`` times.
 
     Returns
     -------
@@ -129,58 +136,60 @@ def compare_sampling(
     >>> from sklearn.datasets import load_iris
     >>> frame = load_iris(as_frame=True).frame
     >>> table = sd.load_table(frame, label="target")
-    >>> res = compare_sampling(table, "lda", methods=["random", "overlap"], n_random=5,
+    >>> res = compare_sampling(table, "lda", methods=["random", "overlap"], n_repeats=5,
     ...                        progress=False)
     >>> res["mai"].dims, int(res["n_train"].sel(sampling="overlap"))
     (('learner', 'sampling'), 105)
     """
+    refuse_renamed("compare-sampling", renamed)
     check_table(table, "compare_sampling")
     check_classification(table, "compare_sampling")
+    _refuse_groups(table)
+    options = {"n_neighbors": n_neighbors, "n_levels": n_levels, "knn": knn}
+    options["mdc_max_rows"] = mdc_max_rows
+    n_repeats = SETTINGS["n_repeats"].in_command("compare-sampling").checked(n_repeats)
+    design = SamplingSplits(
+        methods, train_ratio, n_repeats, seed, doptimal_repeats=doptimal_repeats, **options
+    )
+    seed, ratio, methods = design.seed, design.train_ratio, design.methods
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
+    shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
+    session = start(
+        table, "compare_sampling", learners, measures=["accuracy"], checkpoint=checkpoint,
+        fitting=fitting, **shared,
+    )  # fmt: skip
+    base = replace(table, data=table.data[[*table.features, table.label]], files=None)
+    base = ensure_positions(base)
+    if persist:
+        base = replace(base, data=base.data.persist())
+    classes = tuple(classes_of(base))  # a one-class table is refused before any split
+    keyed = design.add_keys(base)
+    notes = design.learned_["notes"]
+    plan = design.plan(keyed)
+    data = keyed.data.drop(columns=[POSITION])
+    # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
+    ctx = session.context(replace(keyed, data=data), data, plan, classes, fold_column="")
+    n_rows = int(data.map_partitions(len).sum().compute())
+    strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()
+    given = {"methods": list(methods), "train_ratio": ratio, "n_repeats": n_repeats, "seed": seed}
+    given.update(n_neighbors=n_neighbors, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)
+    given.update(doptimal_repeats=doptimal_repeats, notes={m: t for m, t in notes.items() if t})
+    settings = {**_settings(table, given, classes, session.estimators), **fitting.settings()}
+    records = session.run(ctx, fitting.strategies(last=strategy), settings)
+    learners = list(session.estimators)
+    attrs = result_attrs(settings)
+    ds = build_dataset(records, plan.splits, plan.coords, learners, ["accuracy"], attrs)
+    return mai_dataset(ds, methods, n_repeats)
+
+
+def _refuse_groups(table: Table) -> None:
+    """Sampling methods draw rows one by one: a group's rows would land on both sides."""
     if table.group is not None:
         raise ValueError(
             f"compare_sampling samples rows one by one, as the paper does, and the table has "
             f"the group column {table.group!r}, whose rows would land on both sides of a "
             "split; load the table without group= to compare row sampling"
         )
-    seed, ratio = check_seed(seed), check_ratio(train_ratio)
-    methods = check_methods(methods)
-    check_method_options(methods, k=k, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows,
-                         doptimal_repeats=doptimal_repeats)  # fmt: skip
-    n_random = _at_least(n_random, 2, "n_random")
-    shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
-    session = start(
-        table, "compare_sampling", learners, measures=["accuracy"], checkpoint=checkpoint, **shared
-    )
-    base = replace(table, data=table.data[[*table.features, table.label]], files=None)
-    base = ensure_positions(base)
-    if persist:
-        base = replace(base, data=base.data.persist())
-    classes = tuple(classes_of(base))  # a one-class table is refused before any split
-    overlap = {"k": k, "n_levels": n_levels}
-    if {"overlap", "overlap_class"} <= set(methods):  # one search serves both
-        overlap["degrees"] = degree_frame(base, k, knn, seed)
-    options = {
-        "overlap": {**overlap, "method": knn},
-        "overlap_class": {**overlap, "method": knn},
-        "mdc": {"max_rows": mdc_max_rows},
-        "doptimal": {"n_repeats": doptimal_repeats},
-    }
-    keyed, notes = _draw_splits(base, methods, ratio, seed, options, n_random)
-    plan = sampling_plan(methods, n_random)
-    data = keyed.data.drop(columns=[POSITION])
-    # No (subset, fold) cells: the one-pass strategy is not used.
-    ctx = session.context(replace(keyed, data=data), data, plan, classes, fold_column="")
-    n_rows = int(data.map_partitions(len).sum().compute())
-    strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()
-    given = {"methods": list(methods), "train_ratio": ratio, "n_random": n_random, "seed": seed}
-    given.update(k=k, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)
-    given.update(doptimal_repeats=doptimal_repeats, notes={m: t for m, t in notes.items() if t})
-    settings = _settings(table, given, classes, session.estimators)
-    records = session.run(ctx, [strategy], settings)
-    learners = list(session.estimators)
-    attrs = result_attrs(settings)
-    ds = build_dataset(records, plan.splits, plan.coords, learners, ["accuracy"], attrs)
-    return mai_dataset(ds, methods, n_random)
 
 
 def _settings(
@@ -199,88 +208,13 @@ def _settings(
     }
 
 
-def _draw_splits(
-    base: Table,
-    methods: Sequence[str],
-    ratio: float,
-    seed: int,
-    options: Mapping[str, Mapping[str, Any]],
-    n_random: int,
-) -> tuple[Table, dict[str, str]]:
-    """``base`` with every method's key column and the ``n_random`` random splits' (kept in
-    cluster memory), and each method's warnings (given again, prefixed with its name)."""
-    keyed, notes = base, {}
-    for method in methods:
-        column = split_column(method)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            split = SPLITTERS[method](base, ratio, seed, column=column, **options.get(method, {}))
-        notes[method] = " ".join(str(w.message) for w in caught)
-        for w in caught:
-            warnings.warn(f"{method}: {w.message}", w.category, stacklevel=3)
-        keyed = attach(keyed, split.data[[column]].persist())
-    trials = [split_column(f"random_{r}") for r in range(1, n_random + 1)]
-    keyed = attach(keyed, random_splits(base, ratio, seed, trials).data[trials].persist())
-    return keyed, notes
-
-
-def check_methods(methods: Sequence[str] | str) -> tuple[str, ...]:
-    """The methods as a tuple, refusing unknown and repeated names and an empty list."""
-    if isinstance(methods, str):
-        methods = [m.strip() for m in methods.split(",") if m.strip()]
-    methods = tuple(methods)
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ValueError(f"methods {unknown} are not sampling methods; choose from {list(METHODS)}")
-    if not methods or len(set(methods)) < len(methods):
-        raise ValueError(f"methods={list(methods)}: need one or more distinct methods")
-    return methods
-
-
-#: Options of some methods only: their defaults, and the methods that use them.
-METHOD_OPTIONS = {
-    "k": (DEFAULT_K, ("overlap", "overlap_class")),
-    "n_levels": (None, ("overlap", "overlap_class")),
-    "knn": ("exact", ("overlap", "overlap_class")),
-    "mdc_max_rows": (MDC_MAX_ROWS, ("mdc",)),
-    "doptimal_repeats": (D_OPTIMAL_REPEATS, ("doptimal",)),
-}
-
-
-def check_method_options(methods: Sequence[str], **given: Any) -> None:
-    """Refuse an option given (other than its default) when no method asked for uses it."""
-    for name, value in given.items():
-        default, users = METHOD_OPTIONS[name]
-        if not set(users) & set(methods):
-            named = "the methods " + " and ".join(map(repr, users))
-            refuse_ignored(name, value, default, f"methods={list(methods)}", named)
-
-
-def _at_least(value: Any, low: int, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ValueError(f"{name}={value!r}: need an integer of at least {low}")
-    return int(value)
-
-
-def sampling_plan(methods: Sequence[str], n_random: int) -> Any:
-    """The plan: one fit per split (each method's and ``n_random`` random ones), trained on
-    the split's training rows and scored on its test rows. Dim ``split``."""
-    names = [*methods, *(f"random_{r}" for r in range(1, n_random + 1))]
-    rows, tests = [], {}
-    for name in names:
-        column = split_column(name)
-        tests[name] = Selection((Term(column, (0,)),))
-        rows.append(({"split": name}, Fit(Selection((Term(column, (1,)),))), name))
-    return build_plan(rows, tests, {"split": names})
-
-
-def mai_dataset(ds: xr.Dataset, methods: Sequence[str], n_random: int) -> xr.Dataset:
+def mai_dataset(ds: xr.Dataset, methods: Sequence[str], n_repeats: int) -> xr.Dataset:
     """The result of ``compare_sampling`` from the engine's (learner, split) scores."""
-    names = [f"random_{r}" for r in range(1, n_random + 1)]
+    names = [f"random_{r}" for r in range(1, n_repeats + 1)]
     ds = ds.drop_vars("fit_id")
     chosen = ds.sel(split=list(methods)).rename(split="sampling")
     rand = ds["accuracy"].sel(split=names).rename(split="trial")
-    rand = rand.assign_coords(trial=np.arange(1, n_random + 1))
+    rand = rand.assign_coords(trial=np.arange(1, n_repeats + 1))
     aev = rand.mean("trial")
     sd = rand.std("trial", ddof=1)
     out = xr.Dataset(

@@ -8,8 +8,8 @@ the exact-share draw of ``soak_dask.split.shares`` -- with K folds inside its tr
 on the whole train part, scored on the test part; all run as one ``Plan`` on the engine.
 
 Comparing the K fold scores of one trial with its one test score by a variance test (the
-seed's sketch) says nothing: one value has no spread. Instead, per ratio, the ``trials`` CV
-estimates (each the mean of K folds) and the ``trials`` test scores are two samples of one
+seed's sketch) says nothing: one value has no spread. Instead, per ratio, the ``n_repeats`` CV
+estimates (each the mean of K folds) and the ``n_repeats`` test scores are two samples of one
 size whose variances Levene's and the F test compare; per trial, the test score is checked
 against the CV folds' prediction interval for a new score.
 """
@@ -18,62 +18,47 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from numbers import Real
 from typing import Any
 
-import dask
 import numpy as np
 import pandas as pd
 import xarray as xr
 from scipy import stats as sps
 from sklearn.base import BaseEstimator
 
-from ..hashing import salt, seeded_hash
 from ..learn.builtin import resolve_learners
-from ..results.store import build_dataset
+from ..learn.measures import check_measures
+from ..run.assemble import build_dataset
+from ..run.fitting_options import FittingOptions
 from ..run.session import persisted, result_attrs, start
-from ..run.strategies import WholeTrainSet
-from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURES
-from ..split.folds import check_n_folds, check_seed, group_folds
-from ..split.plan import Fit, Plan, Selection, Term, build_plan
-from ..split.shares import (
-    Strata,
-    check_sides,
-    count_strata,
-    draw_groups,
-    group_sizes,
-    group_strata,
-    map_groups,
-    ranks,
-    share_sizes,
-    with_columns,
-)
-from ..tables.checks import check_classes
+from ..schema import LOWER_IS_BETTER, MEASURE_NAMES
+from ..settings import check_alpha, refuse_renamed
+from ..split.trials import MIN_TRIALS as MIN_TRIALS
+from ..split.trials import SplitTrials as SplitTrials
+from ..split.trials import check_ratios as check_ratios
+from ..split.trials import check_trials as check_trials
 from ..tables.table import Table, check_table
 
 #: Title of split_sensitivity's results.
 TITLE = "soak_dask split-ratio sensitivity: CV on the train part against the test part"
-#: Fewest trials: the variance tests and the correlation compare ``trials`` values per ratio.
-MIN_TRIALS = 3
+#: The learner and measure when none is given, by task.
+DEFAULTS = {"classification": ("logistic", "accuracy"), "regression": ("linear", "rmse")}
 #: How the recommended ratios are chosen, recorded in the results.
 RULE = (
     "ratios where neither Levene's test nor the F test rejects equal variances of the CV "
     "estimates and the test scores at alpha, and, among those, the highest share of trials "
     "whose test score lies in the CV prediction interval (ties: all of them)"
 )
-# A trial's keys: its column, its ratio, its trial number and the seeds of its two draws.
-Design = tuple[str, float, int, int, int]
 
 
 def split_sensitivity(
     table: Table,
-    learner: Mapping[str, Any] | BaseEstimator | str,
+    learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
     *,
     ratios: Sequence[float] = (0.5, 0.7, 0.8, 0.9),
-    trials: int = 20,
+    n_repeats: int = 20,
     n_folds: int = 5,
-    measure: str = "accuracy",
+    measures: Sequence[str] | str | None = None,
     alpha: float = 0.05,
     seed: int = 1,
     client: Any = None,
@@ -81,6 +66,11 @@ def split_sensitivity(
     persist: bool = True,
     checkpoint: str | os.PathLike | None = None,
     error_score: float | str = np.nan,
+    onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
+    **renamed: Any,
 ) -> xr.Dataset:
     """Compare K-fold CV on the train part with the test score, over random splits per ratio.
 
@@ -94,20 +84,26 @@ def split_sensitivity(
     ----------
     table : Table
         From ``soak_dask.load_table``.
-    learner : str, estimator or dict
-        One learner: a built-in name, a scikit-learn estimator, or a one-entry dict
-        ``{name: estimator or built-in name}``.
+    learners : str, estimator, dict or list, optional
+        The one learner studied, as ``soak`` takes learners: a built-in name, a scikit-learn
+        estimator, a one-entry dict ``{name: estimator or built-in name}`` or a one-item list
+        (several are refused: the statistics and the recommended ratio are one learner's; call
+        once per learner). Default: logistic regression (linear for regression). Formerly
+        ``learner``.
     ratios : sequence of float
         Shares of the rows that train, each in (0, 1): round(r·N) rows train (whole groups
         with a group column: r of the rows to within a group); the share drawn is
         ``ratio_used``. A ratio that leaves no row on a side, or fewer train rows than
         ``n_folds``, is refused.
-    trials : int
-        Random splits per ratio, at least 3.
+    n_repeats : int
+        Random splits per ratio, at least 3 (formerly ``trials``).
     n_folds : int
         K of the CV inside each train part.
-    measure : str
-        One measure of the task (``soak_dask.schema.MEASURES``).
+    measures : str or list of str, optional
+        Measures of the task (``soak_dask.schema.MEASURES``) to score; the first is the one
+        the statistics and the recommendation use (``cv_score``, ``test_score``...), the others
+        are kept as ``cv_<measure>`` and ``test_<measure>``. Default: accuracy (rmse for
+        regression). Formerly ``measure``.
     alpha : float
         Level of the prediction intervals and of the variance tests, in (0, 0.5].
     seed : int
@@ -121,6 +117,12 @@ def split_sensitivity(
         As for ``soak_dask.soak``: finished fits saved as they arrive, so a run given the same
         checkpoint and settings computes only the missing ones; a fit that raises scores NaN
         with a warning (or stops the run with ``"raise"``).
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``), for the CV fits and the fits on the
+        whole train part: additive learners from one pass of block statistics where the
+        engine can; a train set larger than ``max_train_rows`` fitted on a seeded, stratified
+        sample of exactly that many rows (``n_train``, ``cv_n_train`` record them);
+        ``partial_fit`` learners fed one block of train rows per task, ``epochs`` times.
 
     Returns
     -------
@@ -135,33 +137,39 @@ def split_sensitivity(
     Examples
     --------
     >>> table = sd.load_table("aztrees.parquet", label="y", group="polygon")  # doctest: +SKIP
-    >>> ds = sd.split_sensitivity(table, "logistic", trials=10)  # doctest: +SKIP
+    >>> ds = sd.split_sensitivity(table, "logistic", n_repeats=10)  # doctest: +SKIP
     >>> split_sensitivity_summary(ds)  # doctest: +SKIP
     """
+    refuse_renamed("split-sensitivity", renamed)
     check_table(table, "split_sensitivity")
-    design = SplitTrials(ratios, trials, n_folds, seed)
+    design = SplitTrials(ratios, n_repeats, n_folds, seed, names={"trials": "n_repeats"})
     alpha = check_alpha(alpha)
-    measure = check_measure(measure, table.task)
+    learner, measure = DEFAULTS[table.task]
+    measures = check_measures(measure if measures is None else measures, table.task)
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     session = start(
         table,
         "split_sensitivity",
-        one_learner(learner, table.task, design.seed),
-        measures=[measure],
+        one_learner(learner if learners is None else learners, table.task, design.seed),
+        measures=list(measures),
         seed=design.seed,
         error_score=error_score,
         client=client,
         progress=progress,
         checkpoint=checkpoint,
+        fitting=fitting,
     )
-    keyed, used = design.add_keys(table, session.client)
+    keyed = design.add_keys(table)
+    used = design.learned_
     data = persisted(keyed.data, persist, session.client)
-    plan = design.plan(keyed, used)
-    # No (subset, fold) cells: every fit gathers its rows.
+    plan = design.plan(keyed)
+    # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
     ctx = session.context(keyed, data, plan, used["classes"], fold_column="")
     estimators = session.estimators
-    settings = _settings(table, estimators, measure, design, alpha, used["classes"])
-    records = session.run(ctx, [WholeTrainSet()], settings)
-    ds = _scores(build_dataset(records, plan.splits, plan.coords, list(estimators), [measure], {}))
+    settings = _settings(table, estimators, measures, design, alpha, used["classes"])
+    settings.update(fitting.settings())
+    records = session.run(ctx, fitting.strategies(), settings)
+    ds = _scores(build_dataset(records, plan.splits, plan.coords, list(estimators), measures, {}))
     ds = ds.assign_coords(ratio=np.array(design.ratios, dtype=np.float64))
     ds["ratio_used"] = ("ratio", used["ratio_used"])
     ds["ratio_used"].attrs["long_name"] = "share of the rows that train, as drawn"
@@ -173,7 +181,7 @@ def split_sensitivity(
 def _settings(
     table: Table,
     estimators: dict[str, BaseEstimator],
-    measure: str,
+    measures: Sequence[str],
     design: SplitTrials,
     alpha: float,
     classes: tuple | None,
@@ -189,10 +197,11 @@ def _settings(
         **table.roles,
         "learner": name,
         "learner_repr": repr(estimator),
-        "measure": measure,
-        "measure_name": MEASURE_NAMES[measure],
+        "measure": measures[0],
+        "measure_name": MEASURE_NAMES[measures[0]],
+        "measures": list(measures),
         "ratios": [f"{r:g}" for r in design.ratios],
-        "trials": design.trials,
+        "n_repeats": design.trials,
         "n_folds": design.n_folds,
         "alpha": alpha,
         "seed": design.seed,
@@ -201,289 +210,23 @@ def _settings(
     }
 
 
-def check_ratios(ratios: Any, name: str = "ratios") -> tuple[float, ...]:
-    """``ratios`` as sorted floats in (0, 1), refusing duplicates; messages call the option
-    ``name``.
-
-    Examples
-    --------
-    >>> check_ratios([0.8, 0.5])
-    (0.5, 0.8)
-    >>> check_ratios([0.5, 1.0])
-    Traceback (most recent call last):
-    ...
-    ValueError: ratios=[0.5, 1.0]: need shares of rows to train, each strictly between 0 and 1
-    """
-    if isinstance(ratios, Real):
-        ratios = [ratios]
-    good = isinstance(ratios, Sequence) and not isinstance(ratios, str) and len(ratios) > 0
-    if not good or not all(
-        isinstance(r, Real) and not isinstance(r, bool) and 0 < r < 1 for r in ratios
-    ):
-        raise ValueError(
-            f"{name}={ratios!r}: need shares of rows to train, each strictly between 0 and 1"
-        )
-    out = tuple(sorted(float(r) for r in ratios))
-    twice = sorted({r for r in out if out.count(r) > 1})
-    if twice:
-        raise ValueError(
-            f"{name}={list(ratios)!r}: {twice[0]:g} is given twice; give distinct ratios"
-        )
-    return out
-
-
-def check_trials(trials: Any, name: str = "trials") -> int:
-    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < MIN_TRIALS:
-        raise ValueError(
-            f"{name}={trials!r}: need an integer of at least {MIN_TRIALS}; per ratio the "
-            "variance tests and the correlation compare `trials` CV estimates with `trials` "
-            "test scores (20 is a good start)"
-        )
-    return int(trials)
-
-
-def check_alpha(alpha: Any, name: str = "alpha") -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, Real) or not 0 < alpha <= 0.5:
-        raise ValueError(f"{name}={alpha!r}: need a level in (0, 0.5], e.g. 0.05")
-    return float(alpha)
-
-
-def check_measure(measure: Any, task: str, name: str = "measure") -> str:
-    if not isinstance(measure, str):
-        raise ValueError(f"{name}={measure!r}: need one measure name, e.g. 'accuracy'")
-    known = MEASURES[task]
-    if measure not in known:
-        raise ValueError(f"{name}={measure!r} is not a {task} measure; choose from {list(known)}")
-    return measure
-
-
 def one_learner(learner: Any, task: str, seed: int) -> dict[str, BaseEstimator]:
     """``{name: estimator}`` of exactly one learner (see ``resolve_learners``)."""
-    if learner is None:
-        raise ValueError("learner=None: give one learner, e.g. 'logistic'")
     estimators = resolve_learners(learner, task, seed)
     if len(estimators) != 1:
         raise ValueError(
-            f"learner: got {len(estimators)} learners ({', '.join(estimators)}); the diagnostic "
-            "studies one learner at a time: give a name, an estimator or a one-entry dict"
+            f"learners: got {len(estimators)} learners ({', '.join(estimators)}); the "
+            "diagnostic studies one learner at a time (its statistics and recommended ratio "
+            "are one learner's): call it once per learner"
         )
     return estimators
-
-
-class SplitTrials:
-    """``trials`` random train/test splits per train ratio, with K folds in each train part.
-
-    Each (ratio, trial) gets one int8 key column: 0 for the test part, 1..K for the fold of a
-    train row. Computed on the cluster, every trial in one pass, after one pass counting rows
-    per partition and class (or rows per group): exact-share draws of
-    ``soak_dask.split.shares``, so the same seed gives the same keys whatever the partitioning
-    or the number of workers.
-
-    Examples
-    --------
-    >>> SplitTrials([0.7, 0.9], trials=10)
-    SplitTrials(ratios=(0.7, 0.9), trials=10, n_folds=5, seed=1)
-    """
-
-    def __init__(
-        self,
-        ratios: Sequence[float],
-        trials: int = 20,
-        n_folds: int = 5,
-        seed: int = 1,
-        *,
-        names: Mapping[str, str] | None = None,
-    ) -> None:
-        # ``names``: how messages spell the options (the command's flags), if not as here.
-        spell = {"ratios": "ratios", "trials": "trials", "n_folds": "n_folds", "seed": "seed"}
-        spell.update(names or {})
-        self.ratios = check_ratios(ratios, spell["ratios"])
-        self.trials = check_trials(trials, spell["trials"])
-        self.n_folds = check_n_folds(n_folds, spell["n_folds"])
-        self.seed = check_seed(seed, spell["seed"])
-
-    def __repr__(self) -> str:
-        return (
-            f"SplitTrials(ratios={self.ratios!r}, trials={self.trials}, "
-            f"n_folds={self.n_folds}, seed={self.seed})"
-        )
-
-    def designs(self) -> dict[tuple[int, int], Design]:
-        """(ratio index, trial) -> its key column, ratio, trial and the seeds of its split and
-        of its folds. Seeds depend on (ratio, trial), not on the other ratios asked for."""
-        out = {}
-        for i, ratio in enumerate(self.ratios, start=1):
-            bits = np.float64(ratio).view(np.uint64)
-            for t in range(1, self.trials + 1):
-                split = seeded_hash(self.seed, salt("sensitivity split"), bits, np.uint64(t))[0]
-                folds = seeded_hash(self.seed, salt("sensitivity folds"), bits, np.uint64(t))[0]
-                column = f"__soak_sensitivity_{i}_{t}__"
-                out[i, t] = (column, ratio, t, int(split % 2**32), int(folds % 2**32))
-        return out
-
-    def add_keys(self, table: Table, client: Any = None) -> tuple[Table, dict[str, Any]]:
-        """``table`` with a key column per (ratio, trial), and what was learned: the classes
-        (None for regression), the key columns by (ratio index, trial) and each ratio's share
-        of the rows that train as drawn (``ratio_used``; the mean over trials with groups)."""
-        designs = self.designs()
-        keys = _group_keys if table.group is not None else _row_keys
-        data, classes, ratio_used = keys(table, designs, self.n_folds, client)
-        used = {
-            "classes": classes,
-            "columns": {key: d[0] for key, d in designs.items()},
-            "ratio_used": ratio_used,
-        }
-        return replace(table, data=data, files=None), used
-
-    def plan(self, table: Table, used: dict[str, Any]) -> Plan:
-        """Per (ratio, trial): fold 0 is the fit on the whole train part scored on the test
-        part; folds 1..K the CV fits (train part minus fold k, scored on fold k)."""
-        rows, tests = [], {}
-        for (i, t), column in used["columns"].items():
-            for fold in range(self.n_folds + 1):
-                tests[i, t, fold] = Selection((Term(column, (fold,)),))
-                dropped = (0,) if fold == 0 else (0, fold)
-                train = Fit(Selection((Term(column, dropped, exclude=True),)))
-                rows.append(({"ratio": i, "trial": t, "fold": fold}, train, (i, t, fold)))
-        coords = {
-            "ratio": list(range(1, len(self.ratios) + 1)),
-            "trial": list(range(1, self.trials + 1)),
-            "fold": list(range(self.n_folds + 1)),
-        }
-        return build_plan(rows, tests, coords)
-
-
-def _compute(client: Any, lazy: list) -> list:
-    if client is not None:
-        return list(client.compute(lazy, sync=True))
-    return list(dask.compute(*lazy))
-
-
-def _refuse_missing(label: str, missing: int) -> None:
-    if missing:
-        raise ValueError(
-            f"label column {label!r} has {missing} missing values; drop those rows first"
-        )
-
-
-def _row_keys(
-    table: Table, designs: dict[tuple[int, int], Design], n_folds: int, client: Any
-) -> tuple[Any, tuple | None, np.ndarray]:
-    """Key columns of rows without groups: one pass counts rows per (partition, class); then
-    each partition draws its rows' keys from their positions within their class."""
-    classify = table.task == "classification"
-    (missing,) = _compute(client, [table.data[table.label].isna().sum()])
-    _refuse_missing(table.label, int(missing))
-    strata = count_strata(table.data, [table.label] if classify else [])
-    sizes = {}
-    for ratio in sorted({d[1] for d in designs.values()}):
-        sizes[ratio] = share_sizes(strata.rows, ratio, 0)
-        _check_rows(ratio, strata.rows, sizes[ratio], n_folds, classify)
-    classes = tuple(strata.index) if classify else None
-    check_classes(classes, table.label)
-    names = [d[0] for d in designs.values()]
-    meta = with_columns(table.data._meta, {n: np.zeros(0, np.int8) for n in names})
-    data = table.data.map_partitions(
-        _row_partition_keys, strata, sizes, list(designs.values()), n_folds, meta=meta
-    )
-    used = np.array([sizes[r].sum() / strata.rows.sum() for r in sorted(sizes)])
-    return data, classes, used
-
-
-def _check_rows(
-    ratio: float, rows: np.ndarray, train: np.ndarray, n_folds: int, classify: bool
-) -> None:
-    """Refuse a ratio whose test part or train folds would be empty: a class's train rows
-    are dealt to folds, so some class must train on at least ``n_folds`` rows."""
-    check_sides(int(rows.sum()), int(train.sum()), ratio, "ratio")
-    if train.max() < n_folds:
-        most = f" (at most {int(train.max())} of one class)" if classify else ""
-        raise ValueError(
-            f"ratio={ratio:g} trains on {int(train.sum())} of the {int(rows.sum())} rows{most} "
-            f"and n_folds={n_folds} needs at least {n_folds} train rows"
-            f"{' of one class' if classify else ''}: use a smaller n_folds, a larger ratio, "
-            "or more data"
-        )
-
-
-def _row_partition_keys(
-    part: pd.DataFrame,
-    strata: Strata,
-    sizes: dict[float, np.ndarray],
-    designs: list[Design],
-    n_folds: int,
-    partition_info: dict | None = None,
-) -> pd.DataFrame:
-    """One partition with its key columns: a row trains when its rank in the trial's draw
-    (``soak_dask.split.shares.ranks``) is below its class's train rows. The train ranks are
-    a random order of the class's train rows, so rank mod K (shifted by a seeded offset per
-    class, so the classes' extra rows fall in different folds) deals them into K folds whose
-    sizes differ by at most one row per class."""
-    number = partition_info["number"] if partition_info else 0
-    codes, positions = strata.positions(part, number)
-    strata_ids = np.arange(len(strata.rows), dtype=np.uint64)
-    columns = {}
-    for column, ratio, trial, draw_seed, fold_seed in designs:
-        rank = ranks(codes, positions, strata.rows, draw_seed, trial, f"sensitivity:{ratio!r}")
-        train = rank < sizes[ratio][codes]
-        offset = (seeded_hash(fold_seed, strata_ids) % np.uint64(n_folds)).astype(np.int64)
-        folds = (rank + offset[codes]) % n_folds + 1
-        columns[column] = np.where(train, folds, 0).astype(np.int8)
-    return with_columns(part, columns)
-
-
-def _group_keys(
-    table: Table, designs: dict[tuple[int, int], Design], n_folds: int, client: Any
-) -> tuple[Any, tuple | None, np.ndarray]:
-    """Key columns of a grouped table: the (small) table of groups is drawn on the client --
-    groups to the train part (``draw_groups``), then the train part's groups to folds -- and
-    the group -> key map is applied to the rows."""
-    group, label = table.group, table.label
-    classify = table.task == "classification"
-    (missing,) = _compute(client, [table.data[label].isna().sum()])
-    _refuse_missing(label, int(missing))
-    sizes = group_sizes(table.data, group, [label] if classify else [])
-    classes = tuple(sorted(sizes[label].unique())) if classify else None
-    check_classes(classes, label)
-    groups = group_strata(sizes, group, [label] if classify else [])
-    index, codes, shares = _group_codes(groups, designs, n_folds, group)
-    names = [d[0] for d in designs.values()]
-    by_ratio = pd.Series(shares, index=[d[1] for d in designs.values()])
-    used = by_ratio.groupby(level=0).mean().sort_index().to_numpy()
-    return map_groups(table.data, group, index, codes, names), classes, used
-
-
-def _group_codes(
-    groups: pd.DataFrame, designs: dict[tuple[int, int], Design], n_folds: int, column: str
-) -> tuple[pd.Index, np.ndarray, list[float]]:
-    """The groups, their key (0 test, 1..K train fold) in each design's column, and each
-    design's share of the rows that train."""
-    index = pd.Index(sorted(groups["group"]))
-    codes = np.zeros((len(index), len(designs)), dtype=np.int8)
-    shares = []
-    for j, (_, ratio, trial, draw_seed, fold_seed) in enumerate(designs.values()):
-        drawn = draw_groups(groups, ratio, draw_seed, trial, f"sensitivity:{ratio!r}")
-        drawn = drawn.reindex(groups["group"]).to_numpy()
-        check_sides(len(groups), int(drawn.sum()), ratio, "ratio", f"groups of {column!r}")
-        train = groups[drawn]
-        folds = group_folds(train, n_folds, fold_seed)
-        used = np.bincount(folds.to_numpy(np.int64), minlength=n_folds + 1)[1:]
-        if (used == 0).any():
-            raise ValueError(
-                f"ratio={ratio:g} with n_folds={n_folds}: the {len(train)} train groups of "
-                f"{len(groups)} groups of {column!r} leave a train fold without groups; use a "
-                "smaller n_folds, a larger ratio, or smaller groups"
-            )
-        codes[index.get_indexer(folds.index), j] = folds.to_numpy()
-        shares.append(train["n"].sum() / groups["n"].sum())
-    return index, codes, shares
 
 
 def _scores(ds: xr.Dataset) -> xr.Dataset:
     """The engine's result (learner, ratio, trial, fold 0..K) as CV scores over folds 1..K
     and the test part's score (fold 0)."""
     ds = ds.isel(learner=0, drop=True).reset_coords("fit_id", drop=True)
-    measure = ds.attrs["measures"][0]
+    measure, *others = ds.attrs["measures"]
     cv, test = ds.sel(fold=ds["fold"] > 0), ds.sel(fold=0, drop=True)
     out = xr.Dataset(
         {
@@ -501,6 +244,12 @@ def _scores(ds: xr.Dataset) -> xr.Dataset:
     out["cv_n_test"].attrs["long_name"] = "rows in the CV fold"
     out["n_train"].attrs["long_name"] = "rows in the train part"
     out["n_test"].attrs["long_name"] = "rows in the test part"
+    for other in others:  # scored, not used by the statistics
+        name = MEASURE_NAMES[other]
+        out[f"cv_{other}"] = cv[other].assign_attrs(long_name=f"{name} of CV fold k")
+        out[f"test_{other}"] = test[other].assign_attrs(
+            long_name=f"{name} on the test part"
+        )
     return out
 
 

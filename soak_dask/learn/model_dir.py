@@ -16,6 +16,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..io.locations import check_apart, check_writable, locate, overlaps
+from ..io.outdir import local_path
+
 #: The zip member holding soak_dask's metadata, and the value of its ``format`` key.
 METADATA_MEMBER = "soak_dask.json"
 FORMAT = "soak_dask.model"
@@ -78,9 +81,6 @@ def check_models_dir(
     Python, which has no switch), the model files of the same learners are replaced, those
     of other learners kept.
     """
-    from ..results.outdir import local_path
-    from ..results.store import check_apart, check_writable, locate, overlaps
-
     if models is None:
         return None
     check_model_names(learners)

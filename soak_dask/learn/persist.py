@@ -45,10 +45,11 @@ from sklearn.base import is_classifier, is_regressor
 from sklearn.tree._tree import Tree
 from sklearn.utils.validation import check_is_fitted
 
+from ..io.outdir import local_path
 from ..tables.table import Table
 from ..version import __version__
 from .model_dir import FORMAT, METADATA_MEMBER, read_metadata
-from .pruned_tree import _PrunedTree
+from .pruned_tree import BasePrunedTree
 
 __all__ = [
     "TRUSTED_BY_DEFAULT",
@@ -188,8 +189,6 @@ def save_model(
     FileExistsError
         ``path`` exists and ``overwrite`` is False, or it was not written by ``save_model``.
     """
-    from ..results.outdir import local_path
-
     path = local_path(path, "path")
     check_is_fitted(model)
     record = _metadata(model, features, label, metadata)
@@ -400,7 +399,7 @@ def _check_trees(estimator, path: Path) -> None:
     references = Counter(id(child) for obj in objects for child in _children(obj))
     vouched: set[int] = set()
     for obj in objects:
-        holder = getattr(obj, "tree_", None) if isinstance(obj, _PrunedTree) else None
+        holder = getattr(obj, "tree_", None) if isinstance(obj, BasePrunedTree) else None
         tree = getattr(holder, "tree_", None)
         widths = [getattr(o, "n_features_in_", None) for o in (obj, holder)]
         if (

@@ -157,7 +157,7 @@ class _Anova:
 class _Grower:
     """rpart.c and partition.c: grow from the root, pruning as the recursion returns."""
 
-    def __init__(self, criterion, X: np.ndarray, est: _PrunedTree) -> None:
+    def __init__(self, criterion, X: np.ndarray, est: BasePrunedTree) -> None:
         self.criterion = criterion
         self.order, self.xs = presort(X)
         self.min_split, self.min_bucket = est.min_samples_split, est.min_samples_leaf
@@ -286,7 +286,7 @@ def _sklearn_tree(root: _Node, n_features: int, n_values: int) -> Tree:
     return tree
 
 
-class _PrunedTree(BaseEstimator):
+class BasePrunedTree(BaseEstimator):
     """Parameters, the fit and the walk down the tree shared by the classifier and the
     regressor."""
 
@@ -408,7 +408,7 @@ class _PrunedTree(BaseEstimator):
         return int(self.tree_.get_depth())
 
 
-class PrunedTreeClassifier(ClassifierMixin, _PrunedTree):
+class PrunedTreeClassifier(ClassifierMixin, BasePrunedTree):
     """A classification tree by rpart's rules (``method = "class"``, Gini splits, default
     priors and losses, pruned at ``cp``): see the module's description.
 
@@ -483,7 +483,7 @@ class PrunedTreeClassifier(ClassifierMixin, _PrunedTree):
         return self.tree_.tree_.value[leaf, 0, :].copy()
 
 
-class PrunedTreeRegressor(RegressorMixin, _PrunedTree):
+class PrunedTreeRegressor(RegressorMixin, BasePrunedTree):
     """A regression tree by rpart's rules (``method = "anova"``, pruned at ``cp``): see the
     module's description.
 

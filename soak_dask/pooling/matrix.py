@@ -22,6 +22,7 @@ import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..results.stats import pvalues
+from ..run.fitting_options import FittingOptions
 from ..run.session import (
     Session,
     assemble,
@@ -31,12 +32,14 @@ from ..run.session import (
     start,
     stratum_rows,
 )
-from ..run.strategies import Context, OnePass, WholeTrainSet
-from ..schema import DEFAULT_N_FOLDS, DESIGN_DIMS, LOWER_IS_BETTER, MEASURES
+from ..run.strategies import Context
+from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES
 from ..settings import check_run_options
-from ..split.designs import SameOtherAll
-from ..split.folds import check_fold_values, check_n_folds, check_seed
-from ..split.plan import Fit, Plan, Selection, Term, build_plan
+from ..split.folds import check_fold_values
+from ..split.plan import Plan
+from ..split.transfer import Transfer as Transfer
+from ..split.transfer import cell_selection as cell_selection
+from ..split.transfer import train_selection as train_selection
 from ..tables.table import SUBSET_COLUMN, Table
 
 #: Title of the results of ``transfer``.
@@ -63,99 +66,6 @@ TRANSFER_PVALUE_COLUMNS: list[str] = [
     "verdict",
     "reason",
 ]
-
-
-class Transfer:
-    """Plan builder of the transfer matrix, in the style of ``SameOtherAll``.
-
-    Fit (t, κ) trains on {subset = t, fold ≠ κ} and scores the blocks {subset = σ, fold = κ}
-    of every subset σ: S·K fits fill the S × S × K result cells. The folds are SOAK's, from the
-    same seed (``add_keys`` is ``SameOtherAll.add_keys``), so fit (σ, κ) is SOAK's ``same`` fit
-    of test subset σ and fold κ.
-
-    Parameters
-    ----------
-    n_folds : int, optional
-        K, 2 to 127 (default 10; with a fold column, read from it).
-    seed : int
-        Seed of the fold assignment.
-    stratify : bool
-        Balance folds within subset × label (classification).
-
-    Examples
-    --------
-    >>> plan = Transfer(n_folds=3).plan_for(["A", "B"])
-    >>> plan
-    Plan(12 splits (train_subset 2 × test_subset 2 × fold 3), 6 distinct fits, 6 test blocks)
-    >>> print(plan.table().loc[:1, ["train_subset", "test_subset", "fold", "train", "test"]]
-    ...       .to_string(index=False))
-    train_subset test_subset  fold                   train                    test
-               A           A     1 subset == A & fold != 1 subset == A & fold == 1
-               A           B     1 subset == A & fold != 1 subset == B & fold == 1
-    """
-
-    def __init__(self, n_folds: int | None = None, *, seed: int = 1, stratify: bool = True):
-        self.n_folds = None if n_folds is None else check_n_folds(n_folds)
-        self.seed = check_seed(seed)
-        self.stratify = stratify
-
-    def __repr__(self) -> str:
-        given = {"n_folds": None, "seed": 1, "stratify": True}
-        shown = {k: getattr(self, k) for k, v in given.items() if getattr(self, k) != v}
-        return f"Transfer({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
-
-    def add_keys(self, table: Table) -> Table:
-        """``table`` with its fold column: the user's, or assigned on the cluster as ``soak``
-        assigns it."""
-        return SameOtherAll(self.n_folds, seed=self.seed, stratify=self.stratify).add_keys(table)
-
-    def plan(self, table: Table, counts: pd.DataFrame) -> Plan:
-        """The plan for ``table`` (with its fold column), from its ``block_counts``."""
-        n_folds = check_fold_values(counts, table.fold, self.n_folds)
-        subsets = sorted(counts[table.subset].unique().tolist())
-        return self.plan_for(subsets, n_folds, subset=table.subset, fold=table.fold)
-
-    def plan_for(
-        self,
-        subsets: Sequence,
-        n_folds: int | None = None,
-        *,
-        subset: str = "subset",
-        fold: str = "fold",
-    ) -> Plan:
-        """The plan for these subset values (no table needed); ``n_folds`` default: the
-        builder's, else 10."""
-        subsets = list(subsets)
-        if len(set(subsets)) != len(subsets):
-            raise ValueError(f"subsets must be distinct, got {subsets}")
-        folds = list(range(1, (n_folds or self.n_folds or DEFAULT_N_FOLDS) + 1))
-        cells = {(s, k): {subset: s, fold: k} for s in subsets for k in folds}
-        tests = {key: cell_selection(subset, fold, *key) for key in cells}
-        rows = [
-            (
-                {"train_subset": t, "test_subset": s, "fold": k},
-                Fit(train_selection(subset, fold, (t,), (k,))),
-                (s, k),
-            )
-            for t in subsets
-            for k in folds
-            for s in subsets
-        ]
-        coords = {"train_subset": subsets, "test_subset": subsets, "fold": folds}
-        plan = build_plan(rows, tests, coords, cells)
-        plan.blocks["name"] = [f"subset {s!r} fold {k}" for s, k in cells]
-        return plan
-
-
-def cell_selection(subset: str, fold: str, value: Any, k: int) -> Selection:
-    """The test block {subset = value, fold = k}, written as SOAK writes it."""
-    return Selection((Term(subset, (value,)), Term(fold, (k,))))
-
-
-def train_selection(subset: str, fold: str, members: tuple, left_out: tuple) -> Selection:
-    """The train set {subset in members, fold not in left_out}, written as SOAK writes it
-    (one term per column, values in the caller's order), so equal sets are one fit."""
-    return Selection((Term(subset, members), Term(fold, left_out, exclude=True)))
 
 
 @dataclass(frozen=True)
@@ -208,7 +118,8 @@ class Prepared:
         ``estimators`` (default: the run's), in the checkpoint part ``part`` if given."""
         rows = stratum_rows(self.counts, self.table)
         ctx = self.context(plan, estimators)
-        return self.session.run(ctx, strategies, settings, rows=rows, part=part)
+        counts = self.counts  # SOAK's block counts: each fit's rows (per class) without a pass
+        return self.session.run(ctx, strategies, settings, rows=rows, part=part, counts=counts)
 
     def settings(self, title: str, design: str, **extra: Any) -> dict[str, Any]:
         """What a result records of the run (and its checkpoint is identified by)."""
@@ -242,7 +153,7 @@ def prepare(
 ) -> Prepared:
     """Check the options, assign SOAK's folds, persist the columns and check the blocks, as
     ``soak`` does before it plans. ``shared``: ``session.start``'s options (seed,
-    error_score, client, progress, checkpoint)."""
+    error_score, client, progress, checkpoint, fitting)."""
     given = {"n_folds": n_folds, "stratify": stratify, "persist": persist}
     n_folds = check_run_options(given)["n_folds"]
     session = start(table, caller, learners, measures=measures, **shared)
@@ -278,6 +189,9 @@ def transfer(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
 ) -> xr.Dataset:
     """Train each learner on each single subset and test it on every subset.
 
@@ -290,8 +204,13 @@ def transfer(
     n_folds : int, optional
         K (default 10; with a fold column, read from it). The folds are those ``soak``
         assigns with this seed: the diagonal equals ``soak``'s ``same``.
-    seed, measures, stratify, persist, error_score, client, progress, checkpoint, onepass
+    seed, measures, stratify, persist, error_score, client, progress, checkpoint
         As for ``soak_dask.soak``.
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``): additive learners from one pass of
+        block statistics; a train set larger than ``max_train_rows`` fitted on a seeded,
+        stratified sample of exactly that many rows (``n_train`` records them);
+        ``partial_fit`` learners fed one block of train rows per task, ``epochs`` times.
 
     Returns
     -------
@@ -310,11 +229,13 @@ def transfer(
     >>> res = transfer(table, ["featureless", "lda"], n_folds=5)  # doctest: +SKIP
     >>> res["error"].mean("fold").sel(learner="lda").to_pandas()  # doctest: +SKIP
     """
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     run = prepare(
         table,
         learners,
         "transfer",
+        fitting=fitting,
         n_folds=n_folds,
         measures=measures,
         stratify=stratify,
@@ -322,13 +243,11 @@ def transfer(
         checkpoint=checkpoint,
         **shared,
     )
-    plan = Transfer(run.n_folds).plan_for(
-        run.subsets, run.n_folds, subset=run.table.subset, fold=run.table.fold
-    )
+    plan = Transfer(run.n_folds).plan(run.table, run.counts)
     n_fits = len(plan.fits) * len(run.estimators)
     settings = run.settings(TITLE, "transfer", n_fits=n_fits, n_distinct_train_sets=len(plan.fits))
-    strategies = [*([OnePass()] if onepass else []), WholeTrainSet()]
-    records = run.run(plan, strategies, settings)
+    settings.update(fitting.settings())
+    records = run.run(plan, fitting.strategies(), settings)
     return assemble(records, plan, list(run.estimators), run.measures, result_attrs(settings))
 
 

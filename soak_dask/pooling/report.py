@@ -16,8 +16,8 @@ from typing import Any
 import pandas as pd
 import xarray as xr
 
-from ..results.outdir import OutputDir
-from ..results.outdir import check_out_dir as check
+from ..io.outdir import OutputDir
+from ..io.outdir import check_out_dir as check
 from ..results.report import _figure_html, _html_table, _write_figure, html_page, markdown_table
 from .matrix import (
     MARKS,

@@ -37,28 +37,30 @@ from sklearn.base import BaseEstimator
 
 from ..run.closed_form import fit_from_stats, is_additive
 from ..run.fitting import FitState, guard
+from ..run.fitting_options import FittingOptions
 from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
-from ..run.strategies import OnePass, WholeTrainSet
-from ..schema import LOWER_IS_BETTER, MEASURES
-from ..split.plan import Fit, Plan, Selection, build_plan
+from ..run.strategies import OnePass
+from ..schema import LOWER_IS_BETTER
+from ..settings import SETTINGS, check_threshold, refuse_renamed
+from ..split.plan import Plan, Selection
+from ..split.search import TRAIN_SETS as TRAIN_SETS
+from ..split.search import Key, SearchOuter, SearchRound
+from ..split.search import inner_plan as inner_plan
+from ..split.search import outer_plan as outer_plan
 from ..tables.table import Table, check_table
 from .matrix import (
     Prepared,
-    cell_selection,
     check_alpha,
     paired_pvalues,
     prepare,
-    train_selection,
     verdict,
 )
 
 #: Title of the results of ``search_subsets``.
 TITLE = "soak_dask train-subset search: greedy pools, nested in SOAK's folds"
-#: The train sets the search's outer folds score, in this order.
-TRAIN_SETS: tuple[str, ...] = ("same", "greedy", "all")
-#: Default budget of inner fits per learner that is not additive.
-MAX_INNER_FITS = 2000
+#: Default budget of inner fits per learner that is not additive (declared in settings).
+MAX_INNER_FITS: int = SETTINGS["max_inner_fits"].default
 #: Columns of ``search_pvalues``.
 SEARCH_PVALUE_COLUMNS: list[str] = [
     "learner",
@@ -80,8 +82,6 @@ SEARCH_PVALUE_COLUMNS: list[str] = [
 ]
 # The comparisons of search_pvalues: (compare, reference).
 _COMPARISONS = (("greedy", "same"), ("greedy", "all"), ("all", "same"))
-
-Key = tuple[int, Any]  # (outer fold, test subset): one search
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def search_subsets(
     seed: int = 1,
     threshold: float = 0.01,
     max_pool: int | None = None,
-    measure: str | None = None,
+    measures: Sequence[str] | str | None = None,
     max_inner_fits: int = MAX_INNER_FITS,
     stratify: bool = True,
     persist: bool = True,
@@ -179,6 +179,10 @@ def search_subsets(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
+    **renamed: Any,
 ) -> xr.Dataset:
     """For each test subset, choose the train subsets to pool by greedy forward selection,
     and estimate the error of doing so by nested cross-validation.
@@ -195,19 +199,29 @@ def search_subsets(
     seed : int
         Seed of the folds and of built-in learners.
     threshold : float
-        A subset joins the pool only if it lowers the inner-CV value of ``measure`` by more
-        than ``threshold`` × its current value (relative: 0.01 is 1 %; 0 takes any decrease).
+        A subset joins the pool only if it lowers the inner-CV value of the first measure by
+        more than ``threshold`` × its current value (relative: 0.01 is 1 %; 0 takes any
+        decrease).
     max_pool : int, optional
         At most this many subsets in a pool, 2 to S (default S: the search may reach all).
-    measure : str, optional
-        What the search minimises (maximises, for accuracy, AUC or R²) and reports. Default:
-        error (classification) or mse (regression).
+    measures : str or list of str, optional
+        The measures to score, as for ``soak_dask.soak``: the first is what the search
+        minimises (maximises, for accuracy, AUC or R²; ``attrs["search_measure"]``), every one
+        is scored on the outer folds. Default: every measure of the task, error
+        (classification) or mse (regression) first. Formerly ``measure`` (one name).
     max_inner_fits : int
         Budget of inner fits per learner that is not additive: a ValueError before any fit
         when ``inner_fit_bound`` exceeds it. Additive learners are not counted (no inner fit
         reads rows).
-    stratify, persist, error_score, client, progress, onepass
+    stratify, persist, error_score, client, progress
         As for ``soak_dask.soak``. A failed inner fit makes its candidate ineligible.
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``), for the inner and the outer fits:
+        additive learners from one pass of block statistics (not under a row cap, whose
+        samples have none: their inner fits then count against ``max_inner_fits``); a train
+        set larger than ``max_train_rows`` fitted on a seeded, stratified sample of exactly
+        that many rows; ``partial_fit`` learners fed one block of train rows per task,
+        ``epochs`` times.
     checkpoint : path, optional
         As for ``soak_dask.soak``: each greedy round's fits and the outer fits are saved as
         they finish, and a run given the same checkpoint and settings computes only the fits
@@ -216,7 +230,7 @@ def search_subsets(
     Returns
     -------
     xarray.Dataset
-        ``measure``, ``n_train``, ``n_test`` and timings with dims (learner, test_subset, fold,
+        Each measure, ``n_train``, ``n_test`` and timings with dims (learner, test_subset, fold,
         train_set), train_set ∈ (same, greedy, all) scored on the outer test fold; ``pool``
         (learner, test_subset, fold): the chosen subsets joined by "+"; ``chosen`` (…,
         train_subset): whether each subset is in the pool; ``inner_same`` and ``inner_greedy``:
@@ -224,41 +238,30 @@ def search_subsets(
         ``search_seconds`` per learner. ``search_pvalues``, ``search_pools`` and
         ``search_stability`` read it.
     """
+    refuse_renamed("search", renamed)
     check_table(table, "search_subsets")
-    measure = MEASURES[table.task][0] if measure is None else measure
     threshold = check_threshold(threshold)
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
-    run = prepare(
-        table,
-        learners,
-        "search_subsets",
-        n_folds=n_folds,
-        measures=[measure],
-        stratify=stratify,
-        persist=persist,
-        checkpoint=checkpoint,
-        **shared,
-    )
+    shared.update(n_folds=n_folds, measures=measures, stratify=stratify, persist=persist)
+    shared.update(fitting=fitting, checkpoint=checkpoint)
+    run = prepare(table, learners, "search_subsets", **shared)
     n_subsets = len(run.subsets)
     max_pool = _check_max_pool(max_pool, n_subsets, run.subsets)
-    wanted = onepass and any(is_additive(e) for e in run.estimators.values())
+    wanted = fitting.from_statistics and any(is_additive(e) for e in run.estimators.values())
     stats = _stats(run) if wanted else None
     additive = {n: stats is not None and bool(is_additive(e)) for n, e in run.estimators.items()}
     check_budget(additive, inner_fit_bound(n_subsets, run.n_folds, max_pool), max_inner_fits)
     options = {"threshold": threshold, "max_pool": max_pool, "max_inner_fits": max_inner_fits}
-    settings = run.settings(TITLE, "search_subsets", search_measure=measure, **options)
-    run.session.open_parts({**settings, "onepass": onepass})
+    settings = run.settings(TITLE, "search_subsets", search_measure=run.measures[0], **options)
+    settings.update(fitting.settings())
+    run.session.open_parts(settings)
     parts = []
     for number, name in enumerate(run.estimators):
-        strategies = [KnownStats(stats=stats)] if additive[name] else []
-        fits = partial(
-            _fits,
-            run,
-            {name: run.estimators[name]},
-            [*strategies, WholeTrainSet()],
-            {**settings, "onepass": onepass},
-            f"{number}-",
-        )
+        # The search's statistics serve additive learners; the others are fitted from rows.
+        mine = dataclasses.replace(fitting, onepass=additive[name])
+        strategies = mine.strategies(onepass=KnownStats(stats=stats))
+        fits = partial(_fits, run, {name: run.estimators[name]}, strategies, settings, f"{number}-")
         start = time.perf_counter()
         pools, inner, n_fits = greedy(run, fits, threshold, max_pool)
         part = _outer(run, name, fits, pools, inner)
@@ -282,18 +285,6 @@ def _fits(
     return run.run(plan, strategies, settings, estimators, part=prefix + part)
 
 
-def check_threshold(threshold: Any) -> float:
-    """``threshold`` as a float from 0 to below 1, or a ValueError saying what it means."""
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-        raise ValueError(f"threshold={threshold!r}: need a number from 0 (any decrease) up")
-    if not 0 <= threshold < 1:
-        raise ValueError(
-            f"threshold={threshold!r}: need a relative decrease from 0 (any) to below 1, "
-            "e.g. 0.01 (a subset must lower the inner-CV error by more than 1 %)"
-        )
-    return float(threshold)
-
-
 def _check_max_pool(max_pool: Any, n_subsets: int, subsets: list) -> int:
     if n_subsets < 2:
         raise ValueError(
@@ -302,8 +293,7 @@ def _check_max_pool(max_pool: Any, n_subsets: int, subsets: list) -> int:
         )
     if max_pool is None:
         return n_subsets
-    if isinstance(max_pool, bool) or not isinstance(max_pool, int | np.integer):
-        raise ValueError(f"max_pool={max_pool!r}: need an integer from 2 to {n_subsets}")
+    max_pool = SETTINGS["max_pool"].checked(max_pool)
     if not 2 <= max_pool <= n_subsets:
         raise ValueError(
             f"max_pool={max_pool}: need 2 to {n_subsets} (the subsets), or None for no limit"
@@ -314,8 +304,7 @@ def _check_max_pool(max_pool: Any, n_subsets: int, subsets: list) -> int:
 def check_budget(additive: dict[str, bool], bound: int, budget: int) -> None:
     """Refuse a search whose learners fitted from rows (``additive[name]`` False) may need
     more than ``budget`` inner fits each (``bound``: ``inner_fit_bound``)."""
-    if isinstance(budget, bool) or not isinstance(budget, int | np.integer) or budget < 1:
-        raise ValueError(f"max_inner_fits={budget!r}: need a positive integer")
+    budget = SETTINGS["max_inner_fits"].checked(budget)
     heavy = [name for name, fast in additive.items() if not fast]
     if heavy and bound > budget:
         raise ValueError(
@@ -361,7 +350,8 @@ def greedy(
             key: _candidates(pools[key], run.subsets, (*key, pools[key]) not in values)
             for key in active
         }
-        plan, index = inner_plan(asked, run.subsets, folds, run.table.subset, run.table.fold)
+        design = SearchRound(asked)
+        plan, index = design.plan(run.table, run.counts), design.pools()
         n_fits += len(plan.fits)
         records = fits(plan, f"round-{rounds}")
         values.update(_inner_values(run.measures[0], plan, index, records))
@@ -403,34 +393,6 @@ def _step(
     return best
 
 
-def inner_plan(
-    asked: dict[Key, list[tuple]], subsets: list, folds: list[int], subset: str, fold: str
-) -> tuple[Plan, list[tuple]]:
-    """The plan of one round: for each search (κ, σ), each pool P asked and each inner fold
-    j ≠ κ, fit {subset ∈ P, fold ∉ {κ, j}} and score {σ, j}. The fold κ is in no train set
-    and no test block. Returns the plan (pools numbered in the ``pool`` column) and the pools
-    by number."""
-    index: dict[tuple, int] = {}
-    rows = []
-    for (k, s), pools in asked.items():
-        for pool in pools:
-            number = index.setdefault(pool, len(index))
-            for j in folds:
-                if j != k:
-                    train = train_selection(subset, fold, pool, (min(k, j), max(k, j)))
-                    where = {"outer_fold": k, "test_subset": s, "pool": number, "inner_fold": j}
-                    rows.append((where, Fit(train), (s, j)))
-    cells = {(s, j): {subset: s, fold: j} for s in subsets for j in folds}
-    tests = {key: cell_selection(subset, fold, *key) for key in cells}
-    coords = {
-        "outer_fold": folds,
-        "test_subset": subsets,
-        "pool": list(index.values()),
-        "inner_fold": folds,
-    }
-    return build_plan(rows, tests, coords, cells), list(index)
-
-
 def _inner_values(
     measure: str, plan: Plan, pools: list[tuple], records: list[dict[str, Any]]
 ) -> dict[tuple, float]:
@@ -444,25 +406,6 @@ def _inner_values(
     return {(int(k), s, pools[p]): float(v) for (k, s, p), v in means.items()}
 
 
-def outer_plan(
-    pools: dict[Key, tuple], subsets: list, folds: list[int], subset: str, fold: str
-) -> Plan:
-    """Each search's chosen pool, same and all, fitted on the outer training part
-    {fold ≠ κ} and scored on the outer test block {σ, κ}."""
-    rows = []
-    for s in subsets:
-        for k in folds:
-            for name, members in zip(
-                TRAIN_SETS, ((s,), pools[(k, s)], tuple(subsets)), strict=True
-            ):
-                train = train_selection(subset, fold, members, (k,))
-                rows.append(({"test_subset": s, "fold": k, "train_set": name}, Fit(train), (s, k)))
-    cells = {(s, k): {subset: s, fold: k} for s in subsets for k in folds}
-    tests = {key: cell_selection(subset, fold, *key) for key in cells}
-    coords = {"test_subset": subsets, "fold": folds, "train_set": list(TRAIN_SETS)}
-    return build_plan(rows, tests, coords, cells)
-
-
 def _outer(
     run: Prepared,
     name: str,
@@ -473,7 +416,7 @@ def _outer(
     """One learner's outer scores (part ``outer`` of the checkpoint), with its pools and
     their inner-CV values."""
     folds = list(range(1, run.n_folds + 1))
-    plan = outer_plan(pools, run.subsets, folds, run.table.subset, run.table.fold)
+    plan = SearchOuter(pools).plan(run.table, run.counts)
     records = fits(plan, "outer")
     ds = assemble(records, plan, [name], run.measures, {}).drop_vars("fit_id")
     grid = [[(k, s) for k in folds] for s in run.subsets]

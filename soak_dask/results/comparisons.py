@@ -20,7 +20,7 @@ import pandas as pd
 import xarray as xr
 
 from ..schema import EVALUATION_DIMS, LOWER_IS_BETTER
-from .mean_tests import (
+from ..stats.mean_tests import (
     MeanTest,
     base_measure,
     bayesian_test,

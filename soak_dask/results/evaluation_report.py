@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..io.outdir import OutputDir
 from ..tables.table import coordinates_warning
 from .comparisons import COMPARE_COLUMNS, compare
-from .outdir import OutputDir
 from .plot import format_pvalue, measure_label, plot_evaluation
 from .report import (
     _code,

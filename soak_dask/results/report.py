@@ -26,10 +26,10 @@ import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 
+from ..io.outdir import OutputDir, check_out_dir
 from ..schema import MEASURE_NAMES
 from ..tables.checks import UNEQUAL_FOLDS, unequal_folds_warning
 from ..tables.table import coordinates_warning
-from .outdir import OutputDir, check_out_dir
 from .plot import ORDERS, check_choice, format_pvalue, plot_learners, plot_soak
 from .stats import (
     PVALUE_COLUMNS,

@@ -37,15 +37,15 @@ from ..schema import (
     TIMINGS,
     TRAIN_TYPES,
 )
+from ..stats.mean_tests import CONSTANT_TOL as _CONSTANT_TOL
+from ..stats.mean_tests import SOAK_METHODS, soak_method_columns
+from ..stats.mean_tests import evaluation_values as _evaluation_values
+from ..stats.mean_tests import is_constant as _constant
+from ..stats.mean_tests import mean_ratio as _mean_ratio
+from ..stats.mean_tests import mean_sd as _mean_sd
+from ..stats.mean_tests import paired_t as _paired_t
+from ..stats.mean_tests import split_ratios as _test_train_ratio
 from ..tables.checks import UNEQUAL_FOLDS
-from .mean_tests import CONSTANT_TOL as _CONSTANT_TOL
-from .mean_tests import SOAK_METHODS, soak_method_columns
-from .mean_tests import evaluation_values as _evaluation_values
-from .mean_tests import is_constant as _constant
-from .mean_tests import mean_ratio as _mean_ratio
-from .mean_tests import mean_sd as _mean_sd
-from .mean_tests import paired_t as _paired_t
-from .mean_tests import split_ratios as _test_train_ratio
 
 __all__ = [
     "ADJUST_METHODS",

@@ -1,197 +1,35 @@
-"""Gather score records into the results ``xarray.Dataset`` and read/write it, at a local
-path or an fsspec URL (``s3://…``) alike."""
+"""Read and write the results ``xarray.Dataset``, at a local path or an fsspec URL
+(``s3://…``) alike.
+
+The records are assembled into the Dataset by ``soak_dask.run.assemble`` and locations are
+resolved and checked by ``soak_dask.io.locations``; their names are re-exported here, where
+users and earlier code import them (``from soak_dask.results.store import build_dataset``).
+"""
 
 from __future__ import annotations
 
-import glob
-import json
 import os
-import posixpath
-import tempfile
-import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path, PurePath, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-import fsspec
-import numpy as np
 import pandas as pd
 import xarray as xr
 import zarr
-from fsspec.implementations.local import LocalFileSystem
 
-from ..schema import (
-    COUNTS,
-    DESIGN_ALIASES,
-    DESIGN_DIMS,
-    FIT_INFO,
-    MEASURE_NAMES,
-    RESULT_DIMS,
-    TIMINGS,
-    TRAIN_TYPES,
-)
+from ..io.locations import Location as Location
+from ..io.locations import check_apart as check_apart
+from ..io.locations import check_writable as check_writable
+from ..io.locations import locate as locate
+from ..io.locations import overlaps as overlaps
+from ..run.assemble import RESULTS_TITLE as RESULTS_TITLE
+from ..run.assemble import build_dataset as build_dataset
+from ..run.assemble import encode_attrs as encode_attrs
+from ..run.assemble import package_versions as package_versions
+from ..schema import COUNTS, DESIGN_ALIASES, DESIGN_DIMS, RESULT_DIMS, TIMINGS, TRAIN_TYPES
 
 #: Root attribute marking a store written by ``save_results``; its value, the format version.
 RESULTS_MARK = "soak_dask_results"
 RESULTS_FORMAT = 1
-#: Title of the results ``soak`` makes (stores of soak_dask 0.1.0 carry it but no mark).
-RESULTS_TITLE = "SOAK: Same/Other/All K-fold cross-validation"
-_PACKAGES = ("soak_dask", "dask", "distributed", "pandas", "numpy", "scikit-learn", "xarray")
-
-
-def package_versions() -> dict[str, str]:
-    """Versions of the packages that shape a result, recorded in its attrs."""
-    out = {}
-    for name in _PACKAGES:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
-def build_dataset(
-    records: Iterable[Mapping[str, Any]],
-    splits: pd.DataFrame,
-    coords: Mapping[str, Sequence],
-    learners: Sequence[str],
-    measures: Sequence[str],
-    attrs: Mapping[str, Any],
-) -> xr.Dataset:
-    """Place per-(learner, fit, test block) records on the result cells they serve.
-
-    Parameters
-    ----------
-    records : iterable of dict
-        Keys ``learner, fit_id, block``, the measures, counts and timings.
-    splits : DataFrame
-        The plan's result cells: a column per dim of ``coords``, ``fit_id`` and ``block``.
-    coords : mapping
-        Dim -> ordered coordinate values (test subsets as str); the learner dim comes first.
-    learners : sequence of str
-    measures : sequence of str
-    attrs : mapping
-        Run settings stored in ``Dataset.attrs``.
-    """
-    scores = pd.DataFrame.from_records(list(records))
-    rows = splits.merge(scores, on=["fit_id", "block"], how="left", validate="many_to_many")
-    coords = {
-        "learner": np.array(learners, dtype=object),
-        **{
-            k: np.array(v, dtype=object if isinstance(v[0], str) else np.int64)
-            for k, v in coords.items()
-        },
-    }
-    dims = list(coords)
-    index = pd.MultiIndex.from_product(list(coords.values()), names=dims)
-    full = rows.set_index(dims).reindex(index)
-    # from_dataframe sorts each level; reindex restores the intended coordinate order.
-    info = [name for name in FIT_INFO if name in full.columns]
-    ds = xr.Dataset.from_dataframe(full[[*measures, *COUNTS, *TIMINGS, *info]]).reindex(coords)
-    for name in COUNTS:
-        ds[name] = ds[name].astype(np.int64)
-    for name in info:
-        # A fit that failed (or chose nothing) has no entry: "" for text, NaN for counts.
-        if ds[name].dtype == object:
-            ds[name] = ds[name].fillna("").astype(str).astype(object)
-        ds[name].attrs["long_name"] = FIT_INFO[name]
-    fit_id = (
-        splits.set_index(dims[1:])["fit_id"].to_xarray().reindex({k: coords[k] for k in dims[1:]})
-    )
-    ds = ds.assign_coords(fit_id=fit_id.astype(np.int64))
-    for name in measures:
-        ds[name].attrs["long_name"] = MEASURE_NAMES[name]
-    for name, long_name in {**COUNTS, **TIMINGS}.items():
-        ds[name].attrs["long_name"] = long_name
-    ds.attrs.update(attrs)
-    ds.attrs["measures"] = list(measures)
-    return ds
-
-
-def encode_attrs(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Make settings storable in both Zarr and NetCDF attrs (no None, bool or dict)."""
-    out: dict[str, Any] = {}
-    for key, value in settings.items():
-        if value is None:
-            value = ""
-        elif isinstance(value, bool):
-            value = int(value)
-        elif isinstance(value, Mapping):
-            value = json.dumps(value, sort_keys=True, default=str)
-        elif isinstance(value, tuple | list):
-            value = [str(v) for v in value]
-        out[key] = value
-    return out
-
-
-@dataclass(frozen=True)
-class Location:
-    """A local path or fsspec URL (``s3://bucket/prefix``…), resolved once.
-
-    Attributes
-    ----------
-    fs : fsspec.AbstractFileSystem
-        Its file system, made with the caller's ``storage_options``.
-    path : str
-        The path on ``fs`` (absolute for a local path).
-    shown : str
-        As the caller wrote it, for messages: a local path as ``pathlib`` prints it, a URL as is.
-    kind : str
-        ``"file"`` or ``"directory"`` for an entry listed by ``entries``; otherwise ``""``.
-    """
-
-    fs: Any
-    path: str
-    shown: str
-    kind: str = ""
-
-    def __str__(self) -> str:
-        return self.shown
-
-    @property
-    def local(self) -> bool:
-        return isinstance(self.fs, LocalFileSystem)
-
-    @property
-    def url(self) -> str:
-        """What xarray and zarr open (with ``storage_options``)."""
-        return self.shown if self.local else self.fs.unstrip_protocol(self.path)
-
-    @property
-    def options(self) -> dict[str, Any]:
-        """``storage_options=`` to open ``url`` with xarray or zarr (none for a local path)."""
-        return {} if self.local else {"storage_options": dict(self.fs.storage_options)}
-
-    @property
-    def name(self) -> str:
-        return posixpath.basename(self.path.rstrip("/"))
-
-    def child(self, name: str) -> Location:
-        shown = str(Path(self.shown, name)) if self.local else f"{self.shown.rstrip('/')}/{name}"
-        return Location(self.fs, f"{self.path.rstrip('/')}/{name}", shown)
-
-    def entries(self) -> list[Location]:
-        """What a directory holds, with their kinds, from one fresh listing (another process
-        may have written there since a listing was cached)."""
-        self.fs.invalidate_cache(self.path)
-        return [
-            replace(self.child(posixpath.basename(info["name"].rstrip("/"))), kind=info["type"])
-            for info in self.fs.ls(self.path, detail=True)
-        ]
-
-
-def locate(path: str | os.PathLike | Location, storage_options: dict | None = None) -> Location:
-    """The ``Location`` of a local path or fsspec URL (``storage_options`` go to its file
-    system, as in ``load_table``); a ``Location`` is returned as is."""
-    if isinstance(path, Location):
-        return path
-    text = os.fspath(path)
-    fs, inner = fsspec.core.url_to_fs(text, **(storage_options or {}))
-    if isinstance(fs, LocalFileSystem):
-        text = str(Path(text.removeprefix("file://")))
-    return Location(fs, inner, text)
 
 
 def save_results(
@@ -259,34 +97,6 @@ def check_output(
     return where
 
 
-def check_apart(
-    path: str | os.PathLike | Location,
-    source: Any,
-    what: str = "results",
-    *,
-    storage_options: dict | None = None,
-    source_name: str = "input table",
-) -> None:
-    """Refuse a ``path`` that is, holds or lies inside the input table ``source``: a local
-    path, or a URL on the same kind of file system (names of in-memory data are ignored).
-    ``what`` and ``source_name`` are how the message calls the two."""
-    src = _source_key(source)
-    if src is None:
-        return
-    out = _key(locate(path, storage_options))
-    if src[0] not in out[0]:
-        return
-    if out[1] == src[1]:
-        relation = f"is the {source_name}"
-    elif out[1].is_relative_to(src[1]):
-        relation = f"is inside the {source_name}'s directory"
-    elif src[1].is_relative_to(out[1]):
-        relation = f"holds the {source_name}"
-    else:
-        return
-    raise ValueError(f"{path} {relation} ({source}); write the {what} outside it")
-
-
 def _check_not_in_store(where: Location) -> None:
     """Refuse a local path inside a results store (it would no longer read as one)."""
     if not where.local:
@@ -296,13 +106,6 @@ def _check_not_in_store(where: Location) -> None:
             raise ValueError(
                 f"{where} is inside the results store {parent}; write it outside that store"
             )
-
-
-def overlaps(first: str | os.PathLike | Location, second: str | os.PathLike | Location) -> bool:
-    """Whether two paths or URLs (on the same kind of file system) are one, or one lies
-    inside the other: ``--out`` and ``--checkpoint`` must not."""
-    (fs1, a), (fs2, b) = _key(locate(first)), _key(locate(second))
-    return bool(set(fs1) & set(fs2)) and (a.is_relative_to(b) or b.is_relative_to(a))
 
 
 def is_results_store(
@@ -400,71 +203,6 @@ def _is_zarr_entry(entry: Location) -> bool:
             entry.fs.isfile(entry.child(name).path) for name in ("zarr.json", ".zarray", ".zgroup")
         )
     return entry.name in ("zarr.json", ".zgroup", ".zattrs", ".zmetadata")
-
-
-def _key(where: Location) -> tuple[tuple[str, ...], PurePath]:
-    """Where a location is, to compare with a source: its file system's protocols and its
-    path (local paths with links resolved)."""
-    fs_protocols = where.fs.protocol
-    protocols = (fs_protocols,) if isinstance(fs_protocols, str) else tuple(fs_protocols)
-    if where.local:
-        return protocols, Path(where.shown).resolve()
-    return protocols, PurePosixPath(where.path)
-
-
-def _source_key(source: Any) -> tuple[str, PurePath] | None:
-    """The protocol and path of the file or directory a table ``source`` names (for a glob,
-    the folder it starts from); None for names of in-memory data and local paths that do
-    not exist."""
-    if not isinstance(source, str | os.PathLike):
-        return None
-    text = os.fspath(source).removeprefix("file://")
-    protocol, rest = fsspec.core.split_protocol(text)
-    parts = PurePosixPath(rest).parts if protocol else Path(text).parts
-    plain = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
-    if protocol:
-        return protocol, PurePosixPath(*parts[:plain])
-    local = Path(*parts[:plain]) if plain else Path(".")
-    return ("file", local.resolve()) if local.exists() else None
-
-
-def check_writable(where: Location) -> None:
-    """Refuse, before any work, a path whose directory cannot be written."""
-    if not where.local:
-        _check_remote_writable(where)
-        return
-    path = Path(where.shown)
-    place = path if path.is_dir() else path.parent
-    while not place.exists():
-        place = place.parent
-    if not place.is_dir():
-        raise NotADirectoryError(f"cannot write {path}: {place} is a file, not a directory")
-    try:
-        with tempfile.TemporaryFile(dir=place):
-            pass
-        if path.is_file() and not os.access(path, os.W_OK):
-            raise PermissionError(f"{path} is read-only")
-    except OSError as err:
-        raise PermissionError(
-            f"cannot write {path}: {err.strerror or err} in {place}; choose another path, or "
-            "make it writable"
-        ) from err
-
-
-def _check_remote_writable(where: Location) -> None:
-    """Write and delete an empty object of our own where the results go (inside the store,
-    or beside the NetCDF file): an object store's permissions show only when used."""
-    nc = where.name.endswith(".nc")
-    folder = posixpath.dirname(where.path) if nc else where.path.rstrip("/")
-    probe = f"{folder}/.soak_dask-write-check-{uuid.uuid4().hex}"
-    try:
-        where.fs.pipe_file(probe, b"")
-        where.fs.rm_file(probe)
-    except OSError as err:
-        raise PermissionError(
-            f"cannot write {where}: {err}; choose another path, or check the credentials and "
-            "storage_options"
-        ) from err
 
 
 def from_dataframe(scores: pd.DataFrame, **attrs: Any) -> xr.Dataset:

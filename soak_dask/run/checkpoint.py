@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..results.store import Location, check_apart, locate
+from ..io.locations import Location, check_apart, locate
 from ..tables.fingerprint import canonical_source
 
 SETTINGS = "settings.json"

@@ -26,6 +26,7 @@ from sklearn.naive_bayes import GaussianNB
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import LabelBinarizer, StandardScaler
 
+from ..learn.priors import PriorCorrected
 from .onepass import Moments, TrainStats
 
 _EPS = np.finfo(np.float64).eps
@@ -351,8 +352,10 @@ def is_additive(estimator: Any) -> str | None:
     "cholesky" or "svd", no class_weight), ``LinearDiscriminantAnalysis`` (solver "svd"; or
     "lsqr"/"eigen" with shrinkage None or a float; no covariance_estimator), ``GaussianNB``;
     each alone or as the last step of a ``Pipeline`` whose other steps are ``StandardScaler``
-    or "passthrough". Anything else (iterative solvers, sample weights by class, "auto"
-    shrinkage, ...) gives None: fit it on its rows as usual.
+    or "passthrough"; any of these inside ``PriorCorrected`` (evaluate's prior correction: its
+    priors are the train set's class shares, a statistic too). Anything else (iterative
+    solvers, sample weights by class, "auto" shrinkage, ...) gives None: fit it on its rows as
+    usual.
 
     Examples
     --------
@@ -364,6 +367,8 @@ def is_additive(estimator: Any) -> str | None:
     >>> is_additive(LogisticRegression()) is None
     True
     """
+    if type(estimator) is PriorCorrected:
+        return is_additive(estimator.estimator)
     transformers, final = _pipeline_parts(estimator)
     if not all(t is None or t == "passthrough" or type(t) is StandardScaler for t in transformers):
         return None
@@ -397,6 +402,8 @@ def fit_from_stats(estimator: BaseEstimator, stats: TrainStats) -> BaseEstimator
             f"{estimator!r} cannot be fitted from block statistics (is_additive is None); "
             "fit it on its train rows instead"
         )
+    if type(estimator) is PriorCorrected:
+        return _fit_prior_corrected(estimator, stats)
     fitted = clone(estimator)
     transformers, final = _pipeline_parts(fitted)
     learner = _learner(final)
@@ -410,4 +417,16 @@ def fit_from_stats(estimator: BaseEstimator, stats: TrainStats) -> BaseEstimator
             stats = _fit_standard_scaler(step, stats)
     final.n_features_in_ = stats.n_features
     learner.fit(final, stats)
+    return fitted
+
+
+def _fit_prior_corrected(estimator: PriorCorrected, stats: TrainStats) -> PriorCorrected:
+    """``PriorCorrected.fit`` from statistics: the wrapped learner's fit, and the train set's
+    class shares as its priors."""
+    fitted = clone(estimator)
+    fitted.estimator_ = fit_from_stats(fitted.estimator, stats)
+    fitted.classes_ = fitted.estimator_.classes_
+    _, per_class = stats.present()
+    fitted.priors_ = per_class.count / per_class.count.sum()
+    fitted.n_features_in_ = stats.n_features
     return fitted

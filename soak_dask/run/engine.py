@@ -3,27 +3,24 @@ scores gathered into an ``xarray.Dataset``."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..learn.procedure import Procedure
-from ..results.store import RESULTS_TITLE
 from ..schema import TRAIN_TYPES
 from ..settings import SETTINGS, check_run_options, identity
 from ..split.designs import SameOtherAll
 from ..split.plan import Plan
 from ..tables.checks import refuse_ignored
 from ..tables.table import Table
-from .rowcap import train_class_rows
+from .assemble import RESULTS_TITLE
+from .fitting_options import FittingOptions
 from .session import assemble, checked_counts, prepared, result_attrs, start, stratum_rows
-from .strategies import Context, OnePass, PartialFit, WholeTrainSet
 
 
 def soak(
@@ -157,10 +154,11 @@ def soak(
     }
     options = check_run_options(given)
     _refuse_ignored(options)
+    fitting = FittingOptions.from_options(options)
     shared = {k: options[k] for k in ("seed", "error_score", "progress", "checkpoint")}
     session = start(
         table, "soak", learners, measures=measures, client=client,
-        prior_correction=prior_correction, **shared,
+        prior_correction=prior_correction, fitting=fitting, **shared,
     )  # fmt: skip
     n_folds = options["n_folds"]
     sized = {
@@ -168,7 +166,7 @@ def soak(
         for k in ("sizes", "ratio", "size_seeds", "seed", "balance", "group_assignment")
     }
     design = SameOtherAll(n_folds, train_types, stratify=stratify, **sized)
-    _check_incremental(session.estimators, incremental, sizes)
+    fitting.check_learners(session.estimators, sizes=sizes)
     keyed, data = prepared(design.add_keys(table), persist, session.client)
     counts, classes = checked_counts(keyed, n_folds, table.fold is not None)
     procedure = Procedure.from_options(options)
@@ -177,35 +175,18 @@ def soak(
     plan = design.plan(keyed, counts)
     settings = _settings(keyed, options, plan, session.measures, classes, estimators)
     settings.update({"notes": notes} if notes else {})
-    ctx = _capped(session.context(keyed, data, plan, classes), counts, max_train_rows)
-    strategies = [
-        *([OnePass()] if onepass else []),
-        *([PartialFit(epochs)] if incremental else []),
-        WholeTrainSet(),
-    ]
+    ctx = session.context(keyed, data, plan, classes)
     rows = stratum_rows(counts, keyed)
-    records = session.run(ctx, strategies, settings, rows=rows, counts=counts)
+    records = session.run(ctx, fitting.strategies(), settings, rows=rows, counts=counts)
     return assemble(records, plan, list(estimators), session.measures, result_attrs(settings))
 
 
-def _check_incremental(estimators: Mapping[str, Any], incremental: bool, sizes: int) -> None:
-    streamed = [name for name, est in estimators.items() if hasattr(est, "partial_fit")]
-    if incremental and sizes >= 0 and streamed:
-        raise ValueError(
-            f"incremental=True with sizes={sizes}: down-sampling to a train size needs each train "
-            f"set whole, which learners {streamed} are not given when fed block by block; use "
-            "sizes=-1, or incremental=False"
-        )
-
-
 def _refuse_ignored(options: dict[str, Any]) -> None:
-    """Options SOAK would ignore: the down-sampling's without ``sizes``, ``epochs`` without
-    ``incremental``."""
+    """Options SOAK would ignore: the down-sampling's without ``sizes`` (``epochs`` without
+    ``incremental``: ``FittingOptions.from_options``)."""
     if options["sizes"] == -1:
         for name, default in (("ratio", 0.5), ("size_seeds", 1)):
             refuse_ignored(name, options[name], default, "sizes=-1", "sizes=0 or more")
-    if not options["incremental"]:
-        refuse_ignored("epochs", options["epochs"], 1, "incremental=False", "incremental=True")
 
 
 def _settings(
@@ -236,12 +217,3 @@ def _settings(
         "n_fits": len(plan.fits) * len(estimators),
         "n_distinct_train_sets": len(plan.fits),
     }
-
-
-def _capped(ctx: Context, counts: pd.DataFrame, max_rows: int | None) -> Context:
-    """``ctx`` with the row cap and, under one, each fit's rows per class."""
-    if max_rows is None:
-        return ctx
-    classes = None if ctx.run.classes is None else list(ctx.run.classes)
-    class_rows = train_class_rows(counts, ctx.plan.fits, ctx.table.label, classes)
-    return dataclasses.replace(ctx, max_rows=max_rows, class_rows=class_rows)

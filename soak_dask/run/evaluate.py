@@ -20,17 +20,18 @@ from sklearn.base import BaseEstimator
 from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
-from ..results.mean_tests import right_wrong_counts
-from ..results.store import build_dataset, encode_attrs
 from ..schema import FIT_INFO
 from ..split.folds import check_seed
 from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
 from ..split.plan import Plan
+from ..stats.mean_tests import right_wrong_counts
 from ..tables.table import FOLD_COLUMN, Table
-from .final import fit_final
+from .assemble import build_dataset, encode_attrs
+from .final import final_tasks
+from .fitting_options import FittingOptions
 from .session import Session, persisted, result_attrs, start
-from .strategies import Batched, Context, WholeTrainSet
+from .strategies import Batched, Context
 
 #: Title of evaluate's results.
 TITLE = "soak_dask evaluation: resampling estimates of learners"
@@ -65,6 +66,10 @@ def evaluate(
     balance: str = "class",
     group_assignment: str = "rows",
     prediction: Any = None,
+    onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
 ) -> xr.Dataset:
     """Estimate how well ``learners`` predict new rows of ``table``'s population.
 
@@ -148,6 +153,18 @@ def evaluate(
         (default) or the same number of groups per fold (as for ``soak_dask.soak``).
     prediction : Table, DataFrame, xarray.Dataset or path, optional
         The prediction area of ``outer="knndm"`` (see ``soak_dask.knndm_folds``).
+    onepass, max_train_rows, incremental, epochs
+        As for ``soak_dask.soak`` (``FittingOptions``), for every strategy's fits and the
+        final models: additive learners from one pass of block statistics where the engine
+        can; a train set larger than ``max_train_rows`` fitted on a seeded, stratified sample
+        of exactly that many rows, ``n_train`` recording them -- a bootstrap resample's rows
+        counted with their weights (exactly that many of its draws, each class keeping its
+        share of them), a final model's resubstitution score on its sample; ``partial_fit``
+        learners fed one block of train rows per task, ``epochs`` times, a bootstrap's row
+        weights given as ``sample_weight`` (to learners whose ``partial_fit`` takes it; the
+        others' weighted fits, and weighted fits under a row cap, are fitted whole); a learner
+        wrapped for prior correction or calibration is refused, as it would be fitted whole.
+        A final model too large for a worker's memory is refused before any fit, as any fit is.
 
     Returns
     -------
@@ -175,50 +192,64 @@ def evaluate(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
     _check_nested(nested)
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     shared = {"seed": seed, "error_score": error_score, "progress": progress}
     session = start(
-        table,
-        "evaluate",
-        learners,
-        measures=measures,
-        client=client,
-        checkpoint=checkpoint,
-        prior_correction=prior_correction,
-        **shared,
-    )
+        table, "evaluate", learners, measures=measures, client=client, checkpoint=checkpoint,
+        prior_correction=prior_correction, fitting=fitting, **shared,
+    )  # fmt: skip
     check_models_dir(models, session.estimators, table.source, apart={"checkpoint": checkpoint})
-    measures = session.measures
+    where = {"outer": outer, "outer_folds": outer_folds, "prediction": prediction}
+    train, held, share, spatial = _reserved(table, share, seed, session.client, **where)
+    keyed = design.add_keys(train)
+    used = design.learned_
+    data = persisted(keyed.data, persist, session.client)
+    classes = _classes(keyed, data)
+    estimators, notes = procedure.apply(session.estimators, classes, session.measures[0])
+    session = session.with_estimators(estimators)
+    plan = design.plan(keyed)
+    asked = outer_folds if outer in ("cv", "repeated_cv", "knndm") else ""
+    settings = _settings(
+        keyed, outer, asked, used, share, session.measures, classes, estimators, seed, plan
+    )
+    settings.update(_nesting(procedure, nested, estimators, notes), balance=balance, **spatial)
+    settings.update(group_assignment=group_assignment, **fitting.settings())
+    # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
+    ctx = session.context(keyed, data, plan, classes, fold_column="")
+    bootstrap = design.outer == "bootstrap"
+    wanted = bootstrap or models is not None or any(map(has_selection, estimators.values()))
+    last = Batched() if design.outer in ("loo", "lodo") else None
+    records, finals, timings = _outer_and_finals(
+        session, ctx, fitting.strategies(last=last), held, settings, wanted
+    )
+    attrs = result_attrs({**settings, **timings})
+    ds = build_dataset(records, plan.splits, plan.coords, list(estimators), session.measures, attrs)
+    if models is not None:
+        ds.attrs.update(encode_attrs({"models": _save_models(finals, models, keyed, settings)}))
+    return _with_finals(ds, finals, session.measures, bootstrap)
+
+
+def _reserved(
+    table: Table,
+    share: float,
+    seed: int,
+    client: Any,
+    *,
+    outer: str,
+    outer_folds: int,
+    prediction: Any,
+) -> tuple[Table, Any, float, dict[str, Any]]:
+    """The training table, the reserved test split (None without one), the share drawn, and
+    with ``outer="knndm"`` the training table's kNNDM fold column and its W statistics."""
     if share and table.fold is not None:
         _warn_fold_column(table, share)
     train, held, share = reserve(table, share, seed) if share else (table, None, 0.0)
     spatial = {}
     if outer == "knndm":  # the kNNDM fold column, then K-fold on it
-        from ..spatial.knndm import knndm_outer
+        from ..split.knndm import knndm_outer
 
-        train, spatial = knndm_outer(train, prediction, outer_folds, seed, session.client)
-    keyed, used = design.add_keys(train)
-    data = persisted(keyed.data, persist, session.client)
-    classes = _classes(keyed, data)
-    estimators, notes = procedure.apply(session.estimators, classes, measures[0])
-    session = session.with_estimators(estimators)
-    plan = design.plan(keyed, used)
-    asked = outer_folds if outer in ("cv", "repeated_cv", "knndm") else ""
-    settings = _settings(
-        keyed, outer, asked, used, share, measures, classes, estimators, seed, plan
-    )
-    settings.update(_nesting(procedure, nested, estimators, notes), balance=balance, **spatial)
-    settings.update(group_assignment=group_assignment)
-    # No (subset, fold) cells: the one-pass strategy is not used.
-    ctx = session.context(keyed, data, plan, classes, fold_column="")
-    bootstrap = design.outer == "bootstrap"
-    wanted = bootstrap or models is not None or any(map(has_selection, estimators.values()))
-    strategies = [Batched()] if design.outer in ("loo", "lodo") else [WholeTrainSet()]
-    records, finals, timings = _outer_and_finals(session, ctx, strategies, held, settings, wanted)
-    attrs = result_attrs({**settings, **timings})
-    ds = build_dataset(records, plan.splits, plan.coords, list(estimators), measures, attrs)
-    if models is not None:
-        ds.attrs.update(encode_attrs({"models": _save_models(finals, models, keyed, settings)}))
-    return _with_finals(ds, finals, measures, bootstrap)
+        train, spatial = knndm_outer(train, prediction, outer_folds, seed, client)
+    return train, held, share, spatial
 
 
 def _outer_and_finals(
@@ -230,16 +261,20 @@ def _outer_and_finals(
     wanted: bool,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, float]]:
     """The outer loop's records and the final models (``_final_fits``; first, when
-    ``nested=False`` tunes and selects once on all rows), and the seconds each took."""
+    ``nested=False`` tunes and selects once on all rows), and the seconds each took. The
+    final models' tasks are made (and their memory checked) before any fit runs."""
+    needed = held is not None or wanted
+    fitting = session.fitting
+    tasks = final_tasks(ctx, held, fitting, wanted) if needed else {}
     finals, final_seconds = {}, 0.0
     if not settings["nested"] and "optimistic" in settings:
-        finals, final_seconds = _final_fits(ctx, held, True)
+        finals, final_seconds = _final_fits(ctx, tasks)
         ctx = dataclasses.replace(ctx, estimators=_frozen(ctx.estimators, finals))
     begun = time.perf_counter()
     records = session.run(ctx, strategies, settings)
     outer_seconds = time.perf_counter() - begun
-    if not finals:
-        finals, final_seconds = _final_fits(ctx, held, wanted)
+    if not finals and tasks:
+        finals, final_seconds = _final_fits(ctx, tasks)
     return records, finals, {"outer_seconds": outer_seconds, "final_seconds": final_seconds}
 
 
@@ -344,22 +379,15 @@ def _settings(
     }
 
 
-def _final_fits(ctx: Context, held: Any, wanted: bool) -> tuple[dict[str, dict[str, Any]], float]:
-    """Each learner fitted on all training rows, one task each, when a test split is scored,
-    a bootstrap needs its resubstitution scores, the models are saved, or what a learner
-    selects is reported (``wanted``); and the wall seconds it took."""
-    if held is None and not wanted:
-        return {}, 0.0
+def _final_fits(ctx: Context, tasks: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], float]:
+    """The final models of ``tasks`` (``final.final_tasks``: each learner fitted on all
+    training rows, one task each, when a test split is scored, a bootstrap needs its
+    resubstitution scores, the models are saved, or what a learner selects is reported), and
+    the wall seconds they took."""
     start = time.perf_counter()
-    train = ctx.data.to_delayed()
-    columns = [*ctx.run.features, ctx.run.label, *([ctx.run.group] if ctx.run.group else [])]
-    test = held[columns].to_delayed() if held is not None else []
-    tasks = [
-        dask.delayed(fit_final, pure=True)(train, test, est, ctx.run, wanted, name)
-        for name, est in ctx.estimators.items()
-    ]
-    done = ctx.client.compute(tasks, sync=True) if ctx.client is not None else dask.compute(*tasks)
-    finals = dict(zip(ctx.estimators, done, strict=True))
+    lazy = list(tasks.values())
+    done = ctx.client.compute(lazy, sync=True) if ctx.client is not None else dask.compute(*lazy)
+    finals = dict(zip(tasks, done, strict=True))
     failed = {name: final["message"] for name, final in finals.items() if final["message"]}
     if failed:
         listed = "; ".join(f"{name}: {message}" for name, message in failed.items())

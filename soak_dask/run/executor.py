@@ -20,6 +20,8 @@ import dask.threaded
 from dask.base import get_scheduler
 from dask.system import CPU_COUNT
 
+# The run path imports current_client from here; it is defined on the ground floor, for split/ too.
+from ..dask_client import current_client as current_client
 from ..split.plan import Plan
 from ..tables.checks import check_classes, check_features
 from ..tables.fingerprint import data_fingerprint
@@ -27,15 +29,6 @@ from ..tables.table import Table
 from .checkpoint import check_checkpoint_dir, open_checkpoint, run_key, save_task
 from .progress import progress_bar
 from .strategies import Context, make_tasks
-
-
-def current_client() -> Any:
-    try:
-        from distributed import default_client
-
-        return default_client()
-    except (ImportError, ValueError):
-        return None
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import itertools
 import time
 import traceback
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+import dask
 import numpy as np
 import pandas as pd
 from sklearn import config_context
@@ -25,6 +27,7 @@ from ..learn.tuning import fit_info
 from ..split.plan import Selection
 from ..split.sizes import downsample
 from ..tables.table import category_codes, float_array
+from .rowcap import capped, sampled
 
 
 @dataclass(frozen=True)
@@ -77,22 +80,19 @@ def select_rows(
     seed: int,
     label: str,
     classes: tuple | None,
-    partition_info: dict | None = None,
+    weights: str | None = None,
 ) -> pd.DataFrame:
     """Rows of one partition in a fit's train set (sampled at ``rates``) or its test blocks.
 
-    With ``rates`` (one per class of ``classes``, or one for regression) each train row is kept
-    with its class's rate, decided by a seeded hash of its (partition, position), so the sample
-    is the same on any worker and never materialised whole first.
+    With ``rates`` (one per class of ``classes``, or one for regression) a train row is kept
+    if a copy of it (``weights`` copies, else one) ranks below its class's rate
+    (``rowcap.sampled``: a seeded hash of the row's values), so the sample is the same
+    whatever the partitioning and is never materialised whole first.
     """
     keep = np.zeros(len(part), dtype=bool) if train is None else train.mask(part)
     if rates is not None:
-        number = partition_info["number"] if partition_info else 0
-        h = seeded_hash(seed, np.uint64(number), np.arange(len(part), dtype=np.uint64))
-        rate = np.asarray(rates)
-        rate = rate[category_codes(part[label], pd.Index(classes))] if classes else rate[0]
-        below = (np.where(rate < 1.0, rate, 0.0) * 2.0**64).astype(np.uint64)
-        keep &= (rate >= 1.0) | (h < below)
+        rows = np.flatnonzero(keep)
+        keep[rows] = sampled(part.iloc[rows], rates, seed, label, classes, weights)
     for test in tests:
         keep |= test.mask(part)
     return part.loc[keep]
@@ -121,18 +121,11 @@ def fit_and_score(
         train = downsample(
             train, fit.n_groups, group=run.group, label=label, seed=run.seed, sample=fit.draw
         )
-    if fit.max_rows and len(train) > fit.max_rows:
-        shares = pd.Series(fit.class_rows, index=run.classes) if fit.class_rows else None
-        train = downsample(
-            train,
-            fit.max_rows,
-            group=None,
-            label=label,
-            seed=run.seed,
-            sample=fit.draw,
-            shares=shares,
+    if fit.max_rows:  # an exact draw of the copies (rows × weights), in their rank order
+        train = capped(
+            train, fit.max_rows, fit.class_rows, run.seed, run.label, run.classes, fit.weights
         )
-    if fit.weights is not None:
+    elif fit.weights is not None:
         train = train.iloc[np.repeat(np.arange(len(train)), train[fit.weights].to_numpy())]
     state = FitState(clone(estimator), n_train=len(train))
     groups = train[run.group].to_numpy() if run.group else None
@@ -155,24 +148,58 @@ def fit_many(
 
 
 def partial_fit_step(
-    state: FitState | BaseEstimator, part: pd.DataFrame, run: RunSpec, count_rows: bool = True
+    state: FitState | BaseEstimator,
+    part: pd.DataFrame,
+    run: RunSpec,
+    count_rows: bool = True,
+    weights: str | None = None,
 ) -> FitState:
     """Feed one block of train rows to ``partial_fit`` (the first call starts from a clone).
 
     ``count_rows`` is False after the first epoch, so ``n_train`` counts each row once.
+    ``weights``: the column of the rows' integer weights (a bootstrap resample's), given as
+    ``sample_weight`` (rows of weight 0 left out); ``n_train`` then sums them, as a fit on
+    the repeated rows counts them.
     """
     # A copy, never the previous task's object: a retried task must see its own input.
     state = FitState(clone(state)) if not isinstance(state, FitState) else copy.deepcopy(state)
+    kwargs = {"classes": np.asarray(run.classes)} if run.classes is not None else {}
+    if weights is not None:
+        w = part[weights].to_numpy(np.float64)
+        part, kwargs["sample_weight"] = part.loc[w > 0], w[w > 0]
     if state.message or len(part) == 0:
         return state
     X, y = fit_arrays(part, run)
-    kwargs = {"classes": np.asarray(run.classes)} if run.classes is not None else {}
     start = time.perf_counter()
     _, state.message = guard(run, lambda: state.estimator.partial_fit(X, y, **kwargs))
     state.seconds += time.perf_counter() - start
-    state.n_train += len(part) if count_rows else 0
+    rows = len(part) if weights is None else int(kwargs["sample_weight"].sum())
+    state.n_train += rows if count_rows else 0
     state.started = True
     return state
+
+
+def partial_fit_chain(
+    state: Any, parts: Sequence[Any], run: RunSpec, epochs: int, weights: str | None = None
+) -> Any:
+    """The delayed ``FitState`` of ``state`` (an unfitted learner) fed the delayed blocks
+    ``parts`` (rows weighted by the column ``weights``, if given) by ``partial_fit_step``,
+    ``epochs`` times, the block order of each epoch reshuffled by a seeded hash (the same
+    order on any worker)."""
+    for epoch in range(epochs):
+        order = np.argsort(seeded_hash(run.seed, np.uint64(epoch), np.arange(len(parts))))
+        for i in order:
+            step = dask.delayed(partial_fit_step, pure=True)
+            state = step(state, parts[i], run, epoch == 0, weights)
+    return state
+
+
+def takes_weights(estimator: Any) -> bool:
+    """Whether ``estimator.partial_fit`` takes ``sample_weight``."""
+    try:
+        return "sample_weight" in inspect.signature(estimator.partial_fit).parameters
+    except (AttributeError, TypeError, ValueError):
+        return False
 
 
 def score_fitted(
@@ -193,9 +220,10 @@ def score_partition(
 ) -> tuple[dict[str, Any], ...]:
     """Partial scores of one partition's rows, for every test block and fit that predicts it.
 
-    ``blocks`` lists (fold, subset, keys of the fits predicting that block). Features and labels
-    are extracted once for the partition; one item per block is returned, to be merged over
-    partitions by ``score_block``, so no task holds more than a partition of rows.
+    ``blocks`` lists (fold, subset, keys of the fits predicting that block): SOAK's cells.
+    Features and labels are extracted once for the partition; one item per block is returned,
+    to be merged over partitions by ``score_block``, so no task holds more than a partition of
+    rows.
     """
     subsets = pd.Index(list(dict.fromkeys(sub for _, sub, _ in blocks)))
     # Code 0 of each fold holds rows of subsets no block tests (category code -1), so they
@@ -211,42 +239,74 @@ def score_partition(
     X, y = X[order], y[order]
     codes = [fold * width + 1 + subsets.get_loc(sub) for fold, sub, _ in blocks]
     starts, stops = np.searchsorted(key, codes), np.searchsorted(key, codes, side="right")
-    out = [{"n": int(stop - start), "fits": {}} for start, stop in zip(starts, stops, strict=True)]
+    rows = [slice(int(a), int(b)) for a, b in zip(starts, stops, strict=True)]
+    return predict_blocks(X, y, rows, [keys for *_, keys in blocks], fitted, run)
+
+
+def score_selections(
+    part: pd.DataFrame,
+    fitted: dict[tuple[int, str], tuple[FitState, FitSpec]],
+    blocks: list[tuple[Selection, list[tuple[int, str]]]],
+    run: RunSpec,
+) -> tuple[dict[str, Any], ...]:
+    """``score_partition`` for test blocks of any design: ``blocks`` lists (the block's rows
+    as a ``Selection``, keys of the fits predicting it)."""
+    X, y = score_arrays(part, run)
+    rows = [np.flatnonzero(test.mask(part)) for test, _ in blocks]
+    return predict_blocks(X, y, rows, [keys for _, keys in blocks], fitted, run)
+
+
+def predict_blocks(
+    X: np.ndarray,
+    y: np.ndarray,
+    rows: list[slice | np.ndarray],
+    keys: list[list[tuple[int, str]]],
+    fitted: dict[tuple[int, str], tuple[FitState, FitSpec]],
+    run: RunSpec,
+) -> tuple[dict[str, Any], ...]:
+    """Partial scores of the blocks whose rows of ``X``, ``y`` are ``rows`` (a slice or
+    positions each), predicted by the fits ``keys`` of each block: one prediction per fit over
+    all of its blocks' rows here, then split by block."""
+    sizes = [r.stop - r.start if isinstance(r, slice) else len(r) for r in rows]
+    out = [{"n": int(n), "fits": {}} for n in sizes]
     served: dict[tuple[int, str], list[int]] = {}
-    for i, (_, _, keys) in enumerate(blocks):
-        for k in keys if stops[i] > starts[i] else ():
+    for i, block_keys in enumerate(keys):
+        for k in block_keys if sizes[i] else ():
             served.setdefault(k, []).append(i)
     for k, ids in served.items():
         state = fitted[k][0]
         if state.message:
             continue
-        # One prediction per fit over all of its test rows here, then split by block; rows
-        # sorted by (fold, subset) make them one slice (a view) unless its subsets are apart.
-        contiguous = all(stops[i] == starts[j] for i, j in itertools.pairwise(ids))
-        rows = (
-            slice(starts[ids[0]], stops[ids[-1]])
-            if contiguous
-            else np.concatenate([np.arange(starts[i], stops[i]) for i in ids])
-        )
         start = time.perf_counter()
-        # Block statistics needed finite features, so scikit-learn need not check them again.
+        # Statistics needed finite features, so scikit-learn need not check them again.
         with config_context(assume_finite=True):
-            pred, proba = predict_codes(state.estimator, X[rows], run, coded=True)
+            pred, proba = predict_codes(state.estimator, X[_union(rows, ids)], run, coded=True)
         seconds = (time.perf_counter() - start) / len(pred)
         at = 0
         for i in ids:
-            n = out[i]["n"]
-            block = slice(at, at + n)
+            block = slice(at, at + sizes[i])
             partial = partial_scores(
                 run.measures,
-                y[starts[i] : stops[i]],
+                y[rows[i]],
                 pred[block],
                 None if proba is None else proba[block],
                 None if run.classes is None else len(run.classes),
             )
-            out[i]["fits"][k] = (partial, seconds * n)
-            at += n
+            out[i]["fits"][k] = (partial, seconds * sizes[i])
+            at += sizes[i]
     return tuple(out)
+
+
+def _union(rows: list[slice | np.ndarray], ids: list[int]) -> slice | np.ndarray:
+    """The rows of blocks ``ids`` in order: one slice (a view) where they are adjacent slices,
+    as blocks sorted by (fold, subset) are unless a fit's subsets are apart."""
+    parts = [rows[i] for i in ids]
+    if len(parts) == 1:
+        return parts[0]
+    slices = all(isinstance(r, slice) for r in parts)
+    if slices and all(a.stop == b.start for a, b in itertools.pairwise(parts)):
+        return slice(parts[0].start, parts[-1].stop)
+    return np.concatenate([np.r_[r] if isinstance(r, slice) else r for r in parts])
 
 
 def merge_pieces(items: list[tuple[dict[str, Any], ...]]) -> tuple[dict[str, Any], ...]:

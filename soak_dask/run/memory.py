@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 from dask.utils import format_bytes
 
+from ..reduction import tree_reduce
 from ..split.plan import Plan
-from .reduction import tree_reduce
-from .rowcap import train_class_rows
+from .rowcap import class_codes, train_class_rows
 
 #: Float64-sized copies of a fit's rows that a fit task holds at its peak (see above).
 FIT_COPIES = 6
@@ -60,32 +60,64 @@ def fit_rows(plan: Plan, counts: pd.DataFrame, label: str, classes: list | None)
     return pd.DataFrame({"train": train, "test": tests}, index=plan.fits.index).astype(np.int64)
 
 
-def count_fit_rows(data: dd.DataFrame, plan: Plan, client: Any) -> pd.DataFrame:
-    """``fit_rows`` for any plan, counted in one pass over its key columns (for designs whose
-    block counts are not at hand): each partition counts the rows of every train selection
-    (the sum of its row weights, for a weighted fit such as a bootstrap resample's, as the fit
-    repeats each row that many times) and test block; only those counts come back."""
+def count_fit_rows(
+    data: dd.DataFrame,
+    plan: Plan,
+    client: Any,
+    label: str | None = None,
+    classes: list | tuple | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each fit's train rows per class and ``fit_rows``, for any plan, counted in one pass over
+    its key columns (for designs whose block counts are not at hand), so that the row cap and
+    the memory check share it.
+
+    Each partition counts the rows of every train selection per class (of ``classes``, read
+    from ``label``; one column ``n`` without classes), summing its row weights for a weighted
+    fit such as a bootstrap resample's (the fit repeats each row that many times), and the
+    rows of every test block; only those counts come back.
+
+    Returns
+    -------
+    (DataFrame, DataFrame)
+        Train rows per class (as ``rowcap.train_class_rows``) and ``train``/``test`` rows
+        (as ``fit_rows``), indexed by fit.
+    """
     fits, blocks = plan.fits, plan.blocks
     weights = [w for w in fits["weights"] if w is not None]
     keys = set(weights).union(*(s.columns for s in (*fits["train"], *blocks["test"])))
+    by_class = tuple(classes) if classes else None
+    keys |= {label} if label is not None else set()
     parts = data[sorted(keys)].to_delayed()
-    counted = [dask.delayed(_count_part, pure=True)(p, fits, blocks) for p in parts]
+    counted = [
+        dask.delayed(_count_part, pure=True)(p, fits, blocks, label, by_class) for p in parts
+    ]
     total = tree_reduce(counted, _add, split_every=16)[0]
     train, test = client.compute(total).result() if client is not None else total.compute()
-    tests = [int(sum(test[list(blocks.index).index(b)] for b in bs)) for bs in fits["blocks"]]
-    return pd.DataFrame({"train": train, "test": tests}, index=fits.index).astype(np.int64)
+    columns = list(by_class) if by_class else ["n"]
+    class_rows = pd.DataFrame(train, index=fits.index, columns=columns).astype(np.int64)
+    positions = {b: i for i, b in enumerate(blocks.index)}
+    tests = [int(sum(test[positions[b]] for b in bs)) for bs in fits["blocks"]]
+    rows = pd.DataFrame({"train": class_rows.sum(axis=1), "test": tests}, index=fits.index)
+    return class_rows, rows.astype(np.int64)
 
 
 def _count_part(
-    part: pd.DataFrame, fits: pd.DataFrame, blocks: pd.DataFrame
+    part: pd.DataFrame,
+    fits: pd.DataFrame,
+    blocks: pd.DataFrame,
+    label: str | None,
+    classes: tuple | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(train rows of each fit, rows of each test block) in one partition."""
-    train = [
-        part[w].to_numpy()[t.mask(part)].sum() if w is not None else t.mask(part).sum()
-        for t, w in zip(fits["train"], fits["weights"], strict=True)
-    ]
+    """(train rows of each fit per class, rows of each test block) in one partition."""
+    codes = class_codes(part, label, classes)
+    width = len(classes) if classes else 1
+    train = np.zeros((len(fits), width), dtype=np.int64)
+    for i, (t, w) in enumerate(zip(fits["train"], fits["weights"], strict=True)):
+        mask = t.mask(part) & (codes >= 0)
+        counts = None if w is None else part[w].to_numpy(np.int64)[mask]
+        train[i] = np.bincount(codes[mask], weights=counts, minlength=width)
     test = [t.mask(part).sum() for t in blocks["test"]]
-    return np.asarray(train, dtype=np.int64), np.asarray(test, dtype=np.int64)
+    return train, np.asarray(test, dtype=np.int64)
 
 
 def _add(items: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -121,12 +153,47 @@ def check_fit_memory(
     if too_big.empty:
         return
     fit_id = int(too_big.idxmax())
-    n = int(too_big.loc[fit_id])
-    most = int(allowed // fit_bytes(1, n_features))
     others = f" (and {len(too_big) - 1} other fits)" if len(too_big) > 1 else ""
-    raise FitMemoryError(
-        f"fit {fit_id} (train: {plan.fits.at[fit_id, 'train']}) of learner "
-        f"{learners[fit_id][0]!r}{others} gathers {n:,} rows × {n_features} features: about "
+    what = f"fit {fit_id} (train: {plan.fits.at[fit_id, 'train']}) of learner "
+    what += f"{learners[fit_id][0]!r}{others}"
+    raise FitMemoryError(refusal(what, int(too_big.loc[fit_id]), n_features, limit))
+
+
+def check_final_memory(
+    learners: list[str],
+    n_train: int,
+    n_test: int,
+    n_features: int,
+    limit: int | None,
+    max_rows: int | None = None,
+) -> None:
+    """Refuse the run if the final model of one of ``learners`` (those fitted on their
+    gathered rows: all ``n_train`` training rows, at most ``max_rows`` of them under a cap,
+    and the ``n_test`` rows of the test split it scores) needs more than ``LIMIT_SHARE`` of
+    ``limit``; before any fit, the outer loop's included."""
+    if limit is None or not learners:
+        return
+    train = n_train if max_rows is None else min(n_train, max_rows)
+    need = train + n_test
+    if fit_bytes(need, n_features) <= LIMIT_SHARE * limit:
+        return
+    others = f" (and {len(learners) - 1} other learners)" if len(learners) > 1 else ""
+    split = f" and the {n_test:,} rows of the test split it scores" if n_test else ""
+    capped = f" ({train:,} of the {n_train:,} under max_train_rows)" if train < n_train else ""
+    what = (
+        f"the final model of learner {learners[0]!r}{others}, fitted on all training rows "
+        f"({n_train:,}){capped}{split},"
+    )
+    raise FitMemoryError(refusal(what, need, n_features, limit))
+
+
+def refusal(what: str, n: int, n_features: int, limit: int) -> str:
+    """The message refusing ``what``, which gathers ``n`` rows: the estimate, the limit, the
+    rows a worker holds and the remedies."""
+    allowed = LIMIT_SHARE * limit
+    most = int(allowed // fit_bytes(1, n_features))
+    return (
+        f"{what} gathers {n:,} rows × {n_features} features: about "
         f"{format_bytes(fit_bytes(n, n_features))} at its peak, more than "
         f"{LIMIT_SHARE:.0%} of a worker's memory limit ({format_bytes(limit)}), which holds "
         f"about {most:,} such rows; fit on a sample (max_train_rows={most:,} or less), use a "
@@ -134,4 +201,3 @@ def check_fit_memory(
         "gaussian_nb) or fed block by block (incremental=True with a partial_fit learner), or "
         "give each worker more memory"
     )
-

@@ -45,9 +45,9 @@ import numpy as np
 import pandas as pd
 from dask.delayed import Delayed
 
+from ..reduction import tree_reduce
 from ..split.plan import Selection
 from ..tables.table import Table, category_codes, float_array
-from .reduction import tree_reduce
 
 _FIELDS = ("count", "mean", "scatter")
 
@@ -82,6 +82,23 @@ class Moments:
         mean = z.mean(axis=0)
         centred = np.subtract(z, mean, out=z if overwrite else None)
         return cls(np.float64(len(z)), mean, centred.T @ centred)
+
+    @classmethod
+    def from_sums(
+        cls, count: np.ndarray, first: np.ndarray, second: np.ndarray, shift: np.ndarray
+    ) -> Moments:
+        """Moments from weighted sums about ``shift`` (leading dims ``count.shape``): a row of
+        weight w (used w times, as a bootstrap's counts) adds w to ``count``, w·(z − shift)
+        to ``first`` and w·(z − shift)(z − shift)ᵀ to ``second``.
+
+        With ``shift`` near the mean (the group's mean in a part of the rows) the sums lose
+        nothing to large offsets: scatter = second − count·d dᵀ for d = first / count, small.
+        """
+        safe = np.where(count > 0, count, 1.0)[..., None]
+        d = np.where(count[..., None] > 0, first / safe, 0.0)
+        mean = np.where(count[..., None] > 0, shift + d, 0.0)
+        scatter = second - np.einsum("...,...q,...r->...qr", count, d, d)
+        return cls(np.asarray(count, dtype=np.float64), mean, scatter)
 
     @classmethod
     def stack(cls, parts: Sequence[Moments]) -> Moments:
@@ -239,7 +256,7 @@ def block_stats(
     level = [
         dask.delayed(cells.moments, pure=True)(part) for part in table.data[columns].to_delayed()
     ]
-    (pooled,) = tree_reduce(level, _pool_list, split_every)
+    (pooled,) = tree_reduce(level, pool_moments, split_every)
     return dask.delayed(BlockStats, pure=True)(pooled, cells.subsets, class_values, cells.features)
 
 
@@ -267,7 +284,7 @@ class _Cells:
         else:
             n_groups = len(self.classes)
             g = _codes(part[self.label], pd.Index(self.classes), "label")
-        self._check_finite(z)
+        check_finite(z, [*self.features, self.label])
         shape = (len(self.subsets), self.n_folds, n_groups)
         q = z.shape[1]
         count = np.zeros(int(np.prod(shape)))
@@ -284,15 +301,16 @@ class _Cells:
             count[cid], mean[cid], scatter[cid] = m.count, m.mean, m.scatter
         return Moments(count.reshape(shape), mean.reshape(*shape, q), scatter.reshape(*shape, q, q))
 
-    def _check_finite(self, z: np.ndarray) -> None:
-        bad = ~np.isfinite(z).all(axis=0)
-        if bad.any():
-            names = [*self.features, self.label][: z.shape[1]]
-            cols = [c for c, b in zip(names, bad, strict=True) if b]
-            raise ValueError(
-                f"columns {cols} have missing or infinite values; fits from block statistics "
-                "need finite features and labels: drop or fill those rows first"
-            )
+
+def check_finite(z: np.ndarray, names: Sequence[str]) -> None:
+    """Refuse non-finite values in the columns of ``z`` (named by the first of ``names``)."""
+    bad = ~np.isfinite(z).all(axis=0)
+    if bad.any():
+        cols = [c for c, b in zip(names[: z.shape[1]], bad, strict=True) if b]
+        raise ValueError(
+            f"columns {cols} have missing or infinite values; fits from statistics need "
+            "finite features and labels: drop or fill those rows first"
+        )
 
 
 def _codes(values: pd.Series, index: pd.Index, role: str) -> np.ndarray:
@@ -306,7 +324,8 @@ def _codes(values: pd.Series, index: pd.Index, role: str) -> np.ndarray:
     return codes.astype(np.int64)
 
 
-def _pool_list(parts: list[Moments]) -> Moments:
+def pool_moments(parts: list[Moments]) -> Moments:
+    """Moments of the union of each group over ``parts`` (partitions' moments, same shape)."""
     return Moments.stack(parts).pool(0)
 
 

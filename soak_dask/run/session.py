@@ -28,10 +28,10 @@ import pandas as pd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
+from ..io.locations import locate
 from ..learn.builtin import resolve_learners
 from ..learn.lasso import prepare_kernels
 from ..learn.measures import check_measures
-from ..results.store import build_dataset, encode_attrs, locate, package_versions
 from ..settings import SETTINGS
 from ..split import folds as _folds
 from ..split.plan import Plan
@@ -44,12 +44,16 @@ from ..tables.checks import (
     warn,
 )
 from ..tables.table import Table, check_table
+from .assemble import build_dataset, encode_attrs, package_versions
 from .checkpoint import SETTINGS as SETTINGS_FILE
 from .checkpoint import open_checkpoint, remove_checkpoint
+from .cost import dry_running, stop_dry_run
 from .executor import Checkpoint, current_client, data_identity, run_plan
 from .fitting import RunSpec
+from .fitting_options import FittingOptions
 from .memory import count_fit_rows, fit_rows, worker_memory_limit
-from .strategies import Context, WholeTrainSet
+from .rowcap import train_class_rows
+from .strategies import Context, WholeTrainSet, assign, whole_fits
 
 #: Prefix of the directory of one plan's fits inside a checkpoint of several plans.
 PART = "part-"
@@ -70,9 +74,12 @@ class Session:
     checkpoint: str | os.PathLike | None
     data_id: dict[str, Any] | None
     design: str = "soak"  # the entry point: names the run in its progress bar and messages
+    fitting: FittingOptions = FittingOptions()  # onepass, max_train_rows, incremental, epochs
 
     def with_estimators(self, estimators: Mapping[str, BaseEstimator]) -> Session:
-        """This session with other learners (as a procedure wrapped them)."""
+        """This session with other learners (as a procedure wrapped them), refusing
+        ``incremental`` where the wrapping loses a learner's ``partial_fit``."""
+        self.fitting.check_learners(self.estimators, wrapped=estimators)
         return dataclasses.replace(self, estimators=dict(estimators))
 
     def context(
@@ -118,9 +125,14 @@ class Session:
         ``settings``, this data and its ``rows`` per stratum) loaded, the others computed and
         saved as they finish. ``part``: the plan's part of a checkpoint of several plans.
 
-        A fit too large for a worker's memory is refused before any fit runs
-        (``run.memory``), its rows from the plan's block ``counts`` when given."""
-        ctx = with_fit_rows(ctx, counts, strategies)
+        Train sets are capped at the session's ``max_train_rows``, and a fit too large for a
+        worker's memory is refused before any fit runs (``run.memory``): each fit's rows come
+        from the plan's block ``counts`` when given, else from one count of its key columns.
+        Under ``cost.dry_run`` the run stops here with the plan's cost, before any fit."""
+        max_rows = self.fitting.max_train_rows
+        counted = counts is None and counts_rows(ctx, strategies, max_rows)
+        ctx = with_fit_rows(ctx, counts, strategies, max_rows, always=dry_running())
+        stop_dry_run(ctx, strategies, self.design, part, counted=counted)
         checkpoint = None
         if self.checkpoint is not None:
             path = self.checkpoint if part is None else part_path(self.checkpoint, part)
@@ -131,26 +143,55 @@ class Session:
     def open_parts(self, settings: Mapping[str, Any]) -> None:
         """Create the checkpoint of a run of several plans (its ``settings.json``, checked
         against ``settings`` and the data when it exists), before any part is run."""
-        if self.checkpoint is not None:
+        if self.checkpoint is not None and not dry_running():  # a dry run writes nothing
             open_checkpoint(
                 self.checkpoint, {**checkpoint_settings(settings), "data": self.data_id}
             )
 
 
-def with_fit_rows(ctx: Context, counts: pd.DataFrame | None, strategies: list[Any]) -> Context:
+def with_fit_rows(
+    ctx: Context,
+    counts: pd.DataFrame | None,
+    strategies: list[Any],
+    max_rows: int | None = None,
+    always: bool = False,
+) -> Context:
     """``ctx`` with each fit's rows and the workers' memory limit, so that the strategies
-    refuse a fit too large for a worker before any fit runs: from the block ``counts`` when
-    the design has them, else counted in one pass over the plan's key columns (only where a
-    worker limit is known and some fit may gather its rows)."""
+    refuse a fit too large for a worker before any fit runs, and with ``max_rows`` the row cap
+    and each fit's train rows per class (the shares its sample keeps): from the block
+    ``counts`` when the design has them, else counted in one pass over the plan's key columns
+    (only under a cap, where a worker limit is known and some fit may gather its rows, or
+    ``always``: a dry run's cost)."""
     limit = worker_memory_limit(ctx.client)
+    classes = None if ctx.run.classes is None else list(ctx.run.classes)
+    label, plan = ctx.table.label, ctx.plan
     if counts is not None:
-        classes = None if ctx.run.classes is None else list(ctx.run.classes)
-        rows = fit_rows(ctx.plan, counts, ctx.table.label, classes)
-    elif limit is not None and any(isinstance(s, WholeTrainSet) for s in strategies):
-        rows = count_fit_rows(ctx.data, ctx.plan, ctx.client)
+        rows = fit_rows(plan, counts, label, classes)
+        class_rows = train_class_rows(counts, plan.fits, label, classes) if max_rows else None
+    elif always or counts_rows(ctx, strategies, max_rows, limit):
+        class_rows, rows = count_fit_rows(ctx.data, plan, ctx.client, label, classes)
     else:
         return ctx
-    return dataclasses.replace(ctx, fit_rows=rows, memory_limit=limit)
+    ctx = dataclasses.replace(ctx, fit_rows=rows, memory_limit=limit)
+    if max_rows is None:
+        return ctx
+    return dataclasses.replace(ctx, max_rows=max_rows, class_rows=class_rows)
+
+
+def counts_rows(
+    ctx: Context, strategies: list[Any], max_rows: int | None, limit: Any = False
+) -> bool:
+    """Whether a run without block counts makes a pass counting each fit's rows: under a
+    row cap (its class shares), or where a worker limit is known (``limit``; default: asked
+    of the client) and some pair will be fitted on its gathered rows (not when every learner
+    is fitted from one-pass statistics)."""
+    if max_rows is not None:
+        return True
+    limit = worker_memory_limit(ctx.client) if limit is False else limit
+    if limit is None or not isinstance(strategies[-1], WholeTrainSet):
+        return False
+    pairs = [(int(f), n) for f in ctx.plan.fits.index for n in ctx.estimators]
+    return bool(whole_fits(assign(ctx, pairs, strategies), strategies))
 
 
 def start(
@@ -165,12 +206,14 @@ def start(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     prior_correction: bool = False,
+    fitting: FittingOptions | None = None,
 ) -> Session:
     """Check what every run checks first, before any pass over the data: the table (for
     ``caller``), seed, ``error_score``, measures and learners, and the checkpoint directory
     (then the data's fingerprint, which identifies the run's checkpoint). With
     ``prior_correction`` the default measures lead with balanced accuracy (the measure the
-    correction maximises)."""
+    correction maximises). ``fitting``: the checked fitting options (default: soak's
+    defaults)."""
     check_table(table, caller)
     seed = SETTINGS["seed"].checked(seed)
     error_score = SETTINGS["error_score"].checked(error_score)
@@ -182,9 +225,10 @@ def start(
     prepare_kernels(estimators, print if progress else (lambda message: None))
     client = current_client() if client is None else client
     data_id = data_identity(checkpoint, table)
+    fitting = FittingOptions() if fitting is None else fitting
     return Session(
         table, estimators, measures, seed, error_score, client, progress, checkpoint, data_id,
-        caller,
+        caller, fitting,
     )  # fmt: skip
 
 
@@ -203,8 +247,8 @@ def checkpoint_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
 
 def persisted(data: dd.DataFrame, persist: bool, client: Any) -> dd.DataFrame:
     """``data`` kept in cluster memory (on ``client``, else Dask's local scheduler) if
-    ``persist``."""
-    if not persist:
+    ``persist`` (never in a dry run, which reads only the keys its plan counts)."""
+    if not persist or dry_running():
         return data
     return client.persist(data) if client is not None else data.persist()
 

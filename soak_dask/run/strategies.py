@@ -5,7 +5,7 @@ results are score records. ``assign`` gives each pair to the first strategy that
 
 - ``OnePass``: learners whose fit needs only additive statistics (featureless, linear and
   ridge models, LDA, Gaussian naive Bayes) are fitted on the client from one pass of per-cell
-  statistics, then scored partition by partition;
+  or per-fit (weighted) statistics, then scored partition by partition;
 - ``PartialFit``: learners with ``partial_fit`` get one block of train rows per task, so no
   worker holds a whole train set;
 - ``WholeTrainSet``: any learner, fitted on its train rows gathered in one task.
@@ -27,10 +27,11 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from ..hashing import seeded_hash
-from ..split.plan import Plan
+from ..reduction import tree_reduce
+from ..split.plan import FIT_COLUMNS, Fit, Plan
 from ..tables.table import Table
 from .closed_form import fit_from_stats, is_additive
+from .fit_stats import FitStats, fit_stats
 from .fitting import (
     FitSpec,
     FitState,
@@ -39,15 +40,16 @@ from .fitting import (
     fit_many,
     guard,
     merge_pieces,
-    partial_fit_step,
+    partial_fit_chain,
     score_block,
     score_fitted,
     score_partition,
+    score_selections,
     select_rows,
+    takes_weights,
 )
 from .memory import check_fit_memory
 from .onepass import block_stats, train_stats
-from .reduction import tree_reduce
 from .rowcap import keep_rates
 
 Pair = tuple[int, str]  # (fit_id, learner)
@@ -123,6 +125,7 @@ class Context:
             run.seed,
             run.label,
             run.classes,
+            spec.weights,
             meta=data._meta,
         )
 
@@ -183,8 +186,12 @@ class PartialFit:
     epochs: int = 1
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
-        unweighted = ctx.plan.fits.loc[fit_id, "weights"] is None
-        return unweighted and hasattr(ctx.estimators[learner], "partial_fit")
+        estimator = ctx.estimators[learner]
+        # A weighted fit (a bootstrap's) is fed its weights as sample_weight; under a row cap
+        # it is left to an exact draw of its weighted rows (a whole-train-set fit).
+        weighted = ctx.plan.fits.loc[fit_id, "weights"] is not None
+        fed = not weighted or (ctx.max_rows is None and takes_weights(estimator))
+        return fed and hasattr(estimator, "partial_fit")
 
     def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
         return [self._chain(ctx, *pair) for pair in pairs], []
@@ -193,11 +200,7 @@ class PartialFit:
         spec, run = ctx.spec(fit_id, learner), ctx.run
         rates = ctx.rates(fit_id, exact=False)
         parts = ctx.rows(spec, test=False, rates=rates).to_delayed()
-        state = ctx.estimators[learner]
-        for epoch in range(self.epochs):
-            order = np.argsort(seeded_hash(run.seed, np.uint64(epoch), np.arange(len(parts))))
-            for i in order:
-                state = dask.delayed(partial_fit_step, pure=True)(state, parts[i], run, epoch == 0)
+        state = partial_fit_chain(ctx.estimators[learner], parts, run, self.epochs, spec.weights)
         test = ctx.rows(spec, train=False)
         token = ctx.token(spec, ctx.estimators[learner], self.epochs, rates)
         key = f"soak-fit-{fit_id}-{learner}-{token}"
@@ -206,33 +209,30 @@ class PartialFit:
 
 @dataclass(frozen=True)
 class OnePass:
-    """Fit additive learners on the client from one pass of per-cell statistics; score them
-    partition by partition.
+    """Fit additive learners on the client from one pass of statistics; score them partition
+    by partition.
 
-    The pass is skipped (its pairs handed back) when the statistics cannot be made, e.g. for
-    non-finite values: those fits then run on their rows and report their own failures.
+    Plans made of (subset, fold) cells (SOAK, transfer) pool per-cell statistics
+    (``onepass.block_stats``); any other plan gets each fit's own statistics, weighted by its
+    row weights (``fit_stats.fit_stats``: evaluate's designs, bootstrap included, split
+    trials, sampling methods). The pass is skipped (its pairs handed back) when the statistics
+    cannot be made, e.g. for non-finite values: those fits then run on their rows and report
+    their own failures.
     """
 
     split_every: int = 8
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
-        plan, table = ctx.plan, ctx.table
         return (
             ctx.max_rows is None
-            and plan.cell_columns == (table.subset, table.fold)
-            and not plan.fits.loc[fit_id, "n_groups"]
-            and plan.fits.loc[fit_id, "weights"] is None
+            and not ctx.plan.fits.loc[fit_id, "n_groups"]
             and is_additive(ctx.estimators[learner]) is not None
         )
 
     def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
         if not pairs:
             return [], []
-        table, plan = ctx.table, ctx.plan
-        subsets = plan.coords["test_subset"]
-        lazy = block_stats(
-            table.with_fold(ctx.data, table.fold), subsets, len(plan.coords["fold"]), _classes(ctx)
-        )
+        lazy = self._stats(ctx, sorted({fit_id for fit_id, _ in pairs}))
         try:
             stats = ctx.client.compute(lazy).result() if ctx.client is not None else lazy.compute()
         except ValueError as err:
@@ -242,9 +242,25 @@ class OnePass:
         return self._score(ctx, fitted), []
 
     @staticmethod
+    def _stats(ctx: Context, fit_ids: list[int]) -> Any:
+        """Lazy statistics of the fits ``fit_ids``: per cell where the plan has cells and no
+        fit weights its rows, else per fit."""
+        table, plan = ctx.table, ctx.plan
+        if _cells(ctx) and plan.fits.loc[fit_ids, "weights"].isna().all():
+            data = table.with_fold(ctx.data, table.fold)
+            n_folds = len(plan.coords["fold"])
+            return block_stats(data, plan.coords["test_subset"], n_folds, _classes(ctx))
+        fits = {f: Fit(*plan.fits.loc[f, list(FIT_COLUMNS)]) for f in fit_ids}
+        run = ctx.run
+        return fit_stats(ctx.data, fits, run.features, run.label, _classes(ctx))
+
+    @staticmethod
     def _fit(ctx: Context, stats: Any, fit_id: int, learner: str) -> FitState:
-        table = ctx.table
-        pooled = train_stats(stats, ctx.plan.fits.loc[fit_id, "train"], table.subset, table.fold)
+        if isinstance(stats, FitStats):
+            pooled = stats.train(fit_id)
+        else:
+            train = ctx.plan.fits.loc[fit_id, "train"]
+            pooled = train_stats(stats, train, ctx.table.subset, ctx.table.fold)
         if pooled.classes is not None:
             # Fitted on class codes, the models predict codes: scoring never handles labels.
             pooled = dataclasses.replace(pooled, classes=np.arange(len(pooled.classes)))
@@ -264,20 +280,30 @@ class OnePass:
         blocks it holds; a tree of merges (fan-in ``split_every``) adds up the partitions'
         partial scores, and one task per test block finishes them. No task holds more than
         one partition of rows, so the pass runs in bounded memory on tables larger than the
-        cluster's (AUC excepted: it needs every test row's scores)."""
+        cluster's (AUC excepted: it needs every test row's scores). Rows find their blocks by
+        (fold, subset) cell where the plan has cells, else by each block's ``Selection``."""
         by_block: dict[int, list[Pair]] = {}
         for pair, (_, spec) in fitted.items():
             for block, _, _ in spec.tests:
                 by_block.setdefault(block, []).append(pair)
-        cells, fold, subset = ctx.plan.blocks, ctx.table.fold, ctx.table.subset
-        ordered = sorted(by_block, key=lambda b: (cells.at[b, fold], cells.at[b, subset]))
-        blocks = [(cells.at[b, fold], cells.at[b, subset], by_block[b]) for b in ordered]
+        cells, run = ctx.plan.blocks, ctx.run
+        if _cells(ctx):
+            fold, subset = ctx.table.fold, ctx.table.subset
+            ordered = sorted(by_block, key=lambda b: (cells.at[b, fold], cells.at[b, subset]))
+            blocks = [(cells.at[b, fold], cells.at[b, subset], by_block[b]) for b in ordered]
+            columns = [*run.features, run.label, run.subset, run.fold_column]
+            score = score_partition
+        else:
+            ordered = sorted(by_block)
+            blocks = [(cells.at[b, "test"], by_block[b]) for b in ordered]
+            keys = sorted(set().union(*(test.columns for test, _ in blocks)))
+            columns = list(dict.fromkeys([*run.features, run.label, *keys]))
+            score = score_selections
         token = ctx.token(fitted, blocks)
         shared = dask.delayed(fitted, name=f"soak-fitted-{token}", pure=True)
-        columns = [*ctx.run.features, ctx.run.label, ctx.run.subset, ctx.run.fold_column]
         level = [
-            dask.delayed(score_partition, nout=len(blocks), pure=True)(
-                part, shared, blocks, ctx.run, dask_key_name=f"soak-predict-{i}-{token}"
+            dask.delayed(score, nout=len(blocks), pure=True)(
+                part, shared, blocks, run, dask_key_name=f"soak-predict-{i}-{token}"
             )
             for i, part in enumerate(ctx.data[columns].to_delayed())
         ]
@@ -290,16 +316,42 @@ class OnePass:
                 [node[i] for node in level],
                 shared,
                 block,
-                keys,
-                ctx.run,
+                blocks[i][-1],
+                run,
                 dask_key_name=f"soak-score-{i}-{token}",
             )
-            for i, (block, (_, _, keys)) in enumerate(zip(ordered, blocks, strict=True))
+            for i, block in enumerate(ordered)
         ]
+
+
+def _cells(ctx: Context) -> bool:
+    """Whether the plan's test blocks are (subset, fold) cells whose unions make its train
+    sets (SOAK's and transfer's plans)."""
+    return ctx.plan.cell_columns == (ctx.table.subset, ctx.table.fold)
 
 
 def _classes(ctx: Context) -> list | None:
     return None if ctx.run.classes is None else list(ctx.run.classes)
+
+
+def assign(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> dict[Pair, int]:
+    """Which of ``strategies`` makes each pair (its index): the first that accepts it, else
+    the last."""
+    *first, _ = strategies
+    return {
+        pair: next((i for i, s in enumerate(first) if s.accepts(ctx, *pair)), len(first))
+        for pair in pairs
+    }
+
+
+def whole_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list[str]]:
+    """``{fit_id: learners}`` of the pairs ``assign`` gave the last strategy (the fits made on
+    their gathered rows, which ``memory.check_fit_memory`` checks)."""
+    whole: dict[int, list[str]] = {}
+    for (fit_id, learner), i in chosen.items():
+        if i == len(strategies) - 1:
+            whole.setdefault(fit_id, []).append(learner)
+    return whole
 
 
 def make_tasks(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> tuple[list[Any], bool]:
@@ -309,14 +361,9 @@ def make_tasks(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> tuple[
     returns whether one-pass statistics were made (which checked every feature is finite).
     """
     *first, last = strategies
-    chosen: dict[Pair, int] = {}
-    for pair in pairs:
-        chosen[pair] = next((i for i, s in enumerate(first) if s.accepts(ctx, *pair)), len(first))
+    chosen = assign(ctx, pairs, strategies)
     if ctx.fit_rows is not None and isinstance(last, WholeTrainSet):
-        whole: dict[int, list[str]] = {}
-        for (fit_id, learner), i in chosen.items():
-            if i == len(first):
-                whole.setdefault(fit_id, []).append(learner)
+        whole = whole_fits(chosen, strategies)
         n_features = len(ctx.run.features)
         check_fit_memory(ctx.fit_rows, ctx.plan, whole, n_features, ctx.memory_limit, ctx.max_rows)
     tasks, back, stats_made = [], set(), False

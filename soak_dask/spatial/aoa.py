@@ -42,7 +42,7 @@ import pandas as pd
 import xarray as xr
 from scipy.spatial import cKDTree
 
-from ..run.executor import current_client
+from ..dask_client import current_client
 from ..tables.raster import DEFAULT_CHUNK, X, Y
 from ..tables.table import Table, float_array
 

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..dask_client import current_client
 from ..pooling.matrix import Transfer, default_measure, transfer_pvalues, verdict
 from ..results.stats import pvalues
-from ..run.executor import current_client
 from ..run.fitting import select_rows
 from ..split.designs import SameOtherAll
 from ..split.folds import block_counts

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..results.store import check_apart
-from ..run.executor import current_client
+from ..dask_client import current_client
+from ..io.locations import check_apart
 from ..tables.raster import GEOTIFF_SUFFIXES, X, Y
 
 __all__ = ["AOA_MARK", "is_aoa_output", "write_aoa"]

@@ -13,11 +13,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ..run.executor import current_client
+from ..dask_client import current_client
 from ..split.folds import check_seed
+from ..split.kmeans import FIT_ROWS, dask_kmeans, nearest_centre
+from ..split.neighbours import coords_of, table_parts
 from ..tables.table import SUBSET_COLUMN, Table
-from .kmeans import FIT_ROWS, dask_kmeans, nearest_centre
-from .neighbours import coords_of, table_parts
 
 Role = Literal["group", "subset"]
 #: Block indices are packed into one int64: ``column * 2**32 + (row + 2**31)``.

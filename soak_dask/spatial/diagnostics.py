@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from ..run.executor import current_client
+from ..dask_client import current_client
 from ..split.folds import check_seed
+from ..split.neighbours import point_hashes
 from ..tables.table import Table, check_table
-from .neighbours import point_hashes
 
 
 def fold_summary(

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .knndm import KNNDMResult
+from ..split.knndm import KNNDMResult
 
 
 def _ecdf(ax: Any, values: np.ndarray, label: str, **style: Any) -> None:

@@ -13,12 +13,12 @@ import numpy as np
 from scipy import stats as sps
 from scipy.spatial.distance import cdist
 
-from ..run.executor import current_client
+from ..dask_client import current_client
 from ..split.folds import check_seed
+from ..split.knndm import DEFAULT_SAMPLE, Space
+from ..split.neighbours import coords_of, reference_points, sampled_distances, standardiser
+from ..split.prediction_area import prediction_parts
 from ..tables.table import Table
-from .knndm import DEFAULT_SAMPLE, Space
-from .neighbours import coords_of, reference_points, sampled_distances, standardiser
-from .prediction import prediction_parts
 
 #: NNDM holds the training rows' full distance matrix: above this many rows it is refused.
 NNDM_MAX_ROWS = 2000

@@ -1,6 +1,6 @@
-"""Plan builders, one per evaluation design, in the scikit-learn splitter style: parameters
-validated in ``__init__``, a readable ``repr``; ``add_keys`` adds the design's key columns on
-the cluster (seeded hashes) and ``plan`` returns its ``Plan``."""
+"""SOAK's design (``SameOtherAll``) and its helpers: a ``soak_dask.split.design.Design`` --
+parameters validated in ``__init__``, ``add_keys`` adds the fold column on the cluster (seeded
+hashes) and ``plan`` returns the ``Plan`` of same, other and all."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import pandas as pd
 
 from ..schema import DEFAULT_N_FOLDS, SIZE_DIMS, TRAIN_TYPES
 from ..tables.table import Table
+from .balance import balanced_folds
+from .design import Design, check_flag
 from .folds import (
-    balanced_folds,
+    block_counts,
     check_balance,
     check_fold_values,
     check_group_assignment,
@@ -39,7 +41,7 @@ def check_train_types(train_types: Iterable[str] | str) -> tuple[str, ...]:
     return tuple(t for t in TRAIN_TYPES if t in chosen)
 
 
-class SameOtherAll:
+class SameOtherAll(Design):
     """Same/Other/All K-fold: the SOAK design, optionally with down-sampled train sizes.
 
     For each test subset σ and fold κ the test block is {subset = σ, fold = κ} and the train
@@ -98,16 +100,9 @@ class SameOtherAll:
         self.group_assignment = check_group_assignment(group_assignment)
         self.train_types = check_train_types(train_types)
         self.seed = check_seed(seed)
-        self.stratify = stratify
+        self.stratify = check_flag(stratify, "stratify")
         check_sizes(sizes, ratio, size_seeds)
         self.sizes, self.ratio, self.size_seeds = sizes, ratio, size_seeds
-
-    def __repr__(self) -> str:
-        defaults = {"n_folds": None, "train_types": TRAIN_TYPES, "seed": 1, "stratify": True}
-        defaults.update(sizes=-1, ratio=0.5, size_seeds=1, balance="class")
-        defaults.update(group_assignment="rows")
-        given = {k: getattr(self, k) for k, v in defaults.items() if getattr(self, k) != v}
-        return f"SameOtherAll({', '.join(f'{k}={v!r}' for k, v in given.items())})"
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with its fold column: the user's, or assigned on the cluster."""
@@ -123,8 +118,10 @@ class SameOtherAll:
             group_assignment=self.group_assignment,
         )
 
-    def plan(self, table: Table, counts: pd.DataFrame) -> Plan:
-        """The plan for ``table`` (with its fold column), from its ``block_counts``."""
+    def plan(self, table: Table, counts: pd.DataFrame | None = None) -> Plan:
+        """The plan for ``table`` (with its fold column), from its ``block_counts`` (counted
+        here if not given)."""
+        counts = block_counts(table) if counts is None else counts
         n_folds = check_fold_values(counts, table.fold, self.n_folds)
         subsets = sorted(counts[table.subset].unique().tolist())
         groups = None

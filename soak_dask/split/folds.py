@@ -254,14 +254,14 @@ def assign_folds(
     assignment = check_group_assignment(group_assignment)
     keys = strata_keys(table, stratify)
     if table.group is not None:
-        data = _assign_group_folds(table, keys, n_folds, seed, assignment)
+        data = assign_group_folds(table, keys, n_folds, seed, assignment)
         return table.with_fold(data, FOLD_COLUMN)
-    data, strata = _assign_row_folds(table, keys, n_folds, seed)
+    data, strata = assign_row_folds(table, keys, n_folds, seed)
     # Row folds follow from the stratum counts, so the block counts need no pass over the data
     # (when the strata are the blocks' keys: subset, and the label for classification).
     counts = None
     if (table.label in keys) == (table.task == "classification"):
-        counts = _row_fold_counts(strata, n_folds, seed)
+        counts = row_fold_counts(strata, n_folds, seed)
         counts = counts[[table.subset, FOLD_COLUMN, *keys[1:], "n"]]
     return table.with_fold(data, FOLD_COLUMN, counts)
 
@@ -274,26 +274,6 @@ def check_balance(balance: Any) -> str:
             "by each row's degree of overlap with other classes)"
         )
     return balance
-
-
-def balanced_folds(
-    table: Table,
-    n_folds: int,
-    seed: int,
-    balance: str,
-    *,
-    stratify: bool = True,
-    group_assignment: str = "rows",
-) -> Table:
-    """``assign_folds``, or with ``balance="overlap"`` ``soak_dask.overlap_folds`` (rows dealt
-    within subset × degree-of-overlap level × class)."""
-    if check_balance(balance) == "overlap":
-        from ..diagnose.sampling import overlap_folds  # k-NN machinery: loaded when asked for
-
-        return overlap_folds(table, n_folds, seed)
-    return assign_folds(
-        table, n_folds, seed, stratify=stratify, group_assignment=group_assignment
-    )
 
 
 def strata_keys(table: Table, stratify: bool) -> list[str]:
@@ -328,7 +308,7 @@ def fold_rows(
     """
     if group is None:
         strata = sizes.groupby(keys, observed=True)["n"].sum().sort_index()
-        counts = _row_fold_counts(strata, n_folds, seed)
+        counts = row_fold_counts(strata, n_folds, seed)
     else:
         mapping = _group_mapping(sizes, group, keys, n_folds, seed, group_assignment)
         folds = mapping.reindex(sizes[group].to_numpy()).to_numpy()
@@ -379,7 +359,7 @@ def _check_keys(strata: pd.DataFrame, keys: list[str]) -> None:
         check_one_type(strata[key], key)
 
 
-def _assign_row_folds(
+def assign_row_folds(
     table: Table, keys: list[str], n_folds: int, seed: int
 ) -> tuple[dd.DataFrame, pd.Series]:
     """The table with its fold column, and the rows of each stratum."""
@@ -414,7 +394,7 @@ def _assign_row_folds(
     return data.assign(**{FOLD_COLUMN: folds}), strata
 
 
-def _row_fold_counts(strata: pd.Series, n_folds: int, seed: int) -> pd.DataFrame:
+def row_fold_counts(strata: pd.Series, n_folds: int, seed: int) -> pd.DataFrame:
     """Rows per (stratum, fold) of permuted-block folds, from the strata's sizes alone.
 
     Each complete block of K rows gives every fold one row; the last, partial block of each
@@ -473,7 +453,7 @@ def _warn_small_strata(
     warn(small_strata_warning(strata, keys, n_folds, unit, rows), stacklevel=4)
 
 
-def _assign_group_folds(
+def assign_group_folds(
     table: Table, keys: list[str], n_folds: int, seed: int, assignment: str = "rows"
 ) -> dd.DataFrame:
     group = table.group

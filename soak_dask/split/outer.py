@@ -24,8 +24,9 @@ from scipy import stats as sps
 from ..hashing import salt, seeded_hash, uniform
 from ..tables.checks import refuse_ignored
 from ..tables.table import FOLD_COLUMN, Table, category_codes
+from .balance import balanced_folds
+from .design import Design
 from .folds import (
-    balanced_folds,
     check_balance,
     check_group_assignment,
     check_n_folds,
@@ -35,7 +36,7 @@ from .plan import Fit, Plan, Selection, Term, build_plan
 from .shares import add_draws, partition_lengths, with_columns
 
 #: The outer strategies of ``evaluate``.
-#: ``knndm``: K-fold on the fold column of ``soak_dask.spatial.knndm`` (evaluate adds it).
+#: ``knndm``: K-fold on the fold column of ``soak_dask.split.knndm`` (evaluate adds it).
 OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv", "knndm")
 #: Leave-one-out is for very small data: above this many rows it is refused.
 LOO_MAX_ROWS = 2000
@@ -149,14 +150,14 @@ def capped_folds(table: Table, n_folds: int) -> int:
     return n_folds
 
 
-class KFold:
+class KFoldDesign(Design):
     """K-fold cross-validation, ``n_repeats`` times with fresh fold assignments (class-
     stratified; grouped K-fold with a group column). A user fold column is used as is.
 
     Examples
     --------
-    >>> KFold(5, n_repeats=2)
-    KFold(n_folds=5, n_repeats=2, seed=1)
+    >>> KFoldDesign(10, n_repeats=2)
+    KFoldDesign(n_folds=10, n_repeats=2)
     """
 
     outer = "cv"
@@ -175,13 +176,8 @@ class KFold:
         self.balance = check_balance(balance)
         self.group_assignment = check_group_assignment(group_assignment)
 
-    def __repr__(self) -> str:
-        names = ("n_folds", "n_repeats", "seed", *(("balance",) * (self.balance != "class")))
-        names += ("group_assignment",) * (self.group_assignment != "rows")
-        return _repr(self, *names)
-
-    def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
-        """``table`` with a fold column per repeat, and the settings used (K after capping)."""
+    def add_keys(self, table: Table) -> Table:
+        """``table`` with a fold column per repeat; ``learned_``: K after capping."""
         if table.fold is not None:
             if self.n_repeats > 1:
                 raise ValueError(
@@ -189,16 +185,20 @@ class KFold:
                 )
             k = int(table.data[table.fold].max().compute())
             data = table.data.rename(columns={table.fold: key_name("fold", 1)})
-            return replace(table, data=data, fold=None, files=None), {"outer_folds": k}
+            self.learned_ = {"outer_folds": k}
+            return replace(table, data=data, fold=None, files=None)
         k = capped_folds(table, self.n_folds)
         for r in range(1, self.n_repeats + 1):
             seed = repeat_seed(self.seed, r)
             key = key_name("fold", r)
             table = _with_key(table, key, k, seed, self.balance, self.group_assignment)
-        return table, {"outer_folds": k}
+        self.learned_ = {"outer_folds": k}
+        return table
 
-    def plan(self, table: Table, used: dict[str, Any]) -> Plan:
-        k = used["outer_folds"]
+    def plan(self, table: Table, counts: pd.DataFrame | None = None) -> Plan:
+        """A fit per (repeat, fold): trained on the other folds of the repeat, scored on the
+        fold."""
+        k = _learned(self, "outer_folds")
         rows, tests = [], {}
         for r in range(1, self.n_repeats + 1):
             for j in range(1, k + 1):
@@ -218,7 +218,7 @@ class KFold:
         )
 
 
-class Subsampling(KFold):
+class Subsampling(KFoldDesign):
     """Repeated random train/test splits (``n_repeats``): exactly round(``train_ratio``·N) rows
     to train, class-stratified within each subset (whole groups with a group column, the share
     of rows to within a group); every repeat's key in one pass."""
@@ -232,10 +232,9 @@ class Subsampling(KFold):
         self.train_ratio = float(train_ratio)
         self.seed = check_seed(seed)
 
-    def __repr__(self) -> str:
-        return _repr(self, "n_repeats", "train_ratio", "seed")
-
-    def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
+    def add_keys(self, table: Table) -> Table:
+        """``table`` with a train (1) / test (0) key per repeat; ``learned_``: the share of
+        the rows drawn to train (the mean over repeats)."""
         names = [key_name("split", r) for r in range(1, self.n_repeats + 1)]
         data, used = add_draws(
             table.data,
@@ -248,9 +247,11 @@ class Subsampling(KFold):
             option="train_ratio",
         )
         share = round(float(used.mean()), 12)  # the mean over repeats (they differ with groups)
-        return replace(table, data=data, files=None), {"train_ratio": share}
+        self.learned_ = {"train_ratio": share}
+        return replace(table, data=data, files=None)
 
-    def plan(self, table: Table, used: dict[str, Any]) -> Plan:
+    def plan(self, table: Table, counts: pd.DataFrame | None = None) -> Plan:
+        """A fit per repeat: trained on its train rows, scored on its test rows."""
         rows, tests = [], {}
         for r in range(1, self.n_repeats + 1):
             column = key_name("split", r)  # 1 trains, 0 tests
@@ -259,15 +260,15 @@ class Subsampling(KFold):
         return build_plan(rows, tests, {"repeat": list(range(1, self.n_repeats + 1)), "fold": [1]})
 
 
-class FiveByTwoCV(KFold):
+class FiveByTwoCV(KFoldDesign):
     """Dietterich's (1998) 5×2cv: ``n_repeats`` (5) repeats of 2-fold cross-validation, each
     with fresh class-stratified (grouped) folds -- the design of the 5×2cv t and F tests of
     ``compare`` (``method="5x2cv"``, ``"5x2cv_f"``; with R repeats they take R df).
 
     Examples
     --------
-    >>> FiveByTwoCV()
-    FiveByTwoCV(n_repeats=5, seed=1)
+    >>> FiveByTwoCV(), FiveByTwoCV(seed=2, n_repeats=10)
+    (FiveByTwoCV(), FiveByTwoCV(seed=2, n_repeats=10))
     """
 
     outer = "5x2cv"
@@ -275,20 +276,15 @@ class FiveByTwoCV(KFold):
     def __init__(self, seed: int = 1, n_repeats: int = 5, balance: str = "class") -> None:
         super().__init__(2, n_repeats, seed, balance)
 
-    def __repr__(self) -> str:
-        return _repr(self, "n_repeats", "seed", *(("balance",) * (self.balance != "class")))
 
-
-class LeaveOneGroupOut:
+class LeaveOneGroupOutDesign(Design):
     """One fold per group (needs a group column); ``loo`` on a grouped table is this."""
 
     outer = "lodo"
     n_repeats = 1
 
-    def __repr__(self) -> str:
-        return _repr(self)
-
-    def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
+    def add_keys(self, table: Table) -> Table:
+        """``table`` with each group's number as its fold; ``learned_``: the groups."""
         if table.group is None:
             raise ValueError(
                 "outer='lodo' leaves out one group at a time: load the table with group="
@@ -304,23 +300,26 @@ class LeaveOneGroupOut:
             _warn_single_class(single[single == 1].index.tolist(), len(groups))
         column = key_name("fold", 1)
         data = table.data.map_partitions(_code_column, table.group, groups, column)
-        return replace(table, data=data, files=None), {"outer_folds": len(groups)}
+        self.learned_ = {"outer_folds": len(groups)}
+        return replace(table, data=data, files=None)
 
-    plan = KFold.plan
+    plan = KFoldDesign.plan
 
 
-class LeaveOneOut:
+class LeaveOneOutDesign(Design):
     """One fold per row, for very small data (at most ``LOO_MAX_ROWS`` rows)."""
 
     outer = "loo"
     n_repeats = 1
 
-    def __repr__(self) -> str:
-        return _repr(self)
-
-    def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
+    def add_keys(self, table: Table) -> Table:
+        """``table`` with each row's position as its fold (each group's number with a group
+        column); ``learned_``: the rows (groups)."""
         if table.group is not None:
-            return LeaveOneGroupOut().add_keys(table)
+            groups = LeaveOneGroupOutDesign()
+            keyed = groups.add_keys(table)
+            self.learned_ = groups.learned_
+            return keyed
         lengths = partition_lengths(table.data)
         n = int(lengths.sum())
         if n > LOO_MAX_ROWS:
@@ -332,12 +331,13 @@ class LeaveOneOut:
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         column = key_name("fold", 1)
         data = table.data.map_partitions(_position_column, offsets, column)
-        return replace(table, data=data, files=None), {"outer_folds": n}
+        self.learned_ = {"outer_folds": n}
+        return replace(table, data=data, files=None)
 
-    plan = KFold.plan
+    plan = KFoldDesign.plan
 
 
-class Bootstrap:
+class Bootstrap(Design):
     """``n_repeats`` bootstrap resamples: each row (each group, with a group column) is used
     Poisson(1) times -- the row weights of an unbounded bootstrap, drawn row by row from a
     seeded hash, so no task needs the whole table; models are scored out of bag."""
@@ -348,18 +348,18 @@ class Bootstrap:
         self.n_repeats = _positive(n_repeats, "outer_repeats")
         self.seed = check_seed(seed)
 
-    def __repr__(self) -> str:
-        return _repr(self, "n_repeats", "seed")
-
-    def add_keys(self, table: Table) -> tuple[Table, dict[str, Any]]:
+    def add_keys(self, table: Table) -> Table:
+        """``table`` with each row's (each group's) Poisson(1) count per resample."""
         # Positions from a one-column count; with groups the counts are keyed by group alone.
         lengths = partition_lengths(table.data) if table.group is None else None
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if lengths is not None else None
         names = [key_name("boot", r) for r in range(1, self.n_repeats + 1)]
         data = table.data.map_partitions(_poisson_columns, offsets, table.group, names, self.seed)
-        return replace(table, data=data, files=None), {}
+        self.learned_ = {}
+        return replace(table, data=data, files=None)
 
-    def plan(self, table: Table, used: dict[str, Any]) -> Plan:
+    def plan(self, table: Table, counts: pd.DataFrame | None = None) -> Plan:
+        """A fit per resample: its rows weighted by their counts, scored out of bag."""
         rows, tests = [], {}
         for r in range(1, self.n_repeats + 1):
             column = key_name("boot", r)
@@ -385,7 +385,7 @@ def outer_design(
         return FiveByTwoCV(seed, 5 if outer_repeats == 1 else outer_repeats, balance)
     if outer in ("cv", "repeated_cv", "knndm"):
         repeats = outer_repeats if outer == "repeated_cv" else 1
-        return KFold(outer_folds, repeats, seed, balance, group_assignment)
+        return KFoldDesign(outer_folds, repeats, seed, balance, group_assignment)
     check_group_assignment(group_assignment)
     if check_balance(balance) != "class":
         raise ValueError(
@@ -395,9 +395,9 @@ def outer_design(
     if outer == "subsampling":
         return Subsampling(outer_repeats, train_ratio, seed)
     if outer == "loo":
-        return LeaveOneOut()
+        return LeaveOneOutDesign()
     if outer == "lodo":
-        return LeaveOneGroupOut()
+        return LeaveOneGroupOutDesign()
     if outer == "bootstrap":
         return Bootstrap(outer_repeats, seed)
     raise ValueError(f"outer={outer!r} is not a strategy; choose from {list(OUTER)}")
@@ -421,9 +421,11 @@ def _check_ignored(outer: str, outer_folds: Any, outer_repeats: Any, train_ratio
             refuse_ignored(name, given[name], default, f"outer={outer!r}", named)
 
 
-def _repr(builder: Any, *names: str) -> str:
-    given = ", ".join(f"{name}={getattr(builder, name)!r}" for name in names)
-    return f"{type(builder).__name__}({given})"
+def _learned(design: Design, name: str) -> Any:
+    """What ``design.add_keys`` learned as ``name``; a clear error before it ran."""
+    if name not in design.learned_:
+        raise ValueError(f"{design!r}.plan needs the table its add_keys returned: call it first")
+    return design.learned_[name]
 
 
 def _positive(value: Any, name: str) -> int:

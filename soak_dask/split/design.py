@@ -1,0 +1,103 @@
+"""The design protocol: what every evaluation design is, so one run path serves them all.
+
+A design is a small class in the scikit-learn splitter style:
+
+- ``__init__`` takes the design's parameters, validates each once (a bad value is refused
+  there, naming the parameter) and keeps it under its own name; inner layers trust it;
+- ``add_keys(table)`` returns the table with the design's key columns, added lazily on the
+  cluster from seeded hashes (so the split depends on the seed and the data only), and records
+  what it learned from the data (K after capping, the share drawn, the classes) in
+  ``learned_``;
+- ``plan(table, counts)`` returns the ``Plan`` -- the distinct fits, the test blocks each
+  scores and the coordinates of every result cell -- for the keyed table (``counts``: its
+  ``block_counts``, for designs made of (subset, fold) blocks; None for the others);
+- ``repr`` and ``get_params`` come from the ``__init__`` signature, as scikit-learn's
+  ``BaseEstimator`` makes them: one implementation for every design.
+"""
+
+from __future__ import annotations
+
+import inspect
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..tables.table import Table
+from .plan import Plan
+
+
+class Design(ABC):
+    """Base of every evaluation design (see the module's docstring).
+
+    Attributes
+    ----------
+    learned_ : dict
+        What ``add_keys`` learned from the table (empty before it ran, and for designs that
+        learn nothing): read by ``plan`` and recorded in a run's settings.
+
+    Examples
+    --------
+    >>> class Halves(Design):
+    ...     def __init__(self, seed: int = 1):
+    ...         self.seed = seed
+    ...     def add_keys(self, table): ...
+    ...     def plan(self, table, counts=None): ...
+    >>> Halves(), Halves(seed=3), Halves(3).get_params()
+    (Halves(), Halves(seed=3), {'seed': 3})
+    """
+
+    learned_: dict[str, Any] = {}  # noqa: RUF012 (read-only default; add_keys sets its own)
+
+    @classmethod
+    def parameters(cls) -> dict[str, Any]:
+        """The parameters of ``__init__`` and their defaults (``inspect.Parameter.empty``
+        when required), in signature order."""
+        signature = inspect.signature(cls.__init__)
+        kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        return {
+            name: p.default
+            for name, p in signature.parameters.items()
+            if name != "self" and p.kind not in kinds
+        }
+
+    def get_params(self) -> dict[str, Any]:
+        """Each parameter's validated value, by name (``design_class(**params)`` makes the
+        same design)."""
+        return {name: getattr(self, name) for name in self.parameters()}
+
+    def __repr__(self) -> str:
+        defaults = self.parameters()
+        shown = {k: v for k, v in self.get_params().items() if not _is_default(v, defaults[k])}
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+    @abstractmethod
+    def add_keys(self, table: Table) -> Table:
+        """``table`` with the design's key columns (lazy; seeded)."""
+
+    @abstractmethod
+    def plan(self, table: Table, counts: pd.DataFrame | None = None) -> Plan:
+        """The ``Plan`` of the keyed ``table`` (from ``add_keys``); ``counts`` its
+        ``block_counts`` where the design reads them."""
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """``value`` if it is True or False; else a ValueError naming the parameter ``name``."""
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name}={value!r}: need True or False")
+    return bool(value)
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    """Whether ``value`` is the parameter's default (so ``repr`` leaves it out)."""
+    if default is inspect.Parameter.empty:
+        return False
+    if value is default:
+        return True
+    if isinstance(value, np.ndarray) or isinstance(default, np.ndarray):
+        return False
+    try:
+        return type(value) is type(default) and bool(value == default)
+    except (TypeError, ValueError):
+        return False

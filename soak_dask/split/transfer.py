@@ -1,0 +1,113 @@
+"""The transfer matrix's design: train on each single subset, test on every subset, on SOAK's
+folds.
+
+A fit on subset t (all folds but κ) scores the fold-κ block of every test subset σ, so S
+subsets cost S·K fits, not S²·K; the folds are SOAK's (same seed, same folds), so the diagonal
+t = σ is SOAK's ``same``. ``cell_selection`` and ``train_selection`` write blocks and train
+sets as SOAK writes them, so equal sets are one fit whatever design asked for them (the
+subset search's rounds use them too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from ..schema import DEFAULT_N_FOLDS
+from ..tables.table import Table
+from .design import Design, check_flag
+from .designs import SameOtherAll
+from .folds import block_counts, check_fold_values, check_n_folds, check_seed
+from .plan import Fit, Plan, Selection, Term, build_plan
+
+
+class Transfer(Design):
+    """Plan builder of the transfer matrix, in the style of ``SameOtherAll``.
+
+    Fit (t, κ) trains on {subset = t, fold ≠ κ} and scores the blocks {subset = σ, fold = κ}
+    of every subset σ: S·K fits fill the S × S × K result cells. The folds are SOAK's, from the
+    same seed (``add_keys`` is ``SameOtherAll.add_keys``), so fit (σ, κ) is SOAK's ``same`` fit
+    of test subset σ and fold κ.
+
+    Parameters
+    ----------
+    n_folds : int, optional
+        K, 2 to 127 (default 10; with a fold column, read from it).
+    seed : int
+        Seed of the fold assignment.
+    stratify : bool
+        Balance folds within subset × label (classification).
+
+    Examples
+    --------
+    >>> plan = Transfer(n_folds=3).plan_for(["A", "B"])
+    >>> plan
+    Plan(12 splits (train_subset 2 × test_subset 2 × fold 3), 6 distinct fits, 6 test blocks)
+    >>> print(plan.table().loc[:1, ["train_subset", "test_subset", "fold", "train", "test"]]
+    ...       .to_string(index=False))
+    train_subset test_subset  fold                   train                    test
+               A           A     1 subset == A & fold != 1 subset == A & fold == 1
+               A           B     1 subset == A & fold != 1 subset == B & fold == 1
+    """
+
+    def __init__(self, n_folds: int | None = None, *, seed: int = 1, stratify: bool = True):
+        self.n_folds = None if n_folds is None else check_n_folds(n_folds)
+        self.seed = check_seed(seed)
+        self.stratify = check_flag(stratify, "stratify")
+
+    def add_keys(self, table: Table) -> Table:
+        """``table`` with its fold column: the user's, or assigned on the cluster as ``soak``
+        assigns it."""
+        return SameOtherAll(self.n_folds, seed=self.seed, stratify=self.stratify).add_keys(table)
+
+    def plan(self, table: Table, counts: pd.DataFrame | None = None) -> Plan:
+        """The plan for ``table`` (with its fold column), from its ``block_counts`` (counted
+        here if not given)."""
+        counts = block_counts(table) if counts is None else counts
+        n_folds = check_fold_values(counts, table.fold, self.n_folds)
+        subsets = sorted(counts[table.subset].unique().tolist())
+        return self.plan_for(subsets, n_folds, subset=table.subset, fold=table.fold)
+
+    def plan_for(
+        self,
+        subsets: Sequence,
+        n_folds: int | None = None,
+        *,
+        subset: str = "subset",
+        fold: str = "fold",
+    ) -> Plan:
+        """The plan for these subset values (no table needed); ``n_folds`` default: the
+        builder's, else 10."""
+        subsets = list(subsets)
+        if len(set(subsets)) != len(subsets):
+            raise ValueError(f"subsets must be distinct, got {subsets}")
+        folds = list(range(1, (n_folds or self.n_folds or DEFAULT_N_FOLDS) + 1))
+        cells = {(s, k): {subset: s, fold: k} for s in subsets for k in folds}
+        tests = {key: cell_selection(subset, fold, *key) for key in cells}
+        rows = [
+            (
+                {"train_subset": t, "test_subset": s, "fold": k},
+                Fit(train_selection(subset, fold, (t,), (k,))),
+                (s, k),
+            )
+            for t in subsets
+            for k in folds
+            for s in subsets
+        ]
+        coords = {"train_subset": subsets, "test_subset": subsets, "fold": folds}
+        plan = build_plan(rows, tests, coords, cells)
+        plan.blocks["name"] = [f"subset {s!r} fold {k}" for s, k in cells]
+        return plan
+
+
+def cell_selection(subset: str, fold: str, value: Any, k: int) -> Selection:
+    """The test block {subset = value, fold = k}, written as SOAK writes it."""
+    return Selection((Term(subset, (value,)), Term(fold, (k,))))
+
+
+def train_selection(subset: str, fold: str, members: tuple, left_out: tuple) -> Selection:
+    """The train set {subset in members, fold not in left_out}, written as SOAK writes it
+    (one term per column, values in the caller's order), so equal sets are one fit."""
+    return Selection((Term(subset, members), Term(fold, left_out, exclude=True)))

@@ -1,0 +1,57 @@
+"""The transfer heat maps: one subset order and one colour scale for every learner."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+from matplotlib.collections import QuadMesh
+
+import soak_dask as sd
+from soak_dask.pooling.plot import plot_transfer
+
+from ..conftest import toy_table
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    table = sd.load_table(toy_table(n=600, n_subsets=4, seed=2), label="y", subset="subset")
+    return sd.transfer(
+        table, ["featureless", "lda"], n_folds=3, measures=["error"], progress=False
+    )
+
+
+def _panels(fig):
+    """(tick labels of the test subsets, colour limits) of each heat map, left to right."""
+    out = []
+    for ax in fig.axes:
+        meshes = [c for c in ax.collections if isinstance(c, QuadMesh)]
+        if meshes and ax.get_xlabel() == "test subset":
+            labels = [t.get_text() for t in ax.get_xticklabels()]
+            out.append((labels, (meshes[0].norm.vmin, meshes[0].norm.vmax)))
+    return out
+
+
+@pytest.mark.parametrize("order", ["cluster", "name"])
+def test_every_learner_shares_the_order_and_the_colour_scale(matrix, order):
+    panels = _panels(plot_transfer(matrix, "error", order=order))
+    assert len(panels) == 2
+    (first_labels, first_limits), (labels, limits) = panels
+    assert labels == first_labels and limits == first_limits
+    means = matrix["error"].mean("fold")
+    assert first_limits == pytest.approx((float(means.min()), float(means.max())))
+    if order == "name":
+        assert first_labels == [str(s) for s in matrix["test_subset"].values]
+
+
+def test_the_best_learner_orders_the_maps_unless_told(matrix):
+    from soak_dask.pooling.matrix import cluster_subsets
+
+    for by in (None, "featureless"):
+        fig = plot_transfer(matrix, "error", order_by=by)
+        expected = cluster_subsets(matrix, by or "lda", "error")[0]  # lda errs least
+        assert all(labels == expected for labels, _ in _panels(fig))
+    with pytest.raises(ValueError, match="order_by='rf'"):
+        plot_transfer(matrix, "error", order_by="rf")
