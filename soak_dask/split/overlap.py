@@ -48,6 +48,8 @@ _BIG = np.iinfo(np.int64).max
 _FINE = 2**24
 
 Method = Literal["exact", "nndescent", "blockwise"]
+#: The neighbour searches of ``overlap_degrees`` (``Method``), for every check of a method name.
+SEARCHES = ("exact", "nndescent", "blockwise")
 
 
 def check_k(k: Any, name: str = "k") -> int:
@@ -254,8 +256,8 @@ def overlap_degrees(
     check_classification(table, "overlap_degrees")
     k = check_k(k)
     seed = check_seed(seed)
-    if method not in ("exact", "nndescent", "blockwise"):
-        raise ValueError(f"method={method!r}: choose 'exact', 'nndescent' or 'blockwise'")
+    if method not in SEARCHES:
+        raise ValueError(f"method={method!r}: choose one of {', '.join(map(repr, SEARCHES))}")
     mean, sd, lengths = feature_scaling(table)
     if int(lengths.sum()) <= k:
         raise ValueError(

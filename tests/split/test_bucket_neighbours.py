@@ -163,3 +163,11 @@ def test_the_sample_sends_a_share_of_each_partition_not_n():
             first = sample
     np.testing.assert_array_equal(sample, first)  # the same rows, in the same order
     assert limit_rows[0] == limit_rows[1] < 1_000  # ~750 rows sent in all, not 500 per part
+
+
+def test_compare_sampling_takes_the_blockwise_search():
+    from soak_dask.split.sampling_splits import SamplingSplits
+
+    assert SamplingSplits(methods=["overlap"], knn="blockwise").knn == "blockwise"
+    with pytest.raises(ValueError, match="'blockwise'"):
+        SamplingSplits(methods=["overlap"], knn="blocks")
