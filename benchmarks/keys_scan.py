@@ -7,11 +7,13 @@ the keys computed (their sums, read partition by partition), beside one scan of 
 features, and the tasks run are counted (a pass per repeat would be 100 tasks per partition).
 No task may repartition the table into fewer partitions.
 
-Run: ``python -m benchmarks.keys_scan --rows 1200000 --repeats 100`` (``--quick``: 120 k rows).
+Run: ``python -m benchmarks.keys_scan --rows 1200000 --repeats 100`` (``--quick``: 120 k rows);
+issue 24's size: ``--rows 10000000 --rows-per-file 500000 --repeats 100``.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -51,7 +53,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.quick:
         args.rows, args.rows_per_file, args.repeats = 120_000, 20_000, 20
     facts = header("key columns of many repeats vs one scan", MODULE, argv, args)
-    source = pixel_parquet(args.workdir, args.rows, args.seed, rows_per_file=args.rows_per_file)
+    scenes = math.ceil(args.rows / 2_000_000)  # bounds the generator's memory (10M rows: 5)
+    source = pixel_parquet(args.workdir, args.rows, args.seed, scenes, args.rows_per_file)
     rows = []
     with local_cluster(2) as client:
         table = load_pixels(source)

@@ -774,7 +774,7 @@ _DECLARED = (
     Setting(
         "knn", "compare-sampling", "str", "exact",
         "nearest-neighbour search of the degree of overlap (default exact)",
-        choices=("exact", "nndescent"),
+        choices=("exact", "nndescent", "blockwise"),
     ),
     Setting(
         "mdc_max_rows", "compare-sampling", "int", 2000,

@@ -102,7 +102,8 @@ def compare_sampling(
         Seed of every split and of the learners' randomness.
     n_neighbors, n_levels, knn
         Neighbours of the degree of overlap (formerly ``k``), levels of it (None: the paper's
-        n_neighbors + 1) and its search ("exact" or "nndescent"); see ``overlap_split``.
+        n_neighbors + 1) and its search ("exact", "nndescent" or "blockwise"); see
+        ``overlap_split``.
     mdc_max_rows : int
         MDC runs on a seeded stratified sample of this many rows of a larger table.
     doptimal_repeats : int

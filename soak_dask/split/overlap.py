@@ -30,6 +30,7 @@ from numba import njit
 from ..reduction import tree_reduce
 from ..tables.arrays import category_codes, float_array
 from ..tables.table import Table
+from .bucket_neighbours import bucket_neighbour_codes
 from .folds import check_seed
 from .shares import partition_lengths, with_columns
 
@@ -47,7 +48,9 @@ _BIG = np.iinfo(np.int64).max
 #: Distances keep 28 of float64's 52 mantissa bits (``block_candidates``).
 _FINE = 2**24
 
-Method = Literal["exact", "nndescent"]
+Method = Literal["exact", "nndescent", "blockwise"]
+#: The neighbour searches of ``overlap_degrees`` (``Method``), for every check of a method name.
+SEARCHES = ("exact", "nndescent", "blockwise")
 
 
 def check_k(k: Any, name: str = "k") -> int:
@@ -76,7 +79,8 @@ def feature_scaling(table: Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     neighbours, the same whatever the partitioning. Missing or infinite feature values are
     refused (a distance needs every feature). A constant feature gets SD 1.
     """
-    values = table.data[list(table.features)]
+    # float64 sums: float32 bands summed in float32 differ by ~1e-7 with the partitioning
+    values = table.data[list(table.features)].astype(np.float64)
     bad = (~np.isfinite(values)).sum()
     lengths = table.data.map_partitions(len)
     mean, sd, n_bad, rows = dask.compute(values.mean(), values.std(), bad, lengths)
@@ -224,13 +228,15 @@ def overlap_degrees(
         A classification table from ``soak_dask.load_table``, without missing features.
     k : int
         Neighbours per row (the paper's Figure 6 uses 5). At most the rows minus one.
-    method : {"exact", "nndescent"}
+    method : {"exact", "nndescent", "blockwise"}
         "exact" (default): block-by-block exact k-NN, quadratic work, memory of two partitions
-        per task, the same result whatever the partitioning. "nndescent": pynndescent's
-        approximate index, built in one task holding every row (for a table that fits in one
-        worker and is too large for quadratic work; needs ``pip install pynndescent``).
+        per task, the same result whatever the partitioning. "blockwise": approximate k-NN in
+        seeded k-means buckets (``split.bucket_neighbours``), linear work, memory of two
+        partitions per task, the same result whatever the partitioning (for a large table).
+        "nndescent": pynndescent's approximate index, built in one task holding every row (for
+        a table that fits in one worker; needs ``pip install pynndescent``).
     seed : int
-        Seed of pynndescent's random projections ("nndescent" only).
+        Seed of the buckets ("blockwise") or of pynndescent's random projections ("nndescent").
     split_every : int
         Fan-in of the merges of candidates ("exact").
 
@@ -251,8 +257,8 @@ def overlap_degrees(
     check_classification(table, "overlap_degrees")
     k = check_k(k)
     seed = check_seed(seed)
-    if method not in ("exact", "nndescent"):
-        raise ValueError(f"method={method!r}: choose 'exact' or 'nndescent'")
+    if method not in SEARCHES:
+        raise ValueError(f"method={method!r}: choose one of {', '.join(map(repr, SEARCHES))}")
     mean, sd, lengths = feature_scaling(table)
     if int(lengths.sum()) <= k:
         raise ValueError(
@@ -267,6 +273,8 @@ def overlap_degrees(
     ]
     if method == "exact":
         found = _exact(blocks, k, split_every)
+    elif method == "blockwise":
+        found = bucket_neighbour_codes(blocks, int(lengths.sum()), k, seed)
     else:
         found = _nndescent(blocks, lengths, k, seed)
     frames = [

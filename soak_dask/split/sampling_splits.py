@@ -15,7 +15,7 @@ from ..tables.checks import refuse_ignored
 from ..tables.table import Table
 from .design import Design
 from .folds import check_seed
-from .overlap import DEFAULT_K, attach, check_k, degree_frame, overlap_levels
+from .overlap import DEFAULT_K, SEARCHES, attach, check_k, degree_frame, overlap_levels
 from .plan import Fit, Plan, Selection, Term, build_plan
 from .sampling import (
     D_OPTIMAL_REPEATS,
@@ -86,8 +86,8 @@ class SamplingSplits(Design):
         self.n_neighbors = check_k(n_neighbors, "n_neighbors")
         overlap_levels(self.n_neighbors, n_levels)  # refuses a bad n_levels, naming it
         self.n_levels = n_levels
-        if knn not in ("exact", "nndescent"):
-            raise ValueError(f"knn={knn!r}: choose 'exact' or 'nndescent'")
+        if knn not in SEARCHES:
+            raise ValueError(f"knn={knn!r}: choose one of {', '.join(map(repr, SEARCHES))}")
         self.knn = knn
         self.mdc_max_rows = check_at_least(mdc_max_rows, 1, "mdc_max_rows")
         self.doptimal_repeats = check_at_least(doptimal_repeats, 1, "doptimal_repeats")

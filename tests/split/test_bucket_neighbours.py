@@ -1,0 +1,173 @@
+"""Block-wise approximate k-NN in k-means buckets (soak_dask.split.bucket_neighbours): recall
+against the exact search, the same degrees whatever the partitioning, no task holding more than
+two partitions, and ``overlap_degrees(method="blockwise")`` end to end."""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+import pandas as pd
+import pytest
+
+import soak_dask as sd
+from soak_dask.split.bucket_neighbours import (
+    below_hash,
+    block_sizes,
+    bucket_block,
+    bucket_centres,
+    bucket_neighbour_codes,
+    check_search,
+    probe_counts,
+    search_step,
+    seeded_sample,
+)
+from soak_dask.split.overlap import (
+    DO_COLUMN,
+    POSITION,
+    block_arrays,
+    block_candidates,
+    degrees,
+    feature_scaling,
+    overlap_degrees,
+    with_positions,
+)
+
+
+@pytest.fixture(autouse=True)
+def _sync():
+    with dask.config.set(scheduler="sync"):
+        yield
+
+
+def frame(n: int, seed: int = 0) -> pd.DataFrame:
+    """Four blobs in 4 dimensions (neighbours are local), two overlapping classes."""
+    rng = np.random.default_rng(seed)
+    centre = rng.integers(0, 4, n)
+    X = rng.normal(size=(n, 4)) + 3.0 * np.eye(4)[centre]
+    y = np.where(X[:, 0] - X[:, 1] + rng.normal(scale=1.0, size=n) > 0, "a", "b")
+    return pd.DataFrame(X, columns=[f"b{i}" for i in range(4)]).assign(y=y)
+
+
+def blocks_of(df: pd.DataFrame, rows_per_partition: int):
+    """The overlap search's blocks (standardised features, codes, positions) of ``df``."""
+    table = sd.load_table(df, label="y", rows_per_partition=rows_per_partition)
+    mean, sd_, lengths = feature_scaling(table)
+    table = with_positions(table, lengths)
+    classes = pd.Index(["a", "b"])
+    parts = table.data.to_delayed()
+    blocks = [
+        dask.delayed(block_arrays)(p, table.features, table.label, classes, mean, sd_)
+        for p in parts
+    ]
+    return blocks, int(lengths.sum())
+
+
+def bucket_degrees(df, rows_per_partition, k=5, bucket_rows=60, probes=2, seed=3) -> np.ndarray:
+    blocks, n = blocks_of(df, rows_per_partition)
+    found = dask.compute(*bucket_neighbour_codes(blocks, n, k, seed, bucket_rows, probes))
+    return np.concatenate([degrees(*f) for f in found])
+
+
+def test_recall_against_the_exact_search():
+    df = frame(1500)
+    (whole,), n = blocks_of(df, 1500)
+    arrays = dask.compute(whole)[0]
+    exact = block_candidates(arrays, arrays, 5)[1]
+    centres = bucket_centres([arrays[0]], n, seed=3, bucket_rows=60)
+    assert len(centres) == 25
+    prepared = bucket_block(arrays, centres, len(centres))  # rank every centre
+    sizes = block_sizes(prepared)
+    exact = exact[prepared["order"]]  # the search's rows are sorted by bucket
+
+    def recall(probes: int) -> float:
+        found = search_step(prepared, prepared, None, sizes, 5, probes)[1]
+        return np.mean([len(np.intersect1d(a, b)) / 5 for a, b in zip(exact, found, strict=True)])
+
+    one, three, every = recall(1), recall(3), recall(25)
+    assert 0.7 < one < three < 1.0 and three >= 0.95  # approximate, and close
+    assert every == 1.0  # searching every bucket is the exact search
+
+
+@pytest.mark.parametrize("rows_per_partition", [400, 170, 1200])
+def test_same_degrees_whatever_the_partitions(rows_per_partition):
+    df = frame(1200)
+    np.testing.assert_array_equal(bucket_degrees(df, rows_per_partition), bucket_degrees(df, 1200))
+
+
+def test_seed_changes_the_buckets_not_the_shape():
+    df = frame(1200)
+    a, b = bucket_degrees(df, 400, seed=1), bucket_degrees(df, 400, seed=2)
+    assert a.shape == b.shape and (a == b).mean() > 0.9
+
+
+def test_no_task_holds_more_than_two_partitions():
+    blocks, n = blocks_of(frame(1200), 150)
+    found = bucket_neighbour_codes(blocks, n, 5, 3, bucket_rows=60, probes=2)
+    graph = dict(dask.delayed(found).__dask_graph__())
+    parts = {key for key in graph if str(key).startswith("bucket_block")}
+    assert len(parts) == 8
+    deps = {key: dask.core.get_dependencies(graph, key) for key in graph}
+    for key, on in deps.items():
+        held = on & parts
+        if len(held) > 2:
+            raise AssertionError(f"{key} depends on {len(held)} partitions")
+        if str(key).startswith("sum"):  # the one task over every partition: bucket sizes
+            assert all(str(d).startswith("block_sizes") for d in on) and len(on) == 8
+
+
+def test_probes_grow_where_buckets_are_small():
+    ranked = np.array([[0, 1, 2, 3], [2, 3, 0, 1]])
+    sizes = np.array([2, 1, 10, 10])
+    assert probe_counts(ranked, sizes, k=5, probes=1).tolist() == [3, 1]
+    assert probe_counts(ranked, sizes, k=5, probes=2).tolist() == [3, 2]
+
+
+def test_overlap_degrees_blockwise_end_to_end():
+    df = frame(300)
+    table = sd.load_table(df, label="y", rows_per_partition=100)
+    got = overlap_degrees(table, 4, method="blockwise").data[[POSITION, DO_COLUMN]].compute()
+    exact = overlap_degrees(table, 4).data[DO_COLUMN].compute()
+    assert got[POSITION].tolist() == list(range(300))
+    # 300 rows, one bucket of 2,000 rows: the search is exact
+    np.testing.assert_array_equal(got[DO_COLUMN].to_numpy(), exact.to_numpy())
+
+
+@pytest.mark.parametrize(
+    ("bucket_rows", "probes", "match"),
+    [(5, 2, "bucket_rows=5"), (100, 0, "probes=0"), (100, True, "probes=True")],
+)
+def test_refusals(bucket_rows, probes, match):
+    with pytest.raises(ValueError, match=match):
+        check_search(bucket_rows, probes)
+    with pytest.raises(ValueError, match="blockwise"):
+        overlap_degrees(sd.load_table(frame(50), label="y"), method="blocks")
+
+
+def test_float32_features_same_degrees_whatever_the_partitions():
+    # float32 bands: their means, summed in float32, would differ with the partitioning
+    df = frame(1200)
+    df[[f"b{i}" for i in range(4)]] = (df[[f"b{i}" for i in range(4)]] + 0.3).astype(np.float32)
+    np.testing.assert_array_equal(bucket_degrees(df, 170), bucket_degrees(df, 1200))
+
+
+def test_the_sample_sends_a_share_of_each_partition_not_n():
+    X = np.random.default_rng(1).normal(size=(20_000, 3))
+    limit, limit_rows = np.uint64(2**64 * 1.5 * 500 / 20_000), []
+    for n_parts in (1, 20):
+        blocks = np.array_split(X, n_parts)
+        parts = [dask.delayed(p) for p in blocks]
+        limit_rows.append(sum(len(below_hash(p, 3, limit)[0]) for p in blocks))
+        sample = seeded_sample(parts, 20_000, 500, 3)
+        assert len(sample) == 500
+        if n_parts == 1:
+            first = sample
+    np.testing.assert_array_equal(sample, first)  # the same rows, in the same order
+    assert limit_rows[0] == limit_rows[1] < 1_000  # ~750 rows sent in all, not 500 per part
+
+
+def test_compare_sampling_takes_the_blockwise_search():
+    from soak_dask.split.sampling_splits import SamplingSplits
+
+    assert SamplingSplits(methods=["overlap"], knn="blockwise").knn == "blockwise"
+    with pytest.raises(ValueError, match="'blockwise'"):
+        SamplingSplits(methods=["overlap"], knn="blocks")
