@@ -41,7 +41,7 @@ from ..run.fitting_options import FittingOptions
 from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
 from ..run.strategies import OnePass
-from ..schema import LOWER_IS_BETTER, PAIRED_TEST_COLUMNS
+from ..schema import LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import SETTINGS, check_threshold, refuse_renamed
 from ..split.plan import Plan, Selection
 from ..split.search import TRAIN_SETS as TRAIN_SETS
@@ -191,8 +191,9 @@ def search_subsets(
     measures : str or list of str, optional
         The measures to score, as for ``soak_dask.soak``: the first is what the search
         minimises (maximises, for accuracy, AUC or R²; ``attrs["search_measure"]``), every one
-        is scored on the outer folds. Default: every measure of the task, error
-        (classification) or mse (regression) first. Formerly ``measure`` (one name).
+        is scored on the outer folds. Default: error (classification) or mse (regression)
+        only: AUC and log loss keep every test row's scores until a fit is finished, a cost
+        the search's many fits multiply. Formerly ``measure`` (one name).
     max_inner_fits : int
         Budget of inner fits per learner that is not additive: a ValueError before any fit
         when ``inner_fit_bound`` exceeds it. Additive learners are not counted (no inner fit
@@ -227,6 +228,7 @@ def search_subsets(
     threshold = check_threshold(threshold)
     fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
+    measures = MEASURES[table.task][:1] if measures is None else measures
     shared.update(n_folds=n_folds, measures=measures, stratify=stratify, persist=persist)
     shared.update(fitting=fitting, checkpoint=checkpoint)
     run = prepare(table, learners, "search_subsets", **shared)

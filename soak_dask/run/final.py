@@ -7,7 +7,9 @@ runs on a worker."""
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import dask
@@ -20,7 +22,9 @@ from ..hashing import salt, seeded_hash
 from ..learn.groups import fit_with_groups
 from ..learn.measures import finish, merge, partial_scores
 from ..learn.tuning import fit_info
-from ..split.plan import Plan, Selection
+from ..split.plan import Fit, Plan, Selection
+from .closed_form import fit_from_stats, is_additive
+from .fit_stats import fit_stats
 from .fitting import (
     FitState,
     RunSpec,
@@ -252,13 +256,14 @@ def final_tasks(
     split is gathered). Made before any fit runs, so a final model that cannot fit a worker's
     memory is refused first (``memory.FitMemoryError``), with the outer loop's fits unmade."""
     rows = _final_rows(ctx, held, fitting.max_train_rows)
+    from_stats = stats_states(ctx, fitting)
     fed = [
         name
         for name, est in ctx.estimators.items()
-        if fitting.incremental and hasattr(est, "partial_fit")
+        if fitting.incremental and hasattr(est, "partial_fit") and name not in from_stats
     ]
     if rows is not None:
-        gathered = [name for name in ctx.estimators if name not in fed]
+        gathered = [name for name in ctx.estimators if name not in fed and name not in from_stats]
         n_train, n_test = int(sum(rows.class_rows)), rows.n_test
         limit, n_features = rows.limit, len(ctx.run.features)
         check_final_memory(gathered, n_train, n_test, n_features, limit, fitting.max_train_rows)
@@ -268,7 +273,7 @@ def final_tasks(
     class_rows = () if rows is None else rows.class_rows
     tasks = {}
     for name, est in ctx.estimators.items():
-        exact = name not in fed
+        exact = name not in fed and name not in from_stats
         parts = _train_parts(ctx, class_rows, max_rows, exact)
         if exact:
             cap = (max_rows, class_rows) if max_rows is not None else None
@@ -276,7 +281,7 @@ def final_tasks(
                 parts, test, est, run, resubstitution, name, cap
             )
             continue
-        state = partial_fit_chain(est, parts, run, fitting.epochs)
+        state = from_stats.get(name) or partial_fit_chain(est, parts, run, fitting.epochs)
         pieces = (
             [dask.delayed(resubstitution_piece, pure=True)(state, p, run) for p in parts]
             if resubstitution
@@ -284,6 +289,34 @@ def final_tasks(
         )
         tasks[name] = dask.delayed(score_final, pure=True)(state, test, pieces, run, name)
     return tasks
+
+
+def stats_states(ctx: Context, fitting: FittingOptions) -> dict[str, FitState]:
+    """The final models of the additive learners fitted from one pass of statistics of all
+    training rows (as their outer fits are, ``strategies.OnePass``): no task gathers those rows,
+    and the models predict the class labels, as saved models must. Empty without one-pass fits
+    (``onepass=False``, a row cap), or when the statistics cannot be made (non-finite values:
+    those models are then fitted on their rows and report their own failures)."""
+    names = [n for n, est in ctx.estimators.items() if is_additive(est) is not None]
+    if not (fitting.from_statistics and names):
+        return {}
+    run = ctx.run
+    classes = None if run.classes is None else list(run.classes)
+    lazy = fit_stats(ctx.data, {0: Fit(Selection())}, run.features, run.label, classes)
+    try:
+        stats = ctx.client.compute(lazy).result() if ctx.client is not None else lazy.compute()
+    except ValueError as err:
+        warnings.warn(f"one-pass statistics unavailable ({err}); final models fitted on rows",
+                      stacklevel=4)  # fmt: skip
+        return {}
+    pooled, out = stats.train(0), {}
+    for name in names:
+        start = time.perf_counter()
+        fitted, message = guard(run, partial(fit_from_stats, ctx.estimators[name], pooled))
+        model = ctx.estimators[name] if fitted is None else fitted
+        seconds = time.perf_counter() - start
+        out[name] = FitState(model, int(pooled.n_rows), seconds, message, started=True)
+    return out
 
 
 @dataclass(frozen=True)

@@ -155,7 +155,8 @@ def check_fit_memory(
     fit_id = int(too_big.idxmax())
     others = f" (and {len(too_big) - 1} other fits)" if len(too_big) > 1 else ""
     what = f"fit {fit_id} (train: {plan.fits.at[fit_id, 'train']}) of learner "
-    what += f"{learners[fit_id][0]!r}{others}"
+    what += f"{learners[fit_id][0]!r}{others}, its {int(train.loc[fit_id]):,} train rows "
+    what += f"(a resample's draws counted) and {int(mine.at[fit_id, 'test']):,} test rows,"
     raise FitMemoryError(refusal(what, int(too_big.loc[fit_id]), n_features, limit))
 
 

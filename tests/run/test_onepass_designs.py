@@ -242,3 +242,26 @@ def test_ten_fits_from_one_pass(monkeypatch):
                       prior_correction=False, progress=False)  # fmt: skip
     assert res.attrs["n_fits"] == 10 and np.isfinite(res["error"].values).all()
     assert passes == {"statistics": 4, "scoring": 4}  # each a read of the 4 partitions
+
+
+@pytest.mark.parametrize("outer", [{"outer": "bootstrap", "outer_repeats": 3},
+                                   {"outer": "cv", "test_split": 0.25}])  # fmt: skip
+def test_final_models_of_additive_learners_come_from_statistics(monkeypatch, tmp_path, outer):
+    """The final model (test split, .632 estimates, saved model) of an additive learner is
+    fitted from one pass of statistics, not on its gathered rows, and scores as that fit."""
+    from soak_dask.run import final
+
+    table = _classification(300)
+    whole = []
+    fit_final = final.fit_final
+    spy = lambda *a, **k: whole.append(a[2]) or fit_final(*a, **k)  # noqa: E731
+    monkeypatch.setattr(final, "fit_final", spy)
+    learners = ["lda", "gaussian_nb", "logistic"]
+    got = sd.evaluate(table, learners, progress=False, models=tmp_path / "m", **outer)
+    assert len(whole) == 1  # only the row learner, logistic regression, fitted on its rows
+    rows = sd.evaluate(table, learners, progress=False, onepass=False, **outer)
+    for name in [v for v in got.data_vars if str(v).startswith(("test_", "n_train", "error"))]:
+        np.testing.assert_allclose(got[name].values, rows[name].values, atol=1e-8, err_msg=name)
+    model = sd.load_model(tmp_path / "m" / "lda.skops")
+    frame = table.data.compute()
+    assert set(model.predict(frame[list(table.features)])) <= set(frame[table.label])
