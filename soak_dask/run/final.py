@@ -36,7 +36,12 @@ from .fitting import (
     select_rows,
 )
 from .fitting_options import FittingOptions
-from .memory import check_final_memory, count_fit_rows, worker_memory_limit
+from .memory import (
+    check_final_memory,
+    check_test_split_memory,
+    count_fit_rows,
+    worker_memory_limit,
+)
 from .rowcap import capped, keep_rates
 from .strategies import Context
 
@@ -267,6 +272,8 @@ def final_tasks(
         n_train, n_test = int(sum(rows.class_rows)), rows.n_test
         limit, n_features = rows.limit, len(ctx.run.features)
         check_final_memory(gathered, n_train, n_test, n_features, limit, fitting.max_train_rows)
+        scoring = [name for name in ctx.estimators if name not in gathered]
+        check_test_split_memory(scoring, n_test, n_features, limit)
     run, max_rows = ctx.run, fitting.max_train_rows
     columns = [*run.features, run.label, *([run.group] if run.group else [])]
     test = held[columns].to_delayed() if held is not None else []

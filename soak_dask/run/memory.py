@@ -188,6 +188,26 @@ def check_final_memory(
     raise FitMemoryError(refusal(what, need, n_features, limit))
 
 
+def check_test_split_memory(
+    learners: list[str], n_test: int, n_features: int, limit: int | None
+) -> None:
+    """Refuse the run if the final model of one of ``learners`` (those that gather no training
+    rows: fitted from statistics or fed block by block) cannot hold the ``n_test`` rows of the
+    test split it scores in one task (its interval resamples them); before any fit."""
+    allowed = LIMIT_SHARE * (limit or 0)
+    if limit is None or not learners or not n_test or fit_bytes(n_test, n_features) <= allowed:
+        return
+    most = int(allowed // fit_bytes(1, n_features))
+    raise FitMemoryError(
+        f"the final model of learner {learners[0]!r} scores the {n_test:,} rows × {n_features} "
+        f"features of the test split in one task (its interval resamples them): about "
+        f"{format_bytes(fit_bytes(n_test, n_features))} at its peak, more than "
+        f"{LIMIT_SHARE:.0%} of a worker's memory limit ({format_bytes(limit)}), which holds "
+        f"about {most:,} such rows; give a smaller test_split (at most {most:,} rows), or "
+        "give each worker more memory"
+    )
+
+
 def refusal(what: str, n: int, n_features: int, limit: int) -> str:
     """The message refusing ``what``, which gathers ``n`` rows: the estimate, the limit, the
     rows a worker holds and the remedies."""

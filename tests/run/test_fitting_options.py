@@ -195,6 +195,17 @@ def test_a_final_model_too_large_is_refused_before_any_fit(table, monkeypatch):
     assert np.isfinite(res["test_error"].values).all()
 
 
+def test_a_test_split_too_large_for_a_one_pass_final_model_is_refused(table, monkeypatch):
+    """A final model fitted from statistics gathers no training rows, but scores the test split
+    in one task: a split a worker cannot hold is refused before any fit, not a KilledWorker."""
+    n_features = len(table.features)
+    limit = int(fit_bytes(100, n_features) / 0.8)  # the 120 test-split rows do not fit
+    for module in ("session", "final"):
+        monkeypatch.setattr(f"soak_dask.run.{module}.worker_memory_limit", lambda c: limit)
+    with pytest.raises(FitMemoryError, match=r"final model of learner 'lda' scores the 120 rows"):
+        sd.evaluate(table, ["lda"], test_split=0.2, progress=False)
+
+
 @pytest.mark.parametrize("design", ["evaluate", "compare_sampling"])
 def test_the_options_identify_a_checkpoint(table, tmp_path, design):
     run, where = DESIGNS[design], tmp_path / "ck"
