@@ -47,6 +47,7 @@ from ..split.sampling_splits import SamplingSplits
 from ..split.sampling_splits import check_method_options as check_method_options
 from ..split.sampling_splits import check_methods as check_methods
 from ..split.sampling_splits import split_column as split_column
+from ..split.shares import sharing_counts
 from ..tables.table import Table, check_table
 
 #: Title of ``compare_sampling``'s results.
@@ -55,6 +56,7 @@ TITLE = "soak_dask sampling comparison: MAI of train/test sampling methods"
 BATCH_MAX_ROWS = 100_000
 
 
+@sharing_counts
 def compare_sampling(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None,

@@ -33,6 +33,7 @@ from ..run.fitting_options import FittingOptions
 from ..run.session import persisted, result_attrs, start
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES
 from ..settings import check_alpha, refuse_renamed
+from ..split.shares import sharing_counts
 from ..split.trials import MIN_TRIALS as MIN_TRIALS
 from ..split.trials import SplitTrials as SplitTrials
 from ..split.trials import check_ratios as check_ratios
@@ -51,6 +52,7 @@ RULE = (
 )
 
 
+@sharing_counts
 def split_sensitivity(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

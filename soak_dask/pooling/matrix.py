@@ -37,6 +37,7 @@ from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import check_run_options
 from ..split.folds import check_fold_values
 from ..split.plan import Plan
+from ..split.shares import sharing_counts
 from ..split.transfer import Transfer as Transfer
 from ..split.transfer import cell_selection as cell_selection
 from ..split.transfer import train_selection as train_selection
@@ -167,6 +168,7 @@ def prepare(
     return Prepared(session, keyed, data, counts, classes, subsets, k, stratify)
 
 
+@sharing_counts
 def transfer(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

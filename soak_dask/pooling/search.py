@@ -48,6 +48,7 @@ from ..split.search import TRAIN_SETS as TRAIN_SETS
 from ..split.search import Key, SearchOuter, SearchRound
 from ..split.search import inner_plan as inner_plan
 from ..split.search import outer_plan as outer_plan
+from ..split.shares import sharing_counts
 from ..tables.table import Table, check_table
 from .matrix import (
     Prepared,
@@ -146,6 +147,7 @@ def inner_fit_bound(n_subsets: int, n_folds: int, max_pool: int) -> int:
     return first + later
 
 
+@sharing_counts
 def search_subsets(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

@@ -21,10 +21,11 @@ from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
 from ..schema import FIT_INFO
-from ..split.folds import check_seed
+from ..split.folds import check_seed, table_classes
 from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
 from ..split.plan import Plan
+from ..split.shares import sharing_counts
 from ..stats.mean_tests import right_wrong_counts
 from ..tables.table import FOLD_COLUMN, Table
 from .assemble import build_dataset, encode_attrs
@@ -40,6 +41,7 @@ TITLE = "soak_dask evaluation: resampling estimates of learners"
 _W632 = 0.632
 
 
+@sharing_counts
 def evaluate(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
@@ -203,8 +205,10 @@ def evaluate(
     train, held, share, spatial = _reserved(table, share, seed, session.client, **where)
     keyed = design.add_keys(train)
     used = design.learned_
+    # From the counts K and the folds were drawn from: no pass of its own, and no wait for the
+    # persisted keys, so the first fits' pass follows the keys' at once.
+    classes = table_classes(train)
     data = persisted(keyed.data, persist, session.client)
-    classes = _classes(keyed, data)
     estimators, notes = procedure.apply(session.estimators, classes, session.measures[0])
     session = session.with_estimators(estimators)
     plan = design.plan(keyed)
@@ -337,12 +341,6 @@ def _check_share(test_split: Any) -> float:
             "every training row, so a large test split mostly withholds data from the model"
         )
     return float(test_split)
-
-
-def _classes(table: Table, data: Any) -> tuple | None:
-    if table.task != "classification":
-        return None
-    return tuple(sorted(data[table.label].unique(split_out=1).compute().tolist()))
 
 
 def _settings(

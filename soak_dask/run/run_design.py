@@ -13,11 +13,14 @@ import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..split.design import Design
+from ..split.folds import table_classes
+from ..split.shares import sharing_counts
 from ..tables.table import Table
 from .session import assemble, persisted, result_attrs, start
 from .strategies import WholeTrainSet
 
 
+@sharing_counts
 def run_design(
     table: Table,
     design: Design,
@@ -63,9 +66,7 @@ def run_design(
     keyed = design.add_keys(table)
     data = persisted(keyed.data, persist, session.client)
     plan = design.plan(keyed)
-    classes = None
-    if keyed.task == "classification":
-        classes = tuple(sorted(data[keyed.label].unique(split_out=1).compute().tolist()))
+    classes = table_classes(table)
     ctx = session.context(keyed, data, plan, classes, fold_column="")
     settings = {
         "title": f"soak_dask {caller} results",

@@ -37,6 +37,7 @@ from ..schema import DEFAULT_N_FOLDS
 from ..tables.checks import small_strata_warning, warn
 from ..tables.roles import check_one_type
 from ..tables.table import FOLD_COLUMN, Table
+from .shares import count_strata
 
 #: Seeds are below this bound of scikit-learn's ``random_state`` (built-in learners get the
 #: seed as theirs); the folds' hash alone would take any 64-bit seed.
@@ -284,6 +285,15 @@ def strata_keys(table: Table, stratify: bool) -> list[str]:
     return [table.subset, *([table.label] if stratified else [])]
 
 
+def table_classes(table: Table) -> tuple | None:
+    """The classes of a classification table, sorted (None for regression), from the counts
+    its folds are dealt by (``strata_keys``; one pass, shared within a run)."""
+    if table.task != "classification":
+        return None
+    strata = count_strata(table.data, strata_keys(table, True))
+    return tuple(strata.totals(table.label).index.tolist())
+
+
 def fold_rows(
     sizes: pd.DataFrame,
     keys: list[str],
@@ -341,12 +351,6 @@ def _key_codes(part: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.Mult
     return inverse, pd.MultiIndex.from_arrays(arrays[::-1], names=keys)
 
 
-def _count_part(part: pd.DataFrame, keys: list[str], partition_info=None) -> pd.DataFrame:
-    inverse, found = _key_codes(part, keys)
-    out = found.to_frame(index=False).assign(n=np.bincount(inverse, minlength=len(found)))
-    return out.assign(partition=partition_info["number"] if partition_info else 0)
-
-
 def _check_keys(strata: pd.DataFrame, keys: list[str]) -> None:
     """Refuse missing values, and values of mixed types (e.g. 1 and '1'), in the key columns
     of ``strata`` (distinct key combinations, counted on the cluster, with their rows ``n``)."""
@@ -365,14 +369,8 @@ def assign_row_folds(
 ) -> tuple[dd.DataFrame, pd.Series]:
     """The table with its fold column, and the rows of each stratum."""
     data = table.data
-    meta = pd.DataFrame({**{k: data._meta[k] for k in keys}, "n": pd.Series([], dtype="int64")})
-    # Only the key columns are read for the counts (the projection reaches the reader).
-    counts = (
-        data[keys]
-        .map_partitions(_count_part, keys, meta=meta.assign(partition=pd.Series([], dtype="int64")))
-        .compute()
-    )
-    _check_keys(counts, keys)
+    # Only the key columns are read for the counts, once in a run (``shares.counts_shared``).
+    counts = count_strata(data, keys).frame()
     strata = counts.groupby(keys, observed=True)["n"].sum().sort_index()
     _warn_small_strata(strata, keys, n_folds)
     index = strata.index if len(keys) > 1 else pd.MultiIndex.from_arrays([strata.index])

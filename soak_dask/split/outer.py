@@ -32,9 +32,10 @@ from .folds import (
     check_group_assignment,
     check_n_folds,
     check_seed,
+    strata_keys,
 )
 from .plan import Fit, Plan, Selection, Term, build_plan
-from .shares import add_draws, partition_lengths, with_columns
+from .shares import add_draws, count_strata, partition_lengths, with_columns
 
 #: The outer strategies of ``evaluate``.
 #: ``knndm``: K-fold on the fold column of ``soak_dask.split.knndm`` (evaluate adds it).
@@ -134,11 +135,13 @@ def capped_folds(table: Table, n_folds: int) -> int:
         what = f"groups of the rarest class ({per_class.idxmin()!r})"
     elif table.group is not None:
         limit, what = int(table.data[table.group].nunique(split_out=1).compute()), "groups"
-    elif table.task == "classification":
-        counts = table.data[table.label].value_counts(split_out=1).compute()
-        limit, what = int(counts.min()), f"rows of the rarest class ({counts.idxmin()!r})"
-    else:
-        limit, what = int(table.data.shape[0].compute()), "rows"
+    else:  # the counts the folds are dealt by (one pass, shared within a run)
+        strata = count_strata(table.data, strata_keys(table, True))
+        if table.task == "classification":
+            counts = strata.totals(table.label)
+            limit, what = int(counts.min()), f"rows of the rarest class ({counts.idxmin()!r})"
+        else:
+            limit, what = int(strata.rows.sum()), "rows"
     if limit < 2:
         raise ValueError(f"the table has {limit} {what}: need at least 2 for any resampling")
     if n_folds > limit:
@@ -189,12 +192,15 @@ class KFoldDesign(Design):
             self.learned_ = {"outer_folds": k}
             return replace(table, data=data, fold=None, files=None)
         k = capped_folds(table, self.n_folds)
+        data = table.data
         for r in range(1, self.n_repeats + 1):
-            seed = repeat_seed(self.seed, r)
             key = key_name("fold", r)
-            table = _with_key(table, key, k, seed, self.balance, self.group_assignment)
+            # Each repeat's folds from the same rows: they share one count of the strata.
+            folded = _with_key(table, key, k, repeat_seed(self.seed, r), self.balance,
+                               self.group_assignment)  # fmt: skip
+            data = data.assign(**{key: folded.data[key]})
         self.learned_ = {"outer_folds": k}
-        return table
+        return replace(table, data=data, fold_counts=None, files=None)
 
     def plan(self, table: Table, counts: pd.DataFrame | None = None) -> Plan:
         """A fit per (repeat, fold): trained on the other folds of the repeat, scored on the

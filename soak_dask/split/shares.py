@@ -20,7 +20,12 @@ allows (``check_sides``).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import dask
 import dask.dataframe as dd
@@ -29,6 +34,7 @@ import pandas as pd
 from numba import njit
 
 from ..hashing import salt, seeded_hash, uniform
+from ..tables.roles import check_one_type
 
 #: Rounds of the Feistel permutation (four make a pseudo-random permutation).
 ROUNDS = 4
@@ -127,10 +133,69 @@ class Strata:
         local[order] = np.arange(len(codes)) - starts[codes[order]]
         return codes, self.offsets[number, codes] + local
 
+    def frame(self) -> pd.DataFrame:
+        """The counts as a long frame: the key columns, ``n`` and ``partition``, one row per
+        (partition, stratum) with rows."""
+        partition, code = np.nonzero(self.counts)
+        strata = self.index.take(code)
+        if len(self.keys) > 1:
+            keys = strata.to_frame(index=False)
+        else:  # no key (one stratum), or one
+            keys = pd.DataFrame({k: strata for k in self.keys}, index=range(len(code)))
+        return keys.assign(n=self.counts[partition, code], partition=partition)
+
+    def totals(self, key: str) -> pd.Series:
+        """Rows per value of the key column ``key`` (sorted by value)."""
+        if key not in self.keys:
+            raise ValueError(f"{key!r} is not among the strata's keys {list(self.keys)}")
+        values = self.index.get_level_values(key) if len(self.keys) > 1 else self.index
+        return pd.Series(self.rows, index=values).groupby(level=0, sort=True).sum()
+
+
+#: Within ``counts_shared``: (data's name, keys) -> its Strata, so a run counts each once.
+_SHARED: ContextVar[dict | None] = ContextVar("soak_shared_counts", default=None)
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+@contextmanager
+def counts_shared() -> Iterator[None]:
+    """Within the block, ``count_strata`` counts the same data by the same keys once: a run's
+    steps that need the same counts (K capped by the rarest class, the folds, the classes, a
+    draw) share one pass. Scoped to a run, so data rewritten between runs is counted afresh
+    (a frame's name identifies its computation, not the files' contents)."""
+    token = _SHARED.set({}) if _SHARED.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _SHARED.reset(token)
+
+
+def sharing_counts(func: _F) -> _F:
+    """``func`` run inside ``counts_shared`` (an entry point: one run)."""
+
+    @functools.wraps(func)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with counts_shared():
+            return func(*args, **kwargs)
+
+    return run  # type: ignore[return-value]
+
 
 def count_strata(data: dd.DataFrame, keys: list[str] | tuple[str, ...]) -> Strata:
-    """One pass over the key columns: rows per (partition, stratum), refusing missing keys."""
+    """One pass over the key columns: rows per (partition, stratum), refusing missing keys
+    (within ``counts_shared``, once per data and keys)."""
     keys = tuple(keys)
+    shared = _SHARED.get()
+    if shared is None:
+        return _count_strata(data, keys)
+    key = (data._name, keys)
+    if key not in shared:
+        shared[key] = _count_strata(data, keys)
+    return shared[key]
+
+
+def _count_strata(data: dd.DataFrame, keys: tuple[str, ...]) -> Strata:
     if not keys:
         lengths = partition_lengths(data)
         return Strata((), pd.RangeIndex(1), lengths[:, None])
@@ -144,6 +209,8 @@ def count_strata(data: dd.DataFrame, keys: list[str] | tuple[str, ...]) -> Strat
             )
     frames = [f.assign(partition=p) for p, f in enumerate(found)]
     both = pd.concat(frames, ignore_index=True)
+    for key in keys:  # before sorting them: 1 and '1' do not sort
+        check_one_type(both[key], key)
     index = _strata_index(both, keys)
     counts = np.zeros((len(parts), len(index)), dtype=np.int64)
     np.add.at(counts, (both["partition"].to_numpy(), _indexer(index, both, keys)), both["n"])

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import soak_dask as sd
+from soak_dask.split import shares
 from soak_dask.split.outer import Bootstrap, Subsampling, reserve
 from soak_dask.split.sampling import random_split, stratified_split
 from soak_dask.split.shares import add_draws, check_sides, ranks, share_sizes
@@ -245,3 +246,42 @@ def test_design_keys_equal_across_partitionings(parts, seed):
         pd.testing.assert_frame_equal(one[keys], many[keys])
     kept = [reserve(table(df, p), 0.15, seed)[1].compute().index for p in (1, parts)]
     assert kept[0].equals(kept[1])
+
+
+def test_counts_shared_within_a_run_only(monkeypatch):
+    """Inside ``counts_shared`` the same data and keys are counted once (other keys or other
+    data apart); outside it every call counts, so data rewritten between runs is counted
+    afresh."""
+    calls = []
+    real = shares._count_strata
+    monkeypatch.setattr(shares, "_count_strata", lambda d, k: calls.append(k) or real(d, k))
+    data = dd.from_pandas(frame(), npartitions=3)
+    with shares.counts_shared():
+        first = shares.count_strata(data, ["s", "y"])
+        again = shares.count_strata(data, ("s", "y"))
+        shares.count_strata(data, ["s"])
+        shares.count_strata(data[data["a"] > 0], ["s", "y"])
+        with shares.counts_shared():  # a run inside a run shares the outer run's counts
+            shares.count_strata(data, ["s", "y"])
+    assert again is first and len(calls) == 3
+    shares.count_strata(data, ["s", "y"])
+    assert len(calls) == 4
+    np.testing.assert_array_equal(
+        first.counts.sum(axis=0), first.frame().groupby(["s", "y"])["n"].sum()
+    )
+    assert first.totals("y").to_dict() == frame()["y"].value_counts().to_dict()
+
+
+@pytest.mark.parametrize("outer", ["cv", "repeated_cv"])
+def test_evaluate_counts_the_strata_once(monkeypatch, outer):
+    """K capped by the rarest class, every repeat's folds and the classes come from one count
+    of (subset, class), not a pass each."""
+    calls = []
+    real = shares._count_strata
+    monkeypatch.setattr(shares, "_count_strata", lambda d, k: calls.append(k) or real(d, k))
+    table = sd.load_table(dd.from_pandas(frame(), npartitions=3), label="y", subset="s")
+    repeats = 3 if outer == "repeated_cv" else 1
+    res = sd.evaluate(table, "featureless", outer=outer, outer_folds=4, outer_repeats=repeats,
+                      progress=False, measures="error")  # fmt: skip
+    assert calls == [("s", "y")]
+    assert res.attrs["classes"] == ["p", "q", "r"] and res.sizes["repeat"] == repeats
