@@ -47,7 +47,7 @@ from ..split.sampling_splits import SamplingSplits
 from ..split.sampling_splits import check_method_options as check_method_options
 from ..split.sampling_splits import check_methods as check_methods
 from ..split.sampling_splits import split_column as split_column
-from ..split.shares import sharing_counts
+from ..split.shares import count_strata, sharing_counts
 from ..tables.table import Table, check_table
 
 #: Title of ``compare_sampling``'s results.
@@ -172,7 +172,8 @@ def compare_sampling(
     data = keyed.data.drop(columns=[POSITION])
     # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
     ctx = session.context(replace(keyed, data=data), data, plan, classes, fold_column="")
-    n_rows = int(data.map_partitions(len).sum().compute())
+    # The rows per class classes_of counted: no pass of its own.
+    n_rows = int(count_strata(base.data, [base.label], base.key_roles).rows.sum())
     strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()
     given = {"methods": list(methods), "train_ratio": ratio, "n_repeats": n_repeats, "seed": seed}
     given.update(n_neighbors=n_neighbors, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)

@@ -290,7 +290,7 @@ def table_classes(table: Table) -> tuple | None:
     its folds are dealt by (``strata_keys``; one pass, shared within a run)."""
     if table.task != "classification":
         return None
-    strata = count_strata(table.data, strata_keys(table, True))
+    strata = count_strata(table.data, strata_keys(table, True), table.key_roles)
     return tuple(strata.totals(table.label).index.tolist())
 
 
@@ -370,7 +370,7 @@ def assign_row_folds(
     """The table with its fold column, and the rows of each stratum."""
     data = table.data
     # Only the key columns are read for the counts, once in a run (``shares.counts_shared``).
-    counts = count_strata(data, keys).frame()
+    counts = count_strata(data, keys, table.key_roles).frame()
     strata = counts.groupby(keys, observed=True)["n"].sum().sort_index()
     _warn_small_strata(strata, keys, n_folds)
     index = strata.index if len(keys) > 1 else pd.MultiIndex.from_arrays([strata.index])

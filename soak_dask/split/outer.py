@@ -111,6 +111,7 @@ def reserve(table: Table, share: float, seed: int) -> tuple[Table, dd.DataFrame,
         names=[RESERVED],
         keys=_strata(table),
         group=table.group,
+        roles=table.key_roles,
         purpose="test_split",
         option="test_split",
     )
@@ -136,7 +137,7 @@ def capped_folds(table: Table, n_folds: int) -> int:
     elif table.group is not None:
         limit, what = int(table.data[table.group].nunique(split_out=1).compute()), "groups"
     else:  # the counts the folds are dealt by (one pass, shared within a run)
-        strata = count_strata(table.data, strata_keys(table, True))
+        strata = count_strata(table.data, strata_keys(table, True), table.key_roles)
         if table.task == "classification":
             counts = strata.totals(table.label)
             limit, what = int(counts.min()), f"rows of the rarest class ({counts.idxmin()!r})"

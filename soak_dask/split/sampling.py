@@ -121,11 +121,9 @@ def _keep(table: Table, original: Table, column: str) -> Table:
 
 
 def classes_of(table: Table) -> pd.Index:
-    """The sorted class labels of ``table`` (one pass over the label column)."""
-    values = table.data[table.label].unique(split_out=1).compute()
-    if values.isna().any():
-        raise ValueError(f"label column {table.label!r} has missing values; drop those rows")
-    classes = pd.Index(sorted(values.tolist()))
+    """The sorted class labels of ``table``, from its rows per class (one pass over the label
+    column, shared within a run with the draws that count the same; missing labels refused)."""
+    classes = pd.Index(count_strata(table.data, [table.label], table.key_roles).index)
     check_classes(classes, table.label)
     return classes
 

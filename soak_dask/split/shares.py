@@ -21,7 +21,7 @@ allows (``check_sides``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -182,20 +182,25 @@ def sharing_counts(func: _F) -> _F:
     return run  # type: ignore[return-value]
 
 
-def count_strata(data: dd.DataFrame, keys: list[str] | tuple[str, ...]) -> Strata:
+def count_strata(
+    data: dd.DataFrame,
+    keys: list[str] | tuple[str, ...],
+    roles: Mapping[str, str] | None = None,
+) -> Strata:
     """One pass over the key columns: rows per (partition, stratum), refusing missing keys
-    (within ``counts_shared``, once per data and keys)."""
+    and keys of mixed types, naming each by its role in ``roles`` (column -> "label", ...;
+    ``Table.key_roles``). Within ``counts_shared``, once per data and keys."""
     keys = tuple(keys)
     shared = _SHARED.get()
     if shared is None:
-        return _count_strata(data, keys)
+        return _count_strata(data, keys, roles or {})
     key = (data._name, keys)
     if key not in shared:
-        shared[key] = _count_strata(data, keys)
+        shared[key] = _count_strata(data, keys, roles or {})
     return shared[key]
 
 
-def _count_strata(data: dd.DataFrame, keys: tuple[str, ...]) -> Strata:
+def _count_strata(data: dd.DataFrame, keys: tuple[str, ...], roles: Mapping[str, str]) -> Strata:
     if not keys:
         lengths = partition_lengths(data)
         return Strata((), pd.RangeIndex(1), lengths[:, None])
@@ -204,13 +209,15 @@ def _count_strata(data: dd.DataFrame, keys: tuple[str, ...]) -> Strata:
     for key in keys:
         n_na = sum(int(f.loc[f[key].isna(), "n"].sum()) for f in found)
         if n_na:
+            role = f"{roles[key]} " if key in roles else ""
             raise ValueError(
-                f"column {key!r} has {n_na} missing values; drop those rows or fill them first"
+                f"{role}column {key!r} has {n_na} missing values; drop those rows or fill them "
+                "first"
             )
     frames = [f.assign(partition=p) for p, f in enumerate(found)]
     both = pd.concat(frames, ignore_index=True)
     for key in keys:  # before sorting them: 1 and '1' do not sort
-        check_one_type(both[key], key)
+        check_one_type(both[key], key, roles.get(key, ""))
     index = _strata_index(both, keys)
     counts = np.zeros((len(parts), len(index)), dtype=np.int64)
     np.add.at(counts, (both["partition"].to_numpy(), _indexer(index, both, keys)), both["n"])
@@ -338,6 +345,7 @@ def add_draws(
     purpose: str,
     option: str,
     draws: list[int] | None = None,
+    roles: Mapping[str, str] | None = None,
 ) -> tuple[dd.DataFrame, np.ndarray]:
     """``data`` with an int8 column per name of ``names`` (draws 1, 2, ... or ``draws``): 1
     for a drawn row, 0 for the others -- ``share`` of the rows of each stratum of ``keys``
@@ -345,13 +353,14 @@ def add_draws(
     draw took.
 
     One pass counts the strata (the groups); every column is then added in one pass of the
-    workers. ``option`` names the share in a refusal.
+    workers. ``option`` names the share in a refusal, ``roles`` the key columns (as for
+    ``count_strata``).
     """
     draws = list(range(1, len(names) + 1)) if draws is None else draws
     if group is not None:
         return _group_draws(data, share, seed, dict(zip(names, draws, strict=True)), keys,
                             group, purpose, option)  # fmt: skip
-    strata = count_strata(data, keys)
+    strata = count_strata(data, keys, roles)
     sizes = share_sizes(strata.rows, share, seed)
     total = int(strata.rows.sum())
     check_sides(total, int(sizes.sum()), share, option)

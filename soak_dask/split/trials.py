@@ -176,8 +176,9 @@ def _row_keys(
     """Key columns of rows without groups: one pass counts rows per (partition, class); then
     each partition draws its rows' keys from their positions within their class."""
     classify = table.task == "classification"
-    _refuse_missing(table)
-    strata = count_strata(table.data, [table.label] if classify else [])
+    if not classify:  # a class column's missing values are refused by its count
+        _refuse_missing(table)
+    strata = count_strata(table.data, [table.label] if classify else [], table.key_roles)
     sizes = {}
     for ratio in sorted({d[1] for d in draws.values()}):
         sizes[ratio] = share_sizes(strata.rows, ratio, 0)

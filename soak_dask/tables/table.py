@@ -85,6 +85,12 @@ class Table:
             **({"coords": list(self.coords)} if self.coords else {}),
         }
 
+    @property
+    def key_roles(self) -> dict[str, str]:
+        """The role of each key column (label, subset, group), for messages naming them."""
+        named = {"group": self.group, "subset": self.subset, "label": self.label}
+        return {column: role for role, column in named.items() if column is not None}
+
     def with_fold(
         self, data: dd.DataFrame, fold: str, fold_counts: pd.DataFrame | None = None
     ) -> Table:

@@ -254,7 +254,7 @@ def test_counts_shared_within_a_run_only(monkeypatch):
     afresh."""
     calls = []
     real = shares._count_strata
-    monkeypatch.setattr(shares, "_count_strata", lambda d, k: calls.append(k) or real(d, k))
+    monkeypatch.setattr(shares, "_count_strata", lambda d, k, r: calls.append(k) or real(d, k, r))
     data = dd.from_pandas(frame(), npartitions=3)
     with shares.counts_shared():
         first = shares.count_strata(data, ["s", "y"])
@@ -278,7 +278,7 @@ def test_evaluate_counts_the_strata_once(monkeypatch, outer):
     of (subset, class), not a pass each."""
     calls = []
     real = shares._count_strata
-    monkeypatch.setattr(shares, "_count_strata", lambda d, k: calls.append(k) or real(d, k))
+    monkeypatch.setattr(shares, "_count_strata", lambda d, k, r: calls.append(k) or real(d, k, r))
     table = sd.load_table(dd.from_pandas(frame(), npartitions=3), label="y", subset="s")
     repeats = 3 if outer == "repeated_cv" else 1
     res = sd.evaluate(table, "featureless", outer=outer, outer_folds=4, outer_repeats=repeats,
