@@ -122,6 +122,10 @@ def fit_stats(
     return dask.delayed(FitStats, pure=True)(pooled, ids, class_values, rows.features)
 
 
+#: Fits whose rows are coded as bits of one int64 (the cell sums of ``_cell_moments``).
+MAX_CODED_FITS = 62
+#: Rows per cell on average at least, for the cell sums (else the row products serve).
+ROWS_PER_CELL = 32
 #: Float64 elements of one chunk of row products (32 MB): bounds a task's working memory.
 CHUNK = 1 << 22
 #: Bytes of fit weights held at once (float64, fits × rows): more fits are taken in groups.
@@ -132,10 +136,14 @@ WEIGHT_BYTES = 1 << 26
 class _FitRows:
     """How one partition's rows make each fit's moments; runs on the workers.
 
-    Each row's products (1, y, the upper triangle of y yᵀ, y = z − its class's mean in the
-    partition) are made once, then one matrix product with the fits' row weights (0 off the
-    train set, the bootstrap count on it) sums them for every fit at once: the work grows with
-    the rows, hardly with the fits.
+    Unweighted fits (K-fold, repeats, splits): each row's fits are the bits of one code, and
+    where the (class, code) cells are few (K-fold's rows fall in K codes) each cell's rows are
+    summed once by a BLAS product and each fit takes the sums of its cells. Otherwise (the
+    bootstrap's counts, or as many codes as rows) each row's products (1, y, the upper
+    triangle of y yᵀ, y = z − its class's mean in the partition) are made once, then one
+    matrix product with the fits' row weights (0 off the train set, the bootstrap count on it)
+    sums them for every fit at once. Either way the work grows with the rows, hardly with the
+    fits; the cells do about half the work of the row products.
     """
 
     features: tuple[str, ...]
@@ -146,6 +154,13 @@ class _FitRows:
     def moments(self, part: pd.DataFrame) -> Moments:
         """Moments of each fit's train rows of one partition, shape (fits, groups)."""
         z, g, n_groups = self._values(part)
+        if len(self.fits) <= MAX_CODED_FITS and all(f.weights is None for f in self.fits):
+            code = np.zeros(len(part), dtype=np.int64)
+            for bit, fit in enumerate(self.fits):
+                code |= fit.train.mask(part).astype(np.int64) << bit
+            found, cells = np.unique(code, return_inverse=True)
+            if len(found) * n_groups * ROWS_PER_CELL <= len(part):
+                return _cell_moments(z, g * len(found) + cells, found, n_groups, len(self.fits))
         # Rows sorted by class once (a copy), so each class is a slice.
         order = np.argsort(g, kind="stable")
         z, bounds = z[order], np.searchsorted(g[order], np.arange(n_groups + 1))
@@ -192,6 +207,41 @@ class _FitRows:
         """Each row's weight in ``fit``: 0 outside its train set, else 1 or its count."""
         keep = fit.train.mask(part).astype(np.float64)
         return keep if fit.weights is None else keep * _weights(part[fit.weights])
+
+
+def _cell_moments(
+    z: np.ndarray, cell: np.ndarray, found: np.ndarray, n_groups: int, n_fits: int
+) -> Moments:
+    """The fits' moments (fits, groups) from the rows' cells: ``cell`` = group × len(found) +
+    the position of the row's code in ``found`` (bit f of a code: the row trains fit f).
+
+    K-fold's rows fall in K codes, a few repeats' in a few hundred: the rows of a cell are
+    summed once (one BLAS product, about the class's mean in the partition), and each fit's
+    sums are those of its cells -- the same sums as the row products, far fewer operations.
+    """
+    order = np.argsort(cell, kind="stable")
+    z, cell = z[order], cell[order]  # one gather: each cell, and each group, is then a slice
+    width = len(found)
+    groups = np.searchsorted(cell, np.arange(n_groups + 1) * width)
+    shift = np.zeros((n_groups, z.shape[1]))
+    for c, (start, stop) in enumerate(itertools.pairwise(groups)):
+        shift[c] = z[start:stop].mean(axis=0) if stop > start else 0.0
+    q = z.shape[1]
+    count = np.zeros((n_groups, width))
+    first = np.zeros((n_groups, width, q))
+    second = np.zeros((n_groups, width, q, q))
+    bounds = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1], True]) if len(cell) else [0]
+    for start, stop in itertools.pairwise(bounds):
+        c, u = divmod(int(cell[start]), width)
+        y = np.subtract(z[start:stop], shift[c], out=z[start:stop])  # z is a copy: in place
+        count[c, u], first[c, u], second[c, u] = stop - start, y.sum(axis=0), y.T @ y
+    member = ((found[None, :] >> np.arange(n_fits)[:, None]) & 1).astype(np.float64)
+    return Moments.from_sums(
+        np.einsum("fu,gu->fg", member, count),
+        np.einsum("fu,guq->fgq", member, first),
+        np.einsum("fu,guqr->fgqr", member, second),
+        shift,
+    )
 
 
 def _weighted_sums(z: np.ndarray, shift: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -3,6 +3,8 @@ fits on the rows (``WholeTrainSet``), whatever the partitioning, in one pass ove
 
 from __future__ import annotations
 
+from unittest import mock
+
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -19,6 +21,7 @@ import soak_dask as sd
 from soak_dask import Selection, Term
 from soak_dask.learn.priors import PriorCorrected
 from soak_dask.run import executor, strategies
+from soak_dask.run import fit_stats as fit_stats_module
 from soak_dask.run.closed_form import fit_from_stats, is_additive
 from soak_dask.run.fit_stats import fit_stats
 from soak_dask.run.onepass import Moments
@@ -197,6 +200,41 @@ def test_weighted_fit_stats_are_those_of_the_repeated_rows_whatever_the_partitio
             np.testing.assert_allclose(a.moments.mean[c], direct.mean, rtol=1e-12)
             np.testing.assert_allclose(a.moments.scatter[c], direct.scatter, rtol=1e-9,
                                        atol=1e-9)  # fmt: skip
+
+
+#: Unweighted fits (K-fold's, a union of folds, all rows): each row's fits are a bit code.
+CODED = {
+    **{j: Fit(Selection((Term("k", (j,), exclude=True),))) for j in (1, 2, 3)},
+    4: Fit(Selection((Term("k", (1, 3)),))),
+    5: Fit(Selection()),
+}
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(5, 80), seed=st.integers(0, 2**16), npartitions=st.integers(1, 4))
+def test_cell_sums_equal_the_row_products_and_the_rows_moments(n, seed, npartitions):
+    """Rows summed by (class, code) cells give the fits' moments the row products give, and
+    those of the fits' rows computed directly."""
+    df = _frame(n, seed)
+
+    def stats(rows_per_cell: int):
+        with mock.patch.object(fit_stats_module, "ROWS_PER_CELL", rows_per_cell):
+            lazy = fit_stats(dd.from_pandas(df, npartitions=npartitions), CODED, ["x0", "x1"],
+                             "y", ["a", "b", "c"])  # fmt: skip
+            return lazy.compute(scheduler="sync")
+
+    cells, products = stats(0), stats(10**9)  # always cells; never
+    for fit_id, fit in CODED.items():
+        a, b = cells.train(fit_id).moments, products.train(fit_id).moments
+        np.testing.assert_array_equal(a.count, b.count)
+        np.testing.assert_allclose(a.mean, b.mean, rtol=1e-12)
+        np.testing.assert_allclose(a.scatter, b.scatter, rtol=1e-9, atol=1e-9)
+        rows = df[fit.train.mask(df)]
+        for c, label in enumerate("abc"):
+            direct = Moments.of(rows.loc[rows["y"] == label, ["x0", "x1"]].to_numpy())
+            assert a.count[c] == direct.count
+            np.testing.assert_allclose(a.mean[c], direct.mean, rtol=1e-12)
+            np.testing.assert_allclose(a.scatter[c], direct.scatter, rtol=1e-9, atol=1e-9)
 
 
 def test_bad_weights_and_down_sampled_fits_are_refused():
