@@ -51,6 +51,7 @@ from .fitting import (
 from .memory import check_fit_memory
 from .onepass import block_stats, train_stats
 from .rowcap import keep_rates
+from .score_memory import check_score_memory, n_workers
 
 Pair = tuple[int, str]  # (fit_id, learner)
 
@@ -347,11 +348,22 @@ def assign(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> dict[Pair,
 def whole_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list[str]]:
     """``{fit_id: learners}`` of the pairs ``assign`` gave the last strategy (the fits made on
     their gathered rows, which ``memory.check_fit_memory`` checks)."""
-    whole: dict[int, list[str]] = {}
+    return chosen_fits(chosen, {len(strategies) - 1})
+
+
+def one_pass_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list[str]]:
+    """``{fit_id: learners}`` of the pairs ``assign`` gave a ``OnePass`` (scored partition by
+    partition, whose AUC pieces ``score_memory.check_score_memory`` checks)."""
+    return chosen_fits(chosen, {i for i, s in enumerate(strategies) if isinstance(s, OnePass)})
+
+
+def chosen_fits(chosen: dict[Pair, int], indices: set[int]) -> dict[int, list[str]]:
+    """``{fit_id: learners}`` of the pairs ``assign`` gave one of the strategies ``indices``."""
+    fits: dict[int, list[str]] = {}
     for (fit_id, learner), i in chosen.items():
-        if i == len(strategies) - 1:
-            whole.setdefault(fit_id, []).append(learner)
-    return whole
+        if i in indices:
+            fits.setdefault(fit_id, []).append(learner)
+    return fits
 
 
 def make_tasks(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> tuple[list[Any], bool]:
@@ -366,6 +378,11 @@ def make_tasks(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> tuple[
         whole = whole_fits(chosen, strategies)
         n_features = len(ctx.run.features)
         check_fit_memory(ctx.fit_rows, ctx.plan, whole, n_features, ctx.memory_limit, ctx.max_rows)
+    if ctx.fit_rows is not None:
+        scored = one_pass_fits(chosen, strategies)
+        run, workers = ctx.run, n_workers(ctx.client)
+        check_score_memory(ctx.fit_rows["test"], scored, run.measures, run.classes,
+                           ctx.memory_limit, workers)  # fmt: skip
     tasks, back, stats_made = [], set(), False
     for i, strategy in enumerate(first):
         made, left = strategy.tasks(ctx, [p for p in pairs if chosen[p] == i])
