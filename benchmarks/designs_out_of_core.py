@@ -44,9 +44,14 @@ N_WORKERS = 2
 LDA = {"lda": "lda"}
 
 
-def designs(client: Any, models: str) -> dict[str, Callable[[sd.Table], Any]]:
-    """Each design of the issue's table, as a call on the loaded table."""
+def designs(
+    client: Any, models: str, measures: list[str] | None = None
+) -> dict[str, Callable[[sd.Table], Any]]:
+    """Each design of the issue's table, as a call on the loaded table (``measures``: each
+    design's default when None)."""
     run = {"client": client, "progress": False, "persist": False}
+    if measures:
+        run["measures"] = measures
 
     def ev(**kw: Any) -> Callable[[sd.Table], Any]:
         return lambda t: sd.evaluate(t, LDA, **run, **kw)
@@ -112,6 +117,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--rows-per-file", type=int, default=500_000, help="rows per partition")
     p.add_argument("--timeout", type=float, default=300.0, help="stop a run after this many s")
     p.add_argument("--only", nargs="*", help="run the designs whose names start so")
+    p.add_argument("--skip", nargs="*", help="skip the designs whose names start so")
+    p.add_argument("--measures", nargs="*", help="the measures of every design (default: each's)")
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.rows_per_file, args.memory_limit = 200_000, 50_000, "2GB"
@@ -135,8 +142,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         table = load_pixels(source)
         features = table.data[list(table.features)]
         with tempfile.TemporaryDirectory() as tmp:
-            for name, make in designs(client, f"{tmp}/models").items():
+            for name, make in designs(client, f"{tmp}/models", args.measures).items():
                 if args.only and not any(name.startswith(o) for o in args.only):
+                    continue
+                if args.skip and any(name.startswith(o) for o in args.skip):
                     continue
                 scan = timed(lambda: features.sum().compute())[1]
                 row = {"design": name, "scan_s": round(scan, 2)}
