@@ -10,7 +10,8 @@ and the passes over the data the fits would make.
 
 What ran before the plan still runs: the table's checks, the design's key columns and their
 counts (for ``compare_sampling`` with ``"overlap"``, its neighbour search) -- the passes that
-make the plan, not the fits.
+make the plan, not the fits. A one-pass scoring whose AUC pieces would not fit the workers
+(``score_memory.check_score_memory``) is the refusal too.
 """
 
 from __future__ import annotations
@@ -25,7 +26,17 @@ import pandas as pd
 from dask.utils import format_bytes
 
 from .memory import LIMIT_SHARE, FitMemoryError, check_fit_memory, fit_bytes
-from .strategies import Batched, Context, OnePass, PartialFit, WholeTrainSet, assign, whole_fits
+from .score_memory import check_score_memory, n_workers
+from .strategies import (
+    Batched,
+    Context,
+    OnePass,
+    PartialFit,
+    WholeTrainSet,
+    assign,
+    one_pass_fits,
+    whole_fits,
+)
 
 #: The plans of the dry run under way (None: no dry run).
 _PLANS: ContextVar[list | None] = ContextVar("soak_dask_dry_run", default=None)
@@ -212,14 +223,15 @@ def plan_cost(
     n_features = len(ctx.run.features)
     frame["peak_bytes"] = [fit_bytes(n, n_features) if n else 0 for n in frame["gathered"]]
     refusal = ""
-    if isinstance(strategies[-1], WholeTrainSet):  # as make_tasks checks
-        whole = whole_fits(chosen, strategies)
-        try:
+    try:  # as make_tasks checks
+        if isinstance(strategies[-1], WholeTrainSet):
+            whole = whole_fits(chosen, strategies)
             check_fit_memory(rows, plan, whole, n_features, ctx.memory_limit, ctx.max_rows)
-        except FitMemoryError as err:
-            refusal = str(err)
-    whole_strategy = any(isinstance(s, WholeTrainSet) for s in strategies)
-    counted = counted and ctx.memory_limit is not None and whole_strategy  # as with_fit_rows
+        scored, run = one_pass_fits(chosen, strategies), ctx.run
+        check_score_memory(rows["test"], scored, run.measures, run.classes, ctx.memory_limit,
+                           n_workers(ctx.client))  # fmt: skip
+    except FitMemoryError as err:
+        refusal = str(err)
     return PlanCost(
         design=design,
         part=part,

@@ -56,10 +56,13 @@ def test_a_pass_too_large_for_its_auc_is_refused_before_any_fit(monkeypatch, cal
             monkeypatch.setattr(
                 "soak_dask.run.session.worker_memory_limit", lambda c: 20_000 if c else None
             )
+            both = {"measures": ["error", "auc"], "client": client, "progress": False}
+            (cost,) = sd.dry_run(run, **both)  # the dry run shows the refusal
+            assert cost.refused and "AUC is scored exactly" in cost.refusal
             real = strategies.OnePass.tasks
             monkeypatch.setattr(strategies.OnePass, "tasks", lambda *a: pytest.fail("a fit ran"))
             with pytest.raises(FitMemoryError, match=r"AUC is scored exactly.*measures=\['error'"):
-                run(measures=["error", "auc"], client=client, progress=False)
+                run(**both)
             monkeypatch.setattr(strategies.OnePass, "tasks", real)
             res = run(measures=["error"], client=client, progress=False)
             assert np.isfinite(res["error"].values).all()
