@@ -26,7 +26,7 @@ import pandas as pd
 from dask.utils import format_bytes
 
 from .memory import LIMIT_SHARE, FitMemoryError, check_fit_memory, fit_bytes
-from .score_memory import check_score_memory, n_workers
+from .score_memory import check_fed_memory, check_score_memory, n_workers
 from .strategies import (
     Batched,
     Context,
@@ -34,6 +34,7 @@ from .strategies import (
     PartialFit,
     WholeTrainSet,
     assign,
+    fed_fits,
     one_pass_fits,
     whole_fits,
 )
@@ -230,6 +231,7 @@ def plan_cost(
         scored, run = one_pass_fits(chosen, strategies), ctx.run
         check_score_memory(rows["test"], scored, run.measures, run.classes, ctx.memory_limit,
                            n_workers(ctx.client))  # fmt: skip
+        check_fed_memory(rows["test"], fed_fits(chosen, strategies), n_features, ctx.memory_limit)
     except FitMemoryError as err:
         refusal = str(err)
     return PlanCost(

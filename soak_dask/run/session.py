@@ -54,7 +54,14 @@ from .fitting_options import FittingOptions
 from .memory import count_fit_rows, fit_rows, worker_memory_limit
 from .rowcap import train_class_rows
 from .score_memory import auc_columns
-from .strategies import Context, WholeTrainSet, assign, one_pass_fits, whole_fits
+from .strategies import (
+    Context,
+    WholeTrainSet,
+    assign,
+    fed_fits,
+    one_pass_fits,
+    whole_fits,
+)
 
 #: Prefix of the directory of one plan's fits inside a checkpoint of several plans.
 PART = "part-"
@@ -184,8 +191,9 @@ def counts_rows(
 ) -> bool:
     """Whether a run without block counts makes a pass counting each fit's rows: under a
     row cap (its class shares), or where a worker limit is known (``limit``; default: asked
-    of the client) and some pair will be fitted on its gathered rows, or scored from one-pass
-    statistics with AUC (whose pieces hold every test row's score)."""
+    of the client) and some pair will be fitted on its gathered rows, fed block by block (its
+    test blocks are gathered), or scored from one-pass statistics with AUC (whose pieces hold
+    every test row's score)."""
     if max_rows is not None:
         return True
     limit = worker_memory_limit(ctx.client) if limit is False else limit
@@ -195,6 +203,8 @@ def counts_rows(
     chosen = assign(ctx, pairs, strategies)
     if auc_columns(ctx.run.measures, ctx.run.classes) and one_pass_fits(chosen, strategies):
         return True  # the AUC pieces of one-pass scoring are checked by the test rows
+    if fed_fits(chosen, strategies):
+        return True  # an incremental fit's model is scored on its gathered test blocks
     return isinstance(strategies[-1], WholeTrainSet) and bool(whole_fits(chosen, strategies))
 
 

@@ -51,7 +51,7 @@ from .fitting import (
 from .memory import check_fit_memory
 from .onepass import block_stats, train_stats
 from .rowcap import keep_rates
-from .score_memory import check_score_memory, n_workers
+from .score_memory import check_fed_memory, check_score_memory, n_workers
 
 Pair = tuple[int, str]  # (fit_id, learner)
 
@@ -357,6 +357,12 @@ def one_pass_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, l
     return chosen_fits(chosen, {i for i, s in enumerate(strategies) if isinstance(s, OnePass)})
 
 
+def fed_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list[str]]:
+    """``{fit_id: learners}`` of the pairs ``assign`` gave a ``PartialFit`` (whose test blocks
+    ``score_memory.check_fed_memory`` checks)."""
+    return chosen_fits(chosen, {i for i, s in enumerate(strategies) if isinstance(s, PartialFit)})
+
+
 def chosen_fits(chosen: dict[Pair, int], indices: set[int]) -> dict[int, list[str]]:
     """``{fit_id: learners}`` of the pairs ``assign`` gave one of the strategies ``indices``."""
     fits: dict[int, list[str]] = {}
@@ -379,10 +385,10 @@ def make_tasks(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> tuple[
         n_features = len(ctx.run.features)
         check_fit_memory(ctx.fit_rows, ctx.plan, whole, n_features, ctx.memory_limit, ctx.max_rows)
     if ctx.fit_rows is not None:
-        scored = one_pass_fits(chosen, strategies)
-        run, workers = ctx.run, n_workers(ctx.client)
-        check_score_memory(ctx.fit_rows["test"], scored, run.measures, run.classes,
-                           ctx.memory_limit, workers)  # fmt: skip
+        scored, run, tests = one_pass_fits(chosen, strategies), ctx.run, ctx.fit_rows["test"]
+        check_score_memory(tests, scored, run.measures, run.classes, ctx.memory_limit,
+                           n_workers(ctx.client))  # fmt: skip
+        check_fed_memory(tests, fed_fits(chosen, strategies), len(run.features), ctx.memory_limit)
     tasks, back, stats_made = [], set(), False
     for i, strategy in enumerate(first):
         made, left = strategy.tasks(ctx, [p for p in pairs if chosen[p] == i])
