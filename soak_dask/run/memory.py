@@ -10,6 +10,10 @@ measured with tracemalloc (400,000 rows × 20 float32 features, the featureless 
 logistic regression, LDA, Gaussian naive Bayes, k-NN and the pruned tree) was 1.5-4.6 times the
 float64 size of its rows, plus 0.6 for the gathered frame itself; six copies leave room for the
 worker's own memory and the partitions in transit.
+
+A final model's test split is scored a partition at a time (``run.final_scores``): what must
+fit is its largest partition (``fit_bytes``) and the outcomes of all its rows, joined in one
+task (``outcome_bytes``), not the split itself (``check_test_split_memory``).
 """
 
 from __future__ import annotations
