@@ -203,10 +203,12 @@ def final_tasks(
 ) -> dict[str, Any]:
     """One delayed final model per learner of ``ctx`` on all of ``ctx.data`` (the training
     rows), scoring ``held`` (the test split, if any) and with ``resubstitution`` its training
-    rows: capped at ``fitting.max_train_rows`` (an exact stratified sample, as any fit's) and,
-    with ``incremental``, learners with ``partial_fit`` fed block by block (so only the test
-    split is gathered). Made before any fit runs, so a final model that cannot fit a worker's
-    memory is refused first (``memory.FitMemoryError``), with the outer loop's fits unmade."""
+    rows: additive learners from one pass of statistics (``stats_states``), with
+    ``incremental`` learners with ``partial_fit`` fed block by block, the others on their
+    gathered rows, capped at ``fitting.max_train_rows`` (an exact stratified sample, as any
+    fit's). Every model scores the test split a partition at a time (``final_scores``). Made
+    before any fit runs, so a final model that cannot fit a worker's memory is refused first
+    (``memory.FitMemoryError``), with the outer loop's fits unmade."""
     rows = _final_rows(ctx, held, fitting.max_train_rows)
     from_stats = stats_states(ctx, fitting)
     fed = [
