@@ -24,7 +24,7 @@ from ..learn.measures import finish, merge, partial_scores
 from ..learn.tuning import fit_info
 from ..split.plan import Fit, Plan, Selection
 from .closed_form import fit_from_stats, is_additive
-from .final_scores import Outcome, final_error, partial_of, partition_outcome, split_scores
+from .final_scores import final_error, partial_of, partition_outcome, split_scores
 from .fit_stats import fit_stats
 from .fitting import (
     FitState,
@@ -91,15 +91,16 @@ def fit_final(
 
 def score_final(
     state: FitState,
-    outcomes: list[Outcome],
-    pieces: list[tuple] | None,
+    split: dict[str, Any],
+    resubstitution: dict[str, Any] | None,
     run: RunSpec,
     name: str = "",
 ) -> dict[str, Any]:
     """The record of a final model however it was fitted (on gathered rows, from statistics
-    or fed block by block: ``state``), from the ``outcomes`` of the test split's partitions
-    (``final_scores.partition_outcome``; none without a test split) and its resubstitution
-    ``pieces`` (one per training block, ``resubstitution_piece``; None: not asked).
+    or fed block by block: ``state``), from its test split's scores (``split``:
+    ``final_scores.split_scores``, empty without a test split) and its resubstitution scores
+    (``resubstitution_scores``; None: not asked), each made in its own task so that their
+    peaks of memory do not add up.
 
     Returns
     -------
@@ -112,27 +113,42 @@ def score_final(
         failed fit or prediction scores NaN, with no model, as ``run.error_score`` says.
     """
     message = state.message or ("" if state.started else "no train rows reached the learner")
-    message = message or next((o.message for o in outcomes if o.message), "")
-    n_test = sum(o.n for o in outcomes)
+    parts = [split, resubstitution or {}]
+    message = message or next((p["message"] for p in parts if p.get("message")), "")
 
     def final() -> dict[str, Any]:
         model = state.estimator
-        out: dict[str, Any] = {
-            "model": model,
-            "n_train": state.n_train,
-            "fit_seconds": state.seconds,
-            "info": fit_info(model),
-            **split_scores(outcomes, run),
-        }
-        if pieces is not None:
-            out["resubstitution"] = finish(run.measures, merge([p[0] for p in pieces]))
-            if run.classes is not None:
-                truth, said = (sum(p[i] for p in pieces) for i in (1, 2))
-                out["no_information"] = no_information_from_counts(truth, said)
+        out = {"model": model, "n_train": state.n_train, "fit_seconds": state.seconds}
+        out["info"] = fit_info(model)
+        for part in parts:
+            out.update((k, v) for k, v in part.items() if k != "message")
         return out
 
-    failed = dict(n_train=state.n_train, n_test=n_test, resubstitution=pieces is not None)
+    n_test = split.get("n_test", 0)
+    failed = dict(n_train=state.n_train, n_test=n_test, resubstitution=resubstitution is not None)
     return _guarded(final, run, name, message, **failed)
+
+
+def resubstitution_scores(pieces: list[tuple], run: RunSpec, name: str = "") -> dict[str, Any]:
+    """The resubstitution score (measure -> score) and, for classification, the .632+
+    no-information error of a final model, from its ``resubstitution_piece`` of each training
+    block: ``resubstitution`` and ``no_information``; or (a failure, as ``run.error_score``
+    says) its ``message``."""
+
+    def scores() -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "resubstitution": finish(run.measures, merge([p[0] for p in pieces]))
+        }
+        if run.classes is not None:
+            truth, said = (sum(p[i] for p in pieces) for i in (1, 2))
+            out["no_information"] = no_information_from_counts(truth, said)
+        return out
+
+    try:
+        out, message = guard(run, scores)
+    except Exception as err:  # error_score="raise"
+        raise final_error(name, err) from err
+    return {"message": message} if message else out
 
 
 def _guarded(
@@ -251,11 +267,16 @@ def final_tasks(
 def _scored(state: Any, test: list, pieces: list | None, run: RunSpec, name: str) -> Any:
     """The delayed record of a final model (``state``: delayed, or fitted on the client):
     one ``partition_outcome`` task per partition of the test split, reading the model by
-    its key (never a copy embedded in each task), and ``score_final`` joining them."""
+    its key (never a copy embedded in each task), one task scoring their outcomes
+    (``split_scores``), one the resubstitution pieces, and ``score_final`` the record."""
     state = dask.delayed(state, pure=True)  # a fitted state becomes one key; a delayed stays
     outcome = dask.delayed(partition_outcome, pure=True)
     outcomes = [outcome(state, part, run, name) for part in test]
-    return dask.delayed(score_final, pure=True)(state, outcomes, pieces, run, name)
+    split = dask.delayed(split_scores, pure=True)(outcomes, run, name)
+    resub = None
+    if pieces is not None:
+        resub = dask.delayed(resubstitution_scores, pure=True)(pieces, run, name)
+    return dask.delayed(score_final, pure=True)(state, split, resub, run, name)
 
 
 def score_columns(run: RunSpec) -> int:

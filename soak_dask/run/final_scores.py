@@ -106,18 +106,32 @@ def _group_codes(kept: list[Outcome]) -> np.ndarray:
     return np.concatenate(codes)
 
 
-def split_scores(outcomes: list[Outcome], run: RunSpec) -> dict[str, Any]:
+def split_scores(outcomes: list[Outcome], run: RunSpec, name: str = "") -> dict[str, Any]:
     """The test split's record from its partitions' ``outcomes``: ``test`` (measure ->
     (estimate, low, high), ``interval``), ``n_test`` and, for classification, ``test_right``
     (which rows the model classifies right, ``np.packbits``; McNemar's test pairs them).
-    Empty without test rows."""
-    y, pred, proba, groups = joined(outcomes, run)
-    if not len(y):
+    Empty without test rows; only ``n_test`` and a ``message`` (empty if the model had failed
+    already) where the rows were not all predicted, or the scoring failed (as
+    ``run.error_score`` says)."""
+    n_test = sum(o.n for o in outcomes)
+    if not n_test:
         return {}
-    out: dict[str, Any] = {"test": interval(y, pred, proba, run, groups), "n_test": len(y)}
-    if run.classes is not None:
-        out["test_right"] = np.packbits(pred == y)
-    return out
+    unscored = [o for o in outcomes if o.n and o.y is None]
+    if unscored:
+        return {"n_test": n_test, "message": next((o.message for o in unscored if o.message), "")}
+
+    def scores() -> dict[str, Any]:
+        y, pred, proba, groups = joined(outcomes, run)
+        out: dict[str, Any] = {"test": interval(y, pred, proba, run, groups), "n_test": n_test}
+        if run.classes is not None:
+            out["test_right"] = np.packbits(pred == y)
+        return out
+
+    try:
+        out, message = guard(run, scores)
+    except Exception as err:  # error_score="raise"
+        raise final_error(name, err) from err
+    return {"n_test": n_test, "message": message} if message else out
 
 
 def interval(

@@ -18,7 +18,7 @@ from sklearn.neighbors import KNeighborsRegressor
 import soak_dask as sd
 from soak_dask.hashing import salt, seeded_hash
 from soak_dask.run.final import score_final
-from soak_dask.run.final_scores import partition_outcome
+from soak_dask.run.final_scores import partition_outcome, split_scores
 from soak_dask.run.fitting import FitState, RunSpec
 from soak_dask.run.memory import fit_bytes, outcome_bytes, worker_memory_limit
 from soak_dask.schema import MEASURES
@@ -121,7 +121,8 @@ def test_the_partition_wise_record_equals_the_gathered_one(task, kind, group, n_
     parts = dd.from_pandas(test, npartitions=n_parts).to_delayed()
     state = dask.delayed(FitState(model, n_train=100, started=True))
     outcomes = [dask.delayed(partition_outcome)(state, p, run) for p in parts]
-    record = dask.delayed(score_final)(state, outcomes, None, run).compute()
+    split = dask.delayed(split_scores)(outcomes, run)
+    record = dask.delayed(score_final)(state, split, None, run).compute()
     assert record["message"] == "" and record["n_test"] == 60 and record["n_train"] == 100
     pred = model.predict(X)
     if task == "classification":
