@@ -10,6 +10,10 @@ measured with tracemalloc (400,000 rows × 20 float32 features, the featureless 
 logistic regression, LDA, Gaussian naive Bayes, k-NN and the pruned tree) was 1.5-4.6 times the
 float64 size of its rows, plus 0.6 for the gathered frame itself; six copies leave room for the
 worker's own memory and the partitions in transit.
+
+A final model's test split is scored a partition at a time (``run.final_scores``): what must
+fit is its largest partition (``fit_bytes``) and the outcomes of all its rows, joined in one
+task (``outcome_bytes``), not the split itself (``check_test_split_memory``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ from .rowcap import class_codes, train_class_rows
 
 #: Float64-sized copies of a fit's rows that a fit task holds at its peak (see above).
 FIT_COPIES = 6
+#: 8-byte copies of each outcome a row that the task joining the test split's outcomes holds at
+#: its peak: measured with tracemalloc (200,000 rows, every measure, 2 and 5 classes, with group
+#: codes; regression), the joined arrays and one resample's pieces came to 3.0-4.0 times them
+#: (the most with AUC of 5 classes, one-vs-rest), plus the partitions' outcomes themselves.
+OUTCOME_COPIES = 6
 #: Share of a worker's memory limit a fit may use: distributed pauses a worker at 80 %.
 LIMIT_SHARE = 0.8
 
@@ -163,49 +172,77 @@ def check_fit_memory(
 def check_final_memory(
     learners: list[str],
     n_train: int,
-    n_test: int,
     n_features: int,
     limit: int | None,
     max_rows: int | None = None,
 ) -> None:
     """Refuse the run if the final model of one of ``learners`` (those fitted on their
-    gathered rows: all ``n_train`` training rows, at most ``max_rows`` of them under a cap,
-    and the ``n_test`` rows of the test split it scores) needs more than ``LIMIT_SHARE`` of
-    ``limit``; before any fit, the outer loop's included."""
+    gathered rows: all ``n_train`` training rows, at most ``max_rows`` of them under a cap)
+    needs more than ``LIMIT_SHARE`` of ``limit``; before any fit, the outer loop's included.
+    Its test split is scored a partition at a time (``check_test_split_memory``)."""
     if limit is None or not learners:
         return
     train = n_train if max_rows is None else min(n_train, max_rows)
-    need = train + n_test
-    if fit_bytes(need, n_features) <= LIMIT_SHARE * limit:
+    if fit_bytes(train, n_features) <= LIMIT_SHARE * limit:
         return
     others = f" (and {len(learners) - 1} other learners)" if len(learners) > 1 else ""
-    split = f" and the {n_test:,} rows of the test split it scores" if n_test else ""
     capped = f" ({train:,} of the {n_train:,} under max_train_rows)" if train < n_train else ""
     what = (
         f"the final model of learner {learners[0]!r}{others}, fitted on all training rows "
-        f"({n_train:,}){capped}{split},"
+        f"({n_train:,}){capped},"
     )
-    raise FitMemoryError(refusal(what, need, n_features, limit))
+    raise FitMemoryError(refusal(what, train, n_features, limit))
+
+
+def outcome_bytes(rows: int, score_columns: int) -> int:
+    """Estimated peak bytes of the task joining the outcomes of ``rows`` test-split rows
+    (label, prediction and group codes, ``score_columns`` class scores: 8 bytes each) and
+    resampling them for the bootstrap interval."""
+    return int(rows) * (score_columns + 3) * 8 * OUTCOME_COPIES
 
 
 def check_test_split_memory(
-    learners: list[str], n_test: int, n_features: int, limit: int | None
+    learners: list[str],
+    part_rows: tuple[int, ...],
+    n_features: int,
+    score_columns: int,
+    limit: int | None,
 ) -> None:
-    """Refuse the run if the final model of one of ``learners`` (those that gather no training
-    rows: fitted from statistics or fed block by block) cannot hold the ``n_test`` rows of the
-    test split it scores in one task (its interval resamples them); before any fit."""
+    """Refuse the run, before any fit, if the final models of ``learners`` cannot score the
+    test split (partitions of ``part_rows`` rows) within ``LIMIT_SHARE`` of ``limit``.
+
+    Each partition is predicted by its own task, holding that partition's rows (``fit_bytes``);
+    one task joins the outcomes of all the split's rows (a few numbers a row: the labels, the
+    predictions, the group codes and ``score_columns`` class scores, ``outcome_bytes``) and
+    resamples them for the interval. So a split far larger than a worker is scored, unless a
+    single partition, or the outcomes of all its rows, do not fit.
+    """
     allowed = LIMIT_SHARE * (limit or 0)
-    if limit is None or not learners or not n_test or fit_bytes(n_test, n_features) <= allowed:
+    if limit is None or not learners or not part_rows:
         return
-    most = int(allowed // fit_bytes(1, n_features))
-    raise FitMemoryError(
-        f"the final model of learner {learners[0]!r} scores the {n_test:,} rows × {n_features} "
-        f"features of the test split in one task (its interval resamples them): about "
-        f"{format_bytes(fit_bytes(n_test, n_features))} at its peak, more than "
-        f"{LIMIT_SHARE:.0%} of a worker's memory limit ({format_bytes(limit)}), which holds "
-        f"about {most:,} such rows; give a smaller test_split (at most {most:,} rows), or "
-        "give each worker more memory"
-    )
+    who = f"the final model of learner {learners[0]!r}"
+    largest, n_test = max(part_rows), sum(part_rows)
+    if fit_bytes(largest, n_features) > allowed:
+        most = int(allowed // fit_bytes(1, n_features))
+        raise FitMemoryError(
+            f"{who} predicts the test split a partition at a time; its largest partition has "
+            f"{largest:,} rows × {n_features} features: about "
+            f"{format_bytes(fit_bytes(largest, n_features))} at its peak, more than "
+            f"{LIMIT_SHARE:.0%} of a worker's memory limit ({format_bytes(limit)}), which holds "
+            f"about {most:,} such rows; split the table into smaller partitions (at most "
+            f"{most:,} rows each: smaller files, or dask's repartition(partition_size=...)), "
+            "or give each worker more memory"
+        )
+    if outcome_bytes(n_test, score_columns) > allowed:
+        most = int(allowed // outcome_bytes(1, score_columns))
+        raise FitMemoryError(
+            f"{who} joins the outcomes of the {n_test:,} rows of the test split in one task "
+            f"(labels, predictions and {score_columns} class scores a row; its interval "
+            f"resamples them): about {format_bytes(outcome_bytes(n_test, score_columns))} at "
+            f"its peak, more than {LIMIT_SHARE:.0%} of a worker's memory limit "
+            f"({format_bytes(limit)}), which holds the outcomes of about {most:,} rows; give a "
+            f"smaller test_split (at most {most:,} rows), or give each worker more memory"
+        )
 
 
 def refusal(what: str, n: int, n_features: int, limit: int) -> str:

@@ -21,8 +21,8 @@ from sklearn.model_selection import (
 from sklearn.tree import DecisionTreeClassifier
 
 import soak_dask as sd
-from soak_dask.run.final import interval
-from soak_dask.run.fitting import RunSpec
+from soak_dask.run.final_scores import interval
+from soak_dask.run.fitting import RunSpec, predict_codes
 
 TREE = DecisionTreeClassifier(max_depth=2, random_state=0)
 TIMINGS = ["fit_seconds", "predict_seconds"]
@@ -241,8 +241,9 @@ def test_test_split_interval_resamples_groups():
     X, y = df[["x0", "x1"]].to_numpy(), (df["y"] == "b").to_numpy().astype(np.int64)
     model = clone(TREE).fit(X, y)
     run = RunSpec(("x0", "x1"), "y", "s", "", ("error", "auc"), classes=(0, 1), seed=3)
-    rows = interval(model, X, y, run)
-    assert interval(model, X, y, run, groups=np.arange(len(y))) == rows  # groups of one row
-    grouped = interval(model, X, y, run, groups=df["g"].to_numpy())
+    predicted = predict_codes(model, X, run)
+    rows = interval(y, *predicted, run)
+    assert interval(y, *predicted, run, groups=np.arange(len(y))) == rows  # groups of one row
+    grouped = interval(y, *predicted, run, groups=pd.factorize(df["g"])[0])
     assert grouped["error"][0] == rows["error"][0]  # the estimate is the same
     assert grouped["error"] != rows["error"]

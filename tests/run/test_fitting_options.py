@@ -181,29 +181,40 @@ class FailsToFit(LogisticRegression):
 def test_a_final_model_too_large_is_refused_before_any_fit(table, monkeypatch):
     n_train = 480  # 600 rows less the test split of 0.2
     n_features = len(table.features)
-    # enough for an outer fit (its train rows and test fold: the 480 rows), not for the final
-    # model (the 480 rows and the 120 of the test split)
-    limit = int(fit_bytes(n_train + 60, n_features) / 0.8)
+    # enough for an outer fit under the cap (300 train rows and a test fold of 120), not for
+    # the final model's 480 training rows (its test split is scored a partition at a time)
+    limit = int(fit_bytes(n_train - 40, n_features) / 0.8)
     for module in ("session", "final"):
         monkeypatch.setattr(f"soak_dask.run.{module}.worker_memory_limit", lambda c: limit)
     run = {"test_split": 0.2, "measures": ["error"], "progress": False}
     with pytest.raises(FitMemoryError, match=r"final model of learner 'logistic'.*\(480\)") as err:
         sd.evaluate(table, {"logistic": FailsToFit()}, error_score="raise", **run)
-    assert "test split" in str(err.value) and "max_train_rows=" in str(err.value)
+    assert "gathers 480 rows" in str(err.value) and "max_train_rows=" in str(err.value)
     # a cap brings the final model under the limit
     res = sd.evaluate(table, {"logistic": LogisticRegression()}, max_train_rows=300, **run)
     assert np.isfinite(res["test_error"].values).all()
 
 
-def test_a_test_split_too_large_for_a_one_pass_final_model_is_refused(table, monkeypatch):
-    """A final model fitted from statistics gathers no training rows, but scores the test split
-    in one task: a split a worker cannot hold is refused before any fit, not a KilledWorker."""
+def test_a_test_split_larger_than_a_worker_is_scored_a_partition_at_a_time(table, monkeypatch):
+    """A final model scores its test split partition by partition: a split a worker cannot
+    hold runs, and only a single partition a worker cannot hold is refused before any fit."""
     n_features = len(table.features)
     limit = int(fit_bytes(100, n_features) / 0.8)  # the 120 test-split rows do not fit
     for module in ("session", "final"):
         monkeypatch.setattr(f"soak_dask.run.{module}.worker_memory_limit", lambda c: limit)
-    with pytest.raises(FitMemoryError, match=r"final model of learner 'lda' scores the 120 rows"):
-        sd.evaluate(table, ["lda"], test_split=0.2, progress=False)
+    # (no class scores: with 3 features, a row's outcomes would weigh as much as its features)
+    run = {"test_split": 0.2, "measures": ["error", "balanced_accuracy"], "progress": False}
+    res = sd.evaluate(_partitioned(table, 4), ["lda"], **run)
+    assert int(res["n_test_split"].item()) == 120 and np.isfinite(res["test_error"].values).all()
+    whole = _partitioned(table, 1)  # its one partition holds the 120 rows
+    wanted = r"'lda' predicts the test split a partition at a time; its largest partition has 120"
+    with pytest.raises(FitMemoryError, match=wanted + r" rows × 3 features") as err:
+        sd.evaluate(whole, ["lda"], **run)
+    assert "smaller partitions (at most 100 rows each" in str(err.value)
+    # the outcomes of the split's rows, joined in one task, are checked too
+    monkeypatch.setattr("soak_dask.run.memory.OUTCOME_COPIES", 10_000)
+    with pytest.raises(FitMemoryError, match=r"joins the outcomes of the 120 rows"):
+        sd.evaluate(_partitioned(table, 4), ["lda"], **run)
 
 
 @pytest.mark.parametrize("design", ["evaluate", "compare_sampling"])

@@ -292,7 +292,7 @@ def test_final_models_of_additive_learners_come_from_statistics(monkeypatch, tmp
     table = _classification(300)
     whole = []
     fit_final = final.fit_final
-    spy = lambda *a, **k: whole.append(a[2]) or fit_final(*a, **k)  # noqa: E731
+    spy = lambda *a, **k: whole.append(a[1]) or fit_final(*a, **k)  # noqa: E731
     monkeypatch.setattr(final, "fit_final", spy)
     learners = ["lda", "gaussian_nb", "logistic"]
     got = sd.evaluate(table, learners, progress=False, models=tmp_path / "m", **outer)

@@ -1,0 +1,183 @@
+"""A final model's score on the reserved test split, partition by partition.
+
+Each partition of the test split has one task (``partition_outcome``): the fitted model (a task's
+result, passed by key) predicts that partition's rows and returns their compact outcomes,
+what the measures, the bootstrap interval and McNemar's right/wrong bits need: the label and
+predicted class codes (or values), the class scores if a measure needs them, the group codes
+with a group column. One task (``split_scores``) joins the outcomes, in the partitions' order,
+and scores them as one table would be: no task holds more than one partition's features,
+whatever way the model was fitted (from statistics, fed block by block, capped or whole).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+
+from ..hashing import salt, seeded_hash
+from ..learn.measures import finish, partial_scores
+from .fitting import FitState, RunSpec, guard, predict_codes, score_arrays
+
+#: Bootstrap resamples of the test split's rows behind its 95 % interval.
+N_BOOT = 1000
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The outcomes of one partition's rows of the test split: ``n`` rows; label codes ``y``
+    (values, regression), predictions ``pred``, class scores ``proba`` (None unless a measure
+    needs them) and the partition's group codes ``groups`` (``pd.factorize``) of its distinct
+    groups ``uniques``. The arrays are None if nothing was predicted (the model failed, or
+    ``message``: its prediction did)."""
+
+    n: int
+    y: np.ndarray | None = None
+    pred: np.ndarray | None = None
+    proba: np.ndarray | None = None
+    groups: np.ndarray | None = None
+    uniques: np.ndarray | None = None
+    message: str = ""
+
+
+def final_error(name: str, err: Exception) -> ValueError:
+    """The error of a final model's task under ``error_score="raise"``, naming the learner."""
+    return ValueError(f"learner {name!r}, final model (all training rows): {err}")
+
+
+def partition_outcome(
+    state: FitState | BaseEstimator, part: pd.DataFrame, run: RunSpec, name: str = ""
+) -> Outcome:
+    """The outcomes of the fitted ``state`` on one partition of the test split.
+
+    Class codes are kept as int32 (4 bytes a row; the measures count in int64 after
+    ``joined``). A failed prediction is handled as ``run.error_score`` says: its message, or
+    an error naming the learner ``name``."""
+    if isinstance(state, FitState) and (state.message or not state.started):
+        return Outcome(len(part))
+    model = state.estimator if isinstance(state, FitState) else state
+    X, y = score_arrays(part, run)
+    try:
+        predicted, message = guard(run, partial(predict_codes, model, X, run))
+    except Exception as err:  # error_score="raise"
+        raise final_error(name, err) from err
+    if message:
+        return Outcome(len(part), message=f"predicting the test split: {message}")
+    pred, proba = predicted
+    if run.classes is not None:
+        y, pred = y.astype(np.int32), pred.astype(np.int32)
+    groups = uniques = None
+    if run.group is not None:
+        groups, uniques = pd.factorize(part[run.group].to_numpy())
+    return Outcome(len(part), y, pred, proba, groups, uniques)
+
+
+def joined(
+    outcomes: list[Outcome], run: RunSpec
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(labels, predictions, class scores, group codes) of ``outcomes`` joined in order: the
+    arrays one table of their rows gives (the group codes those of ``pd.factorize`` over all
+    the rows)."""
+    kept = [o for o in outcomes if o.n]
+    if not kept:
+        empty = np.zeros(0, dtype=np.intp if run.classes is not None else np.float64)
+        return empty, empty, None, None
+    y, pred = (np.concatenate([getattr(o, a) for o in kept]) for a in ("y", "pred"))
+    if run.classes is not None:
+        y, pred = y.astype(np.intp), pred.astype(np.intp)
+    proba = None if kept[0].proba is None else np.concatenate([o.proba for o in kept])
+    groups = None if run.group is None else _group_codes(kept)
+    return y, pred, proba, groups
+
+
+def _group_codes(kept: list[Outcome]) -> np.ndarray:
+    """Each row's group code over all rows, from each partition's own codes: a group's first
+    appearance (in partition order) gives its code, as ``pd.factorize`` over all rows; -1
+    stays missing."""
+    ids, _ = pd.factorize(np.concatenate([o.uniques for o in kept]))
+    codes, at = [], 0
+    for o in kept:
+        codes.append(np.append(ids[at : at + len(o.uniques)], -1)[o.groups])
+        at += len(o.uniques)
+    return np.concatenate(codes)
+
+
+def split_scores(outcomes: list[Outcome], run: RunSpec, name: str = "") -> dict[str, Any]:
+    """The test split's record from its partitions' ``outcomes``: ``test`` (measure ->
+    (estimate, low, high), ``interval``), ``n_test`` and, for classification, ``test_right``
+    (which rows the model classifies right, ``np.packbits``; McNemar's test pairs them).
+    Empty without test rows; only ``n_test`` and a ``message`` (empty if the model had failed
+    already) where the rows were not all predicted, or the scoring failed (as
+    ``run.error_score`` says)."""
+    n_test = sum(o.n for o in outcomes)
+    if not n_test:
+        return {}
+    unscored = [o for o in outcomes if o.n and o.y is None]
+    if unscored:
+        return {"n_test": n_test, "message": next((o.message for o in unscored if o.message), "")}
+
+    def scores() -> dict[str, Any]:
+        y, pred, proba, groups = joined(outcomes, run)
+        out: dict[str, Any] = {"test": interval(y, pred, proba, run, groups), "n_test": n_test}
+        if run.classes is not None:
+            out["test_right"] = np.packbits(pred == y)
+        return out
+
+    try:
+        out, message = guard(run, scores)
+    except Exception as err:  # error_score="raise"
+        raise final_error(name, err) from err
+    return {"n_test": n_test, "message": message} if message else out
+
+
+def interval(
+    y: np.ndarray,
+    pred: np.ndarray,
+    proba: np.ndarray | None,
+    run: RunSpec,
+    groups: np.ndarray | None = None,
+    n_boot: int = N_BOOT,
+) -> dict[str, tuple[float, float, float]]:
+    """Each measure on the rows (labels ``y``, predictions ``pred`` and class scores
+    ``proba`` as ``fitting.predict_codes`` makes them), and its bootstrap 95 % percentile
+    interval: rows resampled, or whole groups with ``groups`` (each row's group code, as
+    ``pd.factorize`` gives them: rows of a group are not independent, so resampling rows
+    would understate the uncertainty). Seeded by the run's seed: same run, same interval."""
+    estimate = finish(run.measures, partial_of(run, y, pred, proba))
+    rng = np.random.default_rng(int(seeded_hash(run.seed, salt("test_split_interval"))[0]))
+    units = None if groups is None else _group_rows(groups)
+    draws = {m: np.empty(n_boot) for m in run.measures}
+    for b in range(n_boot):
+        if units is None:
+            rows = rng.integers(0, len(y), len(y))
+        else:
+            rows = np.concatenate([units[u] for u in rng.integers(0, len(units), len(units))])
+        scores = finish(run.measures, partial_of(run, y[rows], pred[rows], _take(proba, rows)))
+        for m in run.measures:
+            draws[m][b] = scores[m]
+    out = {}
+    for m in run.measures:
+        finite = draws[m][np.isfinite(draws[m])]
+        low, high = np.percentile(finite, [2.5, 97.5]) if len(finite) else (np.nan, np.nan)
+        out[m] = (float(estimate[m]), float(low), float(high))
+    return out
+
+
+def _group_rows(codes: np.ndarray) -> list[np.ndarray]:
+    """The row indices of each group, in the order of their codes."""
+    order = np.argsort(codes, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+
+
+def partial_of(run: RunSpec, y: np.ndarray, pred: np.ndarray, proba: np.ndarray | None) -> Any:
+    """``measures.partial_scores`` of the run's measures on coded rows."""
+    n_classes = None if run.classes is None else len(run.classes)
+    return partial_scores(run.measures, y, pred, proba, n_classes)
+
+
+def _take(proba: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    return None if proba is None else proba[rows]

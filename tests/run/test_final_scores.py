@@ -1,0 +1,209 @@
+"""The final model's test split is scored partition by partition (run/final_scores.py): the
+record equals the one a plain pandas and scikit-learn computation of the whole split makes,
+whatever the partitioning, however the model was fitted."""
+
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import rankdata
+from sklearn import metrics
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.neighbors import KNeighborsRegressor
+
+import soak_dask as sd
+from soak_dask.hashing import salt, seeded_hash
+from soak_dask.run.final import score_final
+from soak_dask.run.final_scores import partition_outcome, split_scores
+from soak_dask.run.fitting import FitState, RunSpec
+from soak_dask.run.memory import fit_bytes, outcome_bytes, worker_memory_limit
+from soak_dask.schema import MEASURES
+from soak_dask.split.outer import reserve
+
+FEATURES = ("x0", "x1", "x2")
+N_BOOT = 1000  # the record's interval: final_scores.N_BOOT resamples
+
+
+def _frame(task: str, n: int = 160, seed: int = 0, n_features: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, n_features))
+    df = pd.DataFrame(x, columns=[f"x{i}" for i in range(n_features)])
+    signal = x[:, 0] - 0.7 * x[:, 1] + rng.normal(scale=0.8, size=n)
+    df["y"] = np.where(signal > 0, "yes", "no") if task == "classification" else signal
+    df["subset"] = rng.choice(["a", "b"], size=n)
+    df["g"] = df["subset"] + "-" + pd.Series(rng.integers(0, 6, n)).astype(str)  # in one subset
+    return df
+
+
+def _reference(y, pred, score, groups, seed, task):
+    """The gathered record's numbers from the whole split: each measure by scikit-learn, and
+    its 95 % interval over N_BOOT resamples of the rows (or of whole groups, in their order
+    of first appearance) drawn from the run's seeded generator, measured with numpy."""
+    if task == "classification":
+        estimate = {
+            "error": 100 * np.mean(pred != y),
+            "accuracy": metrics.accuracy_score(y, pred),
+            "balanced_accuracy": metrics.balanced_accuracy_score(y, pred),
+            "auc": metrics.roc_auc_score(y, score[:, 1]),
+            "log_loss": metrics.log_loss(y, score, labels=[0, 1]),
+        }
+    else:
+        mse = metrics.mean_squared_error(y, pred)
+        estimate = {"mse": mse, "rmse": np.sqrt(mse), "mae": metrics.mean_absolute_error(y, pred),
+                    "r2": metrics.r2_score(y, pred)}  # fmt: skip
+    rng = np.random.default_rng(int(seeded_hash(seed, salt("test_split_interval"))[0]))
+    units = None
+    if groups is not None:
+        codes = pd.factorize(groups)[0]
+        order = np.argsort(codes, kind="stable")
+        units = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+    draws = {m: [] for m in estimate}
+    for _ in range(N_BOOT):
+        if units is None:
+            rows = rng.integers(0, len(y), len(y))
+        else:
+            rows = np.concatenate([units[u] for u in rng.integers(0, len(units), len(units))])
+        for m, value in _numpy_measures(y[rows], pred[rows], score, rows, task).items():
+            draws[m].append(value)
+    out = {}
+    for m, values in draws.items():
+        values = np.asarray(values)
+        low, high = np.percentile(values[np.isfinite(values)], [2.5, 97.5])
+        out[m] = (estimate[m], low, high)
+    return out
+
+
+def _numpy_measures(y, pred, score, rows, task):
+    if task == "regression":
+        sse = np.sum((y - pred) ** 2)
+        m2 = np.sum((y - y.mean()) ** 2)
+        return {"mse": sse / len(y), "rmse": np.sqrt(sse / len(y)),
+                "mae": np.mean(np.abs(y - pred)), "r2": 1 - sse / m2}  # fmt: skip
+    p = score[rows]
+    positive = y == 1
+    n_pos, n_neg = positive.sum(), (~positive).sum()
+    ranks = rankdata(p[:, 1])
+    auc = (ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    recall = [np.mean(pred[y == c] == c) for c in (0, 1) if (y == c).any()]
+    eps = np.finfo(p.dtype).eps
+    return {
+        "error": 100 * np.mean(pred != y),
+        "accuracy": np.mean(pred == y),
+        "balanced_accuracy": np.mean(recall),
+        "auc": auc if n_pos and n_neg else np.nan,
+        "log_loss": -np.mean(np.log(np.clip(p[np.arange(len(y)), y], eps, 1 - eps))),
+    }
+
+
+LEARNERS = {
+    ("classification", "additive"): LinearDiscriminantAnalysis,
+    ("classification", "row by row"): LogisticRegression,
+    ("regression", "additive"): LinearRegression,
+    ("regression", "row by row"): KNeighborsRegressor,
+}
+
+
+@pytest.mark.parametrize("n_parts", [1, 3])
+@pytest.mark.parametrize("group", [None, "g"])
+@pytest.mark.parametrize("kind", ["additive", "row by row"])
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_the_partition_wise_record_equals_the_gathered_one(task, kind, group, n_parts):
+    df = _frame(task)
+    train, test = df.iloc[:100], df.iloc[100:]
+    X = test[list(FEATURES)].to_numpy()
+    model = LEARNERS[task, kind]().fit(train[list(FEATURES)].to_numpy(), train["y"])
+    classes = ("no", "yes") if task == "classification" else None
+    run = RunSpec(FEATURES, "y", "subset", "", MEASURES[task], classes, group, seed=7)
+    parts = dd.from_pandas(test, npartitions=n_parts).to_delayed()
+    state = dask.delayed(FitState(model, n_train=100, started=True))
+    outcomes = [dask.delayed(partition_outcome)(state, p, run) for p in parts]
+    split = dask.delayed(split_scores)(outcomes, run)
+    record = dask.delayed(score_final)(state, split, None, run).compute()
+    assert record["message"] == "" and record["n_test"] == 60 and record["n_train"] == 100
+    pred = model.predict(X)
+    if task == "classification":
+        y, pred = (pd.Index(classes).get_indexer(v) for v in (test["y"], pred))
+        score = model.predict_proba(X)
+        np.testing.assert_array_equal(np.unpackbits(record["test_right"])[:60], pred == y)
+    else:
+        y, score = test["y"].to_numpy(), None
+        assert "test_right" not in record
+    groups = None if group is None else test[group].to_numpy()
+    want = _reference(y, pred, score, groups, 7, task)
+    assert list(record["test"]) == list(run.measures)
+    for m in run.measures:
+        np.testing.assert_allclose(record["test"][m], want[m], rtol=1e-12, atol=1e-12, err_msg=m)
+
+
+def _table(task: str, n_parts: int, n: int = 240, n_features: int = 3) -> sd.Table:
+    data = dd.from_pandas(_frame(task, n, seed=3, n_features=n_features), npartitions=n_parts)
+    return sd.load_table(data, label="y", subset="subset", group="g")
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_evaluate_scores_its_test_split_as_its_saved_models_predict_it(task, tmp_path):
+    """Through ``evaluate``, a final model from statistics (lda, linear) and one fitted on its
+    rows (logistic, knn): the test split's record at 1 and 3 partitions is the same, and is
+    what the saved models' own predictions of the split's rows score."""
+    learners = ["lda", "logistic"] if task == "classification" else ["linear", "knn"]
+    run = {"outer_folds": 2, "test_split": 0.25, "seed": 5, "progress": False}
+    got = {}
+    for n_parts in (1, 3):
+        table = _table(task, n_parts)
+        got[n_parts] = sd.evaluate(table, learners, models=tmp_path / str(n_parts), **run)
+    measures = [m for m in MEASURES[task] if f"test_{m}" in got[1]]
+    assert len(measures) == len(MEASURES[task])
+    for m in measures:
+        np.testing.assert_allclose(got[1][f"test_{m}"], got[3][f"test_{m}"], rtol=1e-12)
+    _, held, _ = reserve(_table(task, 3), 0.25, 5)
+    test = held.compute()
+    for name in learners:
+        kd_tree = ["sklearn.metrics._dist_metrics.EuclideanDistance64",
+                   "sklearn.neighbors._kd_tree.KDTree"]  # fmt: skip
+        model = sd.load_model(tmp_path / "3" / f"{name}.skops", trusted=kd_tree)
+        X = test[list(FEATURES)]
+        if task == "classification":
+            y = (test["y"] == "yes").to_numpy()
+            score = np.asarray(model.predict_proba(X))[:, list(model.classes_).index("yes")]
+            want = {"accuracy": metrics.accuracy_score(test["y"], model.predict(X)),
+                    "auc": metrics.roc_auc_score(y, score)}  # fmt: skip
+        else:
+            want = {"r2": metrics.r2_score(test["y"], model.predict(X))}
+        for m, value in want.items():
+            assert got[3][f"test_{m}"].sel(learner=name, interval="estimate") == pytest.approx(
+                value, rel=1e-12
+            )
+        assert int(got[3]["n_test_split"].sel(learner=name)) == len(test)
+
+
+def test_a_test_split_larger_than_the_workers_memory_limit_completes(tmp_path):
+    """A LocalCluster whose worker's memory limit is below the test split's estimated size
+    (``fit_bytes`` of its rows) but above a partition's: evaluate with a test split and saved
+    models completes (before: refused, FitMemoryError)."""
+    from distributed import Client, LocalCluster
+
+    n_features = 20
+    table = _table("classification", 8, n=600, n_features=n_features)
+    _, held, _ = reserve(table, 0.25, 1)
+    parts = held.map_partitions(len).compute()
+    n_test, largest = int(parts.sum()), int(parts.max())
+    assert len(table.features) == n_features and n_test > 100 and largest < 40  # whole groups
+    limit = int(fit_bytes(2 * largest, n_features) / 0.8)  # about 2 partitions' rows
+    assert fit_bytes(n_test, n_features) > limit > fit_bytes(largest, n_features)
+    assert outcome_bytes(n_test, 2) < 0.8 * limit
+    # the limit is reported, never acted on (no spilling, pausing or restarting)
+    quiet = {f"distributed.worker.memory.{k}": False for k in ("target", "spill", "pause")}
+    with dask.config.set(quiet):
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                          memory_limit=limit, dashboard_address=None) as cluster:  # fmt: skip
+            with Client(cluster) as client:
+                assert worker_memory_limit(client) == limit
+                res = sd.evaluate(table, ["lda"], outer_folds=3, test_split=0.25, seed=1,
+                                  client=client, models=tmp_path / "m", progress=False)  # fmt: skip
+    assert int(res["n_test_split"].item()) == n_test
+    assert np.isfinite(res["test_error"].values).all()
+    assert (tmp_path / "m" / "lda.skops").exists()
