@@ -144,6 +144,7 @@ def _table(task: str, n_parts: int, n: int = 240, n_features: int = 3) -> sd.Tab
     return sd.load_table(data, label="y", subset="subset", group="g")
 
 
+@pytest.mark.slow  # 3-8 s at a load of 16 on 2 cores: two evaluate runs with saved models
 @pytest.mark.parametrize("task", ["classification", "regression"])
 def test_evaluate_scores_its_test_split_as_its_saved_models_predict_it(task, tmp_path):
     """Through ``evaluate``, a final model from statistics (lda, linear) and one fitted on its
@@ -180,6 +181,7 @@ def test_evaluate_scores_its_test_split_as_its_saved_models_predict_it(task, tmp
         assert int(got[3]["n_test_split"].sel(learner=name)) == len(test)
 
 
+@pytest.mark.slow  # 8 s at a load of 16 on 2 cores: a LocalCluster and an evaluate run
 def test_a_test_split_larger_than_the_workers_memory_limit_completes(tmp_path):
     """A LocalCluster whose worker's memory limit is below the test split's estimated size
     (``fit_bytes`` of its rows) but above a partition's: evaluate with a test split and saved
