@@ -298,7 +298,9 @@ def _notes(design: str, part: str | None, limit: int | None) -> tuple[str, ...]:
     if design == "evaluate":
         notes.append(
             "not counted: the final models (with a test split, the bootstrap, models= or a "
-            "learner that tunes or selects), each fitted on all training rows in one task"
+            "learner that tunes or selects), each fitted on all training rows (from one pass "
+            "of statistics, fed block by block, or gathered in one task) and scoring the test "
+            "split a partition at a time"
         )
     if limit is None:
         notes.append(

@@ -223,8 +223,9 @@ def evaluate(
     bootstrap = design.outer == "bootstrap"
     wanted = bootstrap or models is not None or any(map(has_selection, estimators.values()))
     last = Batched() if design.outer in ("loo", "lodo") else None
+    finals_asked = {"wanted": wanted, "resubstitution": bootstrap}
     records, finals, timings = _outer_and_finals(
-        session, ctx, fitting.strategies(last=last), held, settings, wanted
+        session, ctx, fitting.strategies(last=last), held, settings, **finals_asked
     )
     attrs = result_attrs({**settings, **timings})
     ds = build_dataset(records, plan.splits, plan.coords, list(estimators), session.measures, attrs)
@@ -263,13 +264,16 @@ def _outer_and_finals(
     held: Any,
     settings: dict[str, Any],
     wanted: bool,
+    resubstitution: bool,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, float]]:
     """The outer loop's records and the final models (``_final_fits``; first, when
     ``nested=False`` tunes and selects once on all rows), and the seconds each took. The
-    final models' tasks are made (and their memory checked) before any fit runs."""
+    final models' tasks are made (and their memory checked) before any fit runs; they score
+    their own training rows only with ``resubstitution`` (the bootstrap's .632 estimates, the
+    one reader of those scores: they keep every training row's AUC piece)."""
     needed = held is not None or wanted
     fitting = session.fitting
-    tasks = final_tasks(ctx, held, fitting, wanted) if needed else {}
+    tasks = final_tasks(ctx, held, fitting, resubstitution) if needed else {}
     finals, final_seconds = {}, 0.0
     if not settings["nested"] and "optimistic" in settings:
         finals, final_seconds = _final_fits(ctx, tasks)
