@@ -1,8 +1,8 @@
 """Tests of the ``soak`` command line: run (flags, run file, learners, TLS), report, demo, errors.
 
 Every run is a real SOAK computation on a small generated pixel table (2 regions, polygons as
-groups, 3 folds: 9 distinct fits per learner) on a LocalCluster of two single-threaded workers
-passed by address.
+groups, 3 folds: 9 distinct fits per learner) on the session's LocalCluster of two
+single-threaded workers (tests/conftest.py) passed by address.
 """
 
 from __future__ import annotations
@@ -45,12 +45,6 @@ def pixels(tmp_path_factory) -> Path:
         n_regions=N_REGIONS,
         seed=1,
     )
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
-        yield cluster
 
 
 def table_flags(pixels: Path) -> list[str]:

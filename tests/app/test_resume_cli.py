@@ -2,8 +2,8 @@
 ends identical to an undisturbed run; ``--out`` on the input is refused and the input kept.
 
 Each stopped or resumed ``soak`` runs in a subprocess (``python -m soak_dask.app.cli``), with a slow
-test learner named by a run file, on this module's LocalCluster given by address. (A rewritten
-file refused by name: tests/app/test_cli.py and tests/run/test_checkpoint.py.)
+test learner named by a run file, on the session's LocalCluster (tests/conftest.py) given by
+address. (A rewritten file refused by name: tests/app/test_cli.py and tests/run/test_checkpoint.py.)
 """
 
 from __future__ import annotations
@@ -44,12 +44,6 @@ def pixels(tmp_path_factory) -> Path:
     return write_pixel_parquet(
         tmp_path_factory.mktemp("data") / "pixels", n_files=3, n_pixels=1500, n_regions=3, seed=1
     )
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
-        yield cluster
 
 
 @pytest.fixture(scope="module")
