@@ -15,11 +15,12 @@ demo: $(STAMP)
 	$(VENV)/bin/soak demo
 
 # Lint, then every test, on two pytest-xdist processes (CI's command, via .ci/run; aim: under
-# 10 minutes on 2 cores). `--dist loadgroup` keeps each module marked `xdist_group` (those whose
-# module-scoped cluster, run or command-line processes are worth making once: tests/test_battery.py,
-# tests/app/test_cli.py, tests/app/test_evaluate_cli.py) on one process, and hands the other tests
-# out one by one, the groups first. PYTEST_ARGS passes more, e.g. "-n 0" for one process.
-PYTEST_XDIST := -n 2 --dist loadgroup
+# 10 minutes on 2 cores). `--dist worksteal`: each process starts with half of the tests and
+# takes over half of the other's remaining ones when it runs out, so the long tests (notebooks,
+# subprocess resumes) do not pile up at the end of one process. (`--dist loadgroup` would keep a
+# module on one process, but with pytest 9.2 and pytest-xdist 3.8 it silently ignores the
+# `xdist_group` marks: pytest-dev/pytest-xdist#1386.) PYTEST_ARGS passes more, e.g. "-n 0".
+PYTEST_XDIST := -n 2 --dist worksteal
 test: $(STAMP)
 	bash scripts/system-deps.sh
 	$(VENV)/bin/ruff check .

@@ -64,9 +64,6 @@ from .test_bad_input import clear_error
 from .tls_certs import make_tls_files
 
 SOAK = Path(sys.executable).with_name("soak")
-#: One pytest-xdist process runs the whole module (under ``--dist loadgroup``): its shared
-#: cluster and command-line processes are started once, not once per process.
-pytestmark = pytest.mark.xdist_group("test_battery")
 TIMINGS = ["fit_seconds", "predict_seconds"]
 #: "yes" rows of each (subset, fold) block of ten rows in `folded_frame`: "no" is the majority
 #: of every train set, so featureless predicts "no" everywhere. Block ("B", 2) has one class.
@@ -1468,22 +1465,11 @@ def soak_process(argv: list, ctx: Ctx) -> subprocess.CompletedProcess:
     )
 
 
-#: pytest-xdist modes that keep this module's tests on one process (``loadgroup``, the
-#: Makefile's, by the module's ``xdist_group``).
-WHOLE_MODULE_MODES = {"loadgroup", "loadfile", "loadscope"}
-
-
-def runs_whole_module(config: pytest.Config) -> bool:
-    """Whether this process runs every selected test of this module: always without xdist."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return True
-    return config.getoption("dist", "no") in WHOLE_MODULE_MODES
-
-
 class CliRuns:
     """The command-line cases' processes, two at a time, by case id: launched together up
-    front (before the Python cases, so they run meanwhile) when this process runs the whole
-    module, else each when its test asks for it (another xdist process may run the others)."""
+    front (before the Python cases, so they run meanwhile) in a session of one process, else
+    each when its test asks for it: a pytest-xdist process runs only some of the cases (the
+    others' processes would be run twice, by each xdist process)."""
 
     def __init__(self, shared: Shared, tmp_path_factory, pool: ThreadPoolExecutor):
         self.shared, self.tmp_path_factory, self.pool = shared, tmp_path_factory, pool
@@ -1509,11 +1495,11 @@ class CliRuns:
 
 @pytest.fixture(scope="module")
 def cli_runs(request, shared, tmp_path_factory):
-    """The :class:`CliRuns` of this module: with the whole module here, every command-line case
+    """The :class:`CliRuns` of this module: without pytest-xdist, every command-line case
     selected in this session is launched at once, cases needing no cluster first."""
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = CliRuns(shared, tmp_path_factory, pool)
-        if runs_whole_module(request.config):
+        if not os.environ.get("PYTEST_XDIST_WORKER"):
             chosen = [
                 (item.callspec.id, item.callspec.params["case"])
                 for item in request.session.items

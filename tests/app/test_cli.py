@@ -32,8 +32,6 @@ N_PIXELS = 3000
 N_REGIONS = 2
 N_FITS = 9  # distinct train sets for 2 subsets, 3 folds: 3K
 PROBE = "soak_cli_probe_learners"  # a module that only a run file names
-#: One pytest-xdist process (``--dist loadgroup``) runs the module: one cluster, one flag run.
-pytestmark = pytest.mark.xdist_group("test_cli")
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,6 @@ from soak_dask.app.config import EvaluateSettings, evaluation_keys
 from soak_dask.app.demo import write_pixel_parquet
 
 N_PIXELS = 3000
-#: One pytest-xdist process (``--dist loadgroup``) runs the module: one cluster, one flag run.
-pytestmark = pytest.mark.xdist_group("test_evaluate_cli")
 TIMINGS = ["fit_seconds", "predict_seconds"]
 #: The evaluation of every run here, as flags.
 FLAGS = [
