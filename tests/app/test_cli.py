@@ -305,6 +305,13 @@ def test_tls_certificates_for_a_tcp_scheduler_fail_at_once(pixels, tmp_path, cap
     assert "tls:// address, or drop the certificates" in err
 
 
+def default_ctrl_c() -> None:
+    """In a child before it runs: Ctrl-C (SIGINT) interrupts it, even where pytest itself was
+    started with SIGINT ignored (a background job of a shell without job control), which the
+    child would inherit and so never see the Ctrl-C these tests send."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def soak_process(argv: list, cwd: Path) -> subprocess.Popen:
     """``soak argv`` as a child in its own process group, as a terminal runs a command."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}  # tests.slow_learner
@@ -317,6 +324,7 @@ def soak_process(argv: list, cwd: Path) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=default_ctrl_c,
     )
 
 

@@ -25,6 +25,8 @@ from soak_dask import open_results
 from soak_dask.app import cli
 from soak_dask.app.demo import write_pixel_parquet
 
+from .test_cli import default_ctrl_c
+
 #: Subprocesses, clusters and notebooks: minutes, not seconds (`make test-fast` skips them).
 pytestmark = pytest.mark.slow
 
@@ -63,6 +65,7 @@ def start(*argv: object) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path},
+        preexec_fn=default_ctrl_c,  # the Ctrl-C sent below must reach it
     )
 
 
