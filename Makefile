@@ -14,18 +14,24 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/soak demo
 
+# Lint, then every test, on two pytest-xdist processes (CI's command, via .ci/run; aim: under
+# 10 minutes on 2 cores). `--dist worksteal`: each process starts with half of the tests and
+# takes over half of the other's remaining ones when it runs out, so the long tests (notebooks,
+# subprocess resumes) do not pile up at the end of one process. (`--dist loadgroup` would keep a
+# module on one process, but with pytest 9.2 and pytest-xdist 3.8 it silently ignores the
+# `xdist_group` marks: pytest-dev/pytest-xdist#1386.) PYTEST_ARGS passes more, e.g. "-n 0".
+PYTEST_XDIST := -n 2 --dist worksteal
 test: $(STAMP)
 	bash scripts/system-deps.sh
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 # For iterating: lint and the tests not marked slow, with a fifth of the hypothesis examples
-# (tests/conftest.py), on two pytest-xdist processes (aim: about 2 minutes on 2 idle cores).
-# `make test` runs them all, in one process. PYTEST_ARGS passes more, e.g.
-# `make test-fast PYTEST_ARGS="-x tests/split"`, or "-n 0" for one process.
+# (tests/conftest.py), on the same two processes (aim: about 2 minutes on 2 idle cores).
+# PYTEST_ARGS passes more, e.g. `make test-fast PYTEST_ARGS="-x tests/split"`.
 test-fast: $(STAMP)
 	$(VENV)/bin/ruff check .
-	HYPOTHESIS_PROFILE=fast $(VENV)/bin/python -m pytest -m "not slow" -q -n 2 $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=fast $(VENV)/bin/python -m pytest -m "not slow" -q $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict

@@ -50,6 +50,18 @@ def aztrees() -> pd.DataFrame:
     return df.assign(row_id=np.arange(1, len(df) + 1))
 
 
+@pytest.fixture(scope="session")
+def cluster():
+    """A LocalCluster of two single-threaded worker processes, shared by every test of the session
+    (of each pytest-xdist process) that needs a cluster of worker processes and changes nothing in
+    it: started once, its workers' imports paid once, not once per module. A test that kills or
+    reconfigures workers starts its own (tests/run/test_worker_loss.py)."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
+        yield cluster
+
+
 def toy_table(n: int = 300, n_subsets: int = 3, seed: int = 0, n_groups: int | None = None):
     """A small classification frame whose subsets differ, for fast engine tests."""
     rng = np.random.default_rng(seed)

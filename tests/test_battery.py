@@ -1465,33 +1465,54 @@ def soak_process(argv: list, ctx: Ctx) -> subprocess.CompletedProcess:
     )
 
 
+class CliRuns:
+    """The command-line cases' processes, two at a time, by case id: launched together up
+    front (before the Python cases, so they run meanwhile) in a session of one process, else
+    each when its test asks for it: a pytest-xdist process runs only some of the cases (the
+    others' processes would be run twice, by each xdist process)."""
+
+    def __init__(self, shared: Shared, tmp_path_factory, pool: ThreadPoolExecutor):
+        self.shared, self.tmp_path_factory, self.pool = shared, tmp_path_factory, pool
+        self.runs: dict[str, tuple[Ctx, Future]] = {}
+
+    def launch(self, case_id: str, case: Cli) -> None:
+        ctx = Ctx(self.tmp_path_factory.mktemp("cli"), self.shared)
+        try:
+            argv = case.build(ctx)
+            argv += ["--scheduler", self.shared.scheduler] if case.cluster else []
+        except (Exception, pytest.skip.Exception) as err:  # that case fails or skips alone
+            future: Future = Future()
+            future.set_exception(err)
+        else:
+            future = self.pool.submit(soak_process, argv, ctx)
+        self.runs[case_id] = (ctx, future)
+
+    def get(self, case_id: str, case: Cli) -> tuple[Ctx, Future]:
+        if case_id not in self.runs:
+            self.launch(case_id, case)
+        return self.runs[case_id]
+
+
 @pytest.fixture(scope="module")
 def cli_runs(request, shared, tmp_path_factory):
-    """``{case id: (ctx, future process)}`` of the command-line cases selected in this session,
-    all launched at once, two at a time: cases needing no cluster first."""
-    chosen = [
-        (item.callspec.id, item.callspec.params["case"])
-        for item in request.session.items
-        if getattr(item, "module", None) is request.module and item.originalname == "test_cli"
-    ]
-    runs: dict[str, tuple[Ctx, Future]] = {}
+    """The :class:`CliRuns` of this module: without pytest-xdist, every command-line case
+    selected in this session is launched at once, cases needing no cluster first."""
     with ThreadPoolExecutor(max_workers=2) as pool:
-        for case_id, case in sorted(chosen, key=lambda c: c[1].cluster):
-            ctx = Ctx(tmp_path_factory.mktemp("cli"), shared)
-            try:
-                argv = case.build(ctx)
-                argv += ["--scheduler", shared.scheduler] if case.cluster else []
-            except (Exception, pytest.skip.Exception) as err:  # that case fails or skips alone
-                future: Future = Future()
-                future.set_exception(err)
-            else:
-                future = pool.submit(soak_process, argv, ctx)
-            runs[case_id] = (ctx, future)
+        runs = CliRuns(shared, tmp_path_factory, pool)
+        if not os.environ.get("PYTEST_XDIST_WORKER"):
+            chosen = [
+                (item.callspec.id, item.callspec.params["case"])
+                for item in request.session.items
+                if getattr(item, "module", None) is request.module
+                and item.originalname == "test_cli"
+            ]
+            for case_id, case in sorted(chosen, key=lambda c: c[1].cluster):
+                runs.launch(case_id, case)
         yield runs
 
 
 @pytest.mark.parametrize("case", CLI_CASES)
 def test_cli(case, cli_runs, request):
-    ctx, future = cli_runs[request.node.callspec.id]
+    ctx, future = cli_runs.get(request.node.callspec.id, case)
     case.expect.check_cli(ctx, future.result())
     ctx.finish()

@@ -1,8 +1,8 @@
 """Tests of the ``soak`` command line: run (flags, run file, learners, TLS), report, demo, errors.
 
 Every run is a real SOAK computation on a small generated pixel table (2 regions, polygons as
-groups, 3 folds: 9 distinct fits per learner) on a LocalCluster of two single-threaded workers
-passed by address.
+groups, 3 folds: 9 distinct fits per learner) on the session's LocalCluster of two
+single-threaded workers (tests/conftest.py) passed by address.
 """
 
 from __future__ import annotations
@@ -43,12 +43,6 @@ def pixels(tmp_path_factory) -> Path:
         n_regions=N_REGIONS,
         seed=1,
     )
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
-        yield cluster
 
 
 def table_flags(pixels: Path) -> list[str]:
@@ -311,6 +305,13 @@ def test_tls_certificates_for_a_tcp_scheduler_fail_at_once(pixels, tmp_path, cap
     assert "tls:// address, or drop the certificates" in err
 
 
+def default_ctrl_c() -> None:
+    """In a child before it runs: Ctrl-C (SIGINT) interrupts it, even where pytest itself was
+    started with SIGINT ignored (a background job of a shell without job control), which the
+    child would inherit and so never see the Ctrl-C these tests send."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def soak_process(argv: list, cwd: Path) -> subprocess.Popen:
     """``soak argv`` as a child in its own process group, as a terminal runs a command."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}  # tests.slow_learner
@@ -323,6 +324,7 @@ def soak_process(argv: list, cwd: Path) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=default_ctrl_c,
     )
 
 

@@ -2,7 +2,8 @@
 results equal to the Python API's, ``soak report`` on them, and errors that name the option.
 
 The runs are real ``evaluate`` computations on a small generated pixel table (Parquet, polygons
-as groups) on a LocalCluster of two single-threaded workers passed by address.
+as groups) on the session's LocalCluster of two single-threaded workers (tests/conftest.py)
+passed by address.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import xarray as xr
-from distributed import Client, LocalCluster
+from distributed import Client
 
 import soak_dask as sd
 from soak_dask.app import cli
@@ -42,12 +43,6 @@ def pixels(tmp_path_factory) -> Path:
         tmp_path_factory.mktemp("data") / "pixels", n_files=3, n_pixels=N_PIXELS, n_regions=2,
         seed=1,
     )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
-        yield cluster
 
 
 def soak(argv: list, capsys) -> tuple[int, str, str]:

@@ -2,8 +2,8 @@
 ends identical to an undisturbed run; ``--out`` on the input is refused and the input kept.
 
 Each stopped or resumed ``soak`` runs in a subprocess (``python -m soak_dask.app.cli``), with a slow
-test learner named by a run file, on this module's LocalCluster given by address. (A rewritten
-file refused by name: tests/app/test_cli.py and tests/run/test_checkpoint.py.)
+test learner named by a run file, on the session's LocalCluster (tests/conftest.py) given by
+address. (A rewritten file refused by name: tests/app/test_cli.py and tests/run/test_checkpoint.py.)
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from distributed import LocalCluster
 from soak_dask import open_results
 from soak_dask.app import cli
 from soak_dask.app.demo import write_pixel_parquet
+
+from .test_cli import default_ctrl_c
 
 #: Subprocesses, clusters and notebooks: minutes, not seconds (`make test-fast` skips them).
 pytestmark = pytest.mark.slow
@@ -47,12 +49,6 @@ def pixels(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="module")
 def run_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("conf") / "slow.toml"
     path.write_text(SLOW, encoding="utf-8")
@@ -69,6 +65,7 @@ def start(*argv: object) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path},
+        preexec_fn=default_ctrl_c,  # the Ctrl-C sent below must reach it
     )
 
 

@@ -3,8 +3,10 @@ in the middle of their fits and resumed in a new process end identical to an und
 as ``soak run`` does (tests/app/test_resume_cli.py).
 
 Each stopped or resumed command runs in a subprocess (``python -m tests.slow_learner``: the
-``soak`` command with the slow test learner as the built-in ``slow``), on this module's
-LocalCluster given by address.
+``soak`` command with the slow test learner as the built-in ``slow``), on the session's
+LocalCluster (tests/conftest.py) given by address; the undisturbed run, in this process
+(``slow`` registered here for the test only), as in tests/app/test_resume_cli.py: it needs no
+process of its own.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from pathlib import Path
 
 import pytest
 import xarray as xr
-from distributed import LocalCluster
 
+from soak_dask.app import cli
 from soak_dask.app.demo import write_pixel_parquet
+from soak_dask.learn import builtin
+
+from ..slow_learner import register
 
 pytestmark = pytest.mark.slow
 
@@ -36,10 +41,12 @@ def pixels(tmp_path_factory) -> Path:
     )
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
-        yield cluster
+@pytest.fixture
+def slow_here(monkeypatch) -> None:
+    """``slow`` a built-in learner in this process too, for this test only."""
+    for names in (builtin.BUILTIN, builtin.DESCRIPTIONS):
+        monkeypatch.setitem(names, "slow", None)  # removed again after the test
+    register()
 
 
 def start(*argv: object) -> subprocess.Popen:
@@ -82,14 +89,15 @@ def finish(argv: list) -> str:
 
 def resumed_and_plain(argv: list, tmp_path: Path, n_fits: int) -> tuple[Path, Path, str]:
     """``argv`` killed after ``n_fits`` fits then resumed (``--checkpoint`` given, kept), and
-    run undisturbed (its own checkpoint, removed): the two ``--out`` and the resumed output."""
+    run undisturbed in this process (its own checkpoint, removed; needs ``slow_here``): the two
+    ``--out`` and the resumed output."""
     ck, out, plain = tmp_path / "ck", tmp_path / "resumed", tmp_path / "plain"
     done = kill_after([*argv, "--checkpoint", ck, "--out", out], ck, n_fits)
     assert done >= n_fits
     stdout = finish([*argv, "--checkpoint", ck, "--out", out, "--overwrite"])
     assert f"{argv[0].replace('-', '_')}: resuming" in stdout  # named for its design
     assert saved(ck) > done and (ck / "settings.json").is_file()  # a given checkpoint is kept
-    finish([*argv, "--out", plain])
+    assert cli.main(list(map(str, [*argv, "--out", plain]))) == 0
     assert not (tmp_path / "plain.checkpoint").exists()  # its own checkpoint, removed
     return out, plain, stdout
 
@@ -98,7 +106,7 @@ def _zarr(path: Path) -> xr.Dataset:
     return xr.open_zarr(path, consolidated=False).load().drop_vars(TIMINGS, errors="ignore")
 
 
-def test_transfer_and_search_resume_to_the_undisturbed_result(pixels, cluster, tmp_path):
+def test_transfer_and_search_resume_to_the_undisturbed_result(pixels, cluster, slow_here, tmp_path):
     argv = [
         "transfer", pixels, "--label", "label", "--subset", "region", "--exclude",
         "x,y,polygon", "--n-folds", 3, "--learner", "slow", "--scheduler",
@@ -112,7 +120,7 @@ def test_transfer_and_search_resume_to_the_undisturbed_result(pixels, cluster, t
     assert _zarr(out / "search.zarr").attrs["design"] == "search_subsets"
 
 
-def test_split_sensitivity_resumes_to_the_undisturbed_result(pixels, cluster, tmp_path):
+def test_split_sensitivity_resumes_to_the_undisturbed_result(pixels, cluster, slow_here, tmp_path):
     argv = [
         "split-sensitivity", pixels, "--label", "label", "--exclude", "x,y,polygon,region",
         "--learner", "slow", "--ratios", "0.5,0.7", "--n-repeats", 3, "--n-folds", 3,
@@ -123,7 +131,7 @@ def test_split_sensitivity_resumes_to_the_undisturbed_result(pixels, cluster, tm
         assert (out / name).read_text() == (plain / name).read_text(), name
 
 
-def test_compare_sampling_resumes_to_the_undisturbed_result(pixels, cluster, tmp_path):
+def test_compare_sampling_resumes_to_the_undisturbed_result(pixels, cluster, slow_here, tmp_path):
     argv = [
         "compare-sampling", pixels, "--label", "label", "--exclude", "x,y,polygon,region",
         "--learner", "slow", "--methods", "random,stratified", "--n-repeats", 20,

@@ -112,16 +112,15 @@ def test_failed_fit_scores_nan_with_one_warning():
 
 
 @pytest.mark.slow
-def test_aztrees_on_local_cluster_round_trips_through_zarr(aztrees, tmp_path):
+def test_aztrees_on_local_cluster_round_trips_through_zarr(aztrees, cluster, tmp_path):
     """Two worker processes, groups = polygon; same results as the local scheduler."""
     distributed = pytest.importorskip("distributed")
     table = sd.load_table(
         aztrees, label="y", subset="region3", group="polygon", features=AZTREES_FEATURES
     )
     learners = {"featureless": "featureless", "logistic": "logistic"}
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster:
-        with distributed.Client(cluster):
-            res = sd.soak(table, learners, n_folds=10, seed=1, progress=False)
+    with distributed.Client(cluster):
+        res = sd.soak(table, learners, n_folds=10, seed=1, progress=False)
     assert dict(res.sizes) == {"learner": 2, "test_subset": 3, "fold": 10, "train_type": 3}
     assert res.attrs["group"] == "polygon" and res.attrs["n_distinct_train_sets"] == 70
     # Pixels of a polygon never straddle train and test: sizes add up per fold.

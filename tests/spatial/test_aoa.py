@@ -322,25 +322,23 @@ def test_plot_aoa(farm):
 
 
 @pytest.mark.slow
-def test_lazy_zarr_raster_on_a_cluster(farm, tmp_path):
+def test_lazy_zarr_raster_on_a_cluster(farm, cluster, tmp_path):
     """A raster read lazily from Zarr by two workers, the training matrix scattered once (not
     in the graph), the result lazy until written, equal to the local computation."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     raster, train = farm
     raster.chunk({"y": 16, "x": 32}).to_zarr(tmp_path / "raster.zarr", consolidated=False)
     local = sd.aoa(train, raster, features=CAST_FEATURES, lpd=True).compute()
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0")
-    with cluster:
-        with Client(cluster) as client:
-            lazy = xr.open_zarr(tmp_path / "raster.zarr", consolidated=False)
-            ds = sd.aoa(train, lazy, features=CAST_FEATURES, lpd=True, client=client)
-            assert ds["di"].chunks is not None and ds["di"].data.npartitions == 4 * 4
-            graph = dict(ds["di"].data.__dask_graph__())
-            big = [v for v in graph.values() if isinstance(v, np.ndarray) and v.size >= 90]
-            assert not big  # the 30 x 3 training matrix is a scattered future
-            out = sd.write_aoa(ds, tmp_path / "aoa.zarr")
-            back = xr.open_zarr(out, consolidated=False).compute()
+    with Client(cluster) as client:
+        lazy = xr.open_zarr(tmp_path / "raster.zarr", consolidated=False)
+        ds = sd.aoa(train, lazy, features=CAST_FEATURES, lpd=True, client=client)
+        assert ds["di"].chunks is not None and ds["di"].data.npartitions == 4 * 4
+        graph = dict(ds["di"].data.__dask_graph__())
+        big = [v for v in graph.values() if isinstance(v, np.ndarray) and v.size >= 90]
+        assert not big  # the 30 x 3 training matrix is a scattered future
+        out = sd.write_aoa(ds, tmp_path / "aoa.zarr")
+        back = xr.open_zarr(out, consolidated=False).compute()
     for name in ("di", "aoa", "lpd"):
         np.testing.assert_array_equal(back[name].values, local[name].values)
 
@@ -542,11 +540,10 @@ def test_blocks_larger_than_a_worker_are_refused():
 
 
 @pytest.mark.slow
-def test_coverage_on_a_cluster_equals_local(regions):
-    from distributed import Client, LocalCluster
+def test_coverage_on_a_cluster_equals_local(regions, cluster):
+    from distributed import Client
 
     table, result, covered = regions
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster:
-        with Client(cluster) as client:
-            on_cluster = sd.aoa_coverage(result, table, client=client)
+    with Client(cluster) as client:
+        on_cluster = sd.aoa_coverage(result, table, client=client)
     xr.testing.assert_identical(on_cluster["aoa_share"], covered["aoa_share"])

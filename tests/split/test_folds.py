@@ -106,14 +106,13 @@ def test_seed_changes_folds_and_folds_are_random():
 
 
 @pytest.mark.slow
-def test_same_folds_with_two_workers():
+def test_same_folds_with_two_workers(cluster):
     distributed = pytest.importorskip("distributed")
     df = pd.DataFrame({"x1": np.arange(2000.0), "y": np.tile(["a", "b", "b", "c"], 500)})
     local = _folds(df, 4, 10, 7)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster:
-        with distributed.Client(cluster):
-            assert local.equals(_folds(df, 4, 10, 7))
-            assert local.equals(_folds(df, 7, 10, 7))
+    with distributed.Client(cluster):  # two worker processes
+        assert local.equals(_folds(df, 4, 10, 7))
+        assert local.equals(_folds(df, 7, 10, 7))
 
 
 def test_permuted_block_folds_each_block_is_a_permutation():
