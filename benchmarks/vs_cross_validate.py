@@ -77,6 +77,7 @@ def soak_side(client: Any, source: str, learner: str, args, profile: bool) -> di
             client=client,
             progress=False,
             prior_correction=False,  # argmax, as cross_validate predicts
+            measures=args.measures,
         )
 
     out: dict[str, Any] = {}
@@ -92,7 +93,7 @@ def soak_side(client: Any, source: str, learner: str, args, profile: bool) -> di
         text = io.StringIO()
         pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(45)
         out["client_profile"] = text.getvalue()
-    errors = res["error"].sel(learner=learner) if "error" in res else None
+    errors = res["error"].sel(learner=learner) if "error" in res else None  # the headline
     out["evaluate_error"] = float(errors.mean()) if errors is not None else float("nan")
     out["n_fits"] = int(res.attrs.get("n_fits", -1))
     return out
@@ -107,6 +108,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--additive", nargs="*", default=["lda"], help="learners fitted in one pass")
     p.add_argument("--profile", action="store_true", help="profile evaluate (row-by-row)")
     p.add_argument("--repeat", type=int, default=2, help="timed runs per side (best counts)")
+    p.add_argument("--measures", nargs="*", help="evaluate's measures (default: all five; "
+                   "cross_validate scores accuracy only)")  # fmt: skip
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.rows_per_file, args.repeat = 40_000, 10_000, 1
