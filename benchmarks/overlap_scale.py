@@ -21,16 +21,11 @@ from __future__ import annotations
 import itertools
 import math
 
+import dask
 import numpy as np
 import pandas as pd
 
-from soak_dask.split.bucket_neighbours import (
-    EXTRA_PROBES,
-    block_sizes,
-    bucket_block,
-    bucket_centres,
-    search_step,
-)
+from soak_dask.split.bucket_neighbours import SAMPLE_ROWS, bucket_neighbours
 from soak_dask.split.overlap import (
     DO_COLUMN,
     POSITION,
@@ -42,7 +37,16 @@ from soak_dask.split.overlap import (
     with_positions,
 )
 
-from .common import finish, header, load_pixels, local_cluster, parser, pixel_parquet, timed
+from .common import (
+    finish,
+    header,
+    load_pixels,
+    local_cluster,
+    parser,
+    pixel_parquet,
+    task_seconds,
+    timed,
+)
 from .overlap_knn import exact_neighbours
 
 MODULE = "benchmarks.overlap_scale"
@@ -51,12 +55,10 @@ EXCLUDE = ["x", "y", "polygon", "region"]
 
 def bucket_positions(arrays: tuple, k: int, seed: int, bucket_rows: int, probes: int):
     """Positions of each row's k neighbours found by the bucket search, in memory."""
-    centres = bucket_centres([arrays[0]], len(arrays[0]), seed, bucket_rows)
-    prepared = bucket_block(arrays, centres, probes + EXTRA_PROBES)
-    best = search_step(prepared, prepared, None, block_sizes(prepared), k, probes)
-    back = np.empty_like(prepared["order"])
-    back[prepared["order"]] = np.arange(len(back))
-    return best[1][back], len(centres)
+    n = len(arrays[0])
+    with dask.config.set(scheduler="sync"):
+        (found,) = bucket_neighbours([dask.delayed(arrays)], [n], k, seed, bucket_rows, probes)
+        return found.compute()[1], min(math.ceil(n / bucket_rows), SAMPLE_ROWS)
 
 
 def recall_grid(source: str, k: int, seed: int, grid: list[tuple[int, int]]) -> list[dict]:
@@ -108,7 +110,8 @@ def scale_run(source: str, rows: int, k: int, seed: int, workers: int, check: bo
         table = load_pixels(source, subset=None, exclude=EXCLUDE)
         features = table.data[list(table.features)]
         scan = timed(lambda: features.sum().compute())[1]
-        (do, counts), seconds = timed(lambda: degree_counts(client, table, k, seed))
+        with task_seconds(client) as where:
+            (do, counts), seconds = timed(lambda: degree_counts(client, table, k, seed))
         row = {
             "rows": rows,
             "partitions": table.data.npartitions,
@@ -117,6 +120,7 @@ def scale_run(source: str, rows: int, k: int, seed: int, workers: int, check: bo
             "scan_s": round(scan, 2),
             "scans": round(seconds / scan, 1),
             "degree_counts": counts.tolist(),
+            "task_seconds": {name: round(s, 1) for name, s in where.items() if s >= 0.5},
         }
         if check:
             more = table.data.repartition(npartitions=2 * table.data.npartitions)

@@ -42,6 +42,8 @@ BUCKET_ROWS = 2000
 PROBES = 3
 #: Further buckets a row may search where its first ``probes`` hold fewer than k other rows.
 EXTRA_PROBES = 5
+#: Rows whose buckets one search task holds (the groups: as many whatever the partitioning).
+GROUP_ROWS = 250_000
 #: Rows sampled to fit the centres (by smallest seeded hash of their values).
 SAMPLE_ROWS = 100_000
 #: Lloyd passes of the centres' fit.
@@ -166,30 +168,21 @@ def _rerank(
     return out
 
 
-def bucket_block(
-    block: tuple[np.ndarray, np.ndarray, np.ndarray], centres: np.ndarray, depth: int
-) -> dict[str, np.ndarray]:
-    """One partition's arrays for the search, rows sorted by bucket: the transposed features
-    ``XT`` (d × n), ``codes``, ``pos`` and ``ranked`` centres of each row, the bucket ``offsets``
-    (rows of bucket b are ``offsets[b]:offsets[b + 1]``) and ``order`` (the sorted rows' places
-    in the partition)."""
-    X, codes, pos = block
-    ranked = rank_centres(X, centres, depth)
-    order = np.argsort(ranked[:, 0], kind="stable")
-    offsets = np.searchsorted(ranked[order, 0], np.arange(len(centres) + 1)).astype(np.int64)
-    return {
-        "XT": np.ascontiguousarray(X[order].T),
-        "codes": codes[order].astype(np.int64),
-        "pos": pos[order],
-        "ranked": ranked[order],
-        "offsets": offsets,
-        "order": order,
-    }
+def rank_block(block: tuple[np.ndarray, np.ndarray, np.ndarray], centres: np.ndarray, depth: int):
+    """Each row's ``depth`` nearest centres (int32, n × depth), nearest (its bucket) first."""
+    return rank_centres(block[0], centres, depth)
 
 
-def block_sizes(block: dict[str, np.ndarray]) -> np.ndarray:
-    """Rows per bucket of one prepared partition (a small array)."""
-    return np.diff(block["offsets"])
+def bucket_sizes(ranked: np.ndarray, n_centres: int) -> np.ndarray:
+    """Rows per bucket of one partition (a small array)."""
+    return np.bincount(ranked[:, 0], minlength=n_centres)
+
+
+def search_groups(sizes: np.ndarray, n_groups: int) -> np.ndarray:
+    """The search task (group) of each bucket: consecutive buckets cut into ``n_groups``
+    ranges of about equal rows."""
+    before = np.cumsum(sizes) - sizes
+    return np.minimum(before * n_groups // max(int(sizes.sum()), 1), n_groups - 1).astype(np.int64)
 
 
 def probe_counts(ranked: np.ndarray, sizes: np.ndarray, k: int, probes: int) -> np.ndarray:
@@ -201,31 +194,92 @@ def probe_counts(ranked: np.ndarray, sizes: np.ndarray, k: int, probes: int) -> 
     return np.maximum(first, min(probes, ranked.shape[1])).astype(np.int64)
 
 
-def empty_best(n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """No candidates yet: distances inf, positions and codes none."""
-    return np.full((n, k), np.inf), np.full((n, k), _BIG), np.full((n, k), -1, dtype=np.int64)
-
-
-def search_step(
-    query: dict[str, np.ndarray],
-    ref: dict[str, np.ndarray],
-    best: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+def route_block(
+    block: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ranked: np.ndarray,
     sizes: np.ndarray,
+    group: np.ndarray,
+    n_groups: int,
     k: int,
     probes: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The k best candidates of each query row (sorted order) after also searching ``ref``:
-    (squared distances, positions, class codes), each n × k, by (distance, position)."""
-    n = query["XT"].shape[1]
-    dist, pos, codes = empty_best(n, k) if best is None else (a.copy() for a in best)
-    if not ref["XT"].shape[1]:
-        return dist, pos, codes
-    width = int(np.diff(ref["offsets"]).max())
-    _search(
-        query["XT"], query["pos"], query["ranked"], probe_counts(query["ranked"], sizes, k, probes),
-        ref["XT"], ref["pos"], ref["codes"], ref["offsets"], dist, pos, codes, width,
+) -> list[dict[str, np.ndarray]]:
+    """One partition's rows sent to each search task (group): the rows of its buckets (as
+    references, ``ref`` True) and the rows probing one of its buckets (as queries, with their
+    ranked buckets and probe counts). A row goes to at most its probe count of groups."""
+    X, codes, pos = block
+    nprobe = probe_counts(ranked, sizes, k, probes)
+    member = np.zeros((n_groups, len(X)), dtype=bool)
+    for a in range(ranked.shape[1]):
+        rows = np.flatnonzero(nprobe > a)
+        member[group[ranked[rows, a]], rows] = True
+    home = group[ranked[:, 0]]
+    out = []
+    for g in range(n_groups):
+        rows = np.flatnonzero(member[g])
+        out.append(
+            {"X": X[rows], "codes": codes[rows].astype(np.int64), "pos": pos[rows],
+             "ranked": ranked[rows], "nprobe": nprobe[rows], "ref": home[rows] == g}
+        )  # fmt: skip
+    return out
+
+
+def group_search(
+    pieces: list[dict[str, np.ndarray]], n_centres: int, k: int
+) -> tuple[np.ndarray, ...]:
+    """The k best candidates in one group's buckets of each row probing them: (the rows'
+    positions and class codes; the candidates' squared distances, positions and class codes,
+    n × k, by (distance, position); inf distance where those buckets held fewer)."""
+    rows = {key: np.concatenate([p[key] for p in pieces]) for key in pieces[0]}
+    ref = np.flatnonzero(rows["ref"])
+    ref = ref[np.argsort(rows["ranked"][ref, 0], kind="stable")]
+    offsets = np.searchsorted(rows["ranked"][ref, 0], np.arange(n_centres + 1)).astype(np.int64)
+    Pq = rows["pos"]
+    dist, pos, codes = (
+        np.full((len(Pq), k), np.inf), np.full((len(Pq), k), _BIG),
+        np.full((len(Pq), k), -1, dtype=np.int64),
     )  # fmt: skip
-    return dist, pos, codes
+    if len(ref):
+        width = int(np.diff(offsets).max())
+        _search(
+            np.ascontiguousarray(rows["X"].T), Pq, rows["ranked"], rows["nprobe"],
+            np.ascontiguousarray(rows["X"][ref].T), Pq[ref], rows["codes"][ref], offsets,
+            dist, pos, codes, width,
+        )  # fmt: skip
+    return Pq, rows["codes"], dist, pos, codes
+
+
+def by_partition(found: tuple[np.ndarray, ...], starts: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """A group's candidates cut by the partition of the query rows (``starts``: each
+    partition's first position)."""
+    order = np.argsort(found[0], kind="stable")
+    cuts = np.searchsorted(found[0][order], np.append(starts, _BIG))
+    return [
+        tuple(a[order[lo:hi]] for a in found) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)
+    ]
+
+
+def merge_groups(
+    pieces: list[tuple[np.ndarray, ...]], start: int, n: int, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A partition's rows (positions ``start`` .. ``start + n``): their class codes, and the
+    positions and class codes (n × k) of their k best candidates over every group's, by
+    (distance, position)."""
+    qpos, own, dist, pos, codes = (np.concatenate([p[i] for p in pieces]) for i in range(5))
+    row = np.repeat(qpos - start, k)
+    order = np.lexsort((pos.ravel(), dist.ravel(), row))
+    counts = np.bincount(row, minlength=n)
+    if len(counts) != n or counts.min(initial=k) < k:
+        raise RuntimeError("the search lost rows of a partition: its partitions changed")
+    take = order[((np.cumsum(counts) - counts)[:, None] + np.arange(k)).ravel()]
+    missing = np.isinf(dist.ravel()[take].reshape(n, k)).any(axis=1)
+    if missing.any():
+        raise ValueError(
+            f"{int(missing.sum())} rows found fewer than k neighbours in their buckets (many "
+            "duplicate rows?): raise probes= or bucket_rows=, or use the exact search"
+        )
+    mine = np.empty(n, dtype=np.int64)
+    mine[qpos - start] = own
+    return mine, pos.ravel()[take].reshape(n, k), codes.ravel()[take].reshape(n, k)
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
@@ -269,48 +323,68 @@ def _search(
                 codes[i, m] = Cr[lo + jj]
 
 
-def unsorted_codes(
-    query: dict[str, np.ndarray], best: tuple[np.ndarray, np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """(class codes, neighbours' class codes) of the partition's rows in their own order."""
-    if np.isinf(best[0]).any():
-        raise ValueError(
-            f"{int(np.isinf(best[0]).any(axis=1).sum())} rows found fewer than k neighbours in "
-            "their buckets (many duplicate rows?): raise probes= or bucket_rows=, or use the "
-            "exact search"
-        )
-    back = np.empty_like(query["order"])
-    back[query["order"]] = np.arange(len(back))
-    return query["codes"][back], best[2][back]
-
-
 def bucket_neighbour_codes(
     blocks: list[Any],
-    n_rows: int,
+    lengths: Sequence[int],
     k: int,
     seed: int,
     bucket_rows: int = BUCKET_ROWS,
     probes: int = PROBES,
+    group_rows: int = GROUP_ROWS,
 ) -> list[Any]:
-    """Per partition, delayed (class codes, the k approximate nearest neighbours' class codes).
+    """Per partition, delayed (class codes, the k approximate nearest neighbours' class codes):
+    ``bucket_neighbours`` without the neighbours' positions."""
+    found = bucket_neighbours(blocks, lengths, k, seed, bucket_rows, probes, group_rows)
+    return [dask.delayed(_codes, pure=True)(m) for m in found]
+
+
+def bucket_neighbours(
+    blocks: list[Any],
+    lengths: Sequence[int],
+    k: int,
+    seed: int,
+    bucket_rows: int = BUCKET_ROWS,
+    probes: int = PROBES,
+    group_rows: int = GROUP_ROWS,
+) -> list[Any]:
+    """Per partition, delayed (class codes, positions and class codes of the k approximate
+    nearest neighbours, n × k).
 
     ``blocks`` are delayed (standardised features, class codes, positions) of each partition
-    (``split.overlap.block_arrays``), ``n_rows`` rows in all. The centres are fitted here
-    (one small computation on the cluster); the rest is returned lazy. Every task holds at most
-    two partitions; the only task reading every partition sums their bucket sizes (one small
-    array each).
+    (``split.overlap.block_arrays``), ``lengths`` their rows. The centres are fitted here (one
+    small computation on the cluster); the rest is returned lazy: each partition ranks its
+    rows' buckets and sends each row to the search tasks (groups of about ``group_rows``
+    rows' buckets, as many whatever the partitioning) of its probed buckets, and gets back
+    their candidates. No task holds more than a group's rows and the rows probing them.
     """
     bucket_rows, probes = check_search(bucket_rows, probes)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    n_rows = int(lengths.sum())
     points = [dask.delayed(operator.getitem, pure=True)(b, 0) for b in blocks]
     centres = bucket_centres(points, n_rows, seed, bucket_rows)
-    depth = probes + EXTRA_PROBES
-    prepared = [dask.delayed(bucket_block, pure=True)(b, centres, depth) for b in blocks]
-    each = [dask.delayed(block_sizes, pure=True)(p) for p in prepared]
+    n_centres = len(centres)
+    n_groups = max(1, min(n_centres, math.ceil(n_rows / group_rows)))
+    held = dask.delayed(centres, pure=True)  # one key, not a copy in every task
+    ranked = [dask.delayed(rank_block, pure=True)(b, held, probes + EXTRA_PROBES) for b in blocks]
+    each = [dask.delayed(bucket_sizes, pure=True)(r, n_centres) for r in ranked]
     sizes = dask.delayed(sum, pure=True)(each)
+    group = dask.delayed(search_groups, pure=True)(sizes, n_groups)
+    routed = [
+        dask.delayed(route_block, pure=True)(b, r, sizes, group, n_groups, k, probes)
+        for b, r in zip(blocks, ranked, strict=True)
+    ]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    found = []
+    for g in range(n_groups):
+        pieces = [dask.delayed(operator.getitem, pure=True)(r, g) for r in routed]
+        best = dask.delayed(group_search, pure=True)(pieces, n_centres, k)
+        found.append(dask.delayed(by_partition, pure=True)(best, starts))
     out = []
-    for query in prepared:
-        best = None
-        for ref in prepared:
-            best = dask.delayed(search_step, pure=True)(query, ref, best, sizes, k, probes)
-        out.append(dask.delayed(unsorted_codes, pure=True)(query, best))
+    for p, (start, n) in enumerate(zip(starts, lengths, strict=True)):
+        pieces = [dask.delayed(operator.getitem, pure=True)(f, p) for f in found]
+        out.append(dask.delayed(merge_groups, pure=True)(pieces, int(start), int(n), k))
     return out
+
+
+def _codes(merged: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return merged[0], merged[2]

@@ -274,7 +274,7 @@ def overlap_degrees(
     if method == "exact":
         found = _exact(blocks, k, split_every)
     elif method == "blockwise":
-        found = bucket_neighbour_codes(blocks, int(lengths.sum()), k, seed)
+        found = bucket_neighbour_codes(blocks, lengths, k, seed)
     else:
         found = _nndescent(blocks, lengths, k, seed)
     frames = [
