@@ -27,14 +27,14 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dask
 import numpy as np
 from numba import njit
-from threadpoolctl import threadpool_limits
 
-from .neighbours import point_hashes
+from .neighbours import insert_best, point_hashes, squares
 
 #: Rows per bucket on average (the number of centres is rows / bucket_rows).
 BUCKET_ROWS = 2000
@@ -48,8 +48,8 @@ GROUP_ROWS = 250_000
 SAMPLE_ROWS = 100_000
 #: Lloyd passes of the centres' fit.
 LLOYD_PASSES = 10
-#: Rows scored against every centre at once (BLAS), bounding the score matrix.
-_CHUNK = 1024
+#: Cells of the centre index whose fine centres a row's ranking compares.
+COARSE_PROBES = 4
 #: Distances keep 28 of float64's 52 mantissa bits (the exact search's cut).
 _FINE = 2**24
 _BIG = np.iinfo(np.int64).max
@@ -63,13 +63,41 @@ def check_search(bucket_rows: Any, probes: Any) -> tuple[int, int]:
     return int(bucket_rows), int(probes)
 
 
+@dataclass(frozen=True)
+class CentreIndex:
+    """Two-level index of the bucket centres: ``coarse`` centres of cells, and the ``fine``
+    centres (the buckets) fitted within each cell, listed cell by cell (cell c's are
+    ``fine[starts[c]:starts[c + 1]]``), so consecutive buckets lie near each other."""
+
+    coarse: np.ndarray
+    fine: np.ndarray
+    starts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.fine)
+
+
 def bucket_centres(
     points: Sequence[Any], n_rows: int, seed: int, bucket_rows: int = BUCKET_ROWS
-) -> np.ndarray:
+) -> CentreIndex:
     """Centres of the buckets of the rows ``points`` (delayed float arrays, one per partition,
     ``n_rows`` rows in all): about ``n_rows / bucket_rows`` of them, fitted on a seeded sample."""
     sample = seeded_sample(points, n_rows, min(n_rows, SAMPLE_ROWS), seed)
-    return lloyd(sample, max(1, min(math.ceil(n_rows / bucket_rows), len(sample))))
+    return two_level(sample, max(1, min(math.ceil(n_rows / bucket_rows), len(sample))))
+
+
+def two_level(sample: np.ndarray, n_centres: int) -> CentreIndex:
+    """About ``n_centres`` k-means centres of ``sample`` in about √n_centres cells: coarse
+    centres first, then each cell's share of the fine centres fitted on its sample rows (a
+    hierarchical k-means: each fit costs √n_centres distances per row, not n_centres)."""
+    n_cells = max(1, min(n_centres, round(math.sqrt(n_centres))))
+    coarse = lloyd(sample, n_cells)
+    cell = flat_ranking(sample, coarse, 1)[:, 0]
+    counts = np.bincount(cell, minlength=n_cells)
+    share = np.where(counts > 0, np.maximum(1, np.round(n_centres * counts / len(sample))), 0)
+    fine = [lloyd(sample[cell == c], int(min(share[c], counts[c]))) for c in range(n_cells)]
+    starts = np.concatenate([[0], np.cumsum([len(f) for f in fine])]).astype(np.int64)
+    return CentreIndex(coarse, np.vstack(fine), starts)
 
 
 def seeded_sample(points: Sequence[Any], n_rows: int, n: int, seed: int) -> np.ndarray:
@@ -98,10 +126,10 @@ def below_hash(points: np.ndarray, seed: int, limit: np.uint64) -> tuple[np.ndar
 def lloyd(sample: np.ndarray, n_centres: int, passes: int = LLOYD_PASSES) -> np.ndarray:
     """k-means centres of ``sample`` by Lloyd's passes from its first ``n_centres`` rows (the
     sample is in seeded-hash order, so those are a seeded random start). Not k-means++: its
-    start costs centres × rows distances per centre, minutes for thousands of centres."""
+    start costs centres × rows distances per centre."""
     centres = sample[:n_centres].copy()
     for _ in range(passes):
-        labels = rank_centres(sample, centres, 1)[:, 0]
+        labels = flat_ranking(sample, centres, 1)[:, 0]
         counts = np.bincount(labels, minlength=n_centres)
         sums = np.zeros_like(centres)
         np.add.at(sums, labels, sample)
@@ -110,67 +138,62 @@ def lloyd(sample: np.ndarray, n_centres: int, passes: int = LLOYD_PASSES) -> np.
     return centres
 
 
-def rank_centres(X: np.ndarray, centres: np.ndarray, depth: int) -> np.ndarray:
-    """Indices (int32, n × ``depth``) of each row's ``depth`` nearest centres, nearest first,
-    ordered by exact squared distance in feature order and then by centre index."""
-    depth = min(depth, len(centres))
-    shortlist = min(depth + 2, len(centres))  # BLAS rounding can swap near ties: re-rank a few more
-    norms = np.einsum("ij,ij->i", centres, centres)
-    out = np.empty((len(X), depth), dtype=np.int32)
-    with threadpool_limits(1):  # small products: BLAS threads cost more than they save
-        for start in range(0, len(X), _CHUNK):
-            chunk = np.ascontiguousarray(X[start : start + _CHUNK])
-            scores = norms - 2.0 * (chunk @ centres.T)
-            out[start : start + _CHUNK] = _rerank(chunk, centres, scores, shortlist, depth)
-    return out
+def flat_ranking(X: np.ndarray, centres: np.ndarray, depth: int) -> np.ndarray:
+    """``rank_centres`` against every one of ``centres`` (one cell)."""
+    one = CentreIndex(np.zeros((1, X.shape[1])), centres, np.array([0, len(centres)]))
+    return rank_centres(X, one, depth)
+
+
+def rank_centres(X: np.ndarray, index: CentreIndex, depth: int) -> np.ndarray:
+    """Indices (int32, n × ``depth``) of each row's ``depth`` nearest fine centres among those
+    of its ``COARSE_PROBES`` nearest cells (of every cell where those hold fewer than
+    ``depth``), nearest first, by exact squared distance in feature order, then centre index:
+    a row's ranking depends on its values only."""
+    depth = min(depth, len(index.fine))
+    return _rank(
+        np.ascontiguousarray(X), np.ascontiguousarray(index.coarse.T),
+        np.ascontiguousarray(index.fine.T), index.starts, min(COARSE_PROBES, len(index.coarse)),
+        depth,
+    )  # fmt: skip
 
 
 @njit(cache=True, nogil=True)
-def _rerank(
-    X: np.ndarray, centres: np.ndarray, scores: np.ndarray, shortlist: int, depth: int
-) -> np.ndarray:  # pragma: no cover - numba
-    n, c = scores.shape
-    d = X.shape[1]
+def _rank(X, coarseT, fineT, starts, n_cells, depth) -> np.ndarray:  # pragma: no cover - numba
+    n, d = X.shape
+    m = coarseT.shape[1]
     out = np.empty((n, depth), dtype=np.int32)
-    idx = np.empty(shortlist, dtype=np.int64)
-    val = np.empty(shortlist)
-    exact = np.empty(shortlist)
+    s = np.empty(max(m, int(np.max(starts[1:] - starts[:-1]))))
+    cell_d = np.empty((1, n_cells))
+    cell_i = np.empty((1, n_cells), dtype=np.int64)
+    best_d = np.empty((1, depth))
+    best_i = np.empty((1, depth), dtype=np.int64)
     for i in range(n):
-        val[:] = np.inf
-        idx[:] = -1
-        for j in range(c):  # the shortlist of smallest scores, by insertion
-            v = scores[i, j]
-            if v >= val[shortlist - 1]:
-                continue
-            m = shortlist - 1
-            while m > 0 and val[m - 1] > v:
-                val[m] = val[m - 1]
-                idx[m] = idx[m - 1]
-                m -= 1
-            val[m] = v
-            idx[m] = j
-        for m in range(shortlist):
-            s = 0.0
-            for f in range(d):
-                t = X[i, f] - centres[idx[m], f]
-                s += t * t
-            exact[m] = s
-        for m in range(1, shortlist):  # insertion sort by (exact distance, centre index)
-            e, j = exact[m], idx[m]
-            a = m
-            while a > 0 and (exact[a - 1] > e or (exact[a - 1] == e and idx[a - 1] > j)):
-                exact[a] = exact[a - 1]
-                idx[a] = idx[a - 1]
-                a -= 1
-            exact[a] = e
-            idx[a] = j
-        out[i, :] = idx[:depth]
+        squares(X[i], coarseT, 0, m, s)
+        cell_d[:] = np.inf
+        cell_i[:] = _BIG
+        for c in range(m):
+            insert_best(cell_d, cell_i, cell_i, 0, s[c], c, c)
+        held = 0
+        for a in range(n_cells):
+            held += starts[cell_i[0, a] + 1] - starts[cell_i[0, a]]
+        best_d[:] = np.inf
+        best_i[:] = _BIG
+        for a in range(n_cells if held >= depth else m):
+            c = cell_i[0, a] if held >= depth else a
+            lo, hi = starts[c], starts[c + 1]
+            squares(X[i], fineT, lo, hi, s)
+            for j in range(lo, hi):
+                insert_best(best_d, best_i, best_i, 0, s[j - lo], j, j)
+        for a in range(depth):
+            out[i, a] = best_i[0, a]
     return out
 
 
-def rank_block(block: tuple[np.ndarray, np.ndarray, np.ndarray], centres: np.ndarray, depth: int):
+def rank_block(
+    block: tuple[np.ndarray, np.ndarray, np.ndarray], index: CentreIndex, depth: int
+) -> np.ndarray:
     """Each row's ``depth`` nearest centres (int32, n × depth), nearest (its bucket) first."""
-    return rank_centres(block[0], centres, depth)
+    return rank_centres(block[0], index, depth)
 
 
 def bucket_sizes(ranked: np.ndarray, n_centres: int) -> np.ndarray:
@@ -282,45 +305,25 @@ def merge_groups(
     return mine, pos.ravel()[take].reshape(n, k), codes.ravel()[take].reshape(n, k)
 
 
-@njit(cache=True, nogil=True, fastmath={"contract"})
+@njit(cache=True, nogil=True)
 def _search(
     XqT, Pq, ranked, nprobe, XrT, Pr, Cr, offsets, dist, pos, codes, width
 ) -> None:  # pragma: no cover - numba
-    d, nq = XqT.shape
-    k = dist.shape[1]
+    nq = XqT.shape[1]
     s = np.empty(max(width, 1))
     bits = s.view(np.uint64)
     mask = ~np.uint64(_FINE - 1)
-    q = np.empty(d)
+    q = np.empty(XqT.shape[0])
     for i in range(nq):
-        for f in range(d):
-            q[f] = XqT[f, i]
+        q[:] = XqT[:, i]
         for a in range(nprobe[i]):
             b = ranked[i, a]
             lo, hi = offsets[b], offsets[b + 1]
-            w = hi - lo
-            s[:w] = 0.0
-            for f in range(d):  # vectorised over the bucket's rows; each sum in feature order
-                qf = q[f]
-                row = XrT[f, lo:hi]
-                for j in range(w):
-                    t = qf - row[j]
-                    s[j] += t * t
-            for jj in range(w):
+            squares(q, XrT, lo, hi, s)
+            for jj in range(hi - lo):
                 bits[jj] &= mask
-                v = s[jj]
-                p = Pr[lo + jj]
-                if p == Pq[i] or v > dist[i, k - 1] or (v == dist[i, k - 1] and p >= pos[i, k - 1]):
-                    continue
-                m = k - 1
-                while m > 0 and (dist[i, m - 1] > v or (dist[i, m - 1] == v and pos[i, m - 1] > p)):
-                    dist[i, m] = dist[i, m - 1]
-                    pos[i, m] = pos[i, m - 1]
-                    codes[i, m] = codes[i, m - 1]
-                    m -= 1
-                dist[i, m] = v
-                pos[i, m] = p
-                codes[i, m] = Cr[lo + jj]
+                if Pr[lo + jj] != Pq[i]:
+                    insert_best(dist, pos, codes, i, s[jj], Pr[lo + jj], Cr[lo + jj])
 
 
 def bucket_neighbour_codes(

@@ -77,7 +77,7 @@ def test_recall_against_the_exact_search():
     (whole,), lengths = blocks_of(df, 1500)
     arrays = dask.compute(whole)[0]
     exact = block_candidates(arrays, arrays, 5)[1]
-    assert len(bucket_centres([arrays[0]], 1500, seed=3, bucket_rows=60)) == 25
+    assert 22 <= len(bucket_centres([arrays[0]], 1500, seed=3, bucket_rows=60)) <= 28  # ~1500 / 60
 
     def recall(probes: int, group_rows: int = 250) -> float:
         found = bucket_neighbours([whole], lengths, 5, 3, 60, probes, group_rows)
