@@ -172,7 +172,8 @@ def _rank(X, coarseT, fineT, starts, n_cells, depth) -> np.ndarray:  # pragma: n
         cell_d[:] = np.inf
         cell_i[:] = _BIG
         for c in range(m):
-            insert_best(cell_d, cell_i, cell_i, 0, s[c], c, c)
+            if s[c] <= cell_d[0, n_cells - 1]:
+                insert_best(cell_d, cell_i, cell_i, 0, s[c], c, c)
         held = 0
         for a in range(n_cells):
             held += starts[cell_i[0, a] + 1] - starts[cell_i[0, a]]
@@ -183,7 +184,8 @@ def _rank(X, coarseT, fineT, starts, n_cells, depth) -> np.ndarray:  # pragma: n
             lo, hi = starts[c], starts[c + 1]
             squares(X[i], fineT, lo, hi, s)
             for j in range(lo, hi):
-                insert_best(best_d, best_i, best_i, 0, s[j - lo], j, j)
+                if s[j - lo] <= best_d[0, depth - 1]:  # most fail here, without a call
+                    insert_best(best_d, best_i, best_i, 0, s[j - lo], j, j)
         for a in range(depth):
             out[i, a] = best_i[0, a]
     return out
@@ -305,11 +307,12 @@ def merge_groups(
     return mine, pos.ravel()[take].reshape(n, k), codes.ravel()[take].reshape(n, k)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"contract"})
 def _search(
     XqT, Pq, ranked, nprobe, XrT, Pr, Cr, offsets, dist, pos, codes, width
 ) -> None:  # pragma: no cover - numba
     nq = XqT.shape[1]
+    k = dist.shape[1]
     s = np.empty(max(width, 1))
     bits = s.view(np.uint64)
     mask = ~np.uint64(_FINE - 1)
@@ -322,7 +325,7 @@ def _search(
             squares(q, XrT, lo, hi, s)
             for jj in range(hi - lo):
                 bits[jj] &= mask
-                if Pr[lo + jj] != Pq[i]:
+                if s[jj] <= dist[i, k - 1] and Pr[lo + jj] != Pq[i]:  # most fail here, no call
                     insert_best(dist, pos, codes, i, s[jj], Pr[lo + jj], Cr[lo + jj])
 
 

@@ -26,7 +26,7 @@ from ..tables.table import Table
 MAX_REFERENCE_ROWS = 20_000_000
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def insert_best(dist, key, payload, i, v, p, e) -> None:  # pragma: no cover - numba
     """Put the candidate (distance ``v``, key ``p``, payload ``e``) into row ``i`` of the k
     best so far (``dist``, ``key``, ``payload``: n × k, sorted by (distance, key)), if it
@@ -45,7 +45,7 @@ def insert_best(dist, key, payload, i, v, p, e) -> None:  # pragma: no cover - n
     payload[i, m] = e
 
 
-@njit(cache=True, nogil=True, fastmath={"contract"}, inline="always")
+@njit(cache=True, nogil=True, fastmath={"contract"})
 def squares(x, refT, lo, hi, out) -> None:  # pragma: no cover - numba
     """``out[j - lo]`` = Σ_f (x_f − refT[f, j])² for j in lo..hi, each sum in feature order
     (the same whatever else is computed), vectorised over j."""
