@@ -9,7 +9,9 @@ Two parts, on the generated pixel table (20 bands):
 * ``--rows``: ``overlap_degrees(table, k, method="blockwise")`` on a LocalCluster (``--workers``
   single-threaded workers), the degrees computed partition by partition (their counts come back),
   beside one scan of the same files, and the same degrees again on the table cut into twice as
-  many partitions (``--check-partitions``, smaller sizes only): they must be identical.
+  many partitions (``--check-partitions``, smaller sizes only): they must be identical; the
+  seconds per task name (where the time goes); and, to ``--sampled-recall-to`` rows, the recall
+  of a seeded sample of ``--sampled-recall`` rows against their exact k nearest among every row.
 
     python -m benchmarks.overlap_scale --recall-rows 100000 --rows 1000000
     python -m benchmarks.overlap_scale --rows 10000000 --recall-rows 0
@@ -30,8 +32,10 @@ from soak_dask.split.overlap import (
     DO_COLUMN,
     POSITION,
     block_arrays,
+    block_candidates,
     degrees,
     feature_scaling,
+    merge_candidates,
     overlap_degrees,
     overlap_levels,
     with_positions,
@@ -105,7 +109,42 @@ def degree_counts(client, table, k: int, seed: int) -> tuple[np.ndarray, pd.Seri
     return frame[DO_COLUMN].to_numpy(), frame[DO_COLUMN].value_counts().sort_index()
 
 
-def scale_run(source: str, rows: int, k: int, seed: int, workers: int, check: bool) -> dict:
+def pick_rows(block: tuple, merged: tuple, rows: np.ndarray) -> tuple[tuple, np.ndarray]:
+    """The arrays of a partition's rows ``rows`` and their block-wise neighbours' positions."""
+    return tuple(a[rows] for a in block), merged[1][rows]
+
+
+def sampled_recall(client, table, k: int, seed: int, n_queries: int) -> dict:
+    """Recall of the block-wise search (``bucket_neighbours``, as ``overlap_degrees`` runs it)
+    against the exact k nearest among every row, for a seeded sample of query rows: the exact
+    search of a sample is one pass (each partition's candidates for the sample, merged)."""
+    mean, sd, lengths = feature_scaling(table)
+    table = with_positions(table, lengths)
+    classes = pd.Index(sorted(table.data[table.label].unique().compute().tolist()))
+    blocks = [
+        dask.delayed(block_arrays)(p, table.features, table.label, classes, mean, sd)
+        for p in table.data.to_delayed()
+    ]
+    found = bucket_neighbours(blocks, lengths, k, seed)
+    n = int(lengths.sum())
+    picks = np.sort(np.random.default_rng(seed).choice(n, min(n_queries, n), replace=False))
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    tasks = [
+        dask.delayed(pick_rows)(b, m, picks[(picks >= lo) & (picks < hi)] - lo)
+        for b, m, lo, hi in zip(blocks, found, starts[:-1], starts[1:], strict=True)
+    ]
+    picked = client.gather(client.compute(tasks))
+    query = tuple(np.concatenate([q[i] for q, _ in picked]) for i in range(3))
+    approx = np.vstack([f for _, f in picked])
+    exact = [dask.delayed(block_candidates)(query, b, k) for b in blocks]
+    best = merge_candidates(client.gather(client.compute(exact)))[1]
+    hits = sum(len(np.intersect1d(a, b)) for a, b in zip(best, approx, strict=True))
+    return {"sampled_queries": len(picks), "sampled_recall": round(hits / best.size, 4)}
+
+
+def scale_run(
+    source: str, rows: int, k: int, seed: int, workers: int, check: bool, queries: int
+) -> dict:
     with local_cluster(workers) as client:
         table = load_pixels(source, subset=None, exclude=EXCLUDE)
         features = table.data[list(table.features)]
@@ -128,6 +167,8 @@ def scale_run(source: str, rows: int, k: int, seed: int, workers: int, check: bo
 
             again, _ = degree_counts(client, replace(table, data=more, files=None), k, seed)
             row["same_with_2x_partitions"] = bool(np.array_equal(do, again))
+        if queries:
+            row.update(sampled_recall(client, table, k, seed, queries))
     print(row, flush=True)
     return row
 
@@ -143,6 +184,15 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument(
         "--check-partitions", type=int, default=2_000_000, help="2x partitions check to here"
     )
+    p.add_argument(
+        "--sampled-recall",
+        type=int,
+        default=2000,
+        help="query rows whose neighbours are checked against the exact search (0: none)",
+    )
+    p.add_argument(
+        "--sampled-recall-to", type=int, default=2_000_000, help="the sampled recall to here"
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.recall_rows, args.rows, args.bucket_rows, args.probes = 20_000, [100_000], [1000], [3]
@@ -155,8 +205,9 @@ def main(argv: list[str] | None = None) -> dict:
     rows = []
     for n in args.rows:
         source = pixel_parquet(args.workdir, n, args.seed, scenes=math.ceil(n / 2_000_000))
-        rows.append(scale_run(source, n, args.k, args.seed, args.workers,
-                              n <= args.check_partitions))  # fmt: skip
+        check = n <= args.check_partitions
+        queries = args.sampled_recall if n <= args.sampled_recall_to else 0
+        rows.append(scale_run(source, n, args.k, args.seed, args.workers, check, queries))
     return finish("overlap_scale", args, facts, rows, [], {"recall": recall})
 
 

@@ -1,25 +1,32 @@
 """Approximate k nearest neighbours of every row of a large table, block by block (an inverted
 file of k-means buckets, as FAISS's IVF search), never holding the table in one task.
 
-1. **Buckets**: k-means centres (Lloyd's passes from a seeded start) of a sample of rows
-   chosen by smallest seeded hash of their values (the same sample whatever the partitions),
-   about ``bucket_rows`` rows per centre. Each partition ranks, for each of its rows, the
-   nearest centres (BLAS scores, then the few best re-ranked by exact distances in feature
-   order, ties by centre index, so the ranking does not depend on the block the row is in).
-   A row's bucket is its nearest centre.
+1. **Buckets**: a two-level index of k-means centres (Lloyd's passes from a seeded start) of a
+   sample of rows chosen by smallest seeded hash of their values (the same sample whatever the
+   partitions): about √n_centres coarse cells, and each cell's share of the fine centres (the
+   buckets, about ``bucket_rows`` rows each) fitted on its sample rows. Each partition ranks,
+   for each of its rows, the nearest fine centres of its ``COARSE_PROBES`` nearest cells by
+   exact distances in feature order, ties by centre index (so a row's ranking depends on its
+   values only, not on the block it is in), at about √n_centres distances per row, not
+   n_centres. A row's bucket is its nearest centre.
 2. **Search**: each row's candidates are the rows of its ``probes`` nearest buckets (more,
-   up to ``probes + EXTRA_PROBES``, where those buckets hold fewer than k other rows). For each
-   query partition, a chain of tasks visits every reference partition in turn; each task holds
-   the two partitions' arrays and keeps the k best candidates per row so far, by (squared
-   distance, position). Distances are computed exactly, Σ (q − r)² in feature order, and cut to
-   28 significant bits, as the exact search does, so the neighbours it finds are the exact
+   up to ``probes + EXTRA_PROBES``, where those buckets hold fewer than k other rows). The
+   buckets are cut into groups of about ``GROUP_ROWS`` rows (consecutive buckets, which lie
+   near each other: cell by cell); each partition sends each row to its bucket's group (as a
+   reference) and to the groups of its other probed buckets (as a query), one search task
+   per group keeps the k best candidates of each query row among its buckets, by (squared
+   distance, position), and each partition merges its rows' candidates from the groups they
+   went to. Distances are computed exactly, Σ (q − r)² in feature order, and cut to 28
+   significant bits, as the exact search does, so the neighbours it finds are the exact
    search's whenever they lie in the probed buckets.
 
 Each row's candidate set depends only on its features, the centres and the global bucket
-sizes, and the k best of a set under (distance, position) are unique: the result is the same
-whatever the number of partitions or workers, for a seed. The work is about
-``rows × probes × bucket_rows`` distances (linear in rows), against ``rows²`` for the exact
-search; recall against the exact search is measured in ``benchmarks/overlap_scale.py``.
+sizes, the groups only on the bucket sizes, and the k best of a set under (distance, position)
+are unique: the result is the same whatever the number of partitions or workers, for a seed.
+The work is about ``rows × probes × bucket_rows`` distances for the search and ``rows ×
+√(rows / bucket_rows)`` for the ranking, against ``rows²`` for the exact search; a row travels
+to at most its probe count of groups. Recall against the exact search is measured in
+``benchmarks/overlap_scale.py``.
 """
 
 from __future__ import annotations
