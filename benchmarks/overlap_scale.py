@@ -26,6 +26,7 @@ import math
 import dask
 import numpy as np
 import pandas as pd
+import psutil
 
 from soak_dask.split.bucket_neighbours import SAMPLE_ROWS, bucket_neighbours
 from soak_dask.split.overlap import (
@@ -142,6 +143,16 @@ def sampled_recall(client, table, k: int, seed: int, n_queries: int) -> dict:
     return {"sampled_queries": len(picks), "sampled_recall": round(hits / best.size, 4)}
 
 
+def worker_cpu(client) -> float:
+    """CPU seconds used so far by every worker process (the work, whatever the load)."""
+
+    def used() -> float:
+        times = psutil.Process().cpu_times()
+        return times.user + times.system
+
+    return sum(client.run(used).values())
+
+
 def scale_run(
     source: str, rows: int, k: int, seed: int, workers: int, check: bool, queries: int
 ) -> dict:
@@ -149,13 +160,16 @@ def scale_run(
         table = load_pixels(source, subset=None, exclude=EXCLUDE)
         features = table.data[list(table.features)]
         scan = timed(lambda: features.sum().compute())[1]
+        cpu = worker_cpu(client)
         with task_seconds(client) as where:
             (do, counts), seconds = timed(lambda: degree_counts(client, table, k, seed))
+        cpu = worker_cpu(client) - cpu
         row = {
             "rows": rows,
             "partitions": table.data.npartitions,
             "workers": workers,
             "blockwise_s": round(seconds, 1),
+            "workers_cpu_s": round(cpu, 1),
             "scan_s": round(scan, 2),
             "scans": round(seconds / scan, 1),
             "degree_counts": counts.tolist(),

@@ -297,21 +297,27 @@ def merge_groups(
     positions and class codes (n × k) of their k best candidates over every group's, by
     (distance, position)."""
     qpos, own, dist, pos, codes = (np.concatenate([p[i] for p in pieces]) for i in range(5))
-    row = np.repeat(qpos - start, k)
-    order = np.lexsort((pos.ravel(), dist.ravel(), row))
-    counts = np.bincount(row, minlength=n)
-    if len(counts) != n or counts.min(initial=k) < k:
+    row = qpos - start
+    if len(row) and (row.min() < 0 or row.max() >= n) or len(np.unique(row)) != n:
         raise RuntimeError("the search lost rows of a partition: its partitions changed")
-    take = order[((np.cumsum(counts) - counts)[:, None] + np.arange(k)).ravel()]
-    missing = np.isinf(dist.ravel()[take].reshape(n, k)).any(axis=1)
+    best = (np.full((n, k), np.inf), np.full((n, k), _BIG), np.full((n, k), -1, dtype=np.int64))
+    _merge(row, dist, pos, codes, *best)
+    missing = np.isinf(best[0]).any(axis=1)
     if missing.any():
         raise ValueError(
             f"{int(missing.sum())} rows found fewer than k neighbours in their buckets (many "
             "duplicate rows?): raise probes= or bucket_rows=, or use the exact search"
         )
     mine = np.empty(n, dtype=np.int64)
-    mine[qpos - start] = own
-    return mine, pos.ravel()[take].reshape(n, k), codes.ravel()[take].reshape(n, k)
+    mine[row] = own
+    return mine, best[1], best[2]
+
+
+@njit(cache=True, nogil=True)
+def _merge(row, dist, pos, codes, best_d, best_p, best_c) -> None:  # pragma: no cover - numba
+    for i in range(len(row)):
+        for a in range(dist.shape[1]):
+            insert_best(best_d, best_p, best_c, row[i], dist[i, a], pos[i, a], codes[i, a])
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
