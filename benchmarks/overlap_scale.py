@@ -9,7 +9,9 @@ Two parts, on the generated pixel table (20 bands):
 * ``--rows``: ``overlap_degrees(table, k, method="blockwise")`` on a LocalCluster (``--workers``
   single-threaded workers), the degrees computed partition by partition (their counts come back),
   beside one scan of the same files, and the same degrees again on the table cut into twice as
-  many partitions (``--check-partitions``, smaller sizes only): they must be identical.
+  many partitions (``--check-partitions``, smaller sizes only): they must be identical; the
+  seconds per task name (where the time goes); and, to ``--sampled-recall-to`` rows, the recall
+  of a seeded sample of ``--sampled-recall`` rows against their exact k nearest among every row.
 
     python -m benchmarks.overlap_scale --recall-rows 100000 --rows 1000000
     python -m benchmarks.overlap_scale --rows 10000000 --recall-rows 0
@@ -21,28 +23,35 @@ from __future__ import annotations
 import itertools
 import math
 
+import dask
 import numpy as np
 import pandas as pd
+import psutil
 
-from soak_dask.split.bucket_neighbours import (
-    EXTRA_PROBES,
-    block_sizes,
-    bucket_block,
-    bucket_centres,
-    search_step,
-)
+from soak_dask.split.bucket_neighbours import SAMPLE_ROWS, bucket_neighbours
 from soak_dask.split.overlap import (
     DO_COLUMN,
     POSITION,
     block_arrays,
+    block_candidates,
     degrees,
     feature_scaling,
+    merge_candidates,
     overlap_degrees,
     overlap_levels,
     with_positions,
 )
 
-from .common import finish, header, load_pixels, local_cluster, parser, pixel_parquet, timed
+from .common import (
+    finish,
+    header,
+    load_pixels,
+    local_cluster,
+    parser,
+    pixel_parquet,
+    task_seconds,
+    timed,
+)
 from .overlap_knn import exact_neighbours
 
 MODULE = "benchmarks.overlap_scale"
@@ -51,12 +60,10 @@ EXCLUDE = ["x", "y", "polygon", "region"]
 
 def bucket_positions(arrays: tuple, k: int, seed: int, bucket_rows: int, probes: int):
     """Positions of each row's k neighbours found by the bucket search, in memory."""
-    centres = bucket_centres([arrays[0]], len(arrays[0]), seed, bucket_rows)
-    prepared = bucket_block(arrays, centres, probes + EXTRA_PROBES)
-    best = search_step(prepared, prepared, None, block_sizes(prepared), k, probes)
-    back = np.empty_like(prepared["order"])
-    back[prepared["order"]] = np.arange(len(back))
-    return best[1][back], len(centres)
+    n = len(arrays[0])
+    with dask.config.set(scheduler="sync"):
+        (found,) = bucket_neighbours([dask.delayed(arrays)], [n], k, seed, bucket_rows, probes)
+        return found.compute()[1], min(math.ceil(n / bucket_rows), SAMPLE_ROWS)
 
 
 def recall_grid(source: str, k: int, seed: int, grid: list[tuple[int, int]]) -> list[dict]:
@@ -103,20 +110,70 @@ def degree_counts(client, table, k: int, seed: int) -> tuple[np.ndarray, pd.Seri
     return frame[DO_COLUMN].to_numpy(), frame[DO_COLUMN].value_counts().sort_index()
 
 
-def scale_run(source: str, rows: int, k: int, seed: int, workers: int, check: bool) -> dict:
+def pick_rows(block: tuple, merged: tuple, rows: np.ndarray) -> tuple[tuple, np.ndarray]:
+    """The arrays of a partition's rows ``rows`` and their block-wise neighbours' positions."""
+    return tuple(a[rows] for a in block), merged[1][rows]
+
+
+def sampled_recall(client, table, k: int, seed: int, n_queries: int) -> dict:
+    """Recall of the block-wise search (``bucket_neighbours``, as ``overlap_degrees`` runs it)
+    against the exact k nearest among every row, for a seeded sample of query rows: the exact
+    search of a sample is one pass (each partition's candidates for the sample, merged)."""
+    mean, sd, lengths = feature_scaling(table)
+    table = with_positions(table, lengths)
+    classes = pd.Index(sorted(table.data[table.label].unique().compute().tolist()))
+    blocks = [
+        dask.delayed(block_arrays)(p, table.features, table.label, classes, mean, sd)
+        for p in table.data.to_delayed()
+    ]
+    found = bucket_neighbours(blocks, lengths, k, seed)
+    n = int(lengths.sum())
+    picks = np.sort(np.random.default_rng(seed).choice(n, min(n_queries, n), replace=False))
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    tasks = [
+        dask.delayed(pick_rows)(b, m, picks[(picks >= lo) & (picks < hi)] - lo)
+        for b, m, lo, hi in zip(blocks, found, starts[:-1], starts[1:], strict=True)
+    ]
+    picked = client.gather(client.compute(tasks))
+    query = tuple(np.concatenate([q[i] for q, _ in picked]) for i in range(3))
+    approx = np.vstack([f for _, f in picked])
+    exact = [dask.delayed(block_candidates)(query, b, k) for b in blocks]
+    best = merge_candidates(client.gather(client.compute(exact)))[1]
+    hits = sum(len(np.intersect1d(a, b)) for a, b in zip(best, approx, strict=True))
+    return {"sampled_queries": len(picks), "sampled_recall": round(hits / best.size, 4)}
+
+
+def worker_cpu(client) -> float:
+    """CPU seconds used so far by every worker process (the work, whatever the load)."""
+
+    def used() -> float:
+        times = psutil.Process().cpu_times()
+        return times.user + times.system
+
+    return sum(client.run(used).values())
+
+
+def scale_run(
+    source: str, rows: int, k: int, seed: int, workers: int, check: bool, queries: int
+) -> dict:
     with local_cluster(workers) as client:
         table = load_pixels(source, subset=None, exclude=EXCLUDE)
         features = table.data[list(table.features)]
         scan = timed(lambda: features.sum().compute())[1]
-        (do, counts), seconds = timed(lambda: degree_counts(client, table, k, seed))
+        cpu = worker_cpu(client)
+        with task_seconds(client) as where:
+            (do, counts), seconds = timed(lambda: degree_counts(client, table, k, seed))
+        cpu = worker_cpu(client) - cpu
         row = {
             "rows": rows,
             "partitions": table.data.npartitions,
             "workers": workers,
             "blockwise_s": round(seconds, 1),
+            "workers_cpu_s": round(cpu, 1),
             "scan_s": round(scan, 2),
             "scans": round(seconds / scan, 1),
             "degree_counts": counts.tolist(),
+            "task_seconds": {name: round(s, 1) for name, s in where.items() if s >= 0.5},
         }
         if check:
             more = table.data.repartition(npartitions=2 * table.data.npartitions)
@@ -124,6 +181,8 @@ def scale_run(source: str, rows: int, k: int, seed: int, workers: int, check: bo
 
             again, _ = degree_counts(client, replace(table, data=more, files=None), k, seed)
             row["same_with_2x_partitions"] = bool(np.array_equal(do, again))
+        if queries:
+            row.update(sampled_recall(client, table, k, seed, queries))
     print(row, flush=True)
     return row
 
@@ -139,6 +198,15 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument(
         "--check-partitions", type=int, default=2_000_000, help="2x partitions check to here"
     )
+    p.add_argument(
+        "--sampled-recall",
+        type=int,
+        default=2000,
+        help="query rows whose neighbours are checked against the exact search (0: none)",
+    )
+    p.add_argument(
+        "--sampled-recall-to", type=int, default=2_000_000, help="the sampled recall to here"
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.recall_rows, args.rows, args.bucket_rows, args.probes = 20_000, [100_000], [1000], [3]
@@ -151,8 +219,9 @@ def main(argv: list[str] | None = None) -> dict:
     rows = []
     for n in args.rows:
         source = pixel_parquet(args.workdir, n, args.seed, scenes=math.ceil(n / 2_000_000))
-        rows.append(scale_run(source, n, args.k, args.seed, args.workers,
-                              n <= args.check_partitions))  # fmt: skip
+        check = n <= args.check_partitions
+        queries = args.sampled_recall if n <= args.sampled_recall_to else 0
+        rows.append(scale_run(source, n, args.k, args.seed, args.workers, check, queries))
     return finish("overlap_scale", args, facts, rows, [], {"recall": recall})
 
 

@@ -1,25 +1,32 @@
 """Approximate k nearest neighbours of every row of a large table, block by block (an inverted
 file of k-means buckets, as FAISS's IVF search), never holding the table in one task.
 
-1. **Buckets**: k-means centres (Lloyd's passes from a seeded start) of a sample of rows
-   chosen by smallest seeded hash of their values (the same sample whatever the partitions),
-   about ``bucket_rows`` rows per centre. Each partition ranks, for each of its rows, the
-   nearest centres (BLAS scores, then the few best re-ranked by exact distances in feature
-   order, ties by centre index, so the ranking does not depend on the block the row is in).
-   A row's bucket is its nearest centre.
+1. **Buckets**: a two-level index of k-means centres (Lloyd's passes from a seeded start) of a
+   sample of rows chosen by smallest seeded hash of their values (the same sample whatever the
+   partitions): about √n_centres coarse cells, and each cell's share of the fine centres (the
+   buckets, about ``bucket_rows`` rows each) fitted on its sample rows. Each partition ranks,
+   for each of its rows, the nearest fine centres of its ``COARSE_PROBES`` nearest cells by
+   exact distances in feature order, ties by centre index (so a row's ranking depends on its
+   values only, not on the block it is in), at about √n_centres distances per row, not
+   n_centres. A row's bucket is its nearest centre.
 2. **Search**: each row's candidates are the rows of its ``probes`` nearest buckets (more,
-   up to ``probes + EXTRA_PROBES``, where those buckets hold fewer than k other rows). For each
-   query partition, a chain of tasks visits every reference partition in turn; each task holds
-   the two partitions' arrays and keeps the k best candidates per row so far, by (squared
-   distance, position). Distances are computed exactly, Σ (q − r)² in feature order, and cut to
-   28 significant bits, as the exact search does, so the neighbours it finds are the exact
+   up to ``probes + EXTRA_PROBES``, where those buckets hold fewer than k other rows). The
+   buckets are cut into groups of about ``GROUP_ROWS`` rows (consecutive buckets, which lie
+   near each other: cell by cell); each partition sends each row to its bucket's group (as a
+   reference) and to the groups of its other probed buckets (as a query), one search task
+   per group keeps the k best candidates of each query row among its buckets, by (squared
+   distance, position), and each partition merges its rows' candidates from the groups they
+   went to. Distances are computed exactly, Σ (q − r)² in feature order, and cut to 28
+   significant bits, as the exact search does, so the neighbours it finds are the exact
    search's whenever they lie in the probed buckets.
 
 Each row's candidate set depends only on its features, the centres and the global bucket
-sizes, and the k best of a set under (distance, position) are unique: the result is the same
-whatever the number of partitions or workers, for a seed. The work is about
-``rows × probes × bucket_rows`` distances (linear in rows), against ``rows²`` for the exact
-search; recall against the exact search is measured in ``benchmarks/overlap_scale.py``.
+sizes, the groups only on the bucket sizes, and the k best of a set under (distance, position)
+are unique: the result is the same whatever the number of partitions or workers, for a seed.
+The work is about ``rows × probes × bucket_rows`` distances for the search and ``rows ×
+√(rows / bucket_rows)`` for the ranking, against ``rows²`` for the exact search; a row travels
+to at most its probe count of groups. Recall against the exact search is measured in
+``benchmarks/overlap_scale.py``.
 """
 
 from __future__ import annotations
@@ -27,14 +34,14 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import dask
 import numpy as np
 from numba import njit
-from threadpoolctl import threadpool_limits
 
-from .neighbours import point_hashes
+from .neighbours import insert_best, point_hashes, squares
 
 #: Rows per bucket on average (the number of centres is rows / bucket_rows).
 BUCKET_ROWS = 2000
@@ -42,12 +49,14 @@ BUCKET_ROWS = 2000
 PROBES = 3
 #: Further buckets a row may search where its first ``probes`` hold fewer than k other rows.
 EXTRA_PROBES = 5
+#: Rows whose buckets one search task holds (the groups: as many whatever the partitioning).
+GROUP_ROWS = 250_000
 #: Rows sampled to fit the centres (by smallest seeded hash of their values).
 SAMPLE_ROWS = 100_000
 #: Lloyd passes of the centres' fit.
 LLOYD_PASSES = 10
-#: Rows scored against every centre at once (BLAS), bounding the score matrix.
-_CHUNK = 1024
+#: Cells of the centre index whose fine centres a row's ranking compares.
+COARSE_PROBES = 4
 #: Distances keep 28 of float64's 52 mantissa bits (the exact search's cut).
 _FINE = 2**24
 _BIG = np.iinfo(np.int64).max
@@ -61,13 +70,41 @@ def check_search(bucket_rows: Any, probes: Any) -> tuple[int, int]:
     return int(bucket_rows), int(probes)
 
 
+@dataclass(frozen=True)
+class CentreIndex:
+    """Two-level index of the bucket centres: ``coarse`` centres of cells, and the ``fine``
+    centres (the buckets) fitted within each cell, listed cell by cell (cell c's are
+    ``fine[starts[c]:starts[c + 1]]``), so consecutive buckets lie near each other."""
+
+    coarse: np.ndarray
+    fine: np.ndarray
+    starts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.fine)
+
+
 def bucket_centres(
     points: Sequence[Any], n_rows: int, seed: int, bucket_rows: int = BUCKET_ROWS
-) -> np.ndarray:
+) -> CentreIndex:
     """Centres of the buckets of the rows ``points`` (delayed float arrays, one per partition,
     ``n_rows`` rows in all): about ``n_rows / bucket_rows`` of them, fitted on a seeded sample."""
     sample = seeded_sample(points, n_rows, min(n_rows, SAMPLE_ROWS), seed)
-    return lloyd(sample, max(1, min(math.ceil(n_rows / bucket_rows), len(sample))))
+    return two_level(sample, max(1, min(math.ceil(n_rows / bucket_rows), len(sample))))
+
+
+def two_level(sample: np.ndarray, n_centres: int) -> CentreIndex:
+    """About ``n_centres`` k-means centres of ``sample`` in about √n_centres cells: coarse
+    centres first, then each cell's share of the fine centres fitted on its sample rows (a
+    hierarchical k-means: each fit costs √n_centres distances per row, not n_centres)."""
+    n_cells = max(1, min(n_centres, round(math.sqrt(n_centres))))
+    coarse = lloyd(sample, n_cells)
+    cell = flat_ranking(sample, coarse, 1)[:, 0]
+    counts = np.bincount(cell, minlength=n_cells)
+    share = np.where(counts > 0, np.maximum(1, np.round(n_centres * counts / len(sample))), 0)
+    fine = [lloyd(sample[cell == c], int(min(share[c], counts[c]))) for c in range(n_cells)]
+    starts = np.concatenate([[0], np.cumsum([len(f) for f in fine])]).astype(np.int64)
+    return CentreIndex(coarse, np.vstack(fine), starts)
 
 
 def seeded_sample(points: Sequence[Any], n_rows: int, n: int, seed: int) -> np.ndarray:
@@ -96,10 +133,10 @@ def below_hash(points: np.ndarray, seed: int, limit: np.uint64) -> tuple[np.ndar
 def lloyd(sample: np.ndarray, n_centres: int, passes: int = LLOYD_PASSES) -> np.ndarray:
     """k-means centres of ``sample`` by Lloyd's passes from its first ``n_centres`` rows (the
     sample is in seeded-hash order, so those are a seeded random start). Not k-means++: its
-    start costs centres × rows distances per centre, minutes for thousands of centres."""
+    start costs centres × rows distances per centre."""
     centres = sample[:n_centres].copy()
     for _ in range(passes):
-        labels = rank_centres(sample, centres, 1)[:, 0]
+        labels = flat_ranking(sample, centres, 1)[:, 0]
         counts = np.bincount(labels, minlength=n_centres)
         sums = np.zeros_like(centres)
         np.add.at(sums, labels, sample)
@@ -108,88 +145,76 @@ def lloyd(sample: np.ndarray, n_centres: int, passes: int = LLOYD_PASSES) -> np.
     return centres
 
 
-def rank_centres(X: np.ndarray, centres: np.ndarray, depth: int) -> np.ndarray:
-    """Indices (int32, n × ``depth``) of each row's ``depth`` nearest centres, nearest first,
-    ordered by exact squared distance in feature order and then by centre index."""
-    depth = min(depth, len(centres))
-    shortlist = min(depth + 2, len(centres))  # BLAS rounding can swap near ties: re-rank a few more
-    norms = np.einsum("ij,ij->i", centres, centres)
-    out = np.empty((len(X), depth), dtype=np.int32)
-    with threadpool_limits(1):  # small products: BLAS threads cost more than they save
-        for start in range(0, len(X), _CHUNK):
-            chunk = np.ascontiguousarray(X[start : start + _CHUNK])
-            scores = norms - 2.0 * (chunk @ centres.T)
-            out[start : start + _CHUNK] = _rerank(chunk, centres, scores, shortlist, depth)
-    return out
+def flat_ranking(X: np.ndarray, centres: np.ndarray, depth: int) -> np.ndarray:
+    """``rank_centres`` against every one of ``centres`` (one cell)."""
+    one = CentreIndex(np.zeros((1, X.shape[1])), centres, np.array([0, len(centres)]))
+    return rank_centres(X, one, depth)
+
+
+def rank_centres(X: np.ndarray, index: CentreIndex, depth: int) -> np.ndarray:
+    """Indices (int32, n × ``depth``) of each row's ``depth`` nearest fine centres among those
+    of its ``COARSE_PROBES`` nearest cells (of every cell where those hold fewer than
+    ``depth``), nearest first, by exact squared distance in feature order, then centre index:
+    a row's ranking depends on its values only."""
+    depth = min(depth, len(index.fine))
+    return _rank(
+        np.ascontiguousarray(X), np.ascontiguousarray(index.coarse.T),
+        np.ascontiguousarray(index.fine.T), index.starts, min(COARSE_PROBES, len(index.coarse)),
+        depth,
+    )  # fmt: skip
 
 
 @njit(cache=True, nogil=True)
-def _rerank(
-    X: np.ndarray, centres: np.ndarray, scores: np.ndarray, shortlist: int, depth: int
-) -> np.ndarray:  # pragma: no cover - numba
-    n, c = scores.shape
-    d = X.shape[1]
+def _rank(X, coarseT, fineT, starts, n_cells, depth) -> np.ndarray:  # pragma: no cover - numba
+    n, d = X.shape
+    m = coarseT.shape[1]
     out = np.empty((n, depth), dtype=np.int32)
-    idx = np.empty(shortlist, dtype=np.int64)
-    val = np.empty(shortlist)
-    exact = np.empty(shortlist)
+    s = np.empty(max(m, int(np.max(starts[1:] - starts[:-1]))))
+    cell_d = np.empty((1, n_cells))
+    cell_i = np.empty((1, n_cells), dtype=np.int64)
+    best_d = np.empty((1, depth))
+    best_i = np.empty((1, depth), dtype=np.int64)
     for i in range(n):
-        val[:] = np.inf
-        idx[:] = -1
-        for j in range(c):  # the shortlist of smallest scores, by insertion
-            v = scores[i, j]
-            if v >= val[shortlist - 1]:
-                continue
-            m = shortlist - 1
-            while m > 0 and val[m - 1] > v:
-                val[m] = val[m - 1]
-                idx[m] = idx[m - 1]
-                m -= 1
-            val[m] = v
-            idx[m] = j
-        for m in range(shortlist):
-            s = 0.0
-            for f in range(d):
-                t = X[i, f] - centres[idx[m], f]
-                s += t * t
-            exact[m] = s
-        for m in range(1, shortlist):  # insertion sort by (exact distance, centre index)
-            e, j = exact[m], idx[m]
-            a = m
-            while a > 0 and (exact[a - 1] > e or (exact[a - 1] == e and idx[a - 1] > j)):
-                exact[a] = exact[a - 1]
-                idx[a] = idx[a - 1]
-                a -= 1
-            exact[a] = e
-            idx[a] = j
-        out[i, :] = idx[:depth]
+        squares(X[i], coarseT, 0, m, s)
+        cell_d[:] = np.inf
+        cell_i[:] = _BIG
+        for c in range(m):
+            if s[c] <= cell_d[0, n_cells - 1]:
+                insert_best(cell_d, cell_i, cell_i, 0, s[c], c, c)
+        held = 0
+        for a in range(n_cells):
+            held += starts[cell_i[0, a] + 1] - starts[cell_i[0, a]]
+        best_d[:] = np.inf
+        best_i[:] = _BIG
+        for a in range(n_cells if held >= depth else m):
+            c = cell_i[0, a] if held >= depth else a
+            lo, hi = starts[c], starts[c + 1]
+            squares(X[i], fineT, lo, hi, s)
+            for j in range(lo, hi):
+                if s[j - lo] <= best_d[0, depth - 1]:  # most fail here, without a call
+                    insert_best(best_d, best_i, best_i, 0, s[j - lo], j, j)
+        for a in range(depth):
+            out[i, a] = best_i[0, a]
     return out
 
 
-def bucket_block(
-    block: tuple[np.ndarray, np.ndarray, np.ndarray], centres: np.ndarray, depth: int
-) -> dict[str, np.ndarray]:
-    """One partition's arrays for the search, rows sorted by bucket: the transposed features
-    ``XT`` (d × n), ``codes``, ``pos`` and ``ranked`` centres of each row, the bucket ``offsets``
-    (rows of bucket b are ``offsets[b]:offsets[b + 1]``) and ``order`` (the sorted rows' places
-    in the partition)."""
-    X, codes, pos = block
-    ranked = rank_centres(X, centres, depth)
-    order = np.argsort(ranked[:, 0], kind="stable")
-    offsets = np.searchsorted(ranked[order, 0], np.arange(len(centres) + 1)).astype(np.int64)
-    return {
-        "XT": np.ascontiguousarray(X[order].T),
-        "codes": codes[order].astype(np.int64),
-        "pos": pos[order],
-        "ranked": ranked[order],
-        "offsets": offsets,
-        "order": order,
-    }
+def rank_block(
+    block: tuple[np.ndarray, np.ndarray, np.ndarray], index: CentreIndex, depth: int
+) -> np.ndarray:
+    """Each row's ``depth`` nearest centres (int32, n × depth), nearest (its bucket) first."""
+    return rank_centres(block[0], index, depth)
 
 
-def block_sizes(block: dict[str, np.ndarray]) -> np.ndarray:
-    """Rows per bucket of one prepared partition (a small array)."""
-    return np.diff(block["offsets"])
+def bucket_sizes(ranked: np.ndarray, n_centres: int) -> np.ndarray:
+    """Rows per bucket of one partition (a small array)."""
+    return np.bincount(ranked[:, 0], minlength=n_centres)
+
+
+def search_groups(sizes: np.ndarray, n_groups: int) -> np.ndarray:
+    """The search task (group) of each bucket: consecutive buckets cut into ``n_groups``
+    ranges of about equal rows."""
+    before = np.cumsum(sizes) - sizes
+    return np.minimum(before * n_groups // max(int(sizes.sum()), 1), n_groups - 1).astype(np.int64)
 
 
 def probe_counts(ranked: np.ndarray, sizes: np.ndarray, k: int, probes: int) -> np.ndarray:
@@ -201,116 +226,184 @@ def probe_counts(ranked: np.ndarray, sizes: np.ndarray, k: int, probes: int) -> 
     return np.maximum(first, min(probes, ranked.shape[1])).astype(np.int64)
 
 
-def empty_best(n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """No candidates yet: distances inf, positions and codes none."""
-    return np.full((n, k), np.inf), np.full((n, k), _BIG), np.full((n, k), -1, dtype=np.int64)
-
-
-def search_step(
-    query: dict[str, np.ndarray],
-    ref: dict[str, np.ndarray],
-    best: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+def route_block(
+    block: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ranked: np.ndarray,
     sizes: np.ndarray,
+    group: np.ndarray,
+    n_groups: int,
     k: int,
     probes: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The k best candidates of each query row (sorted order) after also searching ``ref``:
-    (squared distances, positions, class codes), each n × k, by (distance, position)."""
-    n = query["XT"].shape[1]
-    dist, pos, codes = empty_best(n, k) if best is None else (a.copy() for a in best)
-    if not ref["XT"].shape[1]:
-        return dist, pos, codes
-    width = int(np.diff(ref["offsets"]).max())
-    _search(
-        query["XT"], query["pos"], query["ranked"], probe_counts(query["ranked"], sizes, k, probes),
-        ref["XT"], ref["pos"], ref["codes"], ref["offsets"], dist, pos, codes, width,
+) -> list[dict[str, np.ndarray]]:
+    """One partition's rows sent to each search task (group): the rows of its buckets (as
+    references, ``ref`` True) and the rows probing one of its buckets (as queries, with their
+    ranked buckets and probe counts). A row goes to at most its probe count of groups."""
+    X, codes, pos = block
+    nprobe = probe_counts(ranked, sizes, k, probes)
+    member = np.zeros((n_groups, len(X)), dtype=bool)
+    for a in range(ranked.shape[1]):
+        rows = np.flatnonzero(nprobe > a)
+        member[group[ranked[rows, a]], rows] = True
+    home = group[ranked[:, 0]]
+    out = []
+    for g in range(n_groups):
+        rows = np.flatnonzero(member[g])
+        out.append(
+            {"X": X[rows], "codes": codes[rows].astype(np.int64), "pos": pos[rows],
+             "ranked": ranked[rows], "nprobe": nprobe[rows], "ref": home[rows] == g}
+        )  # fmt: skip
+    return out
+
+
+def group_search(
+    pieces: list[dict[str, np.ndarray]], n_centres: int, k: int
+) -> tuple[np.ndarray, ...]:
+    """The k best candidates in one group's buckets of each row probing them: (the rows'
+    positions and class codes; the candidates' squared distances, positions and class codes,
+    n × k, by (distance, position); inf distance where those buckets held fewer)."""
+    rows = {key: np.concatenate([p[key] for p in pieces]) for key in pieces[0]}
+    ref = np.flatnonzero(rows["ref"])
+    ref = ref[np.argsort(rows["ranked"][ref, 0], kind="stable")]
+    offsets = np.searchsorted(rows["ranked"][ref, 0], np.arange(n_centres + 1)).astype(np.int64)
+    Pq = rows["pos"]
+    dist, pos, codes = (
+        np.full((len(Pq), k), np.inf), np.full((len(Pq), k), _BIG),
+        np.full((len(Pq), k), -1, dtype=np.int64),
     )  # fmt: skip
-    return dist, pos, codes
+    if len(ref):
+        width = int(np.diff(offsets).max())
+        _search(
+            np.ascontiguousarray(rows["X"].T), Pq, rows["ranked"], rows["nprobe"],
+            np.ascontiguousarray(rows["X"][ref].T), Pq[ref], rows["codes"][ref], offsets,
+            dist, pos, codes, width,
+        )  # fmt: skip
+    return Pq, rows["codes"], dist, pos, codes
+
+
+def by_partition(found: tuple[np.ndarray, ...], starts: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """A group's candidates cut by the partition of the query rows (``starts``: each
+    partition's first position)."""
+    order = np.argsort(found[0], kind="stable")
+    cuts = np.searchsorted(found[0][order], np.append(starts, _BIG))
+    return [
+        tuple(a[order[lo:hi]] for a in found) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)
+    ]
+
+
+def merge_groups(
+    pieces: list[tuple[np.ndarray, ...]], start: int, n: int, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A partition's rows (positions ``start`` .. ``start + n``): their class codes, and the
+    positions and class codes (n × k) of their k best candidates over every group's, by
+    (distance, position)."""
+    qpos, own, dist, pos, codes = (np.concatenate([p[i] for p in pieces]) for i in range(5))
+    row = qpos - start
+    if len(row) and (row.min() < 0 or row.max() >= n) or len(np.unique(row)) != n:
+        raise RuntimeError("the search lost rows of a partition: its partitions changed")
+    best = (np.full((n, k), np.inf), np.full((n, k), _BIG), np.full((n, k), -1, dtype=np.int64))
+    _merge(row, dist, pos, codes, *best)
+    missing = np.isinf(best[0]).any(axis=1)
+    if missing.any():
+        raise ValueError(
+            f"{int(missing.sum())} rows found fewer than k neighbours in their buckets (many "
+            "duplicate rows?): raise probes= or bucket_rows=, or use the exact search"
+        )
+    mine = np.empty(n, dtype=np.int64)
+    mine[row] = own
+    return mine, best[1], best[2]
+
+
+@njit(cache=True, nogil=True)
+def _merge(row, dist, pos, codes, best_d, best_p, best_c) -> None:  # pragma: no cover - numba
+    for i in range(len(row)):
+        for a in range(dist.shape[1]):
+            insert_best(best_d, best_p, best_c, row[i], dist[i, a], pos[i, a], codes[i, a])
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
 def _search(
     XqT, Pq, ranked, nprobe, XrT, Pr, Cr, offsets, dist, pos, codes, width
 ) -> None:  # pragma: no cover - numba
-    d, nq = XqT.shape
+    nq = XqT.shape[1]
     k = dist.shape[1]
     s = np.empty(max(width, 1))
     bits = s.view(np.uint64)
     mask = ~np.uint64(_FINE - 1)
-    q = np.empty(d)
+    q = np.empty(XqT.shape[0])
     for i in range(nq):
-        for f in range(d):
-            q[f] = XqT[f, i]
+        q[:] = XqT[:, i]
         for a in range(nprobe[i]):
             b = ranked[i, a]
             lo, hi = offsets[b], offsets[b + 1]
-            w = hi - lo
-            s[:w] = 0.0
-            for f in range(d):  # vectorised over the bucket's rows; each sum in feature order
-                qf = q[f]
-                row = XrT[f, lo:hi]
-                for j in range(w):
-                    t = qf - row[j]
-                    s[j] += t * t
-            for jj in range(w):
+            squares(q, XrT, lo, hi, s)
+            for jj in range(hi - lo):
                 bits[jj] &= mask
-                v = s[jj]
-                p = Pr[lo + jj]
-                if p == Pq[i] or v > dist[i, k - 1] or (v == dist[i, k - 1] and p >= pos[i, k - 1]):
-                    continue
-                m = k - 1
-                while m > 0 and (dist[i, m - 1] > v or (dist[i, m - 1] == v and pos[i, m - 1] > p)):
-                    dist[i, m] = dist[i, m - 1]
-                    pos[i, m] = pos[i, m - 1]
-                    codes[i, m] = codes[i, m - 1]
-                    m -= 1
-                dist[i, m] = v
-                pos[i, m] = p
-                codes[i, m] = Cr[lo + jj]
-
-
-def unsorted_codes(
-    query: dict[str, np.ndarray], best: tuple[np.ndarray, np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """(class codes, neighbours' class codes) of the partition's rows in their own order."""
-    if np.isinf(best[0]).any():
-        raise ValueError(
-            f"{int(np.isinf(best[0]).any(axis=1).sum())} rows found fewer than k neighbours in "
-            "their buckets (many duplicate rows?): raise probes= or bucket_rows=, or use the "
-            "exact search"
-        )
-    back = np.empty_like(query["order"])
-    back[query["order"]] = np.arange(len(back))
-    return query["codes"][back], best[2][back]
+                if s[jj] <= dist[i, k - 1] and Pr[lo + jj] != Pq[i]:  # most fail here, no call
+                    insert_best(dist, pos, codes, i, s[jj], Pr[lo + jj], Cr[lo + jj])
 
 
 def bucket_neighbour_codes(
     blocks: list[Any],
-    n_rows: int,
+    lengths: Sequence[int],
     k: int,
     seed: int,
     bucket_rows: int = BUCKET_ROWS,
     probes: int = PROBES,
+    group_rows: int = GROUP_ROWS,
 ) -> list[Any]:
-    """Per partition, delayed (class codes, the k approximate nearest neighbours' class codes).
+    """Per partition, delayed (class codes, the k approximate nearest neighbours' class codes):
+    ``bucket_neighbours`` without the neighbours' positions."""
+    found = bucket_neighbours(blocks, lengths, k, seed, bucket_rows, probes, group_rows)
+    return [dask.delayed(_codes, pure=True)(m) for m in found]
+
+
+def bucket_neighbours(
+    blocks: list[Any],
+    lengths: Sequence[int],
+    k: int,
+    seed: int,
+    bucket_rows: int = BUCKET_ROWS,
+    probes: int = PROBES,
+    group_rows: int = GROUP_ROWS,
+) -> list[Any]:
+    """Per partition, delayed (class codes, positions and class codes of the k approximate
+    nearest neighbours, n × k).
 
     ``blocks`` are delayed (standardised features, class codes, positions) of each partition
-    (``split.overlap.block_arrays``), ``n_rows`` rows in all. The centres are fitted here
-    (one small computation on the cluster); the rest is returned lazy. Every task holds at most
-    two partitions; the only task reading every partition sums their bucket sizes (one small
-    array each).
+    (``split.overlap.block_arrays``), ``lengths`` their rows. The centres are fitted here (one
+    small computation on the cluster); the rest is returned lazy: each partition ranks its
+    rows' buckets and sends each row to the search tasks (groups of about ``group_rows``
+    rows' buckets, as many whatever the partitioning) of its probed buckets, and gets back
+    their candidates. No task holds more than a group's rows and the rows probing them.
     """
     bucket_rows, probes = check_search(bucket_rows, probes)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    n_rows = int(lengths.sum())
     points = [dask.delayed(operator.getitem, pure=True)(b, 0) for b in blocks]
     centres = bucket_centres(points, n_rows, seed, bucket_rows)
-    depth = probes + EXTRA_PROBES
-    prepared = [dask.delayed(bucket_block, pure=True)(b, centres, depth) for b in blocks]
-    each = [dask.delayed(block_sizes, pure=True)(p) for p in prepared]
+    n_centres = len(centres)
+    n_groups = max(1, min(n_centres, math.ceil(n_rows / group_rows)))
+    held = dask.delayed(centres, pure=True)  # one key, not a copy in every task
+    ranked = [dask.delayed(rank_block, pure=True)(b, held, probes + EXTRA_PROBES) for b in blocks]
+    each = [dask.delayed(bucket_sizes, pure=True)(r, n_centres) for r in ranked]
     sizes = dask.delayed(sum, pure=True)(each)
+    group = dask.delayed(search_groups, pure=True)(sizes, n_groups)
+    routed = [
+        dask.delayed(route_block, pure=True)(b, r, sizes, group, n_groups, k, probes)
+        for b, r in zip(blocks, ranked, strict=True)
+    ]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    found = []
+    for g in range(n_groups):
+        pieces = [dask.delayed(operator.getitem, pure=True)(r, g) for r in routed]
+        best = dask.delayed(group_search, pure=True)(pieces, n_centres, k)
+        found.append(dask.delayed(by_partition, pure=True)(best, starts))
     out = []
-    for query in prepared:
-        best = None
-        for ref in prepared:
-            best = dask.delayed(search_step, pure=True)(query, ref, best, sizes, k, probes)
-        out.append(dask.delayed(unsorted_codes, pure=True)(query, best))
+    for p, (start, n) in enumerate(zip(starts, lengths, strict=True)):
+        pieces = [dask.delayed(operator.getitem, pure=True)(f, p) for f in found]
+        out.append(dask.delayed(merge_groups, pure=True)(pieces, int(start), int(n), k))
     return out
+
+
+def _codes(merged: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return merged[0], merged[2]

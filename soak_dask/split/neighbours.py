@@ -15,6 +15,7 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from numba import njit
 from scipy.spatial import cKDTree
 
 from ..hashing import salt, seeded_hash
@@ -23,6 +24,39 @@ from ..tables.table import Table
 #: Training points held in memory by kNNDM and the distance functions (coordinates or
 #: features of each row): above this many rows the table is refused with the numbers.
 MAX_REFERENCE_ROWS = 20_000_000
+
+
+@njit(cache=True, nogil=True)
+def insert_best(dist, key, payload, i, v, p, e) -> None:  # pragma: no cover - numba
+    """Put the candidate (distance ``v``, key ``p``, payload ``e``) into row ``i`` of the k
+    best so far (``dist``, ``key``, ``payload``: n × k, sorted by (distance, key)), if it
+    beats the k-th; the k-NN searches' one selection loop."""
+    k = dist.shape[1]
+    if v > dist[i, k - 1] or (v == dist[i, k - 1] and p >= key[i, k - 1]):
+        return
+    m = k - 1
+    while m > 0 and (dist[i, m - 1] > v or (dist[i, m - 1] == v and key[i, m - 1] > p)):
+        dist[i, m] = dist[i, m - 1]
+        key[i, m] = key[i, m - 1]
+        payload[i, m] = payload[i, m - 1]
+        m -= 1
+    dist[i, m] = v
+    key[i, m] = p
+    payload[i, m] = e
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def squares(x, refT, lo, hi, out) -> None:  # pragma: no cover - numba
+    """``out[j - lo]`` = Σ_f (x_f − refT[f, j])² for j in lo..hi, each sum in feature order
+    (the same whatever else is computed), vectorised over j."""
+    w = hi - lo
+    out[:w] = 0.0
+    for f in range(refT.shape[0]):
+        xf = x[f]
+        row = refT[f, lo:hi]
+        for j in range(w):
+            t = xf - row[j]
+            out[j] += t * t
 
 
 def coords_of(table: Any, caller: str) -> tuple[str, ...]:

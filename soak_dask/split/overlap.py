@@ -32,6 +32,7 @@ from ..tables.arrays import category_codes, float_array
 from ..tables.table import Table
 from .bucket_neighbours import bucket_neighbour_codes
 from .folds import check_seed
+from .neighbours import insert_best, squares
 from .shares import partition_lengths, with_columns
 
 #: The column of each row's degree of overlap (int8, 0..k).
@@ -153,43 +154,23 @@ def _nearest(
     Xq: np.ndarray, Pq: np.ndarray, XrT: np.ndarray, Pr: np.ndarray, k: int, tile: int
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - numba
     """Indices (into ``ref``; -1: none) and distances of each query row's k nearest."""
-    nq, d = Xq.shape
+    nq = Xq.shape[0]
     nr = XrT.shape[1]
     best = np.full((nq, k), -1, dtype=np.int64)
     dist = np.full((nq, k), np.inf)
+    key = np.full((nq, k), _BIG, dtype=np.int64)  # the candidates' positions: ties
     s = np.empty(tile)
     bits = s.view(np.uint64)
     mask = ~np.uint64(_FINE - 1)
     for start in range(0, nr, tile):  # a tile of ref rows stays in cache for every query row
         stop = min(start + tile, nr)
-        width = stop - start
         for i in range(nq):
-            s[:width] = 0.0
-            for f in range(d):
-                q = Xq[i, f]
-                row = XrT[f, start:stop]
-                for j in range(width):  # vectorised over j; each sum stays in feature order
-                    t = q - row[j]
-                    s[j] += t * t
-            for jj in range(width):
+            squares(Xq[i], XrT, start, stop, s)
+            for jj in range(stop - start):
                 bits[jj] &= mask
-                v = s[jj]
                 j = start + jj
-                worst = dist[i, k - 1]
-                if v > worst or Pr[j] == Pq[i]:
-                    continue
-                if v == worst and best[i, k - 1] >= 0 and Pr[j] >= Pr[best[i, k - 1]]:
-                    continue
-                m = k - 1
-                while m > 0 and (
-                    dist[i, m - 1] > v
-                    or (dist[i, m - 1] == v and best[i, m - 1] >= 0 and Pr[best[i, m - 1]] > Pr[j])
-                ):
-                    dist[i, m] = dist[i, m - 1]
-                    best[i, m] = best[i, m - 1]
-                    m -= 1
-                dist[i, m] = v
-                best[i, m] = j
+                if s[jj] <= dist[i, k - 1] and Pr[j] != Pq[i]:  # most fail here, without a call
+                    insert_best(dist, key, best, i, s[jj], Pr[j], j)
     return best, dist
 
 
@@ -274,7 +255,7 @@ def overlap_degrees(
     if method == "exact":
         found = _exact(blocks, k, split_every)
     elif method == "blockwise":
-        found = bucket_neighbour_codes(blocks, int(lengths.sum()), k, seed)
+        found = bucket_neighbour_codes(blocks, lengths, k, seed)
     else:
         found = _nndescent(blocks, lengths, k, seed)
     frames = [

@@ -1,6 +1,6 @@
 """Block-wise approximate k-NN in k-means buckets (soak_dask.split.bucket_neighbours): recall
 against the exact search, the same degrees whatever the partitioning, no task holding more than
-two partitions, and ``overlap_degrees(method="blockwise")`` end to end."""
+a group's rows and the rows probing them, and ``overlap_degrees(method="blockwise")`` end to end."""
 
 from __future__ import annotations
 
@@ -12,13 +12,15 @@ import pytest
 import soak_dask as sd
 from soak_dask.split.bucket_neighbours import (
     below_hash,
-    block_sizes,
-    bucket_block,
     bucket_centres,
     bucket_neighbour_codes,
+    bucket_neighbours,
     check_search,
+    group_search,
     probe_counts,
-    search_step,
+    rank_block,
+    route_block,
+    search_groups,
     seeded_sample,
 )
 from soak_dask.split.overlap import (
@@ -59,33 +61,33 @@ def blocks_of(df: pd.DataFrame, rows_per_partition: int):
         dask.delayed(block_arrays)(p, table.features, table.label, classes, mean, sd_)
         for p in parts
     ]
-    return blocks, int(lengths.sum())
+    return blocks, lengths
 
 
-def bucket_degrees(df, rows_per_partition, k=5, bucket_rows=60, probes=2, seed=3) -> np.ndarray:
-    blocks, n = blocks_of(df, rows_per_partition)
-    found = dask.compute(*bucket_neighbour_codes(blocks, n, k, seed, bucket_rows, probes))
-    return np.concatenate([degrees(*f) for f in found])
+def bucket_degrees(
+    df, rows_per_partition, k=5, bucket_rows=60, probes=2, seed=3, group_rows=250
+) -> np.ndarray:
+    blocks, lengths = blocks_of(df, rows_per_partition)
+    found = bucket_neighbour_codes(blocks, lengths, k, seed, bucket_rows, probes, group_rows)
+    return np.concatenate([degrees(*f) for f in dask.compute(*found)])
 
 
 def test_recall_against_the_exact_search():
     df = frame(1500)
-    (whole,), n = blocks_of(df, 1500)
+    (whole,), lengths = blocks_of(df, 1500)
     arrays = dask.compute(whole)[0]
     exact = block_candidates(arrays, arrays, 5)[1]
-    centres = bucket_centres([arrays[0]], n, seed=3, bucket_rows=60)
-    assert len(centres) == 25
-    prepared = bucket_block(arrays, centres, len(centres))  # rank every centre
-    sizes = block_sizes(prepared)
-    exact = exact[prepared["order"]]  # the search's rows are sorted by bucket
+    assert 22 <= len(bucket_centres([arrays[0]], 1500, seed=3, bucket_rows=60)) <= 28  # ~1500 / 60
 
-    def recall(probes: int) -> float:
-        found = search_step(prepared, prepared, None, sizes, 5, probes)[1]
+    def recall(probes: int, group_rows: int = 250) -> float:
+        found = bucket_neighbours([whole], lengths, 5, 3, 60, probes, group_rows)
+        found = dask.compute(found)[0][0][1]
         return np.mean([len(np.intersect1d(a, b)) / 5 for a, b in zip(exact, found, strict=True)])
 
-    one, three, every = recall(1), recall(3), recall(25)
+    one, three, every = recall(1), recall(3), recall(25, group_rows=100)
     assert 0.7 < one < three < 1.0 and three >= 0.95  # approximate, and close
     assert every == 1.0  # searching every bucket is the exact search
+    assert recall(3, group_rows=10_000) == three  # one group or six: the same neighbours
 
 
 @pytest.mark.parametrize("rows_per_partition", [400, 170, 1200])
@@ -100,19 +102,25 @@ def test_seed_changes_the_buckets_not_the_shape():
     assert a.shape == b.shape and (a == b).mean() > 0.9
 
 
-def test_no_task_holds_more_than_two_partitions():
-    blocks, n = blocks_of(frame(1200), 150)
-    found = bucket_neighbour_codes(blocks, n, 5, 3, bucket_rows=60, probes=2)
-    graph = dict(dask.delayed(found).__dask_graph__())
-    parts = {key for key in graph if str(key).startswith("bucket_block")}
-    assert len(parts) == 8
-    deps = {key: dask.core.get_dependencies(graph, key) for key in graph}
-    for key, on in deps.items():
-        held = on & parts
-        if len(held) > 2:
-            raise AssertionError(f"{key} depends on {len(held)} partitions")
-        if str(key).startswith("sum"):  # the one task over every partition: bucket sizes
-            assert all(str(d).startswith("block_sizes") for d in on) and len(on) == 8
+def test_a_search_task_holds_its_group_not_the_table():
+    blocks, lengths = blocks_of(frame(2400), 300)
+    arrays = dask.compute(*blocks)
+    centres = bucket_centres([a[0] for a in arrays], 2400, seed=3, bucket_rows=60)
+    ranked = [rank_block(a, centres, 7) for a in arrays]
+    sizes = sum(np.bincount(r[:, 0], minlength=len(centres)) for r in ranked)
+    group = search_groups(sizes, 8)
+    routed = [route_block(a, r, sizes, group, 8, 5, 2) for a, r in zip(arrays, ranked, strict=True)]
+    for g in range(8):
+        pieces = [r[g] for r in routed]
+        rows = sum(len(p["pos"]) for p in pieces)
+        refs = sum(int(p["ref"].sum()) for p in pieces)
+        assert 200 <= refs <= 400 and rows < 2400 / 2  # its buckets' 300 rows, and those probing
+        assert len(group_search(pieces, len(centres), 5)[0]) == rows
+    assert sum(int(r[g]["ref"].sum()) for r in routed for g in range(8)) == 2400  # each row once
+    copies = sum(len(r[g]["pos"]) for r in routed for g in range(8))
+    assert 2400 <= copies <= 2400 * 2  # each row goes to at most its probe count of groups
+    graph = dict(dask.delayed(bucket_neighbour_codes(blocks, lengths, 5, 3, 60, 2, 300)).dask)
+    assert sum(str(key).startswith("group_search") for key in graph) == 8
 
 
 def test_probes_grow_where_buckets_are_small():
