@@ -126,3 +126,6 @@ PAIRED_TEST_COLUMNS: dict[str, str] = {
     "note": "what the level simulations say of this test on this design ('' when it held)",
     "reason": "'' when the test is defined, else why its statistics are NaN",
 }
+#: The paired-test columns that are not numbers (the others are NaN where undefined; ``n`` is
+#: a count, never NaN).
+PAIRED_TEST_TEXT = ("reference", "compare", "measure", "n", "method", "note", "reason")

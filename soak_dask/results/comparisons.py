@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..schema import EVALUATION_DIMS, LOWER_IS_BETTER, PAIRED_TEST_COLUMNS
+from ..schema import EVALUATION_DIMS, LOWER_IS_BETTER, PAIRED_TEST_COLUMNS, PAIRED_TEST_TEXT
 from ..stats.mean_tests import (
     MeanTest,
     base_measure,
@@ -97,8 +97,7 @@ COMPARE_COLUMNS: list[str] = [
     "p_reference_better",
 ]
 # The columns of a row that are numbers, NaN until computed.
-_TEXT = ("reference", "compare", "measure", "n", "method", "note", "reason")
-_FLOATS = [c for c in COMPARE_COLUMNS if c not in _TEXT]
+_FLOATS = [c for c in COMPARE_COLUMNS if c not in PAIRED_TEST_TEXT]
 
 
 def recommended_method(outer: str) -> str:

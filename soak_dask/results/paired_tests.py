@@ -20,7 +20,7 @@ import pandas as pd
 import xarray as xr
 from scipy import stats as sps
 
-from ..schema import PAIRED_TEST_COLUMNS, REFERENCE, RESULT_DIMS, TRAIN_TYPES
+from ..schema import PAIRED_TEST_COLUMNS, PAIRED_TEST_TEXT, REFERENCE, RESULT_DIMS, TRAIN_TYPES
 from ..stats.mean_tests import CONSTANT_TOL as _CONSTANT_TOL
 from ..stats.mean_tests import SOAK_METHODS, soak_method_columns
 from ..stats.mean_tests import is_constant as _constant
@@ -50,8 +50,7 @@ PVALUE_COLUMNS: list[str] = [
     "p_welch",
 ]
 # The paired-test columns that are numbers (NaN where undefined).
-_TEXT = ("reference", "compare", "measure", "n", "method", "note", "reason")
-_FLOATS = [c for c in PAIRED_TEST_COLUMNS if c not in _TEXT]
+_FLOATS = [c for c in PAIRED_TEST_COLUMNS if c not in PAIRED_TEST_TEXT]
 #: Columns `pvalues` adds at the end with ``corrected=True`` (``test_train_ratio`` alone with
 #: ``method="corrected"`` or ``"bayesian"``, whose test is then in ``statistic`` and ``p``).
 CORRECTED_COLUMNS: list[str] = ["test_train_ratio", "t_corrected", "p_corrected"]
