@@ -138,8 +138,9 @@ class Session:
         from the plan's block ``counts`` when given, else from one count of its key columns.
         Under ``cost.dry_run`` the run stops here with the plan's cost, before any fit."""
         max_rows = self.fitting.max_train_rows
-        counted = counts is None and counts_rows(ctx, strategies, max_rows)
-        ctx = with_fit_rows(ctx, counts, strategies, max_rows, always=dry_running())
+        limit = worker_memory_limit(ctx.client)
+        counted = counts is None and counts_rows(ctx, strategies, max_rows, limit)
+        ctx = with_fit_rows(ctx, counts, limit, max_rows, count=counted or dry_running())
         stop_dry_run(ctx, strategies, self.design, part, counted=counted)
         checkpoint = None
         if self.checkpoint is not None:
@@ -160,23 +161,21 @@ class Session:
 def with_fit_rows(
     ctx: Context,
     counts: pd.DataFrame | None,
-    strategies: list[Any],
+    limit: int | None,
     max_rows: int | None = None,
-    always: bool = False,
+    count: bool = False,
 ) -> Context:
-    """``ctx`` with each fit's rows and the workers' memory limit, so that the strategies
+    """``ctx`` with each fit's rows and the workers' memory ``limit``, so that the strategies
     refuse a fit too large for a worker before any fit runs, and with ``max_rows`` the row cap
     and each fit's train rows per class (the shares its sample keeps): from the block
-    ``counts`` when the design has them, else counted in one pass over the plan's key columns
-    (only under a cap, where a worker limit is known and some fit may gather its rows, or
-    ``always``: a dry run's cost)."""
-    limit = worker_memory_limit(ctx.client)
+    ``counts`` when the design has them, else, with ``count`` (``counts_rows`` said so, or a
+    dry run's cost), counted in one pass over the plan's key columns."""
     classes = None if ctx.run.classes is None else list(ctx.run.classes)
     label, plan = ctx.table.label, ctx.plan
     if counts is not None:
         rows = fit_rows(plan, counts, label, classes)
         class_rows = train_class_rows(counts, plan.fits, label, classes) if max_rows else None
-    elif always or counts_rows(ctx, strategies, max_rows, limit):
+    elif count:
         class_rows, rows = count_fit_rows(ctx.data, plan, ctx.client, label, classes)
     else:
         return ctx
@@ -187,16 +186,14 @@ def with_fit_rows(
 
 
 def counts_rows(
-    ctx: Context, strategies: list[Any], max_rows: int | None, limit: Any = False
+    ctx: Context, strategies: list[Any], max_rows: int | None, limit: int | None
 ) -> bool:
     """Whether a run without block counts makes a pass counting each fit's rows: under a
-    row cap (its class shares), or where a worker limit is known (``limit``; default: asked
-    of the client) and some pair will be fitted on its gathered rows, fed block by block (its
-    test blocks are gathered), or scored from one-pass statistics with AUC (whose pieces hold
-    every test row's score)."""
+    row cap (its class shares), or where the workers' memory ``limit`` is known and some pair
+    will be fitted on its gathered rows, fed block by block (its test blocks are gathered), or
+    scored from one-pass statistics with AUC (whose pieces hold every test row's score)."""
     if max_rows is not None:
         return True
-    limit = worker_memory_limit(ctx.client) if limit is False else limit
     if limit is None:
         return False
     pairs = [(int(f), n) for f in ctx.plan.fits.index for n in ctx.estimators]
