@@ -223,9 +223,12 @@ def evaluate(
     bootstrap = design.outer == "bootstrap"
     wanted = bootstrap or models is not None or any(map(has_selection, estimators.values()))
     last = Batched() if design.outer in ("loo", "lodo") else None
+    # The final models read the training table: unpersisted, the keyed rows would compute the
+    # design's key columns (a resample's Poisson counts, ...) again in each of their passes.
+    final = dataclasses.replace(ctx, table=train, data=data if persist else train.data)
     finals_asked = {"wanted": wanted, "resubstitution": bootstrap}
     records, finals, timings = _outer_and_finals(
-        session, ctx, fitting.strategies(last=last), held, settings, **finals_asked
+        session, ctx, final, fitting.strategies(last=last), held, settings, **finals_asked
     )
     attrs = result_attrs({**settings, **timings})
     ds = build_dataset(records, plan.splits, plan.coords, list(estimators), session.measures, attrs)
@@ -260,6 +263,7 @@ def _reserved(
 def _outer_and_finals(
     session: Session,
     ctx: Context,
+    final: Context,
     strategies: list[Any],
     held: Any,
     settings: dict[str, Any],
@@ -270,10 +274,11 @@ def _outer_and_finals(
     ``nested=False`` tunes and selects once on all rows), and the seconds each took. The
     final models' tasks are made (and their memory checked) before any fit runs; they score
     their own training rows only with ``resubstitution`` (the bootstrap's .632 estimates, the
-    one reader of those scores: they keep every training row's AUC piece)."""
+    one reader of those scores: they keep every training row's AUC piece), from ``final``:
+    ``ctx`` on the training table's own rows."""
     needed = held is not None or wanted
     fitting = session.fitting
-    tasks = final_tasks(ctx, held, fitting, resubstitution) if needed else {}
+    tasks = final_tasks(final, held, fitting, resubstitution) if needed else {}
     finals, final_seconds = {}, 0.0
     if not settings["nested"] and "optimistic" in settings:
         finals, final_seconds = _final_fits(ctx, tasks)

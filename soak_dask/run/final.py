@@ -22,7 +22,8 @@ from sklearn.base import BaseEstimator, clone
 from ..learn.groups import fit_with_groups
 from ..learn.measures import finish, merge, partial_scores
 from ..learn.tuning import fit_info
-from ..split.plan import Fit, Plan, Selection
+from ..split.folds import table_class_rows
+from ..split.plan import Fit, Selection
 from .closed_form import fit_from_stats, is_additive
 from .final_scores import final_error, partial_of, partition_outcome, split_scores
 from .fit_stats import fit_stats
@@ -37,12 +38,7 @@ from .fitting import (
     select_rows,
 )
 from .fitting_options import FittingOptions
-from .memory import (
-    check_final_memory,
-    check_test_split_memory,
-    count_fit_rows,
-    worker_memory_limit,
-)
+from .memory import check_final_memory, check_test_split_memory, worker_memory_limit
 from .rowcap import capped, keep_rates
 from .strategies import Context
 
@@ -217,8 +213,9 @@ def no_information_from_counts(truth: np.ndarray, predicted: np.ndarray) -> floa
 def final_tasks(
     ctx: Context, held: dd.DataFrame | None, fitting: FittingOptions, resubstitution: bool
 ) -> dict[str, Any]:
-    """One delayed final model per learner of ``ctx`` on all of ``ctx.data`` (the training
-    rows), scoring ``held`` (the test split, if any) and with ``resubstitution`` its training
+    """One delayed final model per learner of ``ctx`` on all of ``ctx.data``, the rows of the
+    training table ``ctx.table`` (without a design's key columns, which no final model reads),
+    scoring ``held`` (the test split, if any) and with ``resubstitution`` its training
     rows: additive learners from one pass of statistics (``stats_states``), with
     ``incremental`` learners with ``partial_fit`` fed block by block, the others on their
     gathered rows, capped at ``fitting.max_train_rows`` (an exact stratified sample, as any
@@ -324,23 +321,19 @@ class FinalRows:
 
 
 def _final_rows(ctx: Context, held: dd.DataFrame | None, max_rows: int | None) -> FinalRows | None:
-    """The final models' rows, counted (one pass over the label, one over the test split's
-    partitions) when a row cap needs the class shares or a worker limit is known; else
-    None."""
+    """The final models' rows when a row cap needs the class shares or a worker limit is
+    known (else None): the training rows per class from the counts the run's folds were drawn
+    from (``ctx.table``, the training table: no pass), the rows of each partition of the test
+    split from one pass over it."""
     limit = worker_memory_limit(ctx.client)
     if max_rows is None and limit is None:
         return None
-    fits = pd.DataFrame({"train": [Selection()], "weights": [None], "blocks": [()]})
-    blocks = pd.DataFrame({"test": pd.Series([], dtype=object)})
-    plan = Plan(fits, blocks, pd.DataFrame())
-    classes = list(ctx.run.classes) if ctx.run.classes else None
-    class_rows, _ = count_fit_rows(ctx.data, plan, ctx.client, ctx.run.label, classes)
     test_parts: tuple[int, ...] = ()
     if held is not None and limit is not None:
         lazy = held.map_partitions(len)
         counts = ctx.client.compute(lazy).result() if ctx.client else lazy.compute()
         test_parts = tuple(int(n) for n in counts)
-    return FinalRows(tuple(int(n) for n in class_rows.iloc[0]), test_parts, limit)
+    return FinalRows(table_class_rows(ctx.table), test_parts, limit)
 
 
 def _train_parts(ctx: Context, class_rows: tuple, max_rows: int | None, exact: bool) -> list:

@@ -290,8 +290,21 @@ def table_classes(table: Table) -> tuple | None:
     its folds are dealt by (``strata_keys``; one pass, shared within a run)."""
     if table.task != "classification":
         return None
+    return tuple(_class_totals(table).index.tolist())
+
+
+def table_class_rows(table: Table) -> tuple[int, ...]:
+    """Rows of each class in ``table_classes``' order (regression: one number, all rows),
+    from the same shared counts: no pass of its own within a run."""
+    if table.task != "classification":
+        strata = count_strata(table.data, strata_keys(table, True), table.key_roles)
+        return (int(strata.rows.sum()),)
+    return tuple(int(n) for n in _class_totals(table))
+
+
+def _class_totals(table: Table) -> pd.Series:
     strata = count_strata(table.data, strata_keys(table, True), table.key_roles)
-    return tuple(strata.totals(table.label).index.tolist())
+    return strata.totals(table.label)
 
 
 def fold_rows(
