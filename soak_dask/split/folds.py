@@ -302,6 +302,12 @@ def table_class_rows(table: Table) -> tuple[int, ...]:
     return tuple(int(n) for n in _class_totals(table))
 
 
+def table_partition_rows(table: Table) -> np.ndarray:
+    """Rows of each partition of ``table``, from the same shared counts (a design that numbers
+    rows, e.g. a bootstrap's, needs no pass of its own for them)."""
+    return count_strata(table.data, strata_keys(table, True), table.key_roles).partition_rows
+
+
 def _class_totals(table: Table) -> pd.Series:
     strata = count_strata(table.data, strata_keys(table, True), table.key_roles)
     return strata.totals(table.label)

@@ -33,9 +33,10 @@ from .folds import (
     check_n_folds,
     check_seed,
     strata_keys,
+    table_partition_rows,
 )
 from .plan import Fit, Plan, Selection, Term, build_plan
-from .shares import add_draws, count_strata, partition_lengths, with_columns
+from .shares import add_draws, count_strata, with_columns
 
 #: The outer strategies of ``evaluate``.
 #: ``knndm``: K-fold on the fold column of ``soak_dask.split.knndm`` (evaluate adds it).
@@ -328,7 +329,7 @@ class LeaveOneOutDesign(Design):
             keyed = groups.add_keys(table)
             self.learned_ = groups.learned_
             return keyed
-        lengths = partition_lengths(table.data)
+        lengths = table_partition_rows(table)
         n = int(lengths.sum())
         if n > LOO_MAX_ROWS:
             raise ValueError(
@@ -358,8 +359,8 @@ class Bootstrap(Design):
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with each row's (each group's) Poisson(1) count per resample."""
-        # Positions from a one-column count; with groups the counts are keyed by group alone.
-        lengths = partition_lengths(table.data) if table.group is None else None
+        # Positions from the run's shared counts; with groups the counts are keyed by group alone.
+        lengths = table_partition_rows(table) if table.group is None else None
         offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if lengths is not None else None
         names = [key_name("boot", r) for r in range(1, self.n_repeats + 1)]
         data = table.data.map_partitions(_poisson_columns, offsets, table.group, names, self.seed)

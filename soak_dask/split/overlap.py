@@ -33,7 +33,7 @@ from ..tables.table import Table
 from .bucket_neighbours import bucket_neighbour_codes
 from .folds import check_seed
 from .neighbours import insert_best, squares
-from .shares import partition_lengths, with_columns
+from .shares import Strata, count_strata, with_columns
 
 #: The column of each row's degree of overlap (int8, 0..k).
 DO_COLUMN = "__soak_overlap__"
@@ -381,7 +381,13 @@ def ensure_positions(table: Table) -> Table:
     """``table`` with ``POSITION`` (each row's position in the table), added if missing."""
     if POSITION in table.data.columns:
         return table
-    return with_positions(table, partition_lengths(table.data))
+    return with_positions(table, label_counts(table).partition_rows)
+
+
+def label_counts(table: Table) -> Strata:
+    """Rows per (partition, class) of ``table``: one pass over the label, shared within a run
+    by the steps that need its classes, row total or partition lengths."""
+    return count_strata(table.data, [table.label], table.key_roles)
 
 
 def degree_frame(table: Table, k: int = DEFAULT_K, method: str = "exact", seed: int = 1):

@@ -44,6 +44,7 @@ from .overlap import (
     degree_frame,
     ensure_positions,
     feature_scaling,
+    label_counts,
     overlap_levels,
 )
 from .shares import (
@@ -51,7 +52,6 @@ from .shares import (
     check_sides,
     count_strata,
     drawn_rows,
-    partition_lengths,
     share_sizes,
 )
 
@@ -123,7 +123,7 @@ def _keep(table: Table, original: Table, column: str) -> Table:
 def classes_of(table: Table) -> pd.Index:
     """The sorted class labels of ``table``, from its rows per class (one pass over the label
     column, shared within a run with the draws that count the same; missing labels refused)."""
-    classes = pd.Index(count_strata(table.data, [table.label], table.key_roles).index)
+    classes = pd.Index(label_counts(table).index)
     check_classes(classes, table.label)
     return classes
 
@@ -459,8 +459,8 @@ def sample_rows(
     """All rows of ``table`` when it has at most ``n``, else a seeded class-stratified sample
     of ``n`` rows, in table order, on the client; the warning then says that ``what`` runs on
     the sample (and ``rest``: what becomes of the other rows)."""
+    total = int(label_counts(table).partition_rows.sum())
     table = ensure_positions(table)
-    total = int(partition_lengths(table.data).sum())
     columns = [*table.features, table.label, POSITION]
     if total <= n:
         return table.data[columns].compute().sort_values(POSITION)

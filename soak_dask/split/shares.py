@@ -103,6 +103,11 @@ class Strata:
         return self.counts.sum(axis=0)
 
     @property
+    def partition_rows(self) -> np.ndarray:
+        """Rows of each partition."""
+        return self.counts.sum(axis=1)
+
+    @property
     def offsets(self) -> np.ndarray:
         """Rows of each stratum in the partitions before each partition."""
         return np.cumsum(self.counts, axis=0) - self.counts
