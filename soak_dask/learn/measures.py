@@ -127,19 +127,25 @@ def partial_scores(
     return out
 
 
-def _auc_columns(y_true: np.ndarray, proba: np.ndarray, n_classes: int) -> list[tuple]:
-    """AUC's pieces: for the positive class (two classes) or each class (one-vs-rest), the
-    distinct scores in order with the positive and negative rows at each."""
+def auc_columns(
+    y_true: np.ndarray, proba: np.ndarray, n_classes: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (positive rows, scores) AUC compares: of the positive class (two classes), or of
+    each class against the rest."""
     if proba.ndim == 1 or proba.shape[1] == 1:  # binary decision scores for class 1
-        columns = [(y_true == 1, proba.reshape(-1))]
-    elif n_classes == 2:
-        columns = [(y_true == 1, proba[:, 1])]
-    else:
-        columns = [(y_true == c, proba[:, c]) for c in range(n_classes)]
+        return [(y_true == 1, proba.reshape(-1))]
+    if n_classes == 2:
+        return [(y_true == 1, proba[:, 1])]
+    return [(y_true == c, proba[:, c]) for c in range(n_classes)]
+
+
+def _auc_columns(y_true: np.ndarray, proba: np.ndarray, n_classes: int) -> list[tuple]:
+    """AUC's pieces: for each of ``auc_columns``, the distinct scores in order with the
+    positive and negative rows at each."""
     return [
         # int32 counts: 16 bytes a distinct score (a block's ties stay below 2**31 rows).
         _distinct(scores, positive.astype(np.int32), (~positive).astype(np.int32), "quicksort")
-        for positive, scores in columns
+        for positive, scores in auc_columns(y_true, proba, n_classes)
     ]
 
 
@@ -204,11 +210,19 @@ def finish(measures: Sequence[str], pieces: dict[str, Any]) -> dict[str, float]:
 
 def _log_loss_sum(y_true: np.ndarray, proba: np.ndarray | None, n_classes: int) -> float:
     """Summed log loss, clipped as scikit-learn's ``log_loss`` does."""
+    loss = row_log_loss(y_true, proba, n_classes)
+    return np.nan if loss is None else float(np.sum(loss))
+
+
+def row_log_loss(
+    y_true: np.ndarray, proba: np.ndarray | None, n_classes: int
+) -> np.ndarray | None:
+    """Each row's log loss, clipped as scikit-learn's ``log_loss`` does (None without class
+    probabilities)."""
     if proba is None or proba.ndim == 1 or proba.shape[1] != n_classes:
-        return np.nan
+        return None
     eps = np.finfo(proba.dtype).eps
-    p = np.clip(proba[np.arange(len(y_true)), y_true], eps, 1 - eps)
-    return float(-np.sum(np.log(p)))
+    return -np.log(np.clip(proba[np.arange(len(y_true)), y_true], eps, 1 - eps))
 
 
 def _balanced_accuracy(pieces: dict[str, Any]) -> float:

@@ -20,7 +20,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 from ..hashing import salt, seeded_hash
-from ..learn.measures import finish, partial_scores
+from ..learn.measures import auc_columns, finish, partial_scores, row_log_loss
 from .fitting import FitState, RunSpec, guard, predict_codes, score_arrays
 
 #: Bootstrap resamples of the test split's rows behind its 95 % interval.
@@ -146,17 +146,21 @@ def interval(
     ``proba`` as ``fitting.predict_codes`` makes them), and its bootstrap 95 % percentile
     interval: rows resampled, or whole groups with ``groups`` (each row's group code, as
     ``pd.factorize`` gives them: rows of a group are not independent, so resampling rows
-    would understate the uncertainty). Seeded by the run's seed: same run, same interval."""
+    would understate the uncertainty). Seeded by the run's seed: same run, same interval.
+    A resample's pieces come from each row's share (``RowPieces``): a gather and a count per
+    piece, never a sort (800,000 rows: 7 ms a resample for the error, 34 ms for every
+    measure, against 68 and 125 ms gathering the rows and re-sorting them for AUC)."""
     estimate = finish(run.measures, partial_of(run, y, pred, proba))
     rng = np.random.default_rng(int(seeded_hash(run.seed, salt("test_split_interval"))[0]))
     units = None if groups is None else _group_rows(groups)
+    pieces = RowPieces.of(y, pred, proba, run)
     draws = {m: np.empty(n_boot) for m in run.measures}
     for b in range(n_boot):
         if units is None:
             rows = rng.integers(0, len(y), len(y))
         else:
             rows = np.concatenate([units[u] for u in rng.integers(0, len(units), len(units))])
-        scores = finish(run.measures, partial_of(run, y[rows], pred[rows], _take(proba, rows)))
+        scores = finish(run.measures, pieces.of_rows(rows))
         for m in run.measures:
             draws[m][b] = scores[m]
     out = {}
@@ -165,6 +169,65 @@ def interval(
         low, high = np.percentile(finite, [2.5, 97.5]) if len(finite) else (np.nan, np.nan)
         out[m] = (float(estimate[m]), float(low), float(high))
     return out
+
+
+@dataclass(frozen=True)
+class RowPieces:
+    """Each test row's share of the measures' pieces, made once, so that a resample's pieces
+    (``partial_of`` of the rows it draws) take a gather and a count per piece: no resample
+    re-sorts the scores for AUC. Classification: each row's confusion cell, its log loss,
+    and per AUC column the distinct scores in order with each row's place among them and its
+    class (``code``: 2 × place + positive). Regression keeps the rows themselves."""
+
+    run: RunSpec
+    y: np.ndarray
+    pred: np.ndarray
+    proba: np.ndarray | None
+    cell: np.ndarray | None = None
+    loss: np.ndarray | None = None
+    auc: list[tuple[np.ndarray, np.ndarray]] | None = None
+
+    @classmethod
+    def of(
+        cls, y: np.ndarray, pred: np.ndarray, proba: np.ndarray | None, run: RunSpec
+    ) -> RowPieces:
+        """The pieces of rows with labels ``y``, predictions ``pred`` and class scores
+        ``proba`` (as ``fitting.predict_codes`` makes them)."""
+        if run.classes is None:
+            return cls(run, y, pred, proba)
+        k = len(run.classes)
+        loss = auc = None
+        if "log_loss" in run.measures:
+            loss = row_log_loss(y, proba, k)
+        if "auc" in run.measures and proba is not None:
+            auc = []
+            for positive, scores in auc_columns(y, proba, k):
+                values, place = np.unique(scores, return_inverse=True)
+                auc.append((values, 2 * place.reshape(-1) + positive))
+        return cls(run, y, pred, proba, y * k + pred, loss, auc)
+
+    def of_rows(self, rows: np.ndarray) -> dict[str, Any]:
+        """``partial_of`` the rows ``rows`` (positions, repeats allowed), exactly."""
+        run = self.run
+        if run.classes is None:
+            return partial_of(run, self.y[rows], self.pred[rows], _take(self.proba, rows))
+        k = len(run.classes)
+        cells = np.bincount(self.cell[rows], minlength=k * k).reshape(k, k)
+        out: dict[str, Any] = {"n": len(rows), "confusion": cells}
+        if self.loss is not None:
+            out["log_loss"] = float(np.sum(self.loss[rows]))
+        elif "log_loss" in run.measures:
+            out["log_loss"] = np.nan
+        if "auc" in run.measures:
+            out["auc"] = None if self.auc is None else [_counted(*c, rows) for c in self.auc]
+        return out
+
+
+def _counted(values: np.ndarray, code: np.ndarray, rows: np.ndarray) -> tuple:
+    """An AUC column's piece of ``rows``: the distinct scores with the positive and the
+    negative rows drawn at each (zero where none was drawn, which adds nothing to AUC)."""
+    counts = np.bincount(code[rows], minlength=2 * len(values)).reshape(-1, 2)
+    return values, counts[:, 1], counts[:, 0]
 
 
 def _group_rows(codes: np.ndarray) -> list[np.ndarray]:

@@ -9,6 +9,8 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import rankdata
 from sklearn import metrics
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
@@ -17,8 +19,9 @@ from sklearn.neighbors import KNeighborsRegressor
 
 import soak_dask as sd
 from soak_dask.hashing import salt, seeded_hash
+from soak_dask.learn.measures import finish
 from soak_dask.run.final import score_final
-from soak_dask.run.final_scores import partition_outcome, split_scores
+from soak_dask.run.final_scores import RowPieces, partial_of, partition_outcome, split_scores
 from soak_dask.run.fitting import FitState, RunSpec
 from soak_dask.run.memory import fit_bytes, outcome_bytes, worker_memory_limit
 from soak_dask.schema import MEASURES
@@ -209,3 +212,28 @@ def test_a_test_split_larger_than_the_workers_memory_limit_completes(tmp_path):
     assert int(res["n_test_split"].item()) == n_test
     assert np.isfinite(res["test_error"].values).all()
     assert (tmp_path / "m" / "lda.skops").exists()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    k=st.integers(2, 4),
+    n=st.integers(1, 60),
+    seed=st.integers(0, 10_000),
+    one_column=st.booleans(),
+)
+def test_row_pieces_of_any_resample_equal_the_resampled_rows_pieces(k, n, seed, one_column):
+    # A resample's pieces from each row's share (no re-sorting) are those of its rows gathered.
+    rng = np.random.default_rng(seed)
+    y, pred = rng.integers(0, k, n), rng.integers(0, k, n)
+    raw = np.round(rng.random((n, k)), 1) + 1e-3  # ties among the scores
+    proba = raw / raw.sum(axis=1, keepdims=True)
+    if one_column and k == 2:
+        proba = proba[:, 1:]  # binary decision scores
+    run = RunSpec(FEATURES, "y", "subset", "", tuple(MEASURES["classification"]),
+                  classes=tuple(range(k)))  # fmt: skip
+    pieces = RowPieces.of(y, pred, proba, run)
+    rows = rng.integers(0, n, n)
+    expected = finish(run.measures, partial_of(run, y[rows], pred[rows], proba[rows]))
+    got = finish(run.measures, pieces.of_rows(rows))
+    for m in run.measures:
+        assert got[m] == pytest.approx(expected[m], rel=1e-12, nan_ok=True), m
