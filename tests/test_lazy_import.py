@@ -44,6 +44,36 @@ def test_import_soak_dask_loads_no_heavy_library():
     assert loaded("import soak_dask") == []
 
 
+def test_the_command_line_parses_and_prints_help_without_heavy_libraries():
+    code = """
+import contextlib, io
+from soak_dask.app.cli import COMMANDS, build_parser, main
+from soak_dask.app.flags import run_settings
+for argv in (["--help"], *([name, "--help"] for name in COMMANDS)):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+        main(argv)
+argv = ["run", "t.csv", "--label", "y", "--learner", "featureless", "--out", "o"]
+assert run_settings(build_parser().parse_args(argv)).learners() == {"featureless": "featureless"}
+"""
+    assert loaded(code) == []
+
+
+def test_every_builtin_learner_is_made_for_each_task_it_does():
+    from sklearn.base import is_classifier, is_regressor
+
+    from soak_dask.learn.builtin import BUILTIN, builtin_learner
+
+    seeded = {"lasso_cv", "decision_tree", "random_forest", "hist_gradient_boosting"}
+    for name, factories in BUILTIN.items():
+        for task, is_task in (("classification", is_classifier), ("regression", is_regressor)):
+            if getattr(factories, task) is None:
+                continue
+            est = builtin_learner(name, task, seed=7)
+            assert is_task(est), (name, task)
+            seeds = [v for k, v in est.get_params().items() if k.endswith("random_state")]
+            assert seeds == [7] if name in seeded else set(seeds) <= {None}, (name, task, seeds)
+
+
 def test_every_public_name_resolves_to_its_module_s_object():
     init = ROOT / "soak_dask" / "__init__.py"
     (block,) = [
