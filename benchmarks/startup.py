@@ -51,9 +51,9 @@ def small_csv(folder: Path) -> Path:
 def seconds(tree: Path, argv: list[str]) -> float:
     """Wall seconds of ``python ARGV`` importing soak_dask from ``tree``; fails loudly."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    proc, s = timed(
+    proc, s = timed(  # in ``tree``: ``-c`` and ``-m`` put the working directory first on the path
         lambda: subprocess.run(
-            [sys.executable, *argv], env=env, capture_output=True, text=True, check=False
+            [sys.executable, *argv], cwd=tree, env=env, capture_output=True, text=True, check=False
         )
     )
     if proc.returncode != 0:
