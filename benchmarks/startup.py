@@ -34,6 +34,8 @@ COMMANDS: dict[str, list[str]] = {
     "soak info --help": ["-m", "soak_dask.app.cli", "info", "--help"],
     "soak info CSV": ["-m", "soak_dask.app.cli", "info", "{csv}", "--label", "y"],
     "import soak_dask; sd.soak": ["-c", "import soak_dask as sd; sd.soak"],
+    # What a Dask worker imports to unpickle a fit task (its function's module).
+    "import soak_dask.run.fitting": ["-c", "import soak_dask.run.fitting"],
 }
 
 
