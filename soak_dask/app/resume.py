@@ -1,15 +1,15 @@
 """The checkpoint of a command that writes a directory (``soak transfer``, ``soak
 split-sensitivity``, ``soak compare-sampling``), as ``soak run`` keeps its own: ``--checkpoint
 DIR``, or ``OUT.checkpoint`` beside ``--out``, checked before any work and removed once the
-results are written (unless given)."""
+results are written (unless given).
+
+The functions import the run path when called: the commands import this module when
+``soak --help`` builds their parsers."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
-
-# The run path's modules load with the command that runs, not when ``soak --help`` builds the
-# parsers of the commands importing this one.
 
 
 def command_checkpoint(out: str | os.PathLike, given: Any, source: Any) -> str:
