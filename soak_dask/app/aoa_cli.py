@@ -15,11 +15,12 @@ import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import xarray as xr
+from typing import TYPE_CHECKING, Any
 
 from .flags import add_output, check_command_out
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 COMMAND = "aoa"
 HELP = (
@@ -89,6 +90,8 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
 def aoa_command(args: argparse.Namespace) -> None:
     """``soak aoa``: check ``--out``, open the inputs lazily, compute on the cluster, write the
     files and print the threshold and the share inside."""
+    import xarray as xr
+
     from ..io.locations import check_apart
     from ..run.cluster import connect
     from ..spatial.aoa import aoa
@@ -118,6 +121,8 @@ def aoa_command(args: argparse.Namespace) -> None:
 
 def _reopen(store: Path, ds: xr.Dataset) -> xr.Dataset:
     """The layers as written, lazily, with the result's attrs."""
+    import xarray as xr
+
     if store.suffix != ".tif":
         return xr.open_zarr(store, consolidated=False)
     import rioxarray
@@ -142,6 +147,8 @@ def _write_map(ds: xr.Dataset, path: Path) -> None:
 def open_input(path: str, raster: bool = False) -> Any:
     """A lazy Dask frame of a Parquet or CSV table; with ``raster``, a Zarr store or GeoTIFF
     as a lazy Dataset (a GeoTIFF's variables named by its band descriptions)."""
+    import xarray as xr
+
     from ..tables.delimited import is_delimited_source, open_delimited
     from ..tables.parquet import ROWS_PER_PARTITION, open_parquet
 

@@ -27,12 +27,9 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
-from typing import Any
-
-from sklearn.base import BaseEstimator
+from typing import TYPE_CHECKING, Any
 
 from ..learn.builtin import BUILTIN
-from ..learn.tuning import Search, check_space
 from ..settings import (
     ALLOWED_MODULES,
     CLI,
@@ -49,6 +46,9 @@ from ..settings import (
     command_settings,
     run_file_table,
 )
+
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
 
 #: The settings a run file and the flags set (the others are Python's only): at the top level
 #: of the file, and in each function's table (by table name, as that function takes them).
@@ -139,6 +139,10 @@ class LearnerSpec:
             Packages or modules trusted besides ``ALLOWED_MODULES``. A module outside both is
             refused before it is imported, since importing runs its code.
         """
+        from sklearn.base import BaseEstimator
+
+        from ..learn.tuning import Search, check_space
+
         module_name, class_name = self.estimator.split(":")
         if not module_allowed(module_name, (*ALLOWED_MODULES, *allow_modules)):
             raise ValueError(

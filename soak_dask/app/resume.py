@@ -1,22 +1,24 @@
 """The checkpoint of a command that writes a directory (``soak transfer``, ``soak
 split-sensitivity``, ``soak compare-sampling``), as ``soak run`` keeps its own: ``--checkpoint
 DIR``, or ``OUT.checkpoint`` beside ``--out``, checked before any work and removed once the
-results are written (unless given)."""
+results are written (unless given).
+
+The functions import the run path when called: the commands import this module when
+``soak --help`` builds their parsers."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from ..io.locations import overlaps
-from ..run.checkpoint import check_checkpoint_dir
-from ..run.session import remove_run_checkpoint
-
 
 def command_checkpoint(out: str | os.PathLike, given: Any, source: Any) -> str:
     """The command's checkpoint: ``given`` (``--checkpoint``), else ``OUT.checkpoint``;
     refused where it overlaps ``out``, is or holds the input ``source``, or holds anything
     but a checkpoint."""
+    from ..io.locations import overlaps
+    from ..run.checkpoint import check_checkpoint_dir
+
     # A string, not a Path: Path("s3://b/out") would lose the URL's "//".
     path = os.fspath(given) if given else f"{os.fspath(out).rstrip('/')}.checkpoint"
     if overlaps(out, path):
@@ -28,5 +30,7 @@ def command_checkpoint(out: str | os.PathLike, given: Any, source: Any) -> str:
 def discard(given: Any, path: str) -> None:
     """Remove the command's own checkpoint once its results are written (a ``--checkpoint``
     the user gave is kept)."""
+    from ..run.session import remove_run_checkpoint
+
     if not given:
         remove_run_checkpoint(path)

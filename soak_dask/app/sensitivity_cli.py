@@ -16,8 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import xarray as xr
-
 from ..learn.builtin import describe_builtins
 from .flags import (
     UsageError,
@@ -31,6 +29,8 @@ from .flags import (
 from .resume import command_checkpoint, discard
 
 if TYPE_CHECKING:
+    import xarray as xr
+
     from ..io.outdir import OutputDir
 
 COMMAND = "split-sensitivity"

@@ -3,36 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from sklearn.base import BaseEstimator, clone, is_classifier, is_regressor
-from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
-from sklearn.dummy import DummyClassifier, DummyRegressor
-from sklearn.ensemble import (
-    HistGradientBoostingClassifier,
-    HistGradientBoostingRegressor,
-    RandomForestClassifier,
-    RandomForestRegressor,
-)
-from sklearn.linear_model import (
-    LinearRegression,
-    LogisticRegression,
-    RidgeClassifierCV,
-    RidgeCV,
-)
-from sklearn.naive_bayes import GaussianNB
-from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+if TYPE_CHECKING:
+    from sklearn.base import BaseEstimator
 
-from ..split.folds import check_seed
-from ..tables.table import Task
-from .lasso import LassoCVClassifier, LassoCVRegressor
-from .pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
-from .tuning import search_from_tuple
+    from ..tables.table import Task
+
+
+def _new(path: str, **params: Any) -> BaseEstimator:
+    """``Class(**params)`` for ``path`` ``module.Class`` (a leading dot: a module of this package).
+
+    Imported when a learner is made, not with this module: ``soak --help`` lists the built-in
+    learners and a run file's names are checked without loading scikit-learn.
+    """
+    module, _, name = path.rpartition(".")
+    return getattr(import_module(module, __package__), name)(**params)
 
 
 def _scaled(estimator: BaseEstimator) -> BaseEstimator:
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
     return make_pipeline(StandardScaler(), estimator)
 
 
@@ -49,36 +42,47 @@ class Factories(NamedTuple):
 
 BUILTIN: dict[str, Factories] = {
     "featureless": Factories(
-        lambda seed: DummyClassifier(strategy="prior"),
-        lambda seed: DummyRegressor(strategy="mean"),
+        lambda seed: _new("sklearn.dummy.DummyClassifier", strategy="prior"),
+        lambda seed: _new("sklearn.dummy.DummyRegressor", strategy="mean"),
     ),
-    "logistic": Factories(lambda seed: _scaled(LogisticRegression(max_iter=1000)), None),
+    "logistic": Factories(
+        lambda seed: _scaled(_new("sklearn.linear_model.LogisticRegression", max_iter=1000)), None
+    ),
     "lasso_cv": Factories(
         # The SOAK paper's cv_glmnet: lasso path, internal 10-fold CV, lambda.1se; the
         # estimators standardise the features themselves.
-        lambda seed: LassoCVClassifier(random_state=seed),
-        lambda seed: LassoCVRegressor(random_state=seed),
+        lambda seed: _new(".lasso.LassoCVClassifier", random_state=seed),
+        lambda seed: _new(".lasso.LassoCVRegressor", random_state=seed),
     ),
-    "ridge": Factories(lambda seed: _scaled(RidgeClassifierCV()), lambda seed: _scaled(RidgeCV())),
-    "linear": Factories(None, lambda seed: LinearRegression()),
-    "lda": Factories(lambda seed: LinearDiscriminantAnalysis(), None),
-    "gaussian_nb": Factories(lambda seed: GaussianNB(), None),
+    "ridge": Factories(
+        lambda seed: _scaled(_new("sklearn.linear_model.RidgeClassifierCV")),
+        lambda seed: _scaled(_new("sklearn.linear_model.RidgeCV")),
+    ),
+    "linear": Factories(None, lambda seed: _new("sklearn.linear_model.LinearRegression")),
+    "lda": Factories(
+        lambda seed: _new("sklearn.discriminant_analysis.LinearDiscriminantAnalysis"), None
+    ),
+    "gaussian_nb": Factories(lambda seed: _new("sklearn.naive_bayes.GaussianNB"), None),
     "knn": Factories(
-        lambda seed: _scaled(KNeighborsClassifier()),
-        lambda seed: _scaled(KNeighborsRegressor()),
+        lambda seed: _scaled(_new("sklearn.neighbors.KNeighborsClassifier")),
+        lambda seed: _scaled(_new("sklearn.neighbors.KNeighborsRegressor")),
     ),
     "decision_tree": Factories(
         # The SOAK paper's rpart: rpart's rules (partition.c), its defaults, cp = 0.01.
-        lambda seed: PrunedTreeClassifier(random_state=seed),
-        lambda seed: PrunedTreeRegressor(random_state=seed),
+        lambda seed: _new(".pruned_tree.PrunedTreeClassifier", random_state=seed),
+        lambda seed: _new(".pruned_tree.PrunedTreeRegressor", random_state=seed),
     ),
     "random_forest": Factories(
-        lambda seed: RandomForestClassifier(n_estimators=100, random_state=seed),
-        lambda seed: RandomForestRegressor(n_estimators=100, random_state=seed),
+        lambda seed: _new(
+            "sklearn.ensemble.RandomForestClassifier", n_estimators=100, random_state=seed
+        ),
+        lambda seed: _new(
+            "sklearn.ensemble.RandomForestRegressor", n_estimators=100, random_state=seed
+        ),
     ),
     "hist_gradient_boosting": Factories(
-        lambda seed: HistGradientBoostingClassifier(random_state=seed),
-        lambda seed: HistGradientBoostingRegressor(random_state=seed),
+        lambda seed: _new("sklearn.ensemble.HistGradientBoostingClassifier", random_state=seed),
+        lambda seed: _new("sklearn.ensemble.HistGradientBoostingRegressor", random_state=seed),
     ),
 }
 
@@ -151,6 +155,11 @@ def resolve_learners(
     or ``(learner, space, n_iter)`` is a learner tuned inside each train set
     (``soak_dask.learn.tuning.Search``).
     """
+    from sklearn.base import BaseEstimator, clone
+
+    from ..split.folds import check_seed
+    from .tuning import search_from_tuple
+
     seed = check_seed(seed)
     if learners is None:
         learners = default_learners(task)
@@ -180,6 +189,8 @@ def resolve_learners(
 
 
 def _check_estimator(name: str, est: Any, task: Task) -> None:
+    from sklearn.base import is_classifier, is_regressor
+
     if not (hasattr(est, "fit") and hasattr(est, "predict")):
         raise TypeError(
             f"learner {name!r} is a {type(est).__name__}, not a scikit-learn estimator with "

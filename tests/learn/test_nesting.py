@@ -231,7 +231,9 @@ def test_nested_selection_is_honest_and_the_shortcut_is_optimistic():
     assert abs(honest - 0.5) < 0.12, honest
     assert optimistic > honest + 0.15, (optimistic, honest)
     assert "optimistic" in flat.attrs and "optimistic" not in nested.attrs
-    assert "WARNING: nested=False" in sd.results.stats.evaluation_text(flat)
+    from soak_dask.results.stats import evaluation_text
+
+    assert "WARNING: nested=False" in evaluation_text(flat)
     # Each fold kept k features, chosen anew; so did the final model.
     assert (nested.n_features_kept == 10).all()
     assert nested.final_n_features_kept.sel(learner="sel").item() == 10

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-import soak_dask  # noqa: F401  (registers the Dataset.soak accessor)
+import soak_dask.results  # noqa: F401  (registers the Dataset.soak accessor)
 from soak_dask.results.comparisons import compare
 from soak_dask.results.stats import (
     CORRECTED_COLUMNS,
