@@ -5,14 +5,26 @@ subset, and does pooling subsets help? See ``soak`` and ``load_table``.
 """
 
 # Every public name loads with its module on first use (PEP 562), not with the package: the
-# ``soak`` command, Dask workers and notebooks import only what they use (sklearn, dask.dataframe,
-# xarray and matplotlib each take a second or so). The imports under TYPE_CHECKING are the one
+# ``soak`` command, Dask workers and notebooks import only what they use (sklearn, dask.dataframe
+# and matplotlib each take a second or so). The imports under TYPE_CHECKING are the one
 # list of public names: type checkers and the docs read them as written, ``__getattr__`` reads
 # them from this file's source.
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+import xarray as _xr
+
 from .version import __version__ as __version__
+
+
+# Any Dataset has ``ds.soak`` once soak_dask is imported, a store opened by xarray alone
+# included (xarray itself: 0.4 s); the accessor's modules load when it is first used.
+@_xr.register_dataset_accessor("soak")
+def _soak_accessor(ds: _xr.Dataset) -> Any:
+    from .results.accessor import SoakAccessor
+
+    return SoakAccessor(ds)
+
 
 if TYPE_CHECKING:
     from .diagnose.mai import compare_sampling, mai_summary, mai_table
@@ -91,9 +103,6 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # Any result a public function returns can use the Dataset.soak accessor (soak_dask.results
-    # registers it on import).
-    import_module(".results", __name__)
     module, attr = _EXPORTS[name]
     value = globals()[name] = getattr(import_module(module, __name__), attr)
     return value

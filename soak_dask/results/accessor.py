@@ -53,10 +53,10 @@ _SUMMARIES = {
 _TESTS = {"transfer": _transfer_tests, "search_subsets": _search_tests}
 
 
-@xr.register_dataset_accessor("soak")
 class SoakAccessor:
-    """Methods on a results Dataset: ``ds.soak.summary()``, ``ds.soak.pvalues()`` (SOAK),
-    ``ds.soak.by_fold()`` and ``ds.soak.compare(a, b, measure)`` (evaluate)."""
+    """``Dataset.soak`` (registered by ``import soak_dask``): methods on a results Dataset,
+    ``ds.soak.summary()``, ``ds.soak.pvalues()`` (SOAK), ``ds.soak.by_fold()`` and
+    ``ds.soak.compare(a, b, measure)`` (evaluate)."""
 
     def __init__(self, ds: xr.Dataset) -> None:
         self._ds = ds
