@@ -26,7 +26,7 @@ import pandas as pd
 from dask.utils import format_bytes
 
 from .memory import LIMIT_SHARE, FitMemoryError, check_fit_memory, fit_bytes
-from .score_memory import check_fed_memory, check_score_memory, n_workers
+from .score_memory import check_score_memory, n_workers
 from .strategies import (
     Batched,
     Context,
@@ -34,8 +34,7 @@ from .strategies import (
     PartialFit,
     WholeTrainSet,
     assign,
-    fed_fits,
-    one_pass_fits,
+    scored_fits,
     whole_fits,
 )
 
@@ -228,10 +227,9 @@ def plan_cost(
         if isinstance(strategies[-1], WholeTrainSet):
             whole = whole_fits(chosen, strategies)
             check_fit_memory(rows, plan, whole, n_features, ctx.memory_limit, ctx.max_rows)
-        scored, run = one_pass_fits(chosen, strategies), ctx.run
+        scored, run = scored_fits(chosen, strategies), ctx.run
         check_score_memory(rows["test"], scored, run.measures, run.classes, ctx.memory_limit,
                            n_workers(ctx.client))  # fmt: skip
-        check_fed_memory(rows["test"], fed_fits(chosen, strategies), n_features, ctx.memory_limit)
     except FitMemoryError as err:
         refusal = str(err)
     return PlanCost(
@@ -265,9 +263,9 @@ def passes(frame: pd.DataFrame, used: Sequence[Any], counted: bool) -> tuple[tup
     """The passes over the data of the fits ``frame`` describes (``used``: each pair's
     strategy): a whole-train-set fit reads every partition for its rows, once for all its
     learners; an incremental one once for its train blocks (the same blocks feed every
-    epoch) and once for its test rows; one-pass learners share one pass of statistics
-    (unless made before, as ``search_subsets`` makes them) and one scoring pass; batched fits
-    share one read."""
+    epoch), and the incremental fits share one scoring pass; one-pass learners share one pass
+    of statistics (unless made before, as ``search_subsets`` makes them) and one scoring
+    pass; batched fits share one read."""
     pairs = list(zip(frame["fit_id"], used, strict=True))
     out = [(1, "counting each fit's rows")] if counted else []
     onepass = [s for s in used if isinstance(s, OnePass)]
@@ -280,7 +278,8 @@ def passes(frame: pd.DataFrame, used: Sequence[Any], counted: bool) -> tuple[tup
     if whole := {f for f, s in pairs if isinstance(s, WholeTrainSet)}:
         out.append((len(whole), "the rows of each whole-train-set fit"))
     if partial := {f for f, s in pairs if isinstance(s, PartialFit)}:
-        out.append((2 * len(partial), "the train blocks and test rows of each incremental fit"))
+        out.append((len(partial), "the train blocks of each incremental fit"))
+        out.append((1, "scoring the incremental fits"))
     if any(isinstance(s, Batched) for s in used):
         out.append((1, "the table, read once for the batched fits"))
     return tuple(out)

@@ -8,8 +8,8 @@ AUC column (one for two classes, one per class one-vs-rest), and a block's piece
 one task (``MERGE_COPIES`` copies at its peak). A pass scores every test block at once, so when
 its last partition is in it holds the pieces of all of them: the test rows summed over its fits
 (once per learner). The estimate is checked before any fit, as a fit's own memory is
-(``memory.check_fit_memory``). An incremental fit's model is scored on its test blocks
-gathered in one task, checked likewise (``check_fed_memory``).
+(``memory.check_fit_memory``). Models fed block by block (``incremental``) are scored by the
+same kind of pass (``strategies.scoring_pass``), so their pieces count too.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 from dask.utils import format_bytes
 
-from .memory import LIMIT_SHARE, FitMemoryError, fit_bytes
+from .memory import FitMemoryError
 
 #: Bytes of AUC's piece per test row and column: the score (float64), positive and negative
 #: counts (int32 each).
@@ -70,30 +70,6 @@ def check_score_memory(
         f"{format_bytes(largest)}) when its last partition is in, more than {SCORE_SHARE:.0%} "
         f"of the workers' memory ({n_workers} × {format_bytes(limit)}); score without AUC "
         f"(measures={others!r}), with fewer repeats or folds, or give the workers more memory"
-    )
-
-
-def check_fed_memory(
-    test_rows: pd.Series, learners: Mapping[int, list[str]], n_features: int, limit: int | None
-) -> None:
-    """Refuse an incremental fit (fed block by block: ``learners``, ``{fit_id: names}``) whose
-    test blocks (``test_rows``), gathered into the one task that scores the fed model, need
-    more than ``LIMIT_SHARE`` of a worker's ``limit``; before any fit."""
-    if limit is None or not learners:
-        return
-    mine = test_rows.loc[list(learners)]
-    fit_id = int(mine.idxmax())
-    need = fit_bytes(int(mine.loc[fit_id]), n_features)
-    if need <= LIMIT_SHARE * limit:
-        return
-    most = int(LIMIT_SHARE * limit // fit_bytes(1, n_features))
-    raise FitMemoryError(
-        f"fit {fit_id} of learner {learners[fit_id][0]!r}, fed block by block, scores its "
-        f"{int(mine.loc[fit_id]):,} test rows × {n_features} features in one task: about "
-        f"{format_bytes(need)} at its peak, more than {LIMIT_SHARE:.0%} of a worker's memory "
-        f"limit ({format_bytes(limit)}), which holds about {most:,} such rows; use more folds "
-        "(smaller test blocks), a learner fitted from one pass of block statistics, or give "
-        "each worker more memory"
     )
 
 

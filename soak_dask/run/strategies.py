@@ -42,7 +42,6 @@ from .fitting import (
     merge_pieces,
     partial_fit_chain,
     score_block,
-    score_fitted,
     score_partition,
     score_selections,
     select_rows,
@@ -51,7 +50,7 @@ from .fitting import (
 from .memory import check_fit_memory
 from .onepass import block_stats, train_stats
 from .rowcap import keep_rates
-from .score_memory import check_fed_memory, check_score_memory, n_workers
+from .score_memory import check_score_memory, n_workers
 
 Pair = tuple[int, str]  # (fit_id, learner)
 
@@ -182,9 +181,12 @@ class Batched:
 @dataclass(frozen=True)
 class PartialFit:
     """Feed learners with ``partial_fit`` one block of train rows per task, ``epochs`` times
-    (block order reshuffled, seeded), so a worker holds one block and the model at a time."""
+    (block order reshuffled, seeded), so a worker holds one block and the model at a time;
+    score the fed models partition by partition, as ``OnePass`` scores its models
+    (``scoring_pass``)."""
 
     epochs: int = 1
+    split_every: int = 8
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
         estimator = ctx.estimators[learner]
@@ -195,17 +197,17 @@ class PartialFit:
         return fed and hasattr(estimator, "partial_fit")
 
     def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
-        return [self._chain(ctx, *pair) for pair in pairs], []
+        if not pairs:
+            return [], []
+        fitted = {pair: (self._chain(ctx, *pair), ctx.spec(*pair)) for pair in pairs}
+        return scoring_pass(ctx, fitted, self.split_every), []
 
     def _chain(self, ctx: Context, fit_id: int, learner: str) -> Any:
+        """The delayed ``FitState`` of one pair, fed its train blocks (sampled under a cap)."""
         spec, run = ctx.spec(fit_id, learner), ctx.run
         rates = ctx.rates(fit_id, exact=False)
         parts = ctx.rows(spec, test=False, rates=rates).to_delayed()
-        state = partial_fit_chain(ctx.estimators[learner], parts, run, self.epochs, spec.weights)
-        test = ctx.rows(spec, train=False)
-        token = ctx.token(spec, ctx.estimators[learner], self.epochs, rates)
-        key = f"soak-fit-{fit_id}-{learner}-{token}"
-        return dask.delayed(score_fitted, pure=True)(state, test, spec, run, dask_key_name=key)
+        return partial_fit_chain(ctx.estimators[learner], parts, run, self.epochs, spec.weights)
 
 
 @dataclass(frozen=True)
@@ -262,67 +264,88 @@ class OnePass:
         else:
             train = ctx.plan.fits.loc[fit_id, "train"]
             pooled = train_stats(stats, train, ctx.table.subset, ctx.table.fold)
-        if pooled.classes is not None:
-            # Fitted on class codes, the models predict codes: scoring never handles labels.
-            pooled = dataclasses.replace(pooled, classes=np.arange(len(pooled.classes)))
-        estimator = ctx.estimators[learner]
-        start = time.perf_counter()
-        fitted, message = guard(ctx.run, partial(fit_from_stats, estimator, pooled))
-        return FitState(
-            estimator if fitted is None else fitted,
-            n_train=int(pooled.n_rows),
-            seconds=time.perf_counter() - start,
-            message=message,
-            started=True,
-        )
+        return fit_pooled(ctx, learner, pooled)
 
     def _score(self, ctx: Context, fitted: dict[Pair, tuple[FitState, FitSpec]]) -> list[Any]:
-        """Scoring tasks: each partition is read once and predicted by every fit whose test
-        blocks it holds; a tree of merges (fan-in ``split_every``) adds up the partitions'
-        partial scores, and one task per test block finishes them. No task holds more than
-        one partition of rows, so the pass runs in bounded memory on tables larger than the
-        cluster's (AUC excepted: it needs every test row's scores). Rows find their blocks by
-        (fold, subset) cell where the plan has cells, else by each block's ``Selection``."""
-        by_block: dict[int, list[Pair]] = {}
-        for pair, (_, spec) in fitted.items():
-            for block, _, _ in spec.tests:
-                by_block.setdefault(block, []).append(pair)
-        cells, run = ctx.plan.blocks, ctx.run
-        if _cells(ctx):
-            fold, subset = ctx.table.fold, ctx.table.subset
-            ordered = sorted(by_block, key=lambda b: (cells.at[b, fold], cells.at[b, subset]))
-            blocks = [(cells.at[b, fold], cells.at[b, subset], by_block[b]) for b in ordered]
-            columns = [*run.features, run.label, run.subset, run.fold_column]
-            score = score_partition
-        else:
-            ordered = sorted(by_block)
-            blocks = [(cells.at[b, "test"], by_block[b]) for b in ordered]
-            keys = sorted(set().union(*(test.columns for test, _ in blocks)))
-            columns = list(dict.fromkeys([*run.features, run.label, *keys]))
-            score = score_selections
-        token = ctx.token(fitted, blocks)
-        shared = dask.delayed(fitted, name=f"soak-fitted-{token}", pure=True)
-        level = [
-            dask.delayed(score, nout=len(blocks), pure=True)(
-                part, shared, blocks, run, dask_key_name=f"soak-predict-{i}-{token}"
-            )
-            for i, part in enumerate(ctx.data[columns].to_delayed())
-        ]
-        # A tree of merges keeps few pieces alive (tasks and keys hold memory on a worker too).
-        level = tree_reduce(
-            level, merge_pieces, self.split_every, keep=self.split_every, nout=len(blocks)
+        return scoring_pass(ctx, fitted, self.split_every)
+
+
+def fit_pooled(ctx: Context, learner: str, pooled: Any) -> FitState:
+    """The model of ``learner`` fitted on the client from ``pooled`` train statistics (a
+    ``TrainStats``), on class codes: it predicts codes, and scoring never handles labels."""
+    if pooled.classes is not None:
+        pooled = dataclasses.replace(pooled, classes=np.arange(len(pooled.classes)))
+    estimator = ctx.estimators[learner]
+    start = time.perf_counter()
+    fitted, message = guard(ctx.run, partial(fit_from_stats, estimator, pooled))
+    return FitState(
+        estimator if fitted is None else fitted,
+        n_train=int(pooled.n_rows),
+        seconds=time.perf_counter() - start,
+        message=message,
+        started=True,
+        coded=True,
+        finite=True,  # the statistics checked every feature is finite
+    )
+
+
+def scoring_pass(
+    ctx: Context, fitted: Mapping[Pair, tuple[Any, FitSpec]], split_every: int
+) -> list[Any]:
+    """Scoring tasks of the models ``fitted`` (pair -> (``FitState``, concrete or delayed;
+    its spec)): each partition is read once and predicted by every fit whose test blocks it
+    holds; a tree of merges (fan-in ``split_every``) adds up the partitions' partial scores,
+    and one task per test block finishes them. No task holds more than one partition of
+    rows, so the pass runs in bounded memory on tables larger than the cluster's (AUC
+    excepted: it needs every test row's scores). Rows find their blocks by (fold, subset)
+    cell where the plan has cells, else by each block's ``Selection``. Serves the models
+    fitted from statistics (``OnePass``) and those fed block by block (``PartialFit``)."""
+    ordered, blocks, columns, score = _pass_blocks(ctx, fitted)
+    run, token = ctx.run, ctx.token(fitted, blocks)
+    shared = dask.delayed(fitted, name=f"soak-fitted-{token}", pure=True)
+    level = [
+        dask.delayed(score, nout=len(blocks), pure=True)(
+            part, shared, blocks, run, dask_key_name=f"soak-predict-{i}-{token}"
         )
-        return [
-            dask.delayed(score_block, pure=True)(
-                [node[i] for node in level],
-                shared,
-                block,
-                blocks[i][-1],
-                run,
-                dask_key_name=f"soak-score-{i}-{token}",
-            )
-            for i, block in enumerate(ordered)
-        ]
+        for i, part in enumerate(ctx.data[columns].to_delayed())
+    ]
+    # A tree of merges keeps few pieces alive (tasks and keys hold memory on a worker too).
+    level = tree_reduce(level, merge_pieces, split_every, keep=split_every, nout=len(blocks))
+    return [
+        dask.delayed(score_block, pure=True)(
+            [node[i] for node in level],
+            shared,
+            block,
+            blocks[i][-1],
+            run,
+            dask_key_name=f"soak-score-{i}-{token}",
+        )
+        for i, block in enumerate(ordered)
+    ]
+
+
+def _pass_blocks(
+    ctx: Context, fitted: Mapping[Pair, tuple[Any, FitSpec]]
+) -> tuple[list[int], list[tuple], list[str], Any]:
+    """The test blocks a scoring pass scores (in order), each with the keys of the fits that
+    predict it (by (fold, subset) cell, or by ``Selection``), the columns its partitions
+    read and the function that scores a partition."""
+    by_block: dict[int, list[Pair]] = {}
+    for pair, (_, spec) in fitted.items():
+        for block, _, _ in spec.tests:
+            by_block.setdefault(block, []).append(pair)
+    cells, run = ctx.plan.blocks, ctx.run
+    if _cells(ctx):
+        fold, subset = ctx.table.fold, ctx.table.subset
+        ordered = sorted(by_block, key=lambda b: (cells.at[b, fold], cells.at[b, subset]))
+        blocks = [(cells.at[b, fold], cells.at[b, subset], by_block[b]) for b in ordered]
+        columns = [*run.features, run.label, run.subset, run.fold_column]
+        return ordered, blocks, columns, score_partition
+    ordered = sorted(by_block)
+    blocks = [(cells.at[b, "test"], by_block[b]) for b in ordered]
+    keys = sorted(set().union(*(test.columns for test, _ in blocks)))
+    columns = list(dict.fromkeys([*run.features, run.label, *keys]))
+    return ordered, blocks, columns, score_selections
 
 
 def _cells(ctx: Context) -> bool:
@@ -351,16 +374,12 @@ def whole_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list
     return chosen_fits(chosen, {len(strategies) - 1})
 
 
-def one_pass_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list[str]]:
-    """``{fit_id: learners}`` of the pairs ``assign`` gave a ``OnePass`` (scored partition by
-    partition, whose AUC pieces ``score_memory.check_score_memory`` checks)."""
-    return chosen_fits(chosen, {i for i, s in enumerate(strategies) if isinstance(s, OnePass)})
-
-
-def fed_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list[str]]:
-    """``{fit_id: learners}`` of the pairs ``assign`` gave a ``PartialFit`` (whose test blocks
-    ``score_memory.check_fed_memory`` checks)."""
-    return chosen_fits(chosen, {i for i, s in enumerate(strategies) if isinstance(s, PartialFit)})
+def scored_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list[str]]:
+    """``{fit_id: learners}`` of the pairs ``assign`` gave a ``OnePass`` or a ``PartialFit``
+    (scored partition by partition, ``scoring_pass``, whose AUC pieces
+    ``score_memory.check_score_memory`` checks)."""
+    passes = {i for i, s in enumerate(strategies) if isinstance(s, OnePass | PartialFit)}
+    return chosen_fits(chosen, passes)
 
 
 def chosen_fits(chosen: dict[Pair, int], indices: set[int]) -> dict[int, list[str]]:
@@ -385,10 +404,9 @@ def make_tasks(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> tuple[
         n_features = len(ctx.run.features)
         check_fit_memory(ctx.fit_rows, ctx.plan, whole, n_features, ctx.memory_limit, ctx.max_rows)
     if ctx.fit_rows is not None:
-        scored, run, tests = one_pass_fits(chosen, strategies), ctx.run, ctx.fit_rows["test"]
+        scored, run, tests = scored_fits(chosen, strategies), ctx.run, ctx.fit_rows["test"]
         check_score_memory(tests, scored, run.measures, run.classes, ctx.memory_limit,
                            n_workers(ctx.client))  # fmt: skip
-        check_fed_memory(tests, fed_fits(chosen, strategies), len(run.features), ctx.memory_limit)
     tasks, back, stats_made = [], set(), False
     for i, strategy in enumerate(first):
         made, left = strategy.tasks(ctx, [p for p in pairs if chosen[p] == i])

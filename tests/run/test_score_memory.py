@@ -66,25 +66,3 @@ def test_a_pass_too_large_for_its_auc_is_refused_before_any_fit(monkeypatch, cal
             monkeypatch.setattr(strategies.OnePass, "tasks", real)
             res = run(measures=["error"], client=client, progress=False)
             assert np.isfinite(res["error"].values).all()
-
-
-def test_an_incremental_fit_whose_test_blocks_cannot_fit_is_refused(monkeypatch):
-    """A model fed block by block is scored on its test blocks gathered in one task: refused
-    before any fit when they cannot fit a worker, naming the fit and the remedies."""
-    from distributed import Client, LocalCluster
-    from sklearn.linear_model import SGDClassifier
-
-    table = sd.load_table(toy_table(n=600, n_subsets=2, seed=2), label="y", subset="subset")
-    learners = {"sgd": SGDClassifier(random_state=0)}
-    run = {"outer_folds": 3, "measures": ["error"], "progress": False, "incremental": True}
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster:
-        with Client(cluster) as client:
-            monkeypatch.setattr(
-                "soak_dask.run.session.worker_memory_limit", lambda c: 20_000 if c else None
-            )
-            with pytest.raises(FitMemoryError, match=r"learner 'sgd', fed block by block.*"
-                               r"200 test rows.*use more folds"):  # fmt: skip
-                sd.evaluate(table, learners, client=client, **run)
-            monkeypatch.setattr("soak_dask.run.session.worker_memory_limit", lambda c: 2**34)
-            res = sd.evaluate(table, learners, client=client, **run)
-            assert np.isfinite(res["error"].values).all()
