@@ -4,6 +4,8 @@ fit, with its numbers and the measures without AUC."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -12,6 +14,7 @@ import pytest
 import xarray as xr
 from dask.core import get_dependencies
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.linear_model import SGDClassifier
 from sklearn.metrics import roc_auc_score
 
 import soak_dask as sd
@@ -37,6 +40,7 @@ from soak_dask.split.plan import Fit, build_plan
 from ..conftest import toy_table
 
 TIMINGS = ["fit_seconds", "predict_seconds"]
+SGD = SGDClassifier(loss="log_loss", random_state=0)
 
 
 def test_a_block_sums_the_pieces_of_every_pair_predicting_it():
@@ -139,10 +143,21 @@ def test_a_wave_reads_its_partitions_after_the_last_waves_scores():
     assert dask.compute(tasks[0])[0][0]["n_test"] == 30
 
 
-WAVED = {  # a call, the workers' limit and the waves it needs
-    "soak": (lambda t, **kw: sd.soak(t, ["lda", "featureless"], n_folds=3, **kw), 100_000, 2),
-    "evaluate": (lambda t, **kw: sd.evaluate(t, ["lda"], outer="repeated_cv", outer_repeats=3,
-                                             **kw), 20_000, 5),  # fmt: skip
+WAVED = {  # a call, the workers' limit, the waves of its largest pass and its extra reads
+    "soak": (partial(sd.soak, learners=["lda", "featureless"], n_folds=3), 100_000, 2, 1),
+    "evaluate": (
+        partial(sd.evaluate, learners=["lda"], outer="repeated_cv", outer_repeats=3),
+        20_000,
+        5,
+        4,
+    ),
+    # A one-pass and an incremental pass at once share the budget (half each): 2 waves each.
+    "soak, fed and one-pass": (
+        partial(sd.soak, learners={"lda": "lda", "sgd": SGD}, n_folds=3, incremental=True),
+        100_000,
+        2,
+        2,
+    ),
 }
 
 
@@ -152,7 +167,7 @@ def test_a_run_in_waves_reports_them_and_gives_the_records_of_one(monkeypatch, c
 
     table = sd.load_table(toy_table(n=600, n_subsets=2, seed=2), label="y", subset="subset",
                           rows_per_partition=100)  # fmt: skip
-    design, limit, n_waves = WAVED[call]
+    design, limit, n_waves, extra = WAVED[call]
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster:
         with Client(cluster) as client:
             both = {"measures": ["error", "auc"], "progress": True, "client": client}
@@ -163,7 +178,7 @@ def test_a_run_in_waves_reports_them_and_gives_the_records_of_one(monkeypatch, c
             (cost,) = sd.dry_run(design, table, **both)
             assert not cost.refused and cost.score_waves == n_waves
             assert f"scored in {n_waves} waves" in str(cost)
-            assert (n_waves - 1, "more scoring reads, AUC's pieces scored in waves") in cost.passes
+            assert (extra, "more scoring reads, AUC's pieces scored in waves") in cost.passes
             capsys.readouterr()
             waved = design(table, **both)
     assert f"scoring in {n_waves} waves" in capsys.readouterr().out
