@@ -109,9 +109,9 @@ def test_waves_score_as_one_pass_and_as_scikit_learn():
     got = {}
     for name, ctx in (("one", one), ("three", three)):
         records = run_plan(ctx, [OnePass(), WholeTrainSet()], progress=False)
-        got[name] = pd.DataFrame(records).drop(columns=TIMINGS).sort_values("block")
-    pd.testing.assert_frame_equal(got["one"], got["three"].reset_index(drop=True).set_axis(
-        got["one"].index))  # fmt: skip
+        frame = pd.DataFrame(records).drop(columns=TIMINGS)
+        got[name] = frame.sort_values("block").reset_index(drop=True)
+    pd.testing.assert_frame_equal(got["one"], got["three"])
     for _, record in got["three"].iterrows():
         fit = plan.fits.loc[record["fit_id"]]
         train = df[fit["train"].mask(df)]
