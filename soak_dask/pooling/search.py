@@ -35,12 +35,12 @@ from dask.base import tokenize
 from dask.tokenize import normalize_token
 from sklearn.base import BaseEstimator
 
-from ..run.closed_form import fit_from_stats, is_additive
-from ..run.fitting import FitState, guard
+from ..run.closed_form import is_additive
+from ..run.fitting import FitState
 from ..run.fitting_options import FittingOptions
 from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
-from ..run.strategies import OnePass
+from ..run.strategies import OnePass, fit_pooled
 from ..schema import LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import SETTINGS, check_threshold, refuse_renamed
 from ..split.plan import Plan, Selection
@@ -91,17 +91,7 @@ class KnownStats(OnePass):
     def _fit(ctx: Any, stats: BlockStats, fit_id: int, learner: str) -> FitState:
         """``OnePass._fit``, pooling the cells with numpy rather than a frame per fit."""
         pooled = pool_cells(stats, ctx.plan.fits.at[fit_id, "train"], ctx.table.subset)
-        if pooled.classes is not None:  # fitted on class codes, as OnePass fits
-            pooled = dataclasses.replace(pooled, classes=np.arange(len(pooled.classes)))
-        start = time.perf_counter()
-        fitted, message = guard(ctx.run, partial(fit_from_stats, ctx.estimators[learner], pooled))
-        return FitState(
-            ctx.estimators[learner] if fitted is None else fitted,
-            n_train=pooled.n_rows,
-            seconds=time.perf_counter() - start,
-            message=message,
-            started=True,
-        )
+        return fit_pooled(ctx, learner, pooled)
 
 
 class Fitted(dict):

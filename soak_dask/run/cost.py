@@ -10,8 +10,9 @@ and the passes over the data the fits would make.
 
 What ran before the plan still runs: the table's checks, the design's key columns and their
 counts (for ``compare_sampling`` with ``"overlap"``, its neighbour search) -- the passes that
-make the plan, not the fits. A one-pass scoring whose AUC pieces would not fit the workers
-(``score_memory.check_score_memory``) is the refusal too.
+make the plan, not the fits. A scoring pass whose AUC pieces would not fit the workers at once
+is split into waves (``score_memory.waves``), each one more read of the table: the cost counts
+them; a test block no wave can hold (``score_memory.check_score_memory``) is the refusal.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import pandas as pd
 from dask.utils import format_bytes
 
 from .memory import LIMIT_SHARE, FitMemoryError, check_fit_memory, fit_bytes
-from .score_memory import check_fed_memory, check_score_memory, n_workers
 from .strategies import (
     Batched,
     Context,
@@ -34,8 +34,7 @@ from .strategies import (
     PartialFit,
     WholeTrainSet,
     assign,
-    fed_fits,
-    one_pass_fits,
+    score_budgets,
     whole_fits,
 )
 
@@ -76,6 +75,9 @@ class PlanCost:
     passes : tuple of (int, str)
         Passes over the data the fits would make, by what makes them (an estimate: each pass
         reads every partition, from cluster memory when the table is persisted).
+    score_waves : int
+        Waves of the largest scoring pass: 1 when its AUC pieces fit the workers at once,
+        else each wave is one more read of the table (counted in ``passes``).
     notes : tuple of str
         What the cost leaves out.
     """
@@ -90,6 +92,7 @@ class PlanCost:
     refusal: str
     passes: tuple[tuple[int, str], ...]
     notes: tuple[str, ...] = ()
+    score_waves: int = 1
 
     @property
     def refused(self) -> bool:
@@ -223,17 +226,15 @@ def plan_cost(
     frame["gathered"] = np.where(gathers, capped + frame["test"], 0)
     n_features = len(ctx.run.features)
     frame["peak_bytes"] = [fit_bytes(n, n_features) if n else 0 for n in frame["gathered"]]
-    refusal = ""
+    refusal, budgets = "", {}
     try:  # as make_tasks checks
         if isinstance(strategies[-1], WholeTrainSet):
             whole = whole_fits(chosen, strategies)
             check_fit_memory(rows, plan, whole, n_features, ctx.memory_limit, ctx.max_rows)
-        scored, run = one_pass_fits(chosen, strategies), ctx.run
-        check_score_memory(rows["test"], scored, run.measures, run.classes, ctx.memory_limit,
-                           n_workers(ctx.client))  # fmt: skip
-        check_fed_memory(rows["test"], fed_fits(chosen, strategies), n_features, ctx.memory_limit)
+        budgets = score_budgets(ctx, chosen, strategies)
     except FitMemoryError as err:
         refusal = str(err)
+    extra = sum(n - 1 for _, n in budgets.values())
     return PlanCost(
         design=design,
         part=part,
@@ -243,8 +244,9 @@ def plan_cost(
         fits=frame,
         memory_limit=ctx.memory_limit,
         refusal=refusal,
-        passes=passes(frame, used, counted),
+        passes=passes(frame, used, counted, extra),
         notes=_notes(design, part, ctx.memory_limit),
+        score_waves=max((n for _, n in budgets.values()), default=1),
     )
 
 
@@ -261,13 +263,16 @@ def strategy_name(strategy: Any) -> str:
     return type(strategy).__name__
 
 
-def passes(frame: pd.DataFrame, used: Sequence[Any], counted: bool) -> tuple[tuple[int, str], ...]:
+def passes(
+    frame: pd.DataFrame, used: Sequence[Any], counted: bool, waves: int = 0
+) -> tuple[tuple[int, str], ...]:
     """The passes over the data of the fits ``frame`` describes (``used``: each pair's
     strategy): a whole-train-set fit reads every partition for its rows, once for all its
     learners; an incremental one once for its train blocks (the same blocks feed every
-    epoch) and once for its test rows; one-pass learners share one pass of statistics
-    (unless made before, as ``search_subsets`` makes them) and one scoring pass; batched fits
-    share one read."""
+    epoch), and the incremental fits share one scoring pass; one-pass learners share one pass
+    of statistics (unless made before, as ``search_subsets`` makes them) and one scoring
+    pass; batched fits share one read. ``waves``: the scoring passes' reads beyond their
+    first, where their AUC pieces are scored in waves."""
     pairs = list(zip(frame["fit_id"], used, strict=True))
     out = [(1, "counting each fit's rows")] if counted else []
     onepass = [s for s in used if isinstance(s, OnePass)]
@@ -280,9 +285,12 @@ def passes(frame: pd.DataFrame, used: Sequence[Any], counted: bool) -> tuple[tup
     if whole := {f for f, s in pairs if isinstance(s, WholeTrainSet)}:
         out.append((len(whole), "the rows of each whole-train-set fit"))
     if partial := {f for f, s in pairs if isinstance(s, PartialFit)}:
-        out.append((2 * len(partial), "the train blocks and test rows of each incremental fit"))
+        out.append((len(partial), "the train blocks of each incremental fit"))
+        out.append((1, "scoring the incremental fits"))
     if any(isinstance(s, Batched) for s in used):
         out.append((1, "the table, read once for the batched fits"))
+    if waves:
+        out.append((waves, "more scoring reads, AUC's pieces scored in waves"))
     return tuple(out)
 
 
@@ -333,6 +341,11 @@ def format_cost(cost: PlanCost) -> str:
     ).rename(columns={"gathered_max": "rows held by a task", "peak_bytes": "est. peak"})
     lines += ["  " + line for line in shown.to_string(index=False).splitlines()]
     lines.append("  " + _memory_line(cost))
+    if cost.score_waves > 1:
+        lines.append(
+            f"  AUC's pieces do not fit the workers at once: scored in {cost.score_waves} "
+            "waves, each one more read of the table"
+        )
     steps = ", ".join(f"{n} {what}" for n, what in cost.passes)
     lines.append(f"  passes over the data (estimate): {cost.n_passes} ({steps})")
     lines += [f"  note: {note}" for note in cost.notes]

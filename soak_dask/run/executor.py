@@ -62,7 +62,10 @@ def run_plan(
     todo = [(f, name) for f in plan.fits.index for name in estimators if (f, name) not in done]
     if done and progress:
         print(f"{ctx.label}: resuming, {len(done)} of {len(done) + len(todo)} fits already done")
-    tasks, stats_made = make_tasks(ctx, todo, strategies)
+    tasks, stats_made, n_waves = make_tasks(ctx, todo, strategies)
+    if n_waves > 1 and progress:
+        print(f"{ctx.label}: AUC's pieces do not fit the workers' memory at once: scoring in "
+              f"{n_waves} waves, each one more read of the table")  # fmt: skip
     if not stats_made:
         # Block statistics need finite values in every feature, so when they were made the
         # check is done; otherwise it is a pass of its own.

@@ -40,6 +40,7 @@ from .fitting import (
 from .fitting_options import FittingOptions
 from .memory import check_final_memory, check_test_split_memory, worker_memory_limit
 from .rowcap import capped, keep_rates
+from .score_memory import check_resubstitution_memory
 from .strategies import Context
 
 
@@ -238,6 +239,10 @@ def final_tasks(
         check_test_split_memory(
             list(ctx.estimators), rows.test_parts, n_features, score_columns(run), limit
         )
+        if resubstitution:  # every training row's AUC piece, merged in one task
+            scored = n_train if max_rows is None else min(n_train, max_rows)
+            for name in ctx.estimators:
+                check_resubstitution_memory(name, scored, run.measures, run.classes, limit)
     columns = [*run.features, run.label, *([run.group] if run.group else [])]
     test = held[columns].to_delayed() if held is not None else []
     class_rows = () if rows is None else rows.class_rows

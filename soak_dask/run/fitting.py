@@ -70,6 +70,14 @@ class FitState:
     message: str = ""
     started: bool = False
     info: dict[str, Any] = field(default_factory=dict)  # what the fit chose (``fit_info``)
+    coded: bool = False  # fitted on class codes (from block statistics): predicts codes
+    finite: bool = False  # the features were checked finite: predictions need not check them
+
+
+def fit_message(state: FitState) -> str:
+    """Why ``state``'s model cannot score (its fit's failure, or no train row reached a fed
+    learner); empty if it can."""
+    return state.message or ("" if state.started else "no train rows reached the learner")
 
 
 def select_rows(
@@ -202,16 +210,6 @@ def takes_weights(estimator: Any) -> bool:
         return False
 
 
-def score_fitted(
-    state: FitState, test: pd.DataFrame, fit: FitSpec, run: RunSpec
-) -> list[dict[str, Any]]:
-    """Score a learner fitted elsewhere (incrementally, or from block statistics)."""
-    _, blocks = split_frame(test, None, fit.tests)
-    if not state.started and not state.message:
-        state.message = "no train rows reached the learner"
-    return score_blocks(state, blocks, fit, run)
-
-
 def score_partition(
     part: pd.DataFrame,
     fitted: dict[tuple[int, str], tuple[FitState, FitSpec]],
@@ -266,7 +264,8 @@ def predict_blocks(
 ) -> tuple[dict[str, Any], ...]:
     """Partial scores of the blocks whose rows of ``X``, ``y`` are ``rows`` (a slice or
     positions each), predicted by the fits ``keys`` of each block: one prediction per fit over
-    all of its blocks' rows here, then split by block."""
+    all of its blocks' rows here, then split by block. Each block's item maps a fit to (its
+    partial scores, seconds, the message of a failed prediction: partial scores None)."""
     sizes = [r.stop - r.start if isinstance(r, slice) else len(r) for r in rows]
     out = [{"n": int(n), "fits": {}} for n in sizes]
     served: dict[tuple[int, str], list[int]] = {}
@@ -274,27 +273,53 @@ def predict_blocks(
         for k in block_keys if sizes[i] else ():
             served.setdefault(k, []).append(i)
     for k, ids in served.items():
-        state = fitted[k][0]
-        if state.message:
-            continue
-        start = time.perf_counter()
-        # Statistics needed finite features, so scikit-learn need not check them again.
-        with config_context(assume_finite=True):
-            pred, proba = predict_codes(state.estimator, X[_union(rows, ids)], run, coded=True)
-        seconds = (time.perf_counter() - start) / len(pred)
-        at = 0
-        for i in ids:
-            block = slice(at, at + sizes[i])
-            partial = partial_scores(
-                run.measures,
-                y[rows[i]],
-                pred[block],
-                None if proba is None else proba[block],
-                None if run.classes is None else len(run.classes),
-            )
-            out[i]["fits"][k] = (partial, seconds * sizes[i])
-            at += sizes[i]
+        if not fit_message(fitted[k][0]):
+            _predict_fit(out, k, fitted[k][0], (X, y, rows, sizes), ids, run)
     return tuple(out)
+
+
+def _predict_fit(
+    out: list[dict[str, Any]],
+    k: tuple[int, str],
+    state: FitState,
+    data: tuple,
+    ids: list[int],
+    run: RunSpec,
+) -> None:
+    """Add to ``out`` the partial scores of the fit ``k`` on its blocks ``ids`` (``data``:
+    the partition's features, labels, each block's rows and sizes). A failed prediction (a
+    fed model meeting a NaN) is tried again block by block, so it fails only the blocks whose
+    rows make it fail, as scoring each block on its own would."""
+    X, y, rows, sizes = data
+    start = time.perf_counter()
+    predicted, message = _predict(state, X[_union(rows, ids)], run)
+    if message and len(ids) > 1:
+        for i in ids:
+            _predict_fit(out, k, state, data, [i], run)
+        return
+    seconds = (time.perf_counter() - start) / max(1, sum(sizes[i] for i in ids))
+    at = 0
+    for i in ids:
+        block = slice(at, at + sizes[i])
+        at += sizes[i]
+        partial = None
+        if not message:
+            pred, proba = predicted
+            n_classes = None if run.classes is None else len(run.classes)
+            proba = None if proba is None else proba[block]
+            partial = partial_scores(run.measures, y[rows[i]], pred[block], proba, n_classes)
+        out[i]["fits"][k] = (partial, seconds * sizes[i], message)
+
+
+def _predict(state: FitState, X: np.ndarray, run: RunSpec) -> tuple[Any, str]:
+    """``predict_codes`` of ``state``'s model on ``X`` and ``""``; or (it failed) None and the
+    message, as ``run.error_score`` says. Features checked finite already (``state.finite``:
+    the statistics needed them finite) are not checked again by scikit-learn."""
+    predict = functools.partial(predict_codes, state.estimator, X, run, coded=state.coded)
+    if state.finite:
+        with config_context(assume_finite=True):
+            return predict(), ""
+    return guard(run, predict)
 
 
 def _union(rows: list[slice | np.ndarray], ids: list[int]) -> slice | np.ndarray:
@@ -319,13 +344,12 @@ def _merge_block(pieces: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for piece in pieces:
         for k, item in piece["fits"].items():
             by_fit.setdefault(k, []).append(item)
-    return {
-        "n": sum(piece["n"] for piece in pieces),
-        "fits": {
-            k: (merge([partial for partial, _ in items]), sum(s for _, s in items))
-            for k, items in by_fit.items()
-        },
-    }
+    fits = {}
+    for k, items in by_fit.items():
+        message = next((m for *_, m in items if m), "")
+        partial = None if message else merge([partial for partial, _, _ in items])
+        fits[k] = (partial, sum(s for _, s, _ in items), message)
+    return {"n": sum(piece["n"] for piece in pieces), "fits": fits}
 
 
 def score_block(
@@ -335,17 +359,23 @@ def score_block(
     keys: list[tuple[int, str]],
     run: RunSpec,
 ) -> list[dict[str, Any]]:
-    """Records of one test block from its ``score_partition`` (or ``merge_pieces``) items."""
+    """Records of one test block from its ``score_partition`` (or ``merge_pieces``) items.
+
+    A failed fit, or a failed prediction of the block's rows, scores ``run.error_score``
+    with the error as the record's message, as ``score_blocks`` does."""
     merged = _merge_block(pieces)
     records = []
     for k in keys:
         state, fit = fitted[k]
-        partial, seconds = merged["fits"].get(k, (None, 0.0))
-        if state.message or partial is None:
-            values = dict.fromkeys(run.measures, run.error_score if state.message else np.nan)
+        partial, seconds, failure = merged["fits"].get(k, (None, 0.0, ""))
+        name = next(name for b, _, name in fit.tests if b == block)
+        message = fit_message(state) or (failure and f"predicting test {name}: {failure}")
+        if message or partial is None:
+            values = dict.fromkeys(run.measures, run.error_score if message else np.nan)
         else:
             values = finish(run.measures, partial)
-        records.append(_record(state, fit, block, merged["n"], values, seconds))
+        record = _record(state, fit, block, merged["n"], values, seconds)
+        records.append({**record, "message": message})
     return records
 
 

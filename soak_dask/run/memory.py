@@ -58,7 +58,8 @@ def worker_memory_limit(client: Any) -> int | None:
 def fit_rows(plan: Plan, counts: pd.DataFrame, label: str, classes: list | None) -> pd.DataFrame:
     """Rows each fit's task gathers, from the block counts (``folds.block_counts`` over the
     plan's key columns): columns ``train`` (its train set) and ``test`` (the test blocks it
-    scores), one row per fit."""
+    scores), one row per fit; ``attrs["block_rows"]`` maps each test block to its rows (what a
+    scoring pass's AUC pieces hold, ``score_memory``)."""
     train = train_class_rows(counts, plan.fits, label, classes).sum(axis=1)
     keys = [c for c in counts.columns if c not in ("n", label)]
     cells = counts.groupby(keys, observed=True)["n"].sum()
@@ -66,7 +67,9 @@ def fit_rows(plan: Plan, counts: pd.DataFrame, label: str, classes: list | None)
     values = cells.to_numpy(np.int64)
     block_rows = {b: int(values[t.mask(key_frame)].sum()) for b, t in plan.blocks["test"].items()}
     tests = plan.fits["blocks"].map(lambda blocks: sum(block_rows[b] for b in blocks))
-    return pd.DataFrame({"train": train, "test": tests}, index=plan.fits.index).astype(np.int64)
+    out = pd.DataFrame({"train": train, "test": tests}, index=plan.fits.index).astype(np.int64)
+    out.attrs["block_rows"] = block_rows
+    return out
 
 
 def count_fit_rows(
@@ -89,7 +92,7 @@ def count_fit_rows(
     -------
     (DataFrame, DataFrame)
         Train rows per class (as ``rowcap.train_class_rows``) and ``train``/``test`` rows
-        (as ``fit_rows``), indexed by fit.
+        (as ``fit_rows``, with its ``attrs["block_rows"]``), indexed by fit.
     """
     fits, blocks = plan.fits, plan.blocks
     weights = [w for w in fits["weights"] if w is not None]
@@ -107,7 +110,9 @@ def count_fit_rows(
     positions = {b: i for i, b in enumerate(blocks.index)}
     tests = [int(sum(test[positions[b]] for b in bs)) for bs in fits["blocks"]]
     rows = pd.DataFrame({"train": class_rows.sum(axis=1), "test": tests}, index=fits.index)
-    return class_rows, rows.astype(np.int64)
+    rows = rows.astype(np.int64)
+    rows.attrs["block_rows"] = {b: int(test[i]) for b, i in positions.items()}
+    return class_rows, rows
 
 
 def _count_part(

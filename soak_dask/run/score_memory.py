@@ -1,15 +1,19 @@
-"""What one-pass scoring holds: AUC's per-row pieces, refused up front when a pass cannot hold
-them, never a worker killed after minutes.
+"""What a scoring pass holds: AUC's per-row pieces, split into waves that fit the workers,
+and refused up front only where no wave can hold them, never a worker killed after minutes.
 
 Every measure but AUC is scored from a few numbers per test block (counts, sums, a confusion
 matrix). AUC is exact (the Mann-Whitney statistic, equal to scikit-learn's ``roc_auc_score``),
 so it needs every test row's score: a partition's piece holds ``AUC_ROW_BYTES`` per test row and
-AUC column (one for two classes, one per class one-vs-rest), and a block's pieces are merged in
-one task (``MERGE_COPIES`` copies at its peak). A pass scores every test block at once, so when
-its last partition is in it holds the pieces of all of them: the test rows summed over its fits
-(once per learner). The estimate is checked before any fit, as a fit's own memory is
-(``memory.check_fit_memory``). An incremental fit's model is scored on its test blocks
-gathered in one task, checked likewise (``check_fed_memory``).
+AUC column (one for two classes, one per class one-vs-rest) and (fit, learner) pair predicting
+the row's block, and a block's pieces are merged in one task (``MERGE_COPIES`` copies at its
+peak). A pass scoring blocks at once holds, when its last partition is in, the pieces of all of
+them. So the pass (``strategies.scoring_pass``, for models fitted from statistics and models
+fed block by block alike) scores its blocks in waves (``waves``): consecutive groups of blocks
+whose pieces fit ``SCORE_SHARE`` of the workers' memory, one after another, each wave one more
+read of the table. Only a block whose own merge cannot fit ``SCORE_SHARE`` of one worker is refused,
+before any fit (``check_score_memory``), as a fit's own memory is (``memory.check_fit_memory``).
+A final model's resubstitution pieces (all its training rows, merged in one task) are checked
+likewise (``check_resubstitution_memory``).
 """
 
 from __future__ import annotations
@@ -17,10 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pandas as pd
 from dask.utils import format_bytes
 
-from .memory import LIMIT_SHARE, FitMemoryError, fit_bytes
+from .memory import FitMemoryError
 
 #: Bytes of AUC's piece per test row and column: the score (float64), positive and negative
 #: counts (int32 each).
@@ -40,60 +43,85 @@ def auc_columns(measures: Sequence[str], classes: Sequence | None) -> int:
     return 1 if len(classes) <= 2 else len(classes)
 
 
+def block_pieces(
+    block_rows: Mapping[int, int], pairs: Mapping[int, int], columns: int
+) -> dict[int, int]:
+    """Bytes of AUC pieces of each test block of ``pairs`` (block -> (fit, learner) pairs
+    predicting it): its rows × those pairs × ``columns`` × ``AUC_ROW_BYTES``."""
+    return {b: int(block_rows[b]) * n * columns * AUC_ROW_BYTES for b, n in pairs.items()}
+
+
+def waves(pieces: Sequence[int], budget: float | None) -> list[list[int]]:
+    """Positions of ``pieces`` (bytes of each block, in the pass's order) in consecutive
+    waves whose pieces sum to at most ``budget`` (one wave without a budget; a block larger
+    than the budget is a wave alone): the same split for the same blocks, every run."""
+    out: list[list[int]] = [[]]
+    held = 0
+    for i, size in enumerate(pieces):
+        if budget is not None and out[-1] and held + size > budget:
+            out.append([])
+            held = 0
+        out[-1].append(i)
+        held += size
+    return out if out[0] else []
+
+
 def check_score_memory(
-    test_rows: pd.Series,
-    learners: Mapping[int, list[str]],
+    block_rows: Mapping[int, int],
+    pairs: Mapping[int, int],
     measures: Sequence[str],
     classes: Sequence | None,
     limit: int | None,
-    n_workers: int,
 ) -> None:
-    """Refuse a one-pass scoring of ``learners`` (``{fit_id: learner names}``, whose fits have
-    ``test_rows``) whose AUC pieces need more than ``SCORE_SHARE`` of the workers' memory, or
-    whose largest block's merge more than that share of one worker's, naming the numbers and
-    the remedies."""
+    """Refuse a scoring pass of the blocks ``pairs`` (block -> (fit, learner) pairs predicting
+    it; ``block_rows``: its rows) where one block's merge (``MERGE_COPIES`` × its AUC pieces,
+    every pair's) needs more than ``SCORE_SHARE`` of a worker's ``limit``: no wave can hold
+    it. Names the block, the numbers and the remedies."""
     columns = auc_columns(measures, classes)
-    if limit is None or not columns or not learners:
+    if limit is None or not columns or not pairs:
         return
-    rows = {f: int(test_rows.loc[f]) * len(names) for f, names in learners.items()}
-    total = sum(rows.values()) * columns * AUC_ROW_BYTES
-    largest = max(rows.values()) * columns * AUC_ROW_BYTES * MERGE_COPIES
-    allowed = SCORE_SHARE * limit
-    if total <= allowed * n_workers and largest <= allowed:
+    pieces = block_pieces(block_rows, pairs, columns)
+    block = max(pieces, key=lambda b: (pieces[b], -b))
+    merge = pieces[block] * MERGE_COPIES
+    if merge <= SCORE_SHARE * limit:
         return
     others = [m for m in measures if m != "auc"]
-    n_pairs = sum(len(names) for names in learners.values())
     raise FitMemoryError(
-        f"AUC is scored exactly from every test row's score: the pass scoring {n_pairs} fits "
-        f"holds their {sum(rows.values()):,} test rows × {columns} AUC column(s) × "
-        f"{AUC_ROW_BYTES} bytes (about {format_bytes(total)}; the largest block's merge about "
-        f"{format_bytes(largest)}) when its last partition is in, more than {SCORE_SHARE:.0%} "
-        f"of the workers' memory ({n_workers} × {format_bytes(limit)}); score without AUC "
-        f"(measures={others!r}), with fewer repeats or folds, or give the workers more memory"
+        f"AUC is scored exactly from every test row's score: test block {block} is predicted "
+        f"by {pairs[block]} fits, whose pieces ({int(block_rows[block]):,} test rows × "
+        f"{pairs[block]} fits × {columns} AUC column(s) × {AUC_ROW_BYTES} bytes) are merged in "
+        f"one task, about {format_bytes(merge)} at its peak ({MERGE_COPIES} copies), more than "
+        f"{SCORE_SHARE:.0%} of a worker's memory limit ({format_bytes(limit)}), whatever the "
+        f"waves; score without AUC (measures={others!r}), with more folds (smaller test "
+        "blocks) or fewer learners, or give each worker more memory"
     )
 
 
-def check_fed_memory(
-    test_rows: pd.Series, learners: Mapping[int, list[str]], n_features: int, limit: int | None
+def wave_budget(limit: int | None, n_workers: int, share: float = 1.0) -> float | None:
+    """Bytes of AUC pieces one wave may hold: ``SCORE_SHARE`` of the workers' memory, times
+    ``share`` (a pass's share of the pieces, where several passes run at once); None without
+    a known ``limit``."""
+    return None if limit is None else SCORE_SHARE * limit * n_workers * share
+
+
+def check_resubstitution_memory(
+    name: str, n_train: int, measures: Sequence[str], classes: Sequence | None, limit: int | None
 ) -> None:
-    """Refuse an incremental fit (fed block by block: ``learners``, ``{fit_id: names}``) whose
-    test blocks (``test_rows``), gathered into the one task that scores the fed model, need
-    more than ``LIMIT_SHARE`` of a worker's ``limit``; before any fit."""
-    if limit is None or not learners:
+    """Refuse a final model (learner ``name``) whose resubstitution pieces, ``n_train``
+    training rows merged in one task (``MERGE_COPIES`` copies), need more than
+    ``SCORE_SHARE`` of a worker's ``limit``; before any fit."""
+    columns = auc_columns(measures, classes)
+    need = int(n_train) * columns * AUC_ROW_BYTES * MERGE_COPIES
+    if limit is None or need <= SCORE_SHARE * limit:
         return
-    mine = test_rows.loc[list(learners)]
-    fit_id = int(mine.idxmax())
-    need = fit_bytes(int(mine.loc[fit_id]), n_features)
-    if need <= LIMIT_SHARE * limit:
-        return
-    most = int(LIMIT_SHARE * limit // fit_bytes(1, n_features))
+    others = [m for m in measures if m != "auc"]
     raise FitMemoryError(
-        f"fit {fit_id} of learner {learners[fit_id][0]!r}, fed block by block, scores its "
-        f"{int(mine.loc[fit_id]):,} test rows × {n_features} features in one task: about "
-        f"{format_bytes(need)} at its peak, more than {LIMIT_SHARE:.0%} of a worker's memory "
-        f"limit ({format_bytes(limit)}), which holds about {most:,} such rows; use more folds "
-        "(smaller test blocks), a learner fitted from one pass of block statistics, or give "
-        "each worker more memory"
+        f"learner {name!r}, final model: its resubstitution AUC is scored exactly from every "
+        f"training row's score, {n_train:,} rows × {columns} AUC column(s) × {AUC_ROW_BYTES} "
+        f"bytes merged in one task, about {format_bytes(need)} at its peak ({MERGE_COPIES} "
+        f"copies), more than {SCORE_SHARE:.0%} of a worker's memory limit "
+        f"({format_bytes(limit)}); score without AUC (measures={others!r}), or give each "
+        "worker more memory"
     )
 
 

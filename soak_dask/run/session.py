@@ -58,8 +58,7 @@ from .strategies import (
     Context,
     WholeTrainSet,
     assign,
-    fed_fits,
-    one_pass_fits,
+    scored_fits,
     whole_fits,
 )
 
@@ -190,18 +189,16 @@ def counts_rows(
 ) -> bool:
     """Whether a run without block counts makes a pass counting each fit's rows: under a
     row cap (its class shares), or where the workers' memory ``limit`` is known and some pair
-    will be fitted on its gathered rows, fed block by block (its test blocks are gathered), or
-    scored from one-pass statistics with AUC (whose pieces hold every test row's score)."""
+    will be fitted on its gathered rows, or scored partition by partition (from one-pass
+    statistics or fed block by block) with AUC (whose pieces hold every test row's score)."""
     if max_rows is not None:
         return True
     if limit is None:
         return False
     pairs = [(int(f), n) for f in ctx.plan.fits.index for n in ctx.estimators]
     chosen = assign(ctx, pairs, strategies)
-    if auc_columns(ctx.run.measures, ctx.run.classes) and one_pass_fits(chosen, strategies):
-        return True  # the AUC pieces of one-pass scoring are checked by the test rows
-    if fed_fits(chosen, strategies):
-        return True  # an incremental fit's model is scored on its gathered test blocks
+    if auc_columns(ctx.run.measures, ctx.run.classes) and scored_fits(chosen, strategies):
+        return True  # the AUC pieces of a scoring pass are checked by the test rows
     return isinstance(strategies[-1], WholeTrainSet) and bool(whole_fits(chosen, strategies))
 
 

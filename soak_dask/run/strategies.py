@@ -7,7 +7,8 @@ results are score records. ``assign`` gives each pair to the first strategy that
   ridge models, LDA, Gaussian naive Bayes) are fitted on the client from one pass of per-cell
   or per-fit (weighted) statistics, then scored partition by partition;
 - ``PartialFit``: learners with ``partial_fit`` get one block of train rows per task, so no
-  worker holds a whole train set;
+  worker holds a whole train set, and are scored partition by partition as ``OnePass``'s are
+  (``scoring_pass``);
 - ``WholeTrainSet``: any learner, fitted on its train rows gathered in one task.
 """
 
@@ -42,7 +43,6 @@ from .fitting import (
     merge_pieces,
     partial_fit_chain,
     score_block,
-    score_fitted,
     score_partition,
     score_selections,
     select_rows,
@@ -51,7 +51,14 @@ from .fitting import (
 from .memory import check_fit_memory
 from .onepass import block_stats, train_stats
 from .rowcap import keep_rates
-from .score_memory import check_fed_memory, check_score_memory, n_workers
+from .score_memory import (
+    auc_columns,
+    block_pieces,
+    check_score_memory,
+    n_workers,
+    wave_budget,
+    waves,
+)
 
 Pair = tuple[int, str]  # (fit_id, learner)
 
@@ -71,6 +78,7 @@ class Context:
     fit_rows: pd.DataFrame | None = None  # train and test rows of each fit (memory.fit_rows)
     memory_limit: int | None = None  # the smallest worker memory limit, bytes
     label: str = "SOAK"  # how the progress bar and messages name the run (its design)
+    score_budget: float | None = None  # bytes of AUC pieces a scoring wave may hold (None: all)
 
     def spec(self, fit_id: int, learner: str) -> FitSpec:
         """The task description of one (fit, learner) pair."""
@@ -182,9 +190,12 @@ class Batched:
 @dataclass(frozen=True)
 class PartialFit:
     """Feed learners with ``partial_fit`` one block of train rows per task, ``epochs`` times
-    (block order reshuffled, seeded), so a worker holds one block and the model at a time."""
+    (block order reshuffled, seeded), so a worker holds one block and the model at a time;
+    score the fed models partition by partition, as ``OnePass`` scores its models
+    (``scoring_pass``)."""
 
     epochs: int = 1
+    split_every: int = 8
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
         estimator = ctx.estimators[learner]
@@ -195,17 +206,17 @@ class PartialFit:
         return fed and hasattr(estimator, "partial_fit")
 
     def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
-        return [self._chain(ctx, *pair) for pair in pairs], []
+        if not pairs:
+            return [], []
+        fitted = {pair: (self._chain(ctx, *pair), ctx.spec(*pair)) for pair in pairs}
+        return scoring_pass(ctx, fitted, self.split_every), []
 
     def _chain(self, ctx: Context, fit_id: int, learner: str) -> Any:
+        """The delayed ``FitState`` of one pair, fed its train blocks (sampled under a cap)."""
         spec, run = ctx.spec(fit_id, learner), ctx.run
         rates = ctx.rates(fit_id, exact=False)
         parts = ctx.rows(spec, test=False, rates=rates).to_delayed()
-        state = partial_fit_chain(ctx.estimators[learner], parts, run, self.epochs, spec.weights)
-        test = ctx.rows(spec, train=False)
-        token = ctx.token(spec, ctx.estimators[learner], self.epochs, rates)
-        key = f"soak-fit-{fit_id}-{learner}-{token}"
-        return dask.delayed(score_fitted, pure=True)(state, test, spec, run, dask_key_name=key)
+        return partial_fit_chain(ctx.estimators[learner], parts, run, self.epochs, spec.weights)
 
 
 @dataclass(frozen=True)
@@ -262,67 +273,125 @@ class OnePass:
         else:
             train = ctx.plan.fits.loc[fit_id, "train"]
             pooled = train_stats(stats, train, ctx.table.subset, ctx.table.fold)
-        if pooled.classes is not None:
-            # Fitted on class codes, the models predict codes: scoring never handles labels.
-            pooled = dataclasses.replace(pooled, classes=np.arange(len(pooled.classes)))
-        estimator = ctx.estimators[learner]
-        start = time.perf_counter()
-        fitted, message = guard(ctx.run, partial(fit_from_stats, estimator, pooled))
-        return FitState(
-            estimator if fitted is None else fitted,
-            n_train=int(pooled.n_rows),
-            seconds=time.perf_counter() - start,
-            message=message,
-            started=True,
-        )
+        return fit_pooled(ctx, learner, pooled)
 
     def _score(self, ctx: Context, fitted: dict[Pair, tuple[FitState, FitSpec]]) -> list[Any]:
-        """Scoring tasks: each partition is read once and predicted by every fit whose test
-        blocks it holds; a tree of merges (fan-in ``split_every``) adds up the partitions'
-        partial scores, and one task per test block finishes them. No task holds more than
-        one partition of rows, so the pass runs in bounded memory on tables larger than the
-        cluster's (AUC excepted: it needs every test row's scores). Rows find their blocks by
-        (fold, subset) cell where the plan has cells, else by each block's ``Selection``."""
-        by_block: dict[int, list[Pair]] = {}
-        for pair, (_, spec) in fitted.items():
-            for block, _, _ in spec.tests:
-                by_block.setdefault(block, []).append(pair)
-        cells, run = ctx.plan.blocks, ctx.run
-        if _cells(ctx):
-            fold, subset = ctx.table.fold, ctx.table.subset
-            ordered = sorted(by_block, key=lambda b: (cells.at[b, fold], cells.at[b, subset]))
-            blocks = [(cells.at[b, fold], cells.at[b, subset], by_block[b]) for b in ordered]
-            columns = [*run.features, run.label, run.subset, run.fold_column]
-            score = score_partition
-        else:
-            ordered = sorted(by_block)
-            blocks = [(cells.at[b, "test"], by_block[b]) for b in ordered]
-            keys = sorted(set().union(*(test.columns for test, _ in blocks)))
-            columns = list(dict.fromkeys([*run.features, run.label, *keys]))
-            score = score_selections
-        token = ctx.token(fitted, blocks)
-        shared = dask.delayed(fitted, name=f"soak-fitted-{token}", pure=True)
+        return scoring_pass(ctx, fitted, self.split_every)
+
+
+def fit_pooled(ctx: Context, learner: str, pooled: Any) -> FitState:
+    """The model of ``learner`` fitted on the client from ``pooled`` train statistics (a
+    ``TrainStats``), on class codes: it predicts codes, and scoring never handles labels."""
+    if pooled.classes is not None:
+        pooled = dataclasses.replace(pooled, classes=np.arange(len(pooled.classes)))
+    estimator = ctx.estimators[learner]
+    start = time.perf_counter()
+    fitted, message = guard(ctx.run, partial(fit_from_stats, estimator, pooled))
+    return FitState(
+        estimator if fitted is None else fitted,
+        n_train=int(pooled.n_rows),
+        seconds=time.perf_counter() - start,
+        message=message,
+        started=True,
+        coded=True,
+        finite=True,  # the statistics checked every feature is finite
+    )
+
+
+def scoring_pass(
+    ctx: Context, fitted: Mapping[Pair, tuple[Any, FitSpec]], split_every: int
+) -> list[Any]:
+    """Scoring tasks of the models ``fitted`` (pair -> (``FitState``, concrete or delayed;
+    its spec)): each partition is read once and predicted by every fit whose test blocks it
+    holds; a tree of merges (fan-in ``split_every``) adds up the partitions' partial scores,
+    and one task per test block finishes them. No task holds more than one partition of
+    rows, so the pass runs in bounded memory on tables larger than the cluster's. AUC's
+    pieces hold every test row's score: where they exceed ``ctx.score_budget``
+    (``score_budgets``), the blocks are scored in waves (``pass_waves``), each wave reading
+    the table once more after the last wave's scores. Rows find their blocks by (fold,
+    subset) cell where the plan has cells, else by each block's ``Selection``. Serves the
+    models fitted from statistics (``OnePass``) and those fed block by block
+    (``PartialFit``)."""
+    ordered, blocks, columns, score = _pass_blocks(ctx, fitted)
+    run, token = ctx.run, ctx.token(fitted, blocks)
+    shared = dask.delayed(fitted, name=f"soak-fitted-{token}", pure=True)
+    out: list[Any] = []
+    last: list[Any] = []  # the last wave's block scores
+    for w, ids in enumerate(pass_waves(ctx, ordered, [len(b[-1]) for b in blocks])):
+        parts = ctx.data[columns]
+        if last:  # reads after the last wave's scores: never a partition held waiting for them
+            barrier = dask.delayed(len, pure=True)(last, dask_key_name=f"soak-wave-{w}-{token}")
+            parts = parts.map_partitions(after, barrier, meta=parts._meta)
+        wave = [blocks[i] for i in ids]
         level = [
-            dask.delayed(score, nout=len(blocks), pure=True)(
-                part, shared, blocks, run, dask_key_name=f"soak-predict-{i}-{token}"
+            dask.delayed(score, nout=len(wave), pure=True)(
+                part, shared, wave, run, dask_key_name=f"soak-predict-{i}-{w}-{token}"
             )
-            for i, part in enumerate(ctx.data[columns].to_delayed())
+            for i, part in enumerate(parts.to_delayed())
         ]
         # A tree of merges keeps few pieces alive (tasks and keys hold memory on a worker too).
-        level = tree_reduce(
-            level, merge_pieces, self.split_every, keep=self.split_every, nout=len(blocks)
-        )
-        return [
+        level = tree_reduce(level, merge_pieces, split_every, keep=split_every, nout=len(wave))
+        last = [
             dask.delayed(score_block, pure=True)(
-                [node[i] for node in level],
+                [node[j] for node in level],
                 shared,
-                block,
+                ordered[i],
                 blocks[i][-1],
                 run,
                 dask_key_name=f"soak-score-{i}-{token}",
             )
-            for i, block in enumerate(ordered)
+            for j, i in enumerate(ids)
         ]
+        out += last
+    return out
+
+
+def after(part: pd.DataFrame, barrier: Any) -> pd.DataFrame:
+    """``part``, once ``barrier`` (the last wave's scores) is done: a wave's reads wait."""
+    return part
+
+
+def pass_waves(ctx: Context, ordered: list[int], n_pairs: list[int]) -> list[list[int]]:
+    """Positions of the blocks ``ordered`` (of a scoring pass, ``n_pairs`` pairs predicting
+    each) in the waves whose AUC pieces fit ``ctx.score_budget`` (one wave: all of them)."""
+    if ctx.score_budget is None or ctx.fit_rows is None:
+        return [list(range(len(ordered)))] if ordered else []
+    columns = auc_columns(ctx.run.measures, ctx.run.classes)
+    pairs = dict(zip(ordered, n_pairs, strict=True))
+    pieces = block_pieces(ctx.fit_rows.attrs["block_rows"], pairs, columns)
+    return waves([pieces[b] for b in ordered], ctx.score_budget)
+
+
+def _pass_blocks(
+    ctx: Context, fitted: Mapping[Pair, tuple[Any, FitSpec]]
+) -> tuple[list[int], list[tuple], list[str], Any]:
+    """The test blocks a scoring pass scores (in order), each with the keys of the fits that
+    predict it (by (fold, subset) cell, or by ``Selection``), the columns its partitions
+    read and the function that scores a partition."""
+    by_block: dict[int, list[Pair]] = {}
+    for pair, (_, spec) in fitted.items():
+        for block, _, _ in spec.tests:
+            by_block.setdefault(block, []).append(pair)
+    cells, run = ctx.plan.blocks, ctx.run
+    ordered = pass_order(ctx, by_block)
+    if _cells(ctx):
+        fold, subset = ctx.table.fold, ctx.table.subset
+        blocks = [(cells.at[b, fold], cells.at[b, subset], by_block[b]) for b in ordered]
+        columns = [*run.features, run.label, run.subset, run.fold_column]
+        return ordered, blocks, columns, score_partition
+    blocks = [(cells.at[b, "test"], by_block[b]) for b in ordered]
+    keys = sorted(set().union(*(test.columns for test, _ in blocks)))
+    columns = list(dict.fromkeys([*run.features, run.label, *keys]))
+    return ordered, blocks, columns, score_selections
+
+
+def pass_order(ctx: Context, blocks: Any) -> list[int]:
+    """The order a scoring pass scores ``blocks`` in (and splits them into waves): by (fold,
+    subset) cell where the plan has cells, else by block."""
+    if not _cells(ctx):
+        return sorted(blocks)
+    cells, fold, subset = ctx.plan.blocks, ctx.table.fold, ctx.table.subset
+    return sorted(blocks, key=lambda b: (cells.at[b, fold], cells.at[b, subset]))
 
 
 def _cells(ctx: Context) -> bool:
@@ -351,16 +420,12 @@ def whole_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list
     return chosen_fits(chosen, {len(strategies) - 1})
 
 
-def one_pass_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list[str]]:
-    """``{fit_id: learners}`` of the pairs ``assign`` gave a ``OnePass`` (scored partition by
-    partition, whose AUC pieces ``score_memory.check_score_memory`` checks)."""
-    return chosen_fits(chosen, {i for i, s in enumerate(strategies) if isinstance(s, OnePass)})
-
-
-def fed_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list[str]]:
-    """``{fit_id: learners}`` of the pairs ``assign`` gave a ``PartialFit`` (whose test blocks
-    ``score_memory.check_fed_memory`` checks)."""
-    return chosen_fits(chosen, {i for i, s in enumerate(strategies) if isinstance(s, PartialFit)})
+def scored_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list[str]]:
+    """``{fit_id: learners}`` of the pairs ``assign`` gave a ``OnePass`` or a ``PartialFit``
+    (scored partition by partition, ``scoring_pass``, whose AUC pieces
+    ``score_memory.check_score_memory`` checks)."""
+    passes = {i for i, s in enumerate(strategies) if isinstance(s, OnePass | PartialFit)}
+    return chosen_fits(chosen, passes)
 
 
 def chosen_fits(chosen: dict[Pair, int], indices: set[int]) -> dict[int, list[str]]:
@@ -372,11 +437,15 @@ def chosen_fits(chosen: dict[Pair, int], indices: set[int]) -> dict[int, list[st
     return fits
 
 
-def make_tasks(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> tuple[list[Any], bool]:
+def make_tasks(
+    ctx: Context, pairs: list[Pair], strategies: list[Any]
+) -> tuple[list[Any], bool, int]:
     """The tasks of ``pairs``, each pair made by the first of ``strategies`` that accepts it.
 
     The last strategy must accept any pair: it also takes the pairs another hands back. Also
-    returns whether one-pass statistics were made (which checked every feature is finite).
+    returns whether one-pass statistics were made (which checked every feature is finite),
+    and the waves of the largest scoring pass (``score_budgets``: 1 when its AUC pieces fit
+    at once).
     """
     *first, last = strategies
     chosen = assign(ctx, pairs, strategies)
@@ -384,16 +453,53 @@ def make_tasks(ctx: Context, pairs: list[Pair], strategies: list[Any]) -> tuple[
         whole = whole_fits(chosen, strategies)
         n_features = len(ctx.run.features)
         check_fit_memory(ctx.fit_rows, ctx.plan, whole, n_features, ctx.memory_limit, ctx.max_rows)
-    if ctx.fit_rows is not None:
-        scored, run, tests = one_pass_fits(chosen, strategies), ctx.run, ctx.fit_rows["test"]
-        check_score_memory(tests, scored, run.measures, run.classes, ctx.memory_limit,
-                           n_workers(ctx.client))  # fmt: skip
-        check_fed_memory(tests, fed_fits(chosen, strategies), len(run.features), ctx.memory_limit)
+    budgets = score_budgets(ctx, chosen, strategies)
     tasks, back, stats_made = [], set(), False
     for i, strategy in enumerate(first):
-        made, left = strategy.tasks(ctx, [p for p in pairs if chosen[p] == i])
+        mine = dataclasses.replace(ctx, score_budget=budgets.get(i, (None, 1))[0])
+        made, left = strategy.tasks(mine, [p for p in pairs if chosen[p] == i])
         stats_made |= isinstance(strategy, OnePass) and bool(made)
         tasks += made
         back.update(left)
     made, _ = last.tasks(ctx, [p for p in pairs if chosen[p] == len(first) or p in back])
-    return tasks + made, stats_made
+    return tasks + made, stats_made, max((n for _, n in budgets.values()), default=1)
+
+
+def scoring_pairs(
+    ctx: Context, chosen: dict[Pair, int], strategies: list[Any]
+) -> dict[int, dict[int, int]]:
+    """Per strategy scoring partition by partition (``OnePass``, ``PartialFit``; by index):
+    each test block it scores -> the (fit, learner) pairs predicting it."""
+    out: dict[int, dict[int, int]] = {}
+    for i, strategy in enumerate(strategies):
+        if not isinstance(strategy, OnePass | PartialFit):
+            continue
+        for fit_id, names in chosen_fits(chosen, {i}).items():
+            pairs = out.setdefault(i, {})
+            for block in ctx.plan.fits.loc[fit_id, "blocks"]:
+                pairs[block] = pairs.get(block, 0) + len(names)
+    return out
+
+
+def score_budgets(
+    ctx: Context, chosen: dict[Pair, int], strategies: list[Any]
+) -> dict[int, tuple[float | None, int]]:
+    """Per scoring strategy (by index, as ``scoring_pairs``): the bytes of AUC pieces one of
+    its waves may hold (None: no limit) and its waves (``score_memory.waves``), refusing
+    first a block no wave can hold (``score_memory.check_score_memory``). Passes run at once,
+    so they share ``SCORE_SHARE`` of the workers' memory in proportion to their pieces."""
+    run, limit = ctx.run, ctx.memory_limit
+    passes = scoring_pairs(ctx, chosen, strategies)
+    columns = auc_columns(run.measures, run.classes)
+    if ctx.fit_rows is None or limit is None or not columns:
+        return {i: (None, 1) for i in passes}
+    block_rows = ctx.fit_rows.attrs["block_rows"]
+    pieces = {i: block_pieces(block_rows, pairs, columns) for i, pairs in passes.items()}
+    total = sum(sum(p.values()) for p in pieces.values())
+    out = {}
+    for i, pairs in passes.items():
+        check_score_memory(block_rows, pairs, run.measures, run.classes, limit)
+        share = sum(pieces[i].values()) / total if total else 1.0
+        budget = wave_budget(limit, n_workers(ctx.client), share)
+        out[i] = (budget, len(waves([pieces[i][b] for b in pass_order(ctx, pairs)], budget)))
+    return out
