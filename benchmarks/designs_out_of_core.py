@@ -19,6 +19,7 @@ import _thread
 import math
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -78,33 +79,47 @@ def designs(
     }
 
 
-def attempt(client: Any, call: Callable[[], Any], timeout: float, limit: int) -> dict:
-    """``call()`` under the memory sampler and a time-out: outcome, seconds, workers, peaks."""
-    fired = threading.Event()
-
-    def stop() -> None:
-        fired.set()
-        _thread.interrupt_main()
-
-    timer = threading.Timer(timeout, stop)
+def attempt(
+    client: Any, call: Callable[[], Any], timeout: float, limit: int, stall: float
+) -> dict:
+    """``call()`` under the memory sampler and a time-out: outcome, seconds, workers, peaks.
+    A run whose workers are all paused (distributed's memory pause) for ``stall`` s is stopped
+    and reported as stalled: a paused worker with nothing to spill never resumes."""
+    why: list[str] = []
+    done = threading.Event()
     row: dict[str, Any] = {}
     with MemorySampler(client) as sampler:
-        timer.start()
+
+        def watch() -> None:
+            start = time.monotonic()
+            while not done.wait(1.0):
+                if time.monotonic() - start > timeout:
+                    why.append(f"stopped after {timeout:g} s")
+                elif sampler.paused_seconds > stall:
+                    why.append(f"stalled: every worker paused for {stall:g} s")
+                else:
+                    continue
+                _thread.interrupt_main()
+                return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
         try:
             _, seconds = timed(call)
             row.update(outcome="completed", seconds=round(seconds, 1))
         except (Exception, KeyboardInterrupt) as err:  # reported, not raised
-            stopped = fired.is_set()
             row.update(
-                outcome=f"stopped after {timeout:g} s" if stopped else type(err).__name__,
+                outcome=why[0] if why else type(err).__name__,
                 error=f"{type(err).__name__}: {err}"[:400],
             )
         finally:
-            timer.cancel()
+            done.set()
+            watcher.join()
     peaks = sampler.peaks
     row.update(
         workers_seen=len(peaks),
         restarts=max(0, len(peaks) - N_WORKERS),
+        rest_over_limit=round(max(sampler.first.values(), default=0) / limit, 2),
         peak_over_limit=round(max(peaks.values(), default=0) / limit, 2),
     )
     return row
@@ -119,6 +134,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--only", nargs="*", help="run the designs whose names start so")
     p.add_argument("--skip", nargs="*", help="skip the designs whose names start so")
     p.add_argument("--measures", nargs="*", help="the measures of every design (default: each's)")
+    p.add_argument("--stall", type=float, default=120.0,
+                   help="stop a run whose workers are all paused this many s")  # fmt: skip
+    p.add_argument("--fresh-workers", action="store_true",
+                   help="restart the workers before each design")  # fmt: skip
     args = p.parse_args(argv)
     if args.quick:
         args.rows, args.rows_per_file, args.memory_limit = 200_000, 50_000, "2GB"
@@ -147,10 +166,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     continue
                 if args.skip and any(name.startswith(o) for o in args.skip):
                     continue
+                if args.fresh_workers:
+                    client.restart()
                 scan = timed(lambda: features.sum().compute())[1]
                 row = {"design": name, "scan_s": round(scan, 2)}
                 row.update(attempt(client, lambda m=make: m(load_pixels(source)),
-                                   args.timeout, limit))  # fmt: skip
+                                   args.timeout, limit, args.stall))  # fmt: skip
                 if "seconds" in row:
                     row["scans"] = round(row["seconds"] / scan, 1)
                 rows.append(row)
