@@ -28,6 +28,7 @@ from sklearn.base import BaseEstimator
 from ..run.assemble import build_dataset
 from ..run.fitting_options import FittingOptions
 from ..run.session import result_attrs, start
+from ..run.stall import watching_workers
 from ..run.strategies import Batched, WholeTrainSet
 from ..settings import SETTINGS, refuse_renamed
 from ..split.overlap import (
@@ -57,6 +58,7 @@ BATCH_MAX_ROWS = 100_000
 
 
 @sharing_counts
+@watching_workers
 def compare_sampling(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None,

@@ -31,6 +31,7 @@ from ..learn.measures import check_measures
 from ..run.assemble import build_dataset
 from ..run.fitting_options import FittingOptions
 from ..run.session import persisted, result_attrs, start
+from ..run.stall import watching_workers
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES
 from ..settings import check_alpha, refuse_renamed
 from ..split.shares import sharing_counts
@@ -53,6 +54,7 @@ RULE = (
 
 
 @sharing_counts
+@watching_workers
 def split_sensitivity(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

@@ -32,6 +32,7 @@ from ..run.session import (
     start,
     stratum_rows,
 )
+from ..run.stall import watching_workers
 from ..run.strategies import Context
 from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import check_run_options
@@ -169,6 +170,7 @@ def prepare(
 
 
 @sharing_counts
+@watching_workers
 def transfer(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

@@ -40,6 +40,7 @@ from ..run.fitting import FitState
 from ..run.fitting_options import FittingOptions
 from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
+from ..run.stall import watching_workers
 from ..run.strategies import OnePass, fit_pooled
 from ..schema import LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import SETTINGS, check_threshold, refuse_renamed
@@ -138,6 +139,7 @@ def inner_fit_bound(n_subsets: int, n_folds: int, max_pool: int) -> int:
 
 
 @sharing_counts
+@watching_workers
 def search_subsets(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

@@ -22,9 +22,11 @@ from ..tables.table import Table
 from .assemble import RESULTS_TITLE
 from .fitting_options import FittingOptions
 from .session import assemble, checked_counts, prepared, result_attrs, start, stratum_rows
+from .stall import watching_workers
 
 
 @sharing_counts
+@watching_workers
 def soak(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

@@ -32,6 +32,7 @@ from .assemble import build_dataset, encode_attrs
 from .final import final_tasks
 from .fitting_options import FittingOptions
 from .session import Session, persisted, result_attrs, start
+from .stall import watching_workers
 from .strategies import Batched, Context
 
 #: Title of evaluate's results.
@@ -42,6 +43,7 @@ _W632 = 0.632
 
 
 @sharing_counts
+@watching_workers
 def evaluate(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

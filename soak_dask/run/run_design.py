@@ -17,10 +17,12 @@ from ..split.folds import table_classes
 from ..split.shares import sharing_counts
 from ..tables.table import Table
 from .session import assemble, persisted, result_attrs, start
+from .stall import watching_workers
 from .strategies import WholeTrainSet
 
 
 @sharing_counts
+@watching_workers
 def run_design(
     table: Table,
     design: Design,

@@ -1,0 +1,122 @@
+"""A run whose workers are all paused by distributed's memory pause, with no task running, is
+stopped with an error that names their memory; it is never left hanging.
+
+distributed pauses a worker whose process memory passes 80 % of its limit
+(``distributed.worker.memory.pause``) and resumes it when it falls back, spilling Dask's data
+to disk meanwhile. Memory outside Dask's data (the libraries a task imports, buffers,
+fragments of freed memory) cannot be spilled: a worker paused by it with nothing left to spill
+stays paused, and a run whose every worker is so waits forever. ``watching_workers`` polls the
+workers while a run's entry point runs (on the main thread, where the interrupt lands) and,
+once every worker has been paused with nothing executing for ``STALL_SECONDS``, interrupts the
+run and raises ``WorkerMemoryStall``.
+"""
+
+from __future__ import annotations
+
+import _thread
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import dask
+from dask.utils import format_bytes
+
+from ..dask_client import current_client
+from .memory import FitMemoryError
+
+#: Seconds every worker must stay paused, none executing a task, before the run is stopped.
+STALL_SECONDS = 120.0
+#: Seconds between two looks at the workers.
+POLL_SECONDS = 2.0
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class WorkerMemoryStall(FitMemoryError):
+    """Every worker paused by its memory limit with nothing running: the run cannot go on."""
+
+
+def worker_state(dask_worker: Any) -> tuple[str, int, int, int | None]:
+    """A worker's status, tasks executing, process memory and memory limit (``client.run``)."""
+    memory = dask_worker.monitor.get_process_memory()
+    limit = dask_worker.memory_manager.memory_limit
+    return str(dask_worker.status.name), len(dask_worker.state.executing), memory, limit
+
+
+def stalled(states: dict[str, tuple[str, int, int, int | None]]) -> bool:
+    """Whether every worker of ``states`` (``worker_state`` each) is paused, none executing."""
+    return bool(states) and all(s == "paused" and not n for s, n, _, _ in states.values())
+
+
+def stall_message(states: dict[str, tuple[str, int, int, int | None]], seconds: float) -> str:
+    """The error of a run stopped because ``states`` stayed ``stalled`` for ``seconds``."""
+    held = ", ".join(
+        f"{format_bytes(memory)} of {format_bytes(limit) if limit else 'no limit'}"
+        for _, _, memory, limit in states.values()
+    )
+    pause = dask.config.get("distributed.worker.memory.pause", 0.8)
+    return (
+        f"every worker has been paused by its memory limit for {seconds:g} s with no task "
+        f"running (process memory {held}): distributed pauses a worker at {pause:.0%} of its "
+        "limit and spills Dask's data to resume it, so these hold memory that cannot be "
+        "spilled (the libraries tasks import, buffers); give each worker more memory "
+        "(memory_limit=, e.g. twice the present), or read the table in smaller partitions; a "
+        "run given a checkpoint keeps the fits it finished"
+    )
+
+
+@contextmanager
+def stall_guard(client: Any, seconds: float | None = None) -> Iterator[None]:
+    """Within the block, a stall of ``client``'s workers for ``seconds`` (default
+    ``STALL_SECONDS``) interrupts the block and raises ``WorkerMemoryStall``. A no-op without a
+    distributed client, or off the main thread (where no interrupt could reach the run)."""
+    if client is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    seconds = STALL_SECONDS if seconds is None else seconds
+    fired: list[str] = []
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def watch() -> None:
+        since = None
+        while not stop.wait(POLL_SECONDS):
+            try:
+                states = client.run(worker_state)
+            except Exception:  # noqa: BLE001 -- workers restarting, the client closing: look again
+                continue
+            since = (since or time.monotonic()) if stalled(states) else None
+            if since is not None and time.monotonic() - since >= seconds:
+                with lock:  # never after the block has ended
+                    if not stop.is_set():
+                        fired.append(stall_message(states, seconds))
+                        _thread.interrupt_main()
+                return
+
+    watcher = threading.Thread(target=watch, name="soak-stall-guard", daemon=True)
+    watcher.start()
+    try:
+        yield
+    except KeyboardInterrupt:
+        if fired:
+            raise WorkerMemoryStall(fired[0]) from None
+        raise
+    finally:
+        with lock:
+            stop.set()
+        watcher.join()
+
+
+def watching_workers(func: _F) -> _F:
+    """``func`` (an entry point taking ``client=``; else the default client) run inside
+    ``stall_guard``."""
+
+    @functools.wraps(func)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        client = kwargs.get("client") or current_client()
+        with stall_guard(client):
+            return func(*args, **kwargs)
+
+    return run  # type: ignore[return-value]

@@ -1,0 +1,54 @@
+"""A run whose workers all stay paused by their memory limit is stopped with an error naming
+their memory (run/stall.py), not left waiting forever."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from distributed import Client, LocalCluster
+
+import soak_dask as sd
+from soak_dask.run import stall
+from soak_dask.run.stall import WorkerMemoryStall, stall_message, stalled
+
+from ..conftest import toy_table
+
+
+def _pause_at(fraction: float):
+    def set_fraction(dask_worker):
+        dask_worker.memory_manager.memory_pause_fraction = fraction
+
+    return set_fraction
+
+
+@pytest.mark.slow
+def test_a_run_whose_workers_stay_paused_is_stopped_naming_their_memory(monkeypatch):
+    monkeypatch.setattr(stall, "STALL_SECONDS", 3.0)
+    monkeypatch.setattr(stall, "POLL_SECONDS", 0.5)
+    table = sd.load_table(toy_table(n=120), label="y", subset="subset")
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
+        Client(cluster) as client,
+    ):
+        # Paused at any memory: as a worker whose libraries alone pass 80 % of its limit.
+        client.run(_pause_at(1e-6))
+        start = time.monotonic()
+        with pytest.raises(WorkerMemoryStall, match=r"paused by its memory limit for 3 s") as err:
+            sd.soak(table, "featureless", n_folds=2, client=client, progress=False)
+        assert time.monotonic() - start < 60
+        assert "of no limit" not in str(err.value) and "memory_limit=" in str(err.value)
+        client.run(_pause_at(0.8))  # resumed: the same client runs the same run
+        res = sd.soak(table, "featureless", n_folds=2, client=client, progress=False)
+        assert res.sizes["fold"] == 2
+
+
+def test_stalled_needs_every_worker_paused_and_idle():
+    paused, busy = ("paused", 0, 600 << 20, 700 << 20), ("paused", 1, 600 << 20, 700 << 20)
+    running = ("running", 0, 100 << 20, 700 << 20)
+    assert stalled({"a": paused, "b": paused})
+    assert not stalled({"a": paused, "b": busy})  # a long task may end and free memory
+    assert not stalled({"a": paused, "b": running})
+    assert not stalled({})
+    text = stall_message({"a": paused}, 120)
+    assert "600.00 MiB of 700.00 MiB" in text and "80%" in text
