@@ -32,11 +32,12 @@ from .rowcap import class_codes, train_class_rows
 
 #: Float64-sized copies of a fit's rows that a fit task holds at its peak (see above).
 FIT_COPIES = 6
-#: 8-byte copies of each outcome a row that the task joining the test split's outcomes holds at
-#: its peak: measured with tracemalloc (200,000 rows, every measure, 2 and 5 classes, with group
-#: codes; regression), the joined arrays and one resample's pieces came to 3.0-4.0 times them
-#: (the most with AUC of 5 classes, one-vs-rest), plus the partitions' outcomes themselves.
-OUTCOME_COPIES = 6
+#: 8-byte words a row and (class score column + 1) that the task joining the test split's
+#: outcomes holds at its peak: measured with tracemalloc (1,000,000 rows; the partitions'
+#: outcomes, the joined arrays, each row's share of the pieces and one resample's draw,
+#: ``final_scores.RowPieces``) at 6.0 (error only), 5.7 (two classes, every measure) and 6.5
+#: (five classes, AUC one-vs-rest) of them, with room for the worker.
+OUTCOME_COPIES = 9
 #: Share of a worker's memory limit a fit may use: distributed pauses a worker at 80 %.
 LIMIT_SHARE = 0.8
 
@@ -201,9 +202,9 @@ def check_final_memory(
 
 def outcome_bytes(rows: int, score_columns: int) -> int:
     """Estimated peak bytes of the task joining the outcomes of ``rows`` test-split rows
-    (label, prediction and group codes, ``score_columns`` class scores: 8 bytes each) and
-    resampling them for the bootstrap interval."""
-    return int(rows) * (score_columns + 3) * 8 * OUTCOME_COPIES
+    (label, prediction and group codes, ``score_columns`` class scores) and resampling them
+    for the bootstrap interval."""
+    return int(rows) * (score_columns + 1) * 8 * OUTCOME_COPIES
 
 
 def check_test_split_memory(

@@ -237,3 +237,34 @@ def test_row_pieces_of_any_resample_equal_the_resampled_rows_pieces(k, n, seed, 
     got = finish(run.measures, pieces.of_rows(rows))
     for m in run.measures:
         assert got[m] == pytest.approx(expected[m], rel=1e-12, nan_ok=True), m
+
+
+@pytest.mark.parametrize(
+    ("k", "measures"),
+    [(2, ("error",)), (2, tuple(MEASURES["classification"])), (5, ("auc", "log_loss"))],
+)
+def test_the_joined_outcomes_peak_stays_under_their_estimate(k, measures, monkeypatch):
+    import tracemalloc
+
+    from soak_dask.run import final_scores
+    from soak_dask.run.final import score_columns
+    from soak_dask.run.final_scores import Outcome
+
+    monkeypatch.setattr(final_scores, "N_BOOT", 5)  # a resample's memory is freed before the next
+    run = RunSpec(FEATURES, "y", "subset", "", measures, classes=tuple(range(k)), seed=3)
+    rng, n, columns = np.random.default_rng(0), 200_000, score_columns(run)
+    outcomes = []
+    for _ in range(4):
+        y, pred = (rng.integers(0, k, n // 4).astype(np.int32) for _ in range(2))
+        proba = rng.dirichlet(np.ones(k), n // 4) if columns else None
+        outcomes.append(Outcome(n // 4, y, pred, proba))
+    held = sum(o.y.nbytes + o.pred.nbytes + (0 if o.proba is None else o.proba.nbytes)
+               for o in outcomes)  # fmt: skip
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        split_scores(outcomes, run)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert held + peak < outcome_bytes(n, columns)
