@@ -46,10 +46,10 @@ LDA = {"lda": "lda"}
 
 
 def designs(
-    client: Any, models: str, measures: list[str] | None = None
+    client: Any, models: str, measures: list[str] | None = None, test_split: float = 0.2
 ) -> dict[str, Callable[[sd.Table], Any]]:
     """Each design of the issue's table, as a call on the loaded table (``measures``: each
-    design's default when None)."""
+    design's default when None; ``test_split``: the share the test split design reserves)."""
     run = {"client": client, "progress": False, "persist": False}
     if measures:
         run["measures"] = measures
@@ -62,8 +62,8 @@ def designs(
         "evaluate repeated_cv 3x5": ev(outer="repeated_cv", outer_folds=5, outer_repeats=3),
         "evaluate subsampling x10": ev(outer="subsampling", outer_repeats=10),
         "evaluate bootstrap x10": ev(outer="bootstrap", outer_repeats=10),
-        "evaluate cv 5, test_split 0.2, models": ev(
-            outer="cv", outer_folds=5, test_split=0.2, models=models
+        f"evaluate cv 5, test_split {test_split:g}, models": ev(
+            outer="cv", outer_folds=5, test_split=test_split, models=models
         ),
         "transfer 5 folds": lambda t: sd.transfer(t, LDA, n_folds=5, **run),
         "search_subsets 5 folds": lambda t: sd.search_subsets(t, LDA, n_folds=5, **run),
@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--only", nargs="*", help="run the designs whose names start so")
     p.add_argument("--skip", nargs="*", help="skip the designs whose names start so")
     p.add_argument("--measures", nargs="*", help="the measures of every design (default: each's)")
+    p.add_argument("--test-split", type=float, default=0.2, help="the test split design's share")
     p.add_argument("--stall", type=float, default=120.0,
                    help="stop a run whose workers are all paused this many s")  # fmt: skip
     p.add_argument("--fresh-workers", action="store_true",
@@ -161,7 +162,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         table = load_pixels(source)
         features = table.data[list(table.features)]
         with tempfile.TemporaryDirectory() as tmp:
-            for name, make in designs(client, f"{tmp}/models", args.measures).items():
+            calls = designs(client, f"{tmp}/models", args.measures, args.test_split)
+            for name, make in calls.items():
                 if args.only and not any(name.startswith(o) for o in args.only):
                     continue
                 if args.skip and any(name.startswith(o) for o in args.skip):
