@@ -32,12 +32,13 @@ from .rowcap import class_codes, train_class_rows
 
 #: Float64-sized copies of a fit's rows that a fit task holds at its peak (see above).
 FIT_COPIES = 6
-#: 8-byte words a row and (class score column + 1) that the task joining the test split's
-#: outcomes holds at its peak: measured with tracemalloc (1,000,000 rows; the partitions'
-#: outcomes, the joined arrays, each row's share of the pieces and one resample's draw,
-#: ``final_scores.RowPieces``) at 6.0 (error only), 5.7 (two classes, every measure) and 6.5
-#: (five classes, AUC one-vs-rest) of them, with room for the worker.
-OUTCOME_COPIES = 9
+#: 8-byte copies of each outcome a row that the task joining the test split's outcomes holds at
+#: its peak, with room for the worker's own memory. Measured with tracemalloc (1,000,000 rows;
+#: the partitions' outcomes, the joined arrays, each row's share of the pieces and one
+#: resample's draw, ``final_scores.RowPieces``): 2.0 (error only), 3.4 (two classes, every
+#: measure), 4.9 (five classes, AUC one-vs-rest) of them. A lower factor let a 4.2M-row split
+#: pass the check at 700 MB workers and kill them: each already holds 0.3 GB at rest.
+OUTCOME_COPIES = 6
 #: Share of a worker's memory limit a fit may use: distributed pauses a worker at 80 %.
 LIMIT_SHARE = 0.8
 
@@ -204,7 +205,7 @@ def outcome_bytes(rows: int, score_columns: int) -> int:
     """Estimated peak bytes of the task joining the outcomes of ``rows`` test-split rows
     (label, prediction and group codes, ``score_columns`` class scores) and resampling them
     for the bootstrap interval."""
-    return int(rows) * (score_columns + 1) * 8 * OUTCOME_COPIES
+    return int(rows) * (score_columns + 3) * 8 * OUTCOME_COPIES
 
 
 def check_test_split_memory(
