@@ -86,10 +86,11 @@ def check_score_memory(
     if merge <= SCORE_SHARE * limit:
         return
     others = [m for m in measures if m != "auc"]
+    fits = f"{pairs[block]} fit{'s' if pairs[block] > 1 else ''}"
     raise FitMemoryError(
         f"AUC is scored exactly from every test row's score: test block {block} is predicted "
-        f"by {pairs[block]} fits, whose pieces ({int(block_rows[block]):,} test rows × "
-        f"{pairs[block]} fits × {columns} AUC column(s) × {AUC_ROW_BYTES} bytes) are merged in "
+        f"by {fits}, whose pieces ({int(block_rows[block]):,} test rows × {fits} × "
+        f"{columns} AUC column(s) × {AUC_ROW_BYTES} bytes) are merged in "
         f"one task, about {format_bytes(merge)} at its peak ({MERGE_COPIES} copies), more than "
         f"{SCORE_SHARE:.0%} of a worker's memory limit ({format_bytes(limit)}), whatever the "
         f"waves; score without AUC (measures={others!r}), with more folds (smaller test "
