@@ -29,11 +29,12 @@ from .memory import FitMemoryError
 #: counts (int32 each).
 AUC_ROW_BYTES = 16
 #: Copies of a block's pieces its merge holds at its peak (the parts, their concatenation, the
-#: sorted copy).
-MERGE_COPIES = 3
-#: Share of the workers' memory the pieces may take: the rest is each worker's own (a few
-#: hundred MB), the partitions in transit and the statistics.
-SCORE_SHARE = 0.3
+#: sort order, the sorted copy: about 3.5).
+MERGE_COPIES = 4
+#: Share of the workers' memory the pieces may take: the rest is each worker's own (0.3 GB at
+#: rest after a run's imports: 0.45 of a 700 MB limit), the partitions in transit and the
+#: statistics. At 0.3, 11M rows' repeated_cv 3×5 (2 waves) killed 700 MB workers in a merge.
+SCORE_SHARE = 0.15
 
 
 def auc_columns(measures: Sequence[str], classes: Sequence | None) -> int:

@@ -39,6 +39,13 @@ from soak_dask.split.plan import Fit, build_plan
 
 from ..conftest import toy_table
 
+
+@pytest.fixture
+def shares_of_the_examples(monkeypatch):
+    """The shares the waves' examples below were sized for (their limits are in bytes)."""
+    monkeypatch.setattr("soak_dask.run.score_memory.SCORE_SHARE", 0.3)
+    monkeypatch.setattr("soak_dask.run.score_memory.MERGE_COPIES", 3)
+
 TIMINGS = ["fit_seconds", "predict_seconds"]
 SGD = SGDClassifier(loss="log_loss", random_state=0)
 
@@ -97,6 +104,7 @@ def _kfold_context(limit, n_folds=8, n=240):
     return df, plan, with_fit_rows(ctx, None, limit, count=True)
 
 
+@pytest.mark.usefixtures("shares_of_the_examples")
 def test_waves_score_as_one_pass_and_as_scikit_learn():
     """8 blocks of 30 rows (480 bytes of pieces each): a 5,000-byte worker holds 3 blocks a
     wave, so 3 waves; the records are those of one wave, AUC scikit-learn's."""
@@ -105,7 +113,7 @@ def test_waves_score_as_one_pass_and_as_scikit_learn():
     pairs = [(f, "lda") for f in plan.fits.index]
     chosen = strategies.assign(three, pairs, [OnePass(), WholeTrainSet()])
     budgets = strategies.score_budgets(three, chosen, [OnePass(), WholeTrainSet()])
-    assert budgets == {0: (SCORE_SHARE * 5000, 3)}
+    assert budgets == {0: (0.3 * 5000, 3)}  # the share of the examples
     got = {}
     for name, ctx in (("one", one), ("three", three)):
         records = run_plan(ctx, [OnePass(), WholeTrainSet()], progress=False)
@@ -121,6 +129,7 @@ def test_waves_score_as_one_pass_and_as_scikit_learn():
         assert record["auc"] == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.usefixtures("shares_of_the_examples")
 def test_a_wave_reads_its_partitions_after_the_last_waves_scores():
     """Each wave's partition tasks are its own (keys of their own) and depend on the last
     wave's block scores: no partition is read and held waiting for them."""
@@ -161,6 +170,7 @@ WAVED = {  # a call, the workers' limit, the waves of its largest pass and its e
 }
 
 
+@pytest.mark.usefixtures("shares_of_the_examples")
 @pytest.mark.parametrize("call", WAVED)
 def test_a_run_in_waves_reports_them_and_gives_the_records_of_one(monkeypatch, capsys, call):
     from distributed import Client, LocalCluster
