@@ -37,7 +37,7 @@ from ..schema import DEFAULT_N_FOLDS
 from ..tables.checks import small_strata_warning, warn
 from ..tables.roles import check_one_type
 from ..tables.table import FOLD_COLUMN, Table
-from .shares import count_strata
+from .shares import Strata, count_strata
 
 #: Seeds are below this bound of scikit-learn's ``random_state`` (built-in learners get the
 #: seed as theirs); the folds' hash alone would take any 64-bit seed.
@@ -287,30 +287,31 @@ def strata_keys(table: Table, stratify: bool) -> list[str]:
 
 def table_classes(table: Table) -> tuple | None:
     """The classes of a classification table, sorted (None for regression), from the counts
-    its folds are dealt by (``strata_keys``; one pass, shared within a run)."""
+    its folds are dealt by (``table_strata``; one pass, shared within a run)."""
     if table.task != "classification":
         return None
-    return tuple(_class_totals(table).index.tolist())
+    return tuple(table_strata(table).totals(table.label).index.tolist())
 
 
 def table_class_rows(table: Table) -> tuple[int, ...]:
     """Rows of each class in ``table_classes``' order (regression: one number, all rows),
     from the same shared counts: no pass of its own within a run."""
+    strata = table_strata(table)
     if table.task != "classification":
-        strata = count_strata(table.data, strata_keys(table, True), table.key_roles)
         return (int(strata.rows.sum()),)
-    return tuple(int(n) for n in _class_totals(table))
+    return tuple(int(n) for n in strata.totals(table.label))
 
 
 def table_partition_rows(table: Table) -> np.ndarray:
     """Rows of each partition of ``table``, from the same shared counts (a design that numbers
     rows, e.g. a bootstrap's, needs no pass of its own for them)."""
-    return count_strata(table.data, strata_keys(table, True), table.key_roles).partition_rows
+    return table_strata(table).partition_rows
 
 
-def _class_totals(table: Table) -> pd.Series:
-    strata = count_strata(table.data, strata_keys(table, True), table.key_roles)
-    return strata.totals(table.label)
+def table_strata(table: Table) -> Strata:
+    """The rows per (partition, stratum) the table's folds are dealt by (``strata_keys``):
+    one pass over the key columns, shared within a run (``shares.count_strata``)."""
+    return count_strata(table.data, strata_keys(table, True), table.key_roles)
 
 
 def fold_rows(

@@ -32,11 +32,11 @@ from .folds import (
     check_group_assignment,
     check_n_folds,
     check_seed,
-    strata_keys,
     table_partition_rows,
+    table_strata,
 )
 from .plan import Fit, Plan, Selection, Term, build_plan
-from .shares import add_draws, count_strata, with_columns
+from .shares import add_draws, with_columns
 
 #: The outer strategies of ``evaluate``.
 #: ``knndm``: K-fold on the fold column of ``soak_dask.split.knndm`` (evaluate adds it).
@@ -138,7 +138,7 @@ def capped_folds(table: Table, n_folds: int) -> int:
     elif table.group is not None:
         limit, what = int(table.data[table.group].nunique(split_out=1).compute()), "groups"
     else:  # the counts the folds are dealt by (one pass, shared within a run)
-        strata = count_strata(table.data, strata_keys(table, True), table.key_roles)
+        strata = table_strata(table)
         if table.task == "classification":
             counts = strata.totals(table.label)
             limit, what = int(counts.min()), f"rows of the rarest class ({counts.idxmin()!r})"

@@ -185,10 +185,13 @@ def test_evaluate_scores_its_test_split_as_its_saved_models_predict_it(task, tmp
 
 
 @pytest.mark.slow  # 8 s at a load of 16 on 2 cores: a LocalCluster and an evaluate run
-def test_a_test_split_larger_than_the_workers_memory_limit_completes(tmp_path):
+def test_a_test_split_larger_than_the_workers_memory_limit_completes(tmp_path, monkeypatch):
     """A LocalCluster whose worker's memory limit is below the test split's estimated size
     (``fit_bytes`` of its rows) but above a partition's: evaluate with a test split and saved
     models completes (before: refused, FitMemoryError)."""
+    # the AUC shares this example's limit (in bytes, a few partitions' rows) was sized for
+    monkeypatch.setattr("soak_dask.run.score_memory.SCORE_SHARE", 0.3)
+    monkeypatch.setattr("soak_dask.run.score_memory.MERGE_COPIES", 3)
     from distributed import Client, LocalCluster
 
     n_features = 20

@@ -24,8 +24,8 @@ def _pause_at(fraction: float):
 
 @pytest.mark.slow
 def test_a_run_whose_workers_stay_paused_is_stopped_naming_their_memory(monkeypatch):
-    monkeypatch.setattr(stall, "STALL_SECONDS", 3.0)
-    monkeypatch.setattr(stall, "POLL_SECONDS", 0.5)
+    monkeypatch.setattr(stall, "STALL_SECONDS", 1.5)
+    monkeypatch.setattr(stall, "POLL_SECONDS", 0.25)
     table = sd.load_table(toy_table(n=120), label="y", subset="subset")
     with (
         LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
@@ -34,7 +34,7 @@ def test_a_run_whose_workers_stay_paused_is_stopped_naming_their_memory(monkeypa
         # Paused at any memory: as a worker whose libraries alone pass 80 % of its limit.
         client.run(_pause_at(1e-6))
         start = time.monotonic()
-        with pytest.raises(WorkerMemoryStall, match=r"paused by its memory limit for 3 s") as err:
+        with pytest.raises(WorkerMemoryStall, match=r"paused by its memory limit for 1.5 s") as err:
             sd.soak(table, "featureless", n_folds=2, client=client, progress=False)
         assert time.monotonic() - start < 60
         assert "of no limit" not in str(err.value) and "memory_limit=" in str(err.value)
