@@ -159,7 +159,6 @@ class MemorySampler:
         self.peaks: dict[str, int] = {}
         self.first: dict[str, int] = {}  # each worker's first sample: its memory at rest
         self.samples = 0
-        self.paused_since: float | None = None  # when every worker was last seen paused
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -172,25 +171,8 @@ class MemorySampler:
             for addr, value in rss.items():
                 self.first.setdefault(addr, value)
                 self.peaks[addr] = max(self.peaks.get(addr, 0), value)
-            self._note_paused()
             self.samples += 1
             self._stop.wait(self.interval)
-
-    def _note_paused(self) -> None:
-        try:
-            workers = self.client.scheduler_info()["workers"].values()
-        except Exception:  # noqa: BLE001 -- the scheduler busy or restarting: sample again later
-            return
-        paused = bool(workers) and all(w.get("status") == "paused" for w in workers)
-        if not paused:
-            self.paused_since = None
-        elif self.paused_since is None:
-            self.paused_since = time.monotonic()
-
-    @property
-    def paused_seconds(self) -> float:
-        """How long every worker has been paused (distributed's memory pause), 0 if not."""
-        return 0.0 if self.paused_since is None else time.monotonic() - self.paused_since
 
     def __enter__(self) -> MemorySampler:
         self._thread.start()

@@ -19,7 +19,6 @@ import _thread
 import math
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -79,42 +78,31 @@ def designs(
     }
 
 
-def attempt(
-    client: Any, call: Callable[[], Any], timeout: float, limit: int, stall: float
-) -> dict:
-    """``call()`` under the memory sampler and a time-out: outcome, seconds, workers, peaks.
-    A run whose workers are all paused (distributed's memory pause) for ``stall`` s is stopped
-    and reported as stalled: a paused worker with nothing to spill never resumes."""
-    why: list[str] = []
-    done = threading.Event()
+def attempt(client: Any, call: Callable[[], Any], timeout: float, limit: int) -> dict:
+    """``call()`` under the memory sampler and a time-out: outcome, seconds, workers, their
+    memory at rest and peaks. A run whose workers all stay paused stops itself
+    (``soak_dask.run.stall``: reported as ``WorkerMemoryStall``)."""
+    fired = threading.Event()
+
+    def stop() -> None:
+        fired.set()
+        _thread.interrupt_main()
+
+    timer = threading.Timer(timeout, stop)
     row: dict[str, Any] = {}
     with MemorySampler(client) as sampler:
-
-        def watch() -> None:
-            start = time.monotonic()
-            while not done.wait(1.0):
-                if time.monotonic() - start > timeout:
-                    why.append(f"stopped after {timeout:g} s")
-                elif sampler.paused_seconds > stall:
-                    why.append(f"stalled: every worker paused for {stall:g} s")
-                else:
-                    continue
-                _thread.interrupt_main()
-                return
-
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
+        timer.start()
         try:
             _, seconds = timed(call)
             row.update(outcome="completed", seconds=round(seconds, 1))
         except (Exception, KeyboardInterrupt) as err:  # reported, not raised
+            stopped = fired.is_set()
             row.update(
-                outcome=why[0] if why else type(err).__name__,
+                outcome=f"stopped after {timeout:g} s" if stopped else type(err).__name__,
                 error=f"{type(err).__name__}: {err}"[:400],
             )
         finally:
-            done.set()
-            watcher.join()
+            timer.cancel()
     peaks = sampler.peaks
     row.update(
         workers_seen=len(peaks),
@@ -135,8 +123,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--skip", nargs="*", help="skip the designs whose names start so")
     p.add_argument("--measures", nargs="*", help="the measures of every design (default: each's)")
     p.add_argument("--test-split", type=float, default=0.2, help="the test split design's share")
-    p.add_argument("--stall", type=float, default=120.0,
-                   help="stop a run whose workers are all paused this many s")  # fmt: skip
     p.add_argument("--fresh-workers", action="store_true",
                    help="restart the workers before each design")  # fmt: skip
     args = p.parse_args(argv)
@@ -173,7 +159,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 scan = timed(lambda: features.sum().compute())[1]
                 row = {"design": name, "scan_s": round(scan, 2)}
                 row.update(attempt(client, lambda m=make: m(load_pixels(source)),
-                                   args.timeout, limit, args.stall))  # fmt: skip
+                                   args.timeout, limit))  # fmt: skip
                 if "seconds" in row:
                     row["scans"] = round(row["seconds"] / scan, 1)
                 rows.append(row)
