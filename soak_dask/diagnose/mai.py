@@ -26,9 +26,9 @@ import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..run.assemble import build_dataset
+from ..run.entry import entry_point
 from ..run.fitting_options import FittingOptions
 from ..run.session import result_attrs, start
-from ..run.stall import watching_workers
 from ..run.strategies import Batched, WholeTrainSet
 from ..settings import SETTINGS, refuse_renamed
 from ..split.overlap import (
@@ -48,7 +48,7 @@ from ..split.sampling_splits import SamplingSplits
 from ..split.sampling_splits import check_method_options as check_method_options
 from ..split.sampling_splits import check_methods as check_methods
 from ..split.sampling_splits import split_column as split_column
-from ..split.shares import count_strata, sharing_counts
+from ..split.shares import count_strata
 from ..tables.table import Table, check_table
 
 #: Title of ``compare_sampling``'s results.
@@ -57,8 +57,7 @@ TITLE = "soak_dask sampling comparison: MAI of train/test sampling methods"
 BATCH_MAX_ROWS = 100_000
 
 
-@sharing_counts
-@watching_workers
+@entry_point
 def compare_sampling(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None,

@@ -29,12 +29,11 @@ from sklearn.base import BaseEstimator
 from ..learn.builtin import resolve_learners
 from ..learn.measures import check_measures
 from ..run.assemble import build_dataset
+from ..run.entry import entry_point
 from ..run.fitting_options import FittingOptions
 from ..run.session import persisted, result_attrs, start
-from ..run.stall import watching_workers
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES
 from ..settings import check_alpha, refuse_renamed
-from ..split.shares import sharing_counts
 from ..split.trials import MIN_TRIALS as MIN_TRIALS
 from ..split.trials import SplitTrials as SplitTrials
 from ..split.trials import check_ratios as check_ratios
@@ -53,8 +52,7 @@ RULE = (
 )
 
 
-@sharing_counts
-@watching_workers
+@entry_point
 def split_sensitivity(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

@@ -22,6 +22,7 @@ import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..results.stats import pvalues
+from ..run.entry import entry_point
 from ..run.fitting_options import FittingOptions
 from ..run.session import (
     Session,
@@ -32,13 +33,11 @@ from ..run.session import (
     start,
     stratum_rows,
 )
-from ..run.stall import watching_workers
 from ..run.strategies import Context
 from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import check_run_options
 from ..split.folds import check_fold_values
 from ..split.plan import Plan
-from ..split.shares import sharing_counts
 from ..split.transfer import Transfer as Transfer
 from ..split.transfer import cell_selection as cell_selection
 from ..split.transfer import train_selection as train_selection
@@ -169,8 +168,7 @@ def prepare(
     return Prepared(session, keyed, data, counts, classes, subsets, k, stratify)
 
 
-@sharing_counts
-@watching_workers
+@entry_point
 def transfer(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

@@ -36,11 +36,11 @@ from dask.tokenize import normalize_token
 from sklearn.base import BaseEstimator
 
 from ..run.closed_form import is_additive
+from ..run.entry import entry_point
 from ..run.fitting import FitState
 from ..run.fitting_options import FittingOptions
 from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
-from ..run.stall import watching_workers
 from ..run.strategies import OnePass, fit_pooled
 from ..schema import LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import SETTINGS, check_threshold, refuse_renamed
@@ -49,7 +49,6 @@ from ..split.search import TRAIN_SETS as TRAIN_SETS
 from ..split.search import Key, SearchOuter, SearchRound
 from ..split.search import inner_plan as inner_plan
 from ..split.search import outer_plan as outer_plan
-from ..split.shares import sharing_counts
 from ..tables.table import Table, check_table
 from .matrix import (
     Prepared,
@@ -138,8 +137,7 @@ def inner_fit_bound(n_subsets: int, n_folds: int, max_pool: int) -> int:
     return first + later
 
 
-@sharing_counts
-@watching_workers
+@entry_point
 def search_subsets(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

@@ -16,17 +16,15 @@ from ..schema import TRAIN_TYPES
 from ..settings import SETTINGS, check_run_options, identity
 from ..split.designs import SameOtherAll
 from ..split.plan import Plan
-from ..split.shares import sharing_counts
 from ..tables.checks import refuse_ignored
 from ..tables.table import Table
 from .assemble import RESULTS_TITLE
+from .entry import entry_point
 from .fitting_options import FittingOptions
 from .session import assemble, checked_counts, prepared, result_attrs, start, stratum_rows
-from .stall import watching_workers
 
 
-@sharing_counts
-@watching_workers
+@entry_point
 def soak(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

@@ -25,14 +25,13 @@ from ..split.folds import check_seed, table_classes
 from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
 from ..split.plan import Plan
-from ..split.shares import sharing_counts
 from ..stats.mean_tests import right_wrong_counts
 from ..tables.table import FOLD_COLUMN, Table
 from .assemble import build_dataset, encode_attrs
+from .entry import entry_point
 from .final import final_tasks
 from .fitting_options import FittingOptions
 from .session import Session, persisted, result_attrs, start
-from .stall import watching_workers
 from .strategies import Batched, Context
 
 #: Title of evaluate's results.
@@ -42,8 +41,7 @@ TITLE = "soak_dask evaluation: resampling estimates of learners"
 _W632 = 0.632
 
 
-@sharing_counts
-@watching_workers
+@entry_point
 def evaluate(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,

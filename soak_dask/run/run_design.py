@@ -14,15 +14,13 @@ from sklearn.base import BaseEstimator
 
 from ..split.design import Design
 from ..split.folds import table_classes
-from ..split.shares import sharing_counts
 from ..tables.table import Table
+from .entry import entry_point
 from .session import assemble, persisted, result_attrs, start
-from .stall import watching_workers
 from .strategies import WholeTrainSet
 
 
-@sharing_counts
-@watching_workers
+@entry_point
 def run_design(
     table: Table,
     design: Design,

@@ -5,33 +5,30 @@ distributed pauses a worker whose process memory passes 80 % of its limit
 (``distributed.worker.memory.pause``) and resumes it when it falls back, spilling Dask's data
 to disk meanwhile. Memory outside Dask's data (the libraries a task imports, buffers,
 fragments of freed memory) cannot be spilled: a worker paused by it with nothing left to spill
-stays paused, and a run whose every worker is so waits forever. ``watching_workers`` polls the
-workers while a run's entry point runs (on the main thread, where the interrupt lands) and,
-once every worker has been paused with nothing executing for ``STALL_SECONDS``, interrupts the
-run and raises ``WorkerMemoryStall``.
+stays paused, and a run whose every worker is so waits forever. ``stall_guard`` polls the
+workers while a run's entry point runs (``entry.entry_point``; on the main thread, where the
+interrupt lands) and, once every worker has been paused with nothing executing for
+``STALL_SECONDS``, interrupts the run and raises ``WorkerMemoryStall``.
 """
 
 from __future__ import annotations
 
 import _thread
-import functools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import dask
 from dask.utils import format_bytes
 
-from ..dask_client import current_client
 from .memory import FitMemoryError
 
 #: Seconds every worker must stay paused, none executing a task, before the run is stopped.
 STALL_SECONDS = 120.0
 #: Seconds between two looks at the workers.
 POLL_SECONDS = 2.0
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class WorkerMemoryStall(FitMemoryError):
@@ -107,16 +104,3 @@ def stall_guard(client: Any, seconds: float | None = None) -> Iterator[None]:
         with lock:
             stop.set()
         watcher.join()
-
-
-def watching_workers(func: _F) -> _F:
-    """``func`` (an entry point taking ``client=``; else the default client) run inside
-    ``stall_guard``."""
-
-    @functools.wraps(func)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        client = kwargs.get("client") or current_client()
-        with stall_guard(client):
-            return func(*args, **kwargs)
-
-    return run  # type: ignore[return-value]

@@ -20,12 +20,10 @@ allows (``check_sides``).
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 import dask
 import dask.dataframe as dd
@@ -159,7 +157,6 @@ class Strata:
 
 #: Within ``counts_shared``: (data's name, keys) -> its Strata, so a run counts each once.
 _SHARED: ContextVar[dict | None] = ContextVar("soak_shared_counts", default=None)
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 @contextmanager
@@ -174,17 +171,6 @@ def counts_shared() -> Iterator[None]:
     finally:
         if token is not None:
             _SHARED.reset(token)
-
-
-def sharing_counts(func: _F) -> _F:
-    """``func`` run inside ``counts_shared`` (an entry point: one run)."""
-
-    @functools.wraps(func)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        with counts_shared():
-            return func(*args, **kwargs)
-
-    return run  # type: ignore[return-value]
 
 
 def count_strata(
