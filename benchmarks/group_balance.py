@@ -20,7 +20,7 @@ import pandas as pd
 
 import soak_dask as sd
 from soak_dask.results.stats import pvalues
-from soak_dask.split.folds import GROUP_ASSIGNMENTS
+from soak_dask.split.fold_options import GROUP_ASSIGNMENTS
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 FEATURES = [f"SAMPLE_{i}" for i in range(1, 22)]

@@ -42,6 +42,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .schema import DEFAULT_N_FOLDS, INNER_SCHEMES, MEASURES, TASKS, TRAIN_TYPES
+from .split.fold_options import check_group_assignment, check_n_folds, check_seed
 
 Scope = Literal[
     "table", "run", "evaluate", "search", "split-sensitivity", "compare-sampling", "app"
@@ -240,24 +241,6 @@ def _one_of(choices: Sequence[str]) -> Check:
     return check
 
 
-# The checks that live with folds and plans are imported when used: this module sits below
-# them in the import graph, so that they (and load_table) may read SETTINGS.
-def _seed(value: Any, name: str) -> int:
-    from .split.folds import check_seed
-
-    return check_seed(value, name)
-
-
-def _n_folds(value: Any, name: str) -> int:
-    from .split.folds import check_n_folds
-
-    return check_n_folds(value, name)
-
-
-def _group_assignment(value: Any, name: str) -> str:
-    from .split.folds import check_group_assignment
-
-    return check_group_assignment(value, name)
 
 
 def _train_types(value: Any, name: str) -> tuple[str, ...]:
@@ -526,14 +509,15 @@ _DECLARED = (
     ),
     _count(
         "n_folds", None, f"K (default {DEFAULT_N_FOLDS}, or the fold column's largest fold)",
-        _n_folds, metavar="K", aliases=("folds",),
+        check_n_folds, metavar="K", aliases=("folds",),
         commands=("run", "transfer", "search", "split-sensitivity"),
         variants={"split-sensitivity": {
             "default": 5, "help": "K of the CV inside each train part (default 5)",
         }},
     ),
     _count(
-        "seed", 1, "seed of folds and learners, 0 to 2**32 - 1 (default 1)", _seed, evaluate=True,
+        "seed", 1, "seed of folds and learners, 0 to 2**32 - 1 (default 1)", check_seed,
+        evaluate=True,
         commands=ALL,
         variants={
             "split-sensitivity": {"help": "seed of splits, folds and learners (default 1)"},
@@ -644,7 +628,7 @@ _DECLARED = (
         choices=INNER_SCHEMES, identity=True, evaluate=True,
     ),
     Setting(
-        "inner_folds", "run", "int", 5, "K of the inner cv (default 5)", _n_folds,
+        "inner_folds", "run", "int", 5, "K of the inner cv (default 5)", check_n_folds,
         metavar="K", identity=True, evaluate=True,
     ),
     Setting(
@@ -662,7 +646,7 @@ _DECLARED = (
         "with --group, how whole groups are dealt to the folds of each stratum: rows (largest "
         "group first onto the emptiest fold, the default) or mlr3resampling (the same number "
         "of groups per fold, rows ignored, as the R package deals them)",
-        _group_assignment, identity=True, evaluate=True, choices=("rows", "mlr3resampling"),
+        check_group_assignment, identity=True, evaluate=True, choices=("rows", "mlr3resampling"),
     ),
     # evaluate's own, in its order: a run file's [evaluation] table.
     Setting(
@@ -682,7 +666,7 @@ _DECLARED = (
     Setting(
         "outer_folds", "evaluate", "int", 5,
         "K of cv and repeated_cv (default 5), capped at the groups or the rarest class's rows",
-        _n_folds, metavar="K",
+        check_n_folds, metavar="K",
     ),
     Setting(
         "outer_repeats", "evaluate", "int", 1,

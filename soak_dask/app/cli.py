@@ -127,21 +127,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run(settings: Any, command: Command, call: Callable[..., Any], debug: bool) -> tuple:
+#: The function each of ``soak run`` and ``soak evaluate`` runs, as (module, name): imported
+#: once the checks that need no cluster have passed.
+_CALLS = {"run": (".run.engine", "soak"), "evaluate": (".run.evaluate", "evaluate")}
+
+
+def _run(settings: Any, command: Command, debug: bool) -> tuple:
     """What ``soak run`` and ``soak evaluate`` share: check everything that needs no cluster
-    (learners, TLS files, ``--out`` and the checkpoint, the table, the measures), run
-    ``call(table, ..., client=client)`` on the cluster, save the results and remove our own
-    checkpoint. Returns the results, the measures and the store's path."""
+    (learners, ``--out`` and the checkpoint, TLS files, the table, the measures), run the
+    command's function (``_CALLS``) on the table, on the cluster, save the results and remove
+    our own checkpoint. Returns the results, the measures and the store's path. Each check
+    imports only what it needs, so a mistake found early is refused before the engine loads."""
+    learners = settings.learners()
+    checkpoint = _checked_paths(settings)
+    from ..run.cluster import connect, make_security
+
+    security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
+    from ..tables.load import load_table
+
+    table = load_table(settings.data, **setting_values(settings, command, ("table",)))
     from ..learn.measures import check_measures
     from ..results.store import save_results
     from ..run.checkpoint import remove_checkpoint
-    from ..run.cluster import connect, make_security
-    from ..tables.load import load_table
 
-    learners = settings.learners()
-    security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
-    checkpoint = _checked_paths(settings)
-    table = load_table(settings.data, **setting_values(settings, command, ("table",)))
+    module, name = _CALLS[command]
+    call = getattr(import_module(module, "soak_dask"), name)
     measures = check_measures(
         settings.measures, table.task, prior_correction=settings.prior_correction
     )
@@ -157,10 +167,10 @@ def _run(settings: Any, command: Command, call: Callable[..., Any], debug: bool)
 
 def run_command(args: argparse.Namespace) -> None:
     """``soak run``: load the table, run SOAK on the cluster, save and summarise the results."""
+    settings = run_settings(args)  # every flag and run-file value checked before the engine loads
+    res, measures, store = _run(settings, "run", args.debug)
     from ..results.stats import results_text
-    from ..run.engine import soak
 
-    res, measures, store = _run(run_settings(args), "run", soak, args.debug)
     print(results_text(res, measures[0]))
     print(f"\nResults: {store}")
 
@@ -169,11 +179,10 @@ def evaluate_command(args: argparse.Namespace) -> None:
     """``soak evaluate``: load the table, run ``evaluate`` on the cluster, save the results
     (and the final models with ``--models``), print mean ± SD, the test split's interval and
     the learners compared (the design's recommended test, with its interval)."""
-    from ..run.evaluate import evaluate
+    settings = run_settings(args, "evaluate")  # checked before the engine loads
+    res, _, store = _run(settings, "evaluate", args.debug)
     from .render import evaluation_printout
 
-    settings = run_settings(args, "evaluate")
-    res, _, store = _run(settings, "evaluate", evaluate, args.debug)
     print(evaluation_printout(res))
     print(f"\nResults: {store}")
     if settings.models is not None:

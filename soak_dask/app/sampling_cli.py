@@ -67,11 +67,11 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     cluster, write ``mai.csv`` (ACC, AEV, SD and MAI per learner and method), ``summary.csv``
     (mean and SD of |MAI| per method), ``random_accuracy.csv`` (the random splits) and
     ``mai.png`` to ``--out``; print the table."""
+    settings = run_settings(args, NAME)  # checked before the engine loads
     from ..diagnose.mai import compare_sampling, mai_summary, mai_table
     from ..run.cluster import connect, make_security
     from ..tables.load import load_table
 
-    settings = run_settings(args, NAME)
     data = settings.data
     out = check_command_out(WRITER, settings.out, settings.overwrite, data)
     checkpoint = command_checkpoint(out.path, settings.checkpoint, data)

@@ -70,13 +70,13 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
 def split_sensitivity_command(args: argparse.Namespace) -> None:
     """``soak split-sensitivity``: check the options and ``--out``, load the table, run the
     diagnostic on the cluster, write its files and print the per-ratio summary."""
+    settings = run_settings(args, COMMAND)  # checked before the engine loads
     from ..diagnose.sensitivity import DEFAULTS
     from ..diagnose.sensitivity import split_sensitivity as run
     from ..learn.measures import check_measures
     from ..run.cluster import connect, make_security
     from ..tables.load import load_table
 
-    settings = run_settings(args, COMMAND)
     learners = settings.learners()
     if learners is not None and len(learners) != 1:
         raise UsageError(

@@ -53,11 +53,11 @@ def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.Argu
 def transfer_command(args: argparse.Namespace) -> None:
     """``soak transfer``: check everything that needs no cluster, run the matrix (and the
     search) on the cluster, write the results and the report, print a summary."""
+    settings = run_settings(args, COMMAND)  # checked before the engine loads
     from ..pooling.report import WRITER
     from ..run.cluster import connect, make_security
     from ..tables.load import load_table
 
-    settings = run_settings(args, COMMAND)
     if settings.subset is None:
         raise UsageError(
             "soak transfer needs --subset COLUMN: the matrix trains on each subset and tests "

@@ -157,7 +157,7 @@ def resolve_learners(
     """
     from sklearn.base import BaseEstimator, clone
 
-    from ..split.folds import check_seed
+    from ..split.fold_options import check_seed
     from .tuning import search_from_tuple
 
     seed = check_seed(seed)

@@ -21,7 +21,8 @@ from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
 from ..schema import FIT_INFO
-from ..split.folds import check_seed, table_classes
+from ..split.fold_options import check_seed
+from ..split.folds import table_classes
 from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
 from ..split.plan import Plan

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..dask_client import current_client
-from ..split.folds import check_seed
+from ..split.fold_options import check_seed
 from ..split.kmeans import FIT_ROWS, dask_kmeans, nearest_centre
 from ..split.neighbours import coords_of, table_parts
 from ..tables.table import SUBSET_COLUMN, Table

@@ -18,7 +18,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from ..dask_client import current_client
-from ..split.folds import check_seed
+from ..split.fold_options import check_seed
 from ..split.neighbours import point_hashes
 from ..tables.table import Table, check_table
 

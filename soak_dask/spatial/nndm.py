@@ -14,7 +14,7 @@ from scipy import stats as sps
 from scipy.spatial.distance import cdist
 
 from ..dask_client import current_client
-from ..split.folds import check_seed
+from ..split.fold_options import check_seed
 from ..split.knndm import DEFAULT_SAMPLE, Space
 from ..split.neighbours import coords_of, reference_points, sampled_distances, standardiser
 from ..split.prediction_area import prediction_parts

@@ -37,60 +37,12 @@ from ..schema import DEFAULT_N_FOLDS
 from ..tables.checks import small_strata_warning, warn
 from ..tables.roles import check_one_type
 from ..tables.table import FOLD_COLUMN, Table
+from .fold_options import (
+    check_group_assignment,
+    check_n_folds,
+    check_seed,
+)
 from .shares import Strata, count_strata
-
-#: Seeds are below this bound of scikit-learn's ``random_state`` (built-in learners get the
-#: seed as theirs); the folds' hash alone would take any 64-bit seed.
-SEED_LIMIT = 2**32
-#: Folds are stored as int8.
-MAX_FOLDS = 127
-#: How whole groups are dealt to folds (``assign_folds(group_assignment=...)``), default first.
-GROUP_ASSIGNMENTS = ("rows", "mlr3resampling")
-
-
-def check_seed(seed: Any, name: str = "seed") -> int:
-    """``seed`` as an int, refusing anything but an integer from 0 to 2**32 - 1.
-
-    Floats (even 1.0), strings, booleans and None are refused, never rounded or parsed. One
-    range serves the folds' hash (any 64-bit seed) and the learners' ``random_state``
-    (scikit-learn takes 0 to 2**32 - 1), so the seed a run records is the one every part used.
-
-    Examples
-    --------
-    >>> check_seed(np.int64(7))
-    7
-    >>> check_seed(1.0)
-    Traceback (most recent call last):
-    ...
-    ValueError: seed=1.0: need an integer from 0 to 2**32 - 1
-    """
-    if (
-        isinstance(seed, bool)
-        or not isinstance(seed, int | np.integer)
-        or not 0 <= seed < SEED_LIMIT
-    ):
-        raise ValueError(f"{name}={seed!r}: need an integer from 0 to 2**32 - 1")
-    return int(seed)
-
-
-def check_n_folds(n_folds: Any, name: str = "n_folds") -> int:
-    """``n_folds`` as an int, refusing anything but an integer from 2 to 127."""
-    if isinstance(n_folds, bool) or not isinstance(n_folds, int | np.integer) or n_folds < 2:
-        raise ValueError(f"{name}={n_folds!r}: need an integer of at least 2")
-    if n_folds > MAX_FOLDS:
-        raise ValueError(f"{name}={n_folds} is more than {MAX_FOLDS} folds; use fewer folds")
-    return int(n_folds)
-
-
-def check_group_assignment(value: Any, name: str = "group_assignment") -> str:
-    """``value`` if it names one of `GROUP_ASSIGNMENTS`."""
-    if value not in GROUP_ASSIGNMENTS:
-        raise ValueError(
-            f"{name}={value!r}: choose 'rows' (whole groups dealt so that every fold of a "
-            "stratum gets about the same rows) or 'mlr3resampling' (the same number of groups "
-            "per fold, rows ignored, as the R package deals them)"
-        )
-    return value
 
 
 def permuted_block_folds(

@@ -20,7 +20,7 @@ from sklearn.model_selection import (
 )
 
 from ..schema import INNER_SCHEMES
-from .folds import check_n_folds, check_seed
+from .fold_options import check_n_folds, check_seed
 
 #: ``auto`` uses leave-one-group-out up to ``max(inner_folds, LOGO_GROUPS)`` groups.
 LOGO_GROUPS = 10

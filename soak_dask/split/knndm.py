@@ -33,7 +33,7 @@ from scipy.spatial import cKDTree
 from ..dask_client import current_client
 from ..hashing import salt, seeded_hash
 from ..tables.table import Table
-from .folds import check_n_folds, check_seed
+from .fold_options import check_n_folds, check_seed
 from .kmeans import fit_centres, nearest_centre
 from .neighbours import (
     coords_of,

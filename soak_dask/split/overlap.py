@@ -31,7 +31,7 @@ from ..reduction import tree_reduce
 from ..tables.arrays import category_codes, float_array
 from ..tables.table import Table
 from .bucket_neighbours import bucket_neighbour_codes
-from .folds import check_seed
+from .fold_options import check_seed
 from .neighbours import insert_best, squares
 from .shares import Strata, count_strata, with_columns
 

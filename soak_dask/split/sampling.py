@@ -34,7 +34,7 @@ from ..reduction import tree_reduce
 from ..tables.arrays import category_codes, float_array
 from ..tables.checks import check_classes
 from ..tables.table import Table, check_table
-from .folds import check_seed
+from .fold_options import check_seed
 from .overlap import (
     DEFAULT_K,
     DO_COLUMN,

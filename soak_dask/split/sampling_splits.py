@@ -14,7 +14,7 @@ import pandas as pd
 from ..tables.checks import refuse_ignored
 from ..tables.table import Table
 from .design import Design
-from .folds import check_seed
+from .fold_options import check_seed
 from .overlap import DEFAULT_K, SEARCHES, attach, check_k, degree_frame, overlap_levels
 from .plan import Fit, Plan, Selection, Term, build_plan
 from .sampling import (

@@ -19,7 +19,8 @@ from ..schema import DEFAULT_N_FOLDS
 from ..tables.table import Table
 from .design import Design, check_flag
 from .designs import SameOtherAll
-from .folds import block_counts, check_fold_values, check_n_folds, check_seed
+from .fold_options import check_n_folds, check_seed
+from .folds import block_counts, check_fold_values
 from .plan import Fit, Plan, Selection, Term, build_plan
 
 

@@ -21,7 +21,8 @@ from ..hashing import salt, seeded_hash
 from ..tables.checks import check_classes
 from ..tables.table import Table
 from .design import Design
-from .folds import check_n_folds, check_seed, group_folds
+from .fold_options import check_n_folds, check_seed
+from .folds import group_folds
 from .plan import Fit, Plan, Selection, Term, build_plan
 from .shares import (
     Strata,

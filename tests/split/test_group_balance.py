@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 import soak_dask as sd
 from soak_dask.app import cli
 from soak_dask.results.stats import evaluation_text, pvalues, results_text, unequal_subsets
-from soak_dask.split.folds import GROUP_ASSIGNMENTS, group_folds
+from soak_dask.split.fold_options import GROUP_ASSIGNMENTS
+from soak_dask.split.folds import group_folds
 from soak_dask.tables.table import FOLD_COLUMN
 
 from ..conftest import AZTREES_FEATURES, n_examples
