@@ -55,7 +55,7 @@ MAX_LINES = 60
 FLOORS: list[set[str]] = [
     {"version", "hashing", "reduction", "schema", "stats", "dask_client"},
     {"tables", "io"},
-    {"learn", "split"},
+    {"learn", "split", "compiled"},
     {"run", "settings"},
     {"results", "diagnose", "pooling", "spatial"},
     {"app"},

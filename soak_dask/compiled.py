@@ -1,0 +1,48 @@
+"""Compile every numba kernel of soak_dask once, into numba's disk cache beside the sources, so
+that no process of a run (the client, each Dask worker, each test process) compiles its own
+copy on first use: compiled concurrently by a dozen fresh processes, they had cost a clean
+checkout's test suite minutes. ``make`` runs this after installing (``python -m
+soak_dask.compiled``); a kernel it misses, or one whose source changed, still compiles on first
+use, as before."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+
+def compile_all() -> float:
+    """Run each kernel on tiny data of the types real runs give it (or load it from the
+    cache); the seconds it took."""
+    import dask
+    import numpy as np
+    import pandas as pd
+
+    from .learn.lasso import compile_kernels
+    from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
+    from .split.overlap import overlap_degrees
+    from .split.sampling import mdc_select
+    from .split.shares import ranks
+    from .tables.load import load_table
+
+    start = time.perf_counter()
+    compile_kernels()
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] + rng.normal(size=60) > 0).astype(np.int64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        PrunedTreeClassifier().fit(X, y)
+        PrunedTreeRegressor().fit(X, X[:, 1])
+    mdc_select((X[:, None, 0] - X[None, :, 0]) ** 2, 5)
+    ranks(np.zeros(10, np.int64), np.arange(10), np.array([10]), 1, 1, "compile")
+    frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(y=np.where(y, "p", "n"))
+    table = load_table(frame, label="y")
+    with dask.config.set(scheduler="sync"):
+        for method in ("exact", "blockwise"):
+            overlap_degrees(table, k=3, method=method).data.compute()
+    return time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    print(f"soak_dask: numba kernels compiled (or loaded from the cache) in {compile_all():.1f} s")
