@@ -26,6 +26,7 @@ the seed and the groups' values and sizes, not on partitions or workers.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping
 from typing import Any
 
 import dask.dataframe as dd
@@ -340,6 +341,17 @@ def assign_row_folds(
     table: Table, keys: list[str], n_folds: int, seed: int
 ) -> tuple[dd.DataFrame, pd.Series]:
     """The table with its fold column, and the rows of each stratum."""
+    folds, strata = row_fold_columns(table, keys, n_folds, {FOLD_COLUMN: seed})
+    return table.data.assign(**{FOLD_COLUMN: folds[FOLD_COLUMN]}), strata
+
+
+def row_fold_columns(
+    table: Table, keys: list[str], n_folds: int, seeds: Mapping[str, int]
+) -> tuple[dd.DataFrame, pd.Series]:
+    """Permuted-block folds 1..K of the rows within the strata ``keys``: one int8 column per
+    name of ``seeds``, dealt with its seed, and the rows of each stratum. One count and one
+    function per partition serve every column: a design's repeats share the rows' stratum
+    codes and positions, and each repeat costs one draw of permutations."""
     data = table.data
     # Only the key columns are read for the counts, once in a run (``shares.counts_shared``).
     counts = count_strata(data, keys, table.key_roles).frame()
@@ -352,6 +364,7 @@ def assign_row_folds(
     # Rows of each stratum before each partition: the partition's offset in the stratum.
     offsets = np.cumsum(table_counts, axis=0) - table_counts
     # Folds are computed from the key columns alone, so a query of the folds reads only those.
+    meta = pd.DataFrame({name: pd.Series([], dtype="int8") for name in seeds})
     folds = data[keys].map_partitions(
         _fold_part,
         keys,
@@ -359,10 +372,10 @@ def assign_row_folds(
         offsets,
         table_counts,
         n_folds,
-        seed,
-        meta=pd.Series([], dtype="int8", name=FOLD_COLUMN),
+        tuple(seeds.items()),
+        meta=meta,
     )
-    return data.assign(**{FOLD_COLUMN: folds}), strata
+    return folds, strata
 
 
 def row_fold_counts(strata: pd.Series, n_folds: int, seed: int) -> pd.DataFrame:
@@ -393,9 +406,9 @@ def _fold_part(
     offsets: np.ndarray,
     expected: np.ndarray,
     n_folds: int,
-    seed: int,
+    seeds: tuple[tuple[str, int], ...],
     partition_info=None,
-) -> pd.Series:
+) -> pd.DataFrame:
     number = partition_info["number"] if partition_info else 0
     inverse, found = _key_codes(part, keys)
     codes = index.get_indexer(found)[inverse]
@@ -410,8 +423,9 @@ def _fold_part(
     starts = np.cumsum(expected[number]) - expected[number]
     local = np.empty(len(codes), dtype=np.int64)
     local[order] = np.arange(len(codes)) - starts[codes[order]]
-    folds = permuted_block_folds(codes, offsets[number, codes] + local, n_folds, seed)
-    return pd.Series(folds, index=part.index, name=FOLD_COLUMN)
+    position = offsets[number, codes] + local
+    columns = {name: permuted_block_folds(codes, position, n_folds, s) for name, s in seeds}
+    return pd.DataFrame(columns, index=part.index)
 
 
 def _warn_small_strata(

@@ -32,6 +32,8 @@ from .folds import (
     check_group_assignment,
     check_n_folds,
     check_seed,
+    row_fold_columns,
+    strata_keys,
     table_partition_rows,
     table_strata,
 )
@@ -194,13 +196,18 @@ class KFoldDesign(Design):
             self.learned_ = {"outer_folds": k}
             return replace(table, data=data, fold=None, files=None)
         k = capped_folds(table, self.n_folds)
-        data = table.data
-        for r in range(1, self.n_repeats + 1):
-            key = key_name("fold", r)
-            # Each repeat's folds from the same rows: they share one count of the strata.
-            folded = _with_key(table, key, k, repeat_seed(self.seed, r), self.balance,
-                               self.group_assignment)  # fmt: skip
-            data = data.assign(**{key: folded.data[key]})
+        repeats = range(1, self.n_repeats + 1)
+        seeds = {key_name("fold", r): repeat_seed(self.seed, r) for r in repeats}
+        if table.group is None and self.balance == "class":
+            # Every repeat's row folds from one function per partition (shared stratum codes).
+            folds, _ = row_fold_columns(table, strata_keys(table, True), k, seeds)
+            columns = {key: folds[key] for key in seeds}
+        else:  # whole groups, or overlap levels: each repeat from the same counts
+            columns = {
+                key: _with_key(table, key, k, seed, self.balance, self.group_assignment).data[key]
+                for key, seed in seeds.items()
+            }
+        data = table.data.assign(**columns)
         self.learned_ = {"outer_folds": k}
         return replace(table, data=data, fold_counts=None, files=None)
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import soak_dask as sd
 from soak_dask.hashing import seeded_hash
 from soak_dask.split.folds import permuted_block_folds
+from soak_dask.split.outer import KFoldDesign, key_name, repeat_seed
 from soak_dask.tables.table import FOLD_COLUMN
 
 from ..conftest import n_examples
@@ -47,6 +48,22 @@ def test_row_folds_balanced_and_partition_invariant(data, k, seed, nparts):
     assert folds.equals(_folds(df, 1, k, seed, subset="s"))
     assert folds.equals(_folds(df, nparts + 2, k, seed, subset="s"))
 
+
+
+@settings(max_examples=n_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames, st.integers(2, 7), st.integers(0, 2**31), st.integers(1, 5), st.integers(1, 4))
+def test_repeats_folds_from_one_function_equal_each_repeat_assigned_alone(
+    data, k, seed, nparts, repeats
+):
+    subset, y, _ = data
+    df = pd.DataFrame({"x1": np.arange(len(y), dtype=float), "s": subset, "y": y})
+    design = KFoldDesign(k, n_repeats=repeats, seed=seed)
+    table = sd.load_table(dd.from_pandas(df, npartitions=nparts, sort=False), label="y", subset="s")
+    keyed = design.add_keys(table).data.compute().sort_index()
+    k = design.learned_["outer_folds"]
+    for r in range(1, repeats + 1):
+        alone = _folds(df, 1, k, repeat_seed(seed, r), subset="s")
+        assert keyed[key_name("fold", r)].equals(alone.rename(key_name("fold", r))), r
 
 @settings(max_examples=n_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 7), st.integers(0, 2**31), st.booleans())
