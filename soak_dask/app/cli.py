@@ -139,7 +139,8 @@ def _run(settings: Any, command: Command, debug: bool) -> tuple:
     our own checkpoint. Returns the results, the measures and the store's path. Each check
     imports only what it needs, so a mistake found early is refused before the engine loads."""
     learners = settings.learners()
-    checkpoint = _checked_paths(settings)
+    # A dry run given no --out writes nothing, so has neither --out nor a checkpoint to check.
+    checkpoint = _checked_paths(settings) if settings.out is not None else None
     from ..run.cluster import connect, make_security
 
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)

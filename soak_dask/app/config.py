@@ -409,6 +409,8 @@ def merge_settings(
     flags: Mapping[str, Any],
     typed: Mapping[str, str] | None = None,
     command: Command = "run",
+    *,
+    dry_run: bool = False,
 ) -> Any:
     """Settings of `command` from a checked run file overridden by the flags given on the
     command line: a `RunSettings`, an `EvaluateSettings` for ``"evaluate"``... (`_CLASSES`).
@@ -423,12 +425,14 @@ def merge_settings(
         Setting name -> the flag as typed, for messages (see ``check_settings``).
     command : {"run", "evaluate", "transfer", "split-sensitivity", "compare-sampling"}
         The command whose settings these are (each takes its function's table of the file).
+    dry_run : bool
+        ``--dry-run``: nothing is written, so ``out`` may be left unset.
 
     Raises
     ------
     ValueError
-        If ``data``, ``label`` or ``out`` is set nowhere, a value is refused, or a learner is
-        neither built in nor a table of the run file.
+        If ``data``, ``label`` or (unless ``dry_run``) ``out`` is set nowhere, a value is
+        refused, or a learner is neither built in nor a table of the run file.
     """
     mine = {*setting_names(command), "learner_specs"}
     merged = {k: v for k, v in file.items() if k in mine}
@@ -438,7 +442,8 @@ def merge_settings(
         if setting.name in values:
             merged[setting.name] = values[setting.name]
     merged.update(check_settings(flags, "command line", typed or {}, command))
-    for key in ("data", "label", "out"):
+    # A dry run writes nothing, so it needs no --out (given one, it checks it).
+    for key in ("data", "label", *(() if dry_run else ("out",))):
         if not merged.get(key):
             raise ValueError(
                 f"no {key} given: pass {SETTINGS[key].flag} or set {key} in the run file (--config)"

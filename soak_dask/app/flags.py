@@ -214,7 +214,8 @@ def run_settings(args: argparse.Namespace, command: Command = "run") -> Any:
     file = load_run_file(args.config) if args.config else {}
     by_dest = {s.dest: s.name for s in command_line_settings(command) if s.cli}
     flags = {by_dest[dest]: value for dest, value in vars(args).items() if dest in by_dest}
-    return merge_settings(file, flags, typed_flags(args), command)
+    dry = getattr(args, "dry_run", False)
+    return merge_settings(file, flags, typed_flags(args), command, dry_run=dry)
 
 
 def setting_values(settings: Any, command: Command, scopes: tuple[str, ...]) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .flags import check_command_out
+
 
 def command_checkpoint(out: str | os.PathLike, given: Any, source: Any) -> str:
     """The command's checkpoint: ``given`` (``--checkpoint``), else ``OUT.checkpoint``;
@@ -26,6 +28,16 @@ def command_checkpoint(out: str | os.PathLike, given: Any, source: Any) -> str:
     check_checkpoint_dir(path, source=source)
     return path
 
+
+
+def command_paths(writer: str, settings: Any, source: Any) -> tuple[Any, str | None]:
+    """The command's ``--out`` checked (an ``OutputDir``, ``flags.check_command_out``) and its
+    checkpoint (``command_checkpoint``); both None in a dry run given no ``--out``, which
+    writes nothing."""
+    if settings.out is None:
+        return None, None
+    out = check_command_out(writer, settings.out, settings.overwrite, source)
+    return out, command_checkpoint(out.path, settings.checkpoint, source)
 
 def discard(given: Any, path: str) -> None:
     """Remove the command's own checkpoint once its results are written (a ``--checkpoint``

@@ -19,12 +19,11 @@ from ..learn.builtin import describe_builtins
 from .flags import (
     add_dry_run,
     add_settings,
-    check_command_out,
     command_names,
     run_settings,
     setting_values,
 )
-from .resume import command_checkpoint, discard
+from .resume import command_paths, discard
 
 NAME = "compare-sampling"
 #: The writer named in the manifest of its --out directory.
@@ -73,8 +72,7 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     from ..tables.load import load_table
 
     data = settings.data
-    out = check_command_out(WRITER, settings.out, settings.overwrite, data)
-    checkpoint = command_checkpoint(out.path, settings.checkpoint, data)
+    out, checkpoint = command_paths(WRITER, settings, data)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
     table = load_table(data, **setting_values(settings, NAME, ("table",)))
     options = setting_values(settings, NAME, ("run", NAME))

@@ -26,7 +26,7 @@ from .flags import (
     run_settings,
     setting_values,
 )
-from .resume import command_checkpoint, discard
+from .resume import command_paths, discard
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -83,8 +83,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
             f"--learners {','.join(learners)}: the diagnostic studies one learner at a time; "
             "run the command once per learner"
         )
-    out = check_command_out(COMMAND_NAME, settings.out, settings.overwrite, settings.data)
-    checkpoint = command_checkpoint(out.path, settings.checkpoint, settings.data)
+    out, checkpoint = command_paths(COMMAND_NAME, settings, settings.data)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
     table = load_table(settings.data, **setting_values(settings, COMMAND, ("table",)))
     check_measures(settings.measures or DEFAULTS[table.task][1], table.task)

@@ -17,12 +17,11 @@ from .flags import (
     UsageError,
     add_dry_run,
     add_settings,
-    check_command_out,
     command_names,
     run_settings,
     setting_values,
 )
-from .resume import command_checkpoint, discard
+from .resume import command_paths, discard
 
 COMMAND = "transfer"
 #: ``--help`` sections, by scope: the matrix's settings (shared with ``soak run``: same flags,
@@ -63,8 +62,7 @@ def transfer_command(args: argparse.Namespace) -> None:
             "soak transfer needs --subset COLUMN: the matrix trains on each subset and tests "
             "on each (without subsets, use soak run or soak evaluate)"
         )
-    out = check_command_out(WRITER, settings.out, settings.overwrite, settings.data)
-    checkpoint = command_checkpoint(out.path, settings.checkpoint, settings.data)
+    out, checkpoint = command_paths(WRITER, settings, settings.data)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
     table = load_table(settings.data, **setting_values(settings, COMMAND, ("table",)))
     run = setting_values(settings, COMMAND, ("run",))
@@ -108,7 +106,9 @@ def _check_budget(table: Any, values: dict[str, Any], search: dict[str, Any]) ->
         )
 
 
-def _compute(table: Any, run: dict, search: dict | None, client: Any, checkpoint: str) -> tuple:
+def _compute(
+    table: Any, run: dict, search: dict | None, client: Any, checkpoint: str | None
+) -> tuple:
     """The matrix and the search, each in its part of the command's checkpoint; the search
     scores the matrix's measures and minimises the first (under ``--dry-run``: the cost of
     the matrix's plan and of the search's first round, nothing written)."""
@@ -122,12 +122,15 @@ def _compute(table: Any, run: dict, search: dict | None, client: Any, checkpoint
     call = dry_run if dry else (lambda func, *args, **kwargs: func(*args, **kwargs))
     if not dry:
         open_checkpoint(checkpoint, {"command": "soak transfer"})
-    where = part_path(checkpoint, "transfer")
-    matrix = call(transfer, table, client=client, checkpoint=where, **run)
+    def where(part: str) -> str | None:  # a dry run given no --out has no checkpoint
+        return None if checkpoint is None else part_path(checkpoint, part)
+
+    matrix = call(transfer, table, client=client, checkpoint=where("transfer"), **run)
     found = None
     if search is not None:
-        where = part_path(checkpoint, "search")
-        found = call(search_subsets, table, client=client, checkpoint=where, **run, **search)
+        found = call(
+            search_subsets, table, client=client, checkpoint=where("search"), **run, **search
+        )
     if dry:  # the outer dry run (soak_dask.app.cli) has both costs
         raise DryRunStop
     return matrix, found

@@ -199,7 +199,8 @@ def test_the_predicted_refusal_is_the_real_one(table, monkeypatch):
         ["compare-sampling", "--n-repeats", "3", "--learners", "lda", "--methods", "random"],
     ],
 )
-def test_cli_dry_run_prints_the_cost_and_writes_nothing(tmp_path, capsys, command):
+@pytest.mark.parametrize("given_out", [True, False], ids=["out", "no-out"])
+def test_cli_dry_run_prints_the_cost_and_writes_nothing(tmp_path, capsys, command, given_out):
     from distributed import LocalCluster
 
     frame = toy_table(n=450, n_subsets=3, seed=4)
@@ -209,7 +210,8 @@ def test_cli_dry_run_prints_the_cost_and_writes_nothing(tmp_path, capsys, comman
     subsets = name in ("run", "transfer")
     table = ["--label", "y", *(["--subset", "subset"] if subsets else ["--exclude", "subset"])]
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster:
-        argv = [name, data, *table, *flags, "--out", out, "--no-progress", "--dry-run"]
+        where = ["--out", out] if given_out else []  # a dry run writes nothing: --out optional
+        argv = [name, data, *table, *flags, *where, "--no-progress", "--dry-run"]
         code = cli.main([str(a) for a in [*argv, "--scheduler", cluster.scheduler_address]])
     printed = capsys.readouterr().out
     assert code == 0, printed
