@@ -29,7 +29,6 @@ def command_checkpoint(out: str | os.PathLike, given: Any, source: Any) -> str:
     return path
 
 
-
 def command_paths(writer: str, settings: Any, source: Any) -> tuple[Any, str | None]:
     """The command's ``--out`` checked (an ``OutputDir``, ``flags.check_command_out``) and its
     checkpoint (``command_checkpoint``); both None in a dry run given no ``--out``, which
@@ -38,6 +37,7 @@ def command_paths(writer: str, settings: Any, source: Any) -> tuple[Any, str | N
         return None, None
     out = check_command_out(writer, settings.out, settings.overwrite, source)
     return out, command_checkpoint(out.path, settings.checkpoint, source)
+
 
 def discard(given: Any, path: str) -> None:
     """Remove the command's own checkpoint once its results are written (a ``--checkpoint``

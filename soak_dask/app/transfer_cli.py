@@ -122,6 +122,7 @@ def _compute(
     call = dry_run if dry else (lambda func, *args, **kwargs: func(*args, **kwargs))
     if not dry:
         open_checkpoint(checkpoint, {"command": "soak transfer"})
+
     def where(part: str) -> str | None:  # a dry run given no --out has no checkpoint
         return None if checkpoint is None else part_path(checkpoint, part)
 
