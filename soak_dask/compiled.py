@@ -20,7 +20,7 @@ def compile_all() -> float:
 
     from .learn.lasso import compile_kernels
     from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
-    from .split.overlap import overlap_degrees
+    from .split.overlap import block_candidates, overlap_degrees
     from .split.sampling import mdc_select
     from .split.shares import ranks
     from .tables.load import load_table
@@ -30,10 +30,14 @@ def compile_all() -> float:
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 3))
     y = (X[:, 0] + rng.normal(size=60) > 0).astype(np.int64)
+    frozen = (X.copy(), X[:, 1].copy())
+    for array in frozen:  # arrays from Arrow or a worker's inputs are read-only
+        array.flags.writeable = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        PrunedTreeClassifier().fit(X, y)
-        PrunedTreeRegressor().fit(X, X[:, 1])
+        for features, target in ((X, X[:, 1]), frozen):  # numba compiles the two apart
+            PrunedTreeClassifier().fit(features, y)
+            PrunedTreeRegressor().fit(features, target)
     mdc_select((X[:, None, 0] - X[None, :, 0]) ** 2, 5)
     ranks(np.zeros(10, np.int64), np.arange(10), np.array([10]), 1, 1, "compile")
     frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(y=np.where(y, "p", "n"))
@@ -41,6 +45,8 @@ def compile_all() -> float:
     with dask.config.set(scheduler="sync"):
         for method in ("exact", "blockwise"):
             overlap_degrees(table, k=3, method=method).data.compute()
+    rows = (X, y, np.arange(len(X)))  # writable positions, as a worker's deserialised blocks
+    block_candidates(rows, rows, 3)
     return time.perf_counter() - start
 
 
