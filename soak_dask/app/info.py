@@ -17,11 +17,9 @@ import numpy as np
 import pandas as pd
 
 from ..schema import DEFAULT_N_FOLDS
+from ..split.fold_options import check_group_assignment, check_n_folds, check_seed
 from ..split.folds import (
     check_fold_values,
-    check_group_assignment,
-    check_n_folds,
-    check_seed,
     fold_rows,
     strata_keys,
 )

@@ -20,13 +20,12 @@ import pandas as pd
 
 from ..schema import DEFAULT_N_FOLDS
 from ..tables.table import FOLD_COLUMN, Table, check_table
+from .fold_options import check_n_folds, check_seed
 from .folds import (
     assign_folds,
     assign_group_folds,
     assign_row_folds,
     check_balance,
-    check_n_folds,
-    check_seed,
     row_fold_counts,
 )
 from .overlap import (

@@ -13,13 +13,11 @@ from ..schema import DEFAULT_N_FOLDS, SIZE_DIMS, TRAIN_TYPES
 from ..tables.table import Table
 from .balance import balanced_folds
 from .design import Design, check_flag
+from .fold_options import check_group_assignment, check_n_folds, check_seed
 from .folds import (
     block_counts,
     check_balance,
     check_fold_values,
-    check_group_assignment,
-    check_n_folds,
-    check_seed,
 )
 from .plan import Fit, Plan, Selection, Term, build_plan
 from .sizes import FULL, check_sizes, nominal_groups, size_labels

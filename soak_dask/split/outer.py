@@ -27,11 +27,9 @@ from ..tables.checks import refuse_ignored
 from ..tables.table import FOLD_COLUMN, Table
 from .balance import balanced_folds
 from .design import Design
+from .fold_options import check_group_assignment, check_n_folds, check_seed
 from .folds import (
     check_balance,
-    check_group_assignment,
-    check_n_folds,
-    check_seed,
     row_fold_columns,
     strata_keys,
     table_partition_rows,
