@@ -1,11 +1,11 @@
 """h. key columns of many repeats on a Parquet table ÷ one Dask scan of the same files.
 
-The key columns of 100 subsampling and 100 bootstrap repeats, of a reserved test split and of
-``split_sensitivity``'s trials are made partition by partition: a count pass (class × subset
-per partition) and one pass adding every repeat's column. Each is timed from ``add_keys`` to
-the keys computed (their sums, read partition by partition), beside one scan of the
-features, and the tasks run are counted (a pass per repeat would be 100 tasks per partition).
-No task may repartition the table into fewer partitions.
+The key columns of 100 subsampling, 100 bootstrap and 100 repeated 5-fold repeats, of a
+reserved test split and of ``split_sensitivity``'s trials are made partition by partition: a
+count pass (class × subset per partition) and one pass adding every repeat's column. Each is
+timed from ``add_keys`` to the keys computed (their sums, read partition by partition), beside
+one scan of the features, and the tasks run are counted (a pass per repeat would be 100 tasks
+per partition). No task may repartition the table into fewer partitions.
 
 Run: ``python -m benchmarks.keys_scan --rows 1200000 --repeats 100`` (``--quick``: 120 k rows);
 issue 24's size: ``--rows 10000000 --rows-per-file 500000 --repeats 100``.
@@ -19,7 +19,7 @@ from typing import Any
 
 import dask
 
-from soak_dask.split.outer import Bootstrap, Subsampling, reserve
+from soak_dask.split.outer import Bootstrap, KFoldDesign, Subsampling, reserve
 from soak_dask.split.trials import SplitTrials
 
 from .common import finish, header, load_pixels, local_cluster, parser, pixel_parquet, timed
@@ -31,6 +31,7 @@ def _designs(repeats: int) -> dict[str, Any]:
     return {
         f"subsampling x{repeats}": lambda t: Subsampling(repeats, 0.8).add_keys(t),
         f"bootstrap x{repeats}": lambda t: Bootstrap(repeats).add_keys(t),
+        f"repeated_cv x{repeats} (5 folds)": lambda t: KFoldDesign(5, repeats).add_keys(t),
         "test_split 0.01": lambda t: reserve(t, 0.01, 1)[0],
         "split_sensitivity 4 ratios x 20 trials": lambda t: SplitTrials(
             (0.5, 0.7, 0.8, 0.9), 20, 5
