@@ -50,16 +50,23 @@ Scope = Literal[
 #: The functions that run learners on a table, by the name of their ``soak`` command:
 #: ``soak`` (``run``), ``evaluate``, ``transfer``, ``search_subsets`` (``search``, whose
 #: settings ``soak transfer`` takes too), ``split_sensitivity``, ``compare_sampling``.
-Command = Literal[
-    "run", "evaluate", "transfer", "search", "split-sensitivity", "compare-sampling"
-]
+Command = Literal["run", "evaluate", "transfer", "search", "split-sensitivity", "compare-sampling"]
 COMMANDS: tuple[str, ...] = (
-    "run", "evaluate", "transfer", "search", "split-sensitivity", "compare-sampling"
+    "run",
+    "evaluate",
+    "transfer",
+    "search",
+    "split-sensitivity",
+    "compare-sampling",
 )
 #: The Python function of each command, for messages.
 FUNCTIONS = {
-    "run": "soak", "evaluate": "evaluate", "transfer": "transfer", "search": "search_subsets",
-    "split-sensitivity": "split_sensitivity", "compare-sampling": "compare_sampling",
+    "run": "soak",
+    "evaluate": "evaluate",
+    "transfer": "transfer",
+    "search": "search_subsets",
+    "split-sensitivity": "split_sensitivity",
+    "compare-sampling": "compare_sampling",
 }
 #: The run-file table of ``evaluate``'s own settings, named as the guide's evaluation block.
 EVALUATION_TABLE = "evaluation"
@@ -116,8 +123,10 @@ KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
         "a list of module names such as 'mypackage' or 'mypackage.models'",
     ),
     "floats": (
-        lambda v: isinstance(v, Sequence) and not isinstance(v, str) and all(
-            isinstance(x, Real) and not isinstance(x, bool) for x in v
+        lambda v: (
+            isinstance(v, Sequence)
+            and not isinstance(v, str)
+            and all(isinstance(x, Real) and not isinstance(x, bool) for x in v)
         ),
         "a list of numbers or comma-separated numbers",
     ),
@@ -241,14 +250,32 @@ def _one_of(choices: Sequence[str]) -> Check:
     return check
 
 
-
-
 def _train_types(value: Any, name: str) -> tuple[str, ...]:
     from .split.designs import check_train_types
 
     if not _is_strings(value):
         raise ValueError(f"{name}={value!r}: need {KINDS['list'][1]}")
     return check_train_types(value)  # its errors say train_types, as the CLI's always did
+
+
+def _measure_names(value: Any, name: str) -> Any:
+    """``value`` unchanged if each of its names is a measure of some task: a name that is none
+    is refused before the table is read (which task the names must be is known only then,
+    ``learn.measures.check_measures``)."""
+    if not _is_strings(value):
+        raise ValueError(f"{name}={value!r}: need {KINDS['list'][1]}")
+    names = value.split(",") if isinstance(value, str) else value
+    unknown = [m.strip() for m in names if m.strip() not in {*MEASURES_OF_ANY_TASK, ""}]
+    if unknown:
+        lists = "; ".join(f"{task}: {', '.join(ms)}" for task, ms in MEASURES.items())
+        raise ValueError(
+            f"{name}: {', '.join(map(repr, unknown))} is no measure; choose from {lists}"
+        )
+    return value
+
+
+#: Every measure of every task.
+MEASURES_OF_ANY_TASK = frozenset(m for ms in MEASURES.values() for m in ms)
 
 
 @dataclass(frozen=True)
@@ -533,7 +560,8 @@ _DECLARED = (
     Setting(
         "measures", "run", "list", None,
         f"e.g. {','.join(MEASURES['classification'][:2])} (default: every measure of the task)",
-        metavar="A,B,...", empty=("measure", "for every measure of the task"), identity=True,
+        _measure_names, metavar="A,B,...", empty=("measure", "for every measure of the task"),
+        identity=True,
         evaluate=True, commands=("run", "evaluate", "transfer", "search", "split-sensitivity"),
         variants={
             "transfer": {

@@ -60,6 +60,7 @@ assert run_settings(build_parser().parse_args(argv)).learners() == {"featureless
 
 
 def test_a_mistake_in_the_flags_or_out_is_refused_before_the_engine_loads(tmp_path):
+    # (a measure of no task too: which task's measures a name must be needs the table)
     (tmp_path / "t.csv").write_text("x,y\n1,a\n2,b\n")
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "mine.txt").write_text("not soak's")
@@ -70,12 +71,14 @@ os.chdir({str(tmp_path)!r})
 seed = ["t.csv", "--label", "y", "--seed", "-1", "--out", "o"]
 runs = [[name, *seed] for name in ("run", "evaluate", "transfer", "split-sensitivity",
                                      "compare-sampling")]
+runs.append(["evaluate", "t.csv", "--label", "y", "--measures", "error,aucc", "--out", "o"])
 runs.append(["run", "t.csv", "--label", "y", "--out", "taken"])
 err = io.StringIO()
 with contextlib.redirect_stderr(err):
     assert [main(argv) for argv in runs] == [2] * len(runs), err.getvalue()
 lines = err.getvalue().splitlines()
 assert sum("--seed=-1" in line for line in lines) == 5 and "taken" in lines[-1], lines
+assert "'aucc' is no measure; choose from classification: error" in lines[-2], lines
 """
     assert loaded(code) == []
 

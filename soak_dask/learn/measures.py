@@ -18,6 +18,8 @@ from ..tables.table import Task
 
 CLASSIFICATION = MEASURES["classification"]
 REGRESSION = MEASURES["regression"]
+#: The measures that depend on a block's rows only through its confusion matrix.
+FROM_CONFUSION: tuple[str, ...] = ("error", "accuracy", "balanced_accuracy")
 
 
 def check_measures(

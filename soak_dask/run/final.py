@@ -25,7 +25,13 @@ from ..learn.tuning import fit_info
 from ..split.folds import table_class_rows
 from ..split.plan import Fit, Selection
 from .closed_form import fit_from_stats, is_additive
-from .final_scores import final_error, partial_of, partition_outcome, split_scores
+from .final_scores import (
+    counts_only,
+    final_error,
+    partial_of,
+    partition_outcome,
+    split_scores,
+)
 from .fit_stats import fit_stats
 from .fitting import (
     FitState,
@@ -237,7 +243,12 @@ def final_tasks(
         n_train, limit = int(sum(rows.class_rows)), rows.limit
         check_final_memory(gathered, n_train, n_features, limit, max_rows)
         check_test_split_memory(
-            list(ctx.estimators), rows.test_parts, n_features, score_columns(run), limit
+            list(ctx.estimators),
+            rows.test_parts,
+            n_features,
+            score_columns(run),
+            limit,
+            counts_only(run),
         )
         if resubstitution:  # every training row's AUC piece, merged in one task
             scored = n_train if max_rows is None else min(n_train, max_rows)

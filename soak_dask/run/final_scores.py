@@ -7,12 +7,20 @@ predicted class codes (or values), the class scores if a measure needs them, the
 with a group column. One task (``split_scores``) joins the outcomes, in the partitions' order,
 and scores them as one table would be: no task holds more than one partition's features,
 whatever way the model was fitted (from statistics, fed block by block, capped or whole).
+
+Where every measure is the confusion matrix's and rows are resampled alone (no group column,
+``counts_only``), a partition's outcome is its confusion cells' counts and each row's
+right/wrong bit: a resample of the rows draws how many rows of each cell it holds, a
+multinomial of the cells' shares, which is how resampling the rows themselves distributes
+them. The joined task then holds a bit a row, so a split of any size is scored.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -20,7 +28,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 
 from ..hashing import salt, seeded_hash
-from ..learn.measures import auc_columns, finish, partial_scores, row_log_loss
+from ..learn.measures import FROM_CONFUSION, auc_columns, finish, partial_scores, row_log_loss
 from .fitting import FitState, RunSpec, guard, predict_codes, score_arrays
 
 #: Bootstrap resamples of the test split's rows behind its 95 % interval.
@@ -32,8 +40,9 @@ class Outcome:
     """The outcomes of one partition's rows of the test split: ``n`` rows; label codes ``y``
     (values, regression), predictions ``pred``, class scores ``proba`` (None unless a measure
     needs them) and the partition's group codes ``groups`` (``pd.factorize``) of its distinct
-    groups ``uniques``. The arrays are None if nothing was predicted (the model failed, or
-    ``message``: its prediction did)."""
+    groups ``uniques``; or, ``counts_only``, the counts of its confusion ``cells`` (label code ×
+    classes + predicted code) and which rows are ``right``. The arrays are None if nothing was
+    predicted (the model failed, or ``message``: its prediction did)."""
 
     n: int
     y: np.ndarray | None = None
@@ -42,6 +51,21 @@ class Outcome:
     groups: np.ndarray | None = None
     uniques: np.ndarray | None = None
     message: str = ""
+    cells: np.ndarray | None = None
+    right: np.ndarray | None = None
+
+    @property
+    def predicted(self) -> bool:
+        """Whether the partition's rows were predicted."""
+        return self.y is not None or self.cells is not None
+
+
+def counts_only(run: RunSpec) -> bool:
+    """Whether the test split's outcomes are its confusion cells' counts and right/wrong bits
+    (every measure the confusion's, rows resampled alone) rather than its rows' codes."""
+    return (
+        run.classes is not None and run.group is None and set(run.measures) <= set(FROM_CONFUSION)
+    )
 
 
 def final_error(name: str, err: Exception) -> ValueError:
@@ -68,6 +92,10 @@ def partition_outcome(
     if message:
         return Outcome(len(part), message=f"predicting the test split: {message}")
     pred, proba = predicted
+    if counts_only(run):
+        k = len(run.classes)
+        cells = np.bincount(y.astype(np.intp) * k + pred, minlength=k * k)
+        return Outcome(len(part), cells=cells, right=pred == y)
     if run.classes is not None:
         y, pred = y.astype(np.int32), pred.astype(np.int32)
     groups = uniques = None
@@ -116,11 +144,16 @@ def split_scores(outcomes: list[Outcome], run: RunSpec, name: str = "") -> dict[
     n_test = sum(o.n for o in outcomes)
     if not n_test:
         return {}
-    unscored = [o for o in outcomes if o.n and o.y is None]
+    unscored = [o for o in outcomes if o.n and not o.predicted]
     if unscored:
         return {"n_test": n_test, "message": next((o.message for o in unscored if o.message), "")}
 
     def scores() -> dict[str, Any]:
+        if counts_only(run):
+            kept = [o for o in outcomes if o.n]
+            cells = np.sum([o.cells for o in kept], axis=0)
+            right = np.packbits(np.concatenate([o.right for o in kept]))
+            return {"test": cell_interval(cells, run), "n_test": n_test, "test_right": right}
         y, pred, proba, groups = joined(outcomes, run)
         out: dict[str, Any] = {"test": interval(y, pred, proba, run, groups), "n_test": n_test}
         if run.classes is not None:
@@ -147,26 +180,91 @@ def interval(
     interval: rows resampled, or whole groups with ``groups`` (each row's group code, as
     ``pd.factorize`` gives them: rows of a group are not independent, so resampling rows
     would understate the uncertainty). Seeded by the run's seed: same run, same interval.
-    A resample's pieces come from each row's share (``RowPieces``): a gather and a count per
+
+    A classification resample of rows draws its confusion cells' counts first (``cell_draws``)
+    and then its rows within each cell from a second stream: the confusion measures' interval
+    is the same with or without AUC or log loss, and the same as ``cell_interval``'s. A
+    resample's pieces come from each row's share (``RowPieces``): a gather and a count per
     piece, never a sort (800,000 rows: 7 ms a resample for the error, 34 ms for every
     measure, against 68 and 125 ms gathering the rows and re-sorting them for AUC)."""
     n_boot = N_BOOT if n_boot is None else n_boot
     estimate = finish(run.measures, partial_of(run, y, pred, proba))
-    rng = np.random.default_rng(int(seeded_hash(run.seed, salt("test_split_interval"))[0]))
-    units = None if groups is None else _group_rows(groups)
     pieces = RowPieces.of(y, pred, proba, run)
-    draws = {m: np.empty(n_boot) for m in run.measures}
-    for b in range(n_boot):
-        if units is None:
-            rows = rng.integers(0, len(y), len(y))
-        else:
-            rows = np.concatenate([units[u] for u in rng.integers(0, len(units), len(units))])
-        scores = finish(run.measures, pieces.of_rows(rows))
-        for m in run.measures:
-            draws[m][b] = scores[m]
+    rng = _interval_rng(run)
+    if groups is not None:
+        units = _group_rows(groups)
+        rows = (
+            np.concatenate([units[u] for u in rng.integers(0, len(units), len(units))])
+            for _ in range(n_boot)
+        )
+    elif run.classes is None:
+        rows = (rng.integers(0, len(y), len(y)) for _ in range(n_boot))
+    else:
+        within = _interval_rng(run, "rows")
+        rows = islice(_rows_in_cells(pieces.cell, len(run.classes), rng, within), n_boot)
+    return _percentiles(run, estimate, (finish(run.measures, pieces.of_rows(r)) for r in rows))
+
+
+def cell_interval(
+    cells: np.ndarray, run: RunSpec, n_boot: int | None = None
+) -> dict[str, tuple[float, float, float]]:
+    """``interval`` of a classification split without groups from its confusion ``cells``'
+    counts alone (label code × classes + predicted code), for measures of the confusion
+    (``counts_only``): each resample draws the cells' counts as ``interval`` does."""
+    n_boot = N_BOOT if n_boot is None else n_boot
+    k, n = len(run.classes), int(cells.sum())
+    estimate = finish(run.measures, {"n": n, "confusion": cells.reshape(k, k)})
+    draws = islice(cell_draws(cells, _interval_rng(run)), n_boot)
+    scores = (finish(run.measures, {"n": n, "confusion": c.reshape(k, k)}) for c in draws)
+    return _percentiles(run, estimate, scores)
+
+
+def cell_draws(cells: np.ndarray, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Resamples' counts of the confusion cells: ``cells.sum()`` rows drawn with replacement
+    fall into the cells as a multinomial of their shares."""
+    n = int(cells.sum())
+    shares = cells / max(n, 1)
+    while True:
+        yield rng.multinomial(n, shares)
+
+
+def _rows_in_cells(
+    cell: np.ndarray, k: int, cell_rng: np.random.Generator, row_rng: np.random.Generator
+) -> Iterator[np.ndarray]:
+    """Resamples of the rows (positions; ``cell``: each row's confusion cell of ``k``
+    classes) whose cells' counts are ``cell_draws``': within each cell, its drawn count of
+    rows uniformly with replacement."""
+    n_cells = np.bincount(cell, minlength=k * k)
+    order = np.argsort(cell, kind="stable")
+    start = np.cumsum(n_cells) - n_cells
+    for drawn in cell_draws(n_cells, cell_rng):
+        rows, at = np.empty(len(cell), dtype=np.intp), 0
+        for c in np.flatnonzero(drawn):  # a cell at a time: no temporary array of every row
+            rows[at : at + drawn[c]] = order[start[c] + row_rng.integers(0, n_cells[c], drawn[c])]
+            at += drawn[c]
+        yield rows
+
+
+def _interval_rng(run: RunSpec, stream: str = "") -> np.random.Generator:
+    """The run's seeded generator of the test split's interval (``stream``: a second one)."""
+    name = "test_split_interval" + (f"_{stream}" if stream else "")
+    return np.random.default_rng(int(seeded_hash(run.seed, salt(name))[0]))
+
+
+def _percentiles(
+    run: RunSpec, estimate: dict[str, float], resamples: Iterator[dict[str, float]]
+) -> dict[str, tuple[float, float, float]]:
+    """(estimate, 2.5 %, 97.5 % percentiles of the finite ``resamples``' scores) per measure.
+    (A resample's pieces are finished where they are made: AUC's hold a count per distinct
+    score, which two resamples' pieces at once would double.)"""
+    draws: dict[str, list[float]] = {m: [] for m in run.measures}
+    for scores in resamples:
+        for m, value in scores.items():
+            draws[m].append(value)
     out = {}
     for m in run.measures:
-        finite = draws[m][np.isfinite(draws[m])]
+        values = np.asarray(draws[m])
+        finite = values[np.isfinite(values)]
         low, high = np.percentile(finite, [2.5, 97.5]) if len(finite) else (np.nan, np.nan)
         out[m] = (float(estimate[m]), float(low), float(high))
     return out

@@ -13,7 +13,8 @@ worker's own memory and the partitions in transit.
 
 A final model's test split is scored a partition at a time (``run.final_scores``): what must
 fit is its largest partition (``fit_bytes``) and the outcomes of all its rows, joined in one
-task (``outcome_bytes``), not the split itself (``check_test_split_memory``).
+task (``outcome_bytes``: a bit a row where the measures need only the confusion cells' counts),
+not the split itself (``check_test_split_memory``).
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ FIT_COPIES = 6
 #: 8-byte copies of each outcome a row that the task joining the test split's outcomes holds at
 #: its peak, with room for the worker's own memory. Measured with tracemalloc (1,000,000 rows;
 #: the partitions' outcomes, the joined arrays, each row's share of the pieces and one
-#: resample's draw, ``final_scores.RowPieces``): 2.0 (error only), 3.4 (two classes, every
-#: measure), 4.9 (five classes, AUC one-vs-rest) of them. A lower factor let a 4.2M-row split
-#: pass the check at 700 MB workers and kill them: each already holds 0.3 GB at rest.
+#: resample's draw, ``final_scores.RowPieces``): 3.0 (the error, whole groups resampled), 3.6
+#: (two classes, every measure), 5.0 (five classes, AUC one-vs-rest) of them; and 2.1 bytes a
+#: row where the outcomes are the confusion cells' counts and a right/wrong bit a row. A lower
+#: factor let a 4.2M-row split pass the check at 700 MB workers and kill them: each already
+#: holds 0.3 GB at rest.
 OUTCOME_COPIES = 6
 #: Share of a worker's memory limit a fit may use: distributed pauses a worker at 80 %.
 LIMIT_SHARE = 0.8
@@ -201,11 +204,12 @@ def check_final_memory(
     raise FitMemoryError(refusal(what, train, n_features, limit))
 
 
-def outcome_bytes(rows: int, score_columns: int) -> int:
+def outcome_bytes(rows: int, score_columns: int, counts: bool = False) -> int:
     """Estimated peak bytes of the task joining the outcomes of ``rows`` test-split rows
     (label, prediction and group codes, ``score_columns`` class scores) and resampling them
-    for the bootstrap interval."""
-    return int(rows) * (score_columns + 3) * 8 * OUTCOME_COPIES
+    for the bootstrap interval; or (``counts``: ``final_scores.counts_only``) joining their
+    right/wrong bits, a byte a row, beside the confusion cells' counts."""
+    return int(rows) * (1 if counts else (score_columns + 3) * 8) * OUTCOME_COPIES
 
 
 def check_test_split_memory(
@@ -214,13 +218,15 @@ def check_test_split_memory(
     n_features: int,
     score_columns: int,
     limit: int | None,
+    counts: bool = False,
 ) -> None:
     """Refuse the run, before any fit, if the final models of ``learners`` cannot score the
     test split (partitions of ``part_rows`` rows) within ``LIMIT_SHARE`` of ``limit``.
 
     Each partition is predicted by its own task, holding that partition's rows (``fit_bytes``);
     one task joins the outcomes of all the split's rows (a few numbers a row: the labels, the
-    predictions, the group codes and ``score_columns`` class scores, ``outcome_bytes``) and
+    predictions, the group codes and ``score_columns`` class scores; with ``counts``, a
+    right/wrong bit a row beside the confusion cells' counts: ``outcome_bytes``) and
     resamples them for the interval. So a split far larger than a worker is scored, unless a
     single partition, or the outcomes of all its rows, do not fit.
     """
@@ -240,15 +246,21 @@ def check_test_split_memory(
             f"{most:,} rows each: smaller files, or dask's repartition(partition_size=...)), "
             "or give each worker more memory"
         )
-    if outcome_bytes(n_test, score_columns) > allowed:
-        most = int(allowed // outcome_bytes(1, score_columns))
+    needed = outcome_bytes(n_test, score_columns, counts)
+    if needed > allowed:
+        most = int(allowed // outcome_bytes(1, score_columns, counts))
+        what = (
+            "right/wrong bits a row, which McNemar's test pairs"
+            if counts
+            else f"labels, predictions and {score_columns} class scores a row; its interval "
+            "resamples them"
+        )
         raise FitMemoryError(
             f"{who} joins the outcomes of the {n_test:,} rows of the test split in one task "
-            f"(labels, predictions and {score_columns} class scores a row; its interval "
-            f"resamples them): about {format_bytes(outcome_bytes(n_test, score_columns))} at "
-            f"its peak, more than {LIMIT_SHARE:.0%} of a worker's memory limit "
-            f"({format_bytes(limit)}), which holds the outcomes of about {most:,} rows; give a "
-            f"smaller test_split (at most {most:,} rows), or give each worker more memory"
+            f"({what}): about {format_bytes(needed)} at its peak, more than "
+            f"{LIMIT_SHARE:.0%} of a worker's memory limit ({format_bytes(limit)}), which holds "
+            f"the outcomes of about {most:,} rows; give a smaller test_split (at most "
+            f"{most:,} rows), or give each worker more memory"
         )
 
 

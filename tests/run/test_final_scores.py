@@ -58,7 +58,8 @@ def _reference(y, pred, score, groups, seed, task):
         mse = metrics.mean_squared_error(y, pred)
         estimate = {"mse": mse, "rmse": np.sqrt(mse), "mae": metrics.mean_absolute_error(y, pred),
                     "r2": metrics.r2_score(y, pred)}  # fmt: skip
-    rng = np.random.default_rng(int(seeded_hash(seed, salt("test_split_interval"))[0]))
+    rng, within = (np.random.default_rng(int(seeded_hash(seed, salt(name))[0]))
+                   for name in ("test_split_interval", "test_split_interval_rows"))  # fmt: skip
     units = None
     if groups is not None:
         codes = pd.factorize(groups)[0]
@@ -66,10 +67,12 @@ def _reference(y, pred, score, groups, seed, task):
         units = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
     draws = {m: [] for m in estimate}
     for _ in range(N_BOOT):
-        if units is None:
-            rows = rng.integers(0, len(y), len(y))
-        else:
+        if units is not None:
             rows = np.concatenate([units[u] for u in rng.integers(0, len(units), len(units))])
+        elif task == "regression":
+            rows = rng.integers(0, len(y), len(y))
+        else:  # how many rows of each confusion cell, then which rows of it
+            rows = _rows_by_cell(y * 2 + pred, rng, within)
         for m, value in _numpy_measures(y[rows], pred[rows], score, rows, task).items():
             draws[m].append(value)
     out = {}
@@ -78,6 +81,13 @@ def _reference(y, pred, score, groups, seed, task):
         low, high = np.percentile(values[np.isfinite(values)], [2.5, 97.5])
         out[m] = (estimate[m], low, high)
     return out
+
+
+def _rows_by_cell(cell, rng, within):
+    n_cells = np.bincount(cell, minlength=4)
+    drawn = rng.multinomial(len(cell), n_cells / len(cell))
+    rows = [np.flatnonzero(cell == c)[within.integers(0, n_cells[c], drawn[c])] for c in range(4)]
+    return np.concatenate(rows)
 
 
 def _numpy_measures(y, pred, score, rows, task):
@@ -243,26 +253,47 @@ def test_row_pieces_of_any_resample_equal_the_resampled_rows_pieces(k, n, seed, 
 
 
 @pytest.mark.parametrize(
-    ("k", "measures"),
-    [(2, ("error",)), (2, tuple(MEASURES["classification"])), (5, ("auc", "log_loss"))],
+    ("k", "measures", "group"),
+    [
+        (2, ("error",), None),  # the confusion cells' counts and a bit a row
+        (2, ("error",), "g"),  # whole groups resampled: the rows' codes
+        (2, tuple(MEASURES["classification"]), None),
+        (5, ("auc", "log_loss"), None),
+    ],
 )
-def test_the_joined_outcomes_peak_stays_under_their_estimate(k, measures, monkeypatch):
+def test_the_joined_outcomes_peak_stays_under_their_estimate(k, measures, group, monkeypatch):
     import tracemalloc
 
     from soak_dask.run import final_scores
     from soak_dask.run.final import score_columns
-    from soak_dask.run.final_scores import Outcome
+    from soak_dask.run.final_scores import Outcome, counts_only
 
     monkeypatch.setattr(final_scores, "N_BOOT", 5)  # a resample's memory is freed before the next
-    run = RunSpec(FEATURES, "y", "subset", "", measures, classes=tuple(range(k)), seed=3)
-    rng, n, columns = np.random.default_rng(0), 200_000, score_columns(run)
+    run = RunSpec(FEATURES, "y", "subset", "", measures, classes=tuple(range(k)), group=group,
+                  seed=3)  # fmt: skip
+    rng, n, columns, counts = (
+        np.random.default_rng(0),
+        200_000,
+        score_columns(run),
+        counts_only(run),
+    )
     outcomes = []
     for _ in range(4):
         y, pred = (rng.integers(0, k, n // 4).astype(np.int32) for _ in range(2))
         proba = rng.dirichlet(np.ones(k), n // 4) if columns else None
-        outcomes.append(Outcome(n // 4, y, pred, proba))
-    held = sum(o.y.nbytes + o.pred.nbytes + (0 if o.proba is None else o.proba.nbytes)
-               for o in outcomes)  # fmt: skip
+        if counts:
+            cells = np.bincount(y * k + pred, minlength=k * k)
+            outcomes.append(Outcome(n // 4, cells=cells, right=y == pred))
+        elif group:
+            groups, uniques = pd.factorize(rng.integers(0, 1000, n // 4))
+            outcomes.append(Outcome(n // 4, y, pred, proba, groups, uniques))
+        else:
+            outcomes.append(Outcome(n // 4, y, pred, proba))
+    held = sum(
+        sum(getattr(o, a).nbytes for a in ("y", "pred", "proba", "groups", "right")
+            if getattr(o, a) is not None)
+        for o in outcomes
+    )  # fmt: skip
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
@@ -270,4 +301,50 @@ def test_the_joined_outcomes_peak_stays_under_their_estimate(k, measures, monkey
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
-    assert held + peak < outcome_bytes(n, columns)
+    assert held + peak < outcome_bytes(n, columns, counts)
+
+
+@pytest.mark.parametrize("n_parts", [1, 4])
+def test_a_split_scored_by_its_cells_counts_equals_the_one_scored_by_its_rows(n_parts):
+    """Confusion measures without groups: each partition returns its cells' counts and a bit a
+    row, not its rows; the record's estimates, intervals and right/wrong bits are those of the
+    rows scored with AUC and log loss beside them (the cells' counts are drawn first)."""
+    from soak_dask.run.final_scores import counts_only, interval
+
+    df = _frame("classification", n=300, seed=4)
+    train, test = df.iloc[:100], df.iloc[100:]
+    model = LogisticRegression().fit(train[list(FEATURES)].to_numpy(), train["y"])
+    confusion = ("error", "accuracy", "balanced_accuracy")
+    run = RunSpec(FEATURES, "y", "subset", "", confusion, ("no", "yes"), seed=11)
+    assert counts_only(run)
+    state = FitState(model, n_train=100, started=True)
+    cuts = np.linspace(0, len(test), n_parts + 1).astype(int)
+    parts = [test.iloc[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    outcomes = [partition_outcome(state, p, run) for p in parts]
+    assert all(
+        o.y is None and o.cells.sum() == len(p) for o, p in zip(outcomes, parts, strict=True)
+    )
+    record = split_scores(outcomes, run)
+    every = RunSpec(FEATURES, "y", "subset", "", MEASURES["classification"], ("no", "yes"), seed=11)
+    y = pd.Index(["no", "yes"]).get_indexer(test["y"])
+    pred = pd.Index(["no", "yes"]).get_indexer(model.predict(test[list(FEATURES)].to_numpy()))
+    rows = interval(y, pred, model.predict_proba(test[list(FEATURES)].to_numpy()), every)
+    for m in confusion:
+        assert record["test"][m] == pytest.approx(rows[m], rel=1e-12), m
+    np.testing.assert_array_equal(np.unpackbits(record["test_right"])[: len(y)], pred == y)
+
+
+def test_the_cells_interval_is_the_bootstrap_of_a_proportion():
+    """At 20,000 rows and 10 % error the bootstrap interval of the error is the normal one,
+    ±1.96 √(p(1-p)/n), within its Monte Carlo noise; another seed gives other draws."""
+    from soak_dask.run.final_scores import cell_interval
+
+    run = RunSpec(FEATURES, "y", "subset", "", ("error",), (0, 1), seed=2)
+    cells = np.array([9_000, 1_000, 1_000, 9_000])  # 2,000 of 20,000 rows wrong
+    estimate, low, high = cell_interval(cells, run)["error"]
+    half = 100 * 1.96 * np.sqrt(0.1 * 0.9 / 20_000)
+    assert estimate == 10.0
+    assert low == pytest.approx(10 - half, abs=0.1 * half)
+    assert high == pytest.approx(10 + half, abs=0.1 * half)
+    other = RunSpec(FEATURES, "y", "subset", "", ("error",), (0, 1), seed=3)
+    assert cell_interval(cells, other)["error"] != (estimate, low, high)
