@@ -25,15 +25,16 @@ from ..split.fold_options import check_seed
 from ..split.folds import table_classes
 from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
-from ..split.plan import Plan
+from ..split.plan import Fit, Plan, Selection
 from ..stats.mean_tests import right_wrong_counts
 from ..tables.table import FOLD_COLUMN, Table
 from .assemble import build_dataset, encode_attrs
+from .cost import dry_running
 from .entry import entry_point
-from .final import final_tasks
+from .final import FINAL_FIT, final_tasks
 from .fitting_options import FittingOptions
 from .session import Session, persisted, result_attrs, start
-from .strategies import Batched, Context
+from .strategies import Batched, Context, OnePass
 
 #: Title of evaluate's results.
 TITLE = "soak_dask evaluation: resampling estimates of learners"
@@ -229,7 +230,7 @@ def evaluate(
     final = dataclasses.replace(ctx, table=train, data=data if persist else train.data)
     finals_asked = {"wanted": wanted, "resubstitution": bootstrap}
     records, finals, timings = _outer_and_finals(
-        session, ctx, final, fitting.strategies(last=last), held, settings, **finals_asked
+        session, ctx, final, last, held, settings, **finals_asked
     )
     attrs = result_attrs({**settings, **timings})
     ds = build_dataset(records, plan.splits, plan.coords, list(estimators), session.measures, attrs)
@@ -265,7 +266,7 @@ def _outer_and_finals(
     session: Session,
     ctx: Context,
     final: Context,
-    strategies: list[Any],
+    last: Any,
     held: Any,
     settings: dict[str, Any],
     wanted: bool,
@@ -276,10 +277,16 @@ def _outer_and_finals(
     final models' tasks are made (and their memory checked) before any fit runs; they score
     their own training rows only with ``resubstitution`` (the bootstrap's .632 estimates, the
     one reader of those scores: they keep every training row's AUC piece), from ``final``:
-    ``ctx`` on the training table's own rows."""
+    ``ctx`` on the training table's own rows. Where both the outer fits and the final models
+    are made from statistics, one pass makes them all (``OnePass.shared``). ``last``: the
+    strategy that takes the fits no other does."""
     needed = held is not None or wanted
     fitting = session.fitting
-    tasks = final_tasks(final, held, fitting, resubstitution) if needed else {}
+    stats = None
+    if needed and fitting.from_statistics and not dry_running():  # a dry run makes neither
+        stats = OnePass().shared(ctx, {FINAL_FIT: Fit(Selection())})
+    tasks = final_tasks(final, held, fitting, resubstitution, stats) if needed else {}
+    strategies = fitting.strategies(onepass=OnePass(stats=stats), last=last)
     finals, final_seconds = {}, 0.0
     if not settings["nested"] and "optimistic" in settings:
         finals, final_seconds = _final_fits(ctx, tasks)

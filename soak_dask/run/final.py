@@ -32,7 +32,7 @@ from .final_scores import (
     partition_outcome,
     split_scores,
 )
-from .fit_stats import fit_stats
+from .fit_stats import FitStats, fit_stats
 from .fitting import (
     FitState,
     RunSpec,
@@ -48,6 +48,10 @@ from .memory import check_final_memory, check_test_split_memory, worker_memory_l
 from .rowcap import capped, keep_rates
 from .score_memory import check_resubstitution_memory
 from .strategies import Context
+
+#: The final models' fit (all training rows) among statistics made with the outer fits':
+#: an id no plan's fit has.
+FINAL_FIT = -1
 
 
 def fit_final(
@@ -218,7 +222,11 @@ def no_information_from_counts(truth: np.ndarray, predicted: np.ndarray) -> floa
 
 
 def final_tasks(
-    ctx: Context, held: dd.DataFrame | None, fitting: FittingOptions, resubstitution: bool
+    ctx: Context,
+    held: dd.DataFrame | None,
+    fitting: FittingOptions,
+    resubstitution: bool,
+    stats: FitStats | None = None,
 ) -> dict[str, Any]:
     """One delayed final model per learner of ``ctx`` on all of ``ctx.data``, the rows of the
     training table ``ctx.table`` (without a design's key columns, which no final model reads),
@@ -228,9 +236,10 @@ def final_tasks(
     gathered rows, capped at ``fitting.max_train_rows`` (an exact stratified sample, as any
     fit's). Every model scores the test split a partition at a time (``final_scores``). Made
     before any fit runs, so a final model that cannot fit a worker's memory is refused first
-    (``memory.FitMemoryError``), with the outer loop's fits unmade."""
+    (``memory.FitMemoryError``), with the outer loop's fits unmade. ``stats``: statistics
+    made with the outer fits' (``strategies.OnePass.shared``), holding ``FINAL_FIT``'s."""
     rows = _final_rows(ctx, held, fitting.max_train_rows)
-    from_stats = stats_states(ctx, fitting)
+    from_stats = stats_states(ctx, fitting, stats)
     fed = [
         name
         for name, est in ctx.estimators.items()
@@ -298,25 +307,29 @@ def score_columns(run: RunSpec) -> int:
     return len(run.classes) if needed else 0
 
 
-def stats_states(ctx: Context, fitting: FittingOptions) -> dict[str, FitState]:
+def stats_states(
+    ctx: Context, fitting: FittingOptions, stats: FitStats | None = None
+) -> dict[str, FitState]:
     """The final models of the additive learners fitted from one pass of statistics of all
     training rows (as their outer fits are, ``strategies.OnePass``): no task gathers those rows,
     and the models predict the class labels, as saved models must. Empty without one-pass fits
     (``onepass=False``, a row cap), or when the statistics cannot be made (non-finite values:
-    those models are then fitted on their rows and report their own failures)."""
+    those models are then fitted on their rows and report their own failures). ``stats``
+    holding ``FINAL_FIT``'s (made with the outer fits') spare the pass."""
     names = [n for n, est in ctx.estimators.items() if is_additive(est) is not None]
     if not (fitting.from_statistics and names):
         return {}
     run = ctx.run
-    classes = None if run.classes is None else list(run.classes)
-    lazy = fit_stats(ctx.data, {0: Fit(Selection())}, run.features, run.label, classes)
-    try:
-        stats = ctx.client.compute(lazy).result() if ctx.client is not None else lazy.compute()
-    except ValueError as err:
-        warnings.warn(f"one-pass statistics unavailable ({err}); final models fitted on rows",
-                      stacklevel=4)  # fmt: skip
-        return {}
-    pooled, out = stats.train(0), {}
+    if stats is None or FINAL_FIT not in stats.fit_ids:
+        classes = None if run.classes is None else list(run.classes)
+        lazy = fit_stats(ctx.data, {FINAL_FIT: Fit(Selection())}, run.features, run.label, classes)
+        try:
+            stats = ctx.compute(lazy)
+        except ValueError as err:
+            warnings.warn(f"one-pass statistics unavailable ({err}); final models fitted on rows",
+                          stacklevel=4)  # fmt: skip
+            return {}
+    pooled, out = stats.train(FINAL_FIT), {}
     for name in names:
         start = time.perf_counter()
         fitted, message = guard(run, partial(fit_from_stats, ctx.estimators[name], pooled))
@@ -346,9 +359,7 @@ def _final_rows(ctx: Context, held: dd.DataFrame | None, max_rows: int | None) -
         return None
     test_parts: tuple[int, ...] = ()
     if held is not None and limit is not None:
-        lazy = held.map_partitions(len)
-        counts = ctx.client.compute(lazy).result() if ctx.client else lazy.compute()
-        test_parts = tuple(int(n) for n in counts)
+        test_parts = tuple(int(n) for n in ctx.compute(held.map_partitions(len)))
     return FinalRows(table_class_rows(ctx.table), test_parts, limit)
 
 

@@ -142,6 +142,10 @@ class Context:
         """Names tasks for the dashboard; the token keeps runs on one client apart."""
         return dask.base.tokenize(self.data, self.run, *parts)
 
+    def compute(self, lazy: Any) -> Any:
+        """``lazy`` computed on the run's client (Dask's local scheduler without one)."""
+        return self.client.compute(lazy).result() if self.client is not None else lazy.compute()
+
 
 class WholeTrainSet:
     """Fit each learner on its whole train set gathered in one task (any learner, any fit:
@@ -229,10 +233,12 @@ class OnePass:
     row weights (``fit_stats.fit_stats``: evaluate's designs, bootstrap included, split
     trials, sampling methods). The pass is skipped (its pairs handed back) when the statistics
     cannot be made, e.g. for non-finite values: those fits then run on their rows and report
-    their own failures.
+    their own failures. ``stats``, statistics made before (``shared``), serve in its place
+    where they hold every fit asked.
     """
 
     split_every: int = 8
+    stats: FitStats | None = None
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
         return (
@@ -244,14 +250,37 @@ class OnePass:
     def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
         if not pairs:
             return [], []
-        lazy = self._stats(ctx, sorted({fit_id for fit_id, _ in pairs}))
-        try:
-            stats = ctx.client.compute(lazy).result() if ctx.client is not None else lazy.compute()
-        except ValueError as err:
-            warnings.warn(f"one-pass statistics unavailable ({err}); fitting on rows", stacklevel=4)
-            return [], pairs
+        fit_ids = sorted({fit_id for fit_id, _ in pairs})
+        stats = self.stats
+        if stats is None or not set(fit_ids) <= set(stats.fit_ids):
+            try:
+                stats = ctx.compute(self._stats(ctx, fit_ids))
+            except ValueError as err:
+                warnings.warn(
+                    f"one-pass statistics unavailable ({err}); fitting on rows", stacklevel=4
+                )
+                return [], pairs
         fitted = {pair: (self._fit(ctx, stats, *pair), ctx.spec(*pair)) for pair in pairs}
         return self._score(ctx, fitted), []
+
+    def shared(self, ctx: Context, extra: Mapping[int, Fit]) -> FitStats | None:
+        """One pass of the statistics of the fits this strategy takes and of the ``extra``
+        fits (ids apart from the plan's: evaluate's final models, all training rows), which
+        alone would each make a pass of their own: one more fit adds a bit to the rows' cell
+        codes (a row of weights to the bootstrap's products), not a read of the table. None
+        where the plan's statistics are per cell, or where they cannot be made (each then
+        makes its own pass, and reports why)."""
+        plan = ctx.plan
+        taken = [f for f in plan.fits.index if any(self.accepts(ctx, f, n) for n in ctx.estimators)]
+        if _cells(ctx) or not taken:
+            return None
+        fits = {int(f): Fit(*plan.fits.loc[f, list(FIT_COLUMNS)]) for f in taken}
+        run = ctx.run
+        try:
+            return ctx.compute(fit_stats(ctx.data, {**fits, **extra}, run.features, run.label,
+                                         _classes(ctx)))  # fmt: skip
+        except ValueError:
+            return None
 
     @staticmethod
     def _stats(ctx: Context, fit_ids: list[int]) -> Any:

@@ -274,12 +274,43 @@ def test_ten_fits_from_one_pass(monkeypatch):
 
         return wrapper
 
-    monkeypatch.setattr(OnePass, "tasks", counting("statistics", OnePass.tasks))
+    # the statistics are made with the final model's (OnePass.shared), so the fits read none
+    monkeypatch.setattr(OnePass, "shared", counting("statistics", OnePass.shared))
+    monkeypatch.setattr(OnePass, "tasks", counting("fits", OnePass.tasks))
     monkeypatch.setattr(executor, "execute", counting("scoring", executor.execute))
     res = sd.evaluate(table, "lda", outer="bootstrap", outer_repeats=10, persist=False,
                       prior_correction=False, progress=False)  # fmt: skip
     assert res.attrs["n_fits"] == 10 and np.isfinite(res["error"].values).all()
-    assert passes == {"statistics": 4, "scoring": 4}  # each a read of the 4 partitions
+    assert passes == {"statistics": 4, "fits": 0, "scoring": 4}  # a read of the 4 partitions
+
+
+@pytest.mark.parametrize("outer", [{"outer": "bootstrap", "outer_repeats": 10},
+                                   {"outer": "cv", "test_split": 0.25}])  # fmt: skip
+def test_the_outer_fits_and_the_final_model_share_one_pass_of_statistics(monkeypatch, outer):
+    """Unpersisted, the final model's statistics come with the outer fits' (one more fit in
+    their pass): the run reads the table's 4 partitions once less than with a pass apiece,
+    and gives the same results."""
+    reads = []
+    frame = toy_table(400, seed=3).drop(columns="subset")
+    pieces = [frame.iloc[i * 100 : (i + 1) * 100] for i in range(4)]
+
+    def load(i: int) -> pd.DataFrame:
+        reads.append(i)
+        return pieces[i]
+
+    data = dd.from_map(load, range(4), meta=frame.iloc[:0], divisions=[0, 100, 200, 300, 399])
+    table = sd.load_table(data, label="y")
+    run = {"persist": False, "prior_correction": False, "progress": False, **outer}
+    shared = sd.evaluate(table, "lda", **run)
+    n_shared, reads[:] = len(reads), []
+    monkeypatch.setattr(OnePass, "shared", lambda *args: None)
+    apart = sd.evaluate(table, "lda", **run)
+    assert len(reads) - n_shared == 4
+    _assert_same(shared, apart)
+    tested = [v for v in apart.data_vars if str(v).startswith(("test_", "error_632"))]
+    assert tested
+    for name in tested:
+        np.testing.assert_allclose(shared[name].values, apart[name].values, rtol=1e-10)
 
 
 @pytest.mark.parametrize("outer", [{"outer": "bootstrap", "outer_repeats": 3},
