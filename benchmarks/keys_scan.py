@@ -27,11 +27,15 @@ from .common import finish, header, load_pixels, local_cluster, parser, pixel_pa
 MODULE = "benchmarks.keys_scan"
 
 
-def _designs(repeats: int) -> dict[str, Any]:
+def _designs(repeats: int, grouped: Any) -> dict[str, Any]:
+    """Each design's keys of a table (``grouped``: the table with its polygons as groups)."""
     return {
         f"subsampling x{repeats}": lambda t: Subsampling(repeats, 0.8).add_keys(t),
         f"bootstrap x{repeats}": lambda t: Bootstrap(repeats).add_keys(t),
         f"repeated_cv x{repeats} (5 folds)": lambda t: KFoldDesign(5, repeats).add_keys(t),
+        f"repeated_cv x{repeats} (5 folds, whole polygons)": lambda t: KFoldDesign(
+            5, repeats
+        ).add_keys(grouped),
         "test_split 0.01": lambda t: reserve(t, 0.01, 1)[0],
         "split_sensitivity 4 ratios x 20 trials": lambda t: SplitTrials(
             (0.5, 0.7, 0.8, 0.9), 20, 5
@@ -59,8 +63,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows = []
     with local_cluster(2) as client:
         table = load_pixels(source)
+        grouped = load_pixels(source, group="polygon", exclude=["x", "y"])
         features = table.data[list(table.features)]
-        for name, make in _designs(args.repeats).items():
+        for name, make in _designs(args.repeats, grouped).items():
             scan = timed(lambda: features.sum().compute())[1]
             before = set(client.run_on_scheduler(_task_keys))
             seconds = timed(lambda make=make: _keys_computed(make(table)))[1]

@@ -441,6 +441,17 @@ def _warn_small_strata(
 def assign_group_folds(
     table: Table, keys: list[str], n_folds: int, seed: int, assignment: str = "rows"
 ) -> dd.DataFrame:
+    """``table.data`` with the fold column of whole groups (``group_fold_columns``)."""
+    return group_fold_columns(table, keys, n_folds, {FOLD_COLUMN: seed}, assignment)
+
+
+def group_fold_columns(
+    table: Table, keys: list[str], n_folds: int, seeds: Mapping[str, int], assignment: str = "rows"
+) -> dd.DataFrame:
+    """``table.data`` with a column of whole-group folds 1..K per seed (``seeds``: column ->
+    seed), stratified by ``keys``: the groups' rows per key combination counted once, each
+    seed's folds dealt from them (``group_folds``), and one task a partition adding every
+    column (a repeat's folds are those ``assign_folds`` gives with its seed alone)."""
     group = table.group
     data = table.data
     sizes = data.groupby([group, *keys], dropna=False, observed=True).size(split_out=1).compute()
@@ -473,10 +484,12 @@ def assign_group_folds(
     _warn_small_strata(
         by_stratum[group].nunique(), keys, n_folds, f"groups of {group!r}", by_stratum["n"].sum()
     )
-    mapping = _group_mapping(sizes, group, keys, n_folds, seed, assignment)
-    return data.map_partitions(
-        _map_group_folds, group, mapping, meta=data._meta.assign(**{FOLD_COLUMN: np.int8(0)})
-    )
+    mapping = pd.DataFrame(
+        {name: _group_mapping(sizes, group, keys, n_folds, at, assignment)
+         for name, at in seeds.items()}
+    )  # fmt: skip
+    meta = data._meta.assign(**dict.fromkeys(seeds, np.int8(0)))
+    return data.map_partitions(_map_group_folds, group, mapping, meta=meta)
 
 
 def _group_mapping(
@@ -500,9 +513,15 @@ def _group_mapping(
     return group_folds(groups, n_folds, seed, assignment)
 
 
-def _map_group_folds(part: pd.DataFrame, group: str, mapping: pd.Series) -> pd.DataFrame:
-    folds = mapping.reindex(part[group].to_numpy()).to_numpy()
-    return part.assign(**{FOLD_COLUMN: folds.astype(np.int8)})
+def _map_group_folds(part: pd.DataFrame, group: str, mapping: pd.DataFrame) -> pd.DataFrame:
+    """``part`` with each of ``mapping``'s columns of folds (by group) for its rows' groups:
+    one lookup of the groups for every column."""
+    at = mapping.index.get_indexer(part[group].to_numpy())
+    if (at < 0).any():  # the rows changed since their groups were counted
+        unknown = pd.unique(part[group].to_numpy()[at < 0])[:5].tolist()
+        raise ValueError(f"groups {unknown} of column {group!r} were not counted")
+    folds = mapping.to_numpy(np.int8)[at]
+    return part.assign(**{name: folds[:, i] for i, name in enumerate(mapping.columns)})
 
 
 def block_counts(table: Table) -> pd.DataFrame:

@@ -30,6 +30,7 @@ from .design import Design
 from .fold_options import check_group_assignment, check_n_folds, check_seed
 from .folds import (
     check_balance,
+    group_fold_columns,
     row_fold_columns,
     strata_keys,
     table_partition_rows,
@@ -196,16 +197,19 @@ class KFoldDesign(Design):
         k = capped_folds(table, self.n_folds)
         repeats = range(1, self.n_repeats + 1)
         seeds = {key_name("fold", r): repeat_seed(self.seed, r) for r in repeats}
-        if table.group is None and self.balance == "class":
+        if self.balance == "class" and table.group is None:
             # Every repeat's row folds from one function per partition (shared stratum codes).
             folds, _ = row_fold_columns(table, strata_keys(table, True), k, seeds)
-            columns = {key: folds[key] for key in seeds}
-        else:  # whole groups, or overlap levels: each repeat from the same counts
+            data = table.data.assign(**{key: folds[key] for key in seeds})
+        elif self.balance == "class":  # every repeat's groups dealt from one count of them
+            keys = strata_keys(table, _stratifiable(table))
+            data = group_fold_columns(table, keys, k, seeds, self.group_assignment)
+        else:  # overlap levels: each repeat from the same counts
             columns = {
                 key: _with_key(table, key, k, seed, self.balance, self.group_assignment).data[key]
                 for key, seed in seeds.items()
             }
-        data = table.data.assign(**columns)
+            data = table.data.assign(**columns)
         self.learned_ = {"outer_folds": k}
         return replace(table, data=data, fold_counts=None, files=None)
 

@@ -66,6 +66,34 @@ def test_repeats_folds_from_one_function_equal_each_repeat_assigned_alone(
         assert keyed[key_name("fold", r)].equals(alone.rename(key_name("fold", r))), r
 
 @settings(max_examples=n_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames, st.integers(2, 4), st.integers(0, 2**31), st.integers(1, 4), st.integers(1, 3),
+       st.sampled_from(["rows", "mlr3resampling"]))  # fmt: skip
+def test_repeats_group_folds_from_one_count_equal_each_repeat_assigned_alone(
+    data, k, seed, nparts, repeats, assignment
+):
+    subset, y, g = data
+    df = pd.DataFrame({"x1": np.arange(len(y), dtype=float), "s": subset, "y": y})
+    df["g"] = df["s"] + pd.Series(g).astype(str)  # a group in one subset; classes may mix
+    roles = {"label": "y", "subset": "s", "group": "g"}
+    design = KFoldDesign(k, n_repeats=repeats, seed=seed, group_assignment=assignment)
+    table = sd.load_table(dd.from_pandas(df, npartitions=nparts, sort=False), **roles)
+    single = df.groupby("g")["y"].nunique().max() == 1  # classes balanced group by group
+    alone = sd.load_table(dd.from_pandas(df, npartitions=1, sort=False), **roles)
+    try:
+        keyed = design.add_keys(table).data.compute().sort_index()
+    except ValueError as err:  # too few groups for K folds, or of a class: refused
+        assert "fewer groups" in str(err) or "groups of the rarest class" in str(err), err
+        return
+    k = design.learned_["outer_folds"]
+    for r in range(1, repeats + 1):
+        once = sd.assign_folds(alone, k, repeat_seed(seed, r), stratify=single,
+                               group_assignment=assignment)  # fmt: skip
+        want = once.data[FOLD_COLUMN].compute().sort_index()
+        assert keyed[key_name("fold", r)].equals(want.rename(key_name("fold", r))), r
+        assert (keyed.groupby("g")[key_name("fold", r)].nunique() == 1).all()
+
+
+@settings(max_examples=n_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 7), st.integers(0, 2**31), st.booleans())
 def test_block_counts_without_a_pass_equal_counted(data, k, seed, regression):
     subset, y, _ = data
