@@ -47,11 +47,13 @@ def balanced_folds(
     *,
     stratify: bool = True,
     group_assignment: str = "rows",
+    degrees: dd.DataFrame | None = None,
 ) -> Table:
     """``assign_folds``, or with ``balance="overlap"`` ``soak_dask.overlap_folds`` (rows dealt
-    within subset × degree-of-overlap level × class)."""
+    within subset × degree-of-overlap level × class; ``degrees``: its ``degree_frame``, made
+    once for several assignments)."""
     if check_balance(balance) == "overlap":
-        return overlap_folds(table, n_folds, seed)
+        return overlap_folds(table, n_folds, seed, degrees=degrees)
     return assign_folds(table, n_folds, seed, stratify=stratify, group_assignment=group_assignment)
 
 

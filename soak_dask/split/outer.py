@@ -36,6 +36,7 @@ from .folds import (
     table_partition_rows,
     table_strata,
 )
+from .overlap import degree_frame
 from .plan import Fit, Plan, Selection, Term, build_plan
 from .shares import add_draws, with_columns
 
@@ -70,10 +71,13 @@ def _with_key(
     seed: int,
     balance: str = "class",
     group_assignment: str = "rows",
+    degrees: dd.DataFrame | None = None,
 ) -> Table:
     """``table`` plus the key column ``name``: folds 1..K from ``assign_folds`` (stratified by
     class; with a group column, whole groups together, stratified when every group holds one
-    class), beside the columns it has (folds of an earlier ``assign_folds`` included)."""
+    class), or balanced by degree of overlap (``degrees``: the rows' ``degree_frame``, one
+    search for every repeat), beside the columns it has (folds of an earlier
+    ``assign_folds`` included)."""
     data = table.data
     aside = FOLD_COLUMN in data.columns  # the folds assign_folds makes use this name too
     if aside:
@@ -81,7 +85,13 @@ def _with_key(
     base = replace(table, data=data, fold=None, fold_counts=None)
     stratify = _stratifiable(table)
     folded = balanced_folds(
-        base, n_folds, seed, balance, stratify=stratify, group_assignment=group_assignment
+        base,
+        n_folds,
+        seed,
+        balance,
+        stratify=stratify,
+        group_assignment=group_assignment,
+        degrees=degrees,
     )
     data = folded.data.rename(
         columns={FOLD_COLUMN: name, **({_ASIDE: FOLD_COLUMN} if aside else {})}
@@ -204,9 +214,12 @@ class KFoldDesign(Design):
         elif self.balance == "class":  # every repeat's groups dealt from one count of them
             keys = strata_keys(table, _stratifiable(table))
             data = group_fold_columns(table, keys, k, seeds, self.group_assignment)
-        else:  # overlap levels: each repeat from the same counts
+        else:  # overlap levels: every repeat from one (exact, so unseeded) neighbour search
+            degrees = degree_frame(table)
             columns = {
-                key: _with_key(table, key, k, seed, self.balance, self.group_assignment).data[key]
+                key: _with_key(
+                    table, key, k, seed, self.balance, self.group_assignment, degrees
+                ).data[key]
                 for key, seed in seeds.items()
             }
             data = table.data.assign(**columns)

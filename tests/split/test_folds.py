@@ -227,3 +227,24 @@ def test_na_subset_is_an_error():
     df = pd.DataFrame({"x1": np.arange(40.0), "s": ["A", None] * 20, "y": "a"})
     with pytest.raises(ValueError, match="column 's' has 20 missing values"):
         sd.assign_folds(sd.load_table(df, label="y", subset="s"), 2)
+
+
+def test_repeats_balanced_by_overlap_share_one_neighbour_search(monkeypatch):
+    """Repeated K-fold with balance="overlap": one (exact, so unseeded) search of the degrees
+    for every repeat, and each repeat's folds those of ``overlap_folds`` with its seed."""
+    from soak_dask.split import outer
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame(rng.normal(size=(300, 2)), columns=["x1", "x2"])
+    df["y"] = np.where(df["x1"] + rng.normal(scale=0.7, size=300) > 0, "p", "q")
+    df["s"] = rng.choice(["A", "B"], 300)
+    table = sd.load_table(dd.from_pandas(df, npartitions=3, sort=False), label="y", subset="s")
+    searches = []
+    real = outer.degree_frame
+    monkeypatch.setattr(outer, "degree_frame", lambda t: searches.append(1) or real(t))
+    design = KFoldDesign(4, n_repeats=3, seed=5, balance="overlap")
+    keyed = design.add_keys(table).data.compute().sort_index()
+    assert searches == [1]
+    for r in range(1, 4):
+        alone = sd.overlap_folds(table, 4, repeat_seed(5, r)).data[FOLD_COLUMN].compute()
+        assert keyed[key_name("fold", r)].equals(alone.sort_index().rename(key_name("fold", r)))
