@@ -228,7 +228,7 @@ def evaluate(
     # The final models read the training table: unpersisted, the keyed rows would compute the
     # design's key columns (a resample's Poisson counts, ...) again in each of their passes.
     final = dataclasses.replace(ctx, table=train, data=data if persist else train.data)
-    finals_asked = {"wanted": wanted, "resubstitution": bootstrap}
+    finals_asked = {"wanted": wanted, "resubstitution": bootstrap, "counts": design.counts_}
     records, finals, timings = _outer_and_finals(
         session, ctx, final, last, held, settings, **finals_asked
     )
@@ -271,6 +271,7 @@ def _outer_and_finals(
     settings: dict[str, Any],
     wanted: bool,
     resubstitution: bool,
+    counts: Any = None,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, float]]:
     """The outer loop's records and the final models (``_final_fits``; first, when
     ``nested=False`` tunes and selects once on all rows), and the seconds each took. The
@@ -279,7 +280,8 @@ def _outer_and_finals(
     one reader of those scores: they keep every training row's AUC piece), from ``final``:
     ``ctx`` on the training table's own rows. Where both the outer fits and the final models
     are made from statistics, one pass makes them all (``OnePass.shared``). ``last``: the
-    strategy that takes the fits no other does."""
+    strategy that takes the fits no other does; ``counts``: the rows per block when the
+    design knows them without a pass (``Design.counts_``)."""
     needed = held is not None or wanted
     fitting = session.fitting
     stats = None
@@ -292,7 +294,7 @@ def _outer_and_finals(
         finals, final_seconds = _final_fits(ctx, tasks)
         ctx = dataclasses.replace(ctx, estimators=_frozen(ctx.estimators, finals))
     begun = time.perf_counter()
-    records = session.run(ctx, strategies, settings)
+    records = session.run(ctx, strategies, settings, counts=counts)
     outer_seconds = time.perf_counter() - begun
     if not finals and tasks:
         finals, final_seconds = _final_fits(ctx, tasks)

@@ -36,6 +36,11 @@ class Design(ABC):
     learned_ : dict
         What ``add_keys`` learned from the table (empty before it ran, and for designs that
         learn nothing): read by ``plan`` and recorded in a run's settings.
+    counts_ : DataFrame or None
+        Rows per combination of the key columns ``add_keys`` added (column ``n``, beside the
+        subset and, for classification, the label) when it knows them without a pass over
+        the data (one repeat of row folds, from the strata's sizes); the run then counts no
+        fit's rows. None: not known, the run counts them when it needs them.
 
     Examples
     --------
@@ -49,6 +54,7 @@ class Design(ABC):
     """
 
     learned_: dict[str, Any] = {}  # noqa: RUF012 (read-only default; add_keys sets its own)
+    counts_: pd.DataFrame | None = None
 
     @classmethod
     def parameters(cls) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from .folds import (
     check_balance,
     group_fold_columns,
     row_fold_columns,
+    row_fold_counts,
     strata_keys,
     table_partition_rows,
     table_strata,
@@ -194,7 +195,9 @@ class KFoldDesign(Design):
         self.group_assignment = check_group_assignment(group_assignment)
 
     def add_keys(self, table: Table) -> Table:
-        """``table`` with a fold column per repeat; ``learned_``: K after capping."""
+        """``table`` with a fold column per repeat; ``learned_``: K after capping; ``counts_``:
+        the rows per fold of one repeat of row folds (from the strata's sizes, no pass)."""
+        self.counts_ = None
         if table.fold is not None:
             if self.n_repeats > 1:
                 raise ValueError(
@@ -202,6 +205,8 @@ class KFoldDesign(Design):
                 )
             k = int(table.data[table.fold].max().compute())
             data = table.data.rename(columns={table.fold: key_name("fold", 1)})
+            if table.fold_counts is not None:  # assign_folds' own
+                self.counts_ = table.fold_counts.rename(columns={table.fold: key_name("fold", 1)})
             self.learned_ = {"outer_folds": k}
             return replace(table, data=data, fold=None, files=None)
         k = capped_folds(table, self.n_folds)
@@ -209,8 +214,12 @@ class KFoldDesign(Design):
         seeds = {key_name("fold", r): repeat_seed(self.seed, r) for r in repeats}
         if self.balance == "class" and table.group is None:
             # Every repeat's row folds from one function per partition (shared stratum codes).
-            folds, _ = row_fold_columns(table, strata_keys(table, True), k, seeds)
+            folds, strata = row_fold_columns(table, strata_keys(table, True), k, seeds)
             data = table.data.assign(**{key: folds[key] for key in seeds})
+            if self.n_repeats == 1:  # (several repeats' joint counts do not follow from each's)
+                ((key, seed),) = seeds.items()
+                counts = row_fold_counts(strata, k, seed).rename(columns={FOLD_COLUMN: key})
+                self.counts_ = counts
         elif self.balance == "class":  # every repeat's groups dealt from one count of them
             keys = strata_keys(table, _stratifiable(table))
             data = group_fold_columns(table, keys, k, seeds, self.group_assignment)

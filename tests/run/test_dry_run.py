@@ -184,8 +184,12 @@ def test_the_predicted_refusal_is_the_real_one(table, monkeypatch):
             monkeypatch.setattr("soak_dask.run.session.worker_memory_limit", lambda c: 2**34)
             (cost,) = sd.dry_run(sd.evaluate, table, ["logistic"], **run)
             assert not cost.refused and not cost.over_limit
-            # counted in a pass of their own: evaluate's keys have no block counts
-            assert cost.passes[0] == (1, "counting each fit's rows")
+            # one repeat of K-fold knows its blocks' rows from the strata's sizes; repeats'
+            # joint counts are counted in a pass of their own
+            assert "counting each fit's rows" not in [what for _, what in cost.passes]
+            (again,) = sd.dry_run(sd.evaluate, table, ["logistic"], outer_repeats=2,
+                                  **{**run, "outer": "repeated_cv"})  # fmt: skip
+            assert again.passes[0] == (1, "counting each fit's rows")
             assert np.isfinite(sd.evaluate(table, ["logistic"], **run)["error"]).all()
 
 

@@ -130,6 +130,21 @@ def test_max_train_rows_caps_every_fit_exactly_with_its_class_shares(table, desi
         np.testing.assert_array_equal(capped[name], np.minimum(full[name], cap), err_msg=name)
 
 
+def test_k_fold_caps_its_fits_from_the_fold_counts_without_a_counting_pass(table, monkeypatch):
+    """One repeat of K-fold knows each fit's rows per class from the strata's sizes
+    (``KFoldDesign.counts_``): capped exactly, with no pass counting the fits' rows."""
+    run = {"outer": "cv", "outer_folds": 4, "measures": ["error"], "progress": False}
+    RECORDED.clear()
+    sd.evaluate(table, {"count": ClassCounter()}, **run)
+    whole = sorted(RECORDED)
+    cap = sorted(sum(c) for c in whole)[0] - 7
+    fail = lambda *a, **k: pytest.fail("a pass counted the fits' rows")  # noqa: E731
+    monkeypatch.setattr("soak_dask.run.session.count_fit_rows", fail)
+    RECORDED.clear()
+    sd.evaluate(table, {"count": ClassCounter()}, max_train_rows=cap, **run)
+    assert sorted(RECORDED) == sorted(_stratified(c, cap) for c in whole)
+
+
 @pytest.mark.parametrize("design", PARAMS)
 def test_the_capped_sample_is_the_same_whatever_the_partitioning(table, design):
     run = DESIGNS[design]

@@ -248,3 +248,27 @@ def test_repeats_balanced_by_overlap_share_one_neighbour_search(monkeypatch):
     for r in range(1, 4):
         alone = sd.overlap_folds(table, 4, repeat_seed(5, r)).data[FOLD_COLUMN].compute()
         assert keyed[key_name("fold", r)].equals(alone.sort_index().rename(key_name("fold", r)))
+
+
+@settings(max_examples=n_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(frames, st.integers(2, 7), st.integers(0, 2**31), st.integers(1, 4), st.booleans())
+def test_one_repeat_s_block_counts_without_a_pass_equal_counted(data, k, seed, nparts, regression):
+    """K-fold's ``counts_`` (from the strata's sizes) are the rows of each (subset, fold[,
+    label]) block of its keyed table; several repeats' joint counts are not known."""
+    subset, y, _ = data
+    df = pd.DataFrame({"x1": np.arange(len(y), dtype=float), "s": subset, "y": y})
+    if regression:
+        df["y"] = (df["y"] == "p") * 1.5
+    table = sd.load_table(dd.from_pandas(df, npartitions=nparts, sort=False), label="y", subset="s")
+    design = KFoldDesign(k, seed=seed)
+    keyed = design.add_keys(table)
+    keys = ["s", key_name("fold", 1)] + ([] if regression else ["y"])
+    counted = keyed.data[keys].compute().groupby(keys).size().rename("n").reset_index()
+    pd.testing.assert_frame_equal(
+        design.counts_[[*keys, "n"]].sort_values(keys).reset_index(drop=True),
+        counted,
+        check_dtype=False,
+    )
+    repeated = KFoldDesign(k, n_repeats=2, seed=seed)
+    repeated.add_keys(table)
+    assert repeated.counts_ is None
