@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from ..dask_client import current_client
 from ..split.shares import counts_shared
+from .facts import run_facts
 from .stall import stall_guard
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -16,13 +17,14 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 def entry_point(func: _F) -> _F:
     """``func`` (taking ``client=``; else the default client) run as one run: the same data
-    counted by the same keys once (``shares.counts_shared``), and stopped if every worker
-    stays paused by its memory limit (``stall.stall_guard``)."""
+    counted by the same keys once (``shares.counts_shared``), its facts gathered for its
+    result (``facts.run_facts``), and stopped if every worker stays paused by its memory
+    limit (``stall.stall_guard``)."""
 
     @functools.wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
         client = kwargs.get("client") or current_client()
-        with counts_shared(), stall_guard(client):
+        with counts_shared(), run_facts(), stall_guard(client):
             return func(*args, **kwargs)
 
     return run  # type: ignore[return-value]

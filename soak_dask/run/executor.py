@@ -27,6 +27,7 @@ from ..tables.checks import check_classes, check_features
 from ..tables.fingerprint import data_fingerprint
 from ..tables.table import Table
 from .checkpoint import check_checkpoint_dir, open_checkpoint, run_key, save_task
+from .facts import record_most
 from .progress import progress_bar
 from .strategies import Context, make_tasks
 
@@ -63,6 +64,8 @@ def run_plan(
     if done and progress:
         print(f"{ctx.label}: resuming, {len(done)} of {len(done) + len(todo)} fits already done")
     tasks, stats_made, n_waves = make_tasks(ctx, todo, strategies)
+    if n_waves > 1:  # recorded in the result's attrs (score_waves) where it is not 1
+        record_most("score_waves", n_waves)
     if n_waves > 1 and progress:
         print(f"{ctx.label}: AUC's pieces do not fit the workers' memory at once: scoring in "
               f"{n_waves} waves, each one more read of the table")  # fmt: skip

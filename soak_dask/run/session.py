@@ -49,6 +49,7 @@ from .checkpoint import SETTINGS as SETTINGS_FILE
 from .checkpoint import open_checkpoint, remove_checkpoint
 from .cost import dry_running, stop_dry_run
 from .executor import Checkpoint, current_client, data_identity, run_plan
+from .facts import current_facts
 from .fitting import RunSpec
 from .fitting_options import FittingOptions
 from .memory import count_fit_rows, fit_rows, worker_memory_limit
@@ -303,8 +304,10 @@ def stratum_rows(counts: pd.DataFrame, table: Table) -> dict[str, int]:
 
 
 def result_attrs(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """A result's attrs: its settings and the package versions, as a store keeps them."""
-    return encode_attrs({**settings, "versions": package_versions()})
+    """A result's attrs: its settings, what the run learned as it ran
+    (``facts.current_facts``: ``score_waves``, the most waves a scoring pass of AUC took, where
+    more than one) and the package versions, as a store keeps them."""
+    return encode_attrs({**settings, **current_facts(), "versions": package_versions()})
 
 
 def assemble(

@@ -46,6 +46,7 @@ def shares_of_the_examples(monkeypatch):
     monkeypatch.setattr("soak_dask.run.score_memory.SCORE_SHARE", 0.3)
     monkeypatch.setattr("soak_dask.run.score_memory.MERGE_COPIES", 3)
 
+
 TIMINGS = ["fit_seconds", "predict_seconds"]
 SGD = SGDClassifier(loss="log_loss", random_state=0)
 
@@ -192,6 +193,8 @@ def test_a_run_in_waves_reports_them_and_gives_the_records_of_one(monkeypatch, c
             capsys.readouterr()
             waved = design(table, **both)
     assert f"scoring in {n_waves} waves" in capsys.readouterr().out
+    # the result records its waves (more than one: one-wave results have no such attr)
+    assert waved.attrs["score_waves"] == n_waves and "score_waves" not in whole.attrs
     # Values, not attrs: evaluate's attrs record its seconds.
     xr.testing.assert_equal(waved.drop_vars(TIMINGS), whole.drop_vars(TIMINGS))
 
@@ -238,3 +241,17 @@ def test_a_final_models_resubstitution_is_checked_before_any_fit(monkeypatch):
             run = {"measures": ["error", "auc"], "client": client, "progress": False}
             with pytest.raises(FitMemoryError, match=r"'lda', final model: its resubstitution"):
                 sd.evaluate(table, ["lda"], outer="bootstrap", outer_repeats=3, **run)
+
+
+def test_run_facts_keep_the_largest_within_one_run_s_scope():
+    from soak_dask.run.facts import current_facts, record_most, run_facts
+
+    record_most("score_waves", 3)  # outside a run: kept nowhere
+    assert current_facts() == {}
+    with run_facts():
+        record_most("score_waves", 2)
+        with run_facts():  # an entry point inside another adds to the outer run's facts
+            record_most("score_waves", 4)
+        record_most("score_waves", 3)
+        assert current_facts() == {"score_waves": 4}
+    assert current_facts() == {}

@@ -49,7 +49,6 @@ def test_row_folds_balanced_and_partition_invariant(data, k, seed, nparts):
     assert folds.equals(_folds(df, nparts + 2, k, seed, subset="s"))
 
 
-
 @settings(max_examples=n_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 7), st.integers(0, 2**31), st.integers(1, 5), st.integers(1, 4))
 def test_repeats_folds_from_one_function_equal_each_repeat_assigned_alone(
@@ -64,6 +63,7 @@ def test_repeats_folds_from_one_function_equal_each_repeat_assigned_alone(
     for r in range(1, repeats + 1):
         alone = _folds(df, 1, k, repeat_seed(seed, r), subset="s")
         assert keyed[key_name("fold", r)].equals(alone.rename(key_name("fold", r))), r
+
 
 @settings(max_examples=n_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 4), st.integers(0, 2**31), st.integers(1, 4), st.integers(1, 3),
