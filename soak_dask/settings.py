@@ -50,23 +50,16 @@ Scope = Literal[
 #: The functions that run learners on a table, by the name of their ``soak`` command:
 #: ``soak`` (``run``), ``evaluate``, ``transfer``, ``search_subsets`` (``search``, whose
 #: settings ``soak transfer`` takes too), ``split_sensitivity``, ``compare_sampling``.
-Command = Literal["run", "evaluate", "transfer", "search", "split-sensitivity", "compare-sampling"]
+Command = Literal[
+    "run", "evaluate", "transfer", "search", "split-sensitivity", "compare-sampling"
+]
 COMMANDS: tuple[str, ...] = (
-    "run",
-    "evaluate",
-    "transfer",
-    "search",
-    "split-sensitivity",
-    "compare-sampling",
+    "run", "evaluate", "transfer", "search", "split-sensitivity", "compare-sampling"
 )
 #: The Python function of each command, for messages.
 FUNCTIONS = {
-    "run": "soak",
-    "evaluate": "evaluate",
-    "transfer": "transfer",
-    "search": "search_subsets",
-    "split-sensitivity": "split_sensitivity",
-    "compare-sampling": "compare_sampling",
+    "run": "soak", "evaluate": "evaluate", "transfer": "transfer", "search": "search_subsets",
+    "split-sensitivity": "split_sensitivity", "compare-sampling": "compare_sampling",
 }
 #: The run-file table of ``evaluate``'s own settings, named as the guide's evaluation block.
 EVALUATION_TABLE = "evaluation"
@@ -123,10 +116,8 @@ KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
         "a list of module names such as 'mypackage' or 'mypackage.models'",
     ),
     "floats": (
-        lambda v: (
-            isinstance(v, Sequence)
-            and not isinstance(v, str)
-            and all(isinstance(x, Real) and not isinstance(x, bool) for x in v)
+        lambda v: isinstance(v, Sequence) and not isinstance(v, str) and all(
+            isinstance(x, Real) and not isinstance(x, bool) for x in v
         ),
         "a list of numbers or comma-separated numbers",
     ),
@@ -250,12 +241,18 @@ def _one_of(choices: Sequence[str]) -> Check:
     return check
 
 
+
+
 def _train_types(value: Any, name: str) -> tuple[str, ...]:
     from .split.designs import check_train_types
 
     if not _is_strings(value):
         raise ValueError(f"{name}={value!r}: need {KINDS['list'][1]}")
     return check_train_types(value)  # its errors say train_types, as the CLI's always did
+
+
+#: Every measure of every task.
+MEASURES_OF_ANY_TASK = frozenset(m for ms in MEASURES.values() for m in ms)
 
 
 def _measure_names(value: Any, name: str) -> Any:
@@ -268,14 +265,9 @@ def _measure_names(value: Any, name: str) -> Any:
     unknown = [m.strip() for m in names if m.strip() not in {*MEASURES_OF_ANY_TASK, ""}]
     if unknown:
         lists = "; ".join(f"{task}: {', '.join(ms)}" for task, ms in MEASURES.items())
-        raise ValueError(
-            f"{name}: {', '.join(map(repr, unknown))} is no measure; choose from {lists}"
-        )
+        what = "is no measure" if len(unknown) == 1 else "are no measures"
+        raise ValueError(f"{name}: {', '.join(map(repr, unknown))} {what}; choose from {lists}")
     return value
-
-
-#: Every measure of every task.
-MEASURES_OF_ANY_TASK = frozenset(m for ms in MEASURES.values() for m in ms)
 
 
 @dataclass(frozen=True)

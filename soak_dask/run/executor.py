@@ -66,9 +66,9 @@ def run_plan(
     tasks, stats_made, n_waves = make_tasks(ctx, todo, strategies)
     if n_waves > 1:  # recorded in the result's attrs (score_waves) where it is not 1
         record_most("score_waves", n_waves)
-    if n_waves > 1 and progress:
-        print(f"{ctx.label}: AUC's pieces do not fit the workers' memory at once: scoring in "
-              f"{n_waves} waves, each one more read of the table")  # fmt: skip
+        if progress:
+            print(f"{ctx.label}: AUC's pieces do not fit the workers' memory at once: scoring "
+                  f"in {n_waves} waves, each one more read of the table")  # fmt: skip
     if not stats_made:
         # Block statistics need finite values in every feature, so when they were made the
         # check is done; otherwise it is a pass of its own.

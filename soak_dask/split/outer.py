@@ -218,8 +218,7 @@ class KFoldDesign(Design):
             data = table.data.assign(**{key: folds[key] for key in seeds})
             if self.n_repeats == 1:  # (several repeats' joint counts do not follow from each's)
                 ((key, seed),) = seeds.items()
-                counts = row_fold_counts(strata, k, seed).rename(columns={FOLD_COLUMN: key})
-                self.counts_ = counts
+                self.counts_ = row_fold_counts(strata, k, seed).rename(columns={FOLD_COLUMN: key})
         elif self.balance == "class":  # every repeat's groups dealt from one count of them
             keys = strata_keys(table, _stratifiable(table))
             data = group_fold_columns(table, keys, k, seeds, self.group_assignment)

@@ -250,10 +250,8 @@ def test_bad_weights_and_down_sampled_fits_are_refused():
         unknown.compute(scheduler="sync")
 
 
-def test_ten_fits_from_one_pass(monkeypatch):
-    """The statistics of a 10-resample bootstrap read each partition once; the whole one-pass
-    run (statistics, then scoring) twice."""
-    reads = []
+def _read_counted(reads: list[int]) -> sd.Table:
+    """A 400-row table of 4 partitions whose every read of a partition appends to ``reads``."""
     frame = toy_table(400, seed=3).drop(columns="subset")
     pieces = [frame.iloc[i * 100 : (i + 1) * 100] for i in range(4)]
 
@@ -262,7 +260,14 @@ def test_ten_fits_from_one_pass(monkeypatch):
         return pieces[i]
 
     data = dd.from_map(load, range(4), meta=frame.iloc[:0], divisions=[0, 100, 200, 300, 399])
-    table = sd.load_table(data, label="y")
+    return sd.load_table(data, label="y")
+
+
+def test_ten_fits_from_one_pass(monkeypatch):
+    """The statistics of a 10-resample bootstrap read each partition once; the whole one-pass
+    run (statistics, then scoring) twice."""
+    reads = []
+    table = _read_counted(reads)
     passes = {}
 
     def counting(name, real):
@@ -291,15 +296,7 @@ def test_the_outer_fits_and_the_final_model_share_one_pass_of_statistics(monkeyp
     their pass): the run reads the table's 4 partitions once less than with a pass apiece,
     and gives the same results."""
     reads = []
-    frame = toy_table(400, seed=3).drop(columns="subset")
-    pieces = [frame.iloc[i * 100 : (i + 1) * 100] for i in range(4)]
-
-    def load(i: int) -> pd.DataFrame:
-        reads.append(i)
-        return pieces[i]
-
-    data = dd.from_map(load, range(4), meta=frame.iloc[:0], divisions=[0, 100, 200, 300, 399])
-    table = sd.load_table(data, label="y")
+    table = _read_counted(reads)
     run = {"persist": False, "prior_correction": False, "progress": False, **outer}
     shared = sd.evaluate(table, "lda", **run)
     n_shared, reads[:] = len(reads), []
