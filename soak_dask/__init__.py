@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from .run.cost import PlanCost, PlanCosts, dry_run
     from .run.engine import soak
     from .run.evaluate import evaluate
+    from .run.memory import FitMemoryError, WorkerMemory, worker_memory
     from .run.run_design import run_design
     from .schema import TRAIN_TYPES
     from .spatial.aoa import aoa

@@ -93,3 +93,13 @@ def plan_rows(table, plan) -> dict:
         blocks = zip(tests.index, tests["test"], tests["name"], strict=True)
         out[fit_id] = split_frame(frame, plan.fits.loc[fit_id, "train"], list(blocks))
     return out
+
+
+def task_memory(free: int, resting: int = 0):
+    """A ``WorkerMemory`` with exactly ``free`` bytes for a task (its limit made to fit)."""
+    from soak_dask.run.memory import LIMIT_SHARE, WorkerMemory
+
+    limit = int((free + resting) / LIMIT_SHARE) + 2
+    memory = WorkerMemory(limit, int(LIMIT_SHARE * limit) - free)
+    assert memory.free == free and memory.resting >= resting
+    return memory

@@ -5,7 +5,7 @@ counts, or one pass over the key columns) each fit's rows. Under ``dry_run`` the
 there, before any fit task is made, and reports the plan's cost instead: the (fit, learner)
 pairs, the distinct train sets, the rows per fit, the strategy each learner gets, the
 estimated peak of the largest fit that gathers its rows (``memory.fit_bytes``) against the
-workers' memory limit (the refusal ``memory.check_fit_memory`` would raise, word for word)
+memory a worker has for a task (the refusal ``memory.check_fit_memory`` would raise, word for word)
 and the passes over the data the fits would make.
 
 What ran before the plan still runs: the table's checks, the design's key columns and their
@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from dask.utils import format_bytes
 
-from .memory import LIMIT_SHARE, FitMemoryError, check_fit_memory, fit_bytes
+from .memory import FitMemoryError, WorkerMemory, check_fit_memory, fit_bytes
 from .strategies import (
     Batched,
     Context,
@@ -68,8 +68,9 @@ class PlanCost:
         ``gathered`` (rows its task holds at once: capped train rows plus test rows for a
         whole-train-set or batched fit, 0 for one-pass and incremental fits, which hold one
         partition at a time) and ``peak_bytes`` (``memory.fit_bytes`` of ``gathered``).
-    memory_limit : int or None
-        The smallest worker memory limit in bytes (None: not known, nothing is refused).
+    memory : WorkerMemory or None
+        What a worker has for a task: its memory limit, what it holds at rest and ``free``,
+        the bytes a task may take (None: not known, nothing is refused).
     refusal : str
         The ``FitMemoryError`` the run would raise before any fit ("" if none).
     passes : tuple of (int, str)
@@ -88,7 +89,7 @@ class PlanCost:
     n_train_sets: int
     n_features: int
     fits: pd.DataFrame
-    memory_limit: int | None
+    memory: WorkerMemory | None
     refusal: str
     passes: tuple[tuple[int, str], ...]
     notes: tuple[str, ...] = ()
@@ -110,13 +111,13 @@ class PlanCost:
 
     @property
     def over_limit(self) -> bool:
-        """Whether the largest gathering fit needs more than ``LIMIT_SHARE`` of the limit."""
-        return self.memory_limit is not None and self.peak_bytes > LIMIT_SHARE * self.memory_limit
+        """Whether the largest gathering fit needs more than a worker has for a task."""
+        return self.memory is not None and self.peak_bytes > self.memory.free
 
     def table(self) -> pd.DataFrame:
         """One row per (learner, strategy): its fits, their train rows (min, median, max),
         the largest rows a task gathers and its estimated peak bytes, and whether that is over
-        the workers' limit."""
+        what a worker has for a task."""
         groups = self.fits.groupby(["learner", "strategy"], sort=False)
         out = groups.agg(
             n_fits=("fit_id", "size"),
@@ -127,8 +128,8 @@ class PlanCost:
             gathered_max=("gathered", "max"),
             peak_bytes=("peak_bytes", "max"),
         ).reset_index()
-        limit = self.memory_limit
-        out["over_limit"] = limit is not None and out["peak_bytes"] > LIMIT_SHARE * limit
+        memory = self.memory
+        out["over_limit"] = memory is not None and out["peak_bytes"] > memory.free
         return out.assign(design=self.design, part=self.part)[["design", "part", *out.columns]]
 
     def __str__(self) -> str:
@@ -150,11 +151,11 @@ def dry_run(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> PlanCosts
     """What ``func(*args, **kwargs)`` would cost, without fitting: a ``PlanCost`` per plan.
 
     ``func`` is an entry point (``soak``, ``evaluate``, ``transfer``, ``search_subsets``,
-    ``split_sensitivity``, ``compare_sampling``) or anything that calls one. It runs as it
-    would up to its first plan's fits (the table's checks, the design's keys and their
-    counts, and the workers' memory limit from ``client``), then stops: no fit task is made,
-    nothing is written (no checkpoint). ``search_subsets`` plans round by round, each round
-    from the last one's scores: its cost is the first round's, and says so.
+    ``split_sensitivity``, ``compare_sampling``) or anything that calls one. It runs as it would
+    up to its first plan's fits (the table's checks, the design's keys and their counts, and the
+    memory the workers have for a task, from ``client``), then stops: no fit task is made,
+    nothing is written (no checkpoint). ``search_subsets`` plans round by round, each round from
+    the last one's scores: its cost is the first round's, and says so.
 
     Returns
     -------
@@ -230,7 +231,7 @@ def plan_cost(
     try:  # as make_tasks checks
         if isinstance(strategies[-1], WholeTrainSet):
             whole = whole_fits(chosen, strategies)
-            check_fit_memory(rows, plan, whole, n_features, ctx.memory_limit, ctx.max_rows)
+            check_fit_memory(rows, plan, whole, n_features, ctx.memory, ctx.max_rows)
         budgets = score_budgets(ctx, chosen, strategies)
     except FitMemoryError as err:
         refusal = str(err)
@@ -242,10 +243,10 @@ def plan_cost(
         n_train_sets=len(plan.fits),
         n_features=n_features,
         fits=frame,
-        memory_limit=ctx.memory_limit,
+        memory=ctx.memory,
         refusal=refusal,
         passes=passes(frame, used, counted, extra),
-        notes=_notes(design, part, ctx.memory_limit),
+        notes=_notes(design, part, ctx.memory),
         score_waves=max((n for _, n in budgets.values()), default=1),
     )
 
@@ -294,7 +295,7 @@ def passes(
     return tuple(out)
 
 
-def _notes(design: str, part: str | None, limit: int | None) -> tuple[str, ...]:
+def _notes(design: str, part: str | None, memory: WorkerMemory | None) -> tuple[str, ...]:
     notes = []
     if design == "search_subsets":
         notes.append(
@@ -310,7 +311,7 @@ def _notes(design: str, part: str | None, limit: int | None) -> tuple[str, ...]:
             "of statistics, fed block by block, or gathered in one task) and scoring the test "
             "split a partition at a time"
         )
-    if limit is None:
+    if memory is None:
         notes.append(
             "no worker memory limit known (no client, Dask's local scheduler, or workers "
             "without one): no fit is refused"
@@ -324,7 +325,7 @@ def _spread(values: pd.Series) -> str:
 
 def format_cost(cost: PlanCost) -> str:
     """``PlanCost`` as text: the plan's size, rows per fit, each learner's strategy, the
-    largest gathering fit against the limit, and the passes."""
+    largest gathering fit against the memory a worker has for it, and the passes."""
     fits = cost.fits.drop_duplicates("fit_id")
     part = f" (part {cost.part})" if cost.part else ""
     n_learners = cost.fits["learner"].nunique()
@@ -353,8 +354,8 @@ def format_cost(cost: PlanCost) -> str:
 
 
 def _memory_line(cost: PlanCost) -> str:
-    """The largest gathering fit, then the limit and the verdict."""
-    limit = cost.memory_limit
+    """The largest gathering fit, then the memory a worker has for it and the verdict."""
+    memory = cost.memory
     if not cost.peak_bytes:
         peak = "no fit gathers its rows (each task holds one partition)"
     else:
@@ -364,10 +365,9 @@ def _memory_line(cost: PlanCost) -> str:
             f"{top['gathered']:,} rows × {cost.n_features} features, about "
             f"{format_bytes(cost.peak_bytes)} at its peak"
         )
-    if limit is None:
+    if memory is None:
         return f"{peak}\n  worker memory limit: not known"
-    share = f"{format_bytes(limit)}, of which a fit may use {LIMIT_SHARE:.0%}"
-    against = f"{peak}\n  worker memory limit: {share} ({format_bytes(int(LIMIT_SHARE * limit))})"
+    against = f"{peak}\n  worker memory: {memory}"
     if cost.refused:
         return f"{against}: REFUSED before any fit:\n  {cost.refusal}"
     if cost.over_limit:

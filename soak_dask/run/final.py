@@ -44,7 +44,7 @@ from .fitting import (
     select_rows,
 )
 from .fitting_options import FittingOptions
-from .memory import check_final_memory, check_test_split_memory, worker_memory_limit
+from .memory import WorkerMemory, check_final_memory, check_test_split_memory, worker_memory
 from .rowcap import capped, keep_rates
 from .score_memory import check_resubstitution_memory
 from .strategies import Context
@@ -249,20 +249,20 @@ def final_tasks(
     if rows is not None:
         gathered = [name for name in ctx.estimators if name not in fed and name not in from_stats]
         n_features = len(run.features)
-        n_train, limit = int(sum(rows.class_rows)), rows.limit
-        check_final_memory(gathered, n_train, n_features, limit, max_rows)
+        n_train, memory = int(sum(rows.class_rows)), rows.memory
+        check_final_memory(gathered, n_train, n_features, memory, max_rows)
         check_test_split_memory(
             list(ctx.estimators),
             rows.test_parts,
             n_features,
             score_columns(run),
-            limit,
+            memory,
             counts_only(run),
         )
         if resubstitution:  # every training row's AUC piece, merged in one task
             scored = n_train if max_rows is None else min(n_train, max_rows)
             for name in ctx.estimators:
-                check_resubstitution_memory(name, scored, run.measures, run.classes, limit)
+                check_resubstitution_memory(name, scored, run.measures, run.classes, memory)
     columns = [*run.features, run.label, *([run.group] if run.group else [])]
     test = held[columns].to_delayed() if held is not None else []
     class_rows = () if rows is None else rows.class_rows
@@ -342,25 +342,25 @@ def stats_states(
 @dataclass(frozen=True)
 class FinalRows:
     """The rows a final model reads: training rows per class, the rows of each partition of
-    the test split, and the workers' memory limit (bytes, None if unknown)."""
+    the test split, and the memory a worker has for a task (None if unknown)."""
 
     class_rows: tuple[int, ...]
     test_parts: tuple[int, ...]
-    limit: int | None
+    memory: WorkerMemory | None
 
 
 def _final_rows(ctx: Context, held: dd.DataFrame | None, max_rows: int | None) -> FinalRows | None:
-    """The final models' rows when a row cap needs the class shares or a worker limit is
-    known (else None): the training rows per class from the counts the run's folds were drawn
+    """The final models' rows when a row cap needs the class shares or the workers' memory
+    is known (else None): the training rows per class from the counts the run's folds were drawn
     from (``ctx.table``, the training table: no pass), the rows of each partition of the test
     split from one pass over it."""
-    limit = worker_memory_limit(ctx.client)
-    if max_rows is None and limit is None:
+    memory = worker_memory(ctx.client)
+    if max_rows is None and memory is None:
         return None
     test_parts: tuple[int, ...] = ()
-    if held is not None and limit is not None:
+    if held is not None and memory is not None:
         test_parts = tuple(int(n) for n in ctx.compute(held.map_partitions(len)))
-    return FinalRows(table_class_rows(ctx.table), test_parts, limit)
+    return FinalRows(table_class_rows(ctx.table), test_parts, memory)
 
 
 def _train_parts(ctx: Context, class_rows: tuple, max_rows: int | None, exact: bool) -> list:

@@ -2,14 +2,17 @@
 
 A fit on its whole train set (``strategies.WholeTrainSet``) gathers its train rows and test
 blocks into one task. From the block counts the run knows every fit's rows before any task
-starts, so a fit that would exceed a worker's memory limit is refused up front, naming the
-fit, its rows, the estimate and the limit, instead of killing worker after worker.
+starts, so a fit that would exceed the memory a worker has for a task is refused up front,
+naming the fit, its rows, the estimate and that memory, instead of killing worker after worker.
+That memory (``WorkerMemory``) is ``LIMIT_SHARE`` of the worker's limit less what the worker
+holds at rest, read from each worker before the fits (``worker_memory``): at 700 MB workers the
+libraries alone take 0.3 GB of the 0.56 GB where distributed pauses a worker.
 
 The estimate is rows × (features + 2) × 8 bytes × ``FIT_COPIES``: the peak of a fit task
 measured with tracemalloc (400,000 rows × 20 float32 features, the featureless baseline,
 logistic regression, LDA, Gaussian naive Bayes, k-NN and the pruned tree) was 1.5-4.6 times the
 float64 size of its rows, plus 0.6 for the gathered frame itself; six copies leave room for the
-worker's own memory and the partitions in transit.
+partitions in transit.
 
 A final model's test split is scored a partition at a time (``run.final_scores``): what must
 fit is its largest partition (``fit_bytes``) and the outcomes of all its rows, joined in one
@@ -19,6 +22,9 @@ not the split itself (``check_test_split_memory``).
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+from dataclasses import dataclass
 from typing import Any
 
 import dask
@@ -34,15 +40,15 @@ from .rowcap import class_codes, train_class_rows
 #: Float64-sized copies of a fit's rows that a fit task holds at its peak (see above).
 FIT_COPIES = 6
 #: 8-byte copies of each outcome a row that the task joining the test split's outcomes holds at
-#: its peak, with room for the worker's own memory. Measured with tracemalloc (1,000,000 rows;
+#: its peak, with room for the partitions in transit. Measured with tracemalloc (1,000,000 rows;
 #: the partitions' outcomes, the joined arrays, each row's share of the pieces and one
 #: resample's draw, ``final_scores.RowPieces``): 3.0 (the error, whole groups resampled), 3.6
 #: (two classes, every measure), 5.0 (five classes, AUC one-vs-rest) of them; and 2.1 bytes a
 #: row where the outcomes are the confusion cells' counts and a right/wrong bit a row. A lower
-#: factor let a 4.2M-row split pass the check at 700 MB workers and kill them: each already
-#: holds 0.3 GB at rest.
+#: factor, with the memory a worker holds at rest not counted, let a 4.2M-row split pass the
+#: check at 700 MB workers and kill them.
 OUTCOME_COPIES = 6
-#: Share of a worker's memory limit a fit may use: distributed pauses a worker at 80 %.
+#: Share of a worker's memory limit its process may reach: distributed pauses a worker at 80 %.
 LIMIT_SHARE = 0.8
 
 
@@ -50,14 +56,54 @@ class FitMemoryError(ValueError):
     """A fit whose rows cannot fit a worker's memory, refused before any fit runs."""
 
 
-def worker_memory_limit(client: Any) -> int | None:
-    """The smallest memory limit of ``client``'s workers in bytes (None: no client, or no
-    worker with a limit; Dask's local scheduler has none)."""
+@dataclass(frozen=True)
+class WorkerMemory:
+    """What a task may hold on the workers: ``LIMIT_SHARE`` of a worker's memory ``limit``
+    (where distributed pauses it), less the memory it holds at rest (``resting``: its process
+    memory outside Dask's data, the libraries a fit task imports among it), of the worker with
+    the least of it (``worker_memory``). Prints as the checks' messages name it."""
+
+    limit: int
+    resting: int = 0
+
+    @property
+    def free(self) -> int:
+        """Bytes a task may take."""
+        return max(int(LIMIT_SHARE * self.limit) - self.resting, 0)
+
+    def __str__(self) -> str:
+        return (
+            f"{format_bytes(self.free)} a worker has for a task ({LIMIT_SHARE:.0%} of its "
+            f"memory limit, {format_bytes(self.limit)}, less the {format_bytes(self.resting)} "
+            "it holds at rest)"
+        )
+
+
+def worker_memory(client: Any) -> WorkerMemory | None:
+    """The ``WorkerMemory`` of ``client``'s worker with the least memory for a task (None: no
+    client, or no worker with a limit; Dask's local scheduler has none).
+
+    Each worker first imports what a fit task imports, as its first fit would: a fresh
+    worker holds about 70 MB, and 0.3 GB once scikit-learn and soak_dask's learners are in.
+    What it holds at rest is then its process memory less Dask's data in memory (which it can
+    spill): the libraries, buffers and what earlier tasks left, which a task cannot use."""
     if client is None:
         return None
-    workers = client.scheduler_info().get("workers", {}).values()
-    limits = [int(w["memory_limit"]) for w in workers if w.get("memory_limit")]
-    return min(limits) if limits else None
+    # a worker closing or restarting answers with its error: the others tell
+    held = [h for h in client.run(worker_at_rest, on_error="return").values() if type(h) is tuple]
+    known = [WorkerMemory(int(limit), int(rest)) for limit, rest in held if limit]
+    return min(known, key=lambda m: m.free) if known else None
+
+
+async def worker_at_rest(dask_worker: Any) -> tuple[int | None, int]:
+    """A worker's memory limit and the process memory it holds outside Dask's data, after
+    importing what a fit task imports (``client.run``; the import in a thread, so that the
+    worker's event loop keeps answering the scheduler)."""
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, importlib.import_module, "soak_dask.run.fitting")
+    memory = dask_worker.monitor.get_process_memory()
+    limit = dask_worker.memory_manager.memory_limit
+    return limit, max(int(memory) - int(dask_worker.state.nbytes), 0)
 
 
 def fit_rows(plan: Plan, counts: pd.DataFrame, label: str, classes: list | None) -> pd.DataFrame:
@@ -153,22 +199,21 @@ def check_fit_memory(
     plan: Plan,
     learners: dict[int, list[str]],
     n_features: int,
-    limit: int | None,
+    memory: WorkerMemory | None,
     max_rows: int | None = None,
 ) -> None:
     """Refuse the run if a fit of ``learners`` (``{fit_id: learner names}``, the fits to be
-    made on their gathered rows) needs more than ``LIMIT_SHARE`` of ``limit``.
+    made on their gathered rows) needs more than the ``memory`` a worker has for a task.
 
     ``rows`` are each fit's rows (``fit_rows``); with ``max_rows`` a train set is capped
     there (its test blocks still come whole).
     """
-    if limit is None or not learners:
+    if memory is None or not learners:
         return
     mine = rows.loc[list(learners)]
     train = mine["train"] if max_rows is None else np.minimum(mine["train"], max_rows)
     need = train + mine["test"]
-    allowed = LIMIT_SHARE * limit
-    too_big = need[[fit_bytes(n, n_features) > allowed for n in need]]
+    too_big = need[[fit_bytes(n, n_features) > memory.free for n in need]]
     if too_big.empty:
         return
     fit_id = int(too_big.idxmax())
@@ -176,24 +221,25 @@ def check_fit_memory(
     what = f"fit {fit_id} (train: {plan.fits.at[fit_id, 'train']}) of learner "
     what += f"{learners[fit_id][0]!r}{others}, its {int(train.loc[fit_id]):,} train rows "
     what += f"(a resample's draws counted) and {int(mine.at[fit_id, 'test']):,} test rows,"
-    raise FitMemoryError(refusal(what, int(too_big.loc[fit_id]), n_features, limit))
+    test = int(mine.loc[too_big.index, "test"].max())  # rows a cap leaves whole
+    raise FitMemoryError(refusal(what, int(too_big.loc[fit_id]), n_features, memory, test))
 
 
 def check_final_memory(
     learners: list[str],
     n_train: int,
     n_features: int,
-    limit: int | None,
+    memory: WorkerMemory | None,
     max_rows: int | None = None,
 ) -> None:
     """Refuse the run if the final model of one of ``learners`` (those fitted on their
     gathered rows: all ``n_train`` training rows, at most ``max_rows`` of them under a cap)
-    needs more than ``LIMIT_SHARE`` of ``limit``; before any fit, the outer loop's included.
-    Its test split is scored a partition at a time (``check_test_split_memory``)."""
-    if limit is None or not learners:
+    needs more than the ``memory`` a worker has for a task; before any fit, the outer loop's
+    included. Its test split is scored a partition at a time (``check_test_split_memory``)."""
+    if memory is None or not learners:
         return
     train = n_train if max_rows is None else min(n_train, max_rows)
-    if fit_bytes(train, n_features) <= LIMIT_SHARE * limit:
+    if fit_bytes(train, n_features) <= memory.free:
         return
     others = f" (and {len(learners) - 1} other learners)" if len(learners) > 1 else ""
     capped = f" ({train:,} of the {n_train:,} under max_train_rows)" if train < n_train else ""
@@ -201,7 +247,7 @@ def check_final_memory(
         f"the final model of learner {learners[0]!r}{others}, fitted on all training rows "
         f"({n_train:,}){capped},"
     )
-    raise FitMemoryError(refusal(what, train, n_features, limit))
+    raise FitMemoryError(refusal(what, train, n_features, memory))
 
 
 def outcome_bytes(rows: int, score_columns: int, counts: bool = False) -> int:
@@ -217,11 +263,11 @@ def check_test_split_memory(
     part_rows: tuple[int, ...],
     n_features: int,
     score_columns: int,
-    limit: int | None,
+    memory: WorkerMemory | None,
     counts: bool = False,
 ) -> None:
     """Refuse the run, before any fit, if the final models of ``learners`` cannot score the
-    test split (partitions of ``part_rows`` rows) within ``LIMIT_SHARE`` of ``limit``.
+    test split (partitions of ``part_rows`` rows) within the ``memory`` a worker has for a task.
 
     Each partition is predicted by its own task, holding that partition's rows (``fit_bytes``);
     one task joins the outcomes of all the split's rows (a few numbers a row: the labels, the
@@ -230,25 +276,23 @@ def check_test_split_memory(
     resamples them for the interval. So a split far larger than a worker is scored, unless a
     single partition, or the outcomes of all its rows, do not fit.
     """
-    allowed = LIMIT_SHARE * (limit or 0)
-    if limit is None or not learners or not part_rows:
+    if memory is None or not learners or not part_rows:
         return
     who = f"the final model of learner {learners[0]!r}"
     largest, n_test = max(part_rows), sum(part_rows)
-    if fit_bytes(largest, n_features) > allowed:
-        most = int(allowed // fit_bytes(1, n_features))
+    if fit_bytes(largest, n_features) > memory.free:
+        most = memory.free // fit_bytes(1, n_features)
         raise FitMemoryError(
             f"{who} predicts the test split a partition at a time; its largest partition has "
             f"{largest:,} rows × {n_features} features: about "
-            f"{format_bytes(fit_bytes(largest, n_features))} at its peak, more than "
-            f"{LIMIT_SHARE:.0%} of a worker's memory limit ({format_bytes(limit)}), which holds "
-            f"about {most:,} such rows; split the table into smaller partitions (at most "
-            f"{most:,} rows each: smaller files, or dask's repartition(partition_size=...)), "
-            "or give each worker more memory"
+            f"{format_bytes(fit_bytes(largest, n_features))} at its peak, more than the "
+            f"{memory}, which holds about {most:,} such rows; split the table into smaller "
+            f"partitions (at most {most:,} rows each: smaller files, or dask's "
+            "repartition(partition_size=...)), or give each worker more memory"
         )
     needed = outcome_bytes(n_test, score_columns, counts)
-    if needed > allowed:
-        most = int(allowed // outcome_bytes(1, score_columns, counts))
+    if needed > memory.free:
+        most = memory.free // outcome_bytes(1, score_columns, counts)
         what = (
             "right/wrong bits a row, which McNemar's test pairs"
             if counts
@@ -257,24 +301,29 @@ def check_test_split_memory(
         )
         raise FitMemoryError(
             f"{who} joins the outcomes of the {n_test:,} rows of the test split in one task "
-            f"({what}): about {format_bytes(needed)} at its peak, more than "
-            f"{LIMIT_SHARE:.0%} of a worker's memory limit ({format_bytes(limit)}), which holds "
-            f"the outcomes of about {most:,} rows; give a smaller test_split (at most "
-            f"{most:,} rows), or give each worker more memory"
+            f"({what}): about {format_bytes(needed)} at its peak, more than the {memory}, "
+            f"which holds the outcomes of about {most:,} rows; give a smaller test_split (at "
+            f"most {most:,} rows), or give each worker more memory"
         )
 
 
-def refusal(what: str, n: int, n_features: int, limit: int) -> str:
-    """The message refusing ``what``, which gathers ``n`` rows: the estimate, the limit, the
-    rows a worker holds and the remedies."""
-    allowed = LIMIT_SHARE * limit
-    most = int(allowed // fit_bytes(1, n_features))
+def refusal(what: str, n: int, n_features: int, memory: WorkerMemory, test: int = 0) -> str:
+    """The message refusing ``what``, which gathers ``n`` rows (``test`` of them test rows,
+    which a row cap leaves whole): the estimate, the memory a worker has for a task, the rows
+    it holds and the remedies."""
+    most = memory.free // fit_bytes(1, n_features)
+    cap, sample = most - test, ""
+    if cap > 0:
+        beside = f", beside the {test:,} test rows" if test else ""
+        sample = f"fit on a sample (max_train_rows={cap:,} or less{beside}), "
+    elif test:
+        sample = (
+            f"score smaller test blocks (more folds: its {test:,} test rows alone do not fit), "
+        )
     return (
         f"{what} gathers {n:,} rows × {n_features} features: about "
-        f"{format_bytes(fit_bytes(n, n_features))} at its peak, more than "
-        f"{LIMIT_SHARE:.0%} of a worker's memory limit ({format_bytes(limit)}), which holds "
-        f"about {most:,} such rows; fit on a sample (max_train_rows={most:,} or less), use a "
-        "learner fitted from one pass of block statistics (featureless, linear, ridge, lda, "
-        "gaussian_nb) or fed block by block (incremental=True with a partial_fit learner), or "
-        "give each worker more memory"
+        f"{format_bytes(fit_bytes(n, n_features))} at its peak, more than the {memory}, "
+        f"which holds about {most:,} such rows; {sample}use a learner fitted from one pass of "
+        "block statistics (featureless, linear, ridge, lda, gaussian_nb) or fed block by block "
+        "(incremental=True with a partial_fit learner), or give each worker more memory"
     )

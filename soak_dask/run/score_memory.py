@@ -7,13 +7,13 @@ so it needs every test row's score: a partition's piece holds ``AUC_ROW_BYTES`` 
 AUC column (one for two classes, one per class one-vs-rest) and (fit, learner) pair predicting
 the row's block, and a block's pieces are merged in one task (``MERGE_COPIES`` copies at its
 peak). A pass scoring blocks at once holds, when its last partition is in, the pieces of all of
-them. So the pass (``strategies.scoring_pass``, for models fitted from statistics and models
-fed block by block alike) scores its blocks in waves (``waves``): consecutive groups of blocks
-whose pieces fit ``SCORE_SHARE`` of the workers' memory, one after another, each wave one more
-read of the table. Only a block whose own merge cannot fit ``SCORE_SHARE`` of one worker is refused,
-before any fit (``check_score_memory``), as a fit's own memory is (``memory.check_fit_memory``).
-A final model's resubstitution pieces (all its training rows, merged in one task) are checked
-likewise (``check_resubstitution_memory``).
+them. So the pass (``strategies.scoring_pass``, for models fitted from statistics and models fed
+block by block alike) scores its blocks in waves (``waves``): consecutive groups of blocks whose
+pieces fit ``SCORE_SHARE`` of the memory the workers have for tasks, one after another, each
+wave one more read of the table. Only a block whose own merge cannot fit ``SCORE_SHARE`` of one
+worker's is refused, before any fit (``check_score_memory``), as a fit's own memory is
+(``memory.check_fit_memory``). A final model's resubstitution pieces (all its training rows,
+merged in one task) are checked likewise (``check_resubstitution_memory``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from dask.utils import format_bytes
 
-from .memory import FitMemoryError
+from .memory import FitMemoryError, WorkerMemory
 
 #: Bytes of AUC's piece per test row and column: the score (float64), positive and negative
 #: counts (int32 each).
@@ -31,10 +31,12 @@ AUC_ROW_BYTES = 16
 #: Copies of a block's pieces its merge holds at its peak (the parts, their concatenation, the
 #: sort order, the sorted copy: about 3.5).
 MERGE_COPIES = 4
-#: Share of the workers' memory the pieces may take: the rest is each worker's own (0.3 GB at
-#: rest after a run's imports: 0.45 of a 700 MB limit), the partitions in transit and the
-#: statistics. At 0.3, 11M rows' repeated_cv 3×5 (2 waves) killed 700 MB workers in a merge.
-SCORE_SHARE = 0.15
+#: Share of the memory a worker has for a task (``memory.WorkerMemory.free``: what it holds at
+#: rest already taken off) that the pieces may take: the rest is for the partitions in transit
+#: and the statistics. Measured at 700 MB workers (0.3 GB at rest, 0.25 GB for tasks): 0.84 of
+#: it let 11M rows' repeated_cv 3×5 (2 waves) kill the workers in a merge; 0.42 completed the
+#: same at 6M rows in 2 waves.
+SCORE_SHARE = 0.4
 
 
 def auc_columns(measures: Sequence[str], classes: Sequence | None) -> int:
@@ -72,19 +74,19 @@ def check_score_memory(
     pairs: Mapping[int, int],
     measures: Sequence[str],
     classes: Sequence | None,
-    limit: int | None,
+    memory: WorkerMemory | None,
 ) -> None:
     """Refuse a scoring pass of the blocks ``pairs`` (block -> (fit, learner) pairs predicting
     it; ``block_rows``: its rows) where one block's merge (``MERGE_COPIES`` × its AUC pieces,
-    every pair's) needs more than ``SCORE_SHARE`` of a worker's ``limit``: no wave can hold
-    it. Names the block, the numbers and the remedies."""
+    every pair's) needs more than ``SCORE_SHARE`` of the ``memory`` a worker has for a task:
+    no wave can hold it. Names the block, the numbers and the remedies."""
     columns = auc_columns(measures, classes)
-    if limit is None or not columns or not pairs:
+    if memory is None or not columns or not pairs:
         return
     pieces = block_pieces(block_rows, pairs, columns)
     block = max(pieces, key=lambda b: (pieces[b], -b))
     merge = pieces[block] * MERGE_COPIES
-    if merge <= SCORE_SHARE * limit:
+    if merge <= SCORE_SHARE * memory.free:
         return
     others = [m for m in measures if m != "auc"]
     fits = f"{pairs[block]} fit{'s' if pairs[block] > 1 else ''}"
@@ -93,36 +95,40 @@ def check_score_memory(
         f"by {fits}, whose pieces ({int(block_rows[block]):,} test rows × {fits} × "
         f"{columns} AUC column(s) × {AUC_ROW_BYTES} bytes) are merged in "
         f"one task, about {format_bytes(merge)} at its peak ({MERGE_COPIES} copies), more than "
-        f"{SCORE_SHARE:.0%} of a worker's memory limit ({format_bytes(limit)}), whatever the "
-        f"waves; score without AUC (measures={others!r}), with more folds (smaller test "
+        f"{SCORE_SHARE:.0%} of the {memory}, whatever the waves; score without AUC "
+        f"(measures={others!r}), with more folds (smaller test "
         "blocks) or fewer learners, or give each worker more memory"
     )
 
 
-def wave_budget(limit: int | None, n_workers: int, share: float = 1.0) -> float | None:
-    """Bytes of AUC pieces one wave may hold: ``SCORE_SHARE`` of the workers' memory, times
-    ``share`` (a pass's share of the pieces, where several passes run at once); None without
-    a known ``limit``."""
-    return None if limit is None else SCORE_SHARE * limit * n_workers * share
+def wave_budget(memory: WorkerMemory | None, n_workers: int, share: float = 1.0) -> float | None:
+    """Bytes of AUC pieces one wave may hold: ``SCORE_SHARE`` of the workers' memory for
+    tasks, times ``share`` (a pass's share of the pieces, where several passes run at once);
+    None without a known ``memory``."""
+    return None if memory is None else SCORE_SHARE * memory.free * n_workers * share
 
 
 def check_resubstitution_memory(
-    name: str, n_train: int, measures: Sequence[str], classes: Sequence | None, limit: int | None
+    name: str,
+    n_train: int,
+    measures: Sequence[str],
+    classes: Sequence | None,
+    memory: WorkerMemory | None,
 ) -> None:
     """Refuse a final model (learner ``name``) whose resubstitution pieces, ``n_train``
     training rows merged in one task (``MERGE_COPIES`` copies), need more than
-    ``SCORE_SHARE`` of a worker's ``limit``; before any fit."""
+    ``SCORE_SHARE`` of the ``memory`` a worker has for a task; before any fit."""
     columns = auc_columns(measures, classes)
     need = int(n_train) * columns * AUC_ROW_BYTES * MERGE_COPIES
-    if limit is None or need <= SCORE_SHARE * limit:
+    if memory is None or need <= SCORE_SHARE * memory.free:
         return
     others = [m for m in measures if m != "auc"]
     raise FitMemoryError(
         f"learner {name!r}, final model: its resubstitution AUC is scored exactly from every "
         f"training row's score, {n_train:,} rows × {columns} AUC column(s) × {AUC_ROW_BYTES} "
         f"bytes merged in one task, about {format_bytes(need)} at its peak ({MERGE_COPIES} "
-        f"copies), more than {SCORE_SHARE:.0%} of a worker's memory limit "
-        f"({format_bytes(limit)}); score without AUC (measures={others!r}), or give each "
+        f"copies), more than {SCORE_SHARE:.0%} of the {memory}; score without AUC "
+        f"(measures={others!r}), or give each "
         "worker more memory"
     )
 

@@ -52,7 +52,7 @@ from .executor import Checkpoint, current_client, data_identity, run_plan
 from .facts import current_facts
 from .fitting import RunSpec
 from .fitting_options import FittingOptions
-from .memory import count_fit_rows, fit_rows, worker_memory_limit
+from .memory import WorkerMemory, count_fit_rows, fit_rows, worker_memory
 from .rowcap import train_class_rows
 from .score_memory import auc_columns
 from .strategies import (
@@ -138,9 +138,9 @@ class Session:
         from the plan's block ``counts`` when given, else from one count of its key columns.
         Under ``cost.dry_run`` the run stops here with the plan's cost, before any fit."""
         max_rows = self.fitting.max_train_rows
-        limit = worker_memory_limit(ctx.client)
-        counted = counts is None and counts_rows(ctx, strategies, max_rows, limit)
-        ctx = with_fit_rows(ctx, counts, limit, max_rows, count=counted or dry_running())
+        memory = worker_memory(ctx.client)
+        counted = counts is None and counts_rows(ctx, strategies, max_rows, memory)
+        ctx = with_fit_rows(ctx, counts, memory, max_rows, count=counted or dry_running())
         stop_dry_run(ctx, strategies, self.design, part, counted=counted)
         checkpoint = None
         if self.checkpoint is not None:
@@ -161,15 +161,15 @@ class Session:
 def with_fit_rows(
     ctx: Context,
     counts: pd.DataFrame | None,
-    limit: int | None,
+    memory: WorkerMemory | None,
     max_rows: int | None = None,
     count: bool = False,
 ) -> Context:
-    """``ctx`` with each fit's rows and the workers' memory ``limit``, so that the strategies
-    refuse a fit too large for a worker before any fit runs, and with ``max_rows`` the row cap
-    and each fit's train rows per class (the shares its sample keeps): from the block
-    ``counts`` when the design has them, else, with ``count`` (``counts_rows`` said so, or a
-    dry run's cost), counted in one pass over the plan's key columns."""
+    """``ctx`` with each fit's rows and the ``memory`` a worker has for a task, so that the
+    strategies refuse a fit too large for a worker before any fit runs, and with ``max_rows``
+    the row cap and each fit's train rows per class (the shares its sample keeps): from the
+    block ``counts`` when the design has them, else, with ``count`` (``counts_rows`` said so, or
+    a dry run's cost), counted in one pass over the plan's key columns."""
     classes = None if ctx.run.classes is None else list(ctx.run.classes)
     label, plan = ctx.table.label, ctx.plan
     if counts is not None:
@@ -179,22 +179,22 @@ def with_fit_rows(
         class_rows, rows = count_fit_rows(ctx.data, plan, ctx.client, label, classes)
     else:
         return ctx
-    ctx = dataclasses.replace(ctx, fit_rows=rows, memory_limit=limit)
+    ctx = dataclasses.replace(ctx, fit_rows=rows, memory=memory)
     if max_rows is None:
         return ctx
     return dataclasses.replace(ctx, max_rows=max_rows, class_rows=class_rows)
 
 
 def counts_rows(
-    ctx: Context, strategies: list[Any], max_rows: int | None, limit: int | None
+    ctx: Context, strategies: list[Any], max_rows: int | None, memory: WorkerMemory | None
 ) -> bool:
     """Whether a run without block counts makes a pass counting each fit's rows: under a
-    row cap (its class shares), or where the workers' memory ``limit`` is known and some pair
+    row cap (its class shares), or where the workers' ``memory`` is known and some pair
     will be fitted on its gathered rows, or scored partition by partition (from one-pass
     statistics or fed block by block) with AUC (whose pieces hold every test row's score)."""
     if max_rows is not None:
         return True
-    if limit is None:
+    if memory is None:
         return False
     pairs = [(int(f), n) for f in ctx.plan.fits.index for n in ctx.estimators]
     chosen = assign(ctx, pairs, strategies)

@@ -8,7 +8,9 @@ fragments of freed memory) cannot be spilled: a worker paused by it with nothing
 stays paused, and a run whose every worker is so waits forever. ``stall_guard`` polls the
 workers while a run's entry point runs (``entry.entry_point``; on the main thread, where the
 interrupt lands) and, once every worker has been paused with nothing executing for
-``STALL_SECONDS``, interrupts the run and raises ``WorkerMemoryStall``.
+``STALL_SECONDS``, interrupts the run and raises ``WorkerMemoryStall``. An interrupt can be
+lost (raised inside a finalizer, or caught by a library's handler): it is sent again every
+``RESEND_SECONDS`` until the run has stopped.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from .memory import FitMemoryError
 STALL_SECONDS = 120.0
 #: Seconds between two looks at the workers.
 POLL_SECONDS = 2.0
+#: Seconds between two interrupts of a stalled run that has not stopped yet: longer than the
+#: 10 s a distributed client's wait takes to see one.
+RESEND_SECONDS = 15.0
 
 
 class WorkerMemoryStall(FitMemoryError):
@@ -77,6 +82,12 @@ def stall_guard(client: Any, seconds: float | None = None) -> Iterator[None]:
     stop = threading.Event()
     lock = threading.Lock()
 
+    def interrupt(states: dict) -> None:
+        with lock:  # never after the block has ended
+            if not stop.is_set():
+                fired.append(stall_message(states, seconds))
+                _thread.interrupt_main()
+
     def watch() -> None:
         since = None
         while not stop.wait(POLL_SECONDS):
@@ -86,17 +97,18 @@ def stall_guard(client: Any, seconds: float | None = None) -> Iterator[None]:
                 continue
             since = (since or time.monotonic()) if stalled(states) else None
             if since is not None and time.monotonic() - since >= seconds:
-                with lock:  # never after the block has ended
-                    if not stop.is_set():
-                        fired.append(stall_message(states, seconds))
-                        _thread.interrupt_main()
-                return
+                interrupt(states)
+                break
+        while not stop.wait(RESEND_SECONDS):  # the run goes on: the interrupt was lost
+            interrupt(states)
 
     watcher = threading.Thread(target=watch, name="soak-stall-guard", daemon=True)
     watcher.start()
     try:
         yield
     except KeyboardInterrupt:
+        with lock:  # no interrupt after this one
+            stop.set()
         if fired:
             raise WorkerMemoryStall(fired[0]) from None
         raise

@@ -48,7 +48,7 @@ from .fitting import (
     select_rows,
     takes_weights,
 )
-from .memory import check_fit_memory
+from .memory import WorkerMemory, check_fit_memory
 from .onepass import block_stats, train_stats
 from .rowcap import keep_rates
 from .score_memory import (
@@ -76,7 +76,7 @@ class Context:
     max_rows: int | None = None
     class_rows: pd.DataFrame | None = None  # rows per class of each fit (with max_rows)
     fit_rows: pd.DataFrame | None = None  # train and test rows of each fit (memory.fit_rows)
-    memory_limit: int | None = None  # the smallest worker memory limit, bytes
+    memory: WorkerMemory | None = None  # what a worker has for a task (None: not known)
     label: str = "SOAK"  # how the progress bar and messages name the run (its design)
     score_budget: float | None = None  # bytes of AUC pieces a scoring wave may hold (None: all)
 
@@ -481,7 +481,7 @@ def make_tasks(
     if ctx.fit_rows is not None and isinstance(last, WholeTrainSet):
         whole = whole_fits(chosen, strategies)
         n_features = len(ctx.run.features)
-        check_fit_memory(ctx.fit_rows, ctx.plan, whole, n_features, ctx.memory_limit, ctx.max_rows)
+        check_fit_memory(ctx.fit_rows, ctx.plan, whole, n_features, ctx.memory, ctx.max_rows)
     budgets = score_budgets(ctx, chosen, strategies)
     tasks, back, stats_made = [], set(), False
     for i, strategy in enumerate(first):
@@ -517,18 +517,18 @@ def score_budgets(
     its waves may hold (None: no limit) and its waves (``score_memory.waves``), refusing
     first a block no wave can hold (``score_memory.check_score_memory``). Passes run at once,
     so they share ``SCORE_SHARE`` of the workers' memory in proportion to their pieces."""
-    run, limit = ctx.run, ctx.memory_limit
+    run, memory = ctx.run, ctx.memory
     passes = scoring_pairs(ctx, chosen, strategies)
     columns = auc_columns(run.measures, run.classes)
-    if ctx.fit_rows is None or limit is None or not columns:
+    if ctx.fit_rows is None or memory is None or not columns:
         return {i: (None, 1) for i in passes}
     block_rows = ctx.fit_rows.attrs["block_rows"]
     pieces = {i: block_pieces(block_rows, pairs, columns) for i, pairs in passes.items()}
     total = sum(sum(p.values()) for p in pieces.values())
     out = {}
     for i, pairs in passes.items():
-        check_score_memory(block_rows, pairs, run.measures, run.classes, limit)
+        check_score_memory(block_rows, pairs, run.measures, run.classes, memory)
         share = sum(pieces[i].values()) / total if total else 1.0
-        budget = wave_budget(limit, n_workers(ctx.client), share)
+        budget = wave_budget(memory, n_workers(ctx.client), share)
         out[i] = (budget, len(waves([pieces[i][b] for b in pass_order(ctx, pairs)], budget)))
     return out

@@ -40,9 +40,11 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import xarray as xr
+from dask.utils import format_bytes
 from scipy.spatial import cKDTree
 
 from ..dask_client import current_client
+from ..run.memory import FitMemoryError, worker_memory
 from ..tables.arrays import float_array
 from ..tables.raster import DEFAULT_CHUNK, X, Y
 from ..tables.table import Table
@@ -489,18 +491,15 @@ BYTES_PER_VALUE = 3 * 8
 
 
 def check_block_memory(cells: int, params: TrainDI, client: Any, what: str, fix: str) -> None:
-    """Refuse, before any work, blocks that would not fit the smallest worker's memory limit
-    (their cells and the training matrix with its k-d tree)."""
-    if client is None:
-        return
-    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info()["workers"].values()]
-    limit = min((v for v in limits if v), default=0)
+    """Refuse, before any work, blocks that would not fit the memory a worker has for a task
+    (``run.memory.worker_memory``): their cells and the training matrix with its k-d tree."""
+    memory = worker_memory(client)
     need = cells * len(params.features) * BYTES_PER_VALUE + 3 * params.matrix.nbytes
-    if limit and need > limit:
-        raise ValueError(
-            f"a {what} of {cells:,} cells needs about {need / 2**30:.1f} GiB on a worker (its "
+    if memory is not None and need > memory.free:
+        raise FitMemoryError(
+            f"a {what} of {cells:,} cells needs about {format_bytes(need)} on a worker (its "
             f"{len(params.features)} predictors and the training matrix), more than the "
-            f"smallest worker memory limit of {limit / 2**30:.1f} GiB; {fix}"
+            f"{memory}; {fix}"
         )
 
 

@@ -12,7 +12,7 @@ from sklearn.linear_model import LogisticRegression
 
 import soak_dask as sd
 from soak_dask.app import cli
-from soak_dask.run.memory import FitMemoryError, fit_bytes
+from soak_dask.run.memory import FitMemoryError, WorkerMemory, fit_bytes
 
 from ..conftest import toy_table
 
@@ -62,7 +62,7 @@ def test_soak_cost_is_what_the_run_does_and_no_fit_runs(table):
     # No fit, batch, prediction or scoring task started (the learner's fit would have raised).
     assert not [k for k in seen.keys if "soak-" in k], seen.keys
     (cost,) = costs
-    assert cost.design == "soak" and not cost.refused and cost.memory_limit is None
+    assert cost.design == "soak" and not cost.refused and cost.memory is None
     kinds = cost.fits.groupby("learner")["strategy"].unique().map(list).to_dict()
     assert kinds == {
         "featureless": ["one-pass statistics"],
@@ -169,11 +169,11 @@ def test_the_predicted_refusal_is_the_real_one(table, monkeypatch):
         with Client(cluster) as client:
             run = {"client": client, "outer_folds": 3, **RUN}
             monkeypatch.setattr(
-                "soak_dask.run.session.worker_memory_limit", lambda c: 50_000 if c else None
+                "soak_dask.run.session.worker_memory", lambda c: WorkerMemory(50_000) if c else None
             )
             learners = {"logistic": FailsToFit()}
             (cost,) = sd.dry_run(sd.evaluate, table, learners, error_score="raise", **run)
-            assert cost.refused and cost.over_limit and cost.memory_limit == 50_000
+            assert cost.refused and cost.over_limit and cost.memory == WorkerMemory(50_000)
             # Nothing persisted by the dry run: at most its row counts, still being released.
             held = [key for keys in client.has_what().values() for key in keys]
             assert all(key.startswith("_count_part") for key in held), held
@@ -181,7 +181,9 @@ def test_the_predicted_refusal_is_the_real_one(table, monkeypatch):
             with pytest.raises(FitMemoryError) as err:
                 sd.evaluate(table, learners, error_score="raise", **run)
             assert cost.refusal == str(err.value)
-            monkeypatch.setattr("soak_dask.run.session.worker_memory_limit", lambda c: 2**34)
+            monkeypatch.setattr(
+                "soak_dask.run.session.worker_memory", lambda c: WorkerMemory(2**34)
+            )
             (cost,) = sd.dry_run(sd.evaluate, table, ["logistic"], **run)
             assert not cost.refused and not cost.over_limit
             # one repeat of K-fold knows its blocks' rows from the strata's sizes; repeats'
@@ -220,7 +222,7 @@ def test_cli_dry_run_prints_the_cost_and_writes_nothing(tmp_path, capsys, comman
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert f"soak {name} --dry-run: nothing was fitted or written" in printed
-    assert "fits (" in printed and "worker memory limit:" in printed
+    assert "fits (" in printed and "worker memory: " in printed
     if name == "transfer":  # the matrix and the search's first round
         assert "transfer: " in printed and "search_subsets (part" in printed
     assert sorted(p.name for p in tmp_path.iterdir()) == ["table.parquet"]  # no out, checkpoint

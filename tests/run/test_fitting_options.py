@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 import soak_dask as sd
-from soak_dask.run.memory import FitMemoryError, fit_bytes
+from soak_dask.run.memory import FitMemoryError, WorkerMemory, fit_bytes
 
 from ..conftest import toy_table
 
@@ -200,7 +200,7 @@ def test_a_final_model_too_large_is_refused_before_any_fit(table, monkeypatch):
     # the final model's 480 training rows (its test split is scored a partition at a time)
     limit = int(fit_bytes(n_train - 40, n_features) / 0.8)
     for module in ("session", "final"):
-        monkeypatch.setattr(f"soak_dask.run.{module}.worker_memory_limit", lambda c: limit)
+        monkeypatch.setattr(f"soak_dask.run.{module}.worker_memory", lambda c: WorkerMemory(limit))
     run = {"test_split": 0.2, "measures": ["error"], "progress": False}
     with pytest.raises(FitMemoryError, match=r"final model of learner 'logistic'.*\(480\)") as err:
         sd.evaluate(table, {"logistic": FailsToFit()}, error_score="raise", **run)
@@ -216,7 +216,7 @@ def test_a_test_split_larger_than_a_worker_is_scored_a_partition_at_a_time(table
     n_features = len(table.features)
     limit = int(fit_bytes(100, n_features) / 0.8)  # the 120 test-split rows do not fit
     for module in ("session", "final"):
-        monkeypatch.setattr(f"soak_dask.run.{module}.worker_memory_limit", lambda c: limit)
+        monkeypatch.setattr(f"soak_dask.run.{module}.worker_memory", lambda c: WorkerMemory(limit))
     # (no class scores: with 3 features, a row's outcomes would weigh as much as its features)
     run = {"test_split": 0.2, "measures": ["error", "balanced_accuracy"], "progress": False}
     res = sd.evaluate(_partitioned(table, 4), ["lda"], **run)

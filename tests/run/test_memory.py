@@ -10,12 +10,14 @@ from sklearn.linear_model import LogisticRegression
 import soak_dask as sd
 from soak_dask.run.memory import (
     FitMemoryError,
+    WorkerMemory,
     check_fit_memory,
     fit_bytes,
     fit_rows,
+    worker_memory,
 )
 
-from ..conftest import plan_rows, toy_table
+from ..conftest import plan_rows, task_memory, toy_table
 
 
 @pytest.fixture(scope="module")
@@ -41,17 +43,83 @@ def test_a_fit_over_the_limit_is_refused_with_its_numbers(planned):
     rows = fit_rows(plan, counts, table.label, None)
     learners = {f: ["logistic"] for f in plan.fits.index}
     biggest = int((rows["train"] + rows["test"]).max())
-    enough = int(fit_bytes(biggest, 3) / 0.8) + 1
-    check_fit_memory(rows, plan, learners, 3, enough)  # fits: no error
+    enough = fit_bytes(biggest, 3)
+    check_fit_memory(rows, plan, learners, 3, task_memory(enough))  # fits: no error
     check_fit_memory(rows, plan, learners, 3, None)  # no limit known: no check
     with pytest.raises(FitMemoryError) as err:
-        check_fit_memory(rows, plan, learners, 3, enough - 1000)
+        check_fit_memory(rows, plan, learners, 3, task_memory(enough - 1))
     message = str(err.value)
     assert f"gathers {biggest:,} rows × 3 features" in message
     assert "'logistic'" in message and "max_train_rows=" in message
     assert "incremental=True" in message and "more memory" in message
     # a row cap that brings every train set under the limit lets it run
-    check_fit_memory(rows, plan, learners, 3, enough - 1000, max_rows=10)
+    check_fit_memory(rows, plan, learners, 3, task_memory(enough - 1000), max_rows=10)
+
+
+def test_the_cap_a_refusal_suggests_lets_the_run_through(planned):
+    """The test blocks come whole under a row cap: the suggested ``max_train_rows`` leaves
+    room for them, and is the largest cap that does."""
+    import re
+
+    table, counts, plan = planned
+    rows = fit_rows(plan, counts, table.label, None)
+    learners = {f: ["logistic"] for f in plan.fits.index}
+    memory = task_memory(fit_bytes(int(rows["train"].max()), 3))  # the test rows do not fit
+    with pytest.raises(FitMemoryError) as err:
+        check_fit_memory(rows, plan, learners, 3, memory)
+    found = re.search(
+        r"max_train_rows=([\d,]+) or less, beside the ([\d,]+) test rows", str(err.value)
+    )
+    cap, test = (int(g.replace(",", "")) for g in found.groups())
+    assert test == rows["test"].max()
+    check_fit_memory(rows, plan, learners, 3, memory, max_rows=cap)
+    with pytest.raises(FitMemoryError):
+        check_fit_memory(rows, plan, learners, 3, memory, max_rows=cap + 1)
+    # no cap helps where the test rows alone do not fit: more folds do
+    with pytest.raises(FitMemoryError, match=r"score smaller test blocks \(more folds"):
+        check_fit_memory(rows, plan, learners, 3, task_memory(fit_bytes(5, 3)))
+
+
+def test_what_a_worker_holds_at_rest_is_not_for_its_tasks(planned):
+    """A limit that holds the largest fit refuses it once the worker's own memory is counted:
+    the message names the limit, the memory at rest and what is left."""
+    table, counts, plan = planned
+    rows = fit_rows(plan, counts, table.label, None)
+    learners = {f: ["logistic"] for f in plan.fits.index}
+    need = fit_bytes(int((rows["train"] + rows["test"]).max()), 3)
+    limit = int(need / 0.8) + 10
+    check_fit_memory(rows, plan, learners, 3, WorkerMemory(limit))
+    with pytest.raises(FitMemoryError) as err:
+        check_fit_memory(rows, plan, learners, 3, WorkerMemory(limit, resting=need // 2))
+    memory = WorkerMemory(limit, need // 2)
+    assert memory.free == int(0.8 * limit) - need // 2
+    assert f"more than the {memory}" in str(err.value)
+    assert "a worker has for a task (80% of its memory limit" in str(err.value)
+    assert "it holds at rest" in str(err.value)
+    assert WorkerMemory(100, resting=200).free == 0  # more at rest than the limit: nothing
+
+
+def test_worker_memory_is_the_worker_with_least_for_a_task():
+    class Client:  # what worker_memory reads: each worker's (limit, memory at rest)
+        def run(self, func, **kwargs):
+            assert kwargs == {"on_error": "return"}  # a worker closing answers with its error
+            return {"a": (1000, 100), "b": (2000, 1500), "c": (None, 10**9), "d": OSError()}
+
+    assert worker_memory(Client()) == WorkerMemory(2000, 1500)  # 100 bytes free, against 700
+    assert worker_memory(None) is None
+
+
+def test_worker_memory_reads_each_worker_after_the_fit_tasks_imports():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      memory_limit="4GB", dashboard_address=None) as cluster:  # fmt: skip
+        with Client(cluster) as client:
+            memory = worker_memory(client)
+            assert memory.limit == 4_000_000_000
+            # this process's own memory, scikit-learn and the learners imported
+            assert 50_000_000 < memory.resting < memory.limit
+            assert memory.free == int(0.8 * memory.limit) - memory.resting
 
 
 def test_the_estimate_holds_the_measured_peak():
@@ -93,7 +161,7 @@ def test_soak_refuses_before_any_fit_and_one_pass_learners_pass(monkeypatch):
         with Client(cluster) as client:
             limit = 20_000  # bytes: every whole-train-set fit of this table is too large
             monkeypatch.setattr(
-                "soak_dask.run.session.worker_memory_limit", lambda c: limit if c else None
+                "soak_dask.run.session.worker_memory", lambda c: WorkerMemory(limit) if c else None
             )
             run = {"n_folds": 3, "measures": ["error"], "progress": False, "client": client}
             # A learner whose fit raises, with error_score="raise": had any fit run before the
@@ -124,7 +192,7 @@ def test_every_design_is_checked_from_one_count_of_its_keys(monkeypatch):
 
             monkeypatch.setattr("soak_dask.run.session.count_fit_rows", counted)
             monkeypatch.setattr(
-                "soak_dask.run.session.worker_memory_limit", lambda c: 50_000 if c else None
+                "soak_dask.run.session.worker_memory", lambda c: WorkerMemory(50_000) if c else None
             )
             run = {"outer_repeats": 3, "measures": ["error"], "progress": False, "client": client}
             with pytest.raises(FitMemoryError, match=r"learner 'logistic'"):
@@ -137,6 +205,8 @@ def test_every_design_is_checked_from_one_count_of_its_keys(monkeypatch):
                 for c in ("no", "yes"):  # per class, the weights summed too
                     mine = mask & (data["y"] == c).to_numpy()
                     assert seen["class_rows"].at[fit_id, c] == weights[mine].sum()
-            monkeypatch.setattr("soak_dask.run.session.worker_memory_limit", lambda c: 2**34)
+            monkeypatch.setattr(
+                "soak_dask.run.session.worker_memory", lambda c: WorkerMemory(2**34)
+            )
             res = sd.evaluate(table, ["logistic"], outer="bootstrap", **run)
             assert np.isfinite(res["error"].values).all()

@@ -37,7 +37,7 @@ from soak_dask.run.session import with_fit_rows
 from soak_dask.run.strategies import Context, OnePass, WholeTrainSet, make_tasks
 from soak_dask.split.plan import Fit, build_plan
 
-from ..conftest import toy_table
+from ..conftest import task_memory, toy_table
 
 
 @pytest.fixture
@@ -61,13 +61,13 @@ def test_a_block_sums_the_pieces_of_every_pair_predicting_it():
     assert block_pieces(rows, pairs, 3) == {0: 1000 * 6 * 3 * 16, 1: 500 * 2 * 3 * 16}
     fits = {"measures": ["error", "auc"], "classes": ["a", "b"]}
     merge = 1000 * 6 * AUC_ROW_BYTES * MERGE_COPIES  # block 0's merge: 288,000 bytes
-    check_score_memory(rows, pairs, limit=int(merge / SCORE_SHARE) + 1, **fits)
+    check_score_memory(rows, pairs, memory=task_memory(int(merge / SCORE_SHARE) + 1), **fits)
     with pytest.raises(FitMemoryError) as err:
-        check_score_memory(rows, pairs, limit=int(merge / SCORE_SHARE) - 10, **fits)
+        check_score_memory(rows, pairs, memory=task_memory(int(merge / SCORE_SHARE) - 10), **fits)
     text = str(err.value)
     assert "test block 0 is predicted by 6 fits" in text and "1,000 test rows × 6 fits" in text
     assert "measures=['error']" in text and "more folds" in text
-    check_score_memory(rows, pairs, ["error"], ["a", "b"], limit=1)  # no AUC: nothing held
+    check_score_memory(rows, pairs, ["error"], ["a", "b"], task_memory(1))  # no AUC: nothing held
 
 
 def test_the_wave_split_is_consecutive_and_deterministic():
@@ -81,14 +81,18 @@ def test_the_wave_split_is_consecutive_and_deterministic():
 def test_a_resubstitution_too_large_for_one_merge_is_refused():
     fits = {"measures": ["error", "auc"], "classes": ["a", "b"]}
     need = 1000 * AUC_ROW_BYTES * MERGE_COPIES
-    check_resubstitution_memory("lda", 1000, limit=int(need / SCORE_SHARE) + 1, **fits)
+    check_resubstitution_memory(
+        "lda", 1000, memory=task_memory(int(need / SCORE_SHARE) + 1), **fits
+    )
     with pytest.raises(FitMemoryError, match=r"'lda', final model.*1,000 rows.*measures=\['error'"):
-        check_resubstitution_memory("lda", 1000, limit=int(need / SCORE_SHARE) - 1, **fits)
+        check_resubstitution_memory(
+            "lda", 1000, memory=task_memory(int(need / SCORE_SHARE) - 1), **fits
+        )
 
 
 def _kfold_context(limit, n_folds=8, n=240):
-    """A hand-made K-fold plan scored by LDA from statistics, its rows counted and the
-    workers' ``limit`` set (Dask's local scheduler, one worker)."""
+    """A hand-made K-fold plan scored by LDA from statistics, its rows counted and the bytes
+    a worker has for a task set to ``limit`` (Dask's local scheduler, one worker)."""
     rng = np.random.default_rng(5)
     df = pd.DataFrame({"x0": rng.normal(size=n), "x1": rng.normal(size=n), "s": "all"})
     df["fold"] = np.arange(n) % n_folds + 1
@@ -102,7 +106,8 @@ def _kfold_context(limit, n_folds=8, n=240):
     run = RunSpec(("x0", "x1"), "y", "s", "fold", ("error", "auc"), classes=("p", "q"))
     data = dd.from_pandas(df, npartitions=4)
     ctx = Context(table, data, plan, {"lda": LinearDiscriminantAnalysis()}, run)
-    return df, plan, with_fit_rows(ctx, None, limit, count=True)
+    memory = None if limit is None else task_memory(limit)
+    return df, plan, with_fit_rows(ctx, None, memory, count=True)
 
 
 @pytest.mark.usefixtures("shares_of_the_examples")
@@ -184,7 +189,7 @@ def test_a_run_in_waves_reports_them_and_gives_the_records_of_one(monkeypatch, c
             both = {"measures": ["error", "auc"], "progress": True, "client": client}
             whole = design(table, **both)
             monkeypatch.setattr(
-                "soak_dask.run.session.worker_memory_limit", lambda c: limit if c else None
+                "soak_dask.run.session.worker_memory", lambda c: task_memory(limit) if c else None
             )
             (cost,) = sd.dry_run(design, table, **both)
             assert not cost.refused and cost.score_waves == n_waves
@@ -210,7 +215,7 @@ def test_a_pass_too_large_for_its_auc_is_refused_before_any_fit(monkeypatch, cal
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster:
         with Client(cluster) as client:
             monkeypatch.setattr(
-                "soak_dask.run.session.worker_memory_limit", lambda c: 10_000 if c else None
+                "soak_dask.run.session.worker_memory", lambda c: task_memory(10_000) if c else None
             )
             both = {"measures": ["error", "auc"], "client": client, "progress": False}
             (cost,) = sd.dry_run(run, **both)  # the dry run shows the refusal
@@ -233,10 +238,10 @@ def test_a_final_models_resubstitution_is_checked_before_any_fit(monkeypatch):
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster:
         with Client(cluster) as client:
             monkeypatch.setattr(
-                "soak_dask.run.session.worker_memory_limit", lambda c: 50_000 if c else None
+                "soak_dask.run.session.worker_memory", lambda c: task_memory(50_000) if c else None
             )
             monkeypatch.setattr(
-                "soak_dask.run.final.worker_memory_limit", lambda c: 50_000 if c else None
+                "soak_dask.run.final.worker_memory", lambda c: task_memory(50_000) if c else None
             )
             run = {"measures": ["error", "auc"], "client": client, "progress": False}
             with pytest.raises(FitMemoryError, match=r"'lda', final model: its resubstitution"):

@@ -43,6 +43,30 @@ def test_a_run_whose_workers_stay_paused_is_stopped_naming_their_memory(monkeypa
         assert res.sizes["fold"] == 2
 
 
+def test_an_interrupt_the_run_lost_is_sent_again(monkeypatch):
+    """A run that swallows the first interrupt (a finalizer it lands in, a library's handler)
+    is interrupted again until it stops: never left waiting."""
+    monkeypatch.setattr(stall, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(stall, "RESEND_SECONDS", 0.3)
+
+    class Paused:  # what the guard reads of a client: every worker paused, none executing
+        def run(self, func):
+            return {"tcp://a": ("paused", 0, 600 << 20, 700 << 20)}
+
+    swallowed = []
+    start = time.monotonic()
+    with pytest.raises(WorkerMemoryStall, match=r"600.00 MiB of 700.00 MiB"):
+        with stall.stall_guard(Paused(), seconds=0.2):
+            try:
+                while time.monotonic() - start < 30:
+                    time.sleep(0.01)
+            except KeyboardInterrupt:
+                swallowed.append(time.monotonic() - start)
+            while time.monotonic() - start < 30:
+                time.sleep(0.01)
+    assert len(swallowed) == 1 and time.monotonic() - start < 10
+
+
 def test_stalled_needs_every_worker_paused_and_idle():
     paused, busy = ("paused", 0, 600 << 20, 700 << 20), ("paused", 1, 600 << 20, 700 << 20)
     running = ("running", 0, 100 << 20, 700 << 20)

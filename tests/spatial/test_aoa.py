@@ -529,12 +529,13 @@ def test_invariants(seed, n, p, n_dup, factor, shift):
 def test_blocks_larger_than_a_worker_are_refused():
     from soak_dask.spatial import aoa as module
 
-    class Client:  # what check_block_memory reads of a distributed client
-        def scheduler_info(self):
-            return {"workers": {"tcp://a": {"memory_limit": 2**20}}}
+    class Client:  # what check_block_memory reads of a distributed client: (limit, at rest)
+        def run(self, func, **kwargs):
+            return {"tcp://a": (2**21, 2**20)}  # 0.8 × 2 MiB less 1 MiB: 614 kiB for a task
 
     params = train_di(SQUARE, features=["a", "b"])
-    with pytest.raises(ValueError, match=r"raster chunk of 100,000 cells needs about .* GiB"):
+    match = r"raster chunk of 100,000 cells needs about .* MiB .* than the 614.40 kiB a worker"
+    with pytest.raises(sd.FitMemoryError, match=match):
         module.check_block_memory(100_000, params, Client(), "raster chunk", "rechunk")
     module.check_block_memory(1_000, params, Client(), "raster chunk", "rechunk")  # fits
 
