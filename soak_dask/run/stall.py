@@ -6,16 +6,19 @@ distributed pauses a worker whose process memory passes 80 % of its limit
 to disk meanwhile. Memory outside Dask's data (the libraries a task imports, buffers,
 fragments of freed memory) cannot be spilled: a worker paused by it with nothing left to spill
 stays paused, and a run whose every worker is so waits forever. ``stall_guard`` polls the
-workers while a run's entry point runs (``entry.entry_point``; on the main thread, where the
-interrupt lands) and, once every worker has been paused with nothing executing for
-``STALL_SECONDS``, interrupts the run and raises ``WorkerMemoryStall``. An interrupt can be
-lost (raised inside a finalizer, or caught by a library's handler): it is sent again every
+workers while a run's entry point runs (``entry.entry_point``) and, once every worker has been
+paused with nothing executing for ``STALL_SECONDS``, interrupts the run's thread and raises
+``WorkerMemoryStall``. The interrupt is an exception raised in that thread
+(``PyThreadState_SetAsyncExc``), not a simulated Ctrl-C: that one does nothing where SIGINT is
+ignored or handled elsewhere, as a clean clone's suite found (the stall test waited out its
+600-s time-out), and never reaches a thread but the main one. An interrupt can still be lost
+(raised inside a finalizer, or caught by a library's handler): it is sent again every
 ``RESEND_SECONDS`` until the run has stopped.
 """
 
 from __future__ import annotations
 
-import _thread
+import ctypes
 import threading
 import time
 from collections.abc import Iterator
@@ -38,6 +41,19 @@ RESEND_SECONDS = 15.0
 
 class WorkerMemoryStall(FitMemoryError):
     """Every worker paused by its memory limit with nothing running: the run cannot go on."""
+
+
+class StallInterrupt(BaseException):
+    """Raised in a stalled run's thread by its guard, which turns it into ``WorkerMemoryStall``
+    (a ``BaseException``, as ``KeyboardInterrupt`` is, so that no ``except Exception`` keeps
+    the run waiting)."""
+
+
+def interrupt_thread(ident: int) -> None:
+    """Raise ``StallInterrupt`` in the thread ``ident`` at its next Python instruction."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(ident), ctypes.py_object(StallInterrupt)
+    )
 
 
 def worker_state(dask_worker: Any) -> tuple[str, int, int, int | None]:
@@ -73,10 +89,11 @@ def stall_message(states: dict[str, tuple[str, int, int, int | None]], seconds: 
 def stall_guard(client: Any, seconds: float | None = None) -> Iterator[None]:
     """Within the block, a stall of ``client``'s workers for ``seconds`` (default
     ``STALL_SECONDS``) interrupts the block and raises ``WorkerMemoryStall``. A no-op without a
-    distributed client, or off the main thread (where no interrupt could reach the run)."""
-    if client is None or threading.current_thread() is not threading.main_thread():
+    distributed client."""
+    if client is None:
         yield
         return
+    run_thread = threading.get_ident()
     seconds = STALL_SECONDS if seconds is None else seconds
     fired: list[str] = []
     stop = threading.Event()
@@ -86,7 +103,7 @@ def stall_guard(client: Any, seconds: float | None = None) -> Iterator[None]:
         with lock:  # never after the block has ended
             if not stop.is_set():
                 fired.append(stall_message(states, seconds))
-                _thread.interrupt_main()
+                interrupt_thread(run_thread)
 
     def watch() -> None:
         since = None
@@ -106,12 +123,12 @@ def stall_guard(client: Any, seconds: float | None = None) -> Iterator[None]:
     watcher.start()
     try:
         yield
-    except KeyboardInterrupt:
+    except StallInterrupt:
         with lock:  # no interrupt after this one
             stop.set()
         if fired:
             raise WorkerMemoryStall(fired[0]) from None
-        raise
+        raise  # an enclosing guard's
     finally:
         with lock:
             stop.set()

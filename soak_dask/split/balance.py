@@ -146,7 +146,7 @@ def _group_overlap_folds(table: Table, level: np.ndarray, n_folds: int, seed: in
     classes = table.data.groupby(group, observed=True)[label].nunique(split_out=1)
     single = int(classes.max().compute()) == 1
     keys = [table.subset, LEVEL, *([label] if single else [])]
-    return _renamed_warnings(lambda: assign_group_folds(leveled, keys, n_folds, seed))
+    return _renamed_warnings(lambda: assign_group_folds(leveled, keys, n_folds, seed)[0])
 
 
 def _with_level(table: Table, make: Callable[[pd.DataFrame], np.ndarray]) -> Table:

@@ -39,8 +39,9 @@ class Design(ABC):
     counts_ : DataFrame or None
         Rows per combination of the key columns ``add_keys`` added (column ``n``, beside the
         subset and, for classification, the label) when it knows them without a pass over
-        the data (one repeat of row folds, from the strata's sizes); the run then counts no
-        fit's rows. None: not known, the run counts them when it needs them.
+        the data (one repeat of row folds, from the strata's sizes; every repeat of group
+        folds, from the groups'); the run then counts no fit's rows. None: not known, the
+        run counts them when it needs them.
 
     Examples
     --------

@@ -209,16 +209,16 @@ def assign_folds(
     assignment = check_group_assignment(group_assignment)
     keys = strata_keys(table, stratify)
     if table.group is not None:
-        data = assign_group_folds(table, keys, n_folds, seed, assignment)
-        return table.with_fold(data, FOLD_COLUMN)
-    data, strata = assign_row_folds(table, keys, n_folds, seed)
-    # Row folds follow from the stratum counts, so the block counts need no pass over the data
-    # (when the strata are the blocks' keys: subset, and the label for classification).
-    counts = None
-    if (table.label in keys) == (table.task == "classification"):
+        data, counts = assign_group_folds(table, keys, n_folds, seed, assignment)
+    else:
+        data, strata = assign_row_folds(table, keys, n_folds, seed)
         counts = row_fold_counts(strata, n_folds, seed)
-        counts = counts[[table.subset, FOLD_COLUMN, *keys[1:], "n"]]
-    return table.with_fold(data, FOLD_COLUMN, counts)
+    # Folds follow from the strata's (or the groups') counts, so the block counts need no pass
+    # over the data, when the strata are the blocks' keys: subset, and the label for
+    # classification.
+    if (table.label in keys) != (table.task == "classification"):
+        return table.with_fold(data, FOLD_COLUMN)
+    return table.with_fold(data, FOLD_COLUMN, counts[[table.subset, FOLD_COLUMN, *keys[1:], "n"]])
 
 
 def check_balance(balance: Any) -> str:
@@ -440,18 +440,23 @@ def _warn_small_strata(
 
 def assign_group_folds(
     table: Table, keys: list[str], n_folds: int, seed: int, assignment: str = "rows"
-) -> dd.DataFrame:
-    """``table.data`` with the fold column of whole groups (``group_fold_columns``)."""
+) -> tuple[dd.DataFrame, pd.DataFrame]:
+    """``table.data`` with the fold column of whole groups, and its rows per key combination
+    and fold (``group_fold_columns``)."""
     return group_fold_columns(table, keys, n_folds, {FOLD_COLUMN: seed}, assignment)
 
 
 def group_fold_columns(
     table: Table, keys: list[str], n_folds: int, seeds: Mapping[str, int], assignment: str = "rows"
-) -> dd.DataFrame:
+) -> tuple[dd.DataFrame, pd.DataFrame]:
     """``table.data`` with a column of whole-group folds 1..K per seed (``seeds``: column ->
     seed), stratified by ``keys``: the groups' rows per key combination counted once, each
     seed's folds dealt from them (``group_folds``), and one task a partition adding every
-    column (a repeat's folds are those ``assign_folds`` gives with its seed alone)."""
+    column (a repeat's folds are those ``assign_folds`` gives with its seed alone).
+
+    Also the rows per combination of ``keys`` and every fold column (``n``): a group's rows
+    share its folds, so the counts follow from the groups' without a pass, every repeat's
+    jointly."""
     group = table.group
     data = table.data
     sizes = data.groupby([group, *keys], dropna=False, observed=True).size(split_out=1).compute()
@@ -489,7 +494,9 @@ def group_fold_columns(
          for name, at in seeds.items()}
     )  # fmt: skip
     meta = data._meta.assign(**dict.fromkeys(seeds, np.int8(0)))
-    return data.map_partitions(_map_group_folds, group, mapping, meta=meta)
+    folded = sizes.join(mapping.astype(np.int8), on=group)
+    counts = folded.groupby([*keys, *seeds], observed=True)["n"].sum().reset_index()
+    return data.map_partitions(_map_group_folds, group, mapping, meta=meta), counts
 
 
 def _group_mapping(

@@ -196,7 +196,8 @@ class KFoldDesign(Design):
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with a fold column per repeat; ``learned_``: K after capping; ``counts_``:
-        the rows per fold of one repeat of row folds (from the strata's sizes, no pass)."""
+        the rows per fold of one repeat of row folds (from the strata's sizes), or per folds of
+        every repeat of group folds (from the groups' sizes): no pass."""
         self.counts_ = None
         if table.fold is not None:
             if self.n_repeats > 1:
@@ -221,7 +222,10 @@ class KFoldDesign(Design):
                 self.counts_ = row_fold_counts(strata, k, seed).rename(columns={FOLD_COLUMN: key})
         elif self.balance == "class":  # every repeat's groups dealt from one count of them
             keys = strata_keys(table, _stratifiable(table))
-            data = group_fold_columns(table, keys, k, seeds, self.group_assignment)
+            data, counts = group_fold_columns(table, keys, k, seeds, self.group_assignment)
+            # (every repeat's joint counts: a group's rows share its folds)
+            if (table.label in keys) == (table.task == "classification"):
+                self.counts_ = counts
         else:  # overlap levels: every repeat from one (exact, so unseeded) neighbour search
             degrees = degree_frame(table)
             columns = {

@@ -3,6 +3,7 @@ their memory (run/stall.py), not left waiting forever."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -60,11 +61,43 @@ def test_an_interrupt_the_run_lost_is_sent_again(monkeypatch):
             try:
                 while time.monotonic() - start < 30:
                     time.sleep(0.01)
-            except KeyboardInterrupt:
+            except BaseException:  # noqa: BLE001 -- as a careless handler would
                 swallowed.append(time.monotonic() - start)
             while time.monotonic() - start < 30:
                 time.sleep(0.01)
     assert len(swallowed) == 1 and time.monotonic() - start < 10
+
+
+def test_a_stall_is_stopped_whatever_ctrl_c_does_and_off_the_main_thread(monkeypatch):
+    """The interrupt is the guard's own exception in the run's thread: SIGINT ignored (a
+    background job, a test runner) or a run in a thread of its own is stopped all the same."""
+    import signal
+
+    monkeypatch.setattr(stall, "POLL_SECONDS", 0.05)
+
+    class Paused:
+        def run(self, func):
+            return {"tcp://a": ("paused", 0, 600 << 20, 700 << 20)}
+
+    def wait_in_guard(out: list) -> None:
+        start = time.monotonic()
+        try:
+            with stall.stall_guard(Paused(), seconds=0.2):
+                while time.monotonic() - start < 20:
+                    time.sleep(0.01)
+        except WorkerMemoryStall as err:
+            out.append(err)
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        here, there = [], []
+        wait_in_guard(here)
+        thread = threading.Thread(target=wait_in_guard, args=(there,))
+        thread.start()
+        thread.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert len(here) == 1 and len(there) == 1
 
 
 def test_stalled_needs_every_worker_paused_and_idle():

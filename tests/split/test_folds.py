@@ -91,6 +91,32 @@ def test_repeats_group_folds_from_one_count_equal_each_repeat_assigned_alone(
         want = once.data[FOLD_COLUMN].compute().sort_index()
         assert keyed[key_name("fold", r)].equals(want.rename(key_name("fold", r))), r
         assert (keyed.groupby("g")[key_name("fold", r)].nunique() == 1).all()
+    # where a group mixes classes its folds are dealt by subset alone: no counts by class
+    assert single or design.counts_ is None
+
+
+@pytest.mark.parametrize("repeats", [1, 3])
+@pytest.mark.parametrize("assignment", ["rows", "mlr3resampling"])
+def test_group_folds_counts_follow_from_the_groups(repeats, assignment):
+    """Groups of one class each: the folds' rows per (subset, class, fold of every repeat)
+    come from the groups' sizes, equal to the keyed table's, for K-fold and assign_folds."""
+    rng = np.random.default_rng(repeats)
+    groups = rng.integers(0, 80, 900)
+    df = pd.DataFrame({"x1": rng.normal(size=900), "s": np.where(groups % 2, "a", "b")})
+    df["g"], df["y"] = groups, np.where(groups % 3 == 0, "p", "q")  # one class a group
+    data = dd.from_pandas(df, npartitions=3, sort=False)
+    table = sd.load_table(data, label="y", subset="s", group="g")
+    design = KFoldDesign(4, n_repeats=repeats, seed=7, group_assignment=assignment)
+    keyed = design.add_keys(table).data.compute()
+    keys = ["s", "y", *(key_name("fold", r) for r in range(1, repeats + 1))]
+    counted = keyed.groupby(keys).size().rename("n").reset_index()
+    got = design.counts_[[*keys, "n"]].sort_values(keys).reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, counted, check_dtype=False)
+    once = sd.assign_folds(table, 4, 7, group_assignment=assignment)
+    blocks = ["s", FOLD_COLUMN, "y"]
+    counted = once.data[blocks].compute().groupby(blocks).size().rename("n")
+    got = once.fold_counts.set_index(blocks)["n"].sort_index()
+    pd.testing.assert_series_equal(got, counted, check_dtype=False, check_index_type=False)
 
 
 @settings(max_examples=n_examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
