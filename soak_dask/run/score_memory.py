@@ -96,8 +96,8 @@ def check_score_memory(
         f"{columns} AUC column(s) × {AUC_ROW_BYTES} bytes) are merged in "
         f"one task, about {format_bytes(merge)} at its peak ({MERGE_COPIES} copies), more than "
         f"{SCORE_SHARE:.0%} of the {memory}, whatever the waves; score without AUC "
-        f"(measures={others!r}), with more folds (smaller test "
-        "blocks) or fewer learners, or give each worker more memory"
+        f"(measures={others!r}), with more folds (smaller test blocks) or fewer learners, or "
+        "give each worker more memory"
     )
 
 
@@ -128,8 +128,7 @@ def check_resubstitution_memory(
         f"training row's score, {n_train:,} rows × {columns} AUC column(s) × {AUC_ROW_BYTES} "
         f"bytes merged in one task, about {format_bytes(need)} at its peak ({MERGE_COPIES} "
         f"copies), more than {SCORE_SHARE:.0%} of the {memory}; score without AUC "
-        f"(measures={others!r}), or give each "
-        "worker more memory"
+        f"(measures={others!r}), or give each worker more memory"
     )
 
 

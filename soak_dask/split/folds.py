@@ -213,10 +213,8 @@ def assign_folds(
     else:
         data, strata = assign_row_folds(table, keys, n_folds, seed)
         counts = row_fold_counts(strata, n_folds, seed)
-    # Folds follow from the strata's (or the groups') counts, so the block counts need no pass
-    # over the data, when the strata are the blocks' keys: subset, and the label for
-    # classification.
-    if (table.label in keys) != (table.task == "classification"):
+    # Folds follow from the strata's (or the groups') counts: the block counts need no pass.
+    if not counts_are_blocks(table, keys):
         return table.with_fold(data, FOLD_COLUMN)
     return table.with_fold(data, FOLD_COLUMN, counts[[table.subset, FOLD_COLUMN, *keys[1:], "n"]])
 
@@ -229,6 +227,12 @@ def check_balance(balance: Any) -> str:
             "by each row's degree of overlap with other classes)"
         )
     return balance
+
+
+def counts_are_blocks(table: Table, keys: list[str]) -> bool:
+    """Whether counts by the strata ``keys`` (and folds) are by the blocks' keys, as a run's
+    block counts must be: the subset, and the label for classification."""
+    return (table.label in keys) == (table.task == "classification")
 
 
 def strata_keys(table: Table, stratify: bool) -> list[str]:

@@ -30,6 +30,7 @@ from .design import Design
 from .fold_options import check_group_assignment, check_n_folds, check_seed
 from .folds import (
     check_balance,
+    counts_are_blocks,
     group_fold_columns,
     row_fold_columns,
     row_fold_counts,
@@ -224,7 +225,7 @@ class KFoldDesign(Design):
             keys = strata_keys(table, _stratifiable(table))
             data, counts = group_fold_columns(table, keys, k, seeds, self.group_assignment)
             # (every repeat's joint counts: a group's rows share its folds)
-            if (table.label in keys) == (table.task == "classification"):
+            if counts_are_blocks(table, keys):
                 self.counts_ = counts
         else:  # overlap levels: every repeat from one (exact, so unseeded) neighbour search
             degrees = degree_frame(table)
