@@ -26,6 +26,7 @@ from .folds import (
     assign_group_folds,
     assign_row_folds,
     check_balance,
+    groups_hold_one_class,
     row_fold_counts,
 )
 from .overlap import (
@@ -143,8 +144,7 @@ def _group_overlap_folds(table: Table, level: np.ndarray, n_folds: int, seed: in
     mean = table.data.groupby(group, observed=True)[DO_COLUMN].mean().compute()
     of_group = pd.Series(level[np.rint(mean.to_numpy()).astype(np.int64)], index=mean.index)
     leveled = _with_level(table, lambda part: of_group.reindex(part[group].to_numpy()).to_numpy())
-    classes = table.data.groupby(group, observed=True)[label].nunique(split_out=1)
-    single = int(classes.max().compute()) == 1
+    single = table.task == "classification" and groups_hold_one_class(table)
     keys = [table.subset, LEVEL, *([label] if single else [])]
     return _renamed_warnings(lambda: assign_group_folds(leveled, keys, n_folds, seed)[0])
 

@@ -43,7 +43,7 @@ from .fold_options import (
     check_n_folds,
     check_seed,
 )
-from .shares import Strata, count_strata
+from .shares import Strata, count_strata, group_sizes
 
 
 def permuted_block_folds(
@@ -240,6 +240,21 @@ def strata_keys(table: Table, stratify: bool) -> list[str]:
     and the label for stratified classification."""
     stratified = stratify and table.task == "classification"
     return [table.subset, *([table.label] if stratified else [])]
+
+
+def table_group_sizes(table: Table) -> pd.DataFrame:
+    """Rows ``n`` per (group, subset, and class for classification) of a grouped table: the
+    one count of its groups that a run's checks of them and its group folds share
+    (``shares.group_sizes``)."""
+    return group_sizes(table.data, table.group, strata_keys(table, True))
+
+
+def groups_hold_one_class(table: Table) -> bool:
+    """Whether every group of a grouped classification table holds rows of one class only
+    (its folds can then be stratified by class group by group)."""
+    sizes = table_group_sizes(table)
+    classes = sizes.groupby(table.group, dropna=False, observed=True)[table.label].nunique()
+    return bool(classes.max() == 1)
 
 
 def table_classes(table: Table) -> tuple | None:
@@ -463,8 +478,7 @@ def group_fold_columns(
     jointly."""
     group = table.group
     data = table.data
-    sizes = data.groupby([group, *keys], dropna=False, observed=True).size(split_out=1).compute()
-    sizes = sizes.rename("n").reset_index()
+    sizes = group_sizes(data, group, keys)
     _check_keys(sizes, [group, *keys])
     for key in keys:
         spans = sizes.groupby(group, observed=True)[key].nunique()

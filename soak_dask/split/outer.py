@@ -32,9 +32,11 @@ from .folds import (
     check_balance,
     counts_are_blocks,
     group_fold_columns,
+    groups_hold_one_class,
     row_fold_columns,
     row_fold_counts,
     strata_keys,
+    table_group_sizes,
     table_partition_rows,
     table_strata,
 )
@@ -104,10 +106,7 @@ def _with_key(
 def _stratifiable(table: Table) -> bool:
     """Whether folds can be stratified by class: always without groups; with groups, when
     every group holds a single class (else classes cannot be balanced group by group)."""
-    if table.group is None or table.task != "classification":
-        return True
-    classes = table.data.groupby(table.group)[table.label].nunique(split_out=1)
-    return int(classes.max().compute()) == 1
+    return table.group is None or table.task != "classification" or groups_hold_one_class(table)
 
 
 def reserve(table: Table, share: float, seed: int) -> tuple[Table, dd.DataFrame, float]:
@@ -145,11 +144,12 @@ def capped_folds(table: Table, n_folds: int) -> int:
     both numbers when K is lowered)."""
     if table.group is not None and _stratifiable(table) and table.task == "classification":
         # Folds are dealt class by class: a fold needs a group of the rarest class.
-        per_class = table.data.groupby(table.label)[table.group].nunique(split_out=1).compute()
+        sizes = table_group_sizes(table)
+        per_class = sizes.groupby(table.label, observed=True)[table.group].nunique()
         limit = int(per_class.min())
         what = f"groups of the rarest class ({per_class.idxmin()!r})"
     elif table.group is not None:
-        limit, what = int(table.data[table.group].nunique(split_out=1).compute()), "groups"
+        limit, what = int(table_group_sizes(table)[table.group].nunique()), "groups"
     else:  # the counts the folds are dealt by (one pass, shared within a run)
         strata = table_strata(table)
         if table.task == "classification":
@@ -333,14 +333,15 @@ class LeaveOneGroupOutDesign(Design):
             raise ValueError(
                 "outer='lodo' leaves out one group at a time: load the table with group="
             )
-        groups = pd.Index(sorted(table.data[table.group].unique(split_out=1).compute().tolist()))
+        sizes = table_group_sizes(table)
+        groups = pd.Index(sorted(sizes[table.group].unique().tolist()))
         if len(groups) < 2:
             raise ValueError(
                 f"outer='lodo' leaves out one group at a time and group column "
                 f"{table.group!r} has {len(groups)} group: need at least 2 groups"
             )
-        single = table.data.groupby(table.group)[table.label].nunique(split_out=1).compute()
         if table.task == "classification":
+            single = sizes.groupby(table.group, observed=True)[table.label].nunique()
             _warn_single_class(single[single == 1].index.tolist(), len(groups))
         column = key_name("fold", 1)
         data = table.data.map_partitions(_code_column, table.group, groups, column)

@@ -155,7 +155,8 @@ class Strata:
         return pd.Series(self.rows, index=values).groupby(level=0, sort=True).sum()
 
 
-#: Within ``counts_shared``: (data's name, keys) -> its Strata, so a run counts each once.
+#: Within ``counts_shared``: ("strata", data's name, keys) -> its Strata and ("groups", data's
+#: name, group, keys) -> its ``group_sizes``, so a run counts each once.
 _SHARED: ContextVar[dict | None] = ContextVar("soak_shared_counts", default=None)
 
 
@@ -185,10 +186,39 @@ def count_strata(
     shared = _SHARED.get()
     if shared is None:
         return _count_strata(data, keys, roles or {})
-    key = (data._name, keys)
+    key = ("strata", data._name, keys)
     if key not in shared:
         shared[key] = _count_strata(data, keys, roles or {})
     return shared[key]
+
+
+def group_sizes(data: dd.DataFrame, group: str, keys: list[str] | tuple[str, ...]) -> pd.DataFrame:
+    """Rows ``n`` per combination of ``group`` and ``keys`` with rows, refusing missing groups
+    (missing keys are kept, for the caller to refuse by their role): one pass over those
+    columns. Within ``counts_shared`` the
+    groups of the same data are counted once: a count by more keys gives the count by fewer,
+    so a run's checks of its groups (their classes, their number) and its group folds share
+    one pass."""
+    keys = tuple(keys)
+    shared = _SHARED.get()
+    if shared is None:
+        return _group_sizes(data, group, keys)
+    for key, sizes in shared.items():
+        if key[:3] == ("groups", data._name, group) and set(keys) <= set(key[3]):
+            by = [group, *keys]
+            return sizes.groupby(by, dropna=False, observed=True)["n"].sum().reset_index()
+    sizes = shared["groups", data._name, group, keys] = _group_sizes(data, group, keys)
+    return sizes
+
+
+def _group_sizes(data: dd.DataFrame, group: str, keys: tuple[str, ...]) -> pd.DataFrame:
+    by = [group, *keys]
+    sizes = data.groupby(by, dropna=False, observed=True).size(split_out=1).compute()
+    sizes = sizes.rename("n").reset_index()
+    n_na = int(sizes.loc[sizes[group].isna(), "n"].sum())
+    if n_na:
+        raise ValueError(f"group column {group!r} has {n_na} missing values; drop or fill them")
+    return sizes
 
 
 def _count_strata(data: dd.DataFrame, keys: tuple[str, ...], roles: Mapping[str, str]) -> Strata:
@@ -390,16 +420,6 @@ def drawn_rows(
         (ranks(codes, positions, strata.rows, seed, d, purpose) < sizes[codes]).astype(np.int8)
         for d in draws
     ]
-
-
-def group_sizes(data: dd.DataFrame, group: str, keys: list[str]) -> pd.DataFrame:
-    """Rows ``n`` per (group, keys), computed on the cluster, refusing missing groups."""
-    sizes = data.groupby([group, *keys], observed=True, dropna=False).size(split_out=1)
-    sizes = sizes.compute().rename("n").reset_index()
-    n_na = int(sizes.loc[sizes[group].isna(), "n"].sum())
-    if n_na:
-        raise ValueError(f"group column {group!r} has {n_na} missing values; drop or fill them")
-    return sizes
 
 
 def _group_draws(

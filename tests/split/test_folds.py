@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -12,10 +13,11 @@ from hypothesis import strategies as st
 import soak_dask as sd
 from soak_dask.hashing import seeded_hash
 from soak_dask.split.folds import permuted_block_folds
-from soak_dask.split.outer import KFoldDesign, key_name, repeat_seed
+from soak_dask.split.outer import KFoldDesign, LeaveOneGroupOutDesign, key_name, repeat_seed
+from soak_dask.split.shares import counts_shared
 from soak_dask.tables.table import FOLD_COLUMN
 
-from ..conftest import n_examples
+from ..conftest import n_examples, toy_table
 
 
 def _folds(df: pd.DataFrame, npartitions: int, k: int, seed: int, **roles) -> pd.Series:
@@ -298,3 +300,23 @@ def test_one_repeat_s_block_counts_without_a_pass_equal_counted(data, k, seed, n
     repeated = KFoldDesign(k, n_repeats=2, seed=seed)
     repeated.add_keys(table)
     assert repeated.counts_ is None
+
+
+@pytest.mark.parametrize("one_class", [True, False])
+@pytest.mark.parametrize("design", ["cv", "lodo"])
+def test_a_runs_checks_of_its_groups_and_their_folds_share_one_count(one_class, design):
+    """K capped by the groups (of the rarest class), whether every group holds one class, and
+    the group folds (or LODO's groups) all come from one count of the groups in a run."""
+    frame = toy_table(n=400, n_groups=6)
+    if not one_class:  # groups of both classes
+        frame["group"] = frame["subset"] + "-" + (frame.index % 7).astype(str)
+    data = dd.from_pandas(frame, npartitions=4)
+    table = sd.load_table(data, label="y", subset="subset", group="group")
+    make = KFoldDesign(4, n_repeats=2) if design == "cv" else LeaveOneGroupOutDesign()
+    computes = []
+    with counts_shared(), dask.callbacks.Callback(start=computes.append):
+        keyed = make.add_keys(table)
+    assert len(computes) == 1
+    folds = keyed.data.compute()
+    for column in [c for c in folds.columns if c.startswith("fold")]:  # whole groups
+        assert folds.groupby("group")[column].nunique().max() == 1
