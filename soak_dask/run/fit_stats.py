@@ -162,7 +162,7 @@ class _FitRows:
             if len(found) * n_groups * ROWS_PER_CELL <= len(part):
                 return _cell_moments(z, g * len(found) + cells, found, n_groups, len(self.fits))
         # Rows sorted by class once (a copy), so each class is a slice.
-        order = np.argsort(g, kind="stable")
+        order = np.argsort(g.astype(np.min_scalar_type(n_groups)), kind="stable")
         z, bounds = z[order], np.searchsorted(g[order], np.arange(n_groups + 1))
         q = z.shape[1]
         upper = np.triu_indices(q)
@@ -219,7 +219,8 @@ def _cell_moments(
     summed once (one BLAS product, about the class's mean in the partition), and each fit's
     sums are those of its cells -- the same sums as the row products, far fewer operations.
     """
-    order = np.argsort(cell, kind="stable")
+    # (Codes of the smallest integer type sort by radix: 0.6 ms against 8 ms for 250k rows.)
+    order = np.argsort(cell.astype(np.min_scalar_type(cell.max(initial=0))), kind="stable")
     z, cell = z[order], cell[order]  # one gather: each cell, and each group, is then a slice
     width = len(found)
     groups = np.searchsorted(cell, np.arange(n_groups + 1) * width)
