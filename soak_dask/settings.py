@@ -50,16 +50,23 @@ Scope = Literal[
 #: The functions that run learners on a table, by the name of their ``soak`` command:
 #: ``soak`` (``run``), ``evaluate``, ``transfer``, ``search_subsets`` (``search``, whose
 #: settings ``soak transfer`` takes too), ``split_sensitivity``, ``compare_sampling``.
-Command = Literal[
-    "run", "evaluate", "transfer", "search", "split-sensitivity", "compare-sampling"
-]
+Command = Literal["run", "evaluate", "transfer", "search", "split-sensitivity", "compare-sampling"]
 COMMANDS: tuple[str, ...] = (
-    "run", "evaluate", "transfer", "search", "split-sensitivity", "compare-sampling"
+    "run",
+    "evaluate",
+    "transfer",
+    "search",
+    "split-sensitivity",
+    "compare-sampling",
 )
 #: The Python function of each command, for messages.
 FUNCTIONS = {
-    "run": "soak", "evaluate": "evaluate", "transfer": "transfer", "search": "search_subsets",
-    "split-sensitivity": "split_sensitivity", "compare-sampling": "compare_sampling",
+    "run": "soak",
+    "evaluate": "evaluate",
+    "transfer": "transfer",
+    "search": "search_subsets",
+    "split-sensitivity": "split_sensitivity",
+    "compare-sampling": "compare_sampling",
 }
 #: The run-file table of ``evaluate``'s own settings, named as the guide's evaluation block.
 EVALUATION_TABLE = "evaluation"
@@ -116,8 +123,10 @@ KINDS: dict[str, tuple[Callable[[Any], bool], str]] = {
         "a list of module names such as 'mypackage' or 'mypackage.models'",
     ),
     "floats": (
-        lambda v: isinstance(v, Sequence) and not isinstance(v, str) and all(
-            isinstance(x, Real) and not isinstance(x, bool) for x in v
+        lambda v: (
+            isinstance(v, Sequence)
+            and not isinstance(v, str)
+            and all(isinstance(x, Real) and not isinstance(x, bool) for x in v)
         ),
         "a list of numbers or comma-separated numbers",
     ),
@@ -239,8 +248,6 @@ def _one_of(choices: Sequence[str]) -> Check:
         return value
 
     return check
-
-
 
 
 def _train_types(value: Any, name: str) -> tuple[str, ...]:

@@ -56,9 +56,7 @@ _FILE_SETTINGS = [s for s in SETTINGS.values() if s.cli and run_file_table(s) is
 #: Table -> the command whose own settings it holds.
 _TABLE_COMMANDS = {table: scope for scope, table in RUN_FILE_TABLES.items()}
 _TABLE_SETTINGS: dict[str, list[Setting]] = {
-    table: [
-        s for s in command_settings(command) if s.cli and run_file_table(s) == table
-    ]
+    table: [s for s in command_settings(command) if s.cli and run_file_table(s) == table]
     for table, command in _TABLE_COMMANDS.items()
 }
 _EVALUATION_SETTINGS = _TABLE_SETTINGS[EVALUATION_TABLE]
@@ -313,7 +311,10 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
 
 
 def _refuse_unknown(
-    values: Mapping[str, Any], known: Iterable[str], valid: list[str], source: str,
+    values: Mapping[str, Any],
+    known: Iterable[str],
+    valid: list[str],
+    source: str,
     command: str | None,
 ) -> None:
     """Refuse the first key of `values` not in `known`: a former name with its new one, a
@@ -329,8 +330,10 @@ def _refuse_unknown(
                 raise ValueError(f"{key} is now {setting.file_key} (in {source})")
     tables = [t for t in _TABLE_SETTINGS if key in table_keys(t)]
     where = f"; it belongs in the [{tables[0]}] table" if tables and command is None else ""
-    rest = "" if command is not None else ", and the tables " + ", ".join(
-        f"[{t}]" for t in _TABLE_SETTINGS
+    rest = (
+        ""
+        if command is not None
+        else ", and the tables " + ", ".join(f"[{t}]" for t in _TABLE_SETTINGS)
     )
     raise ValueError(
         f"unknown key {key!r} in {source}{where}; valid keys: {', '.join(valid)}{rest}"

@@ -249,9 +249,7 @@ def _scores(ds: xr.Dataset) -> xr.Dataset:
     for other in others:  # scored, not used by the statistics
         name = MEASURE_NAMES[other]
         out[f"cv_{other}"] = cv[other].assign_attrs(long_name=f"{name} of CV fold k")
-        out[f"test_{other}"] = test[other].assign_attrs(
-            long_name=f"{name} on the test part"
-        )
+        out[f"test_{other}"] = test[other].assign_attrs(long_name=f"{name} on the test part")
     return out
 
 

@@ -216,9 +216,7 @@ def _log_loss_sum(y_true: np.ndarray, proba: np.ndarray | None, n_classes: int) 
     return np.nan if loss is None else float(np.sum(loss))
 
 
-def row_log_loss(
-    y_true: np.ndarray, proba: np.ndarray | None, n_classes: int
-) -> np.ndarray | None:
+def row_log_loss(y_true: np.ndarray, proba: np.ndarray | None, n_classes: int) -> np.ndarray | None:
     """Each row's log loss, clipped as scikit-learn's ``log_loss`` does (None without class
     probabilities)."""
     if proba is None or proba.ndim == 1 or proba.shape[1] != n_classes:

@@ -38,9 +38,7 @@ class Procedure:
 
     def __post_init__(self) -> None:
         if not isinstance(self.prior_correction, bool):
-            raise ValueError(
-                f"prior_correction={self.prior_correction!r}: need True or False"
-            )
+            raise ValueError(f"prior_correction={self.prior_correction!r}: need True or False")
         if self.calibration not in CALIBRATIONS:
             raise ValueError(
                 f"calibration={self.calibration!r}: choose None (no calibration) or 'platt'"

@@ -120,9 +120,7 @@ def plot_transfer(
 
 def _order_learner(means: xr.DataArray, measure: str) -> str:
     """The learner of best mean measure on the diagonal (each subset's own model)."""
-    own = [
-        means.sel(train_subset=s, test_subset=s, drop=True) for s in means["test_subset"].values
-    ]
+    own = [means.sel(train_subset=s, test_subset=s, drop=True) for s in means["test_subset"].values]
     diagonal = xr.concat(own, "subset").mean("subset").to_series()
     return str(diagonal.idxmin() if measure in LOWER_IS_BETTER else diagonal.idxmax())
 

@@ -195,10 +195,9 @@ def count_strata(
 def group_sizes(data: dd.DataFrame, group: str, keys: list[str] | tuple[str, ...]) -> pd.DataFrame:
     """Rows ``n`` per combination of ``group`` and ``keys`` with rows, refusing missing groups
     (missing keys are kept, for the caller to refuse by their role): one pass over those
-    columns. Within ``counts_shared`` the
-    groups of the same data are counted once: a count by more keys gives the count by fewer,
-    so a run's checks of its groups (their classes, their number) and its group folds share
-    one pass."""
+    columns. Within ``counts_shared`` the groups of the same data are counted once: a count by
+    more keys gives the count by fewer, so a run's checks of its groups (their classes, their
+    number) and its group folds share one pass."""
     keys = tuple(keys)
     shared = _SHARED.get()
     if shared is None:

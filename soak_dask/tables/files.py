@@ -32,6 +32,4 @@ def is_documentation(path: str) -> bool:
 
 def data_files(fs: fsspec.AbstractFileSystem, root: str) -> list[str]:
     """The files below directory ``root`` that may hold table data, sorted."""
-    return [
-        p for p in sorted(fs.find(root)) if not is_hidden(p, root) and not is_documentation(p)
-    ]
+    return [p for p in sorted(fs.find(root)) if not is_hidden(p, root) and not is_documentation(p)]

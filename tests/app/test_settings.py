@@ -119,9 +119,7 @@ def test_evaluate_signature_is_its_settings():
     params = inspect.signature(sd.evaluate).parameters
     given_ = {k: p.default for k, p in params.items() if k not in ("table", "client")}
     declared = {
-        s.name: s.default_in("evaluate")
-        for s in command_settings("evaluate")
-        if s.scope != "table"
+        s.name: s.default_in("evaluate") for s in command_settings("evaluate") if s.scope != "table"
     }
     declared = {k: v for k, v in declared.items() if SETTINGS[k].scope != "app"}
     assert set(given_) == set(declared)
@@ -467,8 +465,8 @@ def test_one_file_serves_every_command(tmp_path):
         ("[search_subsets]\nthreshold = 2\n", r"^threshold=2: need a relative decrease"),
         ("[split_sensitivity]\nn_repeats = 2\n", r"^n_repeats=2: need an integer of at least 3"),
         ("[compare_sampling]\nn_repeats = 1\n", r"^n_repeats=1: need an integer of at least 2 "),
-        ("[compare_sampling]\nmethods = [\"bogus\"]\n", r"^methods=\['bogus'\]: \['bogus'\] are"),
-        ("[split_sensitivity]\nratios = \"a\"\n", r"^ratios = 'a' in \[split_sensitivity\]"),
+        ('[compare_sampling]\nmethods = ["bogus"]\n', r"^methods=\['bogus'\]: \['bogus'\] are"),
+        ('[split_sensitivity]\nratios = "a"\n', r"^ratios = 'a' in \[split_sensitivity\]"),
     ],
 )
 def test_run_file_tables_refuse_by_key(tmp_path, text, message):
