@@ -18,8 +18,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/soak demo
 
-# Lint, then every test, on two pytest-xdist processes (CI's command, via .ci/run; aim: under
-# 10 minutes on 2 cores). `--dist worksteal`: each process starts with half of the tests and
+# Lint (ruff's rules, and its format of the Python sources: the docs' examples keep their own
+# layout), then every test, on two pytest-xdist processes (CI's command, via .ci/run; aim:
+# under 10 minutes on 2 cores). `--dist worksteal`: each process starts with half of the tests and
 # takes over half of the other's remaining ones when it runs out, so the long tests (notebooks,
 # subprocess resumes) do not pile up at the end of one process. (`--dist loadgroup` would keep a
 # module on one process, but with pytest 9.2 and pytest-xdist 3.8 it silently ignores the
@@ -32,6 +33,7 @@ ONE_THREAD := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 test: $(STAMP)
 	bash scripts/system-deps.sh
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check --quiet soak_dask tests benchmarks scripts
 	$(ONE_THREAD) $(VENV)/bin/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 # For iterating: lint and the tests not marked slow, with a fifth of the hypothesis examples
@@ -39,6 +41,7 @@ test: $(STAMP)
 # PYTEST_ARGS passes more, e.g. `make test-fast PYTEST_ARGS="-x tests/split"`.
 test-fast: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check --quiet soak_dask tests benchmarks scripts
 	HYPOTHESIS_PROFILE=fast $(ONE_THREAD) $(VENV)/bin/python -m pytest -m "not slow" -q $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 docs: $(STAMP)
