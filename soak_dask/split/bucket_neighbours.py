@@ -39,6 +39,9 @@ from typing import Any
 
 import dask
 import numpy as np
+from dask.base import tokenize
+from dask.delayed import Delayed
+from dask.highlevelgraph import HighLevelGraph
 from numba import njit
 
 from .neighbours import insert_best, point_hashes, squares
@@ -392,17 +395,34 @@ def bucket_neighbours(
         dask.delayed(route_block, pure=True)(b, r, sizes, group, n_groups, k, probes)
         for b, r in zip(blocks, ranked, strict=True)
     ]
+    return _search_graph(routed, lengths, n_groups, n_centres, k)
+
+
+def _search_graph(
+    routed: list[Delayed], lengths: np.ndarray, n_groups: int, n_centres: int, k: int
+) -> list[Delayed]:
+    """Per partition, delayed ``merge_groups`` of every group's search of the ``routed``
+    pieces: the groups' searches, their cuts by partition and the merges, written as one graph
+    layer. (``dask.delayed`` given a list of delayed objects optimizes the graph behind them at
+    each call, which here is every partition's and group's: 142 s of graph building for 100
+    partitions and 50 groups, and half an hour unfinished at 42M rows.)"""
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    found = []
+    token = tokenize([r.key for r in routed], n_centres, k)
+    pick, search, cut, take, merge = (
+        f"soak-bucket-{step}-{token}" for step in ("pick", "search", "cut", "take", "merge")
+    )
+    parts = range(len(routed))
+    dsk: dict[Any, Any] = {}
     for g in range(n_groups):
-        pieces = [dask.delayed(operator.getitem, pure=True)(r, g) for r in routed]
-        best = dask.delayed(group_search, pure=True)(pieces, n_centres, k)
-        found.append(dask.delayed(by_partition, pure=True)(best, starts))
-    out = []
+        dsk |= {(pick, g, p): (operator.getitem, routed[p].key, g) for p in parts}
+        dsk[search, g] = (group_search, [(pick, g, p) for p in parts], n_centres, k)
+        dsk[cut, g] = (by_partition, (search, g), starts)
     for p, (start, n) in enumerate(zip(starts, lengths, strict=True)):
-        pieces = [dask.delayed(operator.getitem, pure=True)(f, p) for f in found]
-        out.append(dask.delayed(merge_groups, pure=True)(pieces, int(start), int(n), k))
-    return out
+        dsk |= {(take, p, g): (operator.getitem, (cut, g), p) for g in range(n_groups)}
+        pieces = [(take, p, g) for g in range(n_groups)]
+        dsk[merge, p] = (merge_groups, pieces, int(start), int(n), k)
+    graph = HighLevelGraph.from_collections(merge, dsk, dependencies=routed)
+    return [Delayed((merge, p), graph, layer=merge) for p in parts]
 
 
 def _codes(merged: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -4,6 +4,8 @@ a group's rows and the rows probing them, and ``overlap_degrees(method="blockwis
 
 from __future__ import annotations
 
+import sys
+
 import dask
 import numpy as np
 import pandas as pd
@@ -120,7 +122,36 @@ def test_a_search_task_holds_its_group_not_the_table():
     copies = sum(len(r[g]["pos"]) for r in routed for g in range(8))
     assert 2400 <= copies <= 2400 * 2  # each row goes to at most its probe count of groups
     graph = dict(dask.delayed(bucket_neighbour_codes(blocks, lengths, 5, 3, 60, 2, 300)).dask)
-    assert sum(str(key).startswith("group_search") for key in graph) == 8
+    assert sum(_name(key).startswith("soak-bucket-search-") for key in graph) == 8
+
+
+def _name(key) -> str:
+    return key[0] if isinstance(key, tuple) else key
+
+
+def test_the_search_graph_is_built_once_not_per_group_and_partition(monkeypatch):
+    """dask.delayed optimizes the whole graph behind a list of delayed arguments at each call:
+    the groups' searches and merges are one graph layer instead, so building the graph does as
+    many such optimizations with 24 groups as with one (it took 142 s for 100 partitions and 50
+    groups, before)."""
+    dask_delayed = sys.modules["dask.delayed"]  # (the name dask.delayed is the function)
+    blocks, lengths = blocks_of(frame(2400), 100)
+    real = dask_delayed._finalize_args_collections
+    for group_rows in (10_000, 100):
+        calls = []
+        monkeypatch.setattr(
+            dask_delayed,
+            "_finalize_args_collections",
+            lambda *a, calls=calls: calls.append(1) or real(*a),
+        )
+        found = bucket_neighbour_codes(blocks, lengths, 5, 3, 60, 2, group_rows)
+        graph = dict(dask.delayed(found).dask)
+        searches = sum(_name(key).startswith("soak-bucket-search-") for key in graph)
+        if group_rows == 10_000:
+            assert searches == 1
+            one = len(calls)
+        else:
+            assert searches == 24 and len(calls) == one
 
 
 def test_probes_grow_where_buckets_are_small():
