@@ -23,7 +23,8 @@ from dask.utils import format_bytes, parse_bytes
 
 import soak_dask as sd
 from soak_dask.run import final, session
-from soak_dask.run.memory import WorkerMemory, fit_bytes
+from soak_dask.run.memory import fit_bytes
+from soak_dask.workers import WorkerMemory
 
 from .common import finish, header, load_pixels, local_cluster, parser, pixel_parquet
 from .designs_out_of_core import attempt

@@ -51,9 +51,10 @@ MAX_LINES = 60
 #: ``stats`` (tests on plain arrays, needing only ``schema``) is on the ground floor, below
 #: ``run/`` (``evaluate`` counts McNemar's cells) and ``results/`` (``compare``, ``pvalues``).
 #: ``dask_client`` (the client in use) is there too: kNNDM's folds in ``split/`` send their
-#: candidates to it, as the run path does.
+#: candidates to it, as the run path does; and ``workers`` (what a task may hold on them):
+#: the block-wise neighbour search in ``split/`` sizes its tasks by it, as the run path does.
 FLOORS: list[set[str]] = [
-    {"version", "hashing", "reduction", "schema", "stats", "dask_client"},
+    {"version", "hashing", "reduction", "schema", "stats", "dask_client", "workers"},
     {"tables", "io"},
     {"learn", "split", "compiled"},
     {"run", "settings"},

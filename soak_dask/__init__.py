@@ -59,7 +59,6 @@ if TYPE_CHECKING:
     from .run.cost import PlanCost, PlanCosts, dry_run
     from .run.engine import soak
     from .run.evaluate import evaluate
-    from .run.memory import FitMemoryError, WorkerMemory, worker_memory
     from .run.run_design import run_design
     from .schema import TRAIN_TYPES
     from .spatial.aoa import aoa
@@ -80,6 +79,7 @@ if TYPE_CHECKING:
     from .tables.load import load_table
     from .tables.raster import NodataWarning, raster_table
     from .tables.table import Table
+    from .workers import FitMemoryError, WorkerMemory, worker_memory
 
 
 def _exports() -> dict[str, tuple[str, str]]:

@@ -97,7 +97,7 @@ def plan_rows(table, plan) -> dict:
 
 def task_memory(free: int, resting: int = 0):
     """A ``WorkerMemory`` with exactly ``free`` bytes for a task (its limit made to fit)."""
-    from soak_dask.run.memory import LIMIT_SHARE, WorkerMemory
+    from soak_dask.workers import LIMIT_SHARE, WorkerMemory
 
     limit = int((free + resting) / LIMIT_SHARE) + 2
     memory = WorkerMemory(limit, int(LIMIT_SHARE * limit) - free)

@@ -25,6 +25,10 @@ MOVED = {
         ["knndm_folds", "KNNDMResult", "Folding", "knndm_outer", "cluster_grid", "cv_distances"],
     ),
     "soak_dask.dask_client": ("soak_dask.run.executor", ["current_client"]),
+    "soak_dask.workers": (
+        "soak_dask.run.memory",
+        ["FitMemoryError", "WorkerMemory", "worker_memory", "worker_at_rest", "LIMIT_SHARE"],
+    ),
 }
 
 

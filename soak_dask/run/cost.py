@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 from dask.utils import format_bytes
 
-from .memory import FitMemoryError, WorkerMemory, check_fit_memory, fit_bytes
+from ..workers import FitMemoryError, WorkerMemory
+from .memory import check_fit_memory, fit_bytes
 from .strategies import (
     Batched,
     Context,

@@ -24,6 +24,7 @@ from ..learn.measures import finish, merge, partial_scores
 from ..learn.tuning import fit_info
 from ..split.folds import table_class_rows
 from ..split.plan import Fit, Selection
+from ..workers import WorkerMemory, worker_memory
 from .closed_form import fit_from_stats, is_additive
 from .final_scores import (
     counts_only,
@@ -44,7 +45,7 @@ from .fitting import (
     select_rows,
 )
 from .fitting_options import FittingOptions
-from .memory import WorkerMemory, check_final_memory, check_test_split_memory, worker_memory
+from .memory import check_final_memory, check_test_split_memory
 from .rowcap import capped, keep_rates
 from .score_memory import check_resubstitution_memory
 from .strategies import Context
@@ -236,7 +237,7 @@ def final_tasks(
     gathered rows, capped at ``fitting.max_train_rows`` (an exact stratified sample, as any
     fit's). Every model scores the test split a partition at a time (``final_scores``). Made
     before any fit runs, so a final model that cannot fit a worker's memory is refused first
-    (``memory.FitMemoryError``), with the outer loop's fits unmade. ``stats``: statistics
+    (``workers.FitMemoryError``), with the outer loop's fits unmade. ``stats``: statistics
     made with the outer fits' (``strategies.OnePass.shared``), holding ``FINAL_FIT``'s."""
     rows = _final_rows(ctx, held, fitting.max_train_rows)
     from_stats = stats_states(ctx, fitting, stats)

@@ -4,9 +4,9 @@ A fit on its whole train set (``strategies.WholeTrainSet``) gathers its train ro
 blocks into one task. From the block counts the run knows every fit's rows before any task
 starts, so a fit that would exceed the memory a worker has for a task is refused up front,
 naming the fit, its rows, the estimate and that memory, instead of killing worker after worker.
-That memory (``WorkerMemory``) is ``LIMIT_SHARE`` of the worker's limit less what the worker
-holds at rest, read from each worker before the fits (``worker_memory``): at 700 MB workers the
-libraries alone take 0.3 GB of the 0.56 GB where distributed pauses a worker.
+That memory (``workers.WorkerMemory``) is ``LIMIT_SHARE`` of the worker's limit less what the
+worker holds at rest, read from each worker before the fits (``workers.worker_memory``): at
+700 MB workers the libraries alone take 0.3 GB of the 0.56 GB where distributed pauses a worker.
 
 The estimate is rows × (features + 2) × 8 bytes × ``FIT_COPIES``: the peak of a fit task
 measured with tracemalloc (400,000 rows × 20 float32 features, the featureless baseline,
@@ -22,9 +22,6 @@ not the split itself (``check_test_split_memory``).
 
 from __future__ import annotations
 
-import asyncio
-import importlib
-from dataclasses import dataclass
 from typing import Any
 
 import dask
@@ -35,6 +32,11 @@ from dask.utils import format_bytes
 
 from ..reduction import tree_reduce
 from ..split.plan import Plan
+from ..workers import LIMIT_SHARE as LIMIT_SHARE  # moved down a floor: importable here too
+from ..workers import FitMemoryError as FitMemoryError
+from ..workers import WorkerMemory as WorkerMemory
+from ..workers import worker_at_rest as worker_at_rest
+from ..workers import worker_memory as worker_memory
 from .rowcap import class_codes, train_class_rows
 
 #: Float64-sized copies of a fit's rows that a fit task holds at its peak (see above).
@@ -48,62 +50,6 @@ FIT_COPIES = 6
 #: factor, with the memory a worker holds at rest not counted, let a 4.2M-row split pass the
 #: check at 700 MB workers and kill them.
 OUTCOME_COPIES = 6
-#: Share of a worker's memory limit its process may reach: distributed pauses a worker at 80 %.
-LIMIT_SHARE = 0.8
-
-
-class FitMemoryError(ValueError):
-    """A fit whose rows cannot fit a worker's memory, refused before any fit runs."""
-
-
-@dataclass(frozen=True)
-class WorkerMemory:
-    """What a task may hold on the workers: ``LIMIT_SHARE`` of a worker's memory ``limit``
-    (where distributed pauses it), less the memory it holds at rest (``resting``: its process
-    memory outside Dask's data, the libraries a fit task imports among it), of the worker with
-    the least of it (``worker_memory``). Prints as the checks' messages name it."""
-
-    limit: int
-    resting: int = 0
-
-    @property
-    def free(self) -> int:
-        """Bytes a task may take."""
-        return max(int(LIMIT_SHARE * self.limit) - self.resting, 0)
-
-    def __str__(self) -> str:
-        return (
-            f"{format_bytes(self.free)} a worker has for a task ({LIMIT_SHARE:.0%} of its "
-            f"memory limit, {format_bytes(self.limit)}, less the {format_bytes(self.resting)} "
-            "it holds at rest)"
-        )
-
-
-def worker_memory(client: Any) -> WorkerMemory | None:
-    """The ``WorkerMemory`` of ``client``'s worker with the least memory for a task (None: no
-    client, or no worker with a limit; Dask's local scheduler has none).
-
-    Each worker first imports what a fit task imports, as its first fit would: a fresh
-    worker holds about 70 MB, and 0.3 GB once scikit-learn and soak_dask's learners are in.
-    What it holds at rest is then its process memory less Dask's data in memory (which it can
-    spill): the libraries, buffers and what earlier tasks left, which a task cannot use."""
-    if client is None:
-        return None
-    # a worker closing or restarting answers with its error: the others tell
-    held = [h for h in client.run(worker_at_rest, on_error="return").values() if type(h) is tuple]
-    known = [WorkerMemory(int(limit), int(rest)) for limit, rest in held if limit]
-    return min(known, key=lambda m: m.free) if known else None
-
-
-async def worker_at_rest(dask_worker: Any) -> tuple[int | None, int]:
-    """A worker's memory limit and the process memory it holds outside Dask's data, after
-    importing what a fit task imports (``client.run``; the import in a thread, so that the
-    worker's event loop keeps answering the scheduler)."""
-    loop = asyncio.get_running_loop()
-    await loop.run_in_executor(None, importlib.import_module, "soak_dask.run.fitting")
-    memory = dask_worker.monitor.get_process_memory()
-    limit = dask_worker.memory_manager.memory_limit
-    return limit, max(int(memory) - int(dask_worker.state.nbytes), 0)
 
 
 def fit_rows(plan: Plan, counts: pd.DataFrame, label: str, classes: list | None) -> pd.DataFrame:

@@ -23,7 +23,7 @@ from typing import Any
 
 from dask.utils import format_bytes
 
-from .memory import FitMemoryError, WorkerMemory
+from ..workers import FitMemoryError, WorkerMemory
 
 #: Bytes of AUC's piece per test row and column: the score (float64), positive and negative
 #: counts (int32 each).
@@ -31,7 +31,7 @@ AUC_ROW_BYTES = 16
 #: Copies of a block's pieces its merge holds at its peak (the parts, their concatenation, the
 #: sort order, the sorted copy: about 3.5).
 MERGE_COPIES = 4
-#: Share of the memory a worker has for a task (``memory.WorkerMemory.free``: what it holds at
+#: Share of the memory a worker has for a task (``workers.WorkerMemory.free``: what it holds at
 #: rest already taken off) that the pieces may take: the rest is for the partitions in transit
 #: and the statistics. Measured at 700 MB workers (0.3 GB at rest, 0.25 GB for tasks): 0.84 of
 #: it let 11M rows' repeated_cv 3×5 (2 waves) kill the workers in a merge; 0.42 completed the

@@ -44,6 +44,7 @@ from ..tables.checks import (
     warn,
 )
 from ..tables.table import Table, check_table
+from ..workers import WorkerMemory, worker_memory
 from .assemble import build_dataset, encode_attrs, package_versions
 from .checkpoint import SETTINGS as SETTINGS_FILE
 from .checkpoint import open_checkpoint, remove_checkpoint
@@ -52,7 +53,7 @@ from .executor import Checkpoint, current_client, data_identity, run_plan
 from .facts import current_facts
 from .fitting import RunSpec
 from .fitting_options import FittingOptions
-from .memory import WorkerMemory, count_fit_rows, fit_rows, worker_memory
+from .memory import count_fit_rows, fit_rows
 from .rowcap import train_class_rows
 from .score_memory import auc_columns
 from .strategies import (

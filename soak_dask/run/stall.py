@@ -28,7 +28,7 @@ from typing import Any
 import dask
 from dask.utils import format_bytes
 
-from .memory import FitMemoryError
+from ..workers import FitMemoryError
 
 #: Seconds every worker must stay paused, none executing a task, before the run is stopped.
 STALL_SECONDS = 120.0

@@ -31,6 +31,7 @@ from sklearn.base import BaseEstimator
 from ..reduction import tree_reduce
 from ..split.plan import FIT_COLUMNS, Fit, Plan
 from ..tables.table import Table
+from ..workers import WorkerMemory
 from .closed_form import fit_from_stats, is_additive
 from .fit_stats import FitStats, fit_stats
 from .fitting import (
@@ -48,7 +49,7 @@ from .fitting import (
     select_rows,
     takes_weights,
 )
-from .memory import WorkerMemory, check_fit_memory
+from .memory import check_fit_memory
 from .onepass import block_stats, train_stats
 from .rowcap import keep_rates
 from .score_memory import (

@@ -44,10 +44,10 @@ from dask.utils import format_bytes
 from scipy.spatial import cKDTree
 
 from ..dask_client import current_client
-from ..run.memory import FitMemoryError, worker_memory
 from ..tables.arrays import float_array
 from ..tables.raster import DEFAULT_CHUNK, X, Y
 from ..tables.table import Table
+from ..workers import FitMemoryError, worker_memory
 
 __all__ = ["TrainDI", "aoa", "di_threshold", "new_di", "train_di"]
 
@@ -492,7 +492,7 @@ BYTES_PER_VALUE = 3 * 8
 
 def check_block_memory(cells: int, params: TrainDI, client: Any, what: str, fix: str) -> None:
     """Refuse, before any work, blocks that would not fit the memory a worker has for a task
-    (``run.memory.worker_memory``): their cells and the training matrix with its k-d tree."""
+    (``workers.worker_memory``): their cells and the training matrix with its k-d tree."""
     memory = worker_memory(client)
     need = cells * len(params.features) * BYTES_PER_VALUE + 3 * params.matrix.nbytes
     if memory is not None and need > memory.free:

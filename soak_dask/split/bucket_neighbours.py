@@ -12,17 +12,21 @@ file of k-means buckets, as FAISS's IVF search), never holding the table in one 
 2. **Search**: each row's candidates are the rows of its ``probes`` nearest buckets (more,
    up to ``probes + EXTRA_PROBES``, where those buckets hold fewer than k other rows). The
    buckets are cut into groups of about ``GROUP_ROWS`` rows (consecutive buckets, which lie
-   near each other: cell by cell); each partition sends each row to its bucket's group (as a
-   reference) and to the groups of its other probed buckets (as a query), one search task
-   per group keeps the k best candidates of each query row among its buckets, by (squared
-   distance, position), and each partition merges its rows' candidates from the groups they
-   went to. Distances are computed exactly, Σ (q − r)² in feature order, and cut to 28
-   significant bits, as the exact search does, so the neighbours it finds are the exact
-   search's whenever they lie in the probed buckets.
+   near each other: cell by cell; more groups where the largest one's search would not fit
+   a worker's memory, estimated from the centres' sample); each partition sends each row to
+   its bucket's group (as a reference) and to the groups of its other probed buckets (as a
+   query), one search task per group keeps the k best candidates of each query row among its
+   buckets, by (squared distance, position), and each partition merges its rows' candidates
+   from the groups they went to (the pieces travel through √groups super-groups and as many
+   batches of partitions, not one task per partition and group). Distances are computed
+   exactly, Σ (q − r)² in feature order, and cut to 28 significant bits, as the exact search
+   does, so the neighbours it finds are the exact search's whenever they lie in the probed
+   buckets.
 
 Each row's candidate set depends only on its features, the centres and the global bucket
-sizes, the groups only on the bucket sizes, and the k best of a set under (distance, position)
-are unique: the result is the same whatever the number of partitions or workers, for a seed.
+sizes (not on the groups, which only share the work out), and the k best of a set under
+(distance, position) are unique: the result is the same whatever the number of partitions or
+workers or their memory, for a seed.
 The work is about ``rows × probes × bucket_rows`` distances for the search and ``rows ×
 √(rows / bucket_rows)`` for the ranking, against ``rows²`` for the exact search; a row travels
 to at most its probe count of groups. Recall against the exact search is measured in
@@ -42,8 +46,10 @@ import numpy as np
 from dask.base import tokenize
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
+from dask.utils import format_bytes
 from numba import njit
 
+from ..workers import FitMemoryError, WorkerMemory
 from .neighbours import insert_best, point_hashes, squares
 
 #: Rows per bucket on average (the number of centres is rows / bucket_rows).
@@ -60,6 +66,19 @@ SAMPLE_ROWS = 100_000
 LLOYD_PASSES = 10
 #: Cells of the centre index whose fine centres a row's ranking compares.
 COARSE_PROBES = 4
+#: Bytes a search task holds per row sent to it besides 24 a feature (its pieces, them joined
+#: and transposed, its buckets' rows) and 24 a neighbour (the candidates): their positions,
+#: codes, rankings and sort. Measured with tracemalloc: 777 bytes a row at 20 features and
+#: k = 5 against 750 estimated (``tests/split/test_bucket_neighbours.py``).
+SEARCH_ROW_BYTES = 150
+#: Bytes a routing task holds per row of its partition besides 16 a feature and 8 a feature
+#: per group it is sent to (its block and the rows it sends) and 32 a ranked bucket (the
+#: ranking and its (group, row) pairs, sorted). Measured with tracemalloc (100,000 rows, 20
+#: features, 8 ranked, sent to 2.6-3.0 of 40-250 groups): 809-887 bytes a row, 1,076-1,131
+#: estimated.
+ROUTE_ROW_BYTES = 80
+#: Room for the error of the largest group's rows, estimated from the centres' sample.
+SAMPLE_MARGIN = 1.25
 #: Distances keep 28 of float64's 52 mantissa bits (the exact search's cut).
 _FINE = 2**24
 _BIG = np.iinfo(np.int64).max
@@ -89,11 +108,12 @@ class CentreIndex:
 
 def bucket_centres(
     points: Sequence[Any], n_rows: int, seed: int, bucket_rows: int = BUCKET_ROWS
-) -> CentreIndex:
+) -> tuple[CentreIndex, np.ndarray]:
     """Centres of the buckets of the rows ``points`` (delayed float arrays, one per partition,
-    ``n_rows`` rows in all): about ``n_rows / bucket_rows`` of them, fitted on a seeded sample."""
+    ``n_rows`` rows in all): about ``n_rows / bucket_rows`` of them, fitted on a seeded sample,
+    and that sample."""
     sample = seeded_sample(points, n_rows, min(n_rows, SAMPLE_ROWS), seed)
-    return two_level(sample, max(1, min(math.ceil(n_rows / bucket_rows), len(sample))))
+    return two_level(sample, max(1, min(math.ceil(n_rows / bucket_rows), len(sample)))), sample
 
 
 def two_level(sample: np.ndarray, n_centres: int) -> CentreIndex:
@@ -229,6 +249,15 @@ def probe_counts(ranked: np.ndarray, sizes: np.ndarray, k: int, probes: int) -> 
     return np.maximum(first, min(probes, ranked.shape[1])).astype(np.int64)
 
 
+def routes(ranked: np.ndarray, nprobe: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """The (search group, row) pairs of a partition's rows, each row once with each group of
+    its probed buckets, as sorted codes ``group × rows + row`` (rows ascending in a group)."""
+    n = len(ranked)
+    probed = np.arange(ranked.shape[1]) < nprobe[:, None]
+    rows = np.broadcast_to(np.arange(n, dtype=np.int64)[:, None], ranked.shape)[probed]
+    return np.unique(group[ranked[probed]] * n + rows)
+
+
 def route_block(
     block: tuple[np.ndarray, np.ndarray, np.ndarray],
     ranked: np.ndarray,
@@ -243,19 +272,74 @@ def route_block(
     ranked buckets and probe counts). A row goes to at most its probe count of groups."""
     X, codes, pos = block
     nprobe = probe_counts(ranked, sizes, k, probes)
-    member = np.zeros((n_groups, len(X)), dtype=bool)
-    for a in range(ranked.shape[1]):
-        rows = np.flatnonzero(nprobe > a)
-        member[group[ranked[rows, a]], rows] = True
+    pairs = routes(ranked, nprobe, group)
+    cuts = np.searchsorted(pairs, np.arange(n_groups + 1) * len(X))
     home = group[ranked[:, 0]]
     out = []
     for g in range(n_groups):
-        rows = np.flatnonzero(member[g])
+        rows = pairs[cuts[g] : cuts[g + 1]] - g * len(X)
         out.append(
             {"X": X[rows], "codes": codes[rows].astype(np.int64), "pos": pos[rows],
              "ranked": ranked[rows], "nprobe": nprobe[rows], "ref": home[rows] == g}
         )  # fmt: skip
     return out
+
+
+def search_bytes(rows: int, n_features: int, k: int) -> int:
+    """Bytes a search task holds for ``rows`` rows sent to it (``SEARCH_ROW_BYTES``)."""
+    return int(rows) * (24 * n_features + 24 * k + SEARCH_ROW_BYTES)
+
+
+def route_bytes(rows: int, n_features: int, depth: int, sent: float) -> int:
+    """Bytes a routing task holds for a partition of ``rows`` rows, each ranking ``depth``
+    buckets and sent to ``sent`` groups on average (``ROUTE_ROW_BYTES``)."""
+    per_row = (16 + 8 * sent) * n_features + 32 * depth + ROUTE_ROW_BYTES
+    return int(rows * per_row)
+
+
+def sized_groups(
+    sample: np.ndarray,
+    index: CentreIndex,
+    lengths: np.ndarray,
+    k: int,
+    probes: int,
+    group_rows: int,
+    memory: WorkerMemory | None,
+) -> int:
+    """Search groups: ``ceil(rows / group_rows)``, or more where the largest group's search
+    would not fit ``memory`` (a worker's, ``workers.worker_memory``), its rows estimated from the
+    centres' sample ranked and routed as the table's would be (times ``SAMPLE_MARGIN``).
+
+    Raises ``FitMemoryError``, before any search, where a routing task (the largest partition)
+    or a group of one bucket would not fit."""
+    n_rows, d, depth = int(lengths.sum()), sample.shape[1], probes + EXTRA_PROBES
+    n_groups = max(1, min(len(index), math.ceil(n_rows / group_rows)))
+    if memory is None:
+        return n_groups
+    ranked = rank_centres(sample, index, depth)
+    scale = n_rows / len(sample)
+    sizes = np.round(bucket_sizes(ranked, len(index)) * scale).astype(np.int64)
+    nprobe = probe_counts(ranked, sizes, k, probes)
+    while True:
+        pairs = routes(ranked, nprobe, search_groups(sizes, n_groups))
+        sent = np.bincount(pairs // len(sample), minlength=n_groups)
+        need = search_bytes(math.ceil(sent.max() * scale * SAMPLE_MARGIN), d, k)
+        if need <= memory.free or n_groups == len(index):
+            break
+        n_groups = min(len(index), max(n_groups + 1, math.ceil(n_groups * need / memory.free)))
+    route = route_bytes(int(lengths.max()), d, depth, len(pairs) / len(sample))
+    for what, bytes_, fix in (
+        (f"routing of a partition of {int(lengths.max()):,} rows", route,
+         "cut the table into smaller partitions"),
+        (f"search of {n_groups:,} groups' largest (about {sent.max() * scale:,.0f} rows)", need,
+         "use the exact search (method='exact')"),
+    ):  # fmt: skip
+        if bytes_ > memory.free:
+            raise FitMemoryError(
+                f"the block-wise neighbour search's {what} needs about {format_bytes(bytes_)} "
+                f"on a worker, more than the {memory}: {fix}, or give the workers more memory"
+            )
+    return n_groups
 
 
 def group_search(
@@ -264,7 +348,9 @@ def group_search(
     """The k best candidates in one group's buckets of each row probing them: (the rows'
     positions and class codes; the candidates' squared distances, positions and class codes,
     n × k, by (distance, position); inf distance where those buckets held fewer)."""
-    rows = {key: np.concatenate([p[key] for p in pieces]) for key in pieces[0]}
+    rows = {key: np.concatenate([p[key] for p in pieces]) for key in pieces[0] if key != "X"}
+    XT = np.empty((pieces[0]["X"].shape[1], len(rows["pos"])))  # transposed as it is joined
+    np.concatenate([p["X"].T for p in pieces], axis=1, out=XT)
     ref = np.flatnonzero(rows["ref"])
     ref = ref[np.argsort(rows["ranked"][ref, 0], kind="stable")]
     offsets = np.searchsorted(rows["ranked"][ref, 0], np.arange(n_centres + 1)).astype(np.int64)
@@ -275,9 +361,9 @@ def group_search(
     )  # fmt: skip
     if len(ref):
         width = int(np.diff(offsets).max())
+        XrT = np.take(XT, ref, axis=1, out=np.empty((len(XT), len(ref))))
         _search(
-            np.ascontiguousarray(rows["X"].T), Pq, rows["ranked"], rows["nprobe"],
-            np.ascontiguousarray(rows["X"][ref].T), Pq[ref], rows["codes"][ref], offsets,
+            XT, Pq, rows["ranked"], rows["nprobe"], XrT, Pq[ref], rows["codes"][ref], offsets,
             dist, pos, codes, width,
         )  # fmt: skip
     return Pq, rows["codes"], dist, pos, codes
@@ -353,10 +439,11 @@ def bucket_neighbour_codes(
     bucket_rows: int = BUCKET_ROWS,
     probes: int = PROBES,
     group_rows: int = GROUP_ROWS,
+    memory: WorkerMemory | None = None,
 ) -> list[Any]:
     """Per partition, delayed (class codes, the k approximate nearest neighbours' class codes):
     ``bucket_neighbours`` without the neighbours' positions."""
-    found = bucket_neighbours(blocks, lengths, k, seed, bucket_rows, probes, group_rows)
+    found = bucket_neighbours(blocks, lengths, k, seed, bucket_rows, probes, group_rows, memory)
     return [dask.delayed(_codes, pure=True)(m) for m in found]
 
 
@@ -368,6 +455,7 @@ def bucket_neighbours(
     bucket_rows: int = BUCKET_ROWS,
     probes: int = PROBES,
     group_rows: int = GROUP_ROWS,
+    memory: WorkerMemory | None = None,
 ) -> list[Any]:
     """Per partition, delayed (class codes, positions and class codes of the k approximate
     nearest neighbours, n × k).
@@ -377,15 +465,17 @@ def bucket_neighbours(
     small computation on the cluster); the rest is returned lazy: each partition ranks its
     rows' buckets and sends each row to the search tasks (groups of about ``group_rows``
     rows' buckets, as many whatever the partitioning) of its probed buckets, and gets back
-    their candidates. No task holds more than a group's rows and the rows probing them.
+    their candidates. No task holds more than a group's rows and the rows probing them; given
+    a worker's ``memory``, the groups are cut finer where the largest would not fit it, and a
+    search that cannot fit is refused before it starts (``sized_groups``).
     """
     bucket_rows, probes = check_search(bucket_rows, probes)
     lengths = np.asarray(lengths, dtype=np.int64)
     n_rows = int(lengths.sum())
     points = [dask.delayed(operator.getitem, pure=True)(b, 0) for b in blocks]
-    centres = bucket_centres(points, n_rows, seed, bucket_rows)
+    centres, sample = bucket_centres(points, n_rows, seed, bucket_rows)
     n_centres = len(centres)
-    n_groups = max(1, min(n_centres, math.ceil(n_rows / group_rows)))
+    n_groups = sized_groups(sample, centres, lengths, k, probes, group_rows, memory)
     held = dask.delayed(centres, pure=True)  # one key, not a copy in every task
     ranked = [dask.delayed(rank_block, pure=True)(b, held, probes + EXTRA_PROBES) for b in blocks]
     each = [dask.delayed(bucket_sizes, pure=True)(r, n_centres) for r in ranked]
@@ -402,27 +492,84 @@ def _search_graph(
     routed: list[Delayed], lengths: np.ndarray, n_groups: int, n_centres: int, k: int
 ) -> list[Delayed]:
     """Per partition, delayed ``merge_groups`` of every group's search of the ``routed``
-    pieces: the groups' searches, their cuts by partition and the merges, written as one graph
-    layer. (``dask.delayed`` given a list of delayed objects optimizes the graph behind them at
-    each call, which here is every partition's and group's: 142 s of graph building for 100
-    partitions and 50 groups, and half an hour unfinished at 42M rows.)"""
+    pieces, written as one graph layer. (``dask.delayed`` given a list of delayed objects
+    optimizes the graph behind them at each call, which here is every partition's and
+    group's: 142 s of graph building for 100 partitions and 50 groups, and half an hour
+    unfinished at 42M rows.)
+
+    The pieces travel in two steps each way, through √groups super-groups (consecutive
+    groups) and as many batches of partitions: partitions × super-groups + groups × batches
+    small tasks, not partitions × groups (at 42M rows in 420 partitions and 982 groups, 825,000
+    tasks, whose bookkeeping held every worker paused at its memory limit)."""
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     token = tokenize([r.key for r in routed], n_centres, k)
-    pick, search, cut, take, merge = (
-        f"soak-bucket-{step}-{token}" for step in ("pick", "search", "cut", "take", "merge")
-    )
-    parts = range(len(routed))
+    steps = ("pick", "mix", "part", "search", "cut", "sent", "join", "take", "merge")
+    names = {step: f"soak-bucket-{step}-{token}" for step in steps}
+    supers = even_ranges(n_groups, math.isqrt(n_groups - 1) + 1)
+    batches = even_ranges(len(routed), min(len(routed), len(supers)))
+    dsk = _to_groups(names, [r.key for r in routed], supers, batches, n_centres, k)
+    dsk |= _to_partitions(names, starts, lengths, supers, batches, k)
+    graph = HighLevelGraph.from_collections(names["merge"], dsk, dependencies=routed)
+    return [Delayed((names["merge"], p), graph, layer=names["merge"]) for p in range(len(starts))]
+
+
+def _to_groups(
+    names: dict[str, str], routed: list[Any], supers: list[range], batches: list[range],
+    n_centres: int, k: int,
+) -> dict[Any, Any]:  # fmt: skip
+    """Each group's search of its pieces: each partition's pieces cut by super-group, a
+    batch's pieces of a super-group regrouped by group, a group's gathered from each batch."""
+    pick, mix, part, search = (names[s] for s in ("pick", "mix", "part", "search"))
     dsk: dict[Any, Any] = {}
-    for g in range(n_groups):
-        dsk |= {(pick, g, p): (operator.getitem, routed[p].key, g) for p in parts}
-        dsk[search, g] = (group_search, [(pick, g, p) for p in parts], n_centres, k)
-        dsk[cut, g] = (by_partition, (search, g), starts)
+    for s, groups in enumerate(supers):
+        cut = slice(groups.start, groups.stop)
+        dsk |= {(pick, s, p): (operator.getitem, key, cut) for p, key in enumerate(routed)}
+        for b, parts in enumerate(batches):
+            dsk[mix, s, b] = (transpose, [(pick, s, p) for p in parts])
+            dsk |= {(part, g, b): (operator.getitem, (mix, s, b), g - cut.start) for g in groups}
+        for g in groups:
+            pieces = (flat, [(part, g, b) for b in range(len(batches))])
+            dsk[search, g] = (group_search, pieces, n_centres, k)
+    return dsk
+
+
+def _to_partitions(
+    names: dict[str, str], starts: np.ndarray, lengths: np.ndarray, supers: list[range],
+    batches: list[range], k: int,
+) -> dict[Any, Any]:  # fmt: skip
+    """Each partition's merge of its rows' candidates, back the way the pieces came: each
+    group's cut by partition and sent by batch, a super-group's regrouped by partition."""
+    search, cut, sent, join, take, merge = (
+        names[s] for s in ("search", "cut", "sent", "join", "take", "merge")
+    )
+    dsk: dict[Any, Any] = {}
+    for s, groups in enumerate(supers):
+        for g in groups:
+            dsk[cut, g] = (by_partition, (search, g), starts)
+            for b, parts in enumerate(batches):
+                dsk[sent, g, b] = (operator.getitem, (cut, g), slice(parts.start, parts.stop))
+        for b, parts in enumerate(batches):
+            dsk[join, s, b] = (transpose, [(sent, g, b) for g in groups])
+            dsk |= {(take, p, s): (operator.getitem, (join, s, b), p - parts.start) for p in parts}
     for p, (start, n) in enumerate(zip(starts, lengths, strict=True)):
-        dsk |= {(take, p, g): (operator.getitem, (cut, g), p) for g in range(n_groups)}
-        pieces = [(take, p, g) for g in range(n_groups)]
+        pieces = (flat, [(take, p, s) for s in range(len(supers))])
         dsk[merge, p] = (merge_groups, pieces, int(start), int(n), k)
-    graph = HighLevelGraph.from_collections(merge, dsk, dependencies=routed)
-    return [Delayed((merge, p), graph, layer=merge) for p in parts]
+    return dsk
+
+
+def even_ranges(n: int, m: int) -> list[range]:
+    """``range(n)`` cut into ``m`` consecutive ranges whose lengths differ by at most one."""
+    return [range(i * n // m, (i + 1) * n // m) for i in range(m)]
+
+
+def transpose(lists: list[list[Any]]) -> list[list[Any]]:
+    """Lists by source, each over the same targets, as lists by target over the sources."""
+    return [list(t) for t in zip(*lists, strict=True)]
+
+
+def flat(lists: list[list[Any]]) -> list[Any]:
+    """The items of ``lists``, in order."""
+    return [x for one in lists for x in one]
 
 
 def _codes(merged: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

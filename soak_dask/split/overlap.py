@@ -27,9 +27,11 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
+from ..dask_client import current_client
 from ..reduction import tree_reduce
 from ..tables.arrays import category_codes, float_array
 from ..tables.table import Table
+from ..workers import worker_memory
 from .bucket_neighbours import bucket_neighbour_codes
 from .fold_options import check_seed
 from .neighbours import insert_best, squares
@@ -255,7 +257,8 @@ def overlap_degrees(
     if method == "exact":
         found = _exact(blocks, k, split_every)
     elif method == "blockwise":
-        found = bucket_neighbour_codes(blocks, lengths, k, seed)
+        memory = worker_memory(current_client())  # the groups sized to fit a worker
+        found = bucket_neighbour_codes(blocks, lengths, k, seed, memory=memory)
     else:
         found = _nndescent(blocks, lengths, k, seed)
     frames = [

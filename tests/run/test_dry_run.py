@@ -12,7 +12,8 @@ from sklearn.linear_model import LogisticRegression
 
 import soak_dask as sd
 from soak_dask.app import cli
-from soak_dask.run.memory import FitMemoryError, WorkerMemory, fit_bytes
+from soak_dask.run.memory import fit_bytes
+from soak_dask.workers import FitMemoryError, WorkerMemory
 
 from ..conftest import toy_table
 

@@ -23,9 +23,10 @@ from soak_dask.learn.measures import finish
 from soak_dask.run.final import score_final
 from soak_dask.run.final_scores import RowPieces, partial_of, partition_outcome, split_scores
 from soak_dask.run.fitting import FitState, RunSpec
-from soak_dask.run.memory import WorkerMemory, fit_bytes, outcome_bytes, worker_memory
+from soak_dask.run.memory import fit_bytes, outcome_bytes
 from soak_dask.schema import MEASURES
 from soak_dask.split.outer import reserve
+from soak_dask.workers import WorkerMemory, worker_memory
 
 FEATURES = ("x0", "x1", "x2")
 N_BOOT = 1000  # the record's interval: final_scores.N_BOOT resamples

@@ -14,7 +14,8 @@ from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 import soak_dask as sd
-from soak_dask.run.memory import FitMemoryError, WorkerMemory, fit_bytes
+from soak_dask.run.memory import fit_bytes
+from soak_dask.workers import FitMemoryError, WorkerMemory
 
 from ..conftest import toy_table
 

@@ -8,14 +8,8 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 import soak_dask as sd
-from soak_dask.run.memory import (
-    FitMemoryError,
-    WorkerMemory,
-    check_fit_memory,
-    fit_bytes,
-    fit_rows,
-    worker_memory,
-)
+from soak_dask.run.memory import check_fit_memory, fit_bytes, fit_rows
+from soak_dask.workers import FitMemoryError, WorkerMemory, worker_memory
 
 from ..conftest import plan_rows, task_memory, toy_table
 

@@ -22,7 +22,6 @@ from soak_dask import Selection, Term
 from soak_dask.run import strategies
 from soak_dask.run.executor import run_plan
 from soak_dask.run.fitting import RunSpec
-from soak_dask.run.memory import FitMemoryError
 from soak_dask.run.score_memory import (
     AUC_ROW_BYTES,
     MERGE_COPIES,
@@ -36,6 +35,7 @@ from soak_dask.run.score_memory import (
 from soak_dask.run.session import with_fit_rows
 from soak_dask.run.strategies import Context, OnePass, WholeTrainSet, make_tasks
 from soak_dask.split.plan import Fit, build_plan
+from soak_dask.workers import FitMemoryError
 
 from ..conftest import task_memory, toy_table
 

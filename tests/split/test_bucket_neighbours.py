@@ -5,6 +5,7 @@ a group's rows and the rows probing them, and ``overlap_degrees(method="blockwis
 from __future__ import annotations
 
 import sys
+import tracemalloc
 
 import dask
 import numpy as np
@@ -22,8 +23,10 @@ from soak_dask.split.bucket_neighbours import (
     probe_counts,
     rank_block,
     route_block,
+    search_bytes,
     search_groups,
     seeded_sample,
+    sized_groups,
 )
 from soak_dask.split.overlap import (
     DO_COLUMN,
@@ -35,6 +38,9 @@ from soak_dask.split.overlap import (
     overlap_degrees,
     with_positions,
 )
+from soak_dask.workers import FitMemoryError, WorkerMemory
+
+from ..conftest import task_memory
 
 
 @pytest.fixture(autouse=True)
@@ -79,7 +85,9 @@ def test_recall_against_the_exact_search():
     (whole,), lengths = blocks_of(df, 1500)
     arrays = dask.compute(whole)[0]
     exact = block_candidates(arrays, arrays, 5)[1]
-    assert 22 <= len(bucket_centres([arrays[0]], 1500, seed=3, bucket_rows=60)) <= 28  # ~1500 / 60
+    assert (
+        22 <= len(bucket_centres([arrays[0]], 1500, seed=3, bucket_rows=60)[0]) <= 28
+    )  # ~1500 / 60
 
     def recall(probes: int, group_rows: int = 250) -> float:
         found = bucket_neighbours([whole], lengths, 5, 3, 60, probes, group_rows)
@@ -107,7 +115,7 @@ def test_seed_changes_the_buckets_not_the_shape():
 def test_a_search_task_holds_its_group_not_the_table():
     blocks, lengths = blocks_of(frame(2400), 300)
     arrays = dask.compute(*blocks)
-    centres = bucket_centres([a[0] for a in arrays], 2400, seed=3, bucket_rows=60)
+    centres, _ = bucket_centres([a[0] for a in arrays], 2400, seed=3, bucket_rows=60)
     ranked = [rank_block(a, centres, 7) for a in arrays]
     sizes = sum(np.bincount(r[:, 0], minlength=len(centres)) for r in ranked)
     group = search_groups(sizes, 8)
@@ -125,6 +133,69 @@ def test_a_search_task_holds_its_group_not_the_table():
     assert sum(_name(key).startswith("soak-bucket-search-") for key in graph) == 8
 
 
+def routed_groups(n: int, rows_per_partition: int, n_groups: int, k: int = 5):
+    """The pieces each of ``n_groups`` search tasks gets, of ``frame(n)``'s blocks."""
+    arrays = dask.compute(*blocks_of(frame(n), rows_per_partition)[0])
+    centres, sample = bucket_centres([a[0] for a in arrays], n, seed=3, bucket_rows=60)
+    ranked = [rank_block(a, centres, 5) for a in arrays]
+    sizes = sum(np.bincount(r[:, 0], minlength=len(centres)) for r in ranked)
+    group = search_groups(sizes, n_groups)
+    routed = [
+        route_block(a, r, sizes, group, n_groups, k, 2) for a, r in zip(arrays, ranked, strict=True)
+    ]
+    return [[r[g] for r in routed] for g in range(n_groups)], centres, sample
+
+
+def test_search_bytes_bound_a_search_tasks_measured_peak():
+    (pieces, *_), centres, _ = routed_groups(20_000, 5_000, 2)
+    rows = sum(len(p["pos"]) for p in pieces)
+    held = sum(a.nbytes for p in pieces for a in p.values())
+    tracemalloc.start()
+    group_search(pieces, len(centres), 5)
+    peak = tracemalloc.get_traced_memory()[1] + held
+    tracemalloc.stop()
+    assert 0.7 * search_bytes(rows, 4, 5) <= peak <= search_bytes(rows, 4, 5)
+
+
+def test_groups_are_cut_finer_where_the_largest_would_not_fit_a_worker():
+    n, per_part = 20_000, 1_000
+    lengths = np.full(n // per_part, per_part)
+    _, centres, sample = routed_groups(n, per_part, 1)
+    assert sized_groups(sample, centres, lengths, 5, 2, 10**9, None) == 1
+    roomy = WorkerMemory(limit=10**9)
+    assert sized_groups(sample, centres, lengths, 5, 2, 10**9, roomy) == 1
+    tight = WorkerMemory(limit=int(search_bytes(n, 4, 5) / 4 / 0.8))  # a quarter of the rows
+    n_groups = sized_groups(sample, centres, lengths, 5, 2, 10**9, tight)
+    assert 4 < n_groups < 30
+    groups, *_ = routed_groups(n, per_part, n_groups)
+    largest = max(sum(len(p["pos"]) for p in pieces) for pieces in groups)
+    assert search_bytes(largest, 4, 5) <= tight.free  # the real groups fit, not only the sample's
+    with pytest.raises(FitMemoryError, match="routing of a partition of 5,000 rows.*smaller part"):
+        sized_groups(sample, centres, np.full(4, 5_000), 5, 2, 10**9, WorkerMemory(2 * 10**6))
+    with pytest.raises(FitMemoryError, match=r"search of \d+ groups' largest.*method='exact'"):
+        sized_groups(sample, centres, np.full(400, 50), 5, 2, 10**9, WorkerMemory(limit=10**5))
+
+
+def test_overlap_degrees_sizes_its_search_by_the_workers_memory(monkeypatch):
+    """End to end: groups cut finer for a small worker (3 groups, not 1) give the same
+    degrees; a worker too small for a partition's routing is refused before any search."""
+    table = sd.load_table(frame(20_000), label="y", rows_per_partition=2_500)
+    groups = []
+    sized = sized_groups
+    monkeypatch.setattr(
+        "soak_dask.split.bucket_neighbours.sized_groups",
+        lambda *a: groups.append(sized(*a)) or groups[-1],
+    )
+    roomy = overlap_degrees(table, 5, method="blockwise").data[DO_COLUMN].compute()
+    monkeypatch.setattr("soak_dask.split.overlap.worker_memory", lambda c: task_memory(6 * 10**6))
+    tight = overlap_degrees(table, 5, method="blockwise").data[DO_COLUMN].compute()
+    assert groups == [1, 3]
+    np.testing.assert_array_equal(tight.to_numpy(), roomy.to_numpy())
+    monkeypatch.setattr("soak_dask.split.overlap.worker_memory", lambda c: task_memory(10**6))
+    with pytest.raises(FitMemoryError, match=r"partition of 2,500 rows needs about 1\.18 MiB"):
+        overlap_degrees(table, 5, method="blockwise")
+
+
 def _name(key) -> str:
     return key[0] if isinstance(key, tuple) else key
 
@@ -133,7 +204,8 @@ def test_the_search_graph_is_built_once_not_per_group_and_partition(monkeypatch)
     """dask.delayed optimizes the whole graph behind a list of delayed arguments at each call:
     the groups' searches and merges are one graph layer instead, so building the graph does as
     many such optimizations with 24 groups as with one (it took 142 s for 100 partitions and 50
-    groups, before)."""
+    groups, before), and the pieces travel through super-groups and batches, not one task per
+    partition and group."""
     dask_delayed = sys.modules["dask.delayed"]  # (the name dask.delayed is the function)
     blocks, lengths = blocks_of(frame(2400), 100)
     real = dask_delayed._finalize_args_collections
@@ -152,6 +224,10 @@ def test_the_search_graph_is_built_once_not_per_group_and_partition(monkeypatch)
             one = len(calls)
         else:
             assert searches == 24 and len(calls) == one
+            # 24 partitions' pieces to 24 groups through 5 super-groups and 5 batches: 24 x 5
+            # small tasks each step, not 24 x 24
+            for step in ("pick", "part", "sent", "take"):
+                assert sum(_name(key).startswith(f"soak-bucket-{step}-") for key in graph) == 120
 
 
 def test_probes_grow_where_buckets_are_small():
