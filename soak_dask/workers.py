@@ -20,7 +20,8 @@ LIMIT_SHARE = 0.8
 
 
 class FitMemoryError(ValueError):
-    """A fit whose rows cannot fit a worker's memory, refused before any fit runs."""
+    """Work whose memory cannot fit a worker's (a fit's rows, a search's task), refused before
+    any of it runs."""
 
 
 @dataclass(frozen=True)

@@ -113,10 +113,13 @@ def _drop(record: logging.LogRecord) -> bool:
 
 
 class _QuietFailures(WorkerPlugin):
-    """Worker plugin: the worker does not log a failed task, nor anything once it is closing.
+    """Worker plugin: the worker does not log a failed task, nor a failed fetch of data from
+    another worker, nor anything once it is closing.
 
     A failed task's exception reaches the client anyway, with its traceback; a LocalCluster's
-    workers would print it again (and their shutdown warnings) on the client's terminal.
+    workers would print it again (and their shutdown warnings) on the client's terminal. A
+    failed fetch is fetched again or recomputed by distributed; its traceback came from a
+    worker still running while another closed after Ctrl-C.
     """
 
     name = "soak-quiet-failures"
@@ -128,8 +131,8 @@ class _QuietFailures(WorkerPlugin):
             handler.addFilter(lambda record: self._keep(worker, record))
 
     def _keep(self, worker: Any, record: logging.LogRecord) -> bool:
-        failed_task = str(record.msg).startswith("Compute Failed")
-        return not failed_task and worker.status not in self._closing
+        failed = str(record.msg).startswith(("Compute Failed", "failed during get data"))
+        return not failed and worker.status not in self._closing
 
 
 @contextmanager

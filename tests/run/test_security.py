@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import time
 from collections.abc import Iterator
@@ -190,3 +191,19 @@ def test_local_workers_log_failed_tasks_only_when_asked(capfd, log_failures):
             client.submit(failing_task, 1).result()
     err = capfd.readouterr().err  # the worker process writes to the same stderr
     assert ("Compute Failed" in err and "task 1 fails" in err) is log_failures, err
+
+
+def log_failed_fetch() -> None:
+    logging.getLogger("distributed.worker").error(
+        "failed during get data with tcp://127.0.0.1:1 -> tcp://127.0.0.1:2"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("log_failures", [True, False])
+def test_local_workers_log_failed_fetches_only_when_asked(capfd, log_failures):
+    """A worker's failed fetch from a peer closing after Ctrl-C printed its traceback below
+    soak's one line."""
+    with connect(n_workers=1, log_failures=log_failures) as client:
+        client.run(log_failed_fetch)
+    assert ("failed during get data" in capfd.readouterr().err) is log_failures
