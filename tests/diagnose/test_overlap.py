@@ -7,6 +7,7 @@ import dask
 import numpy as np
 import pandas as pd
 import pytest
+from dask.callbacks import Callback
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,7 @@ from soak_dask.split.overlap import (
     DO_COLUMN,
     POSITION,
     block_candidates,
+    degree_frame,
     merge_candidates,
     overlap_degrees,
     overlap_levels,
@@ -62,6 +64,23 @@ def test_matches_brute_force(rows_per_partition):
     got = degrees_of(df, 5, rows_per_partition)
     np.testing.assert_array_equal(got, expected)
     assert got.dtype == np.int8 and got.min() >= 0 and got.max() <= 5
+
+
+@pytest.mark.parametrize("method", ["exact", "blockwise"])
+def test_degree_frame_is_the_degrees_without_holding_the_table(method):
+    df = frame(400)
+    table = sd.load_table(df, label="y", rows_per_partition=90)
+    ran = []
+    with Callback(pretask=lambda key, dsk, state: ran.append(str(key))):
+        found = degree_frame(table, 5, method)
+    got = found.compute()
+    assert found.npartitions == table.data.npartitions
+    assert list(got.columns) == [POSITION, DO_COLUMN] and got[DO_COLUMN].dtype == np.int8
+    np.testing.assert_array_equal(got[POSITION], np.arange(400))
+    np.testing.assert_array_equal(got[DO_COLUMN], degrees_of(df, 5, 90, method=method))
+    # made from the search's results: no task joined them to the table's partitions, which
+    # were therefore not held while the search ran
+    assert ran and not [key for key in ran if "_attach" in key]
 
 
 def test_ties_go_to_the_earlier_row():
