@@ -51,6 +51,7 @@ from numba import njit
 
 from ..workers import FitMemoryError, WorkerMemory
 from .neighbours import insert_best, point_hashes, squares
+from .shares import partition_starts
 
 #: Rows per bucket on average (the number of centres is rows / bucket_rows).
 BUCKET_ROWS = 2000
@@ -501,7 +502,7 @@ def _search_graph(
     groups) and as many batches of partitions: partitions × super-groups + groups × batches
     small tasks, not partitions × groups (at 42M rows in 420 partitions and 982 groups, 825,000
     tasks, whose bookkeeping held every worker paused at its memory limit)."""
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    starts = partition_starts(lengths)
     token = tokenize([r.key for r in routed], n_centres, k)
     steps = ("pick", "mix", "part", "search", "cut", "sent", "join", "take", "merge")
     names = {step: f"soak-bucket-{step}-{token}" for step in steps}

@@ -42,7 +42,7 @@ from .folds import (
 )
 from .overlap import degree_frame
 from .plan import Fit, Plan, Selection, Term, build_plan
-from .shares import add_draws, with_columns
+from .shares import add_draws, partition_starts, with_columns
 
 #: The outer strategies of ``evaluate``.
 #: ``knndm``: K-fold on the fold column of ``soak_dask.split.knndm`` (evaluate adds it).
@@ -373,7 +373,7 @@ class LeaveOneOutDesign(Design):
                 f"{LOO_MAX_ROWS:,}); use outer='cv' (e.g. outer_folds=10), which estimates the "
                 "same quantity for a fraction of the fits"
             )
-        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        offsets = partition_starts(lengths)
         column = key_name("fold", 1)
         data = table.data.map_partitions(_position_column, offsets, column)
         self.learned_ = {"outer_folds": n}
@@ -397,7 +397,7 @@ class Bootstrap(Design):
         """``table`` with each row's (each group's) Poisson(1) count per resample."""
         # Positions from the run's shared counts; with groups the counts are keyed by group alone.
         lengths = table_partition_rows(table) if table.group is None else None
-        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]) if lengths is not None else None
+        offsets = partition_starts(lengths) if lengths is not None else None
         names = [key_name("boot", r) for r in range(1, self.n_repeats + 1)]
         data = table.data.map_partitions(_poisson_columns, offsets, table.group, names, self.seed)
         self.learned_ = {}

@@ -35,7 +35,7 @@ from ..workers import worker_memory
 from .bucket_neighbours import bucket_neighbour_codes
 from .fold_options import check_seed
 from .neighbours import insert_best, squares
-from .shares import Strata, count_strata, with_columns
+from .shares import Strata, count_strata, partition_starts, with_columns
 
 #: The column of each row's degree of overlap (int8, 0..k).
 DO_COLUMN = "__soak_overlap__"
@@ -102,7 +102,7 @@ def feature_scaling(table: Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def with_positions(table: Table, lengths: np.ndarray) -> Table:
     """``table`` with ``POSITION``: each row's 0-based position in the table (from the rows per
     partition ``lengths``)."""
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    offsets = partition_starts(lengths)
     data = table.data.map_partitions(
         _position_part, offsets, meta=table.data._meta.assign(**{POSITION: np.int64(0)})
     )
@@ -409,7 +409,7 @@ def degree_frame(table: Table, k: int = DEFAULT_K, method: str = "exact", seed: 
     the search's results alone, so the table's partitions are not held until it ends (at 42M
     rows, 4 GB of frames that sat in Dask's spill beside the search's pieces)."""
     _, found, lengths = neighbour_codes(ensure_positions(table), k, method, seed)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    starts = partition_starts(lengths)
     frames = [
         dask.delayed(_degree_part, pure=True)(neighbours, int(start))
         for neighbours, start in zip(found, starts, strict=True)

@@ -83,6 +83,11 @@ def partition_lengths(data: dd.DataFrame) -> np.ndarray:
     return np.array(dask.compute(*[dask.delayed(len)(p) for p in parts]), dtype=np.int64)
 
 
+def partition_starts(lengths: np.ndarray) -> np.ndarray:
+    """Each partition's first row position in the table, from its rows ``lengths``."""
+    return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+
+
 @dataclass(frozen=True)
 class Strata:
     """Rows per (partition, stratum) of a table: the small table every row draw works from.
