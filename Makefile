@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint docs clean
+.PHONY: demo test test-fast test-notebooks lint docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,11 +30,19 @@ PYTEST_XDIST := -n 2 --dist worksteal
 # two cores, and BLAS threads of their own oversubscribe them (Dask's nanny gives its workers
 # one already). Measured on a clean clone: 673 s with the default threads, 589 s with one.
 ONE_THREAD := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+# `-rs` lists every skipped test with its reason. The notebooks run last, as their own target.
+NOTEBOOK_TESTS := tests/test_notebooks.py
 test: $(STAMP)
 	bash scripts/system-deps.sh
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check --quiet soak_dask tests benchmarks scripts
-	$(ONE_THREAD) $(VENV)/bin/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+	$(ONE_THREAD) $(VENV)/bin/python -m pytest -rs --ignore=$(NOTEBOOK_TESTS) $(PYTEST_XDIST) $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-notebooks
+
+# The notebooks, executed top to bottom with their claims checked (each walks an engine path
+# the suite tests already, as a user would): part of `make test` and so of CI, not of test-fast.
+test-notebooks: $(STAMP)
+	$(ONE_THREAD) $(VENV)/bin/python -m pytest -rs $(PYTEST_XDIST) $(NOTEBOOK_TESTS)
 
 # For iterating: lint and the tests not marked slow, with a fifth of the hypothesis examples
 # (tests/conftest.py), on the same two processes (aim: about 2 minutes on 2 idle cores).

@@ -10,12 +10,11 @@ Each case states the exact kind of outcome it must have:
 - ``Result``: a correct result, checked against a value computed here independently (e.g. the
   featureless error of a test block is its share of the minority class).
 
-Python cases run in this process on Dask's local scheduler. Command-line cases run the
-installed ``soak`` script in subprocesses, two at a time, launched together before the Python
-cases so that they run meanwhile (each spends seconds importing soak_dask); the ones that need
-a cluster get ``--scheduler`` of one shared LocalCluster. Every source file a case uses is
-hashed before and compared after: it must be byte-identical (and nothing added to or removed
-from a source directory).
+Python cases run in this process on Dask's local scheduler. Command-line cases run
+``cli.main`` in this process too, its output captured (a process each cost seconds of
+imports); the ones that need a cluster get ``--scheduler`` of one shared LocalCluster. Every
+source file a case uses is hashed before and compared after: it must be byte-identical (and
+nothing added to or removed from a source directory).
 
 Words may name ``$name`` values a case sets while it runs (``ctx.let``), such as a file it made.
 """
@@ -23,16 +22,15 @@ Words may name ``$name`` values a case sets while it runs (``ctx.let``), such as
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-import os
 import shutil
 import subprocess
 import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, chdir, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from functools import cached_property, partial
 from pathlib import Path
@@ -63,7 +61,6 @@ from .run.test_security import listening_ips
 from .test_bad_input import clear_error
 from .tls_certs import make_tls_files
 
-SOAK = Path(sys.executable).with_name("soak")
 TIMINGS = ["fit_seconds", "predict_seconds"]
 #: "yes" rows of each (subset, fold) block of ten rows in `folded_frame`: "no" is the majority
 #: of every train set, so featureless predicts "no" everywhere. Block ("B", 2) has one class.
@@ -1109,8 +1106,6 @@ def shared(tmp_path_factory):
         yield Shared(tmp_path_factory.mktemp("battery"), stack)
 
 
-# The command-line cases are launched first, to run while the Python cases do.
-@pytest.mark.usefixtures("cli_runs")
 @pytest.mark.parametrize(("action", "expect"), API_CASES)
 def test_api(action, expect, shared, tmp_path, monkeypatch):
     ctx = Ctx(tmp_path, shared, monkeypatch)
@@ -1132,14 +1127,20 @@ class Cli:
     cluster: bool = False
 
 
-#: The command-line case that ``make test-fast`` runs too: a refusal before any cluster. The
-#: others are slow (a process each, most with a cluster; their API twins above are fast, and
-#: tests/app/test_cli.py runs the command line on a scheduler).
-FAST_CLI = {"run-out-exists-without-overwrite"}
+#: The command-line cases that ``make test-fast`` skips: a new process, or a run of a second
+#: or more (the others are refusals or runs of a fraction of one, in this process).
+SLOW_CLI = {
+    "run-featureless-error-is-minority-share-files-in-two-column-orders",
+    "run-resumes",
+    "report-markdown-escapes-names",
+    "run-missing-feature-value-scores-nan-where-met",
+    "report-onto-other-data-is-refused",
+    "run-checkpoint-of-a-rewritten-file",
+}
 
 
 def cli_case(case_id: str, build: Callable[[Ctx], list], expect: Expect, cluster: bool = False):
-    marks = () if case_id in FAST_CLI else pytest.mark.slow
+    marks = pytest.mark.slow if case_id in SLOW_CLI else ()
     return pytest.param(Cli(build, expect, cluster), id=case_id, marks=marks)
 
 
@@ -1230,7 +1231,7 @@ def check_cli_featureless(ctx: Ctx, proc: subprocess.CompletedProcess) -> None:
 
 
 def resumed_argv(ctx: Ctx) -> list:
-    """The shared CLI checkpoint's run, again in a new process (its progress shown)."""
+    """The shared CLI checkpoint's run, again (its progress shown)."""
     ck = ctx.tmp / "ck"
     shutil.copytree(ctx.shared.cli_checkpoint[0], ck)
     return [*cli_run(ctx.source(ctx.shared.folded), ck), "--out", out(ctx)]
@@ -1430,7 +1431,7 @@ CLI_CASES = [
         cluster=True,
     ),
     cli_case(
-        "run-resumes-in-a-new-process",
+        "run-resumes",
         resumed_argv,
         Result(check_resumed_cli),
         cluster=True,
@@ -1453,66 +1454,33 @@ CLI_CASES = [
 ]
 
 
-def soak_process(argv: list, ctx: Ctx) -> subprocess.CompletedProcess:
-    """The installed ``soak`` script run with ``argv`` in the case's directory."""
-    return subprocess.run(
-        [str(SOAK), *map(str, argv)],
-        cwd=ctx.tmp,
-        env={**os.environ, **ctx.env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-class CliRuns:
-    """The command-line cases' processes, two at a time, by case id: launched together up
-    front (before the Python cases, so they run meanwhile) in a session of one process, else
-    each when its test asks for it: a pytest-xdist process runs only some of the cases (the
-    others' processes would be run twice, by each xdist process)."""
-
-    def __init__(self, shared: Shared, tmp_path_factory, pool: ThreadPoolExecutor):
-        self.shared, self.tmp_path_factory, self.pool = shared, tmp_path_factory, pool
-        self.runs: dict[str, tuple[Ctx, Future]] = {}
-
-    def launch(self, case_id: str, case: Cli) -> None:
-        ctx = Ctx(self.tmp_path_factory.mktemp("cli"), self.shared)
-        try:
-            argv = case.build(ctx)
-            argv += ["--scheduler", self.shared.scheduler] if case.cluster else []
-        except (Exception, pytest.skip.Exception) as err:  # that case fails or skips alone
-            future: Future = Future()
-            future.set_exception(err)
-        else:
-            future = self.pool.submit(soak_process, argv, ctx)
-        self.runs[case_id] = (ctx, future)
-
-    def get(self, case_id: str, case: Cli) -> tuple[Ctx, Future]:
-        if case_id not in self.runs:
-            self.launch(case_id, case)
-        return self.runs[case_id]
-
-
-@pytest.fixture(scope="module")
-def cli_runs(request, shared, tmp_path_factory):
-    """The :class:`CliRuns` of this module: without pytest-xdist, every command-line case
-    selected in this session is launched at once, cases needing no cluster first."""
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = CliRuns(shared, tmp_path_factory, pool)
-        if not os.environ.get("PYTEST_XDIST_WORKER"):
-            chosen = [
-                (item.callspec.id, item.callspec.params["case"])
-                for item in request.session.items
-                if getattr(item, "module", None) is request.module
-                and item.originalname == "test_cli"
-            ]
-            for case_id, case in sorted(chosen, key=lambda c: c[1].cluster):
-                runs.launch(case_id, case)
-        yield runs
+def soak_in_process(argv: list, ctx: Ctx) -> subprocess.CompletedProcess:
+    """``cli.main(argv)`` in this process, as the installed script would run it in the case's
+    directory: its output captured, its environment's Dask settings and import path applied,
+    and warnings shown as in a new process (each once). A process of its own costs seconds of
+    imports a case; the one-line guarantees of a real process are tests/app/test_cli.py's, a
+    resume in a new process after a kill tests/app/test_resume_cli.py's."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    env = dict(ctx.env)
+    with ExitStack() as stack:
+        stack.enter_context(chdir(ctx.tmp))
+        stack.enter_context(dask.config.set(dask.config.collect_env(env)))
+        if "PYTHONPATH" in env:
+            ctx.monkeypatch.syspath_prepend(env.pop("PYTHONPATH"))
+        stack.enter_context(warnings.catch_warnings())
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        stack.enter_context(redirect_stdout(stdout))
+        stack.enter_context(redirect_stderr(stderr))
+        code = cli.main(list(map(str, argv)))
+    return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
 
 
 @pytest.mark.parametrize("case", CLI_CASES)
-def test_cli(case, cli_runs, request):
-    ctx, future = cli_runs.get(request.node.callspec.id, case)
-    case.expect.check_cli(ctx, future.result())
+def test_cli(case, shared, tmp_path, monkeypatch):
+    ctx = Ctx(tmp_path, shared, monkeypatch)
+    argv = case.build(ctx)
+    argv += ["--scheduler", shared.scheduler] if case.cluster else []
+    proc = soak_in_process(argv, ctx)
+    case.expect.check_cli(ctx, proc)
     ctx.finish()

@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
-import textwrap
 import time
 from contextlib import closing
 
@@ -83,60 +80,6 @@ def test_other_settings_are_refused(tmp_path):
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="not a SOAK checkpoint"):
         sd.soak(table, "featureless", n_folds=3, progress=False, checkpoint=tmp_path / "busy")
-
-
-SCRIPT = textwrap.dedent(
-    """
-    import sys, time
-    import numpy as np
-    from sklearn.base import BaseEstimator, ClassifierMixin
-    from sklearn.dummy import DummyClassifier
-    sys.path.insert(0, {root!r})
-    import soak_dask as sd
-    from tests.conftest import toy_table
-
-    class SlowClassifier(ClassifierMixin, BaseEstimator):
-        def fit(self, X, y):
-            time.sleep(0.15)
-            self.model_ = DummyClassifier().fit(X, y)
-            self.classes_ = self.model_.classes_
-            return self
-
-        def predict(self, X):
-            return self.model_.predict(X)
-
-    table = sd.load_table(toy_table(n=300, n_subsets=3, seed=8), label="y", subset="subset")
-    res = sd.soak(table, {{"slow": SlowClassifier()}}, n_folds=5, progress=False,
-                  checkpoint=sys.argv[1])
-    sd.save_results(res, sys.argv[2])
-    """
-)
-
-
-@pytest.mark.slow
-def test_killed_process_resumes(tmp_path):
-    root = str(__import__("pathlib").Path(__file__).resolve().parents[2])
-    script = tmp_path / "run.py"
-    script.write_text(SCRIPT.format(root=root))
-    ck = tmp_path / "ck"
-    proc = subprocess.Popen([sys.executable, str(script), str(ck), str(tmp_path / "a.nc")])
-    deadline = time.time() + 60
-    while len(list(ck.glob("task-*.json"))) < 5 and time.time() < deadline:
-        time.sleep(0.05)
-    proc.kill()
-    proc.wait()
-    n_before = len(list(ck.glob("task-*.json")))
-    assert 5 <= n_before < 35  # killed mid-run (35 distinct fits in all)
-    subprocess.run(
-        [sys.executable, str(script), str(ck), str(tmp_path / "b.nc")], check=True, timeout=120
-    )
-    subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "ck2"), str(tmp_path / "c.nc")],
-        check=True,
-        timeout=120,
-    )
-    resumed = sd.open_results(tmp_path / "b.nc").drop_vars(TIMINGS)
-    xr.testing.assert_identical(resumed, sd.open_results(tmp_path / "c.nc").drop_vars(TIMINGS))
 
 
 FAST = {"n_folds": 3, "progress": False}
