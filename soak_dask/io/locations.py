@@ -154,6 +154,7 @@ def check_writable(where: Location) -> None:
         _check_remote_writable(where)
         return
     path = Path(where.shown)
+    check_links(path, str(path))
     place = path if path.is_dir() else path.parent
     while not place.exists():
         place = place.parent
@@ -169,6 +170,21 @@ def check_writable(where: Location) -> None:
             f"cannot write {path}: {err.strerror or err} in {place}; choose another path, or "
             "make it writable"
         ) from err
+
+
+def check_links(path: Path, what: str) -> None:
+    """Refuse a local ``path`` that is, or lies under, a symbolic link to a missing target
+    (``what``: how the message names ``path``). Writing there would create the target
+    wherever the link points, or fail with a bare "[Errno 17] File exists"."""
+    for place in (path, *path.parents):
+        if place.exists():
+            return
+        if place.is_symlink():
+            where = "is" if place == path else f"lies under {str(place)!r}, which is"
+            raise FileExistsError(
+                f"{what} {where} a symbolic link to a missing target ({os.readlink(place)}); "
+                "soak_dask does not write through it: remove the link, or choose another path"
+            )
 
 
 def _check_remote_writable(where: Location) -> None:

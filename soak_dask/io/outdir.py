@@ -10,8 +10,11 @@ files were changed since; one another command wrote; and, unless ``overwrite``, 
 own earlier output. With ``overwrite``, exactly the listed files are replaced.
 
 The writer then calls ``OutputDir.begin`` (the checks again, then the earlier output removed),
-``OutputDir.claim`` for each file it writes (listed in the manifest before it is written, so a
-run stopped half-way leaves a directory the next run may replace) and ``OutputDir.finish``.
+``OutputDir.claim`` for each file it writes (listed in the manifest before it is written, with
+no digest yet) and ``OutputDir.finish`` (each file's digest recorded, the manifest marked
+finished). A manifest not marked finished means another run is writing there now, or one
+stopped part-way: the directory is refused, never replaced, since a file listed without a
+digest cannot be told from a user's file put there under that name.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 
 import fsspec
 
-from .locations import check_apart, check_writable, locate
+from .locations import check_apart, check_links, check_writable, locate
 
 #: The file marking a directory as soak_dask's, listing what it wrote there.
 MANIFEST = "soak_dask_output.json"
@@ -94,11 +97,16 @@ class OutputDir:
         """Record what every claimed file holds now; the directory's path."""
         self.begin()
         self.written = {name: digest(self.path / name) for name in self.written}
-        self._save()
+        self._save(finished=True)
         return self.path
 
-    def _save(self) -> None:
-        record = {"format": FORMAT, "writer": self.writer, "files": self.written}
+    def _save(self, *, finished: bool = False) -> None:
+        record = {
+            "format": FORMAT,
+            "writer": self.writer,
+            "files": self.written,
+            "finished": finished,
+        }
         tmp = self.path / _TMP
         tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         os.replace(tmp, self.path / MANIFEST)
@@ -146,6 +154,7 @@ def local_path(out: str | os.PathLike, name: str = "out") -> Path:
 def _check(od: OutputDir) -> list[str]:
     """Refuse ``od`` as ``check_out_dir`` says; the entries of its earlier output."""
     path, what = od.path, f"{od.name} {str(od.path)!r}"
+    check_links(path, what)
     if od.source is not None:
         check_apart(path, od.source, "output")
     if path.exists() and not path.is_dir():
@@ -153,7 +162,7 @@ def _check(od: OutputDir) -> list[str]:
     if not path.is_dir() or not any(path.iterdir()):
         check_writable(locate(path))
         return []
-    listed = _manifest(od)
+    listed, finished = _manifest(od)
     present = {entry.name for entry in path.iterdir()} - {MANIFEST, _TMP}
     if foreign := sorted(present - set(listed)):
         raise FileExistsError(
@@ -161,7 +170,10 @@ def _check(od: OutputDir) -> list[str]:
             "writes over or beside files it did not write: choose a new or empty directory, "
             "or move those files away"
         )
-    changed = [n for n in sorted(present) if listed[n] and digest(path / n) != listed[n]]
+    if not finished:
+        raise FileExistsError(_unfinished(od, sorted(present)))
+    # A digest of None (a manifest edited by hand) never matches: such a file is kept.
+    changed = [n for n in sorted(present) if digest(path / n) != listed[n]]
     if changed:
         raise FileExistsError(
             f"{what}: {_names(changed)} changed since {od.writer} wrote them, so they are "
@@ -176,9 +188,22 @@ def _check(od: OutputDir) -> list[str]:
     return sorted(present)
 
 
-def _manifest(od: OutputDir) -> dict[str, str | None]:
-    """The files the manifest in ``od.path`` lists; refuses a directory without one, or with
-    one another writer made or that is damaged."""
+def _unfinished(od: OutputDir, present: list[str]) -> str:
+    """Why a directory whose manifest is not marked finished is refused."""
+    held = f"; it holds {_names(present)}, listed with no digest" if present else ""
+    return (
+        f"{od.name} {str(od.path)!r}: another run of {od.writer} is writing to it now, or one "
+        f"stopped before it finished (its {MANIFEST} is not marked finished{held}). soak_dask "
+        "cannot tell such files from files put there under those names, so it replaces "
+        "nothing: wait for that run to end, or, if none is running, check those files and "
+        "move them away (or remove the directory), or choose another directory"
+    )
+
+
+def _manifest(od: OutputDir) -> tuple[dict[str, str | None], bool]:
+    """The files the manifest in ``od.path`` lists, and whether it is marked finished (a
+    manifest from before that mark: if every file has a digest); refuses a directory without
+    one, or with one another writer made or that is damaged."""
     what = f"{od.name} {str(od.path)!r}"
     marker = od.path / MANIFEST
     if not marker.is_file():
@@ -191,8 +216,11 @@ def _manifest(od: OutputDir) -> dict[str, str | None]:
     try:
         record = json.loads(marker.read_text(encoding="utf-8"))
         files = record["files"]
+        finished = record.get("finished", None not in files.values())
         ok = record.get("format") == FORMAT and isinstance(files, dict)
+        ok = ok and isinstance(finished, bool)
         ok = ok and all(_PLAIN.fullmatch(str(n)) for n in files)
+        ok = ok and all(d is None or isinstance(d, str) for d in files.values())
     except (ValueError, KeyError, TypeError, AttributeError, OSError):
         ok = False
     if not ok:
@@ -205,7 +233,7 @@ def _manifest(od: OutputDir) -> dict[str, str | None]:
             f"{what} was written by {record.get('writer')}, not {od.writer}; choose another "
             "directory (each command replaces only its own output)"
         )
-    return files
+    return files, finished
 
 
 def digest(path: Path) -> str:
