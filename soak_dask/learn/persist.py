@@ -24,7 +24,6 @@ import io
 import json
 import os
 import tempfile
-import warnings
 import zipfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -61,7 +60,7 @@ __all__ = [
 ]
 
 #: 2: the metadata holds ``signature``, binding the features, label, task and classes to the
-#: estimator's members (1: unsigned, loaded with a warning).
+#: estimator's members (1: unsigned, loaded only with ``trust_unsigned=True``).
 FORMAT_VERSION = 2
 #: The metadata ``signature`` covers, with every member of the skops archive.
 _SIGNED = ("features", "label", "task", "classes", "estimator")
@@ -293,9 +292,12 @@ def _signature(archive_bytes: io.BytesIO | bytes, record: Mapping[str, Any]) -> 
     return h.hexdigest()
 
 
-def _check_signed(data: bytes, record: dict[str, Any], estimator: Any, path: Path) -> None:
+def _check_signed(
+    data: bytes, record: dict[str, Any], estimator: Any, path: Path, trust_unsigned: bool
+) -> None:
     """Refuse a model whose metadata no longer matches its estimator: an edited signature,
-    feature order, label, task or classes, or features the estimator was not fitted on."""
+    feature order, label, task or classes, or features the estimator was not fitted on; and,
+    unless ``trust_unsigned``, an older file without a signature."""
     features = record.get("features")
     fitted = getattr(estimator, "feature_names_in_", None)
     n_in = getattr(estimator, "n_features_in_", None)
@@ -318,17 +320,22 @@ def _check_signed(data: bytes, record: dict[str, Any], estimator: Any, path: Pat
             f"{path}: {problem}, so its predictions cannot be trusted (a changed feature order "
             "would permute the columns silently); save the model again with save_model"
         )
-    if "signature" not in record and fitted is None:
-        warnings.warn(
-            f"{path} was saved by an older soak_dask without a signature: its feature order "
-            f"{features} cannot be verified; save it again with save_model to sign it",
-            UserWarning,
-            stacklevel=3,
+    if "signature" not in record and fitted is None and not trust_unsigned:
+        # Only the estimator's own column names could vouch for the order; it has none.
+        raise ValueError(
+            f"{path} was saved without a signature (format_version 1, by an older soak_dask, "
+            f"or edited since): nothing shows that its feature order {features} is the one "
+            "the estimator was fitted on, and a changed order permutes every prediction "
+            "silently. If you know it is, load it with load_model(..., trust_unsigned=True) "
+            "and save it again with save_model to sign it"
         )
 
 
 def load_model(
-    path: str | os.PathLike, *, trusted: Iterable[str | type] | None = None
+    path: str | os.PathLike,
+    *,
+    trusted: Iterable[str | type] | None = None,
+    trust_unsigned: bool = False,
 ) -> SavedModel:
     """Load a model written by ``save_model``, without running code from the file.
 
@@ -340,6 +347,11 @@ def load_model(
         Types to trust besides skops' defaults and ``TRUSTED_BY_DEFAULT``, as full names
         (``"sklearn.tree._tree.Tree"``) or the types themselves. Only list types you expect in
         a file you trust; ``skops.io.get_untrusted_types(file=path)`` shows what a file holds.
+    trust_unsigned : bool, default=False
+        Load a file without a signature (``format_version`` 1, from a soak_dask that did not
+        sign its files yet) whose estimator was fitted without column names, so that nothing
+        verifies its feature order. Refused otherwise: a reordered feature list would permute
+        every prediction. Save the model again with ``save_model`` to sign it.
 
     Returns
     -------
@@ -353,7 +365,8 @@ def load_model(
         The file holds types that are not trusted; the message names them.
     ValueError
         The file was not written by ``save_model``, or its metadata (the feature order above
-        all) no longer matches the estimator it was saved with.
+        all) no longer matches the estimator it was saved with, or it is unsigned and
+        ``trust_unsigned`` is False.
     """
     path = Path(path)
     data = path.read_bytes()  # read once, so the file checked is the file loaded
@@ -379,7 +392,7 @@ def load_model(
     estimator = sio.loads(data, trusted=sorted(allowed | {_TREE}))
     if check_trees:
         _check_trees(estimator, path)
-    _check_signed(data, record, estimator, path)
+    _check_signed(data, record, estimator, path, trust_unsigned)
     return SavedModel(estimator, record, path)
 
 
@@ -477,7 +490,9 @@ def predict_table(
     dask Series or DataFrame (pandas for a pandas input)
         Lazy predictions named after the label, or one probability column per class (columns:
         the classes), with the input's index and partitions. Rows with missing or infinite
-        features are handled as the estimator handles them. Each partition's predictions equal
+        features are handled as the estimator handles them; if it refuses them, the error
+        names the feature columns and how many rows of the partition hold such values (drop
+        or fill those rows first). Each partition's predictions equal
         ``predict`` on that partition; classes and tree outputs therefore equal a prediction
         of the whole table in one call, while a linear model's floats may differ from it in
         the last bit (BLAS rounds matrix products of different sizes differently).
@@ -546,6 +561,31 @@ def _predict_part(
     if part.empty:
         return meta.set_axis(part.index)
     X = part if by_name else part.to_numpy()
+    try:
+        out = estimator.predict_proba(X) if proba else estimator.predict(X)
+    except ValueError as err:
+        # Only now, when the estimator refused the rows, are they looked at again for
+        # NaN or infinity: a partition it predicts costs no second pass.
+        if bad := _non_finite(part):
+            raise ValueError(
+                f"cannot predict {type(estimator).__name__} on rows with missing (NaN) or "
+                f"infinite feature values: {bad} (of this partition's {len(part)} rows); "
+                "drop or fill those rows before predicting"
+            ) from err
+        raise
     if proba:
-        return pd.DataFrame(estimator.predict_proba(X), index=part.index, columns=meta.columns)
-    return pd.Series(estimator.predict(X), index=part.index, name=meta.name, dtype=meta.dtype)
+        return pd.DataFrame(out, index=part.index, columns=meta.columns)
+    return pd.Series(out, index=part.index, name=meta.name, dtype=meta.dtype)
+
+
+def _non_finite(part: pd.DataFrame) -> str:
+    """Each numeric column of ``part`` holding NaN or infinite values, with how many rows
+    hold each (``"x1: 3 NaN, x2: 1 infinite"``); empty if none does."""
+    counts = []
+    for name, column in part.select_dtypes("number").items():
+        values = column.to_numpy(dtype="float64", na_value=np.nan)
+        missing, infinite = int(np.isnan(values).sum()), int(np.isinf(values).sum())
+        kinds = [f"{n} {kind}" for n, kind in ((missing, "NaN"), (infinite, "infinite")) if n]
+        if kinds:
+            counts.append(f"column {name!r} has {' and '.join(kinds)}")
+    return "; ".join(counts)
