@@ -21,15 +21,30 @@ from ..io.locations import check_apart as check_apart
 from ..io.locations import check_writable as check_writable
 from ..io.locations import locate as locate
 from ..io.locations import overlaps as overlaps
+from ..io.stores import (
+    CHECKSUMS,
+    MARK,
+    StoreError,
+    enclosing_store,
+    has_mark,
+    netcdf_bytes,
+    verify_netcdf,
+    verify_zarr,
+    write_bytes,
+    write_zarr,
+)
 from ..run.assemble import RESULTS_TITLE as RESULTS_TITLE
 from ..run.assemble import build_dataset as build_dataset
 from ..run.assemble import encode_attrs as encode_attrs
 from ..run.assemble import package_versions as package_versions
 from ..schema import COUNTS, DESIGN_ALIASES, DESIGN_DIMS, RESULT_DIMS, TIMINGS, TRAIN_TYPES
 
-#: Root attribute marking a store written by ``save_results``; its value, the format version.
+#: Root attribute marking a store written by ``save_results``; its value, the format version:
+#: 2 since stores are written whole and checksummed (``soak_dask.io.stores``).
 RESULTS_MARK = "soak_dask_results"
-RESULTS_FORMAT = 1
+RESULTS_FORMAT = 2
+WHAT = "results store"
+_REMEDY = "write it again with save_results, 'soak run --out' or 'soak evaluate --out'"
 
 
 def save_results(
@@ -52,12 +67,9 @@ def save_results(
     )
     ds = ds.assign_attrs({RESULTS_MARK: RESULTS_FORMAT})
     if where.name.endswith(".nc"):
-        # One whole write: on an object store, a single put, so the file appears whole or not.
-        where.fs.pipe_file(where.path, bytes(ds.to_netcdf()))
+        write_bytes(where, netcdf_bytes(ds), WHAT)
     else:
-        # Zarr v3 has no consolidated metadata in its spec; plain metadata reads everywhere.
-        # mode="w" empties the store first: check_output made sure it holds only our results.
-        ds.to_zarr(where.url, mode="w", consolidated=False, **where.options)
+        write_zarr(ds, where, WHAT)
     return Path(where.shown) if where.local else where.shown
 
 
@@ -98,47 +110,58 @@ def check_output(
 
 
 def _check_not_in_store(where: Location) -> None:
-    """Refuse a local path inside a results store (it would no longer read as one)."""
+    """Refuse a local path inside a store soak_dask wrote (it would no longer read as one)."""
     if not where.local:
         return
-    for parent in Path(where.shown).resolve().parents:
-        if parent.is_dir() and is_results_store(parent):
-            raise ValueError(
-                f"{where} is inside the results store {parent}; write it outside that store"
-            )
+    if store := enclosing_store(Path(where.shown), is_results_store):
+        raise ValueError(f"{where} is inside the store {store}; write it outside that store")
 
 
 def is_results_store(
     path: str | os.PathLike | Location, *, storage_options: dict | None = None
 ) -> bool:
     """Whether ``path`` is a results store that ``save_results`` wrote: a Zarr store (holding
-    nothing but Zarr metadata and arrays) or NetCDF file whose root attributes carry
-    ``soak_dask_results`` (or the title ``soak`` gave results before that mark existed)."""
+    nothing but Zarr metadata and arrays) or NetCDF file whose root
+    attributes carry ``soak_dask_results`` (or the title ``soak`` gave results before that
+    mark existed). Whether it is complete is ``open_results``'s to check."""
     where = locate(path, storage_options)
     is_dir = where.fs.isdir(where.path)
     if is_dir and not all(_is_zarr_entry(entry) for entry in where.entries()):
         return False
-    try:
-        if is_dir:
-            attrs = dict(zarr.open_group(where.url, mode="r", **where.options).attrs)
-        elif where.name.endswith(".nc"):
-            with xr.open_dataset(where.url, **where.options) as ds:
-                attrs = dict(ds.attrs)
-        else:
-            return False
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+    attrs = _root_attrs(where, is_dir)
     return RESULTS_MARK in attrs or attrs.get("title") == RESULTS_TITLE
 
 
+def _root_attrs(where: Location, is_dir: bool) -> dict[str, Any]:
+    """The root attributes of the Zarr store or NetCDF file at ``where``; none if it is
+    neither or cannot be read."""
+    try:
+        if is_dir:
+            return dict(zarr.open_group(where.url, mode="r", **where.options).attrs)
+        if where.name.endswith(".nc"):
+            with xr.open_dataset(where.url, **where.options) as ds:
+                return dict(ds.attrs)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return {}
+
+
 def open_results(
-    path: str | os.PathLike, *, storage_options: dict | None = None, **kwargs: Any
+    path: str | os.PathLike,
+    *,
+    storage_options: dict | None = None,
+    allow_unverified: bool = False,
+    **kwargs: Any,
 ) -> xr.Dataset:
     """Open saved results (Zarr store or NetCDF file, local or an fsspec URL opened with
     ``storage_options``) fully into memory; ``kwargs`` go to xarray.
 
-    Raises a ``FileNotFoundError`` for a missing path and a ``ValueError`` for one that is not
-    a results store.
+    The store is first checked to be whole and as written (``soak_dask.io.stores``): one
+    whose write did not finish, or with a file missing, added or altered since, is refused
+    with a ``StoreError`` (a ``ValueError``) naming it and what is wrong. A store written by
+    soak_dask before stores were checksummed cannot be checked; it is refused too, unless
+    ``allow_unverified=True``. Raises a ``FileNotFoundError`` for a missing path and a
+    ``ValueError`` for one that is not a results store.
 
     Examples
     --------
@@ -146,16 +169,18 @@ def open_results(
     >>> ds = open_results("s3://bucket/r.zarr", storage_options={"anon": True})  # doctest: +SKIP
     """
     where = locate(path, storage_options)
+    if not where.fs.exists(where.path):
+        raise FileNotFoundError(
+            f"no results store at {where}: it does not exist; run 'soak run' or "
+            "'soak evaluate' with --out there first"
+        )
+    _verify(where, allow_unverified)
     try:
         ds = _load(where, kwargs)
-    except (OSError, ValueError, KeyError) as err:
-        if not where.fs.exists(where.path):
-            raise FileNotFoundError(
-                f"no results store at {where}: it does not exist; run 'soak run' or "
-                "'soak evaluate' with --out there first"
-            ) from err
+    except (OSError, ValueError, KeyError, RuntimeError) as err:  # Zstd's is a RuntimeError
         raise ValueError(
-            f"{where} is not a soak results store (it cannot be read as Zarr or NetCDF: "
+            f"{where} is not a soak results store, or is damaged (it cannot be read as Zarr or "
+            f"NetCDF: "
             f"{' '.join(str(err).split())}); give the path written by 'soak run --out' or "
             "save_results"
         ) from err
@@ -171,8 +196,28 @@ def open_results(
             f"{where} is not a soak results store: it lacks the dims {missing} of a {kind} "
             "result; give the path written by 'soak run --out' or save_results"
         )
-    ds.attrs.pop(RESULTS_MARK, None)  # the mark is the store's, not the results'
+    for mark in (RESULTS_MARK, MARK, CHECKSUMS):  # the store's, not the results'
+        ds.attrs.pop(mark, None)
     return ds
+
+
+def _verify(where: Location, allow_unverified: bool) -> None:
+    """Refuse a results store that is incomplete or altered (``soak_dask.io.stores``), or,
+    unless ``allow_unverified``, one written before stores were checksummed."""
+    netcdf = where.name.endswith(".nc")
+    attrs = _root_attrs(where, not netcdf)
+    marked = CHECKSUMS in attrs if netcdf else has_mark(where)
+    # A store of this format without its mark: the write did not finish.
+    if marked or attrs.get(RESULTS_MARK, 1) != 1:
+        (verify_netcdf if netcdf else verify_zarr)(where, WHAT, _REMEDY)
+        return
+    if (RESULTS_MARK in attrs or attrs.get("title") == RESULTS_TITLE) and not allow_unverified:
+        raise StoreError(
+            f"the {WHAT} {where} was written by an older soak_dask, before stores were "
+            "checksummed, so whether it is complete cannot be checked; if you trust it, open "
+            "it with open_results(path, allow_unverified=True) and save it again with "
+            "save_results, or run it again"
+        )
 
 
 #: ``open_results`` under the name a user may guess first, beside ``save_results``.
