@@ -15,7 +15,7 @@ from scipy.spatial.distance import cdist
 
 from ..dask_client import current_client
 from ..split.fold_options import check_seed
-from ..split.knndm import DEFAULT_SAMPLE, Space
+from ..split.knndm import DEFAULT_SAMPLE, Space, check_count, warn_if_far
 from ..split.neighbours import coords_of, reference_points, sampled_distances, standardiser
 from ..split.prediction_area import prediction_parts
 from ..tables.table import Table
@@ -70,17 +70,34 @@ def nndm_folds(
     CV ECDF at that distance is at least the prediction ECDF and the point keeps more than
     ``min_train`` of the rows; else the next distance is taken.
 
+    Parameters
+    ----------
+    table : Table
+        The training rows, loaded with ``coords=`` and without a group column; every
+        coordinate (feature) finite, not all rows at one place.
+    prediction : Table, DataFrame, xarray.Dataset or path
+        The prediction area, as for ``knndm_folds`` (CRSs compared the same way).
+    space : {"geographical", "feature"}
+    phi : float or "max"
+        Largest distance considered (a finite distance of at least 0); "max": every one.
+    min_train : float
+        Share of the rows (0 to 1) each training set keeps at least.
+    sample : int
+        Prediction points sampled (at least 10).
+    seed : int
+    client : distributed.Client, optional
+
     Returns
     -------
     NNDMResult
         With ``W`` (Gij against Gj*) and ``W_loo`` (Gij against plain leave-one-out, Gj).
+
+    Warns
+    -----
+    FarPredictionWarning
+        As ``knndm_folds``: the prediction area lies beyond the training points' extent.
     """
-    coords = coords_of(table, "nndm_folds")
-    columns = coords if space == "geographical" else table.features
-    if space not in ("geographical", "feature"):
-        raise ValueError(f"space={space!r}: choose 'geographical' or 'feature'")
-    if not isinstance(min_train, float | int) or not 0 <= min_train <= 1:
-        raise ValueError(f"min_train={min_train!r}: need a share from 0 to 1")
+    columns = _check(table, space, phi, min_train, sample)
     seed = check_seed(seed)
     client = current_client() if client is None else client
     raw = reference_points(table.data, columns, "the training table")
@@ -93,12 +110,11 @@ def nndm_folds(
     points = raw if transform is None else (raw - transform[0]) / transform[1]
     parts, _ = prediction_parts(prediction, columns, space, table)
     gij = sampled_distances(parts, points, sample, seed, transform, client)
+    warn_if_far(gij, points, columns, space)
     dist = cdist(points, points)
     np.fill_diagonal(dist, np.nan)
     if phi == "max":
         phi = float(max(gij.max(), np.nanmax(dist))) + 1e-9
-    elif isinstance(phi, bool) or not isinstance(phi, int | float) or phi < 0:
-        raise ValueError(f"phi={phi!r}: need a non-negative distance or 'max'")
     gj = np.nanmin(dist, axis=1)
     star = _match(dist, gj.copy(), np.sort(gij), float(phi), float(min_train))
     n = len(points)
@@ -114,6 +130,28 @@ def nndm_folds(
         W=float(sps.wasserstein_distance(star, gij)),
         W_loo=float(sps.wasserstein_distance(gj, gij)),
     )
+
+
+def _check(table: Table, space: str, phi: Any, min_train: Any, sample: Any) -> tuple[str, ...]:
+    """The columns distances are measured on; every option refused before anything is read
+    unless it is what ``nndm_folds`` documents."""
+    coords = coords_of(table, "nndm_folds")
+    if table.group is not None:
+        raise ValueError(
+            f"nndm_folds leaves single rows out, which would split the groups of "
+            f"{table.group!r}: use knndm_folds (it keeps groups whole), or load the table "
+            "without group="
+        )
+    if space not in ("geographical", "feature"):
+        raise ValueError(f"space={space!r}: choose 'geographical' or 'feature'")
+    number = isinstance(phi, int | float | np.number) and not isinstance(phi, bool)
+    if phi != "max" and not (number and np.isfinite(phi) and phi >= 0):
+        raise ValueError(f"phi={phi!r}: need a finite distance of at least 0, or 'max'")
+    bad_share = isinstance(min_train, bool) or not isinstance(min_train, int | float | np.number)
+    if bad_share or not 0 <= min_train <= 1:
+        raise ValueError(f"min_train={min_train!r}: need a share from 0 to 1")
+    check_count(sample, "sample", 10, "prediction points")
+    return coords if space == "geographical" else table.features
 
 
 def _match(dist: np.ndarray, star: np.ndarray, gij: np.ndarray, phi: float, min_train: float):

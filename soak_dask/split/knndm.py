@@ -22,7 +22,8 @@ hash for random folds), so the fold column is computed partition by partition.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -52,19 +53,23 @@ DEFAULT_SAMPLE = 10_000
 #: (second number) / clusters of them (at least 5 per cluster), with R's ``iter.max`` of 10
 #: passes: a candidate's clusters are then labelled on every point by nearest centre.
 CANDIDATE_FIT = (20_000, 4_000_000)
+#: ``warn_if_far``: the median prediction -> training distance, in training extents, above
+#: which the prediction area is taken to be somewhere else (another CRS, unit, axis order).
+FAR_FACTOR = 10
 
 
 @dataclass(frozen=True)
 class Folding:
     """How a point's fold follows from its values: the nearest of ``centres`` and that
-    cluster's fold, or (``centres`` None) a seeded hash modulo K. Small: sent to every
-    partition."""
+    cluster's fold, or (``centres`` None) a seeded hash modulo K; in a grouped table, each
+    group's fold (``group_folds``: group value -> fold). Small: sent to every partition."""
 
     n_folds: int
     seed: int
     centres: np.ndarray | None = None
     fold_of_cluster: np.ndarray | None = None
     transform: tuple[np.ndarray, np.ndarray] | None = None
+    group_folds: pd.Series | None = None
 
     def folds(self, points: np.ndarray) -> np.ndarray:
         """Folds 1..K of raw ``points`` (coordinates or unscaled features)."""
@@ -153,13 +158,17 @@ def knndm_folds(
     ----------
     table : Table
         The training rows, loaded with ``coords=`` (both spaces: the folds are computed from
-        the coordinates' or the features' values, row by row).
+        the coordinates' or the features' values, row by row). Every coordinate (feature)
+        must be finite, and not all rows at one place. With a group column (``group=``)
+        groups are kept whole: each takes the fold of most of its rows, in every candidate
+        scored and in the folds returned (CAST has no groups).
     prediction : Table, DataFrame, xarray.Dataset or path
         The prediction area: a table (with ``coords`` or columns named as the training
         coordinates; in feature space, as its features) or a raster Dataset of (y, x)
         variables (its valid cells; in feature space its variables named as the features),
         or a Parquet/CSV/GeoTIFF/Zarr path. Larger than memory is fine: it is sampled block
-        by block.
+        by block. Where both it and the training table carry a CRS (a raster's, a
+        GeoParquet file's ``geo`` metadata) they must be the same.
     n_folds : int
         K (CAST's ``k``, default 10).
     space : {"geographical", "feature"}
@@ -187,30 +196,42 @@ def knndm_folds(
     Returns
     -------
     KNNDMResult
+
+    Warns
+    -----
+    FarPredictionWarning
+        When the median prediction -> training distance is beyond the training points'
+        whole extent (a CRS, unit or axis-order mix-up, see ``warn_if_far``).
     """
-    columns, n_folds, seed = _check(table, space, n_folds, seed, maxp, sample, column)
+    counts = {"sample": sample, "n_candidates": n_candidates, "max_clusters": max_clusters}
+    columns, n_folds, seed = _check(table, space, n_folds, seed, maxp, column, counts, cv_sample)
     client = current_client() if client is None else client
     raw = reference_points(table.data, columns, "the training table")
+    check_distinct(raw, columns, n_folds)
+    codes, groups = group_codes(table, n_folds)
     transform = standardiser(raw, columns) if space == "feature" else None
     points = raw if transform is None else (raw - transform[0]) / transform[1]
     parts, _ = prediction_parts(prediction, columns, space, table)
     gij = sampled_distances(parts, points, sample, seed, transform, client)
+    warn_if_far(gij, points, columns, space)
     gj = loo_distance(points)
     random = Folding(n_folds, seed)
-    random_star = cv_distances(points, random.folds(raw))
-    with warnings.catch_warnings():  # ties: the asymptotic p-value, as R's ks.test
-        warnings.filterwarnings("ignore", message="ks_2samp: Exact calculation")
-        pvalue = float(sps.ks_2samp(gj, gij, alternative="greater").pvalue)
+    random_folds = whole_groups(random.folds(raw), codes)[0]
+    random_star = cv_distances(points, random_folds)
+    pvalue = ks_greater(gj, gij)
     grid = cluster_grid(n_folds, len(points), n_candidates, max_clusters)
     if pvalue >= 0.05:
         folding, nk, candidates = random, None, pd.DataFrame({"n_clusters": grid, "W": np.nan})
     else:
         folding, nk, candidates = _best(
-            points, gij, grid, n_folds, maxp, seed, transform, cv_sample, client
+            points, gij, grid, n_folds, maxp, seed, transform, cv_sample, codes, client
         )
-    folds = folding.folds(raw)
+    folds, group_fold = whole_groups(folding.folds(raw), codes)
+    if group_fold is not None:
+        folding = replace(folding, group_folds=pd.Series(group_fold, index=groups))
+    sizes = check_fold_sizes(folds, n_folds, table.group)
     star = random_star if nk is None else cv_distances(points, folds)
-    data = table.data.map_partitions(_fold_column, columns, folding, column)
+    data = table.data.map_partitions(_fold_column, columns, folding, column, table.group)
     return KNNDMResult(
         table=table.with_fold(data, column),
         column=column,
@@ -227,24 +248,150 @@ def knndm_folds(
         Gjstar_random=random_star,
         candidates=candidates,
         folding=folding,
-        fold_sizes=tuple(np.bincount(folds, minlength=n_folds + 1)[1:].tolist()),
+        fold_sizes=sizes,
     )
 
 
 def _check(
-    table: Table, space: str, n_folds: int, seed: int, maxp: float, sample: int, column: str
+    table: Table,
+    space: str,
+    n_folds: int,
+    seed: int,
+    maxp: float,
+    column: str,
+    counts: dict[str, Any],
+    cv_sample: int,
 ) -> tuple[tuple[str, ...], int, int]:
     coords = coords_of(table, "knndm_folds")
     if space not in ("geographical", "feature"):
         raise ValueError(f"space={space!r}: choose 'geographical' or 'feature'")
     n_folds = check_n_folds(n_folds, "n_folds")
-    if not isinstance(maxp, float | int) or not 1 / n_folds < maxp < 1:
+    if isinstance(maxp, bool) or not isinstance(maxp, float | int) or not 1 / n_folds < maxp < 1:
         raise ValueError(f"maxp={maxp!r}: need 1/n_folds < maxp < 1 (CAST's default 0.5)")
-    if isinstance(sample, bool) or not isinstance(sample, int | np.integer) or sample < 10:
-        raise ValueError(f"sample={sample!r}: need at least 10 prediction points")
+    check_count(counts["sample"], "sample", 10, "prediction points")
+    check_count(counts["n_candidates"], "n_candidates", 1, "cluster counts tried")
+    check_count(counts["max_clusters"], "max_clusters", n_folds, "clusters (n_folds or more)")
+    check_count(cv_sample, "cv_sample", 10, "training points")
     if column in table.data.columns:
         raise ValueError(f"column {column!r} is already in the table: name another column=")
     return (coords if space == "geographical" else table.features), n_folds, check_seed(seed)
+
+
+def check_count(value: Any, name: str, least: int, what: str) -> int:
+    """``value`` as an int of at least ``least``; anything else (floats, booleans, NaN)
+    refused, naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+        raise ValueError(f"{name}={value!r}: need an integer of at least {least} ({what})")
+    return int(value)
+
+
+def check_distinct(raw: np.ndarray, columns: Sequence[str], n_folds: int) -> None:
+    """Refuse fewer distinct points than folds: rows at one point share a fold (a fold is a
+    function of a row's values), so some fold would be empty."""
+    distinct = len(np.unique(point_hashes(raw, 0, "knndm_distinct")))
+    if distinct < n_folds:
+        raise ValueError(
+            f"the training table has {distinct} distinct points (values of {list(columns)}) "
+            f"among its {len(raw):,} rows, fewer than n_folds={n_folds}: rows at one point "
+            "share a fold, so some fold would be empty; lower n_folds"
+        )
+
+
+def group_codes(table: Table, n_folds: int) -> tuple[np.ndarray | None, pd.Index | None]:
+    """Each training row's group code (row order) and the group values, or (None, None)
+    without a group column; fewer groups than folds, or a missing group, are refused."""
+    if table.group is None:
+        return None, None
+    codes, uniques = pd.factorize(table.data[table.group].compute(), use_na_sentinel=True)
+    if (codes < 0).any():
+        raise ValueError(
+            f"group column {table.group!r} is missing in {int((codes < 0).sum()):,} rows: "
+            "every row needs a group (drop those rows or give them one)"
+        )
+    if len(uniques) < n_folds:
+        raise ValueError(
+            f"group column {table.group!r} has {len(uniques)} groups, fewer than "
+            f"n_folds={n_folds}: whole groups cannot fill every fold; lower n_folds"
+        )
+    return codes, pd.Index(uniques)
+
+
+def whole_groups(
+    folds: np.ndarray, codes: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Folds that keep groups whole: each group takes the fold of most of its rows (the
+    smallest such fold on a tie); the rows' folds and each group code's fold. CAST's
+    ``knndm`` has no groups: this keeps its clusters and moves only a group's stray rows.
+
+    >>> whole_groups(np.array([1, 2, 2, 1, 3]), np.array([0, 0, 0, 1, 1]))[0].tolist()
+    [2, 2, 2, 1, 1]
+    """
+    if codes is None:
+        return folds, None
+    pairs = pd.DataFrame({"g": codes, "f": folds}).value_counts().reset_index(name="n")
+    pairs = pairs.sort_values(["g", "n", "f"], ascending=[True, False, True], kind="stable")
+    best = pairs.drop_duplicates("g")
+    group_fold = np.zeros(int(codes.max()) + 1, dtype=np.int64)
+    group_fold[best["g"].to_numpy()] = best["f"].to_numpy()
+    return group_fold[codes], group_fold
+
+
+def ks_greater(gj: np.ndarray, gij: np.ndarray) -> float:
+    """CAST's test: the p-value of the one-sided KS test that Gj is stochastically larger
+    than Gij (ties: the asymptotic p-value, as R's ``ks.test``)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="ks_2samp: Exact calculation")
+        return float(sps.ks_2samp(gj, gij, alternative="greater").pvalue)
+
+
+def warn_if_far(gij: np.ndarray, points: np.ndarray, columns: Sequence[str], space: str) -> None:
+    """Warn when the typical prediction point (the median of Gij) lies more than
+    ``FAR_FACTOR`` times the training points' whole extent (their bounding box's diagonal)
+    from every training point.
+
+    Interpolating, or extrapolating around the training area, stays within about one
+    extent (training points on a line across a square area: 1.1); a prediction area in
+    another CRS or unit, or with x and y swapped, is off by factors of 10^3 to 10^7 (CAST's
+    farm: 5,000 to 6,500) -- and kNNDM then matches folds to distances that no split of the
+    training points can reach.
+    """
+    extent = float(np.linalg.norm(np.ptp(points, axis=0)))
+    typical = float(np.median(gij))
+    if typical <= FAR_FACTOR * extent:
+        return
+    causes = (
+        "coordinates in another CRS or unit than the prediction area's (e.g. lon/lat against "
+        "metres), or x and y in the other order (N, E)"
+        if space == "geographical"
+        else "the prediction area's features in other units than the training table's"
+    )
+    warnings.warn(
+        f"the prediction area is far from the training points: the median distance from a "
+        f"prediction point to its nearest training point is {typical:.4g}, over "
+        f"{FAR_FACTOR} times the {extent:.4g} across all training points (their bounding "
+        f"box's diagonal, columns {list(columns)}). Likely causes: {causes}. The folds "
+        "match those distances only as well as W says: check both inputs",
+        FarPredictionWarning,
+        stacklevel=3,
+    )
+
+
+class FarPredictionWarning(UserWarning):
+    """The prediction area lies far beyond the training points (``warn_if_far``)."""
+
+
+def check_fold_sizes(folds: np.ndarray, n_folds: int, group: str | None) -> tuple[int, ...]:
+    """Rows per fold 1..K, refusing a fold with none (too few distinct locations or groups
+    for K folds) before any score is computed from it."""
+    sizes = np.bincount(folds, minlength=n_folds + 1)[1:]
+    if not sizes.all():
+        empty = (np.flatnonzero(sizes == 0) + 1).tolist()
+        held = f"groups of {group!r}" if group is not None else "distinct locations"
+        raise ValueError(
+            f"kNNDM left folds {empty} without rows (rows per fold: {sizes.tolist()}): the "
+            f"training rows hold too few {held} to fill n_folds={n_folds} folds; lower n_folds"
+        )
+    return tuple(sizes.tolist())
 
 
 def cluster_grid(n_folds: int, n: int, n_candidates: int, max_clusters: int) -> np.ndarray:
@@ -318,9 +465,11 @@ def score_candidate(
     maxp: float,
     seed: int,
     rows: np.ndarray | None,
+    codes: np.ndarray | None = None,
 ) -> tuple[int, float, float, np.ndarray | None, np.ndarray | None]:
-    """One candidate: ``nk`` k-means clusters merged into K folds; (nk, W, largest fold's
-    share, centres, each cluster's fold), W NaN when it is discarded."""
+    """One candidate: ``nk`` k-means clusters merged into K folds (groups, ``codes``, kept
+    whole); (nk, W, largest fold's share, centres, each cluster's fold), W NaN when it is
+    discarded."""
     nk_seed = int(seeded_hash(seed, salt("knndm_kmeans"), np.uint64(nk))[0] % 2**32)
     try:
         with warnings.catch_warnings():
@@ -330,7 +479,7 @@ def score_candidate(
         return int(nk), np.nan, np.nan, None, None
     labels = nearest_centre(points, centres)
     fold_of = merge_clusters(points, labels, n_folds)
-    folds = None if fold_of is None else fold_of[labels]
+    folds = None if fold_of is None else whole_groups(fold_of[labels], codes)[0]
     largest = np.nan if folds is None else np.bincount(folds).max() / len(points)
     if folds is None or largest > maxp or len(np.unique(folds)) < n_folds:
         return int(nk), np.nan, largest, None, None
@@ -347,6 +496,7 @@ def _best(
     seed: int,
     transform: tuple[np.ndarray, np.ndarray] | None,
     cv_sample: int,
+    codes: np.ndarray | None = None,
     client: Any = None,
 ) -> tuple[Folding, int, pd.DataFrame]:
     """The candidate of smallest W (the first on a tie), its cluster count, and every
@@ -356,11 +506,13 @@ def _best(
     args = (n_folds, maxp, seed)
     if client is not None:
         sent = client.scatter([points, gij], broadcast=True, hash=False)
-        rows = rows if rows is None else client.scatter(rows, broadcast=True, hash=False)
-        futures = [client.submit(score_candidate, *sent, nk, *args, rows) for nk in grid]
+        rows, codes = (
+            a if a is None else client.scatter(a, broadcast=True, hash=False) for a in (rows, codes)
+        )
+        futures = [client.submit(score_candidate, *sent, nk, *args, rows, codes) for nk in grid]
         done = client.gather(futures)
     else:
-        done = [score_candidate(points, gij, nk, *args, rows) for nk in grid]
+        done = [score_candidate(points, gij, nk, *args, rows, codes) for nk in grid]
     candidates = pd.DataFrame([d[:3] for d in done], columns=["n_clusters", "W", "largest_fold"])
     if candidates["W"].isna().all():
         raise ValueError(
@@ -371,9 +523,14 @@ def _best(
     return Folding(n_folds, seed, centres, fold_of, transform), nk, candidates
 
 
-def _fold_column(part: pd.DataFrame, columns: tuple, folding: Folding, column: str) -> pd.DataFrame:
-    points = part[list(columns)].to_numpy(dtype=np.float64)
-    return part.assign(**{column: folding.folds(points).astype(np.int64)})
+def _fold_column(
+    part: pd.DataFrame, columns: tuple, folding: Folding, column: str, group: str | None
+) -> pd.DataFrame:
+    if folding.group_folds is not None:  # a group's fold, wherever its rows are
+        folds = part[group].map(folding.group_folds).to_numpy(dtype=np.int64)
+    else:
+        folds = folding.folds(part[list(columns)].to_numpy(dtype=np.float64))
+    return part.assign(**{column: folds.astype(np.int64)})
 
 
 def knndm_outer(
@@ -392,8 +549,9 @@ def knndm_outer(
         )
     if table.group is not None:
         raise ValueError(
-            f"outer='knndm' assigns folds by location, which would split the groups of "
-            f"{table.group!r} across folds: load the table without group="
+            f"outer='knndm' takes no group column ({table.group!r}): make the folds with "
+            "knndm_folds(table, prediction), which keeps each group whole, and evaluate its "
+            ".table"
         )
     res = knndm_folds(table, prediction, n_folds=n_folds, seed=seed, client=client)
     return res.table, res.attrs()

@@ -82,20 +82,31 @@ def point_hashes(points: np.ndarray, seed: int, purpose: str) -> np.ndarray:
     return seeded_hash(seed, salt(purpose), *bits.T)
 
 
-def frame_points(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """``frame[columns]`` as float64 rows, rows with a missing value dropped."""
+def frame_points(
+    frame: pd.DataFrame, columns: Sequence[str], what: str = "the table"
+) -> np.ndarray:
+    """``frame[columns]`` as float64 rows, rows with a missing value dropped; an infinite
+    value is refused, naming ``what``, its columns and their rows in this partition."""
     z = frame[list(columns)].to_numpy(dtype=np.float64, na_value=np.nan)
+    infinite = np.isinf(z).sum(axis=0)
+    if infinite.any():
+        named = ", ".join(f"{c!r} ({n:,})" for c, n in zip(columns, infinite, strict=True) if n)
+        raise ValueError(
+            f"{what}: columns {named} have rows with an infinite value (±inf; counted in one "
+            "partition of the table): drop or fix those rows first"
+        )
     return z[~np.isnan(z).any(axis=1)]
 
 
-def table_parts(data: dd.DataFrame, columns: Sequence[str]) -> list[Any]:
-    """One delayed float array of points per partition of ``data``."""
-    return [dask.delayed(frame_points)(part, list(columns)) for part in data.to_delayed()]
+def table_parts(data: dd.DataFrame, columns: Sequence[str], what: str = "the table") -> list[Any]:
+    """One delayed float array of points per partition of ``data`` (``what``, for messages)."""
+    return [dask.delayed(frame_points)(part, list(columns), what) for part in data.to_delayed()]
 
 
 def reference_points(data: dd.DataFrame, columns: Sequence[str], what: str) -> np.ndarray:
-    """The points ``data[columns]`` in row order, in memory (refused above
-    ``MAX_REFERENCE_ROWS`` rows, or with missing values, naming the columns)."""
+    """The points ``data[columns]`` in row order, in memory: refused above
+    ``MAX_REFERENCE_ROWS`` rows, with a missing or infinite value (naming each column and its
+    rows), or when every row has the same values (no distance between them to match)."""
     n = int(data.map_partitions(len).compute().sum())
     if n > MAX_REFERENCE_ROWS:
         raise ValueError(
@@ -103,10 +114,19 @@ def reference_points(data: dd.DataFrame, columns: Sequence[str], what: str) -> n
             f"memory (limit {MAX_REFERENCE_ROWS:,} rows): subsample the table first"
         )
     z = data[list(columns)].compute().to_numpy(dtype=np.float64, na_value=np.nan)
-    missing = np.isnan(z).any(axis=0)
-    if missing.any():
-        bad = [c for c, m in zip(columns, missing, strict=True) if m]
-        raise ValueError(f"{what}: columns {bad} have missing values; drop those rows first")
+    bad = (~np.isfinite(z)).sum(axis=0)
+    if bad.any():
+        named = ", ".join(f"{c!r} ({b:,})" for c, b in zip(columns, bad, strict=True) if b)
+        raise ValueError(
+            f"{what}: columns {named} have rows with a missing or infinite value (NaN or "
+            f"±inf) among its {n:,} rows; drop or fix those rows first"
+        )
+    if n and not np.ptp(z, axis=0).any():
+        place = ", ".join(f"{c}={v:g}" for c, v in zip(columns, z[0], strict=True))
+        raise ValueError(
+            f"{what}: all {n:,} rows have the same values ({place}): no distances between "
+            "them, so no folds can be matched to the prediction area; check the columns"
+        )
     return z
 
 

@@ -4,24 +4,33 @@ A prediction area is a ``Table``, a pandas or Dask DataFrame, an ``xarray.Datase
 of 2-D (``y``, ``x``) variables, or a path to one (Parquet, CSV, GeoTIFF, Zarr). Each block
 becomes a float array of points: coordinates (geographical space) or feature values
 (feature space); rows or cells with a missing value (NaN or the variable's ``_FillValue``)
-are left out.
+are left out; an infinite value is refused, naming the column.
+
+Where both inputs carry a coordinate reference system -- a raster's (rioxarray's
+``rio.crs``, a GeoTIFF's), a GeoParquet file's (its ``geo`` metadata) -- the two must be the
+same: distances between coordinates of two systems mean nothing.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from typing import Any
 
 import dask
 import dask.dataframe as dd
+import fsspec
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import xarray as xr
 
 from ..tables.table import Table
 from .neighbours import table_parts
 
+#: The prediction area, as messages name it.
+AREA = "the prediction area"
 #: The raster's spatial dims, as rioxarray and ``soak_dask.raster_table`` name them.
 Y, X = "y", "x"
 
@@ -40,9 +49,8 @@ def open_prediction(path: str | os.PathLike) -> dd.DataFrame | xr.Dataset:
         if len(set(names)) != raster.sizes["band"]:
             names = [f"band_{b}" for b in raster["band"].values]
         bands = {n: raster.isel(band=i, drop=True) for i, n in enumerate(names)}
-        return xr.Dataset(
-            {n: b.drop_vars("spatial_ref", errors="ignore") for n, b in bands.items()}
-        )
+        ds = xr.Dataset({n: b.drop_vars("spatial_ref", errors="ignore") for n, b in bands.items()})
+        return ds if raster.rio.crs is None else ds.rio.write_crs(raster.rio.crs)
     if lower.endswith(".zarr"):
         return xr.open_zarr(text)
     if lower.endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
@@ -56,7 +64,10 @@ def prediction_parts(
     prediction: Any, columns: Sequence[str], space: str, training: Table
 ) -> tuple[list[Any], str]:
     """Delayed point arrays of ``prediction``, one per block, with the values of
-    ``columns`` (the training coordinates or features); and a short description."""
+    ``columns`` (the training coordinates or features); and a short description. In
+    geographical space, a CRS carried by both ``training`` and ``prediction`` must agree."""
+    if space == "geographical":
+        check_same_crs(table_crs(training), prediction_crs(prediction))
     if isinstance(prediction, str | os.PathLike):
         prediction = open_prediction(prediction)
     if isinstance(prediction, xr.Dataset):
@@ -69,7 +80,7 @@ def prediction_parts(
                     f"the prediction table's coords {list(prediction.coords)} and the training "
                     f"coords {list(columns)} differ in number"
                 )
-            return table_parts(data, prediction.coords), "table"
+            return table_parts(data, prediction.coords, AREA), "table"
     elif isinstance(prediction, pd.DataFrame):
         data = dd.from_pandas(prediction, npartitions=max(1, len(prediction) // 500_000))
     elif isinstance(prediction, dd.DataFrame):
@@ -86,7 +97,86 @@ def prediction_parts(
             f"the prediction area has no {what} columns {missing} (its columns: "
             f"{list(data.columns)}); name them as in the training table"
         )
-    return table_parts(data, columns), "table"
+    return table_parts(data, columns, AREA), "table"
+
+
+def table_crs(table: Table) -> Any:
+    """The CRS of a table read from GeoParquet files (their ``geo`` metadata), else None."""
+    files = table.files
+    if files is None or files.kind != "parquet" or not files.paths:
+        return None
+    return parquet_crs(files.fs, files.paths[0])
+
+
+def parquet_crs(fs: Any, path: str) -> Any:
+    """The CRS of the Parquet file ``path`` on ``fs`` (see ``geoparquet_crs``)."""
+    with fs.open(path, "rb") as f:
+        return geoparquet_crs(pq.read_schema(f).metadata or {})
+
+
+def geoparquet_crs(metadata: dict[bytes, bytes]) -> Any:
+    """The CRS of a Parquet file's schema ``metadata`` (GeoParquet: its primary geometry
+    column's ``crs``, OGC:CRS84 when the key is absent; None for a plain Parquet file or an
+    unknown CRS, ``"crs": null``)."""
+    if b"geo" not in metadata:
+        return None
+    geo = json.loads(metadata[b"geo"])
+    column = geo.get("columns", {}).get(geo.get("primary_column"), {})
+    crs = column.get("crs", "OGC:CRS84")
+    return None if crs is None else _crs(crs)
+
+
+def prediction_crs(prediction: Any) -> Any:
+    """The CRS a prediction area carries: a raster's (rioxarray), a Table's or a GeoParquet
+    file's; None when it carries none."""
+    if isinstance(prediction, Table):
+        return table_crs(prediction)
+    if isinstance(prediction, str | os.PathLike):
+        text = os.fspath(prediction).rstrip("/")
+        if text.lower().endswith((".tif", ".tiff", ".zarr")):
+            return prediction_crs(open_prediction(text))
+        if text.lower().endswith((".csv", ".tsv", ".csv.gz", ".tsv.gz")):
+            return None
+        fs, root = fsspec.core.url_to_fs(text)
+        if not fs.exists(root):
+            return None  # open_prediction names the missing path
+        files = [root] if fs.isfile(root) else sorted(fs.glob(f"{root}/**.parquet"))
+        return parquet_crs(fs, files[0]) if files else None
+    if isinstance(prediction, xr.Dataset) and "spatial_ref" in prediction.coords:
+        import rioxarray  # noqa: F401  (registers the .rio accessor)
+
+        crs = prediction.rio.crs
+        return None if crs is None else _crs(crs.to_wkt())
+    return None
+
+
+def _crs(value: Any) -> Any:
+    """A pyproj CRS of ``value`` (PROJJSON dict, WKT or authority string); None without
+    pyproj (installed with rioxarray, ``soak_dask[raster]``): the CRS is then not compared."""
+    try:
+        from pyproj import CRS
+    except ImportError:
+        return None
+
+    return CRS.from_json_dict(value) if isinstance(value, dict) else CRS.from_user_input(value)
+
+
+def check_same_crs(training: Any, prediction: Any) -> None:
+    """Refuse two known CRSs that differ, naming both."""
+    if training is None or prediction is None or training == prediction:
+        return
+    raise ValueError(
+        f"the training table's coordinates are in {_crs_name(training)} and the prediction "
+        f"area's in {_crs_name(prediction)}: distances between them mean nothing. Reproject "
+        "one onto the other's CRS (e.g. rioxarray's raster.rio.reproject(crs), or transform the "
+        "table's coordinates with pyproj) and write it out"
+    )
+
+
+def _crs_name(crs: Any) -> str:
+    """``EPSG:26911`` where the CRS has an authority code, else its name."""
+    code = crs.to_authority()
+    return ":".join(code) if code else repr(crs.name)
 
 
 def raster_parts(ds: xr.Dataset, columns: Sequence[str], space: str) -> list[Any]:
