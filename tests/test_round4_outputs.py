@@ -142,6 +142,25 @@ def test_a_link_to_a_missing_target_is_refused_by_name(results, store, under, tm
     assert link.is_symlink() and not target.exists()  # nothing written through it
 
 
+def test_models_at_a_link_to_a_missing_target_are_refused_before_any_fit(tmp_path, monkeypatch):
+    from soak_dask.run import executor
+
+    monkeypatch.setattr(executor, "execute", _no_fit)
+    link, target = tmp_path / "link", tmp_path / "elsewhere"
+    link.symlink_to(target, target_is_directory=True)
+    table = sd.load_table(toy_table(40, 2), label="y", subset="subset")
+    with pytest.raises(FileExistsError, match="symbolic link to a missing target"):
+        sd.evaluate(table, "featureless", outer_folds=2, models=link, progress=False)
+    model, _ = _fitted()
+    with pytest.raises(FileExistsError, match="symbolic link to a missing target"):
+        sd.save_model(model, link, features=FEATURES)
+    assert link.is_symlink() and not target.exists()
+
+
+def _no_fit(*args, **kwargs):
+    raise AssertionError("a fit started before the output was checked")
+
+
 # --- item 8: model files without a signature ---------------------------------------------------
 
 

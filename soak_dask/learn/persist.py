@@ -44,6 +44,7 @@ from sklearn.base import is_classifier, is_regressor
 from sklearn.tree._tree import Tree
 from sklearn.utils.validation import check_is_fitted
 
+from ..io.locations import check_links
 from ..io.outdir import local_path
 from ..tables.table import Table
 from ..version import __version__
@@ -191,6 +192,7 @@ def save_model(
     path = local_path(path, "path")
     check_is_fitted(model)
     record = _metadata(model, features, label, metadata)
+    check_links(path, str(path))  # the rename below would replace a user's link
     if path.is_dir():
         raise IsADirectoryError(f"cannot save the model to {path}: it is a directory")
     if path.exists():
