@@ -78,8 +78,8 @@ RUN_FILE_TABLES = {
     "split-sensitivity": "split_sensitivity",
     "compare-sampling": "compare_sampling",
 }
-#: ``evaluate``'s outer strategies (``soak_dask.split.outer.OUTER``, which imports this module's
-#: dependents, so it cannot be imported here).
+#: ``evaluate``'s outer strategies (``soak_dask.split.outer`` builds them). ``knndm``: K-fold on
+#: the fold column of ``soak_dask.split.knndm`` (evaluate adds it).
 OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv", "knndm")
 #: A value check: ``check(value, name)`` returns the value normalised (plain ints, a tuple of
 #: train types...) or raises ValueError naming the option as ``name``.
@@ -336,6 +336,15 @@ class Setting:
     renamed : tuple of str
         Former names, refused (as keywords, flags and run-file keys) with a message that names
         this one: unlike `aliases`, they no longer work.
+    flag_only : str
+        Why a run file may not set it (``allow_modules``: a run file cannot allow itself to
+        import code); "" if it may. Such a setting comes only from a flag the person types or
+        from Python, and a run file that sets it is refused, naming the key and the flag.
+    designs : mapping, optional
+        For an option of ``evaluate`` that only some outer strategies read: strategy -> the
+        option's value there when it is not given (``outer_repeats`` is 5 for ``5x2cv``, 1
+        for the others). Given to a strategy not in it, it is refused
+        (`check_design_options`). None: every strategy reads it.
     """
 
     name: str
@@ -358,6 +367,8 @@ class Setting:
     commands: tuple[str, ...] | None = None
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     renamed: tuple[str, ...] = ()
+    flag_only: str = ""
+    designs: Mapping[str, Any] | None = None
 
     @property
     def takers(self) -> tuple[str, ...]:
@@ -453,6 +464,8 @@ def _path(name: str, help: str, default: Any = None, metavar: str = "FILE") -> S
 ALL: tuple[str, ...] = COMMANDS
 CLI: tuple[str, ...] = ("run", "evaluate", "transfer", "split-sensitivity", "compare-sampling")
 _SUBSETS = ("run", "evaluate", "transfer", "search")  # the tables whose subsets play a part
+#: evaluate's strategies that deal folds themselves: they read balance and group_assignment.
+_DEALT = ("cv", "repeated_cv", "5x2cv")
 _DIRECTORY = {  # the commands that write a directory: --out and --overwrite say so
     "transfer": "directory for the results (transfer.zarr, search.zarr, CSV), the figures and "
     "report.html",
@@ -667,6 +680,7 @@ _DECLARED = (
         "how folds are balanced: by class within subsets (class, the default), or also by each "
         "row's degree of overlap with other classes (overlap; classification)",
         choices=("class", "overlap"), identity=True, evaluate=True,
+        designs=dict.fromkeys(_DEALT, "class"),
     ),
     Setting(
         "group_assignment", "run", "str", "rows",
@@ -674,6 +688,7 @@ _DECLARED = (
         "group first onto the emptiest fold, the default) or mlr3resampling (the same number "
         "of groups per fold, rows ignored, as the R package deals them)",
         check_group_assignment, identity=True, evaluate=True, choices=("rows", "mlr3resampling"),
+        designs=dict.fromkeys(_DEALT, "rows"),
     ),
     # evaluate's own, in its order: a run file's [evaluation] table.
     Setting(
@@ -688,17 +703,20 @@ _DECLARED = (
         "prediction", "evaluate", "path", None,
         "the prediction area of outer knndm: Parquet table or GeoTIFF/Zarr raster with the "
         "coordinate columns (or x, y dims)",
-        metavar="PATH",
+        metavar="PATH", designs={"knndm": None},
     ),
     Setting(
-        "outer_folds", "evaluate", "int", 5,
-        "K of cv and repeated_cv (default 5), capped at the groups or the rarest class's rows",
-        check_n_folds, metavar="K",
+        "outer_folds", "evaluate", "int", None,
+        "K of cv, repeated_cv and knndm (default 5), capped at the groups or the rarest "
+        "class's rows; with a fold column, its K",
+        check_n_folds, metavar="K", designs=dict.fromkeys(("cv", "repeated_cv", "knndm"), 5),
     ),
     Setting(
-        "outer_repeats", "evaluate", "int", 1,
-        "repeats of repeated_cv, splits of subsampling, resamples of bootstrap (default 1)",
+        "outer_repeats", "evaluate", "int", None,
+        "repeats of repeated_cv (default 1) and 5x2cv (default 5, at least 2), splits of "
+        "subsampling and resamples of bootstrap (default 1)",
         _positive(optional=False), metavar="N",
+        designs={"repeated_cv": 1, "subsampling": 1, "bootstrap": 1, "5x2cv": 5},
     ),
     Setting(
         "test_split", "evaluate", "float", 0.0,
@@ -707,11 +725,11 @@ _DECLARED = (
         _test_split, metavar="SHARE",
     ),
     Setting(
-        "train_ratio", "evaluate", "float", 0.8,
+        "train_ratio", "evaluate", "float", None,
         "share of the rows that train in each subsampling split (default 0.8)", _ratio,
-        metavar="R", commands=("evaluate", "compare-sampling"),
+        metavar="R", commands=("evaluate", "compare-sampling"), designs={"subsampling": 0.8},
         variants={"compare-sampling": {
-            "scope": "compare-sampling", "default": 0.7,
+            "scope": "compare-sampling", "default": 0.7, "designs": None,
             "help": "share of rows that train (default 0.7; the paper's is 0.75)",
         }},
     ),
@@ -829,8 +847,10 @@ _DECLARED = (
     Setting(
         "allow_modules", "app", "modules", (),
         f"packages or modules that run-file learners may import besides "
-        f"{', '.join(ALLOWED_MODULES)} (importing a module runs its code)",
+        f"{', '.join(ALLOWED_MODULES)} (importing a module runs its code; a run file cannot "
+        "set it)",
         metavar="A,B,...", commands=CLI,
+        flag_only="a run file cannot allow itself to import code",
     ),
 )
 # fmt: on
@@ -938,6 +958,49 @@ def check_run_options(
         name: SETTINGS[name].in_command(command).checked(value, spell(name))
         for name, value in values.items()
     }
+
+
+def check_design_options(
+    outer: str, values: Mapping[str, Any], spell: Callable[[str], str] = str
+) -> dict[str, Any]:
+    """The options of ``evaluate`` that only some outer strategies read (`Setting.designs`),
+    as strategy `outer` takes them: one given to a strategy that does not read it is refused,
+    naming it (as `spell` writes it) and the strategies that do; one not given is the
+    strategy's value (``outer_repeats`` 5 for ``5x2cv``). Given: not None and, for a setting
+    ``soak`` shares (``balance``), not its default. Values are checked by their settings.
+
+    >>> check_design_options("5x2cv", {"outer_folds": None})["outer_repeats"]
+    5
+    >>> check_design_options("lodo", {"outer_folds": 3})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: outer_folds=3 has no effect with outer='lodo': it is used only by outer='cv', ...
+    """
+    if outer not in OUTER:
+        raise ValueError(f"outer={outer!r} is not a strategy; choose from {list(OUTER)}")
+    out = {}
+    for setting in command_settings("evaluate"):
+        if setting.designs is None:
+            continue
+        value = values.get(setting.name)
+        given = value is not None and not _is_plain(value, setting.default)
+        if outer in setting.designs:
+            out[setting.name] = value if given else setting.designs[outer]
+        elif given:
+            name = spell(setting.name)
+            shown = repr(value) if isinstance(value, str | Real) else f"<{type(value).__name__}>"
+            readers = ", ".join(map(repr, setting.designs))
+            readers = " or ".join(readers.rsplit(", ", 1))
+            raise ValueError(
+                f"{name}={shown} has no effect with outer={outer!r}: it is used only by "
+                f"outer={readers}; leave {name} out, or use it there"
+            )
+    return out
+
+
+def _is_plain(value: Any, default: Any) -> bool:
+    """Whether `value` is the plain value `default` (a table or raster never is)."""
+    return isinstance(value, str | Real) and value == default
 
 
 def identity(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -241,9 +241,9 @@ def cli_cases(csv, tmp):
         (["evaluate", csv["one_group"], *base, "--group", "g", "--outer", "lodo"],
          "has 1 group: need at least 2"),  # fmt: skip
         (["evaluate", csv["plain"], *base, "--outer-repeats", "3"],
-         "outer_repeats=3 has no effect with outer='cv'"),  # fmt: skip
+         "--outer-repeats=3 has no effect with outer='cv'"),  # fmt: skip
         (["evaluate", csv["plain"], *base, "--outer", "bootstrap", "--train-ratio", "0.5"],
-         "train_ratio=0.5 has no effect with outer='boot"),  # fmt: skip
+         "--train-ratio=0.5 has no effect with outer='boot"),  # fmt: skip
         (["evaluate", csv["plain"], *base, "--test-split", "0.001"],
          "test_split=0.001 draws 0 of the table's 160 rows"),  # fmt: skip
         (["evaluate", csv["plain"], *base, "--outer", "subsampling", "--train-ratio", "0.999",

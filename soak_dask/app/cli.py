@@ -330,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         if debug:
             raise
-        resumable = args is not None and args.command in ("run", "evaluate", *_EXTRA)
+        # Only a command with a checkpoint setting keeps finished work to resume from.
+        resumable = args is not None and args.command in SETTINGS["checkpoint"].takers
         print(f"soak: interrupted{_RESUME_HINT if resumable else ''}", file=sys.stderr)
         return INTERRUPTED
     return 0

@@ -15,8 +15,10 @@ learner, naming a scikit-learn estimator by ``"module:Class"`` (``[learners.nb]`
 ``soak(learners=...)`` takes a list or a dict; a list given as well, by the flag or by the older
 key ``learner``, picks among the tables. Reading the file never runs code: the estimator string
 must look like ``package.module:Class``, and the module is imported only when the run uses that
-learner, and only if it belongs to ``ALLOWED_MODULES`` or to the run's ``allow_modules``
-(``--allow-modules``), which is checked before the import.
+learner, and only if it belongs to ``ALLOWED_MODULES`` or to the run's ``allow_modules``, which
+is checked before the import. ``allow_modules`` comes only from the ``--allow-modules`` flag the
+person types or from Python (`merge_settings`' flags): a run file that sets it is refused, since
+a file must not allow itself to import code (`Setting.flag_only`).
 """
 
 from __future__ import annotations
@@ -42,17 +44,22 @@ from ..settings import (
     Command,
     Setting,
     canonical,
+    check_design_options,
     command_line_settings,
     command_settings,
     run_file_table,
 )
+from ..split.fold_options import check_assignment_groups
 
 if TYPE_CHECKING:
     from sklearn.base import BaseEstimator
 
-#: The settings a run file and the flags set (the others are Python's only): at the top level
-#: of the file, and in each function's table (by table name, as that function takes them).
-_FILE_SETTINGS = [s for s in SETTINGS.values() if s.cli and run_file_table(s) is None]
+#: The settings a run file and the flags set (the others are Python's only; the flag-only ones
+#: the flags' only): at the top level of the file, and in each function's table (by table name,
+#: as that function takes them).
+_FILE_SETTINGS = [
+    s for s in SETTINGS.values() if s.cli and not s.flag_only and run_file_table(s) is None
+]
 #: Table -> the command whose own settings it holds.
 _TABLE_COMMANDS = {table: scope for scope, table in RUN_FILE_TABLES.items()}
 _TABLE_SETTINGS: dict[str, list[Setting]] = {
@@ -145,9 +152,9 @@ class LearnerSpec:
         if not module_allowed(module_name, (*ALLOWED_MODULES, *allow_modules)):
             raise ValueError(
                 f"learner {self.name!r}: module {module_name!r} is not allowed: a run file "
-                f"imports estimators only from {list(ALLOWED_MODULES)} and allow_modules. If "
-                f"you trust it, add allow_modules = [{module_name!r}] to the run file or pass "
-                f"--allow-modules {module_name}"
+                f"imports estimators only from {list(ALLOWED_MODULES)} and the modules allowed "
+                f"by the person running it. If you trust it, pass --allow-modules "
+                f"{module_name} (from Python: allow_modules=[{module_name!r}])"
             )
         try:
             module = importlib.import_module(module_name)
@@ -283,13 +290,18 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
     Raises
     ------
     FileNotFoundError
-        If the file does not exist.
+        If the file does not exist (IsADirectoryError: it is a directory).
     ValueError
-        For TOML syntax errors, unknown keys at the top level or in a function's table (the
-        message lists the valid ones; a former name is named with its new one), values of the
-        wrong type or out of range, or a malformed learner table.
+        For TOML syntax errors, a setting only a flag may give (``allow_modules``), unknown
+        keys at the top level or in a function's table (the message lists the valid ones; a
+        former name is named with its new one), values of the wrong type or out of range, or
+        a malformed learner table.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(
+            f"run file {str(path)!r} is a directory; a run file is a TOML file (e.g. run.toml)"
+        )
     if not path.is_file():
         raise FileNotFoundError(f"run file {str(path)!r} does not exist")
     try:
@@ -298,6 +310,8 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"run file {str(path)!r} is not valid TOML: {err}") from err
     source = f"run file {str(path)!r}"
     found = {table: raw.pop(table) for table in _TABLE_SETTINGS if table in raw}
+    for values in (raw, *(v for v in found.values() if isinstance(v, dict))):
+        _refuse_flag_only(values, source)
     _refuse_unknown(raw, _KINDS, run_file_keys(), source, None)
     learner_tables = raw.pop("learners") if isinstance(raw.get("learners"), dict) else {}
     specs = _learner_specs(learner_tables, path)
@@ -308,6 +322,17 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
             if SETTINGS[key].kind == "path" and _is_relative(value):
                 values[key] = str(path.parent / value)
     return {**settings, "learner_specs": specs, "tables": tables}
+
+
+def _refuse_flag_only(values: Mapping[str, Any], source: str) -> None:
+    """Refuse a key of a run file's `values` that spells a flag-only setting, naming it."""
+    for key in values:
+        setting = SPELLINGS.get(key)
+        if setting is not None and setting.flag_only:
+            raise ValueError(
+                f"{source}: {key} may only be given on the command line ({setting.flag}) or "
+                f"from Python; {setting.flag_only}. Remove {key} from the run file"
+            )
 
 
 def _refuse_unknown(
@@ -445,6 +470,7 @@ def merge_settings(
         if setting.name in values:
             merged[setting.name] = values[setting.name]
     merged.update(check_settings(flags, "command line", typed or {}, command))
+    _refuse_ignored(command, file, merged, typed or {})
     # A dry run writes nothing, so it needs no --out (given one, it checks it).
     for key in ("data", "label", *(() if dry_run else ("out",))):
         if not merged.get(key):
@@ -456,6 +482,37 @@ def merge_settings(
     if chosen is None and tables:
         chosen = list(tables)  # the tables are the learners, as a dict is to soak()
     return _CLASSES[command](**merged, learner_specs=_chosen(chosen, tables))
+
+
+#: Top-level run-file settings a command does not take -> its own setting that does their job
+#: (in its table): a file that gives the first and not the second is refused by the command,
+#: which would ignore the first.
+_INSTEAD = {"evaluate": {"n_folds": "outer_folds"}}
+
+
+def _refuse_ignored(
+    command: str, file: Mapping[str, Any], merged: Mapping[str, Any], typed: Mapping[str, str]
+) -> None:
+    """Refuse the merged settings `command` would ignore, before the engine loads: a way of
+    dealing groups without a group column; evaluate's options its outer strategy does not read
+    (``settings.check_design_options``), and a run file's K for the other commands alone."""
+    name = lambda setting: typed.get(setting, setting)  # noqa: E731 - the flag as typed, or key
+    if "group_assignment" in setting_names(command):
+        check_assignment_groups(
+            merged.get("group"), merged.get("group_assignment", "rows"), name("group_assignment")
+        )
+    if command != "evaluate":
+        return
+    outer = merged.get("outer", SETTINGS["outer"].default)
+    check_design_options(outer, merged, name)
+    for theirs, mine in _INSTEAD[command].items():
+        if theirs in file and mine not in merged and outer in SETTINGS[mine].designs:
+            raise ValueError(
+                f"the run file sets {theirs} = {file[theirs]!r}, which soak {command} does not "
+                f"read: its setting for this is {mine}, in the [{run_file_table(SETTINGS[mine])}] "
+                f"table; set {mine} = {file[theirs]!r} there (the top-level {theirs} stays the "
+                "other commands')"
+            )
 
 
 def _chosen(

@@ -21,7 +21,8 @@ from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
 from ..schema import FIT_INFO
-from ..split.fold_options import check_seed
+from ..settings import check_design_options
+from ..split.fold_options import check_assignment_groups, check_seed
 from ..split.folds import table_classes
 from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
@@ -49,8 +50,8 @@ def evaluate(
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
     *,
     outer: str = "cv",
-    outer_folds: int = 5,
-    outer_repeats: int = 1,
+    outer_folds: int | None = None,
+    outer_repeats: int | None = None,
     test_split: float = 0.0,
     seed: int = 1,
     measures: Sequence[str] | str | None = None,
@@ -58,7 +59,7 @@ def evaluate(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     error_score: float | str = np.nan,
-    train_ratio: float = 0.8,
+    train_ratio: float | None = None,
     persist: bool = True,
     models: str | os.PathLike | None = None,
     nested: bool = True,
@@ -92,15 +93,19 @@ def evaluate(
         folds; ``outer_repeats`` random train/test splits (``train_ratio`` to train);
         leave-one-out (small tables only); leave one group out; ``outer_repeats`` bootstrap
         resamples scored out of bag (with the .632 and .632+ estimates); 5 repeats of 2-fold
-        CV (``outer_repeats`` if not 1), the design of ``compare``'s 5×2cv tests; K-fold on
+        CV (``outer_repeats``, at least 2, if given), the design of ``compare``'s 5×2cv
+        tests; K-fold on
         kNNDM folds matched to ``prediction`` (``soak_dask.knndm_folds``; a table with
         ``coords``), with their W and random folds' W in ``attrs["knndm_W"]``,
         ``attrs["knndm_W_random"]``.
-    outer_folds : int
-        K for cv and repeated_cv, capped at the groups (grouped) or the rarest class's rows
-        (ungrouped), with a warning; the value used is in ``attrs["outer_folds"]``.
-    outer_repeats : int
-        Repeats of repeated_cv, splits of subsampling, resamples of bootstrap.
+    outer_folds : int, optional
+        K for cv, repeated_cv and knndm (default 5), capped at the groups (grouped) or the
+        rarest class's rows (ungrouped), with a warning; the value used is in
+        ``attrs["outer_folds"]``. A table with a fold column has its K: outer_folds is then
+        refused, as it would be ignored.
+    outer_repeats : int, optional
+        Repeats of repeated_cv (default 1) and 5x2cv (default 5), splits of subsampling and
+        resamples of bootstrap (default 1).
     test_split : float
         Share of the rows reserved before anything else sees the data (whole groups with a
         group column, a class-stratified sample otherwise), in no outer train set, scored
@@ -117,11 +122,13 @@ def evaluate(
         As for ``soak_dask.soak``. A final model that fails to fit (with a test split,
         ``models``, the bootstrap or a selecting learner) scores NaN in the same way, with a
         warning naming the learner, and has no model to save.
-    train_ratio : float
-        Share of the rows that train in each subsampling split: exactly round(share·N) rows
-        (whole groups: to within half a group); ``attrs["train_ratio"]`` is the share drawn.
-        Given to another ``outer``, it is refused (as are ``outer_folds`` and
-        ``outer_repeats`` where they have no effect).
+    train_ratio : float, optional
+        Share of the rows that train in each subsampling split (default 0.8): exactly
+        round(share·N) rows (whole groups: to within half a group); ``attrs["train_ratio"]``
+        is the share drawn. Each option only some strategies read (``outer_folds``,
+        ``outer_repeats``, ``train_ratio``, ``balance``, ``group_assignment``,
+        ``prediction``) is refused with any other ``outer``, naming the strategies that read
+        it (``soak_dask.settings.check_design_options``).
     models : path, optional
         Directory to save each learner's final model in, as ``<learner>.skops`` (a safe format:
         ``soak_dask.load_model`` reads it without running code from the file, and
@@ -153,8 +160,9 @@ def evaluate(
         ``"overlap"``: the folds of cv and repeated_cv are dealt within degree-of-overlap level
         × class (``soak_dask.overlap_folds``); other strategies refuse it.
     group_assignment : {"rows", "mlr3resampling"}
-        With a group column, how cv and repeated_cv deal whole groups to folds: balancing rows
-        (default) or the same number of groups per fold (as for ``soak_dask.soak``).
+        With a group column, how cv, repeated_cv and 5x2cv deal whole groups to folds:
+        balancing rows (default) or the same number of groups per fold (as for
+        ``soak_dask.soak``). ``"mlr3resampling"`` without a group column is refused.
     prediction : Table, DataFrame, xarray.Dataset or path, optional
         The prediction area of ``outer="knndm"`` (see ``soak_dask.knndm_folds``).
     onepass, max_train_rows, incremental, epochs
@@ -187,11 +195,11 @@ def evaluate(
     """
     seed = check_seed(seed)
     share = _check_share(test_split)
-    design = outer_design(
-        outer, outer_folds, outer_repeats, seed, train_ratio, balance, group_assignment
-    )
-    if prediction is not None and outer != "knndm":
-        raise ValueError(f"prediction= is the prediction area of outer='knndm', not {outer!r}")
+    given = {"outer_folds": outer_folds, "outer_repeats": outer_repeats}
+    given.update(train_ratio=train_ratio, balance=balance, group_assignment=group_assignment)
+    options = check_design_options(outer, {**given, "prediction": prediction})
+    _check_table_options(table, given)
+    design = outer_design(outer, seed, options)
     procedure = Procedure(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
@@ -203,7 +211,7 @@ def evaluate(
         prior_correction=prior_correction, fitting=fitting, **shared,
     )  # fmt: skip
     check_models_dir(models, session.estimators, table.source, apart={"checkpoint": checkpoint})
-    where = {"outer": outer, "outer_folds": outer_folds, "prediction": prediction}
+    where = {"outer": outer, "outer_folds": options.get("outer_folds"), "prediction": prediction}
     train, held, share, spatial = _reserved(table, share, seed, session.client, **where)
     keyed = design.add_keys(train)
     used = design.learned_
@@ -214,7 +222,7 @@ def evaluate(
     estimators, notes = procedure.apply(session.estimators, classes, session.measures[0])
     session = session.with_estimators(estimators)
     plan = design.plan(keyed)
-    asked = outer_folds if outer in ("cv", "repeated_cv", "knndm") else ""
+    asked = options.get("outer_folds", "")
     settings = _settings(
         keyed, outer, asked, used, share, session.measures, classes, estimators, seed, plan
     )
@@ -299,6 +307,18 @@ def _outer_and_finals(
     if not finals and tasks:
         finals, final_seconds = _final_fits(ctx, tasks)
     return records, finals, {"outer_seconds": outer_seconds, "final_seconds": final_seconds}
+
+
+def _check_table_options(table: Table, given: dict[str, Any]) -> None:
+    """Refuse options `table` gives no effect: K beside a fold column (its K is used), a way
+    of dealing groups without a group column."""
+    if table.fold is not None and given["outer_folds"] is not None:
+        raise ValueError(
+            f"outer_folds={given['outer_folds']!r}: the table's fold column {table.fold!r} "
+            "gives the folds and their number; leave outer_folds out, or load the table "
+            "without fold= to have outer_folds folds drawn"
+        )
+    check_assignment_groups(table.group, given["group_assignment"])
 
 
 def _check_nested(nested: Any) -> None:

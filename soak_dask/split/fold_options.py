@@ -60,3 +60,13 @@ def check_group_assignment(value: Any, name: str = "group_assignment") -> str:
             "per fold, rows ignored, as the R package deals them)"
         )
     return value
+
+
+def check_assignment_groups(group: str | None, value: Any, name: str = "group_assignment") -> None:
+    """Refuse a way of dealing groups (`value`, other than the default ``"rows"``) for a table
+    without a group column (`group` None): there are no groups to deal."""
+    if group is None and value != GROUP_ASSIGNMENTS[0]:
+        raise ValueError(
+            f"{name}={value!r} says how whole groups are dealt to folds, and the table has no "
+            f"group column: load it with group=COLUMN (--group), or leave {name} out"
+        )

@@ -13,6 +13,7 @@ partitioning or number of workers.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -22,14 +23,15 @@ import pandas as pd
 from scipy import stats as sps
 
 from ..hashing import salt, seeded_hash, uniform
+from ..settings import OUTER
 from ..tables.arrays import category_codes
-from ..tables.checks import refuse_ignored
 from ..tables.table import FOLD_COLUMN, Table
 from .balance import balanced_folds
 from .design import Design
 from .fold_options import check_group_assignment, check_n_folds, check_seed
 from .folds import (
     check_balance,
+    check_fold_values,
     counts_are_blocks,
     group_fold_columns,
     groups_hold_one_class,
@@ -44,9 +46,6 @@ from .overlap import degree_frame
 from .plan import Fit, Plan, Selection, Term, build_plan
 from .shares import add_draws, partition_starts, with_columns
 
-#: The outer strategies of ``evaluate``.
-#: ``knndm``: K-fold on the fold column of ``soak_dask.split.knndm`` (evaluate adds it).
-OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv", "knndm")
 #: Leave-one-out is for very small data: above this many rows it is refused.
 LOO_MAX_ROWS = 2000
 RESERVED = "__soak_reserved__"
@@ -198,14 +197,18 @@ class KFoldDesign(Design):
     def add_keys(self, table: Table) -> Table:
         """``table`` with a fold column per repeat; ``learned_``: K after capping; ``counts_``:
         the rows per fold of one repeat of row folds (from the strata's sizes), or per folds of
-        every repeat of group folds (from the groups' sizes): no pass."""
+        every repeat of group folds (from the groups' sizes): no pass. A user's fold column is
+        checked as ``soak`` checks it (folds 1..K, none empty)."""
         self.counts_ = None
         if table.fold is not None:
             if self.n_repeats > 1:
                 raise ValueError(
                     "outer_repeats > 1 needs folds assigned here; load the table without fold="
                 )
-            k = int(table.data[table.fold].max().compute())
+            folds = table.fold_counts
+            if folds is None:  # the values only: one pass over the column
+                folds = table.data[[table.fold]].drop_duplicates().compute()
+            k = check_fold_values(folds, table.fold, None)
             data = table.data.rename(columns={table.fold: key_name("fold", 1)})
             if table.fold_counts is not None:  # assign_folds' own
                 self.counts_ = table.fold_counts.rename(columns={table.fold: key_name("fold", 1)})
@@ -317,8 +320,22 @@ class FiveByTwoCV(KFoldDesign):
 
     outer = "5x2cv"
 
-    def __init__(self, seed: int = 1, n_repeats: int = 5, balance: str = "class") -> None:
-        super().__init__(2, n_repeats, seed, balance)
+    def __init__(
+        self,
+        seed: int = 1,
+        n_repeats: int = 5,
+        balance: str = "class",
+        group_assignment: str = "rows",
+    ) -> None:
+        # One repeat is plain 2-fold CV: the 5x2cv tests would rest on 1 df.
+        if _positive(n_repeats, "outer_repeats") < 2:
+            raise ValueError(
+                f"outer_repeats={n_repeats!r} with outer='5x2cv': 5x2cv repeats 2-fold CV (5 "
+                "times unless outer_repeats says otherwise) for its paired tests; give at "
+                "least 2 repeats, leave outer_repeats out for 5, or use outer='cv', "
+                "outer_folds=2 for a single 2-fold CV"
+            )
+        super().__init__(2, n_repeats, seed, balance, group_assignment)
 
 
 class LeaveOneGroupOutDesign(Design):
@@ -413,57 +430,27 @@ class Bootstrap(Design):
         return build_plan(rows, tests, {"repeat": list(range(1, self.n_repeats + 1)), "fold": [1]})
 
 
-def outer_design(
-    outer: str,
-    outer_folds: int,
-    outer_repeats: int,
-    seed: int,
-    train_ratio: float,
-    balance: str = "class",
-    group_assignment: str = "rows",
-):
-    """The builder of ``evaluate``'s ``outer`` strategy, refusing options it would ignore
-    (given other than their defaults); ``group_assignment``: how the groups of cv and
-    repeated_cv are dealt to folds (the other strategies draw groups their way)."""
-    _check_ignored(outer, outer_folds, outer_repeats, train_ratio)
-    if outer == "5x2cv":  # 2 folds whatever outer_folds says; 5 repeats unless others are asked
-        return FiveByTwoCV(seed, 5 if outer_repeats == 1 else outer_repeats, balance)
-    if outer in ("cv", "repeated_cv", "knndm"):
-        repeats = outer_repeats if outer == "repeated_cv" else 1
-        return KFoldDesign(outer_folds, repeats, seed, balance, group_assignment)
-    check_group_assignment(group_assignment)
-    if check_balance(balance) != "class":
-        raise ValueError(
-            f"balance={balance!r} balances folds: use it with outer='cv' or 'repeated_cv', "
-            f"not outer={outer!r}"
+def outer_design(outer: str, seed: int, options: Mapping[str, Any]) -> Design:
+    """The builder of ``evaluate``'s ``outer`` strategy from the options it reads:
+    ``settings.check_design_options(outer, ...)``, which refuses those it would ignore and
+    gives those not given the strategy's value."""
+    if outer == "5x2cv":
+        return FiveByTwoCV(
+            seed, options["outer_repeats"], options["balance"], options["group_assignment"]
         )
+    if outer in ("cv", "repeated_cv", "knndm"):
+        repeats = options["outer_repeats"] if outer == "repeated_cv" else 1
+        dealt = {k: options[k] for k in ("balance", "group_assignment") if k in options}
+        return KFoldDesign(options["outer_folds"], repeats, seed, **dealt)
     if outer == "subsampling":
-        return Subsampling(outer_repeats, train_ratio, seed)
+        return Subsampling(options["outer_repeats"], options["train_ratio"], seed)
     if outer == "loo":
         return LeaveOneOutDesign()
     if outer == "lodo":
         return LeaveOneGroupOutDesign()
     if outer == "bootstrap":
-        return Bootstrap(outer_repeats, seed)
+        return Bootstrap(options["outer_repeats"], seed)
     raise ValueError(f"outer={outer!r} is not a strategy; choose from {list(OUTER)}")
-
-
-#: evaluate's defaults of the options only some strategies use, and those strategies.
-_DESIGN_OPTIONS = {
-    "outer_folds": (5, ("cv", "repeated_cv", "knndm")),
-    "outer_repeats": (1, ("repeated_cv", "subsampling", "bootstrap", "5x2cv")),
-    "train_ratio": (0.8, ("subsampling",)),
-}
-
-
-def _check_ignored(outer: str, outer_folds: Any, outer_repeats: Any, train_ratio: Any) -> None:
-    given = {"outer_folds": outer_folds, "outer_repeats": outer_repeats, "train_ratio": train_ratio}
-    if outer not in OUTER:
-        return  # refused with the strategies listed
-    for name, (default, users) in _DESIGN_OPTIONS.items():
-        if outer not in users:
-            named = " or ".join(f"outer={u!r}" for u in users)
-            refuse_ignored(name, given[name], default, f"outer={outer!r}", named)
 
 
 def _learned(design: Design, name: str) -> Any:

@@ -165,11 +165,10 @@ def test_estimator_module_imported_only_when_named(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     conf = write_toml(
         tmp_path / "run.toml",
-        f'allow_modules = ["{PROBE}"]\n[learners.probe]\nestimator = "{PROBE}:ProbeNB"\n'
-        "params = {var_smoothing = 0.5}\n",
+        f'[learners.probe]\nestimator = "{PROBE}:ProbeNB"\nparams = {{var_smoothing = 0.5}}\n',
     )
     file = load_run_file(conf)
-    required = {"data": "d", "label": "y", "out": "o"}
+    required = {"data": "d", "label": "y", "out": "o", "allow_modules": [PROBE]}
     sys.modules.pop(PROBE, None)
     try:
         assert merge_settings(file, {**required, "learner": ["featureless"]}).learners() == {
@@ -229,7 +228,7 @@ def test_run_file_imports_only_allowed_modules(pixels, tmp_path, monkeypatch, ca
     code, _, err = soak(argv, capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert f"module '{SIDE_EFFECT}' is not allowed" in err
-    assert f"allow_modules = ['{SIDE_EFFECT}']" in err and f"--allow-modules {SIDE_EFFECT}" in err
+    assert f"--allow-modules {SIDE_EFFECT}" in err and "to the run file" not in err
     assert not marker.exists() and SIDE_EFFECT not in sys.modules  # checked before importing
     # Neither a prefix of the name nor a package it is not inside allows it.
     for allowed in (["soak_cli"], ["sklearn", "soak_cli_side"]):
@@ -244,18 +243,17 @@ def test_run_file_imports_only_allowed_modules(pixels, tmp_path, monkeypatch, ca
         return cli.run_settings(args).learners()
 
     base = ["run", "d", "--label", "y", "--out", "o"]
-    # The run-file key and the flag allow the same thing; the flag replaces the key.
+    # Only the flag allows a module: a run file cannot allow itself to import code.
     for built in (
-        learners(base, f'allow_modules = ["{SIDE_EFFECT}"]\n'),
         learners([*base, "--allow-modules", SIDE_EFFECT], ""),
-        learners([*base, "--allow-modules", f"x,{SIDE_EFFECT}"], 'allow_modules = ["y"]\n'),
+        learners([*base, "--allow-modules", f"x,{SIDE_EFFECT}"], ""),
     ):
         assert type(built["nb"]).__name__ == "NB" and marker.exists()
-    with pytest.raises(ValueError, match="is not allowed"):
+    with pytest.raises(ValueError, match="allow_modules may only be given on the command line"):
         learners([*base, "--allow-modules", "y"], f'allow_modules = ["{SIDE_EFFECT}"]\n')
     assert not marker.exists()
     with pytest.raises(ValueError, match="expected a list of module names"):
-        load_run_file(write_toml(conf, 'allow_modules = ["os; rm -rf"]\n'))
+        cli.run_settings(cli.build_parser().parse_args([*base, "--allow-modules", "os; rm -rf"]))
 
 
 def test_empty_lists_are_refused_by_name(pixels, tmp_path, capsys):
@@ -338,7 +336,6 @@ label = "label"
 subset = "region"
 folds = 3
 learner = ["slow"]
-allow_modules = ["tests.slow_learner"]
 no_progress = true
 out = "r.zarr"
 [learners.slow]
@@ -346,7 +343,9 @@ estimator = "tests.slow_learner:SlowClassifier"
 seconds = 2.0
 """,
     )
-    proc = soak_process(["run", "--config", conf], tmp_path)
+    proc = soak_process(
+        ["run", "--config", conf, "--allow-modules", "tests.slow_learner"], tmp_path
+    )
     checkpoint = tmp_path / "r.zarr.checkpoint"
     deadline = time.monotonic() + 240
     while not list(checkpoint.glob("task-*.json")) and proc.poll() is None:
