@@ -354,7 +354,7 @@ def test_evaluate_outer_knndm_is_cv_on_the_knndm_folds():
     np.testing.assert_allclose(res["rmse"].values, by_hand["rmse"].values)
     with pytest.raises(ValueError, match="needs prediction="):
         sd.evaluate(t, "linear", outer="knndm", progress=False)
-    with pytest.raises(ValueError, match="prediction= is the prediction area of outer='knndm'"):
+    with pytest.raises(ValueError, match="prediction=<DataFrame> has no effect with outer='cv'"):
         sd.evaluate(t, "linear", prediction=pred, progress=False)
 
 
