@@ -42,7 +42,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .schema import DEFAULT_N_FOLDS, INNER_SCHEMES, MEASURES, TASKS, TRAIN_TYPES
-from .split.fold_options import check_group_assignment, check_n_folds, check_seed
+from .split.fold_options import OUTER, check_group_assignment, check_n_folds, check_seed
 
 Scope = Literal[
     "table", "run", "evaluate", "search", "split-sensitivity", "compare-sampling", "app"
@@ -78,9 +78,6 @@ RUN_FILE_TABLES = {
     "split-sensitivity": "split_sensitivity",
     "compare-sampling": "compare_sampling",
 }
-#: ``evaluate``'s outer strategies (``soak_dask.split.outer`` builds them). ``knndm``: K-fold on
-#: the fold column of ``soak_dask.split.knndm`` (evaluate adds it).
-OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv", "knndm")
 #: A value check: ``check(value, name)`` returns the value normalised (plain ints, a tuple of
 #: train types...) or raises ValueError naming the option as ``name``.
 Check = Callable[[Any, str], Any]

@@ -15,6 +15,7 @@ from ..learn.procedure import Procedure
 from ..schema import TRAIN_TYPES
 from ..settings import SETTINGS, check_run_options, identity
 from ..split.designs import SameOtherAll
+from ..split.fold_options import check_assignment_groups
 from ..split.plan import Plan
 from ..tables.checks import refuse_ignored
 from ..tables.table import Table
@@ -156,6 +157,7 @@ def soak(
     }
     options = check_run_options(given)
     _refuse_ignored(options)
+    check_assignment_groups(table.group, options["group_assignment"])
     fitting = FittingOptions.from_options(options)
     shared = {k: options[k] for k in ("seed", "error_score", "progress", "checkpoint")}
     session = start(

@@ -1,4 +1,5 @@
-"""The checks of the fold options every design shares (seed, K, how groups are dealt): numpy
+"""The checks of the fold options every design shares (seed, K, how groups are dealt), and the
+outer strategies of ``evaluate``: numpy
 alone, so that ``soak_dask.settings`` checks them without loading the engine (a command-line
 mistake is refused before Dask and scikit-learn load)."""
 
@@ -13,6 +14,9 @@ import numpy as np
 SEED_LIMIT = 2**32
 #: Folds are stored as int8.
 MAX_FOLDS = 127
+#: The outer strategies of ``evaluate`` (``soak_dask.split.outer`` builds them). ``knndm``:
+#: K-fold on the fold column of ``soak_dask.split.knndm`` (evaluate adds it).
+OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv", "knndm")
 #: How whole groups are dealt to folds (``assign_folds(group_assignment=...)``), default first.
 GROUP_ASSIGNMENTS = ("rows", "mlr3resampling")
 

@@ -23,12 +23,11 @@ import pandas as pd
 from scipy import stats as sps
 
 from ..hashing import salt, seeded_hash, uniform
-from ..settings import OUTER
 from ..tables.arrays import category_codes
 from ..tables.table import FOLD_COLUMN, Table
 from .balance import balanced_folds
 from .design import Design
-from .fold_options import check_group_assignment, check_n_folds, check_seed
+from .fold_options import OUTER, check_group_assignment, check_n_folds, check_seed
 from .folds import (
     check_balance,
     check_fold_values,
@@ -431,9 +430,9 @@ class Bootstrap(Design):
 
 
 def outer_design(outer: str, seed: int, options: Mapping[str, Any]) -> Design:
-    """The builder of ``evaluate``'s ``outer`` strategy from the options it reads:
-    ``settings.check_design_options(outer, ...)``, which refuses those it would ignore and
-    gives those not given the strategy's value."""
+    """The builder of ``evaluate``'s ``outer`` strategy from the options it reads: as
+    ``soak_dask.settings.check_design_options(outer, ...)`` returns them (it refuses those the
+    strategy would ignore and gives those not given the strategy's value)."""
     if outer == "5x2cv":
         return FiveByTwoCV(
             seed, options["outer_repeats"], options["balance"], options["group_assignment"]

@@ -130,10 +130,16 @@ def test_group_assignment_refused_where_not_read(outer):
                     group_assignment="mlr3resampling", progress=False)  # fmt: skip
 
 
-def test_group_assignment_needs_a_group():
-    with pytest.raises(ValueError, match="group_assignment='mlr3resampling' says how whole "
-                       "groups are dealt.*no group column"):  # fmt: skip
+def test_group_assignment_needs_a_group(tmp_path, data_csv, capsys):
+    told = "group_assignment='mlr3resampling' says how whole groups are dealt.*no group column"
+    with pytest.raises(ValueError, match=told):
         sd.evaluate(table(), "featureless", group_assignment="mlr3resampling", progress=False)
+    with pytest.raises(ValueError, match=told):
+        sd.soak(table(), "featureless", group_assignment="mlr3resampling", progress=False)
+    argv = ["run", data_csv, "--label", "y", "--group-assignment", "mlr3resampling", "--out",
+            tmp_path / "r.zarr"]  # fmt: skip
+    code, _, err = soak(argv, capsys)
+    assert code == 2 and "--group-assignment='mlr3resampling' says how whole groups" in err
 
 
 def test_5x2cv_deals_groups_as_asked():
