@@ -537,7 +537,8 @@ def knndm_outer(
     table: Table, prediction: Any, n_folds: int, seed: int, client: Any = None
 ) -> tuple[Table, dict[str, Any]]:
     """``evaluate``'s ``outer="knndm"``: the table with its kNNDM fold column (geographical
-    space) and the attrs the result records (``knndm_W``, ``knndm_W_random``, ...)."""
+    space; a group column's groups kept whole) and the attrs the result records
+    (``knndm_W``, ``knndm_W_random``, ...)."""
     if prediction is None:
         raise ValueError(
             "outer='knndm' needs prediction= (the prediction area; soak: --prediction)"
@@ -546,12 +547,6 @@ def knndm_outer(
         raise ValueError(
             f"outer='knndm' assigns the folds, and the table has the fold column "
             f"{table.fold!r}: load it without fold="
-        )
-    if table.group is not None:
-        raise ValueError(
-            f"outer='knndm' takes no group column ({table.group!r}): make the folds with "
-            "knndm_folds(table, prediction), which keeps each group whole, and evaluate its "
-            ".table"
         )
     res = knndm_folds(table, prediction, n_folds=n_folds, seed=seed, client=client)
     return res.table, res.attrs()
