@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..schema import DEFAULT_N_FOLDS
-from ..split.fold_options import check_group_assignment, check_n_folds, check_seed
+from ..split.fold_options import MAX_FOLDS, check_group_assignment, check_n_folds, check_seed
 from ..split.folds import (
     check_fold_values,
     fold_rows,
@@ -298,11 +298,14 @@ def _fold_k(counts: pd.DataFrame, fold: str, n_folds: int | None) -> tuple[int, 
     try:
         return check_fold_values(counts, fold, n_folds), []
     except ValueError as err:
-        numeric = pd.to_numeric(counts[fold], errors="coerce")
-        return int(numeric.max()) if numeric.notna().any() else 0, [str(err)]
+        numeric = pd.to_numeric(counts[fold], errors="coerce").astype(np.float64)
+        finite = numeric[np.isfinite(numeric)]
+        return int(finite.max()) if len(finite) else 0, [str(err)]
 
 
 def _empty_block_warnings(fold_rows: pd.DataFrame, table: Table, k: int) -> list[str]:
+    if k > MAX_FOLDS:  # refused in the fold note already; folds 1..k would not fit in memory
+        return []
     full = fold_rows.reindex(columns=range(1, k + 1), fill_value=0)
     empty = [(s, f) for s, row in full.iterrows() for f, n in row.items() if n == 0]
     if not empty:

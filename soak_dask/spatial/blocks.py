@@ -1,8 +1,12 @@
 """Groups from coordinates: square or hexagonal blocks, and k-means clusters.
 
 Both add a column to the table, computed partition by partition from each row's
-coordinates (nothing is gathered), and give it the table's group role (rows of a block
-stay in one fold, in every design) or subset role (blocks as SOAK subsets).
+coordinates (nothing is gathered but the coordinates' extent, which is checked first), and
+give it the table's group role (rows of a block stay in one fold, in every design) or subset
+role (blocks as SOAK subsets).
+
+Block ids are sparse int64s (column and row index packed, ``block_id``): whatever reads them
+counts rows by their distinct values (groupby, factorize), never sizes an array by an id.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Literal
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
@@ -33,30 +38,106 @@ def block_id(ix: np.ndarray, iy: np.ndarray) -> np.ndarray:
     >>> block_id(np.array([0, 0, 1]), np.array([0, -1, 0])).tolist()
     [2147483648, 2147483647, 6442450944]
     """
-    ix, iy = np.asarray(ix, dtype=np.int64), np.asarray(iy, dtype=np.int64)
-    if (np.abs(ix) >= _HALF).any() or (np.abs(iy) >= _HALF).any():
-        raise ValueError("blocks more than 2**31 sizes from the origin: use a larger size")
-    return ix * 2**32 + (iy + _HALF)
+    ix, iy = np.asarray(ix, dtype=np.float64), np.asarray(iy, dtype=np.float64)
+    # (NaN fails the comparison too: a missing coordinate is never cast to a block)
+    if not ((np.abs(ix) < _HALF).all() and (np.abs(iy) < _HALF).all()):
+        raise ValueError(
+            "block indices beyond ±2**31 or not finite: the coordinates are missing, infinite "
+            "or more than 2**31 block sizes from the origin; use a larger size"
+        )
+    return ix.astype(np.int64) * 2**32 + (iy.astype(np.int64) + _HALF)
 
 
-def square_blocks(x: np.ndarray, y: np.ndarray, size: float, origin: tuple) -> np.ndarray:
-    """The square block of each point: columns and rows ``size`` wide from ``origin``."""
-    return block_id(np.floor((x - origin[0]) / size), np.floor((y - origin[1]) / size))
+def square_index(x: np.ndarray, y: np.ndarray, size: float, origin: tuple) -> tuple:
+    """The (column, row) index, as floats, of each point's square block: ``size`` wide
+    from ``origin``."""
+    return np.floor((x - origin[0]) / size), np.floor((y - origin[1]) / size)
 
 
-def hex_blocks(x: np.ndarray, y: np.ndarray, size: float, origin: tuple) -> np.ndarray:
-    """The hexagon (pointy-top, ``size`` across its flats, one centre at ``origin``) of each
-    point: the nearer of the two rectangular lattices of centres, even rows at
-    ``(i size, 2j h)`` and odd rows at ``((i + 1/2) size, (2j + 1) h)``, h = size √3 / 2."""
+def hex_index(x: np.ndarray, y: np.ndarray, size: float, origin: tuple) -> tuple:
+    """The (column, row) index, as floats, of each point's hexagon (pointy-top, ``size``
+    across its flats, one centre at ``origin``): the nearer of the two rectangular lattices of
+    centres, even rows at ``(i size, 2j h)`` and odd rows at ``((i + 1/2) size, (2j + 1) h)``,
+    h = size √3 / 2."""
     u, v = (x - origin[0]) / size, (y - origin[1]) / (size * _SQRT3)
     ia, ja = np.round(u), np.round(v)  # even rows
     ib, jb = np.floor(u) + 0.5, np.floor(v) + 0.5  # odd rows, centres at half steps
     da = (u - ia) ** 2 + 3 * (v - ja) ** 2
     db = (u - ib) ** 2 + 3 * (v - jb) ** 2
     odd = db < da
-    col = np.where(odd, ib - 0.5, ia)
-    row = np.where(odd, 2 * (jb - 0.5) + 1, 2 * ja)
-    return block_id(col, row)
+    return np.where(odd, ib - 0.5, ia), np.where(odd, 2 * (jb - 0.5) + 1, 2 * ja)
+
+
+def square_blocks(x: np.ndarray, y: np.ndarray, size: float, origin: tuple) -> np.ndarray:
+    """The square block of each point (``square_index``)."""
+    return block_id(*square_index(x, y, size, origin))
+
+
+def hex_blocks(x: np.ndarray, y: np.ndarray, size: float, origin: tuple) -> np.ndarray:
+    """The hexagon of each point (``hex_index``)."""
+    return block_id(*hex_index(x, y, size, origin))
+
+
+_INDEX = {"square": square_index, "hex": hex_index}
+
+
+def coordinate_extent(table: Table, caller: str) -> pd.DataFrame:
+    """The smallest and largest value (``min``, ``max``) of each coordinate column of
+    ``table``, from one pass over them; missing or infinite coordinates are refused, naming
+    each column and its rows (such a row has no place: no block, cluster or distance)."""
+    coords = list(coords_of(table, caller))
+    values = table.data[coords]
+    n_na, n_inf, low, high = dd.compute(
+        values.isna().sum(), np.isinf(values).sum(), values.min(), values.max()
+    )
+    bad = n_na + n_inf
+    if bad.any():
+        named = ", ".join(
+            f"{c!r} ({int(n_na[c]):,} missing, {int(n_inf[c]):,} infinite)"
+            for c in coords
+            if bad[c]
+        )
+        raise ValueError(
+            f"{caller}: coordinate columns {named} have rows that are not finite; drop or fix "
+            f"those rows first (e.g. df = df[np.isfinite(df[{coords}]).all(axis=1)])"
+        )
+    return pd.DataFrame({"min": low, "max": high}).astype(np.float64)
+
+
+def check_block_size(size: float, shape: str, origin: tuple, extent: pd.DataFrame) -> None:
+    """Refuse a block ``size`` the coordinates' ``extent`` (``coordinate_extent``) does not
+    allow: so small that block indices leave ±2**31 (they would wrap into wrong blocks), or so
+    large that every row falls in one block (nothing to hold out). Blocks are convex, so the
+    extent's four corners decide both."""
+    (x0, x1), (y0, y1) = extent.to_numpy()
+    corners = np.array([x0, x1, x0, x1]), np.array([y0, y0, y1, y1])
+    col, row = _INDEX[shape](*corners, size, origin)
+    spans = f"x from {x0:g} to {x1:g}, y from {y0:g} to {y1:g}"
+    side = max(x1 - x0, y1 - y0)
+    if not ((np.abs(col) < _HALF - 2).all() and (np.abs(row) < _HALF - 2).all()):
+        reach = np.abs(np.concatenate([corners[0] - origin[0], corners[1] - origin[1]])).max()
+        least = reach / 2**30
+        fix = (
+            f"use a size of at least {least:.3g} (blocks {least:.3g} wide keep their "
+            "indices within ±2**31)"
+            if np.isfinite(least) and least > 0
+            else "the coordinates are too large to divide: check the columns and origin"
+        )
+        raise ValueError(
+            f"size={size!r}: blocks this small would be numbered beyond ±2**31 for the "
+            f"coordinates' extent ({spans}, origin {origin}); {fix}"
+        )
+    if len(set(block_id(col, row).tolist())) == 1:
+        fix = (
+            f"use a size below {side:g}, the extent's longer side (e.g. {side / 5:.3g} "
+            "gives about 5 blocks across)"
+            if side > 0
+            else "every row is at one point, so blocks cannot split them"
+        )
+        raise ValueError(
+            f"size={size!r}: every row falls in one {shape} block ({spans}): the blocks "
+            f"would hold nothing out; {fix}"
+        )
 
 
 def _block_column(
@@ -85,7 +166,10 @@ def spatial_blocks(
         Loaded with ``coords=(x, y)`` (two coordinate columns, projected: same units on both).
     size : float
         Side of a square, or distance across the flats of a hexagon (between neighbouring
-        hexagon centres), in coordinate units.
+        hexagon centres), in coordinate units. One pass over the coordinates finds their
+        extent first: missing or infinite coordinates are refused, and so is a size that
+        would number blocks beyond ±2**31 or put every row in one block
+        (``check_block_size``).
     shape : {"square", "hex"}
     origin : (float, float)
         A corner of a square block, or the centre of a hexagon: blocks do not depend on the
@@ -116,11 +200,15 @@ def spatial_blocks(
         raise ValueError(f"size={size!r}: need a positive block size in coordinate units")
     if shape not in ("square", "hex"):
         raise ValueError(f"shape={shape!r}: choose 'square' or 'hex'")
-    if len(origin) != 2:
-        raise ValueError(f"origin={origin!r}: need (x, y)")
+    if len(origin) != 2 or not np.isfinite(np.asarray(origin, dtype=np.float64)).all():
+        raise ValueError(f"origin={origin!r}: need (x, y), two finite numbers")
     _check_column(table, column)
+    origin = tuple(map(float, origin))
+    check_block_size(float(size), shape, origin, coordinate_extent(table, "spatial_blocks"))
+    # An explicit meta: Dask then infers nothing by running the function on made-up rows.
+    meta = table.data._meta.assign(**{column: np.int64(0)})
     data = table.data.map_partitions(
-        _block_column, coords, float(size), shape, tuple(map(float, origin)), column
+        _block_column, coords, float(size), shape, origin, column, meta=meta
     )
     return with_role(table, data, column, role)
 
@@ -170,11 +258,13 @@ def spatial_clusters(
         raise ValueError(f"n_clusters={n_clusters!r}: need an integer of at least 2")
     seed = check_seed(seed)
     _check_column(table, column)
+    coordinate_extent(table, "spatial_clusters")  # a missing coordinate has no nearest centre
     client = current_client() if client is None else client
     centres = dask_kmeans(
         table_parts(table.data, coords), int(n_clusters), seed, sample, max_iter, client
     )
-    data = table.data.map_partitions(_cluster_column, coords, centres, column)
+    meta = table.data._meta.assign(**{column: np.int64(0)})
+    data = table.data.map_partitions(_cluster_column, coords, centres, column, meta=meta)
     return with_role(table, data, column, role)
 
 

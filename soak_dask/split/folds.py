@@ -39,6 +39,7 @@ from ..tables.checks import small_strata_warning, warn
 from ..tables.roles import check_one_type
 from ..tables.table import FOLD_COLUMN, Table
 from .fold_options import (
+    MAX_FOLDS,
     check_group_assignment,
     check_n_folds,
     check_seed,
@@ -576,14 +577,22 @@ def block_counts(table: Table) -> pd.DataFrame:
 
 
 def check_fold_values(counts: pd.DataFrame, fold: str, n_folds: int | None) -> int:
-    """Validate a user's fold column (values 1..K, every fold present) and return K."""
+    """Validate a user's fold column (values 1..K, K at most ``MAX_FOLDS``, every fold
+    present) and return K; the largest value is checked before any range is built from it."""
     values = pd.Series(counts[fold].unique())
-    numeric = pd.to_numeric(values, errors="coerce")
-    bad = values[numeric.isna() | (numeric != numeric.round()) | (numeric < 1)]
+    numeric = pd.to_numeric(values, errors="coerce").astype(np.float64)
+    bad = values[~np.isfinite(numeric) | (numeric != numeric.round()) | (numeric < 1)]
     if len(bad):
         raise ValueError(
             f"fold column {fold!r} has values {sorted(map(str, bad))[:10]}; folds must be "
             "integers 1..K"
+        )
+    # K is checked before anything is sized by it: a stray 10**9 would ask for 10**9 folds.
+    if numeric.max() > MAX_FOLDS:
+        raise ValueError(
+            f"fold column {fold!r} has values up to {numeric.max():,.0f} ({len(values)} "
+            f"distinct); folds must be numbered 1..K with K at most {MAX_FOLDS}: renumber "
+            f"them 1..K (e.g. df[{fold!r}] = df[{fold!r}].rank(method='dense').astype(int))"
         )
     k = int(numeric.max())
     missing = sorted(set(range(1, k + 1)) - set(numeric.astype(int)))
