@@ -213,7 +213,7 @@ def raster_parts(ds: xr.Dataset, columns: Sequence[str], space: str) -> list[Any
     for i in range(len(y_edges) - 1):
         for j in range(len(x_edges) - 1):
             yb, xb = ys[y_edges[i] : y_edges[i + 1]], xs[x_edges[j] : x_edges[j + 1]]
-            parts.append(dask.delayed(cell_points)(blocks[i, j], xb, yb, space))
+            parts.append(dask.delayed(cell_points)(blocks[i, j], xb, yb, space, names))
     return parts
 
 
@@ -223,11 +223,21 @@ def _masked(var: xr.DataArray) -> xr.DataArray:
     return var if fill is None or np.isnan(fill) else var.where(var != fill)
 
 
-def cell_points(block: np.ndarray, xs: np.ndarray, ys: np.ndarray, space: str) -> np.ndarray:
+def cell_points(
+    block: np.ndarray, xs: np.ndarray, ys: np.ndarray, space: str, names: Sequence[str]
+) -> np.ndarray:
     """The valid cells of one raster chunk ``block`` (var, y, x) as points: (x, y) centres
-    in geographical space, the variables' values in feature space."""
+    in geographical space, the variables' values in feature space, where an infinite value
+    of a variable (``names``, in ``block``'s order) is refused, naming it."""
     valid = ~np.isnan(block).any(axis=0)
     if space == "geographical":
         yy, xx = np.meshgrid(ys, xs, indexing="ij")
         return np.column_stack([xx[valid], yy[valid]]).astype(np.float64)
+    infinite = np.isinf(block).sum(axis=(1, 2))
+    if infinite.any():
+        named = ", ".join(f"{v!r} ({n:,})" for v, n in zip(names, infinite, strict=True) if n)
+        raise ValueError(
+            f"{AREA}: raster variables {named} have cells with an infinite value (±inf; "
+            "counted in one chunk): set them to NaN (nodata) or fix them first"
+        )
     return block[:, valid].T.astype(np.float64)

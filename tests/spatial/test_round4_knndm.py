@@ -301,6 +301,18 @@ def test_infinite_prediction_coordinates_refused_naming_column():
     assert len(res.Gij) == len(pred) - 2 and np.isfinite(res.W)
 
 
+def test_infinite_raster_feature_refused_naming_variable(sensors, farm_tif):
+    import rioxarray
+
+    raster = rioxarray.open_rasterio(farm_tif)
+    names = list(raster.attrs["long_name"])
+    ds = raster.assign_coords(band=names).to_dataset("band")
+    ds["DEM"][:2, :] = np.inf  # two rows of 101 cells
+    t = sd.load_table(sensors, label="VW", coords=["Easting", "Northing"], features=["DEM"])
+    with pytest.raises(ValueError, match=r"raster variables 'DEM' \(202\) .*infinite"):
+        sd.knndm_folds(t, ds[["DEM"]], space="feature", n_folds=4, n_candidates=5)
+
+
 @pytest.mark.slow
 def test_cli_non_finite_coordinates(tmp_path, capsys, scheduler):
     df, pred = clustered_scene()
