@@ -142,11 +142,11 @@ def prediction_crs(prediction: Any) -> Any:
             return None  # open_prediction names the missing path
         files = [root] if fs.isfile(root) else sorted(fs.glob(f"{root}/**.parquet"))
         return parquet_crs(fs, files[0]) if files else None
-    if isinstance(prediction, xr.Dataset) and "spatial_ref" in prediction.coords:
-        import rioxarray  # noqa: F401  (registers the .rio accessor)
-
-        crs = prediction.rio.crs
-        return None if crs is None else _crs(crs.to_wkt())
+    if isinstance(prediction, xr.Dataset) and "spatial_ref" in prediction.variables:
+        # the CF grid-mapping variable rioxarray and GDAL write: its WKT, read as it does
+        attrs = prediction["spatial_ref"].attrs
+        wkt = attrs.get("crs_wkt", attrs.get("spatial_ref"))
+        return None if wkt is None else _crs(wkt)
     return None
 
 
