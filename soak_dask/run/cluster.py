@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -13,7 +14,10 @@ from multiprocessing import resource_tracker
 from typing import Any
 
 import dask
+from dask.utils import parse_timedelta
 from distributed import Client, LocalCluster
+from distributed.client import AllExit
+from distributed.comm import connect as open_comm
 from distributed.core import Status
 from distributed.diagnostics.plugin import WorkerPlugin
 from distributed.security import Security
@@ -83,6 +87,78 @@ def _check_scheme(scheduler: str, security: Security | None) -> None:
             "security=make_security(ca_file, cert, key) (CLI: --tls-ca-file, --tls-cert, "
             "--tls-key) or set distributed.comm.tls in the Dask config"
         )
+
+
+class SchedulerUnreachable(TimeoutError):
+    """A scheduler address that did not complete Dask's handshake within the connect timeout."""
+
+
+def connect_timeout() -> float:
+    """Seconds to wait for a scheduler: Dask's ``distributed.comm.timeouts.connect`` (30 s
+    unless the user's Dask config or ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT`` says
+    otherwise)."""
+    return float(
+        parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
+    )
+
+
+def check_answers(address: str, security: Security | None, timeout: float) -> None:
+    """Raise `SchedulerUnreachable` unless `address` completes Dask's handshake in `timeout` s.
+
+    ``distributed.Client`` bounds the TCP connection but then waits for the handshake's reply
+    without limit, so a port that accepts and never answers held it forever. The probe runs in
+    its own thread and event loop, so it works with or without a running loop (notebooks);
+    the thread is a daemon so that a Ctrl-C meanwhile does not wait for it.
+    """
+    args = (security or Security()).get_connection_args("client")
+    outcome: list[BaseException | None] = []
+
+    async def handshake() -> None:
+        comm = await asyncio.wait_for(open_comm(address, timeout=timeout, **args), timeout)
+        await comm.close()
+
+    def probe() -> None:
+        try:
+            asyncio.run(handshake())
+            outcome.append(None)
+        except BaseException as err:  # handed to the calling thread
+            outcome.append(err)
+
+    thread = threading.Thread(target=probe, name="soak-scheduler-probe", daemon=True)
+    thread.start()
+    thread.join()
+    if isinstance(outcome[0], TimeoutError):
+        raise SchedulerUnreachable(
+            f"scheduler {address} did not answer within {timeout:g} s; check the address and "
+            "that a Dask scheduler runs there (a slow network may need a longer "
+            "distributed.comm.timeouts.connect: Dask config, or the "
+            "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT variable)"
+        ) from outcome[0]
+    if outcome[0] is not None:
+        raise outcome[0]
+
+
+def _orphaned_wait(record: logging.LogRecord) -> bool:
+    """Logging filter: False for asyncio's "Task exception was never retrieved" of an `AllExit`.
+
+    ``Client.gather`` waits on one asyncio task per key, which raises distributed's own
+    `AllExit` to stop the wait early, and quiets them when one fails, but not when the gather
+    is cancelled, as Ctrl-C does: closing the client then cancels the keys, each task raises
+    `AllExit` unobserved, and asyncio printed one traceback per task. `AllExit` never carries
+    an error of a task (the gather raises that itself), so nothing is lost.
+    """
+    return not (record.exc_info and isinstance(record.exc_info[1], AllExit))
+
+
+def quiet_orphaned_waits() -> None:
+    """Keep asyncio from logging the waits an interrupted ``Client.gather`` leaves behind.
+
+    Process-wide and for good: the tasks are collected when the client's event loop closes,
+    which may be after the ``with connect(...)`` block. Installed once.
+    """
+    logger = logging.getLogger("asyncio")
+    if _orphaned_wait not in logger.filters:
+        logger.addFilter(_orphaned_wait)
 
 
 def _handlers(name: str) -> list[logging.Handler]:
@@ -212,15 +288,23 @@ def connect(
     ValueError
         If TLS certificates are given for a ``tcp://`` scheduler, or none for a ``tls://`` one
         (checked before connecting).
+    SchedulerUnreachable
+        If the scheduler does not answer within ``distributed.comm.timeouts.connect`` (Dask
+        config; 30 s by default), e.g. a port that accepts connections and says nothing.
     """
+    quiet_orphaned_waits()
     if scheduler is not None:
         _check_scheme(scheduler, security)
+        timeout = connect_timeout()
+        address = _scheduler_address(scheduler)
+        if address != scheduler or not os.path.isfile(scheduler):  # else distributed says why
+            check_answers(address, security, timeout)
         kwargs: dict[str, Any] = {"security": security} if security else {}
         where = (
             {"scheduler_file": scheduler} if os.path.isfile(scheduler) else {"address": scheduler}
         )
         # Not the process-wide default until it works: a failed connection leaves none behind.
-        client = Client(**where, set_as_default=False, **kwargs)
+        client = Client(**where, set_as_default=False, timeout=timeout, **kwargs)
         try:
             with client.as_current():
                 yield client

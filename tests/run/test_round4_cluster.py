@@ -1,0 +1,105 @@
+"""Issue 38, round 4: a scheduler that accepts and never answers is refused within Dask's
+connect timeout, naming its address (API and CLI); Ctrl-C during a gather leaves no asyncio
+"Task exception was never retrieved" tracebacks behind."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import dask
+import pytest
+
+from soak_dask.app import cli
+from soak_dask.app.demo import write_pixel_parquet
+from soak_dask.run.cluster import SchedulerUnreachable, connect
+
+#: The connect timeout the tests set through Dask's own key, as a user would.
+SHORT = {"distributed.comm.timeouts.connect": "1s"}
+
+
+@pytest.fixture
+def silent_address() -> Iterator[str]:
+    """A loopback port whose kernel accepts connections (the listen backlog) while nothing
+    reads or writes them: a scheduler that never answers. Closed at the end."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+
+
+def scheduler_file(tmp_path: Path, address: str) -> str:
+    path = tmp_path / "scheduler.json"
+    path.write_text(json.dumps({"address": address}))
+    return str(path)
+
+
+@pytest.mark.timeout(60)  # it waited forever
+@pytest.mark.parametrize("as_file", [False, True])
+def test_a_silent_scheduler_is_refused_naming_its_address(silent_address, tmp_path, as_file):
+    scheduler = scheduler_file(tmp_path, silent_address) if as_file else silent_address
+    start = time.monotonic()
+    with dask.config.set(SHORT), pytest.raises(SchedulerUnreachable) as info:
+        with connect(scheduler):
+            pass
+    assert time.monotonic() - start < 10
+    assert f"scheduler {silent_address} did not answer within 1 s" in str(info.value)
+    assert "distributed.comm.timeouts.connect" in str(info.value)
+
+
+@pytest.mark.timeout(120)
+def test_soak_run_with_a_silent_scheduler_fails_in_one_line(silent_address, tmp_path, capsys):
+    data = write_pixel_parquet(tmp_path / "pixels", n_files=1, n_pixels=200, n_regions=2, seed=1)
+    argv = ["run", str(data), "--label", "label", "--subset", "region", "--no-progress",
+            "--scheduler", silent_address, "--out", str(tmp_path / "r.zarr")]  # fmt: skip
+    start = time.monotonic()
+    with dask.config.set(SHORT):
+        code = cli.main(argv)
+    err = [line for line in capsys.readouterr().err.splitlines() if "soak: warning" not in line]
+    assert time.monotonic() - start < 30
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"soak: error: scheduler {silent_address} did not answer within 1 s")
+    assert not (tmp_path / "r.zarr").exists()
+
+
+#: A child that interrupts its own main thread (as Ctrl-C does) while it waits in
+#: ``Client.gather``, on a threads-only LocalCluster started by `connect`.
+_GATHER_INTERRUPTED = """
+import signal, threading, time
+from soak_dask.run.cluster import connect
+
+def slow(i):
+    time.sleep(2)
+    return i
+
+def gather(client):
+    futures = client.map(slow, range(4))
+    ctrl_c = (threading.main_thread().ident, signal.SIGINT)
+    threading.Timer(0.5, signal.pthread_kill, ctrl_c).start()
+    return client.gather(futures)
+
+try:
+    with connect(n_workers=1, threads_per_worker=4, processes=False, log_failures=False) as c:
+        gather(c)
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_gather_leaves_no_unretrieved_tasks():
+    child = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_GATHER_INTERRUPTED)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == 0 and child.stdout == "interrupted\n", child.stderr
+    assert "Task exception was never retrieved" not in child.stderr, child.stderr
+    assert "AllExit" not in child.stderr, child.stderr
