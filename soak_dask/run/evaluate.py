@@ -524,9 +524,11 @@ def _with_632(
 
 
 def _632plus(oob: xr.DataArray, resub: xr.DataArray, gamma: xr.DataArray) -> xr.DataArray:
-    """Efron and Tibshirani's .632+ error: the .632 weight raised by the relative overfitting
-    rate R = (oob − resub) / (γ − resub), R in [0, 1], oob capped at γ."""
+    """Efron and Tibshirani's (1997) .632+ error, their eq. (32): the .632 estimate plus
+    (Err1' − err) · .368 · .632 · R' / (1 − .368 R'), with Err1' = min(oob, γ) and the relative
+    overfitting rate R' = (Err1' − err) / (γ − err) where Err1' > err and γ > err, else 0. The
+    .632 term keeps the uncapped out-of-bag error, so the estimate is never below the .632's."""
     capped = np.minimum(oob, gamma)
     rate = xr.where((capped > resub) & (gamma > resub), (capped - resub) / (gamma - resub), 0.0)
-    weight = _W632 / (1 - (1 - _W632) * rate.clip(0, 1))
-    return (1 - weight) * resub + weight * capped
+    plain = (1 - _W632) * resub + _W632 * oob
+    return plain + (capped - resub) * (1 - _W632) * _W632 * rate / (1 - (1 - _W632) * rate)

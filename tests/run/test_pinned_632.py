@@ -2,16 +2,16 @@
 
 Efron and Tibshirani (1997, JASA 92:548), with err the resubstitution error, Err1 the
 out-of-bag error and γ the no-information error rate Σ_k p_k (1 − q_k) (p the labels' class
-shares, q the predictions'):
+shares, q the predictions'), their eq. (32):
 
-    Err1' = min(Err1, γ)
-    R'    = (Err1' − err) / (γ − err)  if Err1 > err and γ > err, else 0
-    w     = .632 / (1 − .368 R')
-    .632+ = (1 − w) err + w Err1'
+    Err1'  = min(Err1, γ)
+    R'     = (Err1' − err) / (γ − err)  if Err1' > err and γ > err, else 0
+    .632   = .368 err + .632 Err1
+    .632+  = .632 + (Err1' − err) · .368 · .632 R' / (1 − .368 R')
 
-This is the variant ``soak_dask.run.evaluate`` implements (Err1' in both terms). The paper's
-eq. (32) adds the correction to the .632 estimate of the uncapped Err1 instead, so the two
-differ where Err1 > γ: there the paper gives .632 Err1 + .368 γ (R' = 1), this gives γ.
+Where Err1 ≤ γ this is (1 − w) err + w Err1 with w = .632 / (1 − .368 R'); where Err1 > γ
+(R' = 1) it is .632 Err1 + .368 γ, never below the .632 estimate (a formula with Err1' in both
+terms gives γ there, below it).
 """
 
 from __future__ import annotations
@@ -37,15 +37,15 @@ def _plus(resub: float, oob: float, gamma: float) -> float:
     [
         # R' = 20 / 40 = 0.5; w = .632 / (1 - .368 * .5) = .632 / .816; 10 + w * 20
         (10.0, 30.0, 50.0, 10 + 20 * 0.632 / 0.816),
-        # Err1 = 60 > γ = 50: Err1' = 50, R' = 40 / 40 = 1 (uncapped: 50 / 40 = 1.25,
-        # clipped), w = .632 / .632 = 1: the estimate is γ (the paper's eq. 32: 56.32)
-        (10.0, 60.0, 50.0, 50.0),
+        # Err1 = 60 > γ = 50: Err1' = 50, R' = 40 / 40 = 1: .632 * 60 + .368 * 50 = 56.32
+        # (not γ = 50, which capping Err1 in the .632 term too would give)
+        (10.0, 60.0, 50.0, 0.632 * 60 + 0.368 * 50),
         # Err1 = γ: R' = 1, w = 1
         (10.0, 50.0, 50.0, 50.0),
         # Err1 < err: R' = 0 (uncapped -5 / 30), the .632 estimate .368 * 20 + .632 * 15
         (20.0, 15.0, 50.0, 7.36 + 9.48),
-        # γ < err: R' = 0 (uncapped 10 / -2), Err1' = 18: .368 * 20 + .632 * 18
-        (20.0, 30.0, 18.0, 7.36 + 11.376),
+        # γ < err: R' = 0, so the .632 estimate of the uncapped Err1: .368 * 20 + .632 * 30
+        (20.0, 30.0, 18.0, 7.36 + 18.96),
         # err = 0 (a tree that fits every row): R' = 24 / 48, w = .632 / .816, w * 24
         (0.0, 24.0, 48.0, 24 * 0.632 / 0.816),
         # err = Err1: nothing to correct
@@ -62,7 +62,7 @@ def test_632plus_element_wise_over_learners_and_resamples():
     resub = xr.DataArray([10.0, 20.0], dims="learner")
     gamma = xr.DataArray([50.0, 18.0], dims="learner")
     out = evaluate_module._632plus(oob, resub, gamma).transpose("learner", "repeat")
-    expected = [[10 + 20 * 0.632 / 0.816, 50.0], [7.36 + 9.48, 7.36 + 11.376]]
+    expected = [[10 + 20 * 0.632 / 0.816, 56.32], [7.36 + 9.48, 7.36 + 18.96]]
     np.testing.assert_allclose(out.values, expected, rtol=1e-12)
 
 
@@ -90,8 +90,9 @@ def test_no_information_rate_by_hand(truth, said, expected):
 def test_evaluate_632plus_of_a_tree_that_fits_every_row():
     """A fully grown tree on distinct points and random labels (48 'a', 72 'b'): it
     predicts its training labels, so err = 0 and γ = 100 (.4 * .6 + .6 * .4) = 48; each
-    resample's .632+ is then w Err1' with Err1' = min(Err1, 48), R' = Err1' / 48. Some
-    resamples' out-of-bag error is above γ (capped), some below."""
+    resample's .632+ is then .632 Err1 + Err1' .368 .632 R' / (1 − .368 R') with
+    Err1' = min(Err1, 48), R' = Err1' / 48. Some resamples' out-of-bag error is above γ
+    (capped in the correction only), some below."""
     rng = np.random.default_rng(5)
     y = rng.permutation(np.repeat(["a", "b"], [48, 72]))
     df = pd.DataFrame({"x0": rng.normal(size=120), "x1": rng.normal(size=120), "y": y})
@@ -104,6 +105,8 @@ def test_evaluate_632plus_of_a_tree_that_fits_every_row():
     oob = ds["error"].sel(learner="tree").values.ravel()
     assert (oob > 48).any() and (oob < 48).any(), oob
     capped = np.minimum(oob, 48.0)
-    w = 0.632 / (1 - 0.368 * capped / 48)
+    rate = capped / 48
+    expected = 0.632 * oob + capped * 0.368 * 0.632 * rate / (1 - 0.368 * rate)
     got = ds["error_632plus"].sel(learner="tree").values.ravel()
-    np.testing.assert_allclose(got, w * capped, rtol=1e-12)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert (got >= ds["error_632"].sel(learner="tree").values.ravel() - 1e-12).all()
