@@ -5,6 +5,8 @@ connect timeout, naming its address (API and CLI); Ctrl-C during a gather leaves
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +21,8 @@ import pytest
 from soak_dask.app import cli
 from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.run.cluster import SchedulerUnreachable, connect
+
+from ..app.test_cli import soak_process
 
 #: The connect timeout the tests set through Dask's own key, as a user would.
 SHORT = {"distributed.comm.timeouts.connect": "1s"}
@@ -103,3 +107,36 @@ def test_ctrl_c_during_a_gather_leaves_no_unretrieved_tasks():
     assert child.returncode == 0 and child.stdout == "interrupted\n", child.stderr
     assert "Task exception was never retrieved" not in child.stderr, child.stderr
     assert "AllExit" not in child.stderr, child.stderr
+
+
+def aoa_inputs(tmp_path: Path) -> list[str]:
+    """A training table whose DI pass keeps a cluster busy for several seconds, and a raster."""
+    import numpy as np
+    import pandas as pd
+    import xarray as xr
+
+    rng = np.random.default_rng(0)
+    train = pd.DataFrame(rng.normal(size=(6000, 3)), columns=["a", "b", "c"])
+    train.to_parquet(tmp_path / "train.parquet")
+    bands = {name: (("y", "x"), rng.normal(size=(300, 300))) for name in train}
+    raster = xr.Dataset(bands, coords={"y": np.arange(300), "x": np.arange(300)})
+    raster.chunk({"y": 100, "x": 100}).to_zarr(tmp_path / "raster.zarr", consolidated=False)
+    return [str(tmp_path / "train.parquet"), str(tmp_path / "raster.zarr")]
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_soak_aoa_prints_one_line(tmp_path):
+    psutil = pytest.importorskip("psutil")
+    argv = ["aoa", *aoa_inputs(tmp_path), "--features", "a,b,c", "--out", tmp_path / "out"]
+    proc = soak_process(argv, tmp_path)
+    deadline = time.monotonic() + 120
+    while len(psutil.Process(proc.pid).children()) < 2 and proc.poll() is None:  # workers up
+        assert time.monotonic() < deadline, "no cluster started in time"
+        time.sleep(0.2)
+    time.sleep(8)  # into the training pass (reading the table takes a few seconds)
+    assert proc.poll() is None, proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole group, workers included
+    _, err = proc.communicate(timeout=120)
+    last = err.strip().splitlines()[-1]
+    assert proc.returncode == 130 and last.startswith("soak: interrupted"), err
+    assert "Task exception was never retrieved" not in err and "Traceback" not in err, err
