@@ -114,7 +114,8 @@ def _check_not_in_store(where: Location) -> None:
     if not where.local:
         return
     if store := enclosing_store(Path(where.shown), is_results_store):
-        raise ValueError(f"{where} is inside the store {store}; write it outside that store")
+        kind = "results store" if is_results_store(store) else "store"
+        raise ValueError(f"{where} is inside the {kind} {store}; write it outside that store")
 
 
 def is_results_store(
