@@ -83,6 +83,20 @@ RUN_FILE_TABLES = {
 Check = Callable[[Any, str], Any]
 
 
+class OptionError(ValueError):
+    """An option refused by a check of `settings` that knows which one it is.
+
+    Attributes
+    ----------
+    setting : str
+        The refused setting's name, so that a caller can say where it was given (a run file).
+    """
+
+    def __init__(self, message: str, setting: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
 class _Required:
     def __repr__(self) -> str:
         return "REQUIRED"
@@ -342,6 +356,10 @@ class Setting:
         option's value there when it is not given (``outer_repeats`` is 5 for ``5x2cv``, 1
         for the others). Given to a strategy not in it, it is refused
         (`check_design_options`). None: every strategy reads it.
+    drawn : bool
+        Says how folds are drawn (their number, stratification, balance, how groups are
+        dealt): a table's fold column gives the folds instead, so given with one it is refused
+        (`check_fold_column_options`).
     """
 
     name: str
@@ -366,6 +384,7 @@ class Setting:
     renamed: tuple[str, ...] = ()
     flag_only: str = ""
     designs: Mapping[str, Any] | None = None
+    drawn: bool = False
 
     @property
     def takers(self) -> tuple[str, ...]:
@@ -544,11 +563,12 @@ _DECLARED = (
         }},
     ),
     _count(
-        "n_folds", None, f"K (default {DEFAULT_N_FOLDS}, or the fold column's largest fold)",
+        "n_folds", None, f"K (default {DEFAULT_N_FOLDS}; a fold column gives its own)",
         check_n_folds, metavar="K", aliases=("folds",),
-        commands=("run", "transfer", "search", "split-sensitivity"),
+        commands=("run", "transfer", "search", "split-sensitivity"), drawn=True,
         variants={"split-sensitivity": {
             "default": 5, "help": "K of the CV inside each train part (default 5)",
+            "drawn": False,
         }},
     ),
     _count(
@@ -593,7 +613,7 @@ _DECLARED = (
     ),
     Setting(
         "stratify", "run", "bool", True, "balance folds within subset × label",
-        identity=True, cli=False, commands=("run", "transfer", "search"),
+        identity=True, cli=False, commands=("run", "transfer", "search"), drawn=True,
     ),
     Setting(
         "persist", "run", "bool", True,
@@ -677,7 +697,7 @@ _DECLARED = (
         "how folds are balanced: by class within subsets (class, the default), or also by each "
         "row's degree of overlap with other classes (overlap; classification)",
         choices=("class", "overlap"), identity=True, evaluate=True,
-        designs=dict.fromkeys(_DEALT, "class"),
+        designs=dict.fromkeys(_DEALT, "class"), drawn=True,
     ),
     Setting(
         "group_assignment", "run", "str", "rows",
@@ -685,7 +705,7 @@ _DECLARED = (
         "group first onto the emptiest fold, the default) or mlr3resampling (the same number "
         "of groups per fold, rows ignored, as the R package deals them)",
         check_group_assignment, identity=True, evaluate=True, choices=("rows", "mlr3resampling"),
-        designs=dict.fromkeys(_DEALT, "rows"),
+        designs=dict.fromkeys(_DEALT, "rows"), drawn=True,
     ),
     # evaluate's own, in its order: a run file's [evaluation] table.
     Setting(
@@ -707,6 +727,7 @@ _DECLARED = (
         "K of cv, repeated_cv and knndm (default 5), capped at the groups or the rarest "
         "class's rows; with a fold column, its K",
         check_n_folds, metavar="K", designs=dict.fromkeys(("cv", "repeated_cv", "knndm"), 5),
+        drawn=True,
     ),
     Setting(
         "outer_repeats", "evaluate", "int", None,
@@ -971,7 +992,7 @@ def check_design_options(
     >>> check_design_options("lodo", {"outer_folds": 3})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: outer_folds=3 has no effect with outer='lodo': it is used only by outer='cv', ...
+    soak_dask.settings.OptionError: outer_folds=3 has no effect with outer='lodo': ...
     """
     if outer not in OUTER:
         raise ValueError(f"outer={outer!r} is not a strategy; choose from {list(OUTER)}")
@@ -988,11 +1009,42 @@ def check_design_options(
             shown = repr(value) if isinstance(value, str | Real) else f"<{type(value).__name__}>"
             readers = ", ".join(map(repr, setting.designs))
             readers = " or ".join(readers.rsplit(", ", 1))
-            raise ValueError(
+            raise OptionError(
                 f"{name}={shown} has no effect with outer={outer!r}: it is used only by "
-                f"outer={readers}; leave {name} out, or use it there"
+                f"outer={readers}; leave {name} out, or use it there",
+                setting.name,
             )
     return out
+
+
+def check_fold_column_options(
+    fold: str | None,
+    values: Mapping[str, Any],
+    spell: Callable[[str], str] = str,
+    command: Command | str = "run",
+) -> None:
+    """Refuse the options of `command` that say how folds are drawn (`Setting.drawn`: K,
+    stratification, balance, how groups are dealt) when the table's fold column `fold` gives
+    the folds: they would be ignored. Given: as for `check_design_options`.
+
+    >>> check_fold_column_options("f", {"n_folds": None, "balance": "class"})
+    >>> check_fold_column_options("f", {"balance": "overlap"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    soak_dask.settings.OptionError: balance='overlap': the table's fold column 'f' gives ...
+    """
+    if fold is None:
+        return
+    for setting in command_settings(command):
+        value = values.get(setting.name)
+        if setting.drawn and value is not None and not _is_plain(value, setting.default):
+            name = spell(setting.name)
+            raise OptionError(
+                f"{name}={value!r}: the table's fold column {fold!r} gives the folds, their "
+                f"number and who is in each, so {name} would be ignored; leave {name} out, or "
+                "load the table without fold= (--fold-column) to have the folds drawn",
+                setting.name,
+            )
 
 
 def _is_plain(value: Any, default: Any) -> bool:

@@ -42,9 +42,11 @@ from ..settings import (
     SETTINGS,
     SPELLINGS,
     Command,
+    OptionError,
     Setting,
     canonical,
     check_design_options,
+    check_fold_column_options,
     command_line_settings,
     command_settings,
     run_file_table,
@@ -284,8 +286,8 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
     -------
     dict
         Checked top-level settings by name; ``learner_specs`` holds the ``[learners.NAME]``
-        tables and ``tables`` each function's table (``[evaluation]``...), checked as that
-        function takes its settings.
+        tables, ``tables`` each function's table (``[evaluation]``...), checked as that
+        function takes its settings, and ``source`` the file, for messages.
 
     Raises
     ------
@@ -321,7 +323,7 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
         for key, value in values.items():
             if SETTINGS[key].kind == "path" and _is_relative(value):
                 values[key] = str(path.parent / value)
-    return {**settings, "learner_specs": specs, "tables": tables}
+    return {**settings, "learner_specs": specs, "tables": tables, "source": source}
 
 
 def _refuse_flag_only(values: Mapping[str, Any], source: str) -> None:
@@ -469,8 +471,16 @@ def merge_settings(
         values = file.get("tables", {}).get(table, {})
         if setting.name in values:
             merged[setting.name] = values[setting.name]
-    merged.update(check_settings(flags, "command line", typed or {}, command))
-    _refuse_ignored(command, file, merged, typed or {})
+    from_flags = check_settings(flags, "command line", typed or {}, command)
+    from_file = set(merged) - set(from_flags)
+    merged.update(from_flags)
+    source = file.get("source", "the run file")
+    try:
+        _refuse_ignored(command, file, merged, typed or {})
+    except OptionError as err:  # a refusal of the file's setting names the file
+        if err.setting not in from_file:
+            raise
+        raise OptionError(f"{err} (in {source})", err.setting) from None
     # A dry run writes nothing, so it needs no --out (given one, it checks it).
     for key in ("data", "label", *(() if dry_run else ("out",))):
         if not merged.get(key):
@@ -494,24 +504,30 @@ def _refuse_ignored(
     command: str, file: Mapping[str, Any], merged: Mapping[str, Any], typed: Mapping[str, str]
 ) -> None:
     """Refuse the merged settings `command` would ignore, before the engine loads: a way of
-    dealing groups without a group column; evaluate's options its outer strategy does not read
-    (``settings.check_design_options``), and a run file's K for the other commands alone."""
+    dealing groups without a group column; how folds are drawn beside a fold column
+    (``settings.check_fold_column_options``); evaluate's options its outer strategy does not
+    read (``settings.check_design_options``), and a run file's K for the other commands alone.
+    Each refusal is an `OptionError` naming the setting."""
     name = lambda setting: typed.get(setting, setting)  # noqa: E731 - the flag as typed, or key
     if "group_assignment" in setting_names(command):
-        check_assignment_groups(
-            merged.get("group"), merged.get("group_assignment", "rows"), name("group_assignment")
-        )
+        assignment = merged.get("group_assignment", "rows")
+        try:
+            check_assignment_groups(merged.get("group"), assignment, name("group_assignment"))
+        except ValueError as err:
+            raise OptionError(str(err), "group_assignment") from None
+    check_fold_column_options(merged.get("fold"), merged, name, command)
     if command != "evaluate":
         return
     outer = merged.get("outer", SETTINGS["outer"].default)
     check_design_options(outer, merged, name)
     for theirs, mine in _INSTEAD[command].items():
         if theirs in file and mine not in merged and outer in SETTINGS[mine].designs:
-            raise ValueError(
-                f"the run file sets {theirs} = {file[theirs]!r}, which soak {command} does not "
-                f"read: its setting for this is {mine}, in the [{run_file_table(SETTINGS[mine])}] "
-                f"table; set {mine} = {file[theirs]!r} there (the top-level {theirs} stays the "
-                "other commands')"
+            raise OptionError(
+                f"{file.get('source', 'the run file')} sets {theirs} = {file[theirs]!r}, which "
+                f"soak {command} does not read: its setting for this is {mine}, in the "
+                f"[{run_file_table(SETTINGS[mine])}] table; set {mine} = {file[theirs]!r} there "
+                f"(the top-level {theirs} stays the other commands')",
+                theirs,
             )
 
 

@@ -17,7 +17,13 @@ import numpy as np
 import pandas as pd
 
 from ..schema import DEFAULT_N_FOLDS
-from ..split.fold_options import MAX_FOLDS, check_group_assignment, check_n_folds, check_seed
+from ..split.fold_options import (
+    MAX_FOLDS,
+    check_assignment_groups,
+    check_group_assignment,
+    check_n_folds,
+    check_seed,
+)
 from ..split.folds import (
     check_fold_values,
     fold_rows,
@@ -112,7 +118,7 @@ def describe_table(
         decides the strata checked for having fewer rows (or groups) than folds.
     group_assignment : {"rows", "mlr3resampling"}
         As the run's: how whole groups are dealt to folds, which decides (with groups) how
-        much the folds' sizes differ.
+        much the folds' sizes differ. Other than "rows" it needs a group column, as ``soak``.
 
     Returns
     -------
@@ -131,6 +137,7 @@ def describe_table(
         n_folds = check_n_folds(n_folds)
     seed = check_seed(seed)
     assignment = check_group_assignment(group_assignment)
+    check_assignment_groups(table.group, assignment)  # as soak refuses it: nothing to deal
     c = _count(table)
     blocks, missing, infinite, known = c.blocks, c.missing, c.infinite, c.known
     group_rows, members = c.group_rows, c.members

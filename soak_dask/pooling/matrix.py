@@ -35,13 +35,13 @@ from ..run.session import (
 )
 from ..run.strategies import Context
 from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
-from ..settings import check_run_options
+from ..settings import check_fold_column_options, check_run_options
 from ..split.folds import check_fold_values
 from ..split.plan import Plan
 from ..split.transfer import Transfer as Transfer
 from ..split.transfer import cell_selection as cell_selection
 from ..split.transfer import train_selection as train_selection
-from ..tables.table import SUBSET_COLUMN, Table
+from ..tables.table import SUBSET_COLUMN, Table, check_table
 
 #: Title of the results of ``transfer``.
 TITLE = "soak_dask transfer matrix: train on one subset, test on each"
@@ -149,6 +149,8 @@ def prepare(
     error_score, client, progress, checkpoint, fitting)."""
     given = {"n_folds": n_folds, "stratify": stratify, "persist": persist}
     n_folds = check_run_options(given)["n_folds"]
+    check_table(table, caller)
+    check_fold_column_options(table.fold, given)
     session = start(table, caller, learners, measures=measures, **shared)
     if table.subset == SUBSET_COLUMN:
         raise ValueError(
@@ -196,8 +198,9 @@ def transfer(
     learners : dict, list, estimator or str, optional
         As for ``soak_dask.soak`` (default: featureless and a linear model).
     n_folds : int, optional
-        K (default 10; with a fold column, read from it). The folds are those ``soak``
-        assigns with this seed: the diagonal equals ``soak``'s ``same``.
+        K (default 10; with a fold column, read from it, and ``n_folds`` or ``stratify``
+        refused). The folds are those ``soak`` assigns with this seed: the diagonal equals
+        ``soak``'s ``same``.
     seed, measures, stratify, persist, error_score, client, progress, checkpoint
         As for ``soak_dask.soak``.
     onepass, max_train_rows, incremental, epochs

@@ -170,8 +170,9 @@ def search_subsets(
     learners : dict, list, estimator or str, optional
         As for ``soak_dask.soak`` (default: featureless and a linear model).
     n_folds : int, optional
-        K of the outer folds (default 10; with a fold column, read from it): SOAK's folds for
-        this seed. The inner folds of outer fold κ are the other K − 1 folds.
+        K of the outer folds (default 10; with a fold column, read from it, and ``n_folds`` or
+        ``stratify`` refused): SOAK's folds for this seed. The inner folds of outer fold κ are
+        the other K − 1 folds.
     seed : int
         Seed of the folds and of built-in learners.
     threshold : float

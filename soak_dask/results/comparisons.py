@@ -24,6 +24,7 @@ from ..stats.mean_tests import (
     MeanTest,
     base_measure,
     bayesian_test,
+    check_rope,
     default_rope,
     evaluation_values,
     five_by_two_f,
@@ -153,17 +154,6 @@ def _check_method(method: Any, corrected: Any) -> str | None:
     return method
 
 
-def _check_rope(rope: Any, method: str, chosen: str | None) -> None:
-    """Refuse a `rope` the test `method` does not read (only the Bayesian test has one)."""
-    if rope is None or method == "bayesian":
-        return
-    which = f"method={method!r}" if chosen is not None else f"the recommended test ({method!r})"
-    raise ValueError(
-        f"rope={rope!r} is the Bayesian test's region of practical equivalence, and {which} "
-        "has none: leave rope out, or pass method='bayesian'"
-    )
-
-
 def _learner_indices(ds: xr.Dataset, a: str, b: str) -> tuple[int, int]:
     learners = [str(v) for v in ds["learner"].values.tolist()]
     for role, name in (("a", a), ("b", b)):
@@ -274,7 +264,7 @@ def compare(
             f"unknown; pass method= one of {list(METHODS)}"
         )
     resampling = recommended_method(outer) if chosen is None else chosen
-    _check_rope(rope, resampling, chosen)
+    check_rope(rope, resampling, recommended=chosen is None)
     ratios = None
     if resampling in ("corrected", "bayesian") or {"n_train", "n_test"} <= set(ds.data_vars):
         if resampling != "mcnemar":

@@ -240,6 +240,7 @@ def pvalues(
     rope : float, optional
         Half-width of the Bayesian test's region of practical equivalence in the measure's
         units; default ``mean_tests.default_rope`` (1 point of error, 0.01 of a share, else 0).
+        Only ``method="bayesian"`` has one: given with another test it is refused.
 
     Returns
     -------

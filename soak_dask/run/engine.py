@@ -13,12 +13,12 @@ from sklearn.base import BaseEstimator
 
 from ..learn.procedure import Procedure
 from ..schema import TRAIN_TYPES
-from ..settings import SETTINGS, check_run_options, identity
+from ..settings import SETTINGS, check_fold_column_options, check_run_options, identity
 from ..split.designs import SameOtherAll
 from ..split.fold_options import check_assignment_groups
 from ..split.plan import Plan
 from ..tables.checks import refuse_ignored
-from ..tables.table import Table
+from ..tables.table import Table, check_table
 from .assemble import RESULTS_TITLE
 from .entry import entry_point
 from .fitting_options import FittingOptions
@@ -69,7 +69,8 @@ def soak(
         ``{name: estimator or built-in name}``; built-in names include ``"featureless"``
         (majority class / mean of the train rows). Default: featureless plus a linear model.
     n_folds : int, optional
-        K (default 10). With a fold column, K is read from it.
+        K (default 10). With a fold column, K is read from it, and ``n_folds``, ``stratify``,
+        ``balance`` and ``group_assignment`` (how folds are drawn) are refused.
     seed : int
         Seed of the folds and of built-in learners' randomness: an integer from 0 to
         2**32 - 1 (scikit-learn's range for ``random_state``).
@@ -157,6 +158,8 @@ def soak(
     }
     options = check_run_options(given)
     _refuse_ignored(options)
+    check_table(table, "soak")
+    check_fold_column_options(table.fold, given)
     check_assignment_groups(table.group, options["group_assignment"])
     fitting = FittingOptions.from_options(options)
     shared = {k: options[k] for k in ("seed", "error_score", "progress", "checkpoint")}

@@ -21,7 +21,7 @@ from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
 from ..schema import FIT_INFO
-from ..settings import check_design_options
+from ..settings import check_design_options, check_fold_column_options
 from ..split.fold_options import check_assignment_groups, check_seed
 from ..split.folds import table_classes
 from ..split.inner import Inner
@@ -310,14 +310,9 @@ def _outer_and_finals(
 
 
 def _check_table_options(table: Table, given: dict[str, Any]) -> None:
-    """Refuse options `table` gives no effect: K beside a fold column (its K is used), a way
-    of dealing groups without a group column."""
-    if table.fold is not None and given["outer_folds"] is not None:
-        raise ValueError(
-            f"outer_folds={given['outer_folds']!r}: the table's fold column {table.fold!r} "
-            "gives the folds and their number; leave outer_folds out, or load the table "
-            "without fold= to have outer_folds folds drawn"
-        )
+    """Refuse options `table` gives no effect: how folds are drawn beside a fold column (its
+    folds are used), a way of dealing groups without a group column."""
+    check_fold_column_options(table.fold, given, command="evaluate")
     check_assignment_groups(table.group, given["group_assignment"])
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,7 @@ __all__ = [
     "SOAK_METHODS",
     "base_measure",
     "bayesian_test",
+    "check_rope",
     "default_rope",
     "evaluation_values",
     "five_by_two_f",
@@ -286,6 +288,32 @@ def evaluation_values(ds: xr.Dataset, name: str) -> np.ndarray:
     return values.reshape(ds.sizes["learner"], -1)
 
 
+def check_rope(rope: Any, method: str, recommended: bool = False) -> None:
+    """Refuse a `rope` that the test `method` does not read: only the Bayesian test has one.
+
+    Parameters
+    ----------
+    rope : float or None
+        The half-width asked for; None (not given) is always accepted.
+    method : str
+        The test that will run.
+    recommended : bool
+        The caller did not name `method`: it is the design's recommended test.
+
+    >>> check_rope(5, "paired")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: rope=5 is the Bayesian test's region of practical equivalence, ...
+    """
+    if rope is None or method == "bayesian":
+        return
+    which = f"the recommended test ({method!r})" if recommended else f"method={method!r}"
+    raise ValueError(
+        f"rope={rope!r} is the Bayesian test's region of practical equivalence, and {which} "
+        "has none: leave rope out, or pass method='bayesian'"
+    )
+
+
 def soak_method_columns(
     table: pd.DataFrame, method: str, rope: float | None = None
 ) -> pd.DataFrame:
@@ -296,11 +324,13 @@ def soak_method_columns(
     n_test/n_train)`` for ``"corrected"`` and ``"bayesian"``); for ``"corrected"`` its
     ``statistic`` and ``p``; for ``"bayesian"`` the posterior's ``statistic`` (location over
     scale), ``p`` NaN and, at the end, ``rope``, ``p_compare_better``, ``p_equivalent`` and
-    ``p_reference_better`` (NaN where the test is not defined)."""
+    ``p_reference_better`` (NaN where the test is not defined). A `rope` is the Bayesian
+    test's only: given with another `method` it is refused (`check_rope`)."""
     if method not in SOAK_METHODS:
         raise ValueError(
             f"method={method!r} is not a test of pvalues; choose from {list(SOAK_METHODS)}"
         )
+    check_rope(rope, method)
     out = table.copy()
     out["method"] = method
     if method != "paired":

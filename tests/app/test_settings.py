@@ -279,13 +279,13 @@ def argv_settings(argv: list[str], tmp_path: Path) -> config.RunSettings:
 
 
 def test_old_flags_give_the_same_settings(tmp_path):
-    old = ["--folds", "4", "--fold-column", "f", "--learner", "lda", "--learner", "knn"]
-    new = ["--n-folds", "4", "--fold-column", "f", "--learners", "lda,knn"]
+    old = ["--folds", "4", "--subset", "f", "--learner", "lda", "--learner", "knn"]
+    new = ["--n-folds", "4", "--subset", "f", "--learners", "lda,knn"]
     assert argv_settings(old + ["--no-persist"], tmp_path) == argv_settings(
         new + ["--no-persist"], tmp_path
     )
     got = argv_settings(new, tmp_path)
-    assert (got.n_folds, got.fold, got.persist, got.learners()) == (
+    assert (got.n_folds, got.subset, got.persist, got.learners()) == (
         4, "f", True, {"lda": "lda", "knn": "knn"},
     )  # fmt: skip
 

@@ -187,8 +187,8 @@ def test_info_lists_the_warnings_a_run_gives(name, n_folds):
         table = load_table(data, **roles)
         task_measure = "error" if table.task == "classification" else "mse"
         res = sd.soak(
-            table, "featureless", n_folds=n_folds, measures=[task_measure], onepass=False,
-            progress=False,
+            table, "featureless", n_folds=None if table.fold else n_folds,  # the column's K
+            measures=[task_measure], onepass=False, progress=False,
         )  # fmt: skip
     ran = [str(w.message) for w in record]
     info = describe_table(table, n_folds=n_folds)
