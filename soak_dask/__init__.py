@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from .schema import TRAIN_TYPES
     from .spatial.aoa import aoa
     from .spatial.aoa_coverage import aoa_coverage, aoa_sentences
-    from .spatial.aoa_io import write_aoa
+    from .spatial.aoa_io import open_aoa, write_aoa
     from .spatial.aoa_plot import plot_aoa
     from .spatial.blocks import spatial_blocks, spatial_clusters
     from .spatial.diagnostics import fold_summary

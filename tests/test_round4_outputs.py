@@ -223,3 +223,21 @@ def test_predicting_nan_or_infinite_features_names_the_columns():
     tolerant = HistGradientBoostingClassifier(max_iter=5).fit(frame[FEATURES], frame["y"])
     pred = sd.predict_table(tolerant, dd.from_pandas(frame, npartitions=2)).compute()
     np.testing.assert_array_equal(pred.to_numpy(), tolerant.predict(frame[FEATURES]))
+
+
+def test_a_stores_hidden_partial_copy_is_replaced_with_its_store(tmp_path):
+    """A write killed mid-way leaves a hidden partial copy beside its store (io.stores); it is
+    the output's with its store, not a user's file that blocks the directory."""
+    out = check_out_dir(tmp_path / "out", writer="soak_dask's test", overwrite=True)
+    out.claim("r.zarr").mkdir()
+    out.finish()
+    leftover = out.path / ".r.soak-partial-123-abcdef12.zarr"
+    leftover.mkdir()
+    user = out.path / ".notes.soak-partial-123-abcdef12.txt"  # of no file the manifest lists
+    again = check_out_dir(tmp_path / "out", writer="soak_dask's test", overwrite=True)
+    user.write_text("mine")
+    with pytest.raises(FileExistsError, match="did not write"):
+        again.begin()
+    user.unlink()
+    again.begin()
+    assert not leftover.exists() and not (out.path / "r.zarr").exists()

@@ -120,11 +120,13 @@ def aoa_command(args: argparse.Namespace) -> None:
 
 
 def _reopen(store: Path, ds: xr.Dataset) -> xr.Dataset:
-    """The layers as written, lazily, with the result's attrs."""
+    """The layers as written, lazily, with the result's attrs (a Zarr store checked whole)."""
     import xarray as xr
 
+    from ..spatial.aoa_io import open_aoa
+
     if store.suffix != ".tif":
-        return xr.open_zarr(store, consolidated=False)
+        return open_aoa(store)
     import rioxarray
 
     image = rioxarray.open_rasterio(store, chunks=True)

@@ -31,6 +31,7 @@ from typing import Any
 import fsspec
 
 from .locations import check_apart, check_links, check_writable, locate
+from .stores import leftover_of
 
 #: The file marking a directory as soak_dask's, listing what it wrote there.
 MANIFEST = "soak_dask_output.json"
@@ -164,6 +165,9 @@ def _check(od: OutputDir) -> list[str]:
         return []
     listed, finished = _manifest(od)
     present = {entry.name for entry in path.iterdir()} - {MANIFEST, _TMP}
+    # A store's hidden partial copy, left by a write killed mid-way, is ours with its store.
+    leftovers = {n for n in present if leftover_of(n) in listed}
+    present -= leftovers
     if foreign := sorted(present - set(listed)):
         raise FileExistsError(
             f"{what} holds {_names(foreign)}, which {od.writer} did not write; soak_dask never "
@@ -185,7 +189,7 @@ def _check(od: OutputDir) -> list[str]:
             "(only the files it wrote), or choose another directory"
         )
     check_writable(locate(path))
-    return sorted(present)
+    return sorted(present | leftovers)
 
 
 def _unfinished(od: OutputDir, present: list[str]) -> str:

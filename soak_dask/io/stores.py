@@ -20,6 +20,7 @@ import io
 import json
 import os
 import posixpath
+import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterable
@@ -93,6 +94,18 @@ def sibling(where: Location, role: str) -> Location:
     path = Path(where.path)
     name = f".{path.stem}.soak-{role}-{os.getpid()}-{uuid.uuid4().hex[:8]}{path.suffix}"
     return Location(where.fs, str(path.with_name(name)), str(Path(where.shown).with_name(name)))
+
+
+#: A hidden path `sibling` or `_move_into_place` made beside a target: the target's stem, the
+#: role, the writing process and a random part, the target's suffix.
+_LEFTOVER = re.compile(r"\.(?P<stem>.+)\.soak-(?:partial|old)-\d+-[0-9a-f]{8}(?P<suffix>.*)")
+
+
+def leftover_of(name: str) -> str | None:
+    """The target whose hidden partial (or replaced) copy ``name`` is, if it is one: what a
+    write killed mid-way leaves beside the store it was writing."""
+    match = _LEFTOVER.fullmatch(name)
+    return match["stem"] + match["suffix"] if match else None
 
 
 def disk_full(err: OSError, where: Location, what: str) -> OSError:

@@ -300,6 +300,8 @@ def check_rope(rope: Any, method: str, recommended: bool = False) -> None:
     recommended : bool
         The caller did not name `method`: it is the design's recommended test.
 
+    Examples
+    --------
     >>> check_rope(5, "paired")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
