@@ -477,7 +477,7 @@ def _fitted(data):
     return LogisticRegression().fit(X, frame["y"]), frame
 
 
-def _edit_metadata(path: Path, edit) -> None:
+def edit_metadata(path: Path, edit) -> None:
     """Rewrite the model file with its metadata member changed by ``edit``."""
     with zipfile.ZipFile(path) as archive:
         members = {n: archive.read(n) for n in archive.namelist()}
@@ -507,7 +507,7 @@ def test_an_edited_feature_order_is_refused(edit, message, tmp_path):
     path = sd.save_model(model, tmp_path / "m.skops", features=["x0", "x1", "x2"], label="y")
     loaded = sd.load_model(path)
     assert loaded.features == ("x0", "x1", "x2")
-    _edit_metadata(path, edit)
+    edit_metadata(path, edit)
     with pytest.raises(ValueError, match=message):
         sd.load_model(path)
 
@@ -524,7 +524,7 @@ def test_a_dataframe_fitted_model_checks_its_column_names(tmp_path):
         record.pop("signature")
         record["format_version"] = 1  # as an older, unsigned file
 
-    _edit_metadata(path, swap)
+    edit_metadata(path, swap)
     with pytest.raises(ValueError, match="not the columns it was fitted on"):
         sd.load_model(path)
 
@@ -537,7 +537,7 @@ def test_an_older_unsigned_model_loads_only_when_trusted(tmp_path):
         record.pop("signature")
         record["format_version"] = 1
 
-    _edit_metadata(path, unsign)
+    edit_metadata(path, unsign)
     with pytest.raises(ValueError, match="without a signature"):
         sd.load_model(path)  # issue 38: unsigned files need an explicit opt-in
     loaded = sd.load_model(path, trust_unsigned=True)

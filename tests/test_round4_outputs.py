@@ -10,9 +10,7 @@ synchronous scheduler). Tables are small and generated.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
-import zipfile
 from pathlib import Path
 
 import dask
@@ -27,6 +25,7 @@ from soak_dask.results.html import REPORT_WRITER
 from soak_dask.run import cluster
 
 from .conftest import toy_table
+from .test_output_safety import edit_metadata
 
 FEATURES = ["x0", "x1", "x2"]
 
@@ -173,17 +172,12 @@ def _fitted():
 
 def _unsign(path: Path, features: list[str]) -> None:
     """The model file as an older, unsigned one listing ``features``."""
-    with zipfile.ZipFile(path) as archive:
-        members = {n: archive.read(n) for n in archive.namelist()}
-    record = json.loads(members["soak_dask.json"])
-    record.pop("signature")
-    record.update(format_version=1, features=features)
-    members["soak_dask.json"] = json.dumps(record).encode()
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, content in members.items():
-            archive.writestr(name, content)
-    path.write_bytes(buffer.getvalue())
+
+    def unsigned(record: dict) -> None:
+        record.pop("signature")
+        record.update(format_version=1, features=features)
+
+    edit_metadata(path, unsigned)
 
 
 def test_an_unsigned_model_file_with_features_reversed_is_refused(tmp_path):
