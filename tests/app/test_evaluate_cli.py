@@ -20,6 +20,7 @@ import soak_dask as sd
 from soak_dask.app import cli
 from soak_dask.app.config import EvaluateSettings, evaluation_keys
 from soak_dask.app.demo import write_pixel_parquet
+from soak_dask.settings import OptionError
 
 N_PIXELS = 3000
 TIMINGS = ["fit_seconds", "predict_seconds"]
@@ -163,16 +164,26 @@ def test_run_file_evaluation_table_equals_the_flags(tmp_path):
     assert (from_file.outer, from_file.outer_folds, from_file.test_split) == ("repeated_cv", 3, 0.2)
     assert from_file.models == str(tmp_path / "models")
     # Flags override the table's keys; soak run reads the same file and leaves [evaluation].
-    assert evaluate_settings(["--config", conf, "--outer", "bootstrap"]).outer == "bootstrap"
+    assert evaluate_settings(["--config", conf, "--outer-repeats", "4"]).outer_repeats == 4
+    # A flag that changes the design leaves the file's options of the other design moot: refused.
+    with pytest.raises(
+        OptionError, match=r"outer_folds=3 has no effect with outer='bootstrap'.*run\.toml"
+    ):
+        evaluate_settings(["--config", conf, "--outer", "bootstrap"])
     run = cli.run_settings(cli.build_parser().parse_args(["run", "--config", str(conf)]))
     assert run.n_folds == 4 and not hasattr(run, "outer")
-    # Without the table, evaluate's defaults.
-    plain = write_toml(tmp_path / "plain.toml", RUN_FILE.split("[evaluation]")[0])
+    # Without the table, evaluate's defaults: None until the outer design fills its own in.
+    # The top-level n_folds is soak run's K: evaluate refuses it rather than ignore it.
+    plain_text = RUN_FILE.split("[evaluation]")[0]
+    plain = write_toml(tmp_path / "plain.toml", plain_text)
+    with pytest.raises(OptionError, match="sets n_folds = 4, which soak evaluate does not read"):
+        evaluate_settings(["--config", plain])
+    plain = write_toml(tmp_path / "plain.toml", plain_text.replace("n_folds = 4", ""))
     got = evaluate_settings(["--config", plain])
     assert (got.outer, got.outer_folds, got.outer_repeats, got.test_split, got.models) == (
         "cv",
-        5,
-        1,
+        None,
+        None,
         0.0,
         None,
     )
@@ -224,7 +235,7 @@ def test_bad_options_name_the_flag_or_key(pixels, tmp_path, capsys):
 @pytest.mark.slow
 def test_installed_entry_point_with_a_run_file_saves_the_models(pixels, cluster, tmp_path):
     (tmp_path / "pixels").symlink_to(pixels, target_is_directory=True)
-    text = RUN_FILE.replace("outer_repeats = 2", "outer_repeats = 1").replace("repeated_", "")
+    text = RUN_FILE.replace("outer_repeats = 2\n", "").replace("repeated_", "")
     conf = write_toml(tmp_path / "run.toml", text)
     exe = Path(sys.executable).with_name("soak")
     argv = [exe, "evaluate", "--config", conf, "--scheduler", cluster.scheduler_address]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import xarray as xr
 
+import soak_dask as sd
 from soak_dask.app import cli
 from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.learn import builtin
@@ -103,7 +104,8 @@ def resumed_and_plain(argv: list, tmp_path: Path, n_fits: int) -> tuple[Path, Pa
 
 
 def _zarr(path: Path) -> xr.Dataset:
-    return xr.open_zarr(path, consolidated=False).load().drop_vars(TIMINGS, errors="ignore")
+    """The results store at ``path``, checked whole, without its timings."""
+    return sd.open_results(path).load().drop_vars(TIMINGS, errors="ignore")
 
 
 def test_transfer_and_search_resume_to_the_undisturbed_result(pixels, cluster, slow_here, tmp_path):

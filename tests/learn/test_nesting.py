@@ -224,7 +224,7 @@ def test_nested_selection_is_honest_and_the_shortcut_is_optimistic():
     """Pure noise: selection on all rows finds features that 'predict' the outer test folds."""
     table = sd.load_table(_noise(), label="y")
     pipe = make_pipeline(SelectKBest(f_classif, k=10), LogisticRegression())
-    kw = {"measures": ["accuracy"], "outer_folds": 5, "outer_repeats": 1, **QUIET}
+    kw = {"measures": ["accuracy"], "outer_folds": 5, **QUIET}
     nested = sd.evaluate(table, {"sel": pipe}, nested=True, **kw)
     flat = sd.evaluate(table, {"sel": pipe}, nested=False, **kw)
     honest, optimistic = float(nested.accuracy.mean()), float(flat.accuracy.mean())
@@ -337,14 +337,14 @@ def test_balance_overlap_assigns_the_folds_of_overlap_folds():
     table = sd.load_table(
         _frame(X, y, region=np.repeat(["N", "S"], 120)), label="y", subset="region"
     )
-    kw = {"n_folds": 3, "measures": ["error"], **QUIET}
-    balanced = sd.soak(table, "lda", balance="overlap", **kw)
-    given = sd.soak(sd.overlap_folds(table, 3, seed=1), "lda", **kw)
+    kw = {"measures": ["error"], **QUIET}
+    balanced = sd.soak(table, "lda", balance="overlap", n_folds=3, **kw)
+    given = sd.soak(sd.overlap_folds(table, 3, seed=1), "lda", **kw)  # its fold column: its K
     np.testing.assert_array_equal(balanced.error, given.error)
     assert balanced.attrs["balance"] == "overlap"
     ds = sd.evaluate(table, "lda", balance="overlap", outer_folds=3, **QUIET)
     assert ds.attrs["balance"] == "overlap" and ds.sizes["fold"] == 3
-    with pytest.raises(ValueError, match="balance='overlap' balances folds"):
+    with pytest.raises(ValueError, match="balance='overlap' has no effect with outer='bootstrap'"):
         sd.evaluate(table, "lda", balance="overlap", outer="bootstrap", **QUIET)
     with pytest.raises(ValueError, match="balance='rows'"):
-        sd.soak(table, "lda", balance="rows", **kw)
+        sd.soak(table, "lda", balance="rows", n_folds=3, **kw)

@@ -132,10 +132,10 @@ def test_aztrees_on_local_cluster_round_trips_through_zarr(aztrees, cluster, tmp
     err = res["error"].sel(train_type="same", test_subset=["NE", "S"]).mean("fold")
     assert (err.sel(learner="logistic") < err.sel(learner="featureless") - 10).all()
     store = tmp_path / "aztrees3.zarr"
-    res.to_zarr(store)
+    sd.save_results(res, store)
     back = sd.open_results(store)
     xr.testing.assert_identical(back, res)
-    res.to_netcdf(tmp_path / "aztrees3.nc")
+    sd.save_results(res, tmp_path / "aztrees3.nc")
     xr.testing.assert_identical(sd.open_results(tmp_path / "aztrees3.nc"), res)
     # Same seed, local scheduler instead of two workers: the same scores.
     with warnings.catch_warnings():

@@ -280,8 +280,9 @@ def test_evaluate_counts_the_strata_once(monkeypatch, outer):
     real = shares._count_strata
     monkeypatch.setattr(shares, "_count_strata", lambda d, k, r: calls.append(k) or real(d, k, r))
     table = sd.load_table(dd.from_pandas(frame(), npartitions=3), label="y", subset="s")
-    repeats = 3 if outer == "repeated_cv" else 1
-    res = sd.evaluate(table, "featureless", outer=outer, outer_folds=4, outer_repeats=repeats,
+    repeats = {"outer_repeats": 3} if outer == "repeated_cv" else {}
+    res = sd.evaluate(table, "featureless", outer=outer, outer_folds=4, **repeats,
                       progress=False, measures="error")  # fmt: skip
     assert calls == [("s", "y")]
-    assert res.attrs["classes"] == ["p", "q", "r"] and res.sizes["repeat"] == repeats
+    assert res.attrs["classes"] == ["p", "q", "r"]
+    assert res.sizes["repeat"] == repeats.get("outer_repeats", 1)
