@@ -10,6 +10,7 @@ synchronous scheduler). Tables are small and generated.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 from pathlib import Path
 
@@ -123,6 +124,24 @@ def test_the_command_line_loser_is_told_another_run_writes_there(store, tmp_path
         one_line(err, "--out", "another run of", "writing to it now")
         assert "overwrite=True" not in err
     assert (out / "report.html").read_text() == "the other run's, half written"
+
+
+def test_the_run_that_saves_second_is_told_the_flag(results, tmp_path, monkeypatch, capsys):
+    """Two `soak run`s on one --out both pass the check at the start; the second to save is
+    told to pass --overwrite (the CLI's flag), not the API's overwrite=True."""
+    data, out = tmp_path / "t.csv", tmp_path / "r.zarr"
+    toy_table(80, 2, seed=3).to_csv(data, index=False)
+    engine = importlib.import_module("soak_dask.run.engine")
+
+    def the_other_run_saves_first(*args, **kwargs):
+        sd.save_results(results, out)
+        return results
+
+    monkeypatch.setattr(engine, "soak", the_other_run_saves_first)
+    code, err = soak(["run", data, "--label", "y", "--subset", "subset", "--out", out], capsys)
+    assert code == cli.USAGE_ERROR
+    one_line(err, str(out), "exists; pass --overwrite to replace it")
+    assert "overwrite=True" not in err
 
 
 # --- item 8: a link to a missing target --------------------------------------------------------

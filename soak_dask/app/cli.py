@@ -160,7 +160,8 @@ def _run(settings: Any, command: Command, debug: bool) -> tuple:
     options.update(learners=learners, measures=measures, checkpoint=checkpoint)
     with connect(settings.scheduler, security=security, log_failures=debug) as client:
         res = call(table, **options, client=client)
-    store = save_results(res, settings.out, overwrite=settings.overwrite)
+    # A concurrent run may have written --out since the check at the start: name the flag.
+    store = save_results(res, settings.out, overwrite=settings.overwrite, flag="--overwrite")
     if settings.checkpoint is None:  # our own: the saved results make it redundant
         remove_checkpoint(checkpoint)
     return res, measures, store

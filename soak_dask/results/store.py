@@ -53,6 +53,7 @@ def save_results(
     *,
     overwrite: bool = False,
     storage_options: dict | None = None,
+    flag: str = "overwrite=True",
 ) -> Path | str:
     """Write results to a Zarr store, or a NetCDF file when ``path`` ends in ``.nc``.
 
@@ -60,10 +61,15 @@ def save_results(
     for its file system as in ``load_table``. The store is marked as results (root attribute
     ``soak_dask_results``), so that ``overwrite=True`` replaces only such a store: see
     ``check_output``, which also refuses a path that is, holds or lies inside the input table
-    (``ds.attrs["source"]``). Returns the path written: a ``Path``, or the URL as given.
+    (``ds.attrs["source"]``). ``flag`` names the overwrite option in its messages (the CLI's
+    ``--overwrite``). Returns the path written: a ``Path``, or the URL as given.
     """
     where = check_output(
-        path, overwrite=overwrite, source=ds.attrs.get("source"), storage_options=storage_options
+        path,
+        overwrite=overwrite,
+        source=ds.attrs.get("source"),
+        flag=flag,
+        storage_options=storage_options,
     )
     ds = ds.assign_attrs({RESULTS_MARK: RESULTS_FORMAT})
     if where.name.endswith(".nc"):
