@@ -167,14 +167,14 @@ def train_di(
     as ``aoa``."""
     features = check_features(features)
     client = current_client() if client is None else client
-    frame = _train_frame(train, features, folds, client)
+    frame = train_frame(train, features, folds, client)
     x = float_array(frame, features)
     _check_train_values(x, features)
     w = check_weights(weights, features)
     codes = _fold_codes(frame, folds)
     center, scale = x.mean(axis=0), x.std(axis=0, ddof=1)
     z = (x - center) / scale * w
-    ref = _broadcast(z, client)
+    ref = broadcast(z, client)
     n = len(z)
     sums = _row_pass(_distance_sums, (z, ref), max(1, PAIRS_PER_TASK // n), client)
     mean = float(sums.sum() / (n * (n - 1)))
@@ -291,8 +291,11 @@ def check_weights(weights: Any, features: tuple[str, ...]) -> np.ndarray:
     return w
 
 
-def _train_frame(train: Any, features: tuple, folds: Any, client: Any) -> pd.DataFrame:
-    """The training columns (and fold column) as a pandas frame."""
+def train_frame(
+    train: Any, features: tuple, folds: Any, client: Any, extra: Mapping[str, str] | None = None
+) -> pd.DataFrame:
+    """The training columns (the fold column, and ``extra``: ``{column: its role}``, e.g. the
+    label) as a pandas frame, gathered from the cluster (the training points are small)."""
     if isinstance(train, Table):
         train = train.data
     if not isinstance(train, pd.DataFrame | dd.DataFrame):
@@ -301,8 +304,11 @@ def _train_frame(train: Any, features: tuple, folds: Any, client: Any) -> pd.Dat
     if isinstance(folds, str):
         _check_columns(list(train.columns), (folds,), "train", what="fold column")
         cols.append(folds)
+    for column, role in (extra or {}).items():
+        _check_columns(list(train.columns), (column,), "train", what=f"{role} column")
+        cols.append(column)
     _check_columns(list(train.columns), features, "train")
-    frame = train[cols]
+    frame = train[list(dict.fromkeys(cols))]
     if isinstance(frame, dd.DataFrame):
         frame = client.compute(frame).result() if client is not None else frame.compute()
     if len(frame) < 2:
@@ -352,15 +358,16 @@ def _fold_codes(frame: pd.DataFrame, folds: Any) -> np.ndarray | None:
     return codes
 
 
-def _broadcast(matrix: np.ndarray, client: Any) -> Any:
-    """The training matrix as one object every task reads: scattered to every worker once
-    with a client, else a delayed constant of the local scheduler."""
+def broadcast(matrix: Any, client: Any) -> Any:
+    """The training matrix (or frame) as one object every task reads: scattered to every
+    worker once with a client, else a delayed constant of the local scheduler."""
     if client is not None:
         return dask.delayed(client.scatter(matrix, broadcast=True, hash=False))
     return dask.delayed(matrix, traverse=False)
 
 
-def _compute(tasks: list, client: Any) -> list:
+def compute_tasks(tasks: list, client: Any) -> list:
+    """The results of delayed ``tasks``, on ``client`` if given, else Dask's local scheduler."""
     if client is not None:
         return client.gather(client.compute(tasks))
     return list(dask.compute(*tasks))
@@ -378,7 +385,7 @@ def _row_pass(func, matrix: tuple, step: int, client: Any, *args) -> np.ndarray:
         dask.delayed(func, pure=True)(ref, start, min(start + step, n), *args)
         for start in range(0, n, step)
     ]
-    return np.concatenate(_compute(tasks, client))
+    return np.concatenate(compute_tasks(tasks, client))
 
 
 def _distance_sums(z: np.ndarray, start: int, stop: int) -> np.ndarray:
@@ -514,7 +521,7 @@ def _raster_blocks(params: TrainDI, ds: xr.Dataset, lpd: bool, client: Any) -> d
     bands = da.core.unify_chunks(*[x for b in bands for x in (b, "yx")])[1]
     cells = max(bands[0].chunks[0]) * max(bands[0].chunks[1])
     check_block_memory(cells, params, client, "raster chunk", "rechunk the raster smaller")
-    ref = _broadcast(params.matrix, client)
+    ref = broadcast(params.matrix, client)
     return da.map_blocks(
         _raster_block,
         ref,
@@ -562,9 +569,9 @@ def _frame_block(frame: pd.DataFrame, matrix: np.ndarray, features, consts: tupl
 def _table_blocks(params: TrainDI, ddf: dd.DataFrame, lpd: bool, client: Any) -> da.Array:
     """DI and LPD of a Dask table's rows, one task per partition (read by the worker)."""
     data = ddf[list(params.features)]
-    (lengths,) = _compute([ddf[params.features[0]].map_partitions(len)], client)
+    (lengths,) = compute_tasks([ddf[params.features[0]].map_partitions(len)], client)
     check_block_memory(int(lengths.max()), params, client, "partition", "repartition the table")
-    ref = _broadcast(params.matrix, client)
+    ref = broadcast(params.matrix, client)
     consts = _consts(params, lpd)
     blocks = [
         da.from_delayed(

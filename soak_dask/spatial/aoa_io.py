@@ -37,8 +37,9 @@ AOA_FORMAT = 2
 NOT_ZARR = (".nc", ".nc4", ".cdf", ".netcdf", ".h5", ".hdf5", ".csv", ".parquet", ".json")
 _WHAT = "AOA store"
 _REMEDY = "write it again with write_aoa or 'soak aoa'"
-#: Layers written, in band order for a GeoTIFF.
-LAYERS = ("di", "aoa", "lpd")
+#: Layers written, in band order for a GeoTIFF (those present: ``lpd`` with ``lpd=True``,
+#: ``expected_error`` once added from an error profile).
+LAYERS = ("di", "aoa", "lpd", "expected_error")
 
 
 def write_aoa(
@@ -57,10 +58,11 @@ def write_aoa(
         From ``soak_dask.aoa`` (lazy or computed).
     path : str or path
         A ``.tif`` / ``.tiff`` file (rasters only: one float32 band per layer, ``di``,
-        ``aoa`` and ``lpd`` if present, named in the band descriptions, the threshold and
-        settings in the tags; CRS from the raster's ``spatial_ref``), or else a Zarr store
-        (every variable and the attrs; read it with ``open_aoa``). A name ending in
-        ``.nc`` or another suffix in ``NOT_ZARR`` is refused.
+        ``aoa``, and ``lpd`` and ``expected_error`` if present, named in the band
+        descriptions, the threshold and settings in the tags; CRS from the raster's
+        ``spatial_ref``), or else a Zarr store (every variable, with its attrs -- an
+        ``expected_error``'s profile -- and the dataset's; read it with ``open_aoa``). A
+        name ending in ``.nc`` or another suffix in ``NOT_ZARR`` is refused.
     overwrite : bool
         Replace ``path`` if ``write_aoa`` wrote it; anything else is never replaced.
     sources : sequence of paths
