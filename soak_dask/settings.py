@@ -546,6 +546,12 @@ _DECLARED = (
         "with little memory)",
         _positive(optional=True), metavar="N", commands=ALL,
     ),
+    Setting(
+        "duplicates", "table", "str", "refuse",
+        "rows found in more than one file of a CSV or Parquet folder or glob: refused "
+        "(refuse, the default; one pass over the files) or allowed",
+        choices=("refuse", "allow"), commands=ALL,
+    ),
     # soak's, in its order: the run.
     Setting(
         "learners", "run", "learners", None,

@@ -10,12 +10,13 @@ from __future__ import annotations
 import csv
 import glob
 import posixpath
+from functools import partial
 
 import dask.dataframe as dd
 import fsspec
 
 from .files import data_files
-from .fingerprint import SourceFiles
+from .fingerprint import FILE_COLUMN, SourceFiles
 
 #: File name endings read as delimited text, and the delimiter each implies (None: sniffed
 #: from the header line among ``SNIFFED``).
@@ -90,7 +91,8 @@ def open_delimited(
     rows = max(sample.count(b"\n"), 1)
     blocksize = None if compressed else max(len(sample) // rows * rows_per_partition, 1 << 16)
     urls = [fs.unstrip_protocol(f) for f in files]
-    frame = dd.read_csv(
+    read = partial(
+        dd.read_csv,
         urls,
         sep=sep,
         blocksize=blocksize,
@@ -98,8 +100,9 @@ def open_delimited(
         compression="infer",
         storage_options=storage_options,
     )
+    by_file = partial(read, include_path_column=FILE_COLUMN)
     # Text files have no footer: their sizes and modification times identify them.
-    return frame, SourceFiles(fs, "csv", tuple(files), ("",) * len(files))
+    return read(), SourceFiles(fs, "csv", tuple(files), ("",) * len(files), by_file)
 
 
 def _delimiter(name: str, header: str) -> str:

@@ -18,7 +18,8 @@ import glob
 import hashlib
 import os
 import posixpath
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,7 +30,12 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
 if TYPE_CHECKING:
+    import dask.dataframe as dd
+
     from .table import Table
+
+#: Column naming each row's file in ``SourceFiles.rows_by_file`` (the duplicate check's input).
+FILE_COLUMN = "__soak_file__"
 
 #: Keys of fsspec's ``info`` that stand for a file's version on stores without ``mtime``.
 _MODIFIED = (
@@ -58,12 +64,17 @@ class SourceFiles:
     footers : tuple of str
         Per Parquet file, the SHA-256 of its footer as the table read it ("" for a CSV file;
         empty for Zarr).
+    rows_by_file : callable, optional
+        Makes a lazy frame of the files' rows, read as the table reads them, with a column
+        `FILE_COLUMN` naming each row's file (``soak_dask.tables.duplicates`` reads it);
+        None for a Zarr store.
     """
 
     fs: Any
     kind: Literal["parquet", "csv", "zarr"]
     paths: tuple[str, ...]
     footers: tuple[str, ...] = ()
+    rows_by_file: Callable[[], dd.DataFrame] | None = field(default=None, repr=False, compare=False)
 
     def _key(self, path: str) -> str:
         """A file as the fingerprint names it: a local one by its real path (the same file
@@ -73,7 +84,7 @@ class SourceFiles:
     def fingerprint(self) -> dict[str, str]:
         """``{file or store entry: its state}``, stat'ed now."""
         if self.kind != "zarr":
-            infos = _file_infos(self.fs, self.paths)
+            infos = file_infos(self.fs, self.paths)
             return {
                 self._key(path): _stamp(self.fs, infos[path])
                 + (f", footer {footer}" if footer else "")
@@ -127,7 +138,7 @@ def canonical_source(source: Any) -> Any:
     return str(base.resolve().joinpath(*parts[plain:]))
 
 
-def _file_infos(fs: Any, paths: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+def file_infos(fs: Any, paths: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """fsspec's ``info`` of each file, from one fresh listing per folder (one request per
     folder on an object store, rather than one per file)."""
     if isinstance(fs, LocalFileSystem):

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .column_traps import check_column_traps
+from .duplicates import Duplicates, check_duplicates
 from .parquet import ROWS_PER_PARTITION
 from .roles import (
     Coordinates,
@@ -39,6 +41,7 @@ def load_table(
     task: Task | None = None,
     storage_options: dict | None = None,
     rows_per_partition: int | None = None,
+    duplicates: Duplicates = "refuse",
 ) -> Table:
     """Open a table lazily and name the role of its columns.
 
@@ -90,6 +93,12 @@ def load_table(
         for workers with little memory. Parquet row groups are combined up to this many rows,
         so a partition is never smaller than one row group; in-memory frames and Datasets are
         cut to it; a chunked Zarr store keeps its chunks.
+    duplicates : {"refuse", "allow"}
+        Rows found in more than one file of a CSV or Parquet folder or glob (a file and its
+        copy, two exports that overlap), equal in every column the table reads, are refused
+        (default) with the files and the count named, or allowed. Checking costs one pass
+        over the files' rows (hashed on the workers) when there are several files, after
+        comparing the bytes of files of equal size; see ``soak_dask.tables.duplicates``.
 
     Returns
     -------
@@ -108,21 +117,26 @@ def load_table(
     >>> table.features, table.excluded_coordinates, table.task
     (('x1',), ('lon',), 'classification')
     """
-    _check_options(rows_per_partition, features, task, coordinates)
+    _check_options(rows_per_partition, features, task, coordinates, duplicates)
     rows = rows_per_partition or ROWS_PER_PARTITION
     ddf, name, files = open_source(source, storage_options, rows)
     roles = {"label": label, "subset": subset, "group": group, "fold": fold}
     check_roles(source, ddf, roles, exclude, name)
     coords = check_coords(coords, ddf, roles, name)
     used = {c for c in roles.values() if c is not None} | set(coords)
+    given = features is not None
     features, skipped = _features(ddf, features, used, coords, exclude, coordinates, name)
+    # Features the user names are not doubted: only default ones may be warned about as ids.
+    ids = check_column_traps(ddf, roles, () if given else features, name)
     task = task or infer_task(ddf, label, name)
     keep = list(dict.fromkeys([*features, *(c for c in roles.values() if c is not None), *coords]))
+    check_duplicates(files, keep, name, duplicates)
     ddf = ddf[keep]
     if subset is None:
         ddf = ddf.assign(**{SUBSET_COLUMN: SINGLE_SUBSET})
-    if skipped:
-        warnings.warn(coordinates_warning(skipped), UserWarning, stacklevel=2)
+    for message in (coordinates_warning(skipped) if skipped else None, ids):
+        if message:
+            warnings.warn(message, UserWarning, stacklevel=2)
     return Table(
         data=ddf,
         label=label,
@@ -144,6 +158,7 @@ def _check_options(
     features: Sequence[str] | None,
     task: Task | None,
     coordinates: Coordinates,
+    duplicates: Duplicates,
 ) -> None:
     """Refuse option values that no table could make right, before anything is opened."""
     if rows_per_partition is not None and (
@@ -159,6 +174,8 @@ def _check_options(
         raise ValueError(f"task={task!r} is not 'classification' or 'regression'")
     if coordinates not in ("exclude", "include"):
         raise ValueError(f"coordinates={coordinates!r} is not 'exclude' or 'include'")
+    if duplicates not in ("refuse", "allow"):
+        raise ValueError(f"duplicates={duplicates!r} is not 'refuse' or 'allow'")
 
 
 def _features(

@@ -10,6 +10,7 @@ query, while columns are still projected into the read.
 from __future__ import annotations
 
 import glob
+from functools import partial
 from typing import Any
 
 import dask.dataframe as dd
@@ -21,7 +22,7 @@ import pyarrow.parquet as pq
 
 from .delimited import is_delimited
 from .files import data_files
-from .fingerprint import SourceFiles, footer_digest
+from .fingerprint import FILE_COLUMN, SourceFiles, footer_digest
 
 #: Target rows per partition; row groups of one file are grouped up to this.
 ROWS_PER_PARTITION = 500_000
@@ -75,18 +76,23 @@ def open_parquet(
     if not sum(meta.num_rows for meta in metas):
         raise ValueError(f"the Parquet data at {path!r} has no rows")
     footers = tuple(map(footer_digest, metas))
-    files = SourceFiles(fs, "parquet", tuple(f.path for f in fragments), footers)
     meta = schema.empty_table().to_pandas()
-    frame = dd.from_map(
-        read_piece,
-        pieces,
-        fs=fs,
-        schema=schema,
-        meta=meta,
-        label="soak-read-parquet",
-        enforce_metadata=False,
+    by_file_meta = meta.assign(**{FILE_COLUMN: pd.Series(dtype=str)})
+    by_file = partial(
+        _frame, read_piece_by_file, pieces, fs, schema, by_file_meta, "soak-read-files"
     )
-    return frame, files
+    paths = tuple(f.path for f in fragments)
+    files = SourceFiles(fs, "parquet", paths, footers, rows_by_file=by_file)
+    return _frame(read_piece, pieces, fs, schema, meta, "soak-read-parquet"), files
+
+
+def _frame(
+    func: Any, pieces: list, fs: Any, schema: pa.Schema, meta: pd.DataFrame, label: str
+) -> dd.DataFrame:
+    """One partition per piece, read by ``func``."""
+    return dd.from_map(
+        func, pieces, fs=fs, schema=schema, meta=meta, label=label, enforce_metadata=False
+    )
 
 
 def read_piece(
@@ -114,6 +120,15 @@ def read_piece(
             value = pa.array([keys[name]] * table.num_rows, type=schema.field(name).type)
             table = table.append_column(name, value)
     return table.select(columns).cast(pa.schema([schema.field(c) for c in columns])).to_pandas()
+
+
+def read_piece_by_file(
+    piece: tuple[str, tuple[int, ...], dict[str, Any]],
+    fs: fsspec.AbstractFileSystem,
+    schema: pa.Schema,
+) -> pd.DataFrame:
+    """`read_piece`'s rows (every column) with the column ``FILE_COLUMN`` naming their file."""
+    return read_piece(piece, fs, schema).assign(**{FILE_COLUMN: piece[0]})
 
 
 #: Endings of Parquet files; other files of a directory have their first bytes checked.

@@ -1,0 +1,160 @@
+"""Rows repeated across the files of a table: a file and its copy, or two exports that overlap.
+
+Concatenated silently, such rows land in train and test folds alike, and every score is too
+good. ``load_table`` refuses them, naming the files and the count, unless the user allows them
+(``duplicates="allow"``). Only tables read from several CSV or Parquet files are checked.
+
+Two steps, the cheap one first:
+
+1. **Identical files**, without reading their rows: files of one size (Parquet: and one footer)
+   are read as bytes, on the workers, and compared by SHA-256.
+2. **Rows found in more than one file**: one pass over the files, each partition hashing the
+   values of its rows in the table's columns (``pandas.util.hash_pandas_object``, 8 bytes a
+   row) and keeping each (file, hash) once, cut into buckets by hash; one task per bucket
+   gathers it from every partition and counts the hashes seen in more than one file, and
+   only those counts per pair of files reach the client.
+
+Rows repeated within one file are not counted (they may be real, equal observations); two
+rows are taken to be equal when their 64-bit hashes are (a false match has a chance of about
+one in 10^19 per pair of rows).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import dask
+import dask.dataframe as dd
+import pandas as pd
+
+from .checks import named
+from .fingerprint import FILE_COLUMN, SourceFiles, file_infos
+
+Duplicates = Literal["refuse", "allow"]
+#: Bytes read at a time when a file is hashed whole.
+_CHUNK = 1 << 22
+#: Partitions whose row hashes one task of the duplicate check holds (a bucket of each of
+#: them, about this many partitions' worth), and the most buckets (tasks) it makes.
+_PER_BUCKET = 4
+_MAX_BUCKETS = 64
+
+
+def file_digest(fs: Any, path: str) -> str:
+    """SHA-256 of the bytes of ``path`` on ``fs``, read in chunks."""
+    digest = hashlib.sha256()
+    with fs.open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def identical_files(files: SourceFiles) -> list[list[str]]:
+    """Groups of files with the same bytes; only files that share their size (and Parquet
+    footer) with another are read, on the workers."""
+    infos = file_infos(files.fs, files.paths)
+    footers = files.footers or ("",) * len(files.paths)
+    alike: dict[tuple, list[str]] = defaultdict(list)
+    for path, footer in zip(files.paths, footers, strict=True):
+        alike[(infos[path].get("size"), footer)].append(path)
+    candidates = [path for group in alike.values() if len(group) > 1 for path in group]
+    digests = dask.compute(*(dask.delayed(file_digest)(files.fs, p) for p in candidates))
+    same: dict[str, list[str]] = defaultdict(list)
+    for path, digest in zip(candidates, digests, strict=True):
+        same[digest].append(path)
+    return [group for group in same.values() if len(group) > 1]
+
+
+def row_hashes(frame: pd.DataFrame, n_buckets: int) -> tuple[pd.DataFrame, ...]:
+    """Each distinct (file, row hash) of a partition, cut into ``n_buckets`` by hash: the hash
+    of the row's values in every column but ``FILE_COLUMN``, which names its file."""
+    values = frame.drop(columns=FILE_COLUMN)
+    hashes = pd.util.hash_pandas_object(values, index=False).to_numpy()
+    files = frame[FILE_COLUMN].astype(str).to_numpy()
+    pairs = pd.DataFrame({"file": files, "hash": hashes}).drop_duplicates(ignore_index=True)
+    bucket = (pairs["hash"] % n_buckets).to_numpy()
+    return tuple(pairs[bucket == b] for b in range(n_buckets))
+
+
+def shared_in_bucket(*pieces: pd.DataFrame) -> pd.Series:
+    """Rows of one bucket found in more than one file, counted per (first, last) file."""
+    pairs = pd.concat(pieces, ignore_index=True).drop_duplicates()
+    per_row = pairs.groupby("hash")["file"].agg(["min", "max", "count"])
+    return per_row[per_row["count"] > 1].groupby(["min", "max"]).size()
+
+
+def shared_rows(by_file: dd.DataFrame) -> pd.Series:
+    """Distinct rows of ``by_file`` found in more than one file, counted per (first, last)
+    file holding them (files compared by name); empty when no row is.
+
+    One pass: each partition's (file, hash) pairs are cut into buckets by hash, and each
+    bucket gathered from every partition by one task, which holds about `_PER_BUCKET`
+    partitions' worth of hashes (16 bytes a row); only the counts reach the client.
+    """
+    n_buckets = max(1, min(_MAX_BUCKETS, by_file.npartitions // _PER_BUCKET))
+    cut = [
+        dask.delayed(row_hashes, nout=n_buckets)(part, n_buckets) for part in by_file.to_delayed()
+    ]
+    counts = dask.compute(
+        *(dask.delayed(shared_in_bucket)(*(c[b] for c in cut)) for b in range(n_buckets))
+    )
+    found = [c for c in counts if len(c)]
+    if not found:
+        return pd.Series(dtype=int)
+    return pd.concat(found).groupby(level=[0, 1]).sum().sort_index()
+
+
+def short_names(paths: Sequence[str]) -> dict[str, str]:
+    """Each path named relative to the folder the paths share (its file name, mostly)."""
+    plain = [str(p).split("://", 1)[-1] for p in paths]
+    root = posixpath.commonpath(plain) if len(set(plain)) > 1 else posixpath.dirname(plain[0])
+    return {p: posixpath.relpath(q, root) if root else q for p, q in zip(paths, plain, strict=True)}
+
+
+def duplicates_error(name: str, copies: list[list[str]], shared: pd.Series) -> str:
+    """The refusal of identical files (``copies``) or rows shared between files (``shared``,
+    as `shared_rows` counts them) of the table ``name``."""
+    fix = (
+        "Rows in several files land in train and test folds alike. Remove the copies or the "
+        "overlap, or, if the files hold distinct observations that happen to be equal, pass "
+        "duplicates='allow' (soak: --duplicates allow)"
+    )
+    if copies:
+        short = short_names([p for group in copies for p in group])
+        listed = named(" = ".join(short[p] for p in group) for group in copies)
+        return f"files of {name} hold the same bytes: {listed}. {fix}"
+    files = sorted({f for pair in shared.index for f in pair})
+    short = short_names(files)
+    listed = named(f"{short[a]} and {short[b]} share {n:,}" for (a, b), n in shared.items())
+    return (
+        f"{int(shared.sum()):,} distinct rows of {name} appear in more than one of its files, "
+        f"equal in every column the table reads ({listed}). {fix}"
+    )
+
+
+def check_duplicates(
+    files: SourceFiles | None, columns: Sequence[str], name: str, duplicates: Duplicates
+) -> None:
+    """Refuse a table of several CSV or Parquet files that holds identical files or rows
+    found in more than one file, compared in ``columns`` (the table's), unless
+    ``duplicates="allow"``.
+
+    Costs, for several files only: reading the bytes of files that share their size with
+    another, then one pass over every row of ``columns`` (read and hashed on the workers,
+    16 bytes per distinct row shuffled between them). Nothing is read with "allow" or for
+    one file, data in memory or a Zarr store.
+    """
+    if duplicates == "allow" or files is None or files.rows_by_file is None:
+        return
+    if len(files.paths) < 2:
+        return
+    copies = identical_files(files)
+    if copies:
+        raise ValueError(duplicates_error(name, copies, pd.Series(dtype=int)))
+    by_file = files.rows_by_file()
+    shared = shared_rows(by_file[[*columns, FILE_COLUMN]])
+    if len(shared):
+        raise ValueError(duplicates_error(name, [], shared))
