@@ -10,7 +10,7 @@ the client. The warnings are those a run with the same settings gives (the messa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask
 import numpy as np
@@ -40,6 +40,9 @@ from ..tables.checks import (
 )
 from ..tables.roles import check_one_type, coordinates_warning
 from ..tables.table import Table
+
+if TYPE_CHECKING:
+    from ..spatial.variogram import SpatialRange
 
 #: Default K, as in ``soak_dask.soak``.
 
@@ -424,3 +427,13 @@ def _with_total(rows: pd.DataFrame) -> str:
     out.index = out.index.astype(str)  # a categorical subset index cannot take "total"
     out.loc["total"] = out.sum()
     return out.to_string()
+
+
+def spatial_info(table: Table, n_folds: int | None = None, **options: Any) -> SpatialRange:
+    """``soak info --spatial``: ``soak_dask.spatial_range`` of the table's label, with the
+    folds of the run (``n_folds``, default 10) for its flattery line; ``options`` are
+    ``spatial_range``'s (``sample``, ``model``, ``unit``...). Prints as the section ``soak info``
+    adds: the range, its interval, the suggested ``--blocks`` size and the flattery line."""
+    from ..spatial.variogram import spatial_range
+
+    return spatial_range(table, n_folds=n_folds or DEFAULT_N_FOLDS, **options)
