@@ -1,13 +1,15 @@
 """``soak report STORE --out DIR`` for every kind of result: the renderer of each kind
-(``attrs["design"]``, ``soak_dask.results.store.result_kind``) writes its files into ``DIR`` and
-says what to print, as the command that made the result writes and prints them.
+(``attrs["design"]``, ``soak_dask.results.store.result_kind``) writes one HTML page,
+``report.html``, with its tables and figures beside it into ``DIR``, and says what to print, as
+the command that made the result prints it.
 
-- ``soak``, ``evaluate``: ``soak_dask.results.report.write_report`` (HTML, tables, figures);
+- ``soak``, ``evaluate``: ``soak_dask.results.report.write_report``;
 - ``transfer``: ``soak_dask.pooling.report.write_transfer_report``;
-- ``search_subsets``: its tables (``search_pvalues``, ``search_pools``, ``search_stability``)
-  and ``plot_search``'s figure;
-- ``split_sensitivity``: ``soak split-sensitivity``'s CSV files, figure and settings;
-- ``compare_sampling``: ``soak compare-sampling``'s CSV files, figure and manifest.
+- ``search_subsets``, ``split_sensitivity``, ``compare_sampling``: their ``Page``
+  (``soak_dask.app.search_page``, ``soak_dask.diagnose.sensitivity_report``,
+  ``soak_dask.diagnose.sampling_report``) written by ``soak_dask.results.pages.write_page``.
+
+Every page is ``soak_dask.results.html.html_page``: one skeleton for every kind.
 """
 
 from __future__ import annotations
@@ -15,17 +17,25 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import xarray as xr
-
-from .flags import check_command_out
 
 #: What a renderer returns: the text to print and the main file written.
 Rendered = tuple[str, Path]
 
 
-def render(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:
-    """Write the report of ``ds`` (any kind) into ``out``; what to print and its main file."""
+def render(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool = False) -> Rendered:
+    """Write the report of ``ds`` (any kind) into the directory ``out``: ``report.html`` and
+    its tables and figures; what ``soak report`` prints, and the page's path.
+
+    ``out`` is new, empty or an earlier report (replaced with ``overwrite``), never the input
+    table. Raises a ``ValueError`` for a kind of result that has no report.
+
+    Examples
+    --------
+    >>> text, page = render(sd.open_results("sens.zarr"), "sens_report")  # doctest: +SKIP
+    """
     from ..results.store import result_kind
 
     kind = result_kind(ds)
@@ -64,44 +74,43 @@ def _transfer(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Render
 
 
 def _search(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:
-    import matplotlib.pyplot as plt
+    from ..pooling.search import search_pvalues
+    from .search_page import search_page
 
-    from ..pooling.plot import plot_search
-    from ..pooling.search import search_pools, search_pvalues, search_stability
-
-    writer = "soak report (search_subsets)"
-    od = check_command_out(writer, out, overwrite, ds.attrs.get("source")).begin()
-    tests = search_pvalues(ds)
-    tables = {"search_pvalues": tests, "search_pools": search_pools(ds)}
-    tables["search_stability"] = search_stability(ds)
-    for name, frame in tables.items():
-        frame.to_csv(od.claim(f"{name}.csv"), index=False)
-    fig = plot_search(ds)
-    try:
-        fig.savefig(od.claim("search.png"), dpi=150)
-    finally:
-        plt.close(fig)
-    path = od.finish()
+    page = _write_page(ds, out, overwrite, search_page)
     keep = ["learner", "test_subset", "compare", "reference", "compare_mean", "p"]
-    return tests[keep].round(4).to_string(index=False), path / "search.png"
+    return search_pvalues(ds)[keep].round(4).to_string(index=False), page
 
 
 def _sensitivity(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:
-    from .sensitivity_cli import COMMAND_NAME, summary_text, write_outputs
+    from ..diagnose.sensitivity_report import split_sensitivity_page
+    from .sensitivity_cli import summary_text
 
-    od = check_command_out(COMMAND_NAME, os.fspath(out), overwrite, ds.attrs.get("source"))
-    write_outputs(ds, od)
-    return summary_text(ds), od.path / "summary.csv"
+    page = _write_page(ds, out, overwrite, split_sensitivity_page)
+    return summary_text(ds), page
 
 
 def _sampling(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:
-    from ..diagnose.mai import mai_summary, mai_table
-    from .sampling_cli import WRITER, write_outputs
+    from ..diagnose.mai import mai_table
+    from ..diagnose.sampling_report import data_name, sampling_page
+    from .sampling_cli import notes_text
 
-    od = check_command_out(WRITER, out, overwrite, ds.attrs.get("source"))
-    frame = mai_table({Path(os.fspath(ds.attrs.get("source", "results"))).name: ds})
-    write_outputs(od, ds, frame, mai_summary(frame))
-    return frame.round(3).to_string(), od.path / "mai.csv"
+    page = _write_page(ds, out, overwrite, sampling_page)
+    table = mai_table({data_name(ds): ds}).round(3).to_string()
+    notes = notes_text(ds)
+    return table + (f"\n\n{notes}" if notes else ""), page
+
+
+def _write_page(
+    ds: xr.Dataset, out: str | os.PathLike, overwrite: bool, build: Callable[[xr.Dataset], Any]
+) -> Path:
+    """``build(ds)``'s page (``soak_dask.results.pages``) written into ``out``, checked first
+    as every report directory is."""
+    from ..results.html import prepare_report_dir
+    from ..results.pages import write_page
+
+    od = prepare_report_dir(out, overwrite, "--overwrite", ds.attrs.get("source"))
+    return write_page(build(ds), od)
 
 
 #: The renderer of each kind of result.

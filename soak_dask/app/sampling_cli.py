@@ -1,5 +1,6 @@
 """``soak compare-sampling``: the MAI of train/test sampling methods on a table, written as CSV
-files and a Figure-8 style box plot (``soak_dask.diagnose.mai``).
+files, a Figure-8 style box plot (``soak_dask.diagnose.mai``) and the result as a store
+(``compare_sampling.zarr``: ``open_results`` reads it, ``soak report`` renders it).
 
 Wired into ``soak`` by ``build_parser`` calling ``add_parser(command)`` and ``COMMANDS``
 mapping ``"compare-sampling"`` to ``compare_sampling_command``.
@@ -31,7 +32,9 @@ WRITER = f"soak {NAME}"
 #: The files the command writes (and the settings it ran with, in ``SETTINGS_FILE``); --out is
 #: checked and marked as every output directory is (``soak_dask.results.outdir``).
 SETTINGS_FILE = "compare_sampling.json"
-FILES = ("mai.csv", "summary.csv", "random_accuracy.csv", "mai.png", SETTINGS_FILE)
+#: The result's store (``save_results``), which ``soak report`` renders.
+STORE = "compare_sampling.zarr"
+FILES = ("mai.csv", "summary.csv", "random_accuracy.csv", "mai.png", SETTINGS_FILE, STORE)
 #: ``--help`` sections, by scope (the table's settings but its subset, group and fold
 #: columns, which rows sampled one by one ignore or refuse).
 _SECTIONS = {
@@ -86,21 +89,25 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     if notes := notes_text(res):
         print(f"\n{notes}")
     print(f"\n{out.path}")
+    print(f"HTML report: soak report {out.path / STORE} --out REPORT_DIR")
 
 
 def notes_text(res: Any) -> str:
     """Each method's notes from the result's attrs (e.g. MDC on a sample changes the
     method), one paragraph per method; empty when there are none."""
-    notes = json.loads(res.attrs.get("notes") or "{}")
+    from ..diagnose.sampling_report import method_notes
+
+    notes = method_notes(res)
     return "\n".join(
         textwrap.fill(f"Note, {method}: {text}", 100) for method, text in notes.items()
     )
 
 
 def write_outputs(out: Any, res: Any, frame: Any, summary: Any) -> None:
-    """The CSV files, the figure and the settings, into the ``OutputDir`` ``out`` (each listed
-    in its manifest before it is written)."""
+    """The CSV files, the figure, the settings and the store, into the ``OutputDir`` ``out``
+    (each listed in its manifest before it is written)."""
     from ..diagnose.sampling_plot import plot_mai
+    from ..results.store import save_results
 
     frame.to_csv(out.claim("mai.csv"))
     summary.to_csv(out.claim("summary.csv"))
@@ -115,4 +122,5 @@ def write_outputs(out: Any, res: Any, frame: Any, summary: Any) -> None:
     settings["n_repeats"] = res.attrs.get("n_repeats", res.attrs.get("n_random"))
     text = json.dumps({"files": list(FILES), **settings}, default=str)
     out.claim(SETTINGS_FILE).write_text(text)
+    save_results(res, out.claim(STORE))
     out.finish()

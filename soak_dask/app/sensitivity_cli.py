@@ -1,6 +1,8 @@
 """``soak split-sensitivity``: run ``soak_dask.split_sensitivity`` on a table and write the
 per-ratio summary (``summary.csv``), the per-trial scores (``trials.csv``), the figure
-(``split_sensitivity.png``) and the settings (``split_sensitivity.json``) into a directory.
+(``split_sensitivity.png``), the settings (``split_sensitivity.json``) and the result as a store
+(``split_sensitivity.zarr``: ``open_results`` reads it, ``soak report`` renders it) into a
+directory.
 
 ``add_parser(command)`` registers the sub-command with the ``soak`` parser (``command`` is
 ``build_parser``'s helper: ``command(name, help_text)`` returns a sub-parser);
@@ -42,8 +44,10 @@ HELP = (
 #: The settings file (``generator``: the command); the directory's manifest marks it as ours.
 SETTINGS_FILE = "split_sensitivity.json"
 GENERATOR = "soak_dask split-sensitivity"
+#: The result's store (``save_results``), which ``soak report`` renders.
+STORE = "split_sensitivity.zarr"
 #: Every file the command writes (replaced on a rerun with --overwrite).
-FILES = ("summary.csv", "trials.csv", "split_sensitivity.png", SETTINGS_FILE)
+FILES = ("summary.csv", "trials.csv", "split_sensitivity.png", SETTINGS_FILE, STORE)
 #: ``--help`` sections, by scope (the table's settings are ``soak info``'s, but subsets and
 #: folds, which the diagnostic does not use).
 _SECTIONS = {
@@ -97,6 +101,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     discard(settings.checkpoint, checkpoint)
     print(summary_text(ds))
     print(f"\nFiles: {', '.join(str(out.path / name) for name in FILES)}")
+    print(f"HTML report: soak report {out.path / STORE} --out REPORT_DIR")
 
 
 def write_outputs(ds: xr.Dataset, out: str | Path | OutputDir) -> None:
@@ -106,6 +111,7 @@ def write_outputs(ds: xr.Dataset, out: str | Path | OutputDir) -> None:
 
     from ..diagnose.sensitivity import split_sensitivity_summary, split_sensitivity_trials
     from ..diagnose.sensitivity_plot import plot_split_sensitivity
+    from ..results.store import save_results
 
     out = check_command_out(COMMAND_NAME, out, False, ds.attrs.get("source")).begin()
     settings = {"generator": GENERATOR, **ds.attrs}
@@ -117,47 +123,22 @@ def write_outputs(ds: xr.Dataset, out: str | Path | OutputDir) -> None:
         fig.savefig(out.claim("split_sensitivity.png"), dpi=150)
     finally:
         plt.close(fig)
+    save_results(ds, out.claim(STORE))
     out.finish()
 
 
 def summary_text(ds: xr.Dataset) -> str:
     """The per-ratio summary as a few lines of text, and the recommended ratios."""
     from ..diagnose.sensitivity import split_sensitivity_summary
+    from ..diagnose.sensitivity_report import caveat_text, ratio_table
 
     table = split_sensitivity_summary(ds)
-    cv = (
-        table["cv_estimate_mean"].map("{:.4f}".format)
-        + " ± "
-        + table["cv_estimate_sd"].map("{:.4f}".format)
-    )
-    test = (
-        table["test_score_mean"].map("{:.4f}".format)
-        + " ± "
-        + table["test_score_sd"].map("{:.4f}".format)
-    )
-    shown = table[["ratio"]].assign(
-        cv_estimate=cv,
-        test_score=test,
-        behind_best=table["test_score_behind_best"].map("{:.4f}".format),
-        levene_p=table["levene_p"].round(4),
-        f_p=table["f_p"].round(4),
-        in_interval=table["consistent_share"].map("{:.0%}".format),
-        correlation=table["correlation"].round(3),
-        recommended=table["recommended"].map({True: "yes", False: ""}),
-    )
     chosen = ", ".join(ds.attrs["recommended"]) if ds.attrs["recommended"] else "none"
     head = (
         f"{ds.attrs['learner']}, {ds.attrs['measure']} (mean ± SD over {ds.sizes['trial']} "
         f"trials per ratio, {ds.attrs['n_folds']}-fold CV on each train part)"
     )
-    best = ", ".join(f"{r:g}" for r in table.loc[table["best_test_score"], "ratio"])
-    caveat = (
-        "The recommendation asks only whether the CV estimate's spread agrees with the test "
-        "score's; it ignores how good the model is and favours small ratios (less training "
-        f"data). Best mean test score: ratio {best or 'none'} (behind_best: how far each "
-        "ratio's mean test score falls short of it)."
-    )
     return (
-        f"{head}\n{shown.to_string(index=False)}\nRecommended ratio(s): {chosen}\n"
-        f"{textwrap.fill(caveat, 100)}"
+        f"{head}\n{ratio_table(table).to_string(index=False)}\nRecommended ratio(s): {chosen}\n"
+        f"{textwrap.fill(caveat_text(table), 100)}"
     )

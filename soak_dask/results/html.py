@@ -37,6 +37,7 @@ __all__ = [
     "estimators_row",
     "figure_html",
     "fixed",
+    "frame_table",
     "html_page",
     "html_table",
     "json_attr",
@@ -233,14 +234,19 @@ def html_table(frame: pd.DataFrame, css_class: str) -> str:
 
 
 def cells_table(
-    head: list[str], rows: list[list[str]], text_columns: int, wrap: Iterable[int] = ()
+    head: list[str],
+    rows: list[list[str]],
+    text_columns: int | Iterable[int],
+    wrap: Iterable[int] = (),
 ) -> str:
-    """An HTML table of text cells (escaped here), the first `text_columns` left-aligned and
-    the columns `wrap` wrapped (long text), in a horizontally scrolling box."""
+    """An HTML table of text cells (escaped here), the first `text_columns` (or the columns of
+    those positions) left-aligned and the columns `wrap` wrapped (long text), in a
+    horizontally scrolling box."""
     wrapped = set(wrap)
+    left = set(range(text_columns)) if isinstance(text_columns, int) else set(text_columns)
 
     def cell(tag: str, i: int, value: str) -> str:
-        css = ["text"] * (i < text_columns) + ["wrap"] * (tag == "td" and i in wrapped)
+        css = ["text"] * (i in left) + ["wrap"] * (tag == "td" and i in wrapped)
         attr = f' class="{" ".join(css)}"' if css else ""
         return f"<{tag}{attr}>{html.escape(value)}</{tag}>"
 
@@ -248,6 +254,18 @@ def cells_table(
     lines += ["<tr>" + "".join(cell("td", i, v) for i, v in enumerate(r)) + "</tr>" for r in rows]
     body = "\n".join(lines)
     return f'<div class="scroll"><table class="results">\n{body}\n</table></div>\n'
+
+
+def frame_table(frame: pd.DataFrame) -> str:
+    """`frame` (its columns, not its index) as ``cells_table``: numbers to 4 significant
+    digits, NaN as an empty cell, columns of text (and of True/False) left-aligned."""
+    text = [
+        i
+        for i, dtype in enumerate(frame.dtypes)
+        if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype)
+    ]
+    rows = [[_cell(value, 4) for value in row] for row in frame.itertuples(index=False)]
+    return cells_table([str(c) for c in frame.columns], rows, text)
 
 
 def decimals(values: pd.Series) -> int:

@@ -21,6 +21,7 @@ from ..io.locations import check_apart as check_apart
 from ..io.locations import check_writable as check_writable
 from ..io.locations import locate as locate
 from ..io.locations import overlaps as overlaps
+from ..io.outdir import MANIFEST as OUTPUT_MANIFEST
 from ..io.stores import (
     CHECKSUMS,
     MARK,
@@ -170,6 +171,11 @@ def open_results(
     ``allow_unverified=True``. Raises a ``FileNotFoundError`` for a missing path and a
     ``ValueError`` for one that is not a results store.
 
+    ``path`` may also be the output directory of a command that saves its result as a store
+    beside its other files (``soak split-sensitivity``, ``soak compare-sampling``): the one
+    results store it holds is opened; a directory holding several (``soak transfer
+    --search``) or none is refused with a message naming the paths to give.
+
     Examples
     --------
     >>> ds = open_results("results.zarr")  # doctest: +SKIP
@@ -181,6 +187,7 @@ def open_results(
             f"no results store at {where}: it does not exist; run 'soak run' or "
             "'soak evaluate' with --out there first"
         )
+    where = _store_in(where)
     _verify(where, allow_unverified)
     try:
         ds = _load(where, kwargs)
@@ -206,6 +213,30 @@ def open_results(
     for mark in (RESULTS_MARK, MARK, CHECKSUMS):  # the store's, not the results'
         ds.attrs.pop(mark, None)
     return ds
+
+
+def _store_in(where: Location) -> Location:
+    """``where``, or the one results store in it when it is a command's output directory
+    (it holds soak_dask's manifest, ``soak_dask.io.outdir``); refuses one holding several or
+    none, naming what to give instead."""
+    if not where.fs.isfile(where.child(OUTPUT_MANIFEST).path):
+        return where
+    stores = [e for e in where.entries() if e.kind == "directory" or e.name.endswith(".nc")]
+    stores = sorted((e for e in stores if is_results_store(e)), key=lambda e: e.name)
+    if len(stores) == 1:
+        return stores[0]
+    if not stores:
+        raise ValueError(
+            f"{where} is an output directory of soak_dask that holds no results store (it was "
+            "written before its command saved one, or by a command that saves none); run the "
+            "command again, or give the path of a results store"
+        )
+    kinds = [_kind(_root_attrs(e, e.kind == "directory")) for e in stores]
+    shown = "; ".join(f"{e.shown} ({kind})" for e, kind in zip(stores, kinds, strict=True))
+    raise ValueError(
+        f"{where} is an output directory holding {len(stores)} results stores; give the path "
+        f"of one: {shown}"
+    )
 
 
 def _verify(where: Location, allow_unverified: bool) -> None:
@@ -235,7 +266,12 @@ def result_kind(ds: xr.Dataset) -> str:
     """The kind of a result: its ``attrs["design"]`` (``soak``, ``evaluate``, ``transfer``,
     ``search_subsets``, ``split_sensitivity``, ``compare_sampling``); ``soak`` for results
     saved before SOAK's had the attribute."""
-    kind = str(ds.attrs.get("design", "soak"))
+    return _kind(ds.attrs)
+
+
+def _kind(attrs: Any) -> str:
+    """``result_kind`` from a result's attrs."""
+    kind = str(attrs.get("design", "soak"))
     return DESIGN_ALIASES.get(kind, kind)
 
 
