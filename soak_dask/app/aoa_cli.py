@@ -2,6 +2,9 @@
 raster or table against a training table, written into a directory: the DI/AOA store
 (``aoa.zarr``, or ``aoa.tif`` with ``--format tif``), the map (``aoa.png``) and the settings
 (``aoa.json``); the directory's manifest (``soak_dask.results.outdir``) marks it as this command's.
+With ``--error-profile``, the error profile (``soak_dask.error_profile``) of the training
+table's cross-validated predictions too: the expected-error layer in the store, beside DI/AOA,
+and its figure (``error_profile.png``).
 
 ``add_parser(command)`` registers the sub-command with the ``soak`` parser;
 ``aoa_command(args)`` runs it.
@@ -55,6 +58,23 @@ def _weights(text: str) -> dict[str, float]:
     return out
 
 
+def _window(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: need an integer of at least 2, e.g. 5")
+    return value
+
+
+def _coords(text: str) -> list[str]:
+    names = _names(text)
+    if len(names) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: need two column names, X,Y")
+    return names
+
+
 def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register ``soak aoa`` with ``command(name, help_text)``; the sub-parser."""
     sub = command(COMMAND, HELP)
@@ -72,6 +92,13 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
         "--weights", type=_weights, metavar="A=W,...", help="predictor weights (importance)"
     )
     sub.add_argument("--lpd", action="store_true", help="also the local point density")
+    sub.add_argument(
+        "--points",
+        type=_coords,
+        metavar="X,Y",
+        help="columns of TRAIN holding the training points' coordinates: drawn on the maps",
+    )
+    _add_profile_flags(sub)
     add_output(sub, "soak aoa")
     sub.add_argument(
         "--format",
@@ -87,6 +114,63 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
     return sub
 
 
+def _add_profile_flags(sub: argparse.ArgumentParser) -> None:
+    group = sub.add_argument_group("error profile (CAST's errorProfiles)")
+    group.add_argument(
+        "--error-profile",
+        action="store_true",
+        help="fit the CV error as a non-decreasing function of the DI and write the expected "
+        "error beside DI/AOA; needs --folds, --label and --predictions or --learner",
+    )
+    group.add_argument("--label", metavar="COL", help="column of TRAIN holding the observed value")
+    group.add_argument(
+        "--predictions",
+        metavar="COL",
+        help="column of TRAIN holding each row's cross-validated prediction (made by a model "
+        "trained outside its --folds fold)",
+    )
+    group.add_argument(
+        "--learner",
+        metavar="NAME",
+        help="instead of --predictions: a built-in learner fitted once per fold on the workers",
+    )
+    group.add_argument(
+        "--error-metric",
+        choices=("rmse", "mae", "error_rate"),
+        help="default: rmse for a numeric label, error_rate for classes",
+    )
+    group.add_argument(
+        "--window",
+        type=_window,
+        metavar="N",
+        help="CV predictions per moving window (default 5, as CAST)",
+    )
+
+
+def check_profile_flags(args: argparse.Namespace) -> None:
+    """Refuse, before any work, error-profile flags that do not go together."""
+    given = [f"--{n}" for n in ("label", "predictions", "learner") if getattr(args, n)]
+    given += [f for f, v in (("--error-metric", args.error_metric), ("--window", args.window)) if v]
+    if not args.error_profile:
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} only serve --error-profile; add it, or leave them out"
+            )
+        return
+    missing = [f for f, v in (("--folds", args.folds), ("--label", args.label)) if not v]
+    if missing:
+        raise ValueError(
+            f"--error-profile needs {' and '.join(missing)}: the CV fold of each training row "
+            "and its observed value"
+        )
+    if bool(args.predictions) == bool(args.learner):
+        raise ValueError(
+            "--error-profile needs one of --predictions COL (the CV predictions) or --learner "
+            "NAME (fitted once per fold to make them), not "
+            + ("both" if args.learner else "neither")
+        )
+
+
 def aoa_command(args: argparse.Namespace) -> None:
     """``soak aoa``: check ``--out``, open the inputs lazily, compute on the cluster, write the
     files and print the threshold and the share inside."""
@@ -96,7 +180,9 @@ def aoa_command(args: argparse.Namespace) -> None:
     from ..run.cluster import connect
     from ..spatial.aoa import aoa
     from ..spatial.aoa_io import write_aoa
+    from ..spatial.error_profile import expected_error
 
+    check_profile_flags(args)
     out = check_command_out("soak aoa", args.out, args.overwrite, args.new)
     check_apart(out.path, args.train, "output")
     with connect(args.scheduler, log_failures=getattr(args, "debug", False)) as client:
@@ -104,19 +190,66 @@ def aoa_command(args: argparse.Namespace) -> None:
         if args.format == "tif" and not isinstance(new, xr.Dataset):
             raise ValueError(f"--format tif needs a raster as NEW; {args.new} is a table")
         options = {"features": args.features, "weights": args.weights, "folds": args.folds}
+        points = _points(train, args.points)
+        profile = _profile(train, args, options, client) if args.error_profile else None
         ds = aoa(train, new, **options, lpd=args.lpd, client=client)
+        if profile is not None:
+            ds = ds.assign(expected_error=expected_error(ds, profile))
         store = out.claim("aoa.tif" if args.format == "tif" else "aoa.zarr")  # after begin
         settings = {"generator": GENERATOR, "train": args.train, "new": args.new, **ds.attrs}
+        if profile is not None:
+            settings["error_profile"] = profile.attrs()
         text = json.dumps(settings, indent=1, default=str) + "\n"
         out.claim(SETTINGS_FILE).write_text(text)
         write_aoa(ds, store, overwrite=True, sources=[args.train, args.new], flag="--overwrite")
         written = _reopen(store, ds)  # computed once, by write_aoa
         inside = float(written["aoa"].mean().compute())
-        _write_map(written, out.claim("aoa.png"))
+        files = [store, *_write_figures(written, out, points, profile)]
         out.finish()
     print(f"threshold {ds.attrs['threshold']:.4g} (mean distance {ds.attrs['mean_distance']:.4g})")
     print(f"inside the AOA: {inside:.1%} of the points with every predictor")
-    print(f"\nFiles: {store}, {out.path / 'aoa.png'}, {out.path / SETTINGS_FILE}")
+    if profile is not None:
+        print(profile_line(profile))
+    print(f"\nFiles: {', '.join(str(f) for f in [*files, out.path / SETTINGS_FILE])}")
+
+
+def _points(train: Any, columns: list[str] | None) -> Any:
+    """The training points' coordinates (small: the training table is held in memory)."""
+    if columns is None:
+        return None
+    missing = [c for c in columns if c not in train.columns]
+    if missing:
+        raise ValueError(
+            f"--points: columns {missing} not in TRAIN, whose columns are {list(train.columns)}"
+        )
+    return train[columns].compute().to_numpy(dtype=float)
+
+
+def _profile(train: Any, args: argparse.Namespace, options: dict, client: Any) -> Any:
+    from ..spatial.error_profile import error_profile
+
+    return error_profile(
+        train,
+        predictions=args.predictions,
+        learner=args.learner,
+        label=args.label,
+        metric=args.error_metric,
+        client=client,
+        **({"window": args.window} if args.window else {}),
+        **options,
+    )
+
+
+def profile_line(profile: Any) -> str:
+    """One line on an error profile: the expected error at both ends of the DI it saw."""
+    lo, hi = profile.windows["di"].min(), profile.windows["di"].max()
+    left, right = profile([lo, hi])
+    outside = f"; {profile.n_outside} outside the AOA left out" if profile.n_outside else ""
+    return (
+        f"error profile: expected {profile.metric} {left:.4g} at DI <= {lo:.3g} to "
+        f"{right:.4g} at DI >= {hi:.3g} ({len(profile.windows)} windows of {profile.window} CV "
+        f"predictions{outside})"
+    )
 
 
 def _reopen(store: Path, ds: xr.Dataset) -> xr.Dataset:
@@ -130,20 +263,31 @@ def _reopen(store: Path, ds: xr.Dataset) -> xr.Dataset:
     import rioxarray
 
     image = rioxarray.open_rasterio(store, chunks=True)
-    layers = {name: image.isel(band=i, drop=True) for i, name in enumerate(image.long_name)}
+    layers = {
+        name: image.isel(band=i, drop=True).assign_attrs(ds[name].attrs)
+        for i, name in enumerate(image.long_name)
+    }
     return xr.Dataset(layers, attrs=ds.attrs).assign(train_di=ds["train_di"])
 
 
-def _write_map(ds: xr.Dataset, path: Path) -> None:
+def _write_figures(ds: xr.Dataset, out: Any, points: Any, profile: Any) -> list[Path]:
+    """The map (``aoa.png``) and, with a profile, its figure (``error_profile.png``)."""
     import matplotlib.pyplot as plt
 
-    from ..spatial.aoa_plot import plot_aoa
+    from ..spatial.aoa_plot import plot_aoa, plot_error_profile
 
-    fig = plot_aoa(ds)
-    try:
-        fig.savefig(path, dpi=150)
-    finally:
-        plt.close(fig)
+    figures = {"aoa.png": lambda: plot_aoa(ds, points=points)}
+    if profile is not None:
+        figures["error_profile.png"] = lambda: plot_error_profile(profile)
+    paths = []
+    for name, draw in figures.items():
+        fig = draw()
+        try:
+            fig.savefig(out.claim(name), dpi=150)
+        finally:
+            plt.close(fig)
+        paths.append(out.path / name)
+    return paths
 
 
 def open_input(path: str, raster: bool = False) -> Any:
