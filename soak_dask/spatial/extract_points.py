@@ -1,0 +1,229 @@
+"""The points of ``soak_dask.extract``: a table with coordinate columns or a GeoParquet file of
+points, and the coordinate reference system (CRS) their coordinates are in.
+
+The points stay a lazy Dask frame; each task turns its partition's coordinates into the
+raster's CRS (pyproj, one transformer per process) when the two CRSs differ. A GeoParquet
+file's geometry column (WKB points, 21 bytes each) is decoded with numpy, so shapely is not
+needed; its CRS comes from the file's ``geo`` metadata.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+#: Bytes of a 2-D WKB point: byte order (1), geometry type (4), x and y (8 each).
+WKB_POINT_SIZE = 21
+#: Endings of a GeoPackage, which is not read (converted to GeoParquet first).
+_GPKG = (".gpkg",)
+
+
+@dataclass(frozen=True)
+class Points:
+    """How a task reads the points' coordinates (small, picklable).
+
+    Attributes
+    ----------
+    coords : (str, str)
+        The x and y columns (of the table, or made from the geometry column).
+    geometry : str or None
+        The GeoParquet geometry column holding WKB points, or None for coordinate columns.
+    source_crs, target_crs : str or None
+        The points' CRS and the raster's (WKT); coordinates are transformed where both are
+        known and differ.
+    """
+
+    coords: tuple[str, str]
+    geometry: str | None = None
+    source_crs: str | None = None
+    target_crs: str | None = None
+
+    @property
+    def transformed(self) -> bool:
+        return self.source_crs is not None and self.source_crs != self.target_crs
+
+    def xy(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """The points of ``frame`` in the raster's CRS: x and y as float arrays."""
+        if self.geometry is not None:
+            x, y = decode_wkb_points(frame[self.geometry].to_numpy())
+        else:
+            x, y = (frame[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in self.coords)
+        if self.transformed and len(x):
+            x, y = transformer(self.source_crs, self.target_crs).transform(x, y)
+        return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+
+    def columns(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` with its coordinates in the raster's CRS, in the ``coords`` columns (a
+        geometry column is replaced by them)."""
+        if self.geometry is None and not self.transformed:
+            return frame
+        x, y = self.xy(frame)
+        frame = frame.drop(columns=[self.geometry] if self.geometry else [])
+        return frame.assign(**{self.coords[0]: x, self.coords[1]: y})
+
+
+@functools.lru_cache(maxsize=8)
+def transformer(source: str, target: str) -> Any:
+    """A pyproj transformer from ``source`` to ``target`` (x = easting or longitude first)."""
+    from pyproj import Transformer
+
+    return Transformer.from_crs(source, target, always_xy=True)
+
+
+def decode_wkb_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x and y of WKB-encoded 2-D points (either byte order), as float arrays.
+
+    A missing geometry, or one that is not a 2-D point (a line, a polygon, a point with Z or
+    M), is refused, naming its position in ``values`` and its WKB geometry type.
+
+    >>> import struct
+    >>> decode_wkb_points(np.array([struct.pack("<BIdd", 1, 1, 2.5, -1.0)], dtype=object))
+    (array([2.5]), array([-1.]))
+    """
+    n = len(values)
+    sizes = np.fromiter((len(v) if isinstance(v, bytes) else -1 for v in values), int, n)
+    wrong = np.flatnonzero(sizes != WKB_POINT_SIZE)
+    if len(wrong):
+        raise ValueError(_not_points(values, wrong))
+    raw = np.frombuffer(b"".join(values), dtype=np.uint8).reshape(n, WKB_POINT_SIZE)
+    little = raw[:, 0] == 1
+    kinds = np.where(
+        little,
+        raw[:, 1:5].copy().view("<u4")[:, 0],
+        raw[:, 1:5].copy().view(">u4")[:, 0],
+    )
+    wrong = np.flatnonzero(kinds != 1)
+    if len(wrong):
+        raise ValueError(_not_points(values, wrong, kinds))
+    body = raw[:, 5:].copy()
+    xy = np.where(little[:, None], body.view("<f8"), body.view(">f8"))
+    return xy[:, 0].astype(np.float64), xy[:, 1].astype(np.float64)
+
+
+def _not_points(values: np.ndarray, wrong: np.ndarray, kinds: np.ndarray | None = None) -> str:
+    first = int(wrong[0])
+    what = (
+        "is missing"
+        if not isinstance(values[first], bytes)
+        else f"has WKB geometry type {int(kinds[first])}"
+        if kinds is not None
+        else f"is {len(values[first])} bytes of WKB"
+    )
+    return (
+        f"{len(wrong)} geometries are not 2-D points (the one at position {first} of its "
+        f"partition {what}); extract reads points only: take the centroids or drop those rows"
+    )
+
+
+def open_points(
+    points: Any, coords: tuple[str, str], crs: Any
+) -> tuple[dd.DataFrame, Points, Any, str]:
+    """The points as a lazy frame, how to read their coordinates, their CRS (pyproj, or None
+    when neither given nor in the file) and a name for messages."""
+    if isinstance(points, pd.DataFrame):
+        frame, geo, name = dd.from_pandas(points, npartitions=1, sort=False), None, "points"
+    elif isinstance(points, dd.DataFrame):
+        frame, geo, name = points, None, "points"
+    elif isinstance(points, str | os.PathLike):
+        frame, geo = _read_points(os.fspath(points))
+        name = os.fspath(points)
+    else:
+        raise TypeError(
+            f"points is a {type(points).__name__}: give a pandas or Dask DataFrame, or the "
+            "path of a Parquet, GeoParquet or CSV table"
+        )
+    file_crs, geometry = geo if geo else (None, None)
+    given = None if crs is None else as_crs(crs, "crs")
+    if file_crs is not None and given is not None and file_crs != given:
+        raise ValueError(
+            f"{name} is GeoParquet in {file_crs.to_string()} but crs={crs!r} was given: "
+            "leave crs out (the file's CRS is used) or fix the file's metadata"
+        )
+    _check_columns(frame, coords, geometry, name)
+    return frame, Points(tuple(coords), geometry), file_crs or given, name
+
+
+def _read_points(path: str) -> tuple[dd.DataFrame, tuple[Any, str] | None]:
+    """A Parquet or CSV table of points; for GeoParquet, its (CRS, geometry column)."""
+    from ..tables.delimited import is_delimited_source, open_delimited
+    from ..tables.parquet import ROWS_PER_PARTITION, open_parquet
+
+    if path.lower().endswith(_GPKG):
+        raise ValueError(
+            f"{path} is a GeoPackage, which extract does not read: convert the layer to "
+            f"GeoParquet first, e.g. ogr2ogr -f Parquet points.parquet {path} LAYER"
+        )
+    if is_delimited_source(path, None):
+        return open_delimited(path, None, ROWS_PER_PARTITION)[0], None
+    with dask.config.set({"dataframe.convert-string": False}):  # WKB bytes stay bytes
+        frame, files = open_parquet(path, None, ROWS_PER_PARTITION)
+    return frame, _geoparquet(files.fs, files.paths[0])
+
+
+def _geoparquet(fs: Any, path: str) -> tuple[Any, str] | None:
+    """(CRS, primary geometry column) of a GeoParquet file; None for plain Parquet."""
+    import pyarrow.parquet as pq
+
+    from ..split.prediction_area import geoparquet_crs
+
+    with fs.open(path, "rb") as f:
+        metadata = pq.read_schema(f).metadata or {}
+    if b"geo" not in metadata:
+        return None
+    geo = json.loads(metadata[b"geo"])
+    column = geo.get("primary_column")
+    encoding = geo.get("columns", {}).get(column, {}).get("encoding", "WKB")
+    if encoding.upper() != "WKB":
+        raise ValueError(
+            f"{path}: geometry column {column!r} is encoded as {encoding!r}; extract reads "
+            "WKB points (GeoParquet's default encoding)"
+        )
+    return geoparquet_crs(metadata), column
+
+
+def as_crs(value: Any, what: str) -> Any:
+    """``value`` (``"EPSG:4326"``, an EPSG code, WKT, a pyproj CRS) as a pyproj CRS."""
+    from pyproj import CRS
+    from pyproj.exceptions import CRSError
+
+    try:
+        return CRS.from_user_input(value)
+    except CRSError as err:
+        raise ValueError(
+            f"{what}={value!r} is not a coordinate reference system pyproj knows: give an "
+            "authority code such as 'EPSG:32632' (or WKT)"
+        ) from err
+
+
+def _check_columns(frame: dd.DataFrame, coords: tuple, geometry: str | None, name: str) -> None:
+    if not (isinstance(coords, tuple | list) and len(coords) == 2):
+        raise ValueError(f"coords={coords!r}: give the x and y column names, e.g. ('x', 'y')")
+    if geometry is not None:
+        clash = [c for c in coords if c in frame.columns]
+        if clash:
+            raise ValueError(
+                f"{name} is GeoParquet (geometry column {geometry!r}) and already has columns "
+                f"{clash}, which would hold the points' coordinates: pass coords= with other "
+                "names"
+            )
+        return
+    missing = [c for c in coords if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"{name} has no coordinate columns {missing} (its columns: {list(frame.columns)}); "
+            "name them with coords=(x, y) (--x/--y on the command line)"
+        )
+    text = [c for c in coords if frame[c].dtype.kind not in "iuf"]
+    if text:
+        raise ValueError(
+            f"coordinate columns {text} of {name} are not numbers "
+            f"({', '.join(str(frame[c].dtype) for c in text)}); give numeric coordinates"
+        )
