@@ -84,7 +84,8 @@ def plot_critical_difference(result: FriedmanNemenyi, ax: Axes | None = None) ->
         The axes drawn on: the rank axis (1 = best, left), each treatment's name and average
         rank, a thick bar (gid ``"group"``) under the treatments of each of ``result.groups``
         (no two of them differ significantly) and the CD bar (gid ``"cd"``); the title gives
-        the Friedman test. Close the figure with ``plt.close(ax.figure)`` when drawing many.
+        the Friedman test's p-values (χ², permutation). Close the figure with
+        ``plt.close(ax.figure)`` when drawing many.
 
     Examples
     --------
@@ -122,7 +123,7 @@ def plot_critical_difference(result: FriedmanNemenyi, ax: Axes | None = None) ->
     blocks = str(result.scores.index.name or "block").replace("_", " ")
     ax.set_title(
         f"{result.measure}: {k} {treatments}s ranked over {result.n_blocks} {blocks}s, "
-        f"Friedman {format_pvalue(result.p)}",
+        f"Friedman {format_pvalue(result.p)} (permutation {format_pvalue(result.p_permutation)})",
         fontsize=9,
     )
     return ax

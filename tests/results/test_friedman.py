@@ -26,10 +26,12 @@ from soak_dask.app.demo import make_pixel_table  # noqa: E402
 from soak_dask.results.cd_plot import plot_critical_difference  # noqa: E402
 from soak_dask.results.friedman import friedman_nemenyi, subset_scores  # noqa: E402
 from soak_dask.stats.friedman import (  # noqa: E402
+    PERMUTATIONS,
     block_ranks,
     cd_groups,
     friedman_nemenyi_scores,
     nemenyi_cd,
+    permutation_p,
 )
 
 from ..conftest import n_examples  # noqa: E402
@@ -131,6 +133,26 @@ def test_iman_davenport_f_from_chi2():
     assert r.f == pytest.approx(f, rel=1e-12)
     assert r.f_p == pytest.approx(sps.f.sf(f, 4, 32), rel=1e-10)
     assert r.f_p < r.p  # Iman and Davenport: χ² is conservative
+
+
+def test_permutation_p_matches_the_exact_distribution():
+    # Three treatments over four blocks, one with a tie: every one of the 6⁴ orders of the
+    # blocks' ranks is equally likely under the null; count those reaching the observed
+    # statistic. The Monte Carlo p must lie within 4 standard errors of that exact p.
+    scores = np.array([[1.0, 2, 3], [1, 3, 2], [1, 2, 3], [2, 2, 3]])
+    ranks = block_ranks(scores)
+    observed = np.sum(ranks.sum(axis=0) ** 2)
+    orders = [list(itertools.permutations(row)) for row in ranks]
+    reach = [
+        np.sum(np.sum(combo, axis=0) ** 2) >= observed - 1e-9
+        for combo in itertools.product(*orders)
+    ]
+    exact = float(np.mean(reach))
+    p = permutation_p(ranks)
+    assert p == pytest.approx(exact, abs=4 * np.sqrt(exact * (1 - exact) / PERMUTATIONS))
+    assert p == permutation_p(ranks)  # a fixed seed: the same p on every call
+    assert friedman_nemenyi_scores(pd.DataFrame(scores)).p_permutation == p
+    assert permutation_p(ranks, 9) >= 0.1  # (1 + #) / (1 + B): never below 1 / (1 + B)
 
 
 # --------------------------------------------------------------------- Demšar (2006), section 3.2.4
@@ -277,6 +299,7 @@ def test_real_soak_run_ranks_the_learners_over_its_subsets(real_run):
     assert r.average_ranks[same.columns].to_numpy() == pytest.approx(ranks)
     assert r.average_ranks.index[-1] == "featureless"  # the label is predictable from the bands
     assert r.chi2 == pytest.approx(sps.friedmanchisquare(*same.to_numpy().T).statistic)
+    assert 1 / (1 + PERMUTATIONS) <= r.p_permutation <= 1
     other = friedman_nemenyi(real_run, train_type="all")
     assert not other.scores.equals(r.scores)
     ax = plot_critical_difference(r)
