@@ -16,11 +16,24 @@ from .matrix import (
     transfer_distance,
     transfer_from_soak,
     transfer_pvalues,
+    transfer_summary,
     transfer_table,
 )
-from .search import inner_fit_bound, search_pools, search_pvalues, search_stability, search_subsets
+from .search import (
+    inner_fit_bound,
+    search_pools,
+    search_pvalues,
+    search_stability,
+    search_subsets,
+    search_summary,
+)
 
-_LAZY = {"plot_transfer": "plot", "plot_search": "plot", "write_transfer_report": "report"}
+_LAZY = {
+    "plot_transfer": "plot",
+    "plot_search": "plot",
+    "transfer_text": "report",
+    "write_transfer_report": "report",
+}
 
 
 def __getattr__(name: str):
@@ -41,10 +54,13 @@ __all__ = [
     "search_pvalues",
     "search_stability",
     "search_subsets",
+    "search_summary",
     "transfer",
     "transfer_distance",
     "transfer_from_soak",
     "transfer_pvalues",
+    "transfer_summary",
     "transfer_table",
+    "transfer_text",
     "write_transfer_report",
 ]

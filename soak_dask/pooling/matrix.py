@@ -9,7 +9,6 @@ diagonal says whether it does worse than σ's own model.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +20,10 @@ import pandas as pd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
+from ..results.estimates import ESTIMATE_COLUMNS, fold_estimates
 from ..results.stats import pvalues
+from ..results.verdicts import MARKS as MARKS
+from ..results.verdicts import SAME, check_margin, with_verdicts
 from ..run.entry import entry_point
 from ..run.fitting_options import FittingOptions
 from ..run.session import (
@@ -47,8 +49,6 @@ from ..tables.table import SUBSET_COLUMN, Table, check_table
 TITLE = "soak_dask transfer matrix: train on one subset, test on each"
 #: Dims of every measure variable of a transfer result, in this order (``schema.DESIGN_DIMS``).
 TRANSFER_DIMS: tuple[str, ...] = DESIGN_DIMS["transfer"]
-#: Marks of a cell's verdict against the diagonal, in figures and tables.
-MARKS: dict[str, str] = {"worse": "\u25b2", "better": "\u25bc", "similar": "", "same": "(same)"}
 #: Columns of ``transfer_pvalues``: its keys, the paired-test columns of every design
 #: (``schema.PAIRED_TEST_COLUMNS``: reference ``same``, the diagonal; compare ``transfer``,
 #: the cell), then ``verdict``.
@@ -302,16 +302,12 @@ def paired_pvalues(
     return out[["learner", "test_subset", *PAIRED_TEST_COLUMNS]]
 
 
-def verdict(mean_diff: float, p: float, measure: str, alpha: float) -> str:
-    """ "worse", "better" or "similar" (p ≥ alpha or undefined) of compare against reference."""
-    if not (math.isfinite(p) and p < alpha):
-        return "similar"
-    worse = mean_diff > 0 if measure in LOWER_IS_BETTER else mean_diff < 0
-    return "worse" if worse else "better"
-
-
 def transfer_pvalues(
-    ds: xr.Dataset, measure: str | None = None, *, alpha: float = 0.05
+    ds: xr.Dataset,
+    measure: str | None = None,
+    *,
+    alpha: float = 0.05,
+    margin: float | None = None,
 ) -> pd.DataFrame:
     """Each off-diagonal cell (train t → test σ) against the diagonal (σ → σ, SOAK's same):
     the paired t-test over folds, as ``soak_dask.pvalues``.
@@ -324,6 +320,10 @@ def transfer_pvalues(
         Default: the first measure of the results (error for classification).
     alpha : float
         Level of the ``verdict`` column.
+    margin : float, optional
+        Equivalence margin in the measure's units (``soak_dask.results.verdicts``): a cell
+        whose two one-sided tests reject at alpha is "equivalent" to the diagonal; adds the
+        columns ``margin`` and ``p_equivalence`` before ``verdict``. None: no cell is.
 
     Returns
     -------
@@ -331,10 +331,13 @@ def transfer_pvalues(
         One row per learner × train subset × test subset (diagonal included: no test), columns
         ``TRANSFER_PVALUE_COLUMNS``: ``reference_*`` of the diagonal (``same``),
         ``compare_*`` of the cell (``transfer``), ``mean_diff`` = transfer − same, ``verdict``
-        = "worse" / "better" (p < alpha) / "similar" / "same" (the diagonal).
+        = "worse" / "better" (p < alpha) / "equivalent" (with a margin) / "no evidence of a
+        difference" / "same" (the diagonal). Fold means: the paired t-test tests them;
+        ``transfer_summary`` gives each cell's pooled estimate beside them.
     """
     measure = check_transfer(ds, measure)
     alpha = check_alpha(alpha)
+    margin = check_margin(margin)
     values = ds[measure].drop_vars("fit_id", errors="ignore")
     subsets = [str(s) for s in ds["test_subset"].values]
     diagonal = xr.concat(
@@ -351,13 +354,36 @@ def transfer_pvalues(
         for learner in ds["learner"].values
         for t in subsets
     ]
-    out = pd.concat(parts, ignore_index=True)
-    columns = ["train_subset", "test_subset", "mean_diff", "p"]
-    pairs = zip(*(out[c] for c in columns), strict=True)
-    out["verdict"] = ["same" if t == s else verdict(d, p, measure, alpha) for t, s, d, p in pairs]
-    diagonal_rows = out["verdict"] == "same"
+    out = with_verdicts(pd.concat(parts, ignore_index=True), alpha, margin)
+    diagonal_rows = out["train_subset"] == out["test_subset"]
+    out.loc[diagonal_rows, "verdict"] = SAME
     out.loc[diagonal_rows, "reason"] = "the diagonal: this cell is SOAK's same, nothing to test"
-    return out[TRANSFER_PVALUE_COLUMNS]
+    extra = ["margin", "p_equivalence"] if margin is not None else []
+    return out[TRANSFER_PVALUE_COLUMNS[:-1] + extra + ["verdict"]]
+
+
+def transfer_summary(ds: xr.Dataset, measure: str | None = None) -> pd.DataFrame:
+    """Every cell's fold mean ± SD beside its pooled estimate and its fold sizes
+    (``soak_dask.results.estimates.fold_estimates``: the rule of every design).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per learner × train subset × test subset: ``measure``, then
+        ``ESTIMATE_COLUMNS``: ``n`` folds, ``mean``, ``sd``, ``weighted_mean`` (the pooled
+        estimate: every test row of the cell once), ``n_test_min``, ``n_test_max`` and
+        ``estimates_differ`` (fold mean and pooled apart by more than the fold SD, or folds
+        over 2× apart in rows).
+
+    Examples
+    --------
+    >>> transfer_summary(res).query("estimates_differ")  # doctest: +SKIP
+    """
+    measure = check_transfer(ds, measure)
+    values = ds[measure].drop_vars("fit_id", errors="ignore").transpose(*TRANSFER_DIMS)
+    out = fold_estimates(values, ds["n_test"] if "n_test" in ds.data_vars else None)
+    out.insert(len(TRANSFER_DIMS) - 1, "measure", measure)
+    return out[[*TRANSFER_DIMS[:-1], "measure", *ESTIMATE_COLUMNS]]
 
 
 def transfer_table(
@@ -367,24 +393,43 @@ def transfer_table(
     *,
     order: Sequence[str] | None = None,
     alpha: float = 0.05,
+    estimate: str = "mean",
 ) -> pd.DataFrame:
-    """One learner's matrix as text: each cell's mean over folds and its mark against the
-    diagonal (▲ worse, ▼ better, "(same)" on the diagonal); rows train, columns test, in
-    ``order`` (default: the results' order).
+    """One learner's matrix as text, rows train, columns test, in ``order`` (default: the
+    results' order).
+
+    ``estimate="mean"``: each cell's fold mean ± SD and its mark against the diagonal (▲
+    worse, ▼ better, "(same)" on the diagonal; none: no evidence of a difference);
+    ``estimate="pooled"``: each cell's pooled estimate (every test row once) and the fewest
+    and most test rows of its folds, "2.43 [5-1,484]" (``transfer_summary``).
 
     Examples
     --------
     >>> transfer_table(res, "lda", order=cluster_subsets(res, "lda")[0])  # doctest: +SKIP
     """
-    tests = transfer_pvalues(ds, measure, alpha=alpha)
-    mine = tests[tests["learner"] == learner]
-    if mine.empty:
-        known = [str(v) for v in ds["learner"].values]
+    if estimate not in ("mean", "pooled"):
+        raise ValueError(f"estimate={estimate!r}: choose 'mean' (fold mean ± SD) or 'pooled'")
+    known = [str(v) for v in ds["learner"].values]
+    if learner not in known:
         raise ValueError(f"learner={learner!r} is not in the results; choose among {known}")
-    cells = [
-        f"{m:.3g} {MARKS[v]}".strip()
-        for m, v in zip(mine["compare_mean"], mine["verdict"], strict=True)
-    ]
+    if estimate == "mean":
+        tests = transfer_pvalues(ds, measure, alpha=alpha)
+        mine = tests[tests["learner"] == learner]
+        cells = [
+            f"{m:.3g} ± {sd:.2g} {MARKS[v]}".strip()
+            for m, sd, v in zip(
+                mine["compare_mean"], mine["compare_sd"], mine["verdict"], strict=True
+            )
+        ]
+    else:
+        mine = transfer_summary(ds, measure)
+        mine = mine[mine["learner"] == learner]
+        cells = [
+            f"{w:.3g} [{lo:,.0f}-{hi:,.0f}]"
+            for w, lo, hi in zip(
+                mine["weighted_mean"], mine["n_test_min"], mine["n_test_max"], strict=True
+            )
+        ]
     grid = mine.assign(cell=cells).pivot(index="train_subset", columns="test_subset", values="cell")
     order = [str(s) for s in ds["test_subset"].values] if order is None else list(order)
     grid = grid.loc[order, order]

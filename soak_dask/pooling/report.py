@@ -13,10 +13,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import xarray as xr
 
 from ..io.outdir import OutputDir
 from ..io.outdir import check_out_dir as check
+from ..results.estimates import estimate_banner
 from ..results.html import (
     code,
     estimators_row,
@@ -29,20 +31,26 @@ from ..results.html import (
     write_figure,
     write_tables,
 )
+from ..results.shift import shift_lines, shift_summary
+from ..results.verdicts import NO_EVIDENCE
 from .matrix import (
     MARKS,
     check_alpha,
     check_transfer,
     cluster_subsets,
     transfer_pvalues,
+    transfer_summary,
     transfer_table,
 )
 from .plot import ORDERS, plot_search, plot_transfer
-from .search import check_search, search_pools, search_pvalues, search_stability
+from .search import check_search, search_pools, search_pvalues, search_stability, search_summary
 
 #: The writer named in the directory's manifest (``soak transfer`` writes there too).
 WRITER = "soak_dask's transfer report"
 _TITLE = "Which subsets transfer, and which to pool"
+#: How a banner names a cell of the matrix, and a train set of the search.
+TRANSFER_CELL = "{learner} {train_subset} -> {test_subset}"
+SEARCH_CELL = "{learner} {train_set} on {test_subset}"
 # Attrs of a transfer matrix shown as they are, under these names.
 _WORDS = (("Data", "source"), ("Task", "task"), ("Label", "label"), ("Subsets", "subset"),
           ("Groups", "group"))  # fmt: skip
@@ -54,7 +62,11 @@ scored on fold &kappa; of every subset: the cell (train <i>t</i>, test &sigma;) 
 the K folds. The diagonal is SOAK's <b>same</b>. An off-diagonal cell is marked
 &#9650; when it is significantly worse than the diagonal cell of its column (the test subset's
 own model), &#9660; when significantly better (two-sided paired t-test over folds, K&minus;1
-degrees of freedom). The dendrogram clusters the subsets on the transfer distance
+degrees of freedom); an unmarked cell shows no evidence of a difference, which is not evidence
+of equality. Beside the fold mean &plusmn; SD, each cell's pooled estimate counts every test row
+once: where whole groups make folds of very different sizes the two can disagree, and a note
+says so (the marks rest on the fold mean). The dendrogram clusters the subsets on the transfer
+distance
 d(a, b) = &frac12;[(E(a&rarr;b) &minus; E(b&rarr;b)) + (E(b&rarr;a) &minus; E(a&rarr;a))],
 floored at 0: subsets whose models serve each other as well as their own are close.</p>
 <p><b>Train-subset search.</b> For each test subset &sigma; and outer fold &kappa;, a greedy
@@ -96,10 +108,12 @@ def write_transfer_report(
     """Write the transfer report into ``out``.
 
     Files: ``transfer_<measure>.png``/``.svg`` (``plot_transfer``), ``transfer_pvalues.csv``/
-    ``.md`` (``transfer_pvalues``), ``transfer_mean.csv`` (mean over folds of every cell); with
-    ``search``: ``search.png``/``.svg`` (``plot_search``), ``search_pvalues.csv``/``.md``,
-    ``search_pools.csv`` and ``search_stability.csv``; ``report.html``; the manifest
-    (``soak_dask.results.outdir.MANIFEST``).
+    ``.md`` (``transfer_pvalues``), ``transfer_mean.csv`` (mean over folds of every cell),
+    ``transfer_estimates.csv`` (``transfer_summary``: fold mean ± SD, pooled estimate, fold
+    sizes), ``transfer_shift.csv`` (``shift_summary``); with ``search``: ``search.png``/``.svg``
+    (``plot_search``), ``search_pvalues.csv``/``.md``, ``search_pools.csv``,
+    ``search_stability.csv`` and ``search_estimates.csv`` (``search_summary``);
+    ``report.html``; the manifest (``soak_dask.results.outdir.MANIFEST``).
 
     Parameters
     ----------
@@ -180,24 +194,12 @@ def _transfer_section(
         f"significantly worse / better than the column's diagonal (p &lt; {alpha:g}).",
     )
     parts = [f'<h2 id="transfer">Transfer matrix: {html.escape(measure)}</h2>', figure]
-    for learner in ds["learner"].values:
-        learner = str(learner)
-        subsets = (
-            cluster_subsets(ds, learner, measure)[0]
-            if order == "cluster"
-            else [str(s) for s in ds["test_subset"].values]
-        )
-        mine = tests[tests["learner"] == learner]
-        grid = transfer_table(ds, learner, measure, order=subsets, alpha=alpha).reset_index()
-        worse = int((mine["verdict"] == "worse").sum())
-        better = int((mine["verdict"] == "better").sum())
-        parts.append(
-            f"<h3>{html.escape(learner)}</h3><p>Order ({order}): "
-            f"{', '.join(html.escape(s) for s in subsets)}. Of the {len(mine) - len(subsets)} "
-            f"off-diagonal cells, {worse} are significantly worse than the test subset's own "
-            f"model and {better} better.</p>"
-            f'<div class="scroll">{html_table(grid, "results")}</div>'
-        )
+    parts += [_learner_part(ds, str(v), measure, order, alpha, tests) for v in ds["learner"].values]
+    shift = shift_summary(ds, measure)
+    write_tables(path, "transfer_shift", shift, files, md=False)
+    write_tables(path, "transfer_estimates", transfer_summary(ds, measure), files, md=False)
+    parts.append("<h3>Shift</h3>" + _items(shift_lines(shift)))
+    parts.append(_items(transfer_banners(ds, None, measure)))
     columns = [
         "learner",
         "train_subset",
@@ -216,6 +218,48 @@ def _transfer_section(
         f'<div class="scroll">{html_table(off, "pvalues")}</div></details>'
     )
     return "\n".join(parts)
+
+
+def _learner_part(
+    ds: xr.Dataset, learner: str, measure: str, order: str, alpha: float, tests: pd.DataFrame
+) -> str:
+    """One learner's matrix in the report: fold means ± SD with their marks, then pooled."""
+    subsets = (
+        cluster_subsets(ds, learner, measure)[0]
+        if order == "cluster"
+        else [str(s) for s in ds["test_subset"].values]
+    )
+    mine = tests[tests["learner"] == learner]
+    grid = transfer_table(ds, learner, measure, order=subsets, alpha=alpha).reset_index()
+    pooled = transfer_table(ds, learner, measure, order=subsets, estimate="pooled")
+    worse = int((mine["verdict"] == "worse").sum())
+    better = int((mine["verdict"] == "better").sum())
+    return (
+        f"<h3>{html.escape(learner)}</h3><p>Order ({order}): "
+        f"{', '.join(html.escape(s) for s in subsets)}. Of the {len(mine) - len(subsets)} "
+        f"off-diagonal cells, {worse} are significantly worse than the test subset's own "
+        f"model and {better} better; the others show no evidence of a difference. Fold "
+        "mean &plusmn; SD:</p>"
+        f'<div class="scroll">{html_table(grid, "results")}</div>'
+        "<p>Pooled estimate (every test row once) [fewest&ndash;most test rows of a "
+        "fold]:</p>"
+        f'<div class="scroll">{html_table(pooled.reset_index(), "results")}</div>'
+    )
+
+
+def _search_cost(ds: xr.Dataset) -> str:
+    """Each learner's inner fits, how they were made, and the search's seconds."""
+    return ", ".join(
+        f"{html.escape(str(n))}: {int(f):,} inner fits"
+        f"{' (sums of block statistics)' if o else ' (fitted from rows)'}, {s:.1f} s"
+        for n, f, o, s in zip(
+            ds["learner"].values,
+            ds["inner_fits"].values,
+            ds["one_pass"].values,
+            ds["search_seconds"].values,
+            strict=True,
+        )
+    )
 
 
 def _search_section(path: OutputDir, ds: xr.Dataset, alpha: float, files: list[str]) -> str:
@@ -253,31 +297,34 @@ def _search_section(path: OutputDir, ds: xr.Dataset, alpha: float, files: list[s
     ]
     per_fold = pools.pivot(index=["learner", "test_subset"], columns="fold", values="pool")
     per_fold.columns = [f"fold {k}" for k in per_fold.columns]
-    cost = ", ".join(
-        f"{html.escape(str(n))}: {int(f):,} inner fits"
-        f"{' (sums of block statistics)' if o else ' (fitted from rows)'}, {s:.1f} s"
-        for n, f, o, s in zip(
-            ds["learner"].values,
-            ds["inner_fits"].values,
-            ds["one_pass"].values,
-            ds["search_seconds"].values,
-            strict=True,
-        )
-    )
+    cost = _search_cost(ds)
+    estimates = search_summary(ds)
+    write_tables(path, "search_estimates", estimates, files, md=False)
+    banner = estimate_banner(estimates, SEARCH_CELL, measure)
     return "\n".join(
         [
             f'<h2 id="search">Train-subset search: {html.escape(measure)}</h2>',
+            _items([banner] if banner else []),
             f"<p>Greedy forward selection with threshold {ds.attrs.get('threshold')} (relative), "
             f"pools of at most {ds.attrs.get('max_pool')} subsets. Cost: {cost}.</p>",
             figure,
             "<h3>Nested estimate against same and all</h3>",
             f'<div class="scroll">{html_table(shown, "pvalues")}</div>',
+            "<h3>Fold mean &plusmn; SD and pooled estimate of each train set</h3>",
+            f'<div class="scroll">{html_table(estimates, "results")}</div>',
             "<h3>Stability of the chosen pools across folds</h3>",
             f'<div class="scroll">{html_table(stability, "results")}</div>',
             "<h3>Chosen pool per outer fold</h3>",
             f'<div class="scroll">{html_table(per_fold.reset_index(), "results")}</div>',
         ]
     )
+
+
+def _items(lines: list[str]) -> str:
+    """``lines`` as an HTML list, "" without any."""
+    if not lines:
+        return ""
+    return "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>"
 
 
 def _lede(matrix: xr.Dataset, search: xr.Dataset | None) -> str:
@@ -323,3 +370,67 @@ def _settings(matrix: xr.Dataset, search: xr.Dataset | None) -> str:
             if key in search.attrs
         ]
     return settings_table(rows)
+
+
+def transfer_banners(
+    matrix: xr.Dataset, search: xr.Dataset | None = None, measure: str | None = None
+) -> list[str]:
+    """The one-line notes of a transfer report where a cell's fold mean and pooled estimate
+    disagree (``results.estimates.estimate_banner``): one for the matrix, one for the
+    search; none where every cell agrees."""
+    measure = check_transfer(matrix, measure)
+    lines = [estimate_banner(transfer_summary(matrix, measure), TRANSFER_CELL, measure)]
+    if search is not None:
+        found = search_summary(search)
+        lines.append(estimate_banner(found, SEARCH_CELL, str(found["measure"].iloc[0])))
+    return [line for line in lines if line]
+
+
+def transfer_text(
+    matrix: xr.Dataset,
+    search: xr.Dataset | None = None,
+    *,
+    measure: str | None = None,
+    alpha: float = 0.05,
+) -> str:
+    """What ``soak transfer`` prints: per learner the matrix of fold means ± SD with their
+    marks and the matrix of pooled estimates with the fold sizes, the shift summary, the
+    banners of `transfer_banners`; with ``search``, its tests with their verdicts and its
+    estimates (fold mean ± SD, pooled, fold sizes)."""
+    measure = check_transfer(matrix, measure)
+    alpha = check_alpha(alpha)
+    lines = [
+        f"{measure}: train subset (rows) -> test subset (columns), {matrix.sizes['fold']} folds; "
+        f"fold mean ± SD, {MARKS['worse']}/{MARKS['better']}: worse/better than the diagonal "
+        f"(paired t-test over folds, p < {alpha:g}), no mark: {NO_EVIDENCE}; then the pooled "
+        "estimate (every test row once) [fewest-most test rows of a fold]"
+    ]
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        for learner in matrix["learner"].values:
+            learner = str(learner)
+            for estimate in ("mean", "pooled"):
+                grid = transfer_table(matrix, learner, measure, alpha=alpha, estimate=estimate)
+                lines += [f"\n{learner}: {estimate}", grid.to_string()]
+        lines += ["\nshift: each subset's own model against the others' (pooled)"]
+        lines += shift_lines(shift_summary(matrix, measure))
+        if search is not None:
+            lines += ["", *_search_lines(search, alpha)]
+    lines += ["", *transfer_banners(matrix, search, measure)]
+    return "\n".join(lines).rstrip()
+
+
+def _search_lines(search: xr.Dataset, alpha: float) -> list[str]:
+    """The search's tests with their verdicts, and its fold means beside pooled estimates."""
+    keep = ["learner", "test_subset", "compare", "reference", "mean_diff", "ci_low", "ci_high"]
+    tests = search_pvalues(search, alpha=alpha)[[*keep, "p", "verdict"]]
+    estimates = search_summary(search).drop(columns=["measure", "estimates_differ"])
+    estimates = estimates.rename(columns={"weighted_mean": "pooled"})
+    return [
+        "search: nested greedy estimate against same and all (paired t-test over the outer "
+        "folds; mean_diff and its 95 % interval: compare - reference of the fold means)",
+        tests.round(4).to_string(index=False),
+        "\nsearch: fold mean ± SD and pooled estimate of each train set, test rows of a fold",
+        estimates.round(4)
+        .astype({"n_test_min": "Int64", "n_test_max": "Int64"})
+        .to_string(index=False),
+    ]

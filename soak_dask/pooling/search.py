@@ -35,6 +35,8 @@ from dask.base import tokenize
 from dask.tokenize import normalize_token
 from sklearn.base import BaseEstimator
 
+from ..results.estimates import ESTIMATE_COLUMNS, fold_estimates
+from ..results.verdicts import check_margin, with_verdicts
 from ..run.closed_form import is_additive
 from ..run.entry import entry_point
 from ..run.fitting import FitState
@@ -50,13 +52,7 @@ from ..split.search import Key, SearchOuter, SearchRound
 from ..split.search import inner_plan as inner_plan
 from ..split.search import outer_plan as outer_plan
 from ..tables.table import Table, check_table
-from .matrix import (
-    Prepared,
-    check_alpha,
-    paired_pvalues,
-    prepare,
-    verdict,
-)
+from .matrix import Prepared, check_alpha, paired_pvalues, prepare
 
 #: Title of the results of ``search_subsets``.
 TITLE = "soak_dask train-subset search: greedy pools, nested in SOAK's folds"
@@ -423,19 +419,35 @@ def check_search(ds: xr.Dataset) -> str:
     return str(ds.attrs["search_measure"])
 
 
-def search_pvalues(ds: xr.Dataset, *, alpha: float = 0.05) -> pd.DataFrame:
+def search_pvalues(
+    ds: xr.Dataset, *, alpha: float = 0.05, margin: float | None = None
+) -> pd.DataFrame:
     """The nested greedy estimate against same and all, and all against same (SOAK's own
     question, for reference): the paired t-test over the outer folds.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        From ``search_subsets``.
+    alpha : float
+        Level of the ``verdict`` column.
+    margin : float, optional
+        Equivalence margin in the measure's units (``soak_dask.results.verdicts``): adds
+        ``margin`` and ``p_equivalence`` before ``verdict``, which reads "equivalent" where
+        the two one-sided tests reject at alpha. None: no row does.
 
     Returns
     -------
     pandas.DataFrame
         One row per learner × test subset × comparison (greedy vs same, greedy vs all, all vs
-        same), columns ``SEARCH_PVALUE_COLUMNS``; ``mean_diff`` = compare − reference;
-        ``verdict`` "better" / "worse" when p < alpha, else "similar".
+        same), columns ``SEARCH_PVALUE_COLUMNS``; ``mean_diff`` = compare − reference (of the
+        fold means, which the test tests; ``search_summary`` gives the pooled estimates);
+        ``verdict`` "better" / "worse" when p < alpha, else "equivalent" (with a margin) or
+        "no evidence of a difference".
     """
     measure = check_search(ds)
     alpha = check_alpha(alpha)
+    margin = check_margin(margin)
     values = ds[measure]
     parts = [
         paired_pvalues(
@@ -453,10 +465,27 @@ def search_pvalues(ds: xr.Dataset, *, alpha: float = 0.05) -> pd.DataFrame:
         {"l": out["learner"].map(learners), "s": out["test_subset"].map(subsets), "o": out["order"]}
     )
     out = out.loc[keys.sort_values(["l", "s", "o"], kind="stable").index]
-    out["verdict"] = [
-        verdict(d, p, measure, alpha) for d, p in zip(out["mean_diff"], out["p"], strict=True)
-    ]
-    return out[SEARCH_PVALUE_COLUMNS].reset_index(drop=True)
+    out = with_verdicts(out, alpha, margin)
+    extra = ["margin", "p_equivalence"] if margin is not None else []
+    return out[SEARCH_PVALUE_COLUMNS[:-1] + extra + ["verdict"]].reset_index(drop=True)
+
+
+def search_summary(ds: xr.Dataset) -> pd.DataFrame:
+    """The nested estimate of the search and those of same and all, each as the fold mean ±
+    SD beside the pooled estimate and the fold sizes
+    (``soak_dask.results.estimates.fold_estimates``: the rule of every design).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per learner × test subset × train set (same, greedy, all): ``measure`` (the
+        search's), then ``ESTIMATE_COLUMNS`` (``weighted_mean``: the pooled estimate).
+    """
+    measure = check_search(ds)
+    values = ds[measure].transpose("learner", "test_subset", "train_set", "fold")
+    out = fold_estimates(values, ds["n_test"] if "n_test" in ds.data_vars else None)
+    out.insert(3, "measure", measure)
+    return out[["learner", "test_subset", "train_set", "measure", *ESTIMATE_COLUMNS]]
 
 
 def search_pools(ds: xr.Dataset) -> pd.DataFrame:

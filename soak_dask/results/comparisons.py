@@ -38,6 +38,7 @@ from ..stats.mean_tests import (
 )
 from .kinds import validate_evaluation
 from .text import text_table
+from .verdicts import NO_EVIDENCE, with_verdicts
 
 __all__ = [
     "COMPARE_COLUMNS",
@@ -449,16 +450,17 @@ def comparisons(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> 
 def comparison_text(ds: xr.Dataset) -> str:
     """What ``soak evaluate`` prints of the learner comparison: `comparisons` of the first
     measure (every pair of learners with the design's recommended test, and McNemar's on a
-    test split), the mean difference and its 95 % interval; "" with one learner or an
-    unknown design."""
+    test split), the mean difference, its 95 % interval and its verdict
+    (``results.verdicts.with_verdicts``); "" with one learner or an unknown design."""
     measures = validate_evaluation(ds)
     if ds.sizes["learner"] < 2 or not ds.attrs.get("outer"):
         return ""
-    table = comparisons(ds, measures[0])
+    table = with_verdicts(comparisons(ds, measures[0]))
     keep = ["compare", "reference", "method", "n", "mean_diff", "ci_low", "ci_high", "p"]
     title = (
         f"{measures[0]}: learners compared (compare − reference; 95 % interval of the mean "
-        f"difference; the test recommended for outer={ds.attrs['outer']!r})"
+        f"difference, in {measures[0]}'s units; the test recommended for "
+        f"outer={ds.attrs['outer']!r}; p ≥ 0.05: {NO_EVIDENCE}, not evidence of equality)"
     )
     notes = sorted({n for n in table["note"] if n})
-    return "\n".join([text_table(title, table[keep]), *(f"Note: {n}" for n in notes)])
+    return "\n".join([text_table(title, table[[*keep, "verdict"]]), *(f"Note: {n}" for n in notes)])

@@ -14,7 +14,9 @@ The functions live in modules of one job each, re-exported here:
 - ``soak_dask.results.summaries``: mean ± SD summaries (`summary`, `evaluation_summary`,
   `by_fold`, `timings`);
 - ``soak_dask.results.text``: what the commands print (`results_text`, `pvalues_text`,
-  `evaluation_text`, `text_table`).
+  `evaluation_text`, `text_table`);
+- ``soak_dask.results.verdicts``: the one wording of every verdict (`with_verdicts`);
+- ``soak_dask.results.shift``: shift summaries of SOAK and transfer results (`shift_summary`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .kinds import (
     validate_results,
 )
 from .paired_tests import ADJUST_METHODS, CORRECTED_COLUMNS, PVALUE_COLUMNS, adjust_pvalues, pvalues
+from .shift import shift_summary
 from .summaries import (
     EVALUATION_SUMMARY_COLUMNS,
     SUMMARY_COLUMNS,
@@ -44,6 +47,7 @@ from .text import (
     results_text,
     text_table,
 )
+from .verdicts import with_verdicts
 
 __all__ = [
     "ADJUST_METHODS",
@@ -65,10 +69,12 @@ __all__ = [
     "pvalues",
     "pvalues_text",
     "results_text",
+    "shift_summary",
     "summary",
     "text_table",
     "timings",
     "unequal_subsets",
     "validate_evaluation",
     "validate_results",
+    "with_verdicts",
 ]

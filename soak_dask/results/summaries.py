@@ -1,6 +1,9 @@
 """Mean ± SD summaries over folds: of SOAK results per learner, test subset and train type
 (`summary`), of ``evaluate`` results per learner with the test split's interval
 (`evaluation_summary`), every cell of an evaluate result (`by_fold`) and its timings.
+
+`fold_stats` is the one rule of a score over folds: the fold mean ± SD beside the pooled
+(row-weighted) estimate and the fold sizes; ``results.estimates`` applies it to every design.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "by_fold",
     "evaluation_summary",
+    "fold_stats",
     "nesting_choices",
     "summary",
     "timings",
@@ -130,7 +134,7 @@ def summary(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> pd.D
                             subset,
                             train_type,
                             m,
-                            *_fold_stats(values[m][i, j, :, k], n_test),
+                            *fold_stats(values[m][i, j, :, k], n_test),
                         )
                     )
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
@@ -146,8 +150,10 @@ def summary(ds: xr.Dataset, measures: str | Iterable[str] | None = None) -> pd.D
     )
 
 
-def _fold_stats(values: np.ndarray, n_test: np.ndarray | None) -> tuple:
-    """n, mean, sd, row-weighted mean and the fewest and most test rows of the finite folds."""
+def fold_stats(values: np.ndarray, n_test: np.ndarray | None) -> tuple:
+    """n, mean, sd, row-weighted mean (pooled, for measures that average over rows) and the
+    fewest and most test rows of the finite folds of one cell (``values``, ``n_test``: one
+    entry per fold; ``n_test`` None: the last three NaN)."""
     finite = np.isfinite(values)
     mean, sd = _mean_sd(values[finite])
     if n_test is None or not finite.any():

@@ -15,6 +15,7 @@ from ..tables.checks import UNEQUAL_FOLDS
 from .kinds import no_tests_reason, unequal_subsets
 from .paired_tests import pvalues
 from .summaries import evaluation_summary, nesting_choices, summary
+from .verdicts import NO_EVIDENCE, with_verdicts
 
 __all__ = [
     "evaluation_text",
@@ -51,6 +52,9 @@ def _printable(value: Any) -> Any:
 def pvalues_text(ds: xr.Dataset, measure: str = "error") -> str:
     """The paired t-tests of one measure as a plain-text table, for terminals and logs.
 
+    Each row carries its 95 % interval and its verdict (``results.verdicts``: "better" /
+    "worse" at p < 0.05, else "no evidence of a difference").
+
     Where a subset's test folds differ by more than 3× in rows (`unequal_subsets`), the table
     adds ``weighted_diff`` (compare − same pooled over the test rows) beside ``mean_diff`` (the
     fold mean, which ``p`` tests) and a ``flag`` column marking the rows of those
@@ -66,11 +70,18 @@ def pvalues_text(ds: xr.Dataset, measure: str = "error") -> str:
         "reference_mean",
         "compare_mean",
         "mean_diff",
+        "ci_low",
+        "ci_high",
         "p",
+        "verdict",
     ]
-    table = pvalues(ds, measures=[measure])
+    table = with_verdicts(pvalues(ds, measures=[measure]))
     uneven = unequal_subsets(ds)
-    title = f"{measure}: other / all vs same (paired t-test over folds)"
+    title = (
+        f"{measure}: other / all vs same (paired t-test over folds; ci_low..ci_high: 95 % "
+        f"interval of mean_diff, in {measure}'s units; p ≥ 0.05 reads {NO_EVIDENCE!r}, "
+        "which is not evidence of equality)"
+    )
     if uneven:
         keep.insert(keep.index("mean_diff") + 1, "weighted_diff")
         differs = table["test_subset"].isin(uneven) & table["sign_agrees"].eq(False)

@@ -23,8 +23,9 @@ import pandas as pd
 import xarray as xr
 
 from ..dask_client import current_client
-from ..pooling.matrix import Transfer, default_measure, transfer_pvalues, verdict
+from ..pooling.matrix import Transfer, default_measure, transfer_pvalues
 from ..results.stats import pvalues
+from ..results.verdicts import BETTER, EQUIVALENT, NO_EVIDENCE, WORSE, verdict
 from ..run.fitting import select_rows
 from ..split.designs import SameOtherAll
 from ..split.folds import block_counts
@@ -292,7 +293,7 @@ def aoa_sentences(
         judged = verdict(row.mean_diff, row.p, measure, alpha)
         lines.append(
             _sentence(
-                c, s, judged, measure, (row.compare_mean, row.reference_mean, "for same"), row.p
+                c, s, judged, measure, (row.compare_mean, row.reference_mean, "for same"), row
             )
             + f": {_pct(outside.sel(test_subset=s, train_type=c))} of {s} lies outside what "
             f"{'+'.join(members)} cover" + _own(outside, s)
@@ -319,7 +320,7 @@ def _transfer_sentences(ds, outside, learner: str, measure: str, alpha: float) -
                 row.verdict,
                 measure,
                 (row.compare_mean, row.reference_mean, f"trained on {s} itself"),
-                row.p,
+                row,
             )
             + f": {_pct(outside.sel(train_subset=t, test_subset=s))} of {s} lies outside what "
             f"{t} covers, {_pct(outside.sel(train_subset=s, test_subset=s))} outside what {s} "
@@ -328,11 +329,19 @@ def _transfer_sentences(ds, outside, learner: str, measure: str, alpha: float) -
     return lines
 
 
-def _sentence(who: str, s: str, judged: str, measure: str, values: tuple, p: float) -> str:
-    """ "other fails on S (error 0.31 vs 0.12 for same, p = 0.002)"."""
-    verb = {"worse": "fails on", "better": "does better on", "similar": "does about as well on"}
+def _sentence(who: str, s: str, judged: str, measure: str, values: tuple, row: Any) -> str:
+    """ "other fails on S (error 0.31 vs 0.12 for same, 95 % interval of the difference 0.1 to
+    0.3, p = 0.002)": the verdict's wording (``results.verdicts``), the test's interval."""
+    verb = {
+        WORSE: "fails on",
+        BETTER: "does better on",
+        NO_EVIDENCE: "shows no evidence of a difference on",
+        EQUIVALENT: "is equivalent on",
+    }
     value, reference, name = values
-    p_text = "p undefined" if not np.isfinite(p) else f"p = {p:.2g}"
+    p_text = "p undefined" if not np.isfinite(row.p) else f"p = {row.p:.2g}"
+    if np.isfinite(row.ci_low) and np.isfinite(row.ci_high):
+        p_text = f"95 % interval of the difference {row.ci_low:.3g} to {row.ci_high:.3g}, {p_text}"
     return f"{who} {verb[judged]} {s} ({measure} {value:.3g} vs {reference:.3g} {name}, {p_text})"
 
 
