@@ -193,10 +193,13 @@ for region in ["NE", "NW", "SW"]:
     assert lg.loc[("SE", region), "compare_mean"] > 40
 assert lg.loc[("SE", "NW"), "compare_mean"] > 95 and lg.loc[("SE", "SE"), "reference_mean"] < 0.1
 for cell in [("NW", "SW"), ("SW", "NW"), ("NE", "NW")]:
-    assert lg.loc[cell, "verdict"] == "similar", cell
+    assert lg.loc[cell, "verdict"] == "no evidence of a difference", cell
 assert lg.loc[("NE", "NW"), "compare_mean"] < 1.1 < 6 < lg.loc[("NW", "NW"), "reference_mean"] < 6.1
 assert 24 < lg.loc[("NW", "NE"), "compare_mean"] < 25
 assert lg.loc[("NW", "NE"), "verdict"] == "worse"
+nw_se = cells.set_index(["learner", "train_subset", "test_subset"]).loc[("logistic", "NW", "SE")]
+assert round(nw_se["mean"], 1) == 70.6 and abs(nw_se["weighted_mean"] - 100 * 59 / 2432) < 1e-6
+assert nw_se["estimates_differ"] and shift["worst"].any()
 assert order[0] == "SE"
 assert transfer_distance(matrix, "logistic").loc["NW", "SW"] == 0
 s = pv.set_index(["test_subset", "compare", "reference"])
