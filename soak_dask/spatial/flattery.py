@@ -65,5 +65,7 @@ def training_distances(xy: np.ndarray, folds: np.ndarray) -> np.ndarray:
     for fold in np.unique(folds):
         test = folds == fold
         if not test.all():
-            out[test] = cKDTree(xy[~test]).query(xy[test], k=1)[0]
+            # An unbalanced tree builds in half the time and queries as fast on 2-D points.
+            tree = cKDTree(xy[~test], balanced_tree=False, compact_nodes=False)
+            out[test] = tree.query(xy[test], k=1)[0]
     return out

@@ -20,8 +20,9 @@ semivariogram of the label (or of residuals) on a seeded sample of rows.
    interval is the 2.5 and 97.5 percentiles of the refitted ranges. Blocks, not rows, because
    neighbouring rows are correlated: a row bootstrap would understate the uncertainty.
 5. **Block size and flattery**: the range rounded up to a round number (1, 1.2, 1.5, 2, 2.5,
-   3, 4, 5, 6 or 8 × 10**k), and the share of sampled rows within the range of a training row
-   under random K-fold and under folds of blocks of that size (``soak_dask.spatial.flattery``).
+   3, 4, 5, 6 or 8 × 10**k), and the share of sampled rows (the first ``FLATTERY_ROWS``)
+   within the range of a training row under random K-fold and under folds of blocks of that
+   size (``soak_dask.spatial.flattery``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ from .flattery import block_folds, random_folds, round_up, training_distances
 Model = Literal["exponential", "spherical", "gaussian"]
 #: Rows of the sample whose pairwise distances estimate how many pairs each bin would get.
 CDF_ROWS = 2000
+#: Sampled rows whose distances to the nearest row of another fold measure the flattery (a
+#: k-d tree of the other folds per fold, per design: 20 trees of 0.9 × these rows for K = 10).
+FLATTERY_ROWS = 200_000
 #: Pairs a bin's k-d tree query may return (every pair closer than the bin's upper edge), as
 #: a multiple of the pairs the bin should get; and the fewest rows a bin's pairs come from.
 WORK = 4
@@ -94,7 +98,8 @@ class SpatialRange:
         Proposed ``spatial_blocks`` size (``--blocks``): the range rounded up.
     share_random, share_blocks : float
         Shares of sampled rows within ``range`` of a training row (of another fold) under
-        random K-fold and under K-fold of blocks of ``block_size``.
+        random K-fold and under K-fold of blocks of ``block_size``, among the first
+        ``FLATTERY_ROWS`` sampled rows.
     median_random, median_blocks : float
         Median distance from a sampled row to its nearest training row, in each design.
     n_folds : int
@@ -209,11 +214,11 @@ def spatial_range(
     Examples
     --------
     >>> import soak_dask as sd
-    >>> from soak_dask.spatial.random_field import gaussian_random_field
-    >>> df = gaussian_random_field((40, 40), 10.0, seed=2)
-    >>> t = sd.load_table(df, label="value", coords=["x", "y"])
-    >>> sd.spatial_range(t, n_boot=20).block_size  # doctest: +SKIP
-    12.0
+    >>> df = sd.gaussian_random_field((40, 40), 8.0, seed=4)  # effective range 8
+    >>> df["band"] = 1.0
+    >>> res = sd.spatial_range(sd.load_table(df, label="value", coords=["x", "y"]), n_boot=0)
+    >>> res.block_size / 8.0
+    1.0
     """
     options = _check_options(table, of, sample, max_pairs, n_bins, max_distance, model, n_boot)
     column = options["column"]
@@ -227,8 +232,9 @@ def spatial_range(
     fit = fit_model(bins, model, cutoff)
     boot = block_bootstrap(xy, pairs, bins, fit, model, cutoff, n_boot, seed)
     size = round_up(fit[2])
-    near_random = training_distances(xy, random_folds(xy, n_folds, seed))
-    near_blocks = training_distances(xy, block_folds(xy, size, n_folds, seed))
+    some = xy[:FLATTERY_ROWS]  # a random subset: the sample is in hash order
+    near_random = training_distances(some, random_folds(some, n_folds, seed))
+    near_blocks = training_distances(some, block_folds(some, size, n_folds, seed))
     unit = unit or "coordinate units"
     return SpatialRange(
         of=column,
