@@ -69,7 +69,10 @@ def plot_aoa(
     if factor > 1:
         maps = maps.coarsen({Y: factor, X: factor}, boundary="trim").mean()
     maps = maps.compute()
-    fig = plt.figure(figsize=(4.4 * len(maps.data_vars) + 0.6, 5.0), layout="constrained")
+    # a map's height from the raster's shape, plus room for the titles and colour bar
+    aspect = min(max(maps.sizes[Y] / maps.sizes[X], 0.3), 2.0)
+    size = (4.4 * len(maps.data_vars) + 0.6, 4.4 * aspect + 2.0)
+    fig = plt.figure(figsize=size, layout="constrained")
     axes = fig.subplots(1, len(maps.data_vars), sharex=True, sharey=True, squeeze=False)[0]
     shared = [axes[0]] if factor > 1 else [axes[0], axes[1]]
     _di_panel(fig, axes[0], maps["di"], threshold, shared)
@@ -81,6 +84,7 @@ def plot_aoa(
         if xy is not None:
             ax.scatter(*xy.T, s=16, c="white", edgecolors="black", linewidths=0.8, zorder=3)
         ax.set_aspect("equal")
+        ax.ticklabel_format(useOffset=False, style="plain")
         ax.set(xlabel=f"{X} ({unit})", ylabel="")
     axes[0].set_ylabel(f"{Y} ({unit})")
     _legend(axes[1], factor, xy is not None)
