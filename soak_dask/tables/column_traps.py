@@ -1,9 +1,10 @@
 """Columns whose values betray a role they were not meant for, found in one pass before any fit.
 
-- A **continuous role column**: a subset, group or fold column holding floats that are not whole
+- A **continuous role column**: a subset or group column holding floats that are not whole
   numbers (e.g. NDVI given as ``subset``). A subset is a category many rows share, a group an
-  id, a fold an integer 1..K: no measurement is any of them, so such a column is refused.
-  A float column of whole numbers (a year read as 2019.0 because of a gap) is accepted.
+  id: no measurement is either, so such a column is refused. A float column of whole numbers
+  (a year read as 2019.0 because of a gap) is accepted. (A fold column's values are checked to
+  be integers 1..K by ``soak`` before any fit, naming the values that are not.)
 - An **id-like feature**: an integer column left among the default features that is named like
   an id (``row_id``, ``pixelID``, ``FID``, ``image``, ``tree_number``...; `ID_TOKENS`) or whose
   values number the rows: strictly increasing or decreasing over the table, or nearly all
@@ -168,11 +169,11 @@ def scan(ddf: dd.DataFrame, columns: Sequence[str]) -> dict[str, Summary]:
 
 
 def float_roles(ddf: dd.DataFrame, roles: dict[str, str | None]) -> dict[str, str]:
-    """``{role: column}`` of the subset, group and fold columns of float dtype."""
+    """``{role: column}`` of the subset and group columns of float dtype."""
     dtypes = ddf.dtypes  # once: a column's dtype through ddf[column] builds an expression
     return {
         role: col
-        for role in ("subset", "group", "fold")
+        for role in ("subset", "group")
         if (col := roles.get(role)) is not None and pd.api.types.is_float_dtype(dtypes[col])
     }
 
@@ -198,8 +199,6 @@ def continuous_role_error(role: str, column: str, s: Summary, distinct: float, n
                    f"name a categorical column as subset, {binned}"),
         "group": ("a group is an id that the rows of one unit share (a polygon, a plot)",
                   f"name the column of the units as group, {binned}"),
-        "fold": ("folds are integers 1..K",
-                 "give the folds as integers 1..K, or leave fold out to have them assigned"),
     }[role]  # fmt: skip
     return (
         f"{role} column {column!r} in {name} has about {int(round(distinct)):,} distinct float "
@@ -256,7 +255,7 @@ def id_values(ddf: dd.DataFrame, summaries: dict[str, Summary]) -> dict[str, str
 def check_column_traps(
     ddf: dd.DataFrame, roles: dict[str, str | None], features: Sequence[str], name: str
 ) -> str | None:
-    """Refuse a continuous subset, group or fold column; return the warning about id-like
+    """Refuse a continuous subset or group column; return the warning about id-like
     integer ``features`` (pass the default features only: those the user names are not
     doubted), or None.
 

@@ -1,5 +1,5 @@
 """Input traps refused or warned at load, before any fit (issue 40, item 7): rows repeated
-across the files of a folder, a continuous subset/group/fold column, and integer id-like
+across the files of a folder, a continuous subset or group column, and integer id-like
 columns among the default features."""
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def test_aztrees_loads_with_only_its_coordinates_warning():
     assert len(table.features) == 21
 
 
-# --- a continuous subset, group or fold column ------------------------------------------------
+# --- a continuous subset or group column ------------------------------------------------
 
 
 def _with_ndvi(frame: pd.DataFrame) -> pd.DataFrame:
@@ -142,14 +142,9 @@ def test_continuous_subset_is_refused_with_its_distinct_values(frame, tmp_path, 
     assert abs(counted - df["ndvi"].nunique()) <= 0.03 * df["ndvi"].nunique()
 
 
-def test_continuous_group_and_fold_are_refused(frame):
-    df = _with_ndvi(frame)
+def test_continuous_group_is_refused(frame):
     with pytest.raises(ValueError, match=r"group column 'ndvi' .* a group is an id"):
-        sd.load_table(df, label="y", subset="subset", group="ndvi")
-    df = df.assign(fold=np.where(np.arange(len(df)) % 2, 1.0, 2.5))
-    pattern = r"fold column 'fold' .*\(e\.g\. 2\.5\): folds are integers 1\.\.K, .* leave fold out"
-    with pytest.raises(ValueError, match=pattern):
-        sd.load_table(df, label="y", subset="subset", fold="fold", exclude=["ndvi"])
+        sd.load_table(_with_ndvi(frame), label="y", subset="subset", group="ndvi")
 
 
 @pytest.mark.parametrize("npartitions", [1, 2])
