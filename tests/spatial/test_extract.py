@@ -259,6 +259,15 @@ def test_only_the_chunks_holding_points_are_read_once_each():
     assert len(sampled) == 3  # one sampling task per chunk holding points
 
 
+def test_a_geotiff_is_read_only_at_the_chunks_holding_points(tif):
+    pts = dd.from_pandas(points_in([0, 1, 17], [0, 2, 25]), npartitions=2)
+    result = extract(tif, pts, chunks=8)  # 3 × 4 chunks; the points are in 2
+    names = [str(k[0] if isinstance(k, tuple) else k) for k in dict(result.__dask_graph__())]
+    assert sum(n.startswith("open_rasterio") for n in names) == 2  # GDAL window reads
+    assert sum(n.startswith("_sample_chunk") for n in names) == 2
+    assert result["B1"].compute().tolist() == [0.0, 102.0, 1725.0]
+
+
 def test_a_window_at_a_chunks_edge_reads_the_neighbour():
     reads: list = []
     ds = counting_raster(reads)
