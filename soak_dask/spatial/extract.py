@@ -198,7 +198,7 @@ def extract(
         half = math.ceil(buffer / min(abs(grid.dx), abs(grid.dy)))
     sampler = Sampler(tuple(names), tuple(nodata_of(ds[b]) for b in names), half, buffer)
     located = _locate(frame, pts, grid)
-    _check_located(located, pts, grid, crs, points_crs, outside, raster_name)
+    _check_located(located, pts, grid, points_crs, outside, raster_name)
     record |= {"raster": raster_name, "points": points_name, "coords": list(pts.coords)}
     record |= {"method": method, "window": window or (3 if method == "window" else None)}
     record |= {"buffer": buffer, "bands": names, "outside": outside}
@@ -363,7 +363,7 @@ def _rows(located: dict[str, Any], key: str) -> list[int]:
 
 
 def _check_located(
-    located: dict, pts: Points, grid: Grid, crs: Any, points_crs: Any, outside: Any, name: str
+    located: dict, pts: Points, grid: Grid, points_crs: Any, outside: Any, name: str
 ) -> None:
     """Refuse missing coordinates; points all off the raster when no CRS says where they
     are; points off it without ``outside``. Warn of points kept or dropped."""
