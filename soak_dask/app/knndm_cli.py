@@ -1,8 +1,9 @@
 """``soak knndm``: kNNDM folds of a training table for a prediction area
-(``soak_dask.knndm_folds``), written into a directory: the fold column with the coordinates
-(``folds.parquet``, a Parquet dataset in the table's row order), the ECDF figure
-(``knndm.png``), each candidate's W (``candidates.csv``) and the settings and W
-(``knndm.json``).
+(``soak_dask.knndm_folds``), or a kNNDM train/test split (``--test-prop``), written into a
+directory: the fold file (``folds.parquet``: each row's position in the table's row order,
+its label, coordinates and group, and its fold; ``soak_dask.attach_folds`` joins it back on
+the position), the ECDF figure (``knndm.png``), every candidate's W, random folds' included
+(``candidates.csv``), and the settings and both W (``knndm.json``).
 
 ``add_parser(command)`` registers the sub-command with the ``soak`` parser;
 ``knndm_command(args)`` runs it.
@@ -50,7 +51,7 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
         help="the prediction area: Parquet/CSV table with the coordinate (or feature) "
         "columns, or a GeoTIFF/Zarr raster",
     )
-    run.add_argument("--n-folds", type=int, default=10, metavar="K", help="K (10)")
+    run.add_argument("--n-folds", type=int, metavar="K", help="K (10)")
     run.add_argument(
         "--space",
         choices=("geographical", "feature"),
@@ -60,7 +61,20 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
     run.add_argument(
         "--sample", type=int, default=10_000, metavar="N", help="prediction points sampled (10000)"
     )
-    run.add_argument("--maxp", type=float, default=0.5, help="largest share of one fold (0.5)")
+    run.add_argument("--maxp", type=float, help="largest share of one fold (0.5)")
+    run.add_argument(
+        "--test-prop",
+        type=float,
+        metavar="P",
+        help="a train/test split instead of K folds (CAST 1.1.1's test_prop): one part holds "
+        "P ± --test-tolerance of the rows, the part nearer P is the test part",
+    )
+    run.add_argument(
+        "--test-tolerance",
+        type=float,
+        metavar="T",
+        help="allowed deviation of the test share from --test-prop (0.1)",
+    )
     run.add_argument(
         "--candidates", type=int, default=100, metavar="N", help="cluster counts (100)"
     )
@@ -95,11 +109,13 @@ def knndm_command(args: argparse.Namespace) -> None:
             sample=args.sample,
             seed=args.seed,
             maxp=args.maxp,
+            test_prop=args.test_prop,
+            test_tolerance=args.test_tolerance,
             n_candidates=args.candidates,
             client=client,
         )
         write_outputs(res, out, vars(args))
-    print(summary_text(res))
+    print(summary_text(res, out.path / FOLDS))
     print(f"\nFiles: {', '.join(str(out.path / name) for name in FILES)}")
 
 
@@ -108,15 +124,22 @@ def write_outputs(res: Any, out: OutputDir, options: dict[str, Any]) -> None:
     import matplotlib.pyplot as plt
 
     from ..spatial.knndm_plot import plot_knndm
+    from ..split.fold_file import ROW, write_fold_file
 
-    keep = ("data", "prediction", "label", "coords", "n_folds", "space", "sample", "seed", "maxp")
+    keep = ("data", "prediction", "label", "coords", "group", "space", "sample", "seed")
     settings = {"generator": GENERATOR, **{k: options.get(k) for k in keep}, **res.attrs()}
-    settings["fold_sizes"] = list(res.fold_sizes)
+    settings.update(n_folds=res.n_folds, maxp=res.shares.maxp, fold_sizes=list(res.fold_sizes))
+    if res.shares.split:
+        settings.update(test_prop=res.shares.test_prop, maxp=None)
+    settings["fold_file"] = {
+        "row_id": ROW,
+        "row_id_is": "the row's 0-based position in the training table's row order",
+        "fold_column": res.column,
+    }
     text = json.dumps(settings, indent=1, default=str) + "\n"
     out.claim(SETTINGS_FILE).write_text(text)
-    columns = [*res.table.coords, res.column]
-    res.table.data[columns].to_parquet(out.claim(FOLDS), overwrite=True, write_index=False)
-    res.candidates.to_csv(out.claim("candidates.csv"), index=False)
+    write_fold_file(res.table, res.column, out.claim(FOLDS))
+    candidates_table(res).to_csv(out.claim("candidates.csv"), index=False, na_rep="none")
     fig = plot_knndm(res)
     try:
         fig.savefig(out.claim("knndm.png"), dpi=150, bbox_inches="tight")
@@ -125,15 +148,49 @@ def write_outputs(res: Any, out: OutputDir, options: dict[str, Any]) -> None:
     out.finish()
 
 
-def summary_text(res: Any) -> str:
-    """W of the chosen folds beside random folds', and the fold sizes."""
-    chosen = (
-        "random folds kept (training points not clustered against the prediction area)"
+def candidates_table(res: Any) -> Any:
+    """``candidates.csv``: every k-means candidate tried and random folds, each with the W of
+    its folds, its largest fold's share and its status (chosen, eligible, or why it may not
+    be chosen); "none" only where a candidate has no such value (random folds have no
+    clusters; k-means that found no clustering has no folds)."""
+    import pandas as pd
+
+    kmeans = res.candidates.rename(columns={"W": "eligible_W", "W_folds": "W"})
+    status = kmeans["status"].replace({"scored": "eligible"})
+    if res.n_clusters is not None:
+        status = status.mask(kmeans["n_clusters"] == res.n_clusters, "chosen (smallest W)")
+    rows = kmeans[["n_clusters", "W", "largest_fold"]].assign(status=status)
+    sizes = res.random_fold_sizes
+    test = f"KS p = {res.ks_pvalue:.3g}"
+    random = {
+        "n_clusters": None,
+        "W": res.W_random,
+        "largest_fold": max(sizes) / sum(sizes),
+        "status": f"chosen (training points not clustered against the prediction area: {test})"
         if res.n_clusters is None
-        else f"{res.n_clusters} k-means clusters"
-    )
+        else f"not kept (training points clustered against the prediction area: {test})",
+    }
+    both = pd.concat([rows, pd.DataFrame([random])], ignore_index=True)
+    both.insert(0, "candidate", ["kmeans"] * len(rows) + ["random"])
+    return both.astype({"n_clusters": "Int64"})
+
+
+def summary_text(res: Any, folds: Any = FOLDS) -> str:
+    """W of the chosen folds beside random folds', the fold (or split) sizes, and how to use
+    the fold file ``folds``."""
+    from ..split.knndm import knndm_note
+
+    if res.shares.split:
+        n = sum(res.fold_sizes)
+        sizes = (
+            f"test rows: {res.test_rows:,} of {n:,} ({res.test_rows / n:.1%}; asked "
+            f"{res.shares.test_prop:g}, {res.shares.minp:g} to {res.shares.maxp:g} allowed)"
+        )
+    else:
+        sizes = f"rows per fold: {', '.join(map(str, res.fold_sizes))}"
+    kind = "a train/test split" if res.shares.split else f"{res.n_folds} folds"
     return (
-        f"kNNDM, {res.n_folds} folds in {res.space} space: {chosen}\n"
-        f"W (kNNDM folds) = {res.W:.4g}; W (random folds) = {res.W_random:.4g}\n"
-        f"rows per fold: {', '.join(map(str, res.fold_sizes))}"
+        f"kNNDM, {kind} in {res.space} space\n{knndm_note(res.attrs())}\n{sizes}\n"
+        f"Use them: soak_dask.attach_folds(table, '{folds}') joins them to the training "
+        "table on each row's position"
     )

@@ -220,6 +220,10 @@ def evaluate(
     classes = table_classes(train)
     data = persisted(keyed.data, persist, session.client)
     estimators, notes = procedure.apply(session.estimators, classes, session.measures[0])
+    if spatial:  # the kNNDM folds' W beside random folds', printed with the results
+        from ..split.knndm import knndm_note
+
+        notes = [*notes, knndm_note(spatial)]
     session = session.with_estimators(estimators)
     plan = design.plan(keyed)
     asked = options.get("outer_folds", "")

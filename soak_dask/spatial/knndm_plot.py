@@ -16,7 +16,9 @@ def _ecdf(ax: Any, values: np.ndarray, label: str, **style: Any) -> None:
 
 def plot_knndm(result: KNNDMResult, ax: Any = None) -> Any:
     """The ECDFs of the nearest-neighbour distances prediction -> train (Gij), CV test ->
-    train of the kNNDM folds (Gj*) and of random folds, with both W in the legend.
+    train of the kNNDM folds (Gj*) and of random folds, with both W in the legend; the x
+    axis in the distances' unit (``KNNDMResult.unit``: the CRS's, else "coordinate units";
+    "standardised feature distance" in feature space).
 
     Parameters
     ----------
@@ -46,10 +48,11 @@ def plot_knndm(result: KNNDMResult, ax: Any = None) -> Any:
         color="C3",
         linestyle="--",
     )
-    units = "standardised feature distance" if result.space == "feature" else "distance"
-    ax.set_xlabel(f"nearest-neighbour {units}")
+    ax.set_xlabel(f"nearest-neighbour distance ({result.unit})")
     ax.set_ylabel("ECDF")
-    ax.set_title(f"kNNDM, {result.n_folds} folds ({result.space} space)")
+    split = result.shares is not None and result.shares.split
+    kind = f"train/test split (test_prop {result.shares.test_prop:g})" if split else "folds"
+    ax.set_title(f"kNNDM, {'a' if split else result.n_folds} {kind} ({result.space} space)")
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(alpha=0.3)
     return fig

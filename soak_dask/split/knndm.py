@@ -34,8 +34,9 @@ from scipy.spatial import cKDTree
 from ..dask_client import current_client
 from ..hashing import salt, seeded_hash
 from ..tables.table import Table
-from .fold_options import check_n_folds, check_seed
+from .fold_options import check_seed
 from .kmeans import fit_centres, nearest_centre
+from .knndm_shares import SCORED, Shares, fold_shares
 from .neighbours import (
     coords_of,
     loo_distance,
@@ -44,7 +45,7 @@ from .neighbours import (
     sampled_distances,
     standardiser,
 )
-from .prediction_area import prediction_parts
+from .prediction_area import distance_unit, prediction_parts
 
 Space = Literal["geographical", "feature"]
 #: Prediction points sampled by default (CAST's ``samplesize`` is 1000).
@@ -61,8 +62,10 @@ FAR_FACTOR = 10
 @dataclass(frozen=True)
 class Folding:
     """How a point's fold follows from its values: the nearest of ``centres`` and that
-    cluster's fold, or (``centres`` None) a seeded hash modulo K; in a grouped table, each
-    group's fold (``group_folds``: group value -> fold). Small: sent to every partition."""
+    cluster's fold, or (``centres`` None) a seeded hash modulo K -- for a random train/test
+    split, the test part (2) where the hash is below ``test_cut``; in a grouped table, each
+    group's fold (``group_folds``: group value -> fold). A split's rows are named "test"
+    (fold ``test_fold``) and "train". Small: sent to every partition."""
 
     n_folds: int
     seed: int
@@ -70,15 +73,25 @@ class Folding:
     fold_of_cluster: np.ndarray | None = None
     transform: tuple[np.ndarray, np.ndarray] | None = None
     group_folds: pd.Series | None = None
+    test_cut: int | None = None
+    test_fold: int | None = None
 
     def folds(self, points: np.ndarray) -> np.ndarray:
         """Folds 1..K of raw ``points`` (coordinates or unscaled features)."""
         if self.centres is None:
             h = point_hashes(points, self.seed, "knndm_random_folds")
+            if self.test_cut is not None:
+                return np.where(h < np.uint64(self.test_cut), 2, 1).astype(np.int64)
             return (h % np.uint64(self.n_folds)).astype(np.int64) + 1
         if self.transform is not None:
             points = (points - self.transform[0]) / self.transform[1]
         return self.fold_of_cluster[nearest_centre(points, self.centres)]
+
+    def named(self, folds: np.ndarray) -> np.ndarray:
+        """``folds`` as the column holds them: 1..K, or a split's "train" and "test"."""
+        if self.test_fold is None:
+            return folds.astype(np.int64)
+        return np.where(folds == self.test_fold, "test", "train").astype(object)
 
 
 @dataclass(frozen=True)
@@ -89,22 +102,34 @@ class KNNDMResult:
     ----------
     table : Table
         The training table with the fold column (its fold role): pass it to ``soak`` or
-        ``evaluate`` (``outer="cv"`` uses the folds as they are).
+        ``evaluate`` (``outer="cv"`` uses the folds as they are). For a train/test split
+        (``test_prop``) the column holds "train" and "test" and is no fold role.
     column : str
-        The fold column.
+        The fold (or split) column.
     W, W_random : float
-        Wasserstein distance between Gij and Gj* of the chosen folds, and of random folds.
+        Wasserstein distance between Gij and Gj* of the chosen folds, and of random folds
+        (a random split with ``test_prop``).
     n_clusters : int or None
         The chosen clustering's number of k-means clusters (None: random folds kept).
     method : str
         "kmeans", or "random CV" when the training points are not clustered with respect to
         the prediction area (``ks_pvalue`` >= 0.05).
+    unit : str
+        The distances' unit: the CRS's ("metre, EPSG:26911"), "coordinate units" where no CRS
+        is known, "standardised feature distance" in feature space.
     Gij, Gj, Gjstar, Gjstar_random : ndarray
         Nearest-neighbour distances prediction sample -> training, training -> other
         training (leave one out), CV test -> train of the chosen folds and of random folds.
     candidates : DataFrame
-        One row per cluster count tried: ``n_clusters``, ``W`` (NaN when discarded),
-        ``largest_fold`` (share of rows).
+        One row per cluster count tried: ``n_clusters``, ``W`` (NaN unless the candidate may
+        be chosen), ``W_folds`` (W of its folds, eligible or not; NaN only where k-means
+        found no such clustering), ``largest_fold`` (share of rows) and ``status``
+        ("scored", or why it may not be chosen).
+    shares : Shares
+        The fold sizes allowed (``maxp``, or the split's ``test_prop`` ± ``test_tolerance``).
+    fold_sizes, random_fold_sizes : tuple of int
+        Rows per fold 1..K of the folds chosen and of random folds (a split: parts 1 and 2;
+        ``test_rows`` is the test part's).
     """
 
     table: Table
@@ -123,29 +148,67 @@ class KNNDMResult:
     candidates: pd.DataFrame = field(repr=False)
     folding: Folding = field(repr=False)
     fold_sizes: tuple[int, ...] = ()
+    unit: str = "coordinate units"
+    shares: Shares | None = field(default=None, repr=False)
+    random_fold_sizes: tuple[int, ...] = ()
+
+    @property
+    def test_rows(self) -> int | None:
+        """Rows of a split's test part (None for CV folds)."""
+        test = self.folding.test_fold
+        return None if test is None else self.fold_sizes[test - 1]
 
     def attrs(self) -> dict[str, Any]:
         """What a result records of the folds (``evaluate``'s attrs)."""
-        return {
+        out = {
             "knndm_W": float(self.W),
             "knndm_W_random": float(self.W_random),
             "knndm_n_clusters": -1 if self.n_clusters is None else int(self.n_clusters),
             "knndm_method": self.method,
             "knndm_space": self.space,
+            "knndm_unit": self.unit,
             "knndm_ks_pvalue": float(self.ks_pvalue),
             "knndm_prediction_sample": len(self.Gij),
         }
+        if self.shares is not None and self.shares.split:
+            out["knndm_test_prop"] = self.shares.test_prop
+            out["knndm_test_bounds"] = [self.shares.minp, self.shares.maxp]
+            out["knndm_test_rows"] = self.test_rows
+        return out
+
+
+def knndm_note(attrs: dict[str, Any]) -> str:
+    """One line on kNNDM's folds from their ``attrs`` (``KNNDMResult.attrs``): the W of the
+    folds chosen, and of random folds -- "random folds kept" where they are.
+
+    >>> note = knndm_note({"knndm_W": 35.1, "knndm_W_random": 35.1, "knndm_n_clusters": -1,
+    ...                    "knndm_ks_pvalue": 0.31, "knndm_unit": "metre"})
+    >>> note.startswith("kNNDM: random folds kept"), note.endswith("W = 35.1 (metre)")
+    (True, True)
+    """
+    unit = attrs.get("knndm_unit", "coordinate units")
+    w, w_random = (f"W = {attrs[k]:.4g} ({unit})" for k in ("knndm_W", "knndm_W_random"))
+    kind = "split" if "knndm_test_prop" in attrs else "folds"
+    if attrs["knndm_n_clusters"] < 0:
+        p = attrs["knndm_ks_pvalue"]
+        return (
+            f"kNNDM: random {kind} kept (training points not clustered against the prediction "
+            f"area: KS p = {p:.3g} >= 0.05), {w}"
+        )
+    return f"kNNDM: {attrs['knndm_n_clusters']} k-means clusters, {w}; random {kind}: {w_random}"
 
 
 def knndm_folds(
     table: Table,
     prediction: Any,
     *,
-    n_folds: int = 10,
+    n_folds: int | None = None,
     space: Space = "geographical",
     sample: int = DEFAULT_SAMPLE,
     seed: int = 1,
-    maxp: float = 0.5,
+    maxp: float | None = None,
+    test_prop: float | None = None,
+    test_tolerance: float | None = None,
     n_candidates: int = 100,
     max_clusters: int = 2000,
     cv_sample: int = 20_000,
@@ -169,7 +232,7 @@ def knndm_folds(
         or a Parquet/CSV/GeoTIFF/Zarr path. Larger than memory is fine: it is sampled block
         by block. Where both it and the training table carry a CRS (a raster's, a
         GeoParquet file's ``geo`` metadata) they must be the same.
-    n_folds : int
+    n_folds : int, optional
         K (CAST's ``k``, default 10).
     space : {"geographical", "feature"}
         Distances between coordinates, or between features standardised by the training
@@ -178,11 +241,20 @@ def knndm_folds(
         Prediction points sampled (seeded, by smallest hash: the same points whatever the
         partitioning); CAST's ``samplesize``.
     seed : int
-    maxp : float
-        Largest share of the rows one fold may hold (CAST's ``maxp``, 1/K < maxp < 1).
+    maxp : float, optional
+        Largest share of the rows one fold may hold (CAST's ``maxp``, 1/K < maxp < 1,
+        default 0.5).
+    test_prop, test_tolerance : float, optional
+        A train/test split instead of K folds (CAST 1.1.1's): 2 parts, one of which holds
+        ``test_prop`` ± ``test_tolerance`` (default 0.1) of the rows, both bounds within
+        (0, 1); the part nearer ``test_prop`` is the test part. Clusters are dealt to the
+        parts in turn along the first principal component; random split (the training points
+        not clustered): floor(test_prop · n) rows of smallest seeded hash are the test part.
+        The column then holds "train" and "test". Refused beside ``n_folds`` or ``maxp``.
     n_candidates : int
         Cluster counts tried (CAST's ``nk_len``, 100): log-spaced from K to
-        min(n - 2, ``max_clusters``).
+        min(n - 2, ``max_clusters``). Every one is scored (its W in ``candidates``), also
+        when random folds are kept.
     max_clusters : int
         Largest cluster count tried (CAST goes to n - 2: fine clusterings approach random
         folds, whose W is reported as ``W_random``).
@@ -204,43 +276,45 @@ def knndm_folds(
         whole extent (a CRS, unit or axis-order mix-up, see ``warn_if_far``).
     """
     counts = {"sample": sample, "n_candidates": n_candidates, "max_clusters": max_clusters}
-    columns, n_folds, seed = _check(table, space, n_folds, seed, maxp, column, counts, cv_sample)
+    folds_asked = (n_folds, maxp, test_prop, test_tolerance)
+    columns, shares, seed = _check(table, space, seed, column, counts, cv_sample, folds_asked)
     client = current_client() if client is None else client
     raw = reference_points(table.data, columns, "the training table")
-    check_distinct(raw, columns, n_folds)
-    codes, groups = group_codes(table, n_folds)
+    check_distinct(raw, columns, shares.n_folds)
+    codes, groups = group_codes(table, shares.n_folds)
     transform = standardiser(raw, columns) if space == "feature" else None
     points = raw if transform is None else (raw - transform[0]) / transform[1]
-    parts, _ = prediction_parts(prediction, columns, space, table)
+    parts, crs = prediction_parts(prediction, columns, space, table)
     gij = sampled_distances(parts, points, sample, seed, transform, client)
     warn_if_far(gij, points, columns, space)
     gj = loo_distance(points)
-    random = Folding(n_folds, seed)
+    random = random_folding(raw, shares, seed)
     random_folds = whole_groups(random.folds(raw), codes)[0]
     random_star = cv_distances(points, random_folds)
+    random_sizes = np.bincount(random_folds, minlength=shares.n_folds + 1)[1:]
     pvalue = ks_greater(gj, gij)
-    grid = cluster_grid(n_folds, len(points), n_candidates, max_clusters)
+    grid = cluster_grid(shares.n_folds, len(points), n_candidates, max_clusters)
+    done = _candidates(points, gij, grid, shares, seed, cv_sample, codes, client)
+    candidates = candidate_frame(done)
     if pvalue >= 0.05:
-        folding, nk, candidates = random, None, pd.DataFrame({"n_clusters": grid, "W": np.nan})
+        folding, nk = random, None
     else:
-        folding, nk, candidates = _best(
-            points, gij, grid, n_folds, maxp, seed, transform, cv_sample, codes, client
-        )
+        folding, nk = _chosen(done, candidates, shares, seed, transform)
     folds, group_fold = whole_groups(folding.folds(raw), codes)
-    if group_fold is not None:
-        folding = replace(folding, group_folds=pd.Series(group_fold, index=groups))
-    sizes = check_fold_sizes(folds, n_folds, table.group)
+    group_folds = None if group_fold is None else pd.Series(group_fold, index=groups)
+    folding = replace(folding, group_folds=group_folds, test_fold=shares.test_fold(folds))
+    sizes = check_fold_sizes(folds, shares.n_folds, table.group, shares.split)
     star = random_star if nk is None else cv_distances(points, folds)
     data = table.data.map_partitions(_fold_column, columns, folding, column, table.group)
     return KNNDMResult(
-        table=table.with_fold(data, column),
+        table=_with_column(table, data, column, shares),
         column=column,
         W=float(sps.wasserstein_distance(star, gij)),
         W_random=float(sps.wasserstein_distance(random_star, gij)),
         n_clusters=nk,
         method="random CV" if nk is None else "kmeans",
         space=space,
-        n_folds=n_folds,
+        n_folds=shares.n_folds,
         ks_pvalue=pvalue,
         Gij=gij,
         Gj=gj,
@@ -249,32 +323,54 @@ def knndm_folds(
         candidates=candidates,
         folding=folding,
         fold_sizes=sizes,
+        unit=distance_unit(crs, space),
+        shares=shares,
+        random_fold_sizes=tuple(random_sizes.tolist()),
     )
 
 
 def _check(
     table: Table,
     space: str,
-    n_folds: int,
     seed: int,
-    maxp: float,
     column: str,
     counts: dict[str, Any],
     cv_sample: int,
-) -> tuple[tuple[str, ...], int, int]:
+    folds: tuple[Any, Any, Any, Any],
+) -> tuple[tuple[str, ...], Shares, int]:
+    """The distance columns, the fold sizes allowed (``folds``: n_folds, maxp, test_prop,
+    test_tolerance) and the seed; every option refused before anything is read unless it is
+    what ``knndm_folds`` documents."""
     coords = coords_of(table, "knndm_folds")
     if space not in ("geographical", "feature"):
         raise ValueError(f"space={space!r}: choose 'geographical' or 'feature'")
-    n_folds = check_n_folds(n_folds, "n_folds")
-    if isinstance(maxp, bool) or not isinstance(maxp, float | int) or not 1 / n_folds < maxp < 1:
-        raise ValueError(f"maxp={maxp!r}: need 1/n_folds < maxp < 1 (CAST's default 0.5)")
+    shares = fold_shares(*folds)
     check_count(counts["sample"], "sample", 10, "prediction points")
     check_count(counts["n_candidates"], "n_candidates", 1, "cluster counts tried")
-    check_count(counts["max_clusters"], "max_clusters", n_folds, "clusters (n_folds or more)")
+    least = shares.n_folds
+    check_count(counts["max_clusters"], "max_clusters", least, "clusters (n_folds or more)")
     check_count(cv_sample, "cv_sample", 10, "training points")
     if column in table.data.columns:
         raise ValueError(f"column {column!r} is already in the table: name another column=")
-    return (coords if space == "geographical" else table.features), n_folds, check_seed(seed)
+    return (coords if space == "geographical" else table.features), shares, check_seed(seed)
+
+
+def random_folding(raw: np.ndarray, shares: Shares, seed: int) -> Folding:
+    """Random folds, kept when the training points are not clustered (CAST's random CV): a
+    seeded hash of each point modulo K; for a split (as CAST's, floor(test_prop · n) test
+    rows), the points of the floor(test_prop · n) smallest hashes are the test part."""
+    if not shares.split:
+        return Folding(shares.n_folds, seed)
+    hashes = np.sort(point_hashes(raw, seed, "knndm_random_folds"))
+    n_test = int(np.floor(shares.test_prop * len(hashes)))
+    return Folding(2, seed, test_cut=int(hashes[n_test]), test_fold=2)
+
+
+def _with_column(table: Table, data: Any, column: str, shares: Shares) -> Table:
+    """``table`` with the fold column as its fold role; a split's column is no fold role."""
+    if shares.split:
+        return replace(table, data=data, files=None)
+    return table.with_fold(data, column)
 
 
 def check_count(value: Any, name: str, least: int, what: str) -> int:
@@ -380,16 +476,19 @@ class FarPredictionWarning(UserWarning):
     """The prediction area lies far beyond the training points (``warn_if_far``)."""
 
 
-def check_fold_sizes(folds: np.ndarray, n_folds: int, group: str | None) -> tuple[int, ...]:
+def check_fold_sizes(
+    folds: np.ndarray, n_folds: int, group: str | None, split: bool = False
+) -> tuple[int, ...]:
     """Rows per fold 1..K, refusing a fold with none (too few distinct locations or groups
-    for K folds) before any score is computed from it."""
+    for K folds, or for a ``split``'s test share) before any score is computed from it."""
     sizes = np.bincount(folds, minlength=n_folds + 1)[1:]
     if not sizes.all():
         empty = (np.flatnonzero(sizes == 0) + 1).tolist()
         held = f"groups of {group!r}" if group is not None else "distinct locations"
+        fix = "raise test_prop" if split else "lower n_folds"
         raise ValueError(
             f"kNNDM left folds {empty} without rows (rows per fold: {sizes.tolist()}): the "
-            f"training rows hold too few {held} to fill n_folds={n_folds} folds; lower n_folds"
+            f"training rows hold too few {held} to fill n_folds={n_folds} folds; {fix}"
         )
     return tuple(sizes.tolist())
 
@@ -433,10 +532,13 @@ def cv_rows(n: int, size: int, seed: int) -> np.ndarray | None:
     return np.sort(np.argsort(h, kind="stable")[:size])
 
 
-def merge_clusters(points: np.ndarray, labels: np.ndarray, n_folds: int) -> np.ndarray | None:
+def merge_clusters(
+    points: np.ndarray, labels: np.ndarray, n_folds: int, split: bool = False
+) -> np.ndarray | None:
     """Each cluster's fold, as CAST merges clusters into K folds: clusters ordered by their
     centroid's score on the points' first principal component; those of at least n/K points
     take folds 1, 2, ... in that order; the others are dealt in turn to the remaining folds.
+    A train/test ``split`` (CAST's ``test_prop``) deals every cluster in turn to parts 1, 2.
     None when no fold is left for them."""
     n_labels = int(labels.max()) + 1
     counts = np.bincount(labels, minlength=n_labels)
@@ -447,7 +549,7 @@ def merge_clusters(points: np.ndarray, labels: np.ndarray, n_folds: int) -> np.n
     score = (sums[present] / counts[present, None]) @ pc1
     order = present[np.argsort(score, kind="stable")]
     fold_of = np.zeros(n_labels, dtype=np.int64)
-    big = order[counts[order] >= len(points) / n_folds]
+    big = order[:0] if split else order[counts[order] >= len(points) / n_folds]
     fold_of[big] = np.arange(1, len(big) + 1)
     rest = order[fold_of[order] == 0]
     left = np.arange(len(big) + 1, n_folds + 1)
@@ -455,6 +557,36 @@ def merge_clusters(points: np.ndarray, labels: np.ndarray, n_folds: int) -> np.n
         return None
     fold_of[rest] = np.resize(left, len(rest))
     return fold_of
+
+
+def assess_candidate(
+    points: np.ndarray,
+    gij: np.ndarray,
+    nk: int,
+    shares: Shares,
+    seed: int,
+    rows: np.ndarray | None,
+    codes: np.ndarray | None = None,
+) -> tuple[int, float, float, str, np.ndarray | None, np.ndarray | None]:
+    """One candidate: ``nk`` k-means clusters merged into the folds of ``shares`` (groups,
+    ``codes``, kept whole); (nk, W of its folds, largest fold's share, ``SCORED`` or why it
+    may not be chosen, centres, each cluster's fold). W is NaN, and centres None, only where
+    k-means finds no ``nk`` clusters or no fold is left for the small ones."""
+    nk_seed = int(seeded_hash(seed, salt("knndm_kmeans"), np.uint64(nk))[0] % 2**32)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # k-means on few distinct points: skipped
+            centres = fit_centres(points, int(nk), nk_seed, 10, *CANDIDATE_FIT)
+    except ValueError:
+        return int(nk), np.nan, np.nan, f"k-means found no {nk} clusters", None, None
+    labels = nearest_centre(points, centres)
+    fold_of = merge_clusters(points, labels, shares.n_folds, shares.split)
+    if fold_of is None:
+        return int(nk), np.nan, np.nan, "no fold left for the small clusters", None, None
+    folds = whole_groups(fold_of[labels], codes)[0]
+    largest, status = shares.verdict(folds)
+    w = float(sps.wasserstein_distance(cv_distances(points, folds, rows), gij))
+    return int(nk), w, largest, status, centres, fold_of
 
 
 def score_candidate(
@@ -467,60 +599,69 @@ def score_candidate(
     rows: np.ndarray | None,
     codes: np.ndarray | None = None,
 ) -> tuple[int, float, float, np.ndarray | None, np.ndarray | None]:
-    """One candidate: ``nk`` k-means clusters merged into K folds (groups, ``codes``, kept
-    whole); (nk, W, largest fold's share, centres, each cluster's fold), W NaN when it is
-    discarded."""
-    nk_seed = int(seeded_hash(seed, salt("knndm_kmeans"), np.uint64(nk))[0] % 2**32)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # k-means on few distinct points: skipped
-            centres = fit_centres(points, int(nk), nk_seed, 10, *CANDIDATE_FIT)
-    except ValueError:
-        return int(nk), np.nan, np.nan, None, None
-    labels = nearest_centre(points, centres)
-    fold_of = merge_clusters(points, labels, n_folds)
-    folds = None if fold_of is None else whole_groups(fold_of[labels], codes)[0]
-    largest = np.nan if folds is None else np.bincount(folds).max() / len(points)
-    if folds is None or largest > maxp or len(np.unique(folds)) < n_folds:
-        return int(nk), np.nan, largest, None, None
-    w = float(sps.wasserstein_distance(cv_distances(points, folds, rows), gij))
-    return int(nk), w, largest, centres, fold_of
+    """One candidate of K folds as CAST's loop keeps it: (nk, W, largest fold's share,
+    centres, each cluster's fold), W NaN and no centres when it is discarded (a fold over
+    ``maxp`` or without rows; see ``assess_candidate``)."""
+    shares = Shares(n_folds, maxp)
+    nk, w, largest, status, centres, fold_of = assess_candidate(
+        points, gij, nk, shares, seed, rows, codes
+    )
+    if status != SCORED:
+        return nk, np.nan, largest, None, None
+    return nk, w, largest, centres, fold_of
 
 
-def _best(
+def _candidates(
     points: np.ndarray,
     gij: np.ndarray,
     grid: np.ndarray,
-    n_folds: int,
-    maxp: float,
+    shares: Shares,
     seed: int,
-    transform: tuple[np.ndarray, np.ndarray] | None,
     cv_sample: int,
     codes: np.ndarray | None = None,
     client: Any = None,
-) -> tuple[Folding, int, pd.DataFrame]:
-    """The candidate of smallest W (the first on a tie), its cluster count, and every
-    candidate's W. With a distributed client the candidates are tasks on the workers (the
-    points sent to each once)."""
+) -> list[tuple]:
+    """``assess_candidate`` of every cluster count of ``grid``. With a distributed client the
+    candidates are tasks on the workers (the points sent to each once)."""
     rows = cv_rows(len(points), cv_sample, seed)
-    args = (n_folds, maxp, seed)
-    if client is not None:
-        sent = client.scatter([points, gij], broadcast=True, hash=False)
-        rows, codes = (
-            a if a is None else client.scatter(a, broadcast=True, hash=False) for a in (rows, codes)
-        )
-        futures = [client.submit(score_candidate, *sent, nk, *args, rows, codes) for nk in grid]
-        done = client.gather(futures)
-    else:
-        done = [score_candidate(points, gij, nk, *args, rows, codes) for nk in grid]
-    candidates = pd.DataFrame([d[:3] for d in done], columns=["n_clusters", "W", "largest_fold"])
+    if client is None:
+        return [assess_candidate(points, gij, nk, shares, seed, rows, codes) for nk in grid]
+    sent = client.scatter([points, gij], broadcast=True, hash=False)
+    rows, codes = (
+        a if a is None else client.scatter(a, broadcast=True, hash=False) for a in (rows, codes)
+    )
+    futures = [client.submit(assess_candidate, *sent, nk, shares, seed, rows, codes) for nk in grid]
+    return client.gather(futures)
+
+
+def candidate_frame(done: Sequence[tuple]) -> pd.DataFrame:
+    """The candidates of ``assess_candidate`` as ``KNNDMResult.candidates``: ``n_clusters``,
+    ``W`` (of those that may be chosen), ``W_folds``, ``largest_fold``, ``status``."""
+    columns = ["n_clusters", "W_folds", "largest_fold", "status"]
+    frame = pd.DataFrame([d[:4] for d in done], columns=columns)
+    frame = frame.astype({"n_clusters": np.int64, "W_folds": float, "largest_fold": float})
+    frame.insert(1, "W", frame["W_folds"].where(frame["status"] == SCORED))
+    return frame
+
+
+def _chosen(
+    done: Sequence[tuple],
+    candidates: pd.DataFrame,
+    shares: Shares,
+    seed: int,
+    transform: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[Folding, int]:
+    """The candidate of smallest W (the first on a tie) and its cluster count."""
     if candidates["W"].isna().all():
-        raise ValueError(
-            f"no clustering gives {n_folds} folds of at most maxp={maxp} of the rows: raise "
-            "maxp or lower n_folds"
+        fix = (
+            f"{shares.minp:g} to {shares.maxp:g} of the rows (test_prop ± test_tolerance): "
+            "raise test_tolerance"
+            if shares.split
+            else f"at most maxp={shares.maxp:g} of the rows: raise maxp or lower n_folds"
         )
-    nk, _, _, centres, fold_of = done[int(np.nanargmin(candidates["W"].to_numpy()))]
-    return Folding(n_folds, seed, centres, fold_of, transform), nk, candidates
+        raise ValueError(f"no clustering gives {shares.n_folds} folds of {fix}")
+    nk, _, _, _, centres, fold_of = done[int(np.nanargmin(candidates["W"].to_numpy()))]
+    return Folding(shares.n_folds, seed, centres, fold_of, transform), nk
 
 
 def _fold_column(
@@ -530,7 +671,7 @@ def _fold_column(
         folds = part[group].map(folding.group_folds).to_numpy(dtype=np.int64)
     else:
         folds = folding.folds(part[list(columns)].to_numpy(dtype=np.float64))
-    return part.assign(**{column: folds.astype(np.int64)})
+    return part.assign(**{column: folding.named(folds)})
 
 
 def knndm_outer(

@@ -62,16 +62,23 @@ def open_prediction(path: str | os.PathLike) -> dd.DataFrame | xr.Dataset:
 
 def prediction_parts(
     prediction: Any, columns: Sequence[str], space: str, training: Table
-) -> tuple[list[Any], str]:
+) -> tuple[list[Any], Any]:
     """Delayed point arrays of ``prediction``, one per block, with the values of
-    ``columns`` (the training coordinates or features); and a short description. In
-    geographical space, a CRS carried by both ``training`` and ``prediction`` must agree."""
+    ``columns`` (the training coordinates or features); and the coordinates' CRS where
+    either input carries one (geographical space; else None). In geographical space, a CRS
+    carried by both ``training`` and ``prediction`` must agree."""
+    crs = None
     if space == "geographical":
-        check_same_crs(table_crs(training), prediction_crs(prediction))
+        crs = same_crs(table_crs(training), prediction_crs(prediction))
     if isinstance(prediction, str | os.PathLike):
         prediction = open_prediction(prediction)
+    return _parts(prediction, columns, space), crs
+
+
+def _parts(prediction: Any, columns: Sequence[str], space: str) -> list[Any]:
+    """``prediction_parts``'s arrays of an opened prediction area."""
     if isinstance(prediction, xr.Dataset):
-        return raster_parts(prediction, columns, space), "raster"
+        return raster_parts(prediction, columns, space)
     if isinstance(prediction, Table):
         data = prediction.data
         if space == "geographical" and prediction.coords:
@@ -80,7 +87,7 @@ def prediction_parts(
                     f"the prediction table's coords {list(prediction.coords)} and the training "
                     f"coords {list(columns)} differ in number"
                 )
-            return table_parts(data, prediction.coords, AREA), "table"
+            return table_parts(data, prediction.coords, AREA)
     elif isinstance(prediction, pd.DataFrame):
         data = dd.from_pandas(prediction, npartitions=max(1, len(prediction) // 500_000))
     elif isinstance(prediction, dd.DataFrame):
@@ -97,7 +104,7 @@ def prediction_parts(
             f"the prediction area has no {what} columns {missing} (its columns: "
             f"{list(data.columns)}); name them as in the training table"
         )
-    return table_parts(data, columns, AREA), "table"
+    return table_parts(data, columns, AREA)
 
 
 def table_crs(table: Table) -> Any:
@@ -161,10 +168,11 @@ def _crs(value: Any) -> Any:
     return CRS.from_json_dict(value) if isinstance(value, dict) else CRS.from_user_input(value)
 
 
-def check_same_crs(training: Any, prediction: Any) -> None:
-    """Refuse two known CRSs that differ, naming both."""
+def same_crs(training: Any, prediction: Any) -> Any:
+    """The CRS of the two inputs' coordinates (None when neither carries one), refusing two
+    known CRSs that differ, naming both."""
     if training is None or prediction is None or training == prediction:
-        return
+        return prediction if training is None else training
     raise ValueError(
         f"the training table's coordinates are in {_crs_name(training)} and the prediction "
         f"area's in {_crs_name(prediction)}: distances between them mean nothing. Reproject "
@@ -177,6 +185,18 @@ def _crs_name(crs: Any) -> str:
     """``EPSG:26911`` where the CRS has an authority code, else its name."""
     code = crs.to_authority()
     return ":".join(code) if code else repr(crs.name)
+
+
+def distance_unit(crs: Any, space: str) -> str:
+    """The unit of kNNDM's and NNDM's distances: "standardised feature distance" in feature
+    space; else the unit of ``crs``'s first axis (pyproj's name: "metre", "US survey foot",
+    "degree") with the CRS, or "coordinate units" where no CRS is known."""
+    if space == "feature":
+        return "standardised feature distance"
+    axes = [] if crs is None else crs.axis_info
+    if not axes or not axes[0].unit_name or axes[0].unit_name == "unknown":
+        return "coordinate units"
+    return f"{axes[0].unit_name}, {_crs_name(crs)}"
 
 
 def raster_parts(ds: xr.Dataset, columns: Sequence[str], space: str) -> list[Any]:
