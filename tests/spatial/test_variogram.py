@@ -217,6 +217,7 @@ def test_soak_info_spatial_prints_the_range_and_the_blocks(tmp_path, capsys):
     assert "needs the table's coordinates" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_aztrees_runs_and_notes_its_degrees():
     df = pd.read_parquet(shared_file("aztrees.parquet"))
     features = [c for c in df.columns if c.startswith("SAMPLE_")]
@@ -226,3 +227,8 @@ def test_aztrees_runs_and_notes_its_degrees():
     assert 0 < res.range < 1 and res.block_size >= res.range  # degrees: a few km to ~50 km
     assert res.median_blocks > 100 * res.median_random  # pixels touch; blocks move them apart
     assert any("longitude and latitude" in note for note in res.notes)
+    spherical = sd.spatial_range(t, model="spherical", n_boot=0)
+    # The sill of a 0/1 label levels off at its variance, p (1 - p), here about 0.1.
+    p = (df["y"] == "Tree").mean()
+    assert spherical.sill == pytest.approx(p * (1 - p), rel=0.2)
+    assert spherical.range < res.range
