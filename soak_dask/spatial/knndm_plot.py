@@ -38,20 +38,21 @@ def plot_knndm(result: KNNDMResult, ax: Any = None) -> Any:
         fig, ax = plt.subplots(figsize=(6, 4))
     else:
         fig = ax.figure
-    chosen = "random folds kept" if result.n_clusters is None else f"{result.n_clusters} clusters"
+    split = result.shares is not None and result.shares.split
+    held, kind = ("split", "train/test split") if split else ("CV", "folds")
+    chosen = f"random {kind} kept" if result.n_clusters is None else f"{result.n_clusters} clusters"
     _ecdf(ax, result.Gij, f"prediction → train (Gij, {len(result.Gij):,} sampled)", color="k")
-    _ecdf(ax, result.Gjstar, f"kNNDM CV → train ({chosen}), W = {result.W:.3g}", color="C0")
+    _ecdf(ax, result.Gjstar, f"kNNDM {held} → train ({chosen}), W = {result.W:.3g}", color="C0")
     _ecdf(
         ax,
         result.Gjstar_random,
-        f"random CV → train, W = {result.W_random:.3g}",
+        f"random {held} → train, W = {result.W_random:.3g}",
         color="C3",
         linestyle="--",
     )
     ax.set_xlabel(f"nearest-neighbour distance ({result.unit})")
     ax.set_ylabel("ECDF")
-    split = result.shares is not None and result.shares.split
-    kind = f"train/test split (test_prop {result.shares.test_prop:g})" if split else "folds"
+    kind = f"{kind} (test_prop {result.shares.test_prop:g})" if split else kind
     ax.set_title(f"kNNDM, {'a' if split else result.n_folds} {kind} ({result.space} space)")
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(alpha=0.3)

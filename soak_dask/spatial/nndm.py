@@ -17,7 +17,7 @@ from ..dask_client import current_client
 from ..split.fold_options import check_seed
 from ..split.knndm import DEFAULT_SAMPLE, Space, check_count, warn_if_far
 from ..split.neighbours import coords_of, reference_points, sampled_distances, standardiser
-from ..split.prediction_area import prediction_parts
+from ..split.prediction_area import distance_unit, prediction_parts
 from ..tables.table import Table
 
 #: NNDM holds the training rows' full distance matrix: above this many rows it is refused.
@@ -28,6 +28,9 @@ NNDM_MAX_ROWS = 2000
 class NNDMResult:
     """NNDM leave-one-out: row ``i`` is tested by a model trained on ``train[i]``; the rows
     ``exclude[i]`` are left out of that training set (the exclusion buffer).
+
+    Distances, ``phi`` and W are in ``unit`` (the CRS's, "coordinate units", or
+    "standardised feature distance", as ``KNNDMResult.unit``).
 
     ``split()`` yields (train, test) row positions, as scikit-learn's splitters do: pass
     ``list(result.split())`` as ``cv=`` of ``cross_validate`` on the table's rows in order.
@@ -41,6 +44,7 @@ class NNDMResult:
     phi: float
     W: float
     W_loo: float
+    unit: str = "coordinate units"
 
     def split(self, X: Any = None, y: Any = None, groups: Any = None) -> Iterator[tuple]:
         """(train, test) position arrays, one per row."""
@@ -108,7 +112,7 @@ def nndm_folds(
         )
     transform = standardiser(raw, columns) if space == "feature" else None
     points = raw if transform is None else (raw - transform[0]) / transform[1]
-    parts, _ = prediction_parts(prediction, columns, space, table)
+    parts, crs = prediction_parts(prediction, columns, space, table)
     gij = sampled_distances(parts, points, sample, seed, transform, client)
     warn_if_far(gij, points, columns, space)
     dist = cdist(points, points)
@@ -129,6 +133,7 @@ def nndm_folds(
         phi=float(phi),
         W=float(sps.wasserstein_distance(star, gij)),
         W_loo=float(sps.wasserstein_distance(gj, gij)),
+        unit=distance_unit(crs, space),
     )
 
 

@@ -116,7 +116,7 @@ def test_every_candidate_has_its_w_when_random_folds_are_kept(sensors, farm_tif)
         assert w == pytest.approx(wasserstein_distance(hand_gjstar(xy, folds), res.Gij))
         row = cand.set_index("n_clusters").loc[nk]
         assert row["W_folds"] == pytest.approx(w) and row["status"] == status
-    assert res.unit == "metre, EPSG:26911"
+    assert res.unit == sd.nndm_folds(t, farm_tif).unit == "metre, EPSG:26911"
     note = knndm_note(res.attrs())
     assert "random folds kept" in note and f"W = {res.W:.4g} (metre, EPSG:26911)" in note
 
@@ -323,3 +323,9 @@ def test_ecdf_axis_names_the_distance_unit(sensors, farm_tif):
         fig = sd.plot_knndm(res)
         assert fig.axes[0].get_xlabel() == f"nearest-neighbour distance ({unit})"
         plt.close(fig)
+    split = sd.knndm_folds(table, pred, test_prop=0.3, sample=500, n_candidates=5)
+    fig = sd.plot_knndm(split)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend[2] == f"random split → train, W = {split.W_random:.3g}"
+    assert "train/test split (test_prop 0.3)" in fig.axes[0].get_title()
+    plt.close(fig)
