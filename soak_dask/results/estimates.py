@@ -19,14 +19,17 @@ import pandas as pd
 import xarray as xr
 
 from .kinds import coord_values
-from .summaries import fold_stats
+from .summaries import fold_stats, summary
 
 __all__ = [
     "ESTIMATE_COLUMNS",
+    "FOLD_MEAN_BASIS",
     "UNEVEN_RATIO",
+    "UNTESTED_BASIS",
     "estimate_banner",
     "estimates_differ",
     "fold_estimates",
+    "soak_banner",
 ]
 
 #: Folds whose test rows differ by more than this factor are flagged (`estimates_differ`).
@@ -46,6 +49,12 @@ ESTIMATE_COLUMNS: list[str] = [
 FOLD_MEAN_BASIS = (
     "the verdicts rest on the fold mean (the paired test over folds tests it; a row of a "
     "small fold counts more), the pooled estimate counts every test row once"
+)
+
+#: What a note says where nothing is tested (plain K-fold CV).
+UNTESTED_BASIS = (
+    "nothing is tested here: the fold mean counts a row of a small fold more, the pooled "
+    "estimate counts every test row once"
 )
 
 
@@ -151,6 +160,19 @@ def estimate_banner(
         f"{worst['weighted_mean']:.3g}, test folds of {_rows(worst['n_test_min'])} to "
         f"{_rows(worst['n_test_max'])} rows; {basis}"
     )
+
+
+def soak_banner(ds: xr.Dataset, measure: str, basis: str = FOLD_MEAN_BASIS) -> str:
+    """`estimate_banner` of a SOAK result (``summary``'s cells: learner, test subset, train
+    type): what ``soak run`` prints and the report shows under its tables; "" when every
+    cell's fold mean and pooled estimate agree. ``basis``: `UNTESTED_BASIS` for a result
+    with nothing to test."""
+    table = summary(ds, [measure])
+    table["estimates_differ"] = estimates_differ(
+        table["mean"], table["sd"], table["weighted_mean"], table["n_test_min"],
+        table["n_test_max"],
+    )  # fmt: skip
+    return estimate_banner(table, "{learner} {train_type} on {test_subset}", measure, basis)
 
 
 def _rows(value: float) -> str:

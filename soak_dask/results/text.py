@@ -12,6 +12,7 @@ import pandas as pd
 import xarray as xr
 
 from ..tables.checks import UNEQUAL_FOLDS
+from .estimates import FOLD_MEAN_BASIS, UNTESTED_BASIS, soak_banner
 from .kinds import no_tests_reason, unequal_subsets
 from .paired_tests import pvalues
 from .summaries import evaluation_summary, nesting_choices, summary
@@ -84,7 +85,9 @@ def pvalues_text(ds: xr.Dataset, measure: str = "error") -> str:
     )
     if uneven:
         keep.insert(keep.index("mean_diff") + 1, "weighted_diff")
-        differs = table["test_subset"].isin(uneven) & table["sign_agrees"].eq(False)
+        # sign_agrees is NA where a train type is absent: no flag there.
+        disagree = table["sign_agrees"].eq(False).fillna(False).astype(bool)
+        differs = table["test_subset"].isin(uneven) & disagree
         table = table.assign(flag=np.where(differs, "SIGN DIFFERS", ""))
         keep.append("flag")
         title += "\n" + _unequal_note(uneven, int(differs.sum()))
@@ -109,23 +112,25 @@ def _unequal_note(uneven: list[Any], n_differ: int) -> str:
 
 def results_text(ds: xr.Dataset, measure: str = "error") -> str:
     """What ``soak run`` prints: `pvalues_text`, or when the results hold nothing to compare
-    (plain K-fold CV), the mean ± SD over folds of each learner, saying why.
+    (plain K-fold CV), the mean ± SD over folds of each learner, saying why; under it, the
+    note of ``estimates.soak_banner`` where a cell's fold mean and pooled estimate disagree.
 
     Examples
     --------
     >>> import pandas as pd
     >>> df = pd.DataFrame({"learner": "lr", "test_subset": "all_rows", "fold": [1, 2],
-    ...                    "train_type": "same", "error": [10.0, 20.0], "n_test": [50, 150]})
+    ...                    "train_type": "same", "error": [10.0, 20.0], "n_test": [100, 150]})
     >>> ds = df.set_index(["learner", "test_subset", "fold", "train_type"]).to_xarray()
     >>> print(results_text(ds))
     one subset: plain K-fold CV, no 'other' or 'all' train set to compare with 'same': no p-values
     error: mean ± SD over the folds of each learner (weighted_mean: folds weighted by test rows)
     learner  n  mean     sd  weighted_mean  n_test_min  n_test_max
-         lr  2  15.0 7.0711           17.5          50         150
+         lr  2  15.0 7.0711           16.0         100         150
     """
     reason = no_tests_reason(ds)
+    banner = soak_banner(ds, measure, UNTESTED_BASIS if reason else FOLD_MEAN_BASIS)
     if not reason:
-        return _with_prediction(ds, pvalues_text(ds, measure))
+        return _with_banner(_with_prediction(ds, pvalues_text(ds, measure)), banner)
     table = summary(ds, [measure])
     drop = ["train_type", "measure"] + (["test_subset"] if ds.sizes["test_subset"] == 1 else [])
     title = (
@@ -133,7 +138,13 @@ def results_text(ds: xr.Dataset, measure: str = "error") -> str:
         "(weighted_mean: folds weighted by test rows)"
     )
     rows = {c: "Int64" for c in ("n_test_min", "n_test_max")}  # counts, printed as such
-    return _with_prediction(ds, text_table(title, table.drop(columns=drop).astype(rows)))
+    text = _with_prediction(ds, text_table(title, table.drop(columns=drop).astype(rows)))
+    return _with_banner(text, banner)
+
+
+def _with_banner(text: str, banner: str) -> str:
+    """`text` over the note where fold means and pooled estimates disagree, if any."""
+    return f"{text}\n{banner}" if banner else text
 
 
 def _with_prediction(ds: xr.Dataset, text: str) -> str:

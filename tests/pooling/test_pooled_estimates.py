@@ -167,3 +167,27 @@ def test_aztrees_fold_mean_and_pooled_estimate_of_se(aztrees_runs):
     searched = search_summary(found).set_index(["test_subset", "train_set"])
     assert searched.loc[("SE", "same"), "weighted_mean"] == pytest.approx(100 * 59 / 2432)
     assert round(searched.loc[("SE", "same"), "mean"], 1) == 70.6
+
+
+def test_soak_run_prints_the_note_under_its_table():
+    from soak_dask.results.text import results_text
+
+    frame = pd.DataFrame(
+        {
+            "learner": "lr",
+            "test_subset": "A",
+            "fold": [1, 2, 3] * 2,
+            "train_type": ["same"] * 3 + ["other"] * 3,
+            "error": [100.0, 0.0, 100.0, 90.0, 5.0, 80.0],
+            "n_test": [5, 1000, 5] * 2,
+        }
+    )
+    ds = frame.set_index(["learner", "test_subset", "fold", "train_type"]).to_xarray()
+    text = results_text(ds)
+    assert "NOTE error: fold mean and pooled estimate disagree" in text
+    assert "most at lr same on A: fold mean 66.7 ± 57.7, pooled 0.99" in text
+    assert text.endswith("the pooled estimate counts every test row once")
+    plain = results_text(ds.sel(train_type=["same"]))
+    assert "nothing is tested here" in plain.splitlines()[-1]
+    even = ds.assign(n_test=ds["n_test"] * 0 + 10, error=ds["error"] * 0 + 3)
+    assert "NOTE" not in results_text(even.sel(train_type=["same"]))
