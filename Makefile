@@ -36,7 +36,7 @@ test: $(STAMP)
 	bash scripts/system-deps.sh
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check --quiet soak_dask tests benchmarks scripts
-	$(ONE_THREAD) $(VENV)/bin/python -m pytest -rs --ignore=$(NOTEBOOK_TESTS) $(PYTEST_XDIST) $(PYTEST_ARGS)
+	$(ONE_THREAD) $(VENV)/bin/python -m pytest -rs --durations=25 --ignore=$(NOTEBOOK_TESTS) $(PYTEST_XDIST) $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-notebooks
 
 # The notebooks, executed top to bottom with their claims checked (each walks an engine path

@@ -50,12 +50,16 @@ if TYPE_CHECKING:
     from .learn.priors import PriorCorrected
     from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
     from .learn.tuning import Search
-    from .pooling import search_subsets, transfer
+    from .pooling import search_subsets, search_summary, transfer, transfer_summary
+    from .results.cd_plot import plot_critical_difference
     from .results.comparisons import compare
+    from .results.friedman import friedman_nemenyi
     from .results.plot import plot_datasets, plot_evaluation, plot_soak
     from .results.report import write_report
+    from .results.shift import shift_summary
     from .results.stats import adjust_pvalues, by_fold, evaluation_summary, pvalues, summary
     from .results.store import from_dataframe, load_results, open_results, save_results
+    from .results.verdicts import with_verdicts
     from .run.cost import PlanCost, PlanCosts, dry_run
     from .run.engine import soak
     from .run.evaluate import evaluate
@@ -64,14 +68,20 @@ if TYPE_CHECKING:
     from .spatial.aoa import aoa
     from .spatial.aoa_coverage import aoa_coverage, aoa_sentences
     from .spatial.aoa_io import open_aoa, write_aoa
-    from .spatial.aoa_plot import plot_aoa
+    from .spatial.aoa_plot import plot_aoa, plot_error_profile
     from .spatial.blocks import spatial_blocks, spatial_clusters
     from .spatial.diagnostics import fold_summary
+    from .spatial.error_profile import ErrorProfile, error_profile, expected_error
+    from .spatial.extract import ExtractSummary, ExtractWarning, extract
     from .spatial.knndm_plot import plot_knndm
     from .spatial.nndm import NNDMResult, nndm_folds
+    from .spatial.random_field import gaussian_random_field
+    from .spatial.variogram import SpatialRange, spatial_range
+    from .spatial.variogram_plot import plot_variogram
     from .split.balance import overlap_folds
     from .split.design import Design
     from .split.designs import SameOtherAll, make_plan
+    from .split.fold_file import attach_folds
     from .split.folds import assign_folds, block_counts
     from .split.knndm import KNNDMResult, knndm_folds
     from .split.plan import Plan, Selection, Term

@@ -34,6 +34,7 @@ from .flags import (
     setting_values,
     spell,
 )
+from .spatial_flags import add_spatial_flags, spatial_options
 
 #: Exit status of a user error, as argparse uses.
 USAGE_ERROR = 2
@@ -108,12 +109,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = command("info", "describe a table: task, features, rows per subset × label, warnings")
     add_settings(info, _INFO, run_file=False)
+    add_spatial_flags(info)
 
     report = command("report", "write an HTML report of saved results")
     report.add_argument(
         "results",
         help="results store of any kind: written by soak run, soak evaluate or save_results "
-        "(transfer, search_subsets, split_sensitivity, compare_sampling results too)",
+        "(transfer, search_subsets, split_sensitivity, compare_sampling results too), or the "
+        "--out directory of soak split-sensitivity or soak compare-sampling (its one store)",
     )
     report.add_argument("--out", required=True, help="report directory")
     report.add_argument("--overwrite", action="store_true", help="replace an existing report")
@@ -227,13 +230,18 @@ def _checked_paths(settings: Any) -> str | os.PathLike:
 def info_command(args: argparse.Namespace) -> None:
     """``soak info``: print ``soak_dask.app.info.describe_table`` of the table."""
     from ..tables.load import load_table
-    from .info import describe_table
+    from .info import describe_table, spatial_info
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _INFO) if s.cli}
     values = check_run_options(given, spell=spell(args))
+    spatial = spatial_options(args)
     n_folds, assignment = values.pop("n_folds"), values.pop("group_assignment")
     table = load_table(values.pop("data"), **values)
+    # The range first: a table without coordinates is refused before the pass of describe.
+    ranged = None if spatial is None else spatial_info(table, n_folds, **spatial)
     print(describe_table(table, n_folds=n_folds, group_assignment=assignment))
+    if ranged is not None:
+        print(f"\n{ranged}")
 
 
 def report_command(args: argparse.Namespace) -> None:
@@ -270,6 +278,7 @@ _EXTRA: dict[str, tuple[str, str]] = {
     "compare-sampling": ("sampling_cli", "compare_sampling_command"),
     "aoa": ("aoa_cli", "aoa_command"),
     "knndm": ("knndm_cli", "knndm_command"),
+    "extract": ("extract_cli", "extract_command"),
 }
 
 

@@ -150,15 +150,38 @@ def _orphaned_wait(record: logging.LogRecord) -> bool:
     return not (record.exc_info and isinstance(record.exc_info[1], AllExit))
 
 
+def _unstarted_cancel(record: logging.LogRecord) -> bool:
+    """Logging filter: False for the ``NameError`` of distributed's ``sync`` cancelled early.
+
+    Ctrl-C while ``distributed.utils.sync`` waits schedules its ``cancel``, which reads the
+    coroutine's ``future`` before it is assigned when the interrupt came first (distributed
+    2025.x): tornado logs a ``NameError`` traceback although nothing was lost, the
+    ``KeyboardInterrupt`` goes on as it should. Only that error, from that function, is dropped.
+    """
+    error = record.exc_info[1] if record.exc_info else None
+    if not isinstance(error, NameError) or "'future'" not in str(error):
+        return True
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    code = None if tb is None else tb.tb_frame.f_code
+    return not (
+        code is not None
+        and code.co_name == "cancel"
+        and code.co_filename.endswith(os.path.join("distributed", "utils.py"))
+    )
+
+
 def quiet_orphaned_waits() -> None:
-    """Keep asyncio from logging the waits an interrupted ``Client.gather`` leaves behind.
+    """Keep asyncio and tornado from logging what an interrupted ``Client.gather`` leaves.
 
     Process-wide and for good: the tasks are collected when the client's event loop closes,
     which may be after the ``with connect(...)`` block. Installed once.
     """
-    logger = logging.getLogger("asyncio")
-    if _orphaned_wait not in logger.filters:
-        logger.addFilter(_orphaned_wait)
+    for name, keep in [("asyncio", _orphaned_wait), ("tornado.application", _unstarted_cancel)]:
+        logger = logging.getLogger(name)
+        if keep not in logger.filters:
+            logger.addFilter(keep)
 
 
 def _handlers(name: str) -> list[logging.Handler]:

@@ -332,7 +332,8 @@ def test_cli_writes_tables_and_figure(tmp_path):
         compare_sampling_command(args)
         written = {p.name for p in out.iterdir()}
         assert written == {"mai.csv", "summary.csv", "random_accuracy.csv", "mai.png",
-                           "compare_sampling.json", "soak_dask_output.json"}  # fmt: skip
+                           "compare_sampling.json", "compare_sampling.zarr",
+                           "soak_dask_output.json"}  # fmt: skip
         table = pd.read_csv(out / "mai.csv", index_col=[0, 1])
         assert list(table.columns[:2]) == ["AEV", "SD"] and "MAI overlap" in table
         with pytest.raises(FileExistsError, match="earlier output.*--overwrite"):

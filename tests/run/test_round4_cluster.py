@@ -5,6 +5,7 @@ connect timeout, naming its address (API and CLI); Ctrl-C during a gather leaves
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -20,7 +21,7 @@ import pytest
 
 from soak_dask.app import cli
 from soak_dask.app.demo import write_pixel_parquet
-from soak_dask.run.cluster import SchedulerUnreachable, connect
+from soak_dask.run.cluster import SchedulerUnreachable, connect, quiet_orphaned_waits
 
 from ..app.test_cli import soak_process
 
@@ -140,3 +141,26 @@ def test_ctrl_c_of_soak_aoa_prints_one_line(tmp_path):
     last = err.strip().splitlines()[-1]
     assert proc.returncode == 130 and last.startswith("soak: interrupted"), err
     assert "Task exception was never retrieved" not in err and "Traceback" not in err, err
+
+
+def _logged_error(path: str, name: str) -> logging.LogRecord:
+    """The record tornado logs for a ``NameError`` raised by function `name` of file `path`."""
+    namespace: dict = {}
+    exec(compile(f"def {name}():\n    return future\n", path, "exec"), namespace)
+    try:
+        namespace[name]()
+    except NameError:
+        error = sys.exc_info()
+    error[1].args = ("cannot access free variable 'future'",)
+    return logging.LogRecord("tornado.application", logging.ERROR, "", 0, "x", (), error)
+
+
+def test_ctrl_c_before_sync_started_logs_nothing():
+    """distributed's ``sync`` cancelled before its coroutine assigned ``future`` (the CI log of
+    stop 43): tornado's NameError traceback is dropped, any other NameError is kept."""
+    quiet_orphaned_waits()  # as connect() does
+    logger = logging.getLogger("tornado.application")
+    library = os.path.join("site-packages", "distributed", "utils.py")
+    assert not logger.filter(_logged_error(library, "cancel"))
+    assert logger.filter(_logged_error(library, "other"))
+    assert logger.filter(_logged_error(os.path.join("mine", "utils.py"), "cancel"))
