@@ -197,6 +197,13 @@ def _error_score(value: Any, name: str) -> float | str:
     return value if value == "raise" else float(value)
 
 
+def _block_size(value: Any, name: str) -> float:
+    # The size a flag or run file gives spatial_blocks (which checks it against the extent).
+    if not KINDS["float"][0](value) or not 0 < value < float("inf"):
+        raise ValueError(f"{name}={value!r}: need a positive size in the coordinates' unit")
+    return float(value)
+
+
 def at_least(low: int, why: str = "") -> Check:
     """Check of an integer of at least `low` (`why`: what it is for, added to the refusal)."""
 
@@ -510,7 +517,10 @@ _DECLARED = (
         commands=(*_SUBSETS, "split-sensitivity"),
     ),
     # A run file's ``fold = 3``, or ``--fold 3``, would read as K: the key says column.
-    _column("fold", "column of folds 1..K, used as is", key="fold_column", commands=_SUBSETS),
+    _column(
+        "fold", "column of folds 1..K, used as is; or the folds.parquet soak knndm wrote",
+        key="fold_column", commands=_SUBSETS,
+    ),
     Setting(
         "features", "table", "list", None, "comma-separated feature columns",
         metavar="A,B,...", empty=("column", "to use every numeric column"), identity=True,
@@ -551,6 +561,25 @@ _DECLARED = (
         "rows found in more than one file of a CSV or Parquet folder or glob: refused "
         "(refuse, the default; one pass over the files) or allowed",
         choices=("refuse", "allow"), commands=ALL,
+    ),
+    # The command's spatial groups (soak_dask.app.table_input), made after the table loads:
+    # blocks or clusters of the coordinates as the group column (spatial_blocks/_clusters).
+    Setting(
+        "blocks", "table", "float", None,
+        "square (or --block-shape hex) blocks of this size in the coordinates' unit as the "
+        "group column, so a block's rows share a fold (needs --coords; soak info --spatial "
+        "suggests a size)",
+        _block_size, metavar="SIZE", identity=True, drawn=True, commands=_SUBSETS,
+    ),
+    Setting(
+        "block_shape", "table", "str", "square", "shape of the --blocks",
+        choices=("square", "hex"), identity=True, commands=_SUBSETS,
+    ),
+    Setting(
+        "clusters", "table", "int", None,
+        "k-means clusters of the coordinates (K of them, seed 1) as the group column, so a "
+        "cluster's rows share a fold (needs --coords)",
+        at_least(2), metavar="K", identity=True, drawn=True, commands=_SUBSETS,
     ),
     # soak's, in its order: the run.
     Setting(

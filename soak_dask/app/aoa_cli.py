@@ -87,7 +87,12 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argpar
     sub.add_argument(
         "--features", type=_names, required=True, metavar="A,B,...", help="the predictors"
     )
-    sub.add_argument("--folds", metavar="COL", help="column of TRAIN holding each row's CV fold")
+    sub.add_argument(
+        "--folds",
+        metavar="COL",
+        help="column of TRAIN holding each row's CV fold, or the folds.parquet soak knndm "
+        "wrote for TRAIN",
+    )
     sub.add_argument(
         "--weights", type=_weights, metavar="A=W,...", help="predictor weights (importance)"
     )
@@ -189,7 +194,8 @@ def aoa_command(args: argparse.Namespace) -> None:
         train, new = open_input(args.train), open_input(args.new, raster=True)
         if args.format == "tif" and not isinstance(new, xr.Dataset):
             raise ValueError(f"--format tif needs a raster as NEW; {args.new} is a table")
-        options = {"features": args.features, "weights": args.weights, "folds": args.folds}
+        train, folds = _train_folds(train, args.folds)
+        options = {"features": args.features, "weights": args.weights, "folds": folds}
         points = _points(train, args.points)
         profile = _profile(train, args, options, client) if args.error_profile else None
         ds = aoa(train, new, **options, lpd=args.lpd, client=client)
@@ -211,6 +217,22 @@ def aoa_command(args: argparse.Namespace) -> None:
     if profile is not None:
         print(profile_line(profile))
     print(f"\nFiles: {', '.join(str(f) for f in [*files, out.path / SETTINGS_FILE])}")
+
+
+def _train_folds(train: Any, folds: str | None) -> tuple[Any, str | None]:
+    """TRAIN and the name of its fold column: ``--folds`` itself, or the fold column of the
+    fold file ``--folds`` names (``soak knndm``'s folds.parquet), joined on row position."""
+    from ..split.fold_file import is_fold_file, join_fold_file
+
+    if not is_fold_file(folds):
+        return train, folds
+    train, info = join_fold_file(train, folds)
+    if info["split"]:
+        raise ValueError(
+            f"--folds {folds}: a train/test split (soak knndm --test-prop), not CV folds: give "
+            "the folds.parquet of a soak knndm run without --test-prop"
+        )
+    return train, info["fold"]
 
 
 def _points(train: Any, columns: list[str] | None) -> Any:

@@ -2,7 +2,8 @@
 on results, and the diagnostics built on them.
 
 Commands: ``soak run``, ``soak evaluate``, ``soak transfer``, ``soak split-sensitivity``,
-``soak compare-sampling``, ``soak knndm``, ``soak info``, ``soak report``, ``soak demo``;
+``soak compare-sampling``, ``soak aoa``, ``soak knndm``, ``soak extract``, ``soak info``,
+``soak report``, ``soak demo``;
 ``soak COMMAND --help`` lists each one's flags. A user error prints one line
 ``soak: error: ...`` and exits with 2 (``--debug`` shows the traceback instead).
 """
@@ -136,32 +137,34 @@ _CALLS = {"run": (".run.engine", "soak"), "evaluate": (".run.evaluate", "evaluat
 
 
 def _run(settings: Any, command: Command, debug: bool) -> tuple:
-    """What ``soak run`` and ``soak evaluate`` share: check everything that needs no cluster
-    (learners, ``--out`` and the checkpoint, TLS files, the table, the measures), run the
-    command's function (``_CALLS``) on the table, on the cluster, save the results and remove
-    our own checkpoint. Returns the results, the measures and the store's path. Each check
-    imports only what it needs, so a mistake found early is refused before the engine loads."""
+    """What ``soak run`` and ``soak evaluate`` share: check everything that needs no data
+    (learners, ``--out`` and the checkpoint, TLS files), then on the cluster load the table
+    (its passes read by the workers), check the measures against its task and run the
+    command's function (``_CALLS``); save the results and remove our own checkpoint.
+    Returns the results, the measures and the store's path. Each check imports only what it
+    needs, so a mistake found early is refused before the engine loads."""
     learners = settings.learners()
     # A dry run given no --out writes nothing, so has neither --out nor a checkpoint to check.
     checkpoint = _checked_paths(settings) if settings.out is not None else None
     from ..run.cluster import connect, make_security
 
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
-    from ..tables.load import load_table
-
-    table = load_table(settings.data, **setting_values(settings, command, ("table",)))
     from ..learn.measures import check_measures
     from ..results.store import save_results
     from ..run.checkpoint import remove_checkpoint
+    from .table_input import open_table
 
     module, name = _CALLS[command]
     call = getattr(import_module(module, "soak_dask"), name)
-    measures = check_measures(
-        settings.measures, table.task, prior_correction=settings.prior_correction
-    )
     options = setting_values(settings, command, ("run", "evaluate"))
-    options.update(learners=learners, measures=measures, checkpoint=checkpoint)
+    options.update(learners=learners, checkpoint=checkpoint)
     with connect(settings.scheduler, security=security, log_failures=debug) as client:
+        # Loaded on the cluster: its passes over the data (column traps, duplicate rows, the
+        # fold file's check) are read by the workers, not by this process.
+        table = open_table(settings.data, setting_values(settings, command, ("table",)))
+        measures = options["measures"] = check_measures(
+            settings.measures, table.task, prior_correction=settings.prior_correction
+        )
         res = call(table, **options, client=client)
     # A concurrent run may have written --out since the check at the start: name the flag.
     store = save_results(res, settings.out, overwrite=settings.overwrite, flag="--overwrite")
@@ -229,14 +232,14 @@ def _checked_paths(settings: Any) -> str | os.PathLike:
 
 def info_command(args: argparse.Namespace) -> None:
     """``soak info``: print ``soak_dask.app.info.describe_table`` of the table."""
-    from ..tables.load import load_table
     from .info import describe_table, spatial_info
+    from .table_input import open_table
 
     given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _INFO) if s.cli}
     values = check_run_options(given, spell=spell(args))
     spatial = spatial_options(args)
     n_folds, assignment = values.pop("n_folds"), values.pop("group_assignment")
-    table = load_table(values.pop("data"), **values)
+    table = open_table(values.pop("data"), values)
     # The range first: a table without coordinates is refused before the pass of describe.
     ranged = None if spatial is None else spatial_info(table, n_folds, **spatial)
     print(describe_table(table, n_folds=n_folds, group_assignment=assignment))

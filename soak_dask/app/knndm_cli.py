@@ -31,10 +31,13 @@ SETTINGS_FILE = "knndm.json"
 GENERATOR = "soak_dask knndm"
 FOLDS = "folds.parquet"
 FILES = (FOLDS, "knndm.png", "candidates.csv", SETTINGS_FILE)
-#: The table's settings (the fold and subset roles play no part) and the cluster's.
+#: The table settings kNNDM has no use for: it makes the folds (subsets play no part), and
+#: keeps the groups it is given whole, not blocks of its own.
+_NOT_KNNDM = ("subset", "fold", "blocks", "block_shape", "clusters")
+#: The table's settings and the cluster's.
 _TABLE = (
     "data",
-    *(s.name for s in SETTINGS.values() if s.scope == "table" and s.name not in ("subset", "fold")),
+    *(s.name for s in SETTINGS.values() if s.scope == "table" and s.name not in _NOT_KNNDM),
     "scheduler",
 )
 _SECTIONS = {"table": "the training table (soak_dask.load_table)", "app": "data and cluster"}
@@ -191,6 +194,14 @@ def summary_text(res: Any, folds: Any = FOLDS) -> str:
     kind = "a train/test split" if res.shares.split else f"{res.n_folds} folds"
     return (
         f"kNNDM, {kind} in {res.space} space\n{knndm_note(res.attrs())}\n{sizes}\n"
-        f"Use them: soak_dask.attach_folds(table, '{folds}') joins them to the training "
-        "table on each row's position"
+        f"{_use_hint(res, folds)}"
     )
+
+
+def _use_hint(res: Any, folds: Any) -> str:
+    """How to use the fold file: its path as --fold-column of the commands (folds only), or
+    ``attach_folds`` in Python (folds and splits alike)."""
+    python = f"soak_dask.attach_folds(table, '{folds}') joins them to the table (Python)"
+    if res.shares.split:
+        return f"Use them: {python}"
+    return f"Use them: soak evaluate (or run, transfer, info) ... --fold-column {folds}; {python}"

@@ -66,11 +66,10 @@ def _soak(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:
 
 
 def _transfer(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:
-    from ..pooling.report import write_transfer_report
-    from .transfer_cli import summary_text
+    from ..pooling.report import transfer_text, write_transfer_report
 
     page = write_transfer_report(ds, out, overwrite=overwrite, flag="--overwrite")
-    return summary_text(ds, None), page
+    return transfer_text(ds), page
 
 
 def _search(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Rendered:

@@ -77,10 +77,11 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     data = settings.data
     out, checkpoint = command_paths(WRITER, settings, data)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
-    table = load_table(data, **setting_values(settings, NAME, ("table",)))
     options = setting_values(settings, NAME, ("run", NAME))
     options.update(learners=settings.learners(), checkpoint=checkpoint)  # None: the defaults
     with connect(settings.scheduler, security=security, log_failures=args.debug) as client:
+        # Loaded on the cluster: the table's passes over the data are read by the workers.
+        table = load_table(data, **setting_values(settings, NAME, ("table",)))
         res = compare_sampling(table, **options, client=client)
     frame = mai_table({Path(os.fspath(data)).name: res})
     write_outputs(out, res, frame, mai_summary(frame))

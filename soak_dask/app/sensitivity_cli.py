@@ -89,13 +89,14 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
         )
     out, checkpoint = command_paths(COMMAND_NAME, settings, settings.data)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
-    table = load_table(settings.data, **setting_values(settings, COMMAND, ("table",)))
-    check_measures(settings.measures or DEFAULTS[table.task][1], table.task)
     options = setting_values(settings, COMMAND, ("run", COMMAND))
     options.update(learners=learners, checkpoint=checkpoint)
     with connect(
         settings.scheduler, security=security, log_failures=getattr(args, "debug", False)
     ) as client:
+        # Loaded on the cluster: the table's passes over the data are read by the workers.
+        table = load_table(settings.data, **setting_values(settings, COMMAND, ("table",)))
+        check_measures(settings.measures or DEFAULTS[table.task][1], table.task)
         ds = run(table, **options, client=client)
     write_outputs(ds, out)
     discard(settings.checkpoint, checkpoint)

@@ -53,9 +53,9 @@ def transfer_command(args: argparse.Namespace) -> None:
     """``soak transfer``: check everything that needs no cluster, run the matrix (and the
     search) on the cluster, write the results and the report, print a summary."""
     settings = run_settings(args, COMMAND)  # checked before the engine loads
-    from ..pooling.report import WRITER
+    from ..pooling.report import WRITER, transfer_text
     from ..run.cluster import connect, make_security
-    from ..tables.load import load_table
+    from .table_input import open_table
 
     if settings.subset is None:
         raise UsageError(
@@ -64,20 +64,21 @@ def transfer_command(args: argparse.Namespace) -> None:
         )
     out, checkpoint = command_paths(WRITER, settings, settings.data)
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
-    table = load_table(settings.data, **setting_values(settings, COMMAND, ("table",)))
     run = setting_values(settings, COMMAND, ("run",))
     run.update(learners=settings.learners())
     del run["checkpoint"]  # each part has its own, in the command's
     search = setting_values(settings, COMMAND, ("search",)) if settings.search else None
-    if search is not None:
-        _check_budget(table, run, search)
     with connect(
         settings.scheduler, security=security, log_failures=getattr(args, "debug", False)
     ) as client:
+        # Loaded on the cluster: the table's passes over the data are read by the workers.
+        table = open_table(settings.data, setting_values(settings, COMMAND, ("table",)))
+        if search is not None:
+            _check_budget(table, run, search)
         matrix, found = _compute(table, run, search, client, checkpoint)
     page = _write(out, matrix, found)
     discard(settings.checkpoint, checkpoint)
-    print(summary_text(matrix, found))
+    print(transfer_text(matrix, found))
     print(f"\nReport: {page}")
 
 
@@ -94,7 +95,7 @@ def _check_budget(table: Any, values: dict[str, Any], search: dict[str, Any]) ->
     estimators = resolve_learners(values["learners"], table.task, values["seed"])
     if all(is_additive(e) for e in estimators.values()):
         return
-    n_subsets = table.data[table.subset].nunique()
+    n_subsets = table.data[table.subset].nunique(split_out=1)  # a tree reduction, no shuffle
     k = table.data[table.fold].max() if table.fold is not None else None
     n_subsets, k = dask.compute(n_subsets, k)
     n_folds = values["n_folds"] or (int(k) if k is not None else DEFAULT_N_FOLDS)
@@ -154,34 +155,3 @@ def _write(out: Any, matrix: Any, found: Any) -> Any:
         per_fold.to_csv(out.claim("search.csv"), index=False)
     out.finish()
     return page
-
-
-def summary_text(matrix: Any, found: Any) -> str:
-    """What the command prints: each learner's matrix of means with its marks, and the
-    search's nested estimate against same and all."""
-    import pandas as pd
-
-    from ..pooling.matrix import MARKS, default_measure, transfer_table
-    from ..pooling.search import search_pvalues
-
-    measure = default_measure(matrix)
-    lines = [
-        f"{measure}: mean over folds, train subset (rows) -> test subset (columns); "
-        f"{MARKS['worse']}/{MARKS['better']}: worse/better than the diagonal (p < 0.05)"
-    ]
-    for learner in matrix["learner"].values:
-        lines += [f"\n{learner}", transfer_table(matrix, str(learner), measure).to_string()]
-    if found is not None:
-        keep = [
-            "learner",
-            "test_subset",
-            "compare",
-            "reference",
-            "compare_mean",
-            "mean_diff",
-            "p",
-        ]
-        with pd.option_context("display.width", 160):
-            table = search_pvalues(found)[keep].round(4).to_string(index=False)
-        lines += ["\nsearch: nested greedy estimate against same and all (paired t-test)", table]
-    return "\n".join(lines)

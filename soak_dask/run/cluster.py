@@ -263,6 +263,10 @@ def _local_cluster(n_workers: int, cluster_kwargs: dict[str, Any]) -> LocalClust
     """A LocalCluster listening on `LOOPBACK` only (dashboard, and scheduler and workers when
     they are processes), unless told otherwise."""
     options = {"dashboard_address": f"{LOOPBACK}:0", "processes": True, **cluster_kwargs}
+    # Arrow's Acero (Parquet reads with filters) prints a warning on stderr, once per worker,
+    # for buffers pandas made unaligned; copying them is safe and silent. Workers inherit the
+    # environment; a value the user set is kept.
+    os.environ.setdefault("ACERO_ALIGNMENT_HANDLING", "reallocate")
     # Threads-only clusters talk in-process (inproc://) and refuse a host.
     if options["processes"] and "host" not in options and "interface" not in options:
         options["host"] = LOOPBACK

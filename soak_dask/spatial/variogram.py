@@ -516,7 +516,7 @@ def range_notes(range_: float, cutoff: float, xy: np.ndarray, unit: str) -> tupl
     notes = []
     if range_ > 0.9 * cutoff:
         notes.append(
-            f"the range is at or beyond the largest distance measured ({cutoff:.3g}): the "
+            f"the range is at or beyond the largest distance measured ({cutoff:.3g} {unit}): the "
             "correlation may reach further; give a larger max_distance (the block size is "
             "then a lower bound)"
         )

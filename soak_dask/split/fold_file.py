@@ -19,9 +19,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import dask.dataframe as dd
 import fsspec
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..tables.table import Table, check_table
@@ -67,11 +69,7 @@ def read_fold_file_info(path: str | os.PathLike) -> dict[str, Any]:
     fs, root = fsspec.core.url_to_fs(os.fspath(path))
     if not fs.exists(root):
         raise FileNotFoundError(f"fold file {os.fspath(path)!r} does not exist")
-    files = [root] if fs.isfile(root) else sorted(fs.glob(f"{root.rstrip('/')}/*.parquet"))
-    metadata = {}
-    if files:
-        with fs.open(files[0], "rb") as f:
-            metadata = pq.read_schema(f).metadata or {}
+    metadata = _first_metadata(fs, root)
     if METADATA_KEY not in metadata:
         raise ValueError(
             f"{os.fspath(path)!r} is not a fold file (no {METADATA_KEY.decode()!r} metadata): "
@@ -79,6 +77,28 @@ def read_fold_file_info(path: str | os.PathLike) -> dict[str, Any]:
             "column with load_table(..., fold=COLUMN)"
         )
     return json.loads(metadata[METADATA_KEY])
+
+
+def _first_metadata(fs: Any, root: str) -> dict[bytes, bytes]:
+    """The Parquet metadata of the file at ``root``, or of the first ``.parquet`` file in the
+    folder ``root``; empty when there is none."""
+    files = [root] if fs.isfile(root) else sorted(fs.glob(f"{root.rstrip('/')}/*.parquet"))
+    if not files:
+        return {}
+    with fs.open(files[0], "rb") as f:
+        return pq.read_schema(f).metadata or {}
+
+
+def is_fold_file(path: Any) -> bool:
+    """Whether ``path`` names an existing fold file (its Parquet carries the fold file's
+    mark); False for anything else: no such path, a folder of other files, a CSV."""
+    if not isinstance(path, str | os.PathLike):
+        return False
+    fs, root = fsspec.core.url_to_fs(os.fspath(path))
+    try:
+        return fs.exists(root) and METADATA_KEY in _first_metadata(fs, root)
+    except (OSError, pa.ArrowException):  # not Parquet: a CSV or other file of that name
+        return False
 
 
 def attach_folds(table: Table, path: str | os.PathLike) -> Table:
@@ -113,10 +133,20 @@ def attach_folds(table: Table, path: str | os.PathLike) -> Table:
     >>> sd.evaluate(folded, "linear")  # doctest: +SKIP
     """
     check_table(table, "attach_folds")
+    data, info = join_fold_file(table.data, path)
+    if info["split"]:
+        return replace(table, data=data, files=None)
+    return table.with_fold(data, info["fold"])
+
+
+def join_fold_file(data: dd.DataFrame, path: str | os.PathLike) -> tuple[dd.DataFrame, dict]:
+    """``data`` with the fold file's fold column, joined on each row's position after one
+    pass that checks every row and key column (as `attach_folds` says), and the file's
+    `read_fold_file_info`: the join of `attach_folds` and of ``soak aoa --folds FILE``."""
     info = read_fold_file_info(path)
-    fold, keys = info["fold"], [k for k in info["keys"] if k in table.data.columns]
-    _check_columns(table, info, keys, path)
-    lengths = partition_lengths(table.data)
+    fold, keys = info["fold"], [k for k in info["keys"] if k in data.columns]
+    _check_columns(data.columns, info, keys, path)
+    lengths = partition_lengths(data)
     if int(lengths.sum()) != info["rows"]:
         raise ValueError(
             f"fold file {os.fspath(path)!r} holds the folds of {info['rows']:,} rows and the "
@@ -125,20 +155,15 @@ def attach_folds(table: Table, path: str | os.PathLike) -> Table:
     args = (os.fspath(path), fold, keys, partition_starts(lengths))
     dtype = np.dtype(object) if info["split"] else np.dtype(np.int64)
     column = {fold: pd.Series(dtype=dtype)}
-    checked = table.data[keys].map_partitions(
-        file_part, *args, meta=table.data._meta[keys].assign(**column)
-    )
+    checked = data[keys].map_partitions(file_part, *args, meta=data._meta[keys].assign(**column))
     checked.map_partitions(len).compute()  # refuses a row that differs, naming it
-    data = table.data.map_partitions(file_part, *args, meta=table.data._meta.assign(**column))
-    if info["split"]:
-        return replace(table, data=data, files=None)
-    return table.with_fold(data, fold)
+    return data.map_partitions(file_part, *args, meta=data._meta.assign(**column)), info
 
 
-def _check_columns(table: Table, info: dict[str, Any], keys: list[str], path: Any) -> None:
+def _check_columns(columns: Any, info: dict[str, Any], keys: list[str], path: Any) -> None:
     """Refuse a fold column the table already has, and a table with none of the key
     columns (nothing would show the file is its own)."""
-    if info["fold"] in table.data.columns:
+    if info["fold"] in columns:
         raise ValueError(
             f"the table already has a column {info['fold']!r}, the fold file's fold column: "
             "load it without that column"

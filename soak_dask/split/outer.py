@@ -205,8 +205,8 @@ class KFoldDesign(Design):
                     "outer_repeats > 1 needs folds assigned here; load the table without fold="
                 )
             folds = table.fold_counts
-            if folds is None:  # the values only: one pass over the column
-                folds = table.data[[table.fold]].drop_duplicates().compute()
+            if folds is None:  # the values only: one pass, a tree reduction (no shuffle)
+                folds = table.data[[table.fold]].drop_duplicates(split_out=1).compute()
             k = check_fold_values(folds, table.fold, None)
             data = table.data.rename(columns={table.fold: key_name("fold", 1)})
             if table.fold_counts is not None:  # assign_folds' own

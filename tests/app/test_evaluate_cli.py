@@ -116,8 +116,9 @@ def test_report_of_an_evaluate_store(flag_run, tmp_path, capsys):
     compared = sd.compare(sd.open_results(store), "featureless", "logistic", "error")
     assert list(compared["method"]) == ["corrected", "mcnemar"]
     for line, row in zip(lines[start + 2 : start + 4], compared.itertuples(), strict=True):
-        a, b, method, n, diff, low, high, p = line.split()
+        a, b, method, n, diff, low, high, p, *verdict = line.split()
         assert (a, b, method, int(n)) == ("featureless", "logistic", row.method, row.n)
+        assert " ".join(verdict) == sd.with_verdicts(compared).loc[row.Index, "verdict"]
         assert float(low) == pytest.approx(row.ci_low, abs=1e-4) and float(p) == pytest.approx(
             row.p, abs=1e-4
         )

@@ -1,0 +1,78 @@
+"""The table a command reads: ``load_table`` with the command's table settings, then the
+spatial groups its flags ask for.
+
+- ``--fold-column`` (a run file's ``fold_column``) names either a column of folds or a fold
+  file -- the ``folds.parquet`` that ``soak knndm`` wrote -- which ``attach_folds`` joins
+  on. A value is a fold file only when a file or folder of that name exists and carries the
+  fold file's own Parquet mark: anything else is a column name, as before, and a column that
+  does not exist is refused by ``load_table``, naming it.
+- ``--blocks SIZE`` (``--block-shape``) or ``--clusters K`` make the group column from the
+  coordinates (``spatial_blocks``, ``spatial_clusters``), as a Python user would call them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..spatial.blocks import spatial_blocks, spatial_clusters
+from ..split.fold_file import attach_folds, is_fold_file, read_fold_file_info
+from ..tables.load import load_table
+from ..tables.table import Table
+
+#: The settings this module takes out of the table's before ``load_table``.
+SPATIAL_GROUPS = ("blocks", "block_shape", "clusters")
+
+
+def open_table(data: Any, values: dict[str, Any]) -> Table:
+    """``load_table(data, **values)``, with ``values["fold"]`` naming a column or a fold file
+    (joined by ``attach_folds``; a train/test split's file is refused: it holds no folds),
+    and the group column of ``blocks`` or ``clusters`` added."""
+    values = dict(values)
+    spatial = {name: values.pop(name, None) for name in SPATIAL_GROUPS}
+    _check_spatial_groups(values, **spatial)
+    fold = values.get("fold")
+    if is_fold_file(fold):
+        if read_fold_file_info(fold)["split"]:
+            raise ValueError(
+                f"--fold-column {os.fspath(fold)!r} is the train/test split of soak knndm "
+                "--test-prop, not folds: give the folds.parquet of a soak knndm run without "
+                "--test-prop, or join the split with soak_dask.attach_folds in Python"
+            )
+        table = attach_folds(load_table(data, **{**values, "fold": None}), fold)
+    else:
+        table = load_table(data, **values)
+    if spatial["blocks"] is not None:
+        return spatial_blocks(table, spatial["blocks"], shape=spatial["block_shape"] or "square")
+    if spatial["clusters"] is not None:
+        return spatial_clusters(table, spatial["clusters"])
+    return table
+
+
+def _check_spatial_groups(
+    values: dict[str, Any], blocks: Any, block_shape: Any, clusters: Any
+) -> None:
+    """Refuse what cannot make one group column: blocks and clusters both, either beside a
+    group or fold column or without coordinates, a block shape without blocks. (The run
+    commands refuse blocks beside a fold column earlier, as every option of how folds are
+    drawn: ``settings.check_fold_column_options``.)"""
+    made = [f"--{name} {value}" for name, value in [("blocks", blocks), ("clusters", clusters)]
+            if value is not None]  # fmt: skip
+    if len(made) > 1:
+        raise ValueError(f"{' and '.join(made)}: each makes the group column; give one")
+    if block_shape not in (None, "square") and blocks is None:
+        raise ValueError(f"--block-shape {block_shape}: give --blocks SIZE to have blocks")
+    if not made:
+        return
+    if values.get("fold") is not None:
+        raise ValueError(
+            f"{made[0]} makes groups so that folds keep them whole, and --fold-column "
+            f"{values['fold']} gives the folds: give one of them"
+        )
+    if values.get("group") is not None:
+        raise ValueError(
+            f"{made[0]} makes the group column, and --group {values['group']} names one: "
+            "give one of them"
+        )
+    if not values.get("coords"):
+        raise ValueError(f"{made[0]} needs --coords X,Y (the coordinate columns)")
