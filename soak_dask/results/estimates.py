@@ -19,14 +19,16 @@ import pandas as pd
 import xarray as xr
 
 from .kinds import coord_values
-from .summaries import fold_stats, summary
+from .summaries import evaluation_summary, fold_stats, summary
 
 __all__ = [
+    "CELL_MEAN_BASIS",
     "ESTIMATE_COLUMNS",
     "FOLD_MEAN_BASIS",
     "UNEVEN_RATIO",
     "UNTESTED_BASIS",
     "estimate_banner",
+    "evaluation_banner",
     "estimates_differ",
     "fold_estimates",
     "soak_banner",
@@ -49,6 +51,12 @@ ESTIMATE_COLUMNS: list[str] = [
 FOLD_MEAN_BASIS = (
     "the verdicts rest on the fold mean (the paired test over folds tests it; a row of a "
     "small fold counts more), the pooled estimate counts every test row once"
+)
+
+#: What the verdicts of ``evaluate``'s comparisons rest on: the cells are (repeat, fold).
+CELL_MEAN_BASIS = (
+    "the verdicts rest on the mean over cells (the paired tests over cells test it; a row "
+    "of a small cell counts more), the pooled estimate counts every test row once"
 )
 
 #: What a note says where nothing is tested (plain K-fold CV).
@@ -173,6 +181,19 @@ def soak_banner(ds: xr.Dataset, measure: str, basis: str = FOLD_MEAN_BASIS) -> s
         table["n_test_max"],
     )  # fmt: skip
     return estimate_banner(table, "{learner} {train_type} on {test_subset}", measure, basis)
+
+
+def evaluation_banner(ds: xr.Dataset, measure: str) -> str:
+    """`estimate_banner` of an ``evaluate`` result (``evaluation_summary``'s cells: one per
+    learner, over its resampling cells): the note ``soak evaluate`` prints and its report
+    shows; "" when every learner's mean over cells and pooled estimate agree. The comparisons
+    test the mean over cells, so the verdicts rest on it."""
+    table = evaluation_summary(ds, [measure])
+    table["estimates_differ"] = estimates_differ(
+        table["mean"], table["sd"], table["weighted_mean"], table["n_test_min"],
+        table["n_test_max"],
+    )  # fmt: skip
+    return estimate_banner(table, "{learner}", measure, CELL_MEAN_BASIS)
 
 
 def _rows(value: float) -> str:

@@ -23,6 +23,7 @@ import xarray as xr
 from ..io.outdir import OutputDir
 from ..tables.roles import coordinates_warning
 from .comparisons import comparisons
+from .estimates import evaluation_banner
 from .html import (
     attr_names,
     cells_table,
@@ -253,16 +254,19 @@ def _settings_html(ds: xr.Dataset) -> str:
 
 
 def _means_table(means: pd.DataFrame) -> str:
-    """Per learner: cells, mean ± SD, min–max and the test split's score [95 % interval]."""
+    """Per learner: cells, mean ± SD, min–max, the pooled estimate with the test rows of a
+    cell, and the test split's score [95 % interval]."""
     digits = decimals(pd.concat([means["mean"], means["test_estimate"]]))
     split = bool(means["test_estimate"].notna().any())
-    head = ["Learner", "Cells", "Mean ± SD", "Min – max"]
+    head = ["Learner", "Cells", "Mean ± SD", "Min – max", "Pooled [test rows of a cell]"]
     head += ["Test split [95 % interval]"] if split else []
     rows = []
     for r in means.itertuples():
         sd = f" ± {fixed(r.sd, digits)}" if np.isfinite(r.sd) else ""
         cells = [str(r.learner), str(r.n), fixed(r.mean, digits) + sd]
         cells.append(f"{fixed(r.min, digits)} – {fixed(r.max, digits)}" if r.n else "")
+        sizes = f" [{r.n_test_min:,.0f}–{r.n_test_max:,.0f}]" if np.isfinite(r.n_test_min) else ""
+        cells.append(fixed(r.weighted_mean, digits) + sizes if np.isfinite(r.weighted_mean) else "")
         if split:
             interval = f" [{fixed(r.test_low, digits)}, {fixed(r.test_high, digits)}]"
             scored = np.isfinite(r.test_estimate)
@@ -324,6 +328,13 @@ def _measure_section(
     )
     body = figure_html(figure, f"learners evaluated on {measure}", caption)
     body += "<h3>Mean &plusmn; SD over the cells</h3>\n" + _means_table(means)
+    if banner := evaluation_banner(ds, measure):
+        body += f'<div class="notes"><p>{html.escape(banner)}</p></div>\n'
+    else:
+        body += (
+            '<p class="muted">Mean over cells and pooled estimate (every test row once) agree '
+            "within the SD, and no cell has over twice the test rows of another.</p>\n"
+        )
     if len(tests):
         digits = decimals(means["mean"])
         body += "<h3>Learners compared (paired over the cells)</h3>\n"

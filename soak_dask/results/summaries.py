@@ -62,6 +62,9 @@ EVALUATION_SUMMARY_COLUMNS: list[str] = [
     "sd",
     "min",
     "max",
+    "weighted_mean",
+    "n_test_min",
+    "n_test_max",
     "test_estimate",
     "test_low",
     "test_high",
@@ -205,6 +208,10 @@ def evaluation_summary(ds: xr.Dataset, measures: str | Iterable[str] | None = No
 
         - ``n``: the (repeat, fold) cells with a finite score;
         - ``mean``, ``sd`` (ddof=1), ``min``, ``max`` over them (``sd`` NaN when ``n < 2``);
+        - ``weighted_mean``, ``n_test_min``, ``n_test_max``: the pooled estimate (each cell
+          weighted by its test rows: every test row counts once, for measures that average
+          over rows) and the fewest and most test rows of a cell, as ``summary`` gives them
+          for SOAK (NaN without ``n_test``);
         - ``test_estimate``, ``test_low``, ``test_high``: the test split's score and its 95 %
           interval, and ``n_test_split`` its rows (NaN / <NA> without a test split or for a
           measure it does not score).
@@ -239,17 +246,18 @@ def evaluation_summary(ds: xr.Dataset, measures: str | Iterable[str] | None = No
         else [None] * len(learners)
     )
     values = {m: _evaluation_values(ds, m) for m in names}
+    n_test = _evaluation_values(ds, "n_test") if "n_test" in ds.data_vars else None
     intervals = {m: _test_split_interval(ds, m) for m in names}
     rows = []
     for i, learner in enumerate(learners):
         for m in names:
             cells = values[m][i][np.isfinite(values[m][i])]
-            mean, sd = _mean_sd(cells)
+            n, mean, sd, *pooled = fold_stats(values[m][i], None if n_test is None else n_test[i])
             spread = (cells.min(), cells.max()) if cells.size else (math.nan, math.nan)
             interval = intervals[m]
             test = (math.nan,) * 3 if interval is None else tuple(interval[i])
             split_rows = None if interval is None else n_split[i]
-            rows.append((learner, m, cells.size, mean, sd, *spread, *test, split_rows))
+            rows.append((learner, m, n, mean, sd, *spread, *pooled, *test, split_rows))
     out = pd.DataFrame(rows, columns=EVALUATION_SUMMARY_COLUMNS)
     floats = {c: "float64" for c in EVALUATION_SUMMARY_COLUMNS[3:-1]}
     return out.astype(floats | {"n": "int64", "n_test_split": "Int64"})

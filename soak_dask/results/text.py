@@ -12,7 +12,7 @@ import pandas as pd
 import xarray as xr
 
 from ..tables.checks import UNEQUAL_FOLDS
-from .estimates import FOLD_MEAN_BASIS, UNTESTED_BASIS, soak_banner
+from .estimates import FOLD_MEAN_BASIS, UNTESTED_BASIS, evaluation_banner, soak_banner
 from .kinds import no_tests_reason, unequal_subsets
 from .paired_tests import pvalues
 from .summaries import evaluation_summary, nesting_choices, summary
@@ -170,7 +170,8 @@ def evaluation_text(ds: xr.Dataset) -> str:
     table = evaluation_summary(ds)
     title = (
         f"outer={ds.attrs.get('outer')}: mean ± SD over the n resampling cells (repeat × fold) "
-        "of each learner; SD, not a standard error"
+        "of each learner; SD, not a standard error; weighted_mean: the pooled estimate (every "
+        "test row once), n_test_min-max: test rows of a cell"
     )
     split = table["n_test_split"].dropna()
     if len(split):
@@ -181,7 +182,9 @@ def evaluation_text(ds: xr.Dataset) -> str:
     else:
         table = table.drop(columns=["test_estimate", "test_low", "test_high"])
     text = _with_prediction(ds, text_table(title, table.drop(columns="n_test_split")))
-    return "\n".join([text, *nesting_lines(ds)])
+    # The first measure's, as the learners compared below: one note, not one per measure.
+    banner = evaluation_banner(ds, str(table["measure"].iloc[0])) if len(table) else ""
+    return "\n".join([text, *filter(None, [banner]), *nesting_lines(ds)])
 
 
 def nesting_lines(ds: xr.Dataset) -> list[str]:

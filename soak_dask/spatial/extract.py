@@ -277,7 +277,7 @@ def _check_clash(frame: dd.DataFrame, pts: Points, names: list[str], points_name
     if clash:
         raise ValueError(
             f"{points_name} already has columns {clash}, named like the bands to extract: "
-            "rename them, or choose the bands with bands="
+            "rename them, or choose the other bands with bands= (soak extract: --bands)"
         )
 
 

@@ -102,8 +102,8 @@ def test_report_of_an_evaluate_store(flag_run, tmp_path, capsys):
     assert lines[0].startswith("outer=repeated_cv: mean ± SD over the n resampling cells")
     assert "SD, not a standard error" in lines[0] and "test split" in lines[0]
     assert lines[1].split() == [
-        "learner", "measure", "n", "mean", "sd", "min", "max", "test_estimate", "test_low",
-        "test_high",
+        "learner", "measure", "n", "mean", "sd", "min", "max", "weighted_mean", "n_test_min",
+        "n_test_max", "test_estimate", "test_low", "test_high",
     ]  # fmt: skip
     summary = sd.open_results(store).soak.summary().set_index(["learner", "measure"])
     for line in lines[2:6]:

@@ -194,7 +194,10 @@ def test_page_says_what_was_run_and_how_to_read_it(report, repeated):
         mean, sd_ = (float(v) for v in cells[2].split(" ± "))
         assert mean == pytest.approx(row.mean, abs=0.006)
         assert sd_ == pytest.approx(row.sd, abs=0.006)
-        estimate = float(cells[4].split(" [")[0])
+        pooled, sizes = cells[4].split(" [")
+        assert float(pooled) == pytest.approx(row.weighted_mean, abs=0.006)
+        assert sizes == f"{row.n_test_min:,.0f}–{row.n_test_max:,.0f}]"
+        estimate = float(cells[5].split(" [")[0])
         assert estimate == pytest.approx(row.test_estimate, abs=0.006)
     settings = dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", page, re.S))
     assert list(settings)[:5] == ["Data", "Label", "Groups", "Outer design", "Test split"]
