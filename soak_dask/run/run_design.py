@@ -51,8 +51,10 @@ def run_design(
     -------
     xarray.Dataset
         Dims (learner, *the plan's dims*): one variable per measure plus ``n_train``,
-        ``n_test``, ``fit_seconds``, ``predict_seconds``; ``attrs["design"]`` names the
-        design's class and ``attrs["design_repr"]`` gives it with its parameters.
+        ``n_test``, ``fit_seconds``, ``predict_seconds``; ``attrs["design"]`` is the
+        design's kind of result (``Design.kind``: ``"soak"`` for ``SameOtherAll``, as
+        ``soak()`` records it) or else its class name, and ``attrs["design_repr"]`` gives it
+        with its parameters.
     """
     if not isinstance(design, Design):
         raise TypeError(
@@ -70,7 +72,7 @@ def run_design(
     ctx = session.context(keyed, data, plan, classes, fold_column="")
     settings = {
         "title": f"soak_dask {caller} results",
-        "design": caller,
+        "design": design.kind or caller,
         "design_repr": repr(design),
         "task": keyed.task,
         "source": keyed.source,

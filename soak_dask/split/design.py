@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -36,6 +36,10 @@ class Design(ABC):
     learned_ : dict
         What ``add_keys`` learned from the table (empty before it ran, and for designs that
         learn nothing): read by ``plan`` and recorded in a run's settings.
+    kind : str or None
+        The kind of result (``schema.DESIGN_DIMS``) that ``run_design`` records for this
+        design, so the same results get the same name whichever entry point ran them
+        (``SameOtherAll``: ``"soak"``); None: a design of its own, named by its class.
     counts_ : DataFrame or None
         Rows per combination of the key columns ``add_keys`` added (column ``n``, beside the
         subset and, for classification, the label) when it knows them without a pass over
@@ -54,6 +58,7 @@ class Design(ABC):
     (Halves(), Halves(seed=3), {'seed': 3})
     """
 
+    kind: ClassVar[str | None] = None
     learned_: dict[str, Any] = {}  # noqa: RUF012 (read-only default; add_keys sets its own)
     counts_: pd.DataFrame | None = None
 

@@ -80,6 +80,8 @@ class SameOtherAll(Design):
               A     2       same       2      subset == A & fold != 2 subset == A & fold == 2
     """
 
+    kind = "soak"
+
     def __init__(
         self,
         n_folds: int | None = None,

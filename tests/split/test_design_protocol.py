@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
@@ -151,6 +152,22 @@ def test_design_keeps_the_protocol(design):
         kwargs, name = bad
         with pytest.raises(ValueError, match=rf"\b{name}\b"):
             design(**{**params, **kwargs})
+
+
+def test_run_design_of_same_other_all_is_a_soak_result():
+    """One result, one kind (issue 39): the generic run path records SameOtherAll's results
+    as soak() does, so every reader of soak results (pvalues, the report) takes them."""
+    table = sd.load_table(toy_table(n=120, n_subsets=2, seed=4), label="y", subset="subset")
+    learners = ["featureless", "lda"]
+    res = sd.run_design(table, sd.SameOtherAll(n_folds=3), learners, progress=False)
+    ref = sd.soak(table, learners, n_folds=3, progress=False)
+    assert res.attrs["design"] == ref.attrs["design"] == "soak" and res.soak.kind == "soak"
+    np.testing.assert_array_equal(res["error"].transpose(*ref["error"].dims), ref["error"])
+    cols = ["learner", "test_subset", "compare", "p"]
+    got, want = (
+        sd.pvalues(r)[cols].astype({"learner": str, "test_subset": str}) for r in (res, ref)
+    )
+    pd.testing.assert_frame_equal(got, want)
 
 
 def test_a_plan_before_its_keys_is_refused_clearly():
