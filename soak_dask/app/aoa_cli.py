@@ -1,10 +1,13 @@
 """``soak aoa``: the dissimilarity index and area of applicability (``soak_dask.aoa``) of a
 raster or table against a training table, written into a directory: the DI/AOA store
-(``aoa.zarr``, or ``aoa.tif`` with ``--format tif``), the map (``aoa.png``) and the settings
-(``aoa.json``); the directory's manifest (``soak_dask.results.outdir``) marks it as this command's.
-With ``--error-profile``, the error profile (``soak_dask.error_profile``) of the training
-table's cross-validated predictions too: the expected-error layer in the store, beside DI/AOA,
-and its figure (``error_profile.png``).
+(``aoa.zarr``, or ``aoa.tif`` with ``--format tif``), the map (``aoa.png``), the settings
+(``aoa.json``) and the report page (``report.html``: ``soak_dask.spatial.aoa_page``, with
+its figures and tables beside it); the directory's manifest (``soak_dask.results.outdir``)
+marks it as this command's. With ``--error-profile``, the error profile
+(``soak_dask.error_profile``) of the training table's cross-validated predictions too: the
+expected-error layer in the store, beside DI/AOA, and its figure (``error_profile.png``).
+A Zarr store also keeps the training points (``--points``) and the profile's windows, so that
+``soak report`` draws the same page from it alone.
 
 ``add_parser(command)`` registers the sub-command with the ``soak`` parser;
 ``aoa_command(args)`` runs it.
@@ -32,6 +35,8 @@ HELP = (
 )
 SETTINGS_FILE = "aoa.json"
 GENERATOR = "soak_dask aoa"
+#: The writer its output directory's manifest names.
+WRITER = "soak aoa"
 #: Extensions of a GeoTIFF raster given as NEW.
 _TIF = (".tif", ".tiff")
 
@@ -184,11 +189,11 @@ def aoa_command(args: argparse.Namespace) -> None:
     from ..io.locations import check_apart
     from ..run.cluster import connect
     from ..spatial.aoa import aoa
-    from ..spatial.aoa_io import write_aoa
+    from ..spatial.aoa_page import aoa_text
     from ..spatial.error_profile import expected_error
 
     check_profile_flags(args)
-    out = check_command_out("soak aoa", args.out, args.overwrite, args.new)
+    out = check_command_out(WRITER, args.out, args.overwrite, args.new)
     check_apart(out.path, args.train, "output")
     with connect(args.scheduler, log_failures=getattr(args, "debug", False)) as client:
         train, new = open_input(args.train), open_input(args.new, raster=True)
@@ -201,22 +206,36 @@ def aoa_command(args: argparse.Namespace) -> None:
         ds = aoa(train, new, **options, lpd=args.lpd, client=client)
         if profile is not None:
             ds = ds.assign(expected_error=expected_error(ds, profile))
-        store = out.claim("aoa.tif" if args.format == "tif" else "aoa.zarr")  # after begin
-        settings = {"generator": GENERATOR, "train": args.train, "new": args.new, **ds.attrs}
-        if profile is not None:
-            settings["error_profile"] = profile.attrs()
-        text = json.dumps(settings, indent=1, default=str) + "\n"
-        out.claim(SETTINGS_FILE).write_text(text)
-        write_aoa(ds, store, overwrite=True, sources=[args.train, args.new], flag="--overwrite")
-        written = _reopen(store, ds)  # computed once, by write_aoa
-        inside = float(written["aoa"].mean().compute())
-        files = [store, *_write_figures(written, out, points, profile)]
-        out.finish()
-    print(f"threshold {ds.attrs['threshold']:.4g} (mean distance {ds.attrs['mean_distance']:.4g})")
-    print(f"inside the AOA: {inside:.1%} of the points with every predictor")
+        store, page, counts = _write_outputs(ds, out, args, points, profile)
+    print(aoa_text(ds, counts[1] / counts[0] if counts[0] else float("nan"), profile))
+    print(f"\nFiles: {', '.join(str(f) for f in [store, page, out.path / SETTINGS_FILE])}")
+
+
+def _write_outputs(
+    ds: xr.Dataset, out: Any, args: argparse.Namespace, points: Any, profile: Any
+) -> tuple[Path, Path, tuple[int, int]]:
+    """The settings, the store (with the training points and the profile's windows: a Zarr
+    store, ``soak_dask.spatial.aoa_record``) and the report page with its figures and tables;
+    the store's and page's paths and ``aoa_counts``."""
+    from ..results.pages import write_page
+    from ..spatial.aoa_io import write_aoa
+    from ..spatial.aoa_page import NEW_SOURCE, TRAIN_SOURCE, aoa_counts, aoa_page
+    from ..spatial.aoa_record import with_record
+
+    tif = args.format == "tif"
+    store = out.claim("aoa.tif" if tif else "aoa.zarr")  # after begin
+    settings = {"generator": GENERATOR, "train": args.train, "new": args.new, **ds.attrs}
     if profile is not None:
-        print(profile_line(profile))
-    print(f"\nFiles: {', '.join(str(f) for f in [*files, out.path / SETTINGS_FILE])}")
+        settings["error_profile"] = profile.attrs()
+    text = json.dumps(settings, indent=1, default=str) + "\n"
+    out.claim(SETTINGS_FILE).write_text(text)
+    ds = ds.assign_attrs({TRAIN_SOURCE: str(args.train), NEW_SOURCE: str(args.new)})
+    recorded = ds if tif else with_record(ds, points, profile)  # a GeoTIFF: layers only
+    write_aoa(recorded, store, overwrite=True, sources=[args.train, args.new], flag="--overwrite")
+    written = _reopen(store, ds)  # computed once, by write_aoa
+    counts = aoa_counts(written)
+    page = write_page(aoa_page(written, points=points, profile=profile, counts=counts), out)
+    return store, page, counts
 
 
 def _train_folds(train: Any, folds: str | None) -> tuple[Any, str | None]:
@@ -262,18 +281,6 @@ def _profile(train: Any, args: argparse.Namespace, options: dict, client: Any) -
     )
 
 
-def profile_line(profile: Any) -> str:
-    """One line on an error profile: the expected error at both ends of the DI it saw."""
-    lo, hi = profile.windows["di"].min(), profile.windows["di"].max()
-    left, right = profile([lo, hi])
-    outside = f"; {profile.n_outside} outside the AOA left out" if profile.n_outside else ""
-    return (
-        f"error profile: expected {profile.metric} {left:.4g} at DI <= {lo:.3g} to "
-        f"{right:.4g} at DI >= {hi:.3g} ({len(profile.windows)} windows of {profile.window} CV "
-        f"predictions{outside})"
-    )
-
-
 def _reopen(store: Path, ds: xr.Dataset) -> xr.Dataset:
     """The layers as written, lazily, with the result's attrs (a Zarr store checked whole)."""
     import xarray as xr
@@ -290,26 +297,6 @@ def _reopen(store: Path, ds: xr.Dataset) -> xr.Dataset:
         for i, name in enumerate(image.long_name)
     }
     return xr.Dataset(layers, attrs=ds.attrs).assign(train_di=ds["train_di"])
-
-
-def _write_figures(ds: xr.Dataset, out: Any, points: Any, profile: Any) -> list[Path]:
-    """The map (``aoa.png``) and, with a profile, its figure (``error_profile.png``)."""
-    import matplotlib.pyplot as plt
-
-    from ..spatial.aoa_plot import plot_aoa, plot_error_profile
-
-    figures = {"aoa.png": lambda: plot_aoa(ds, points=points)}
-    if profile is not None:
-        figures["error_profile.png"] = lambda: plot_error_profile(profile)
-    paths = []
-    for name, draw in figures.items():
-        fig = draw()
-        try:
-            fig.savefig(out.claim(name), dpi=150)
-        finally:
-            plt.close(fig)
-        paths.append(out.path / name)
-    return paths
 
 
 def open_input(path: str, raster: bool = False) -> Any:

@@ -3,7 +3,9 @@
 directory: the fold file (``folds.parquet``: each row's position in the table's row order,
 its label, coordinates and group, and its fold; ``soak_dask.attach_folds`` joins it back on
 the position), the ECDF figure (``knndm.png``), every candidate's W, random folds' included
-(``candidates.csv``), and the settings and both W (``knndm.json``).
+(``candidates.csv``), the distances of the figure's ECDFs (``distances.csv``), the settings
+and both W (``knndm.json``), and the report page of them all (``report.html``:
+``soak_dask.spatial.knndm_page``; ``soak report`` draws it again from the directory).
 
 ``add_parser(command)`` registers the sub-command with the ``soak`` parser;
 ``knndm_command(args)`` runs it.
@@ -30,7 +32,7 @@ HELP = (
 SETTINGS_FILE = "knndm.json"
 GENERATOR = "soak_dask knndm"
 FOLDS = "folds.parquet"
-FILES = (FOLDS, "knndm.png", "candidates.csv", SETTINGS_FILE)
+FILES = (FOLDS, SETTINGS_FILE, "distances.csv", "candidates.csv", "knndm.png", "report.html")
 #: The table settings kNNDM has no use for: it makes the folds (subsets play no part), and
 #: keeps the groups it is given whole, not blocks of its own.
 _NOT_KNNDM = ("subset", "fold", "blocks", "block_shape", "clusters")
@@ -117,17 +119,15 @@ def knndm_command(args: argparse.Namespace) -> None:
             n_candidates=args.candidates,
             client=client,
         )
-        write_outputs(res, out, vars(args))
-    print(summary_text(res, out.path / FOLDS))
+        settings = write_outputs(res, out, vars(args))
+    print(summary_text(settings, out.path / FOLDS))
     print(f"\nFiles: {', '.join(str(out.path / name) for name in FILES)}")
 
 
-def write_outputs(res: Any, out: OutputDir, options: dict[str, Any]) -> None:
-    """Write ``FILES`` into ``out``, each listed in its manifest before it is written."""
-    import matplotlib.pyplot as plt
-
-    from ..spatial.knndm_plot import plot_knndm
-    from ..split.fold_file import ROW, write_fold_file
+def knndm_settings(res: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """``knndm.json``: the options ``options`` (the command's), ``res.attrs()``, the fold
+    sizes and how to read the fold file."""
+    from ..split.fold_file import ROW
 
     keep = ("data", "prediction", "label", "coords", "group", "space", "sample", "seed")
     settings = {"generator": GENERATOR, **{k: options.get(k) for k in keep}, **res.attrs()}
@@ -139,16 +139,28 @@ def write_outputs(res: Any, out: OutputDir, options: dict[str, Any]) -> None:
         "row_id_is": "the row's 0-based position in the training table's row order",
         "fold_column": res.column,
     }
+    return settings
+
+
+def write_outputs(res: Any, out: OutputDir, options: dict[str, Any]) -> dict[str, Any]:
+    """Write ``FILES`` into ``out``, each listed in its manifest before it is written; the
+    page last, with its figure and tables (``soak_dask.results.pages.write_page``). The
+    settings written (``knndm.json``)."""
+    from ..results.pages import write_page
+    from ..spatial.knndm_page import DISTANCES, distances_frame, knndm_page
+    from ..spatial.knndm_plot import knndm_distances
+    from ..split.fold_file import write_fold_file
+
+    settings = knndm_settings(res, options)
     text = json.dumps(settings, indent=1, default=str) + "\n"
     out.claim(SETTINGS_FILE).write_text(text)
     write_fold_file(res.table, res.column, out.claim(FOLDS))
-    candidates_table(res).to_csv(out.claim("candidates.csv"), index=False, na_rep="none")
-    fig = plot_knndm(res)
-    try:
-        fig.savefig(out.claim("knndm.png"), dpi=150, bbox_inches="tight")
-    finally:
-        plt.close(fig)
-    out.finish()
+    distances = knndm_distances(res)
+    distances_frame(distances).to_csv(out.claim(DISTANCES), index=False)
+    # candidates.csv and knndm.png are the page's table and figure
+    settings = json.loads(text)  # as a reader of knndm.json sees them
+    write_page(knndm_page(settings, distances, candidates_table(res)), out)
+    return settings
 
 
 def candidates_table(res: Any) -> Any:
@@ -178,30 +190,32 @@ def candidates_table(res: Any) -> Any:
     return both.astype({"n_clusters": "Int64"})
 
 
-def summary_text(res: Any, folds: Any = FOLDS) -> str:
+def summary_text(info: dict[str, Any], folds: Any = FOLDS) -> str:
     """W of the chosen folds beside random folds', the fold (or split) sizes, and how to use
-    the fold file ``folds``."""
+    the fold file ``folds``; from ``knndm.json``'s ``info`` (``knndm_settings``)."""
     from ..split.knndm import knndm_note
 
-    if res.shares.split:
-        n = sum(res.fold_sizes)
+    split = "knndm_test_prop" in info
+    if split:
+        n, test = sum(info["fold_sizes"]), info["knndm_test_rows"]
+        lo, hi = info["knndm_test_bounds"]
         sizes = (
-            f"test rows: {res.test_rows:,} of {n:,} ({res.test_rows / n:.1%}; asked "
-            f"{res.shares.test_prop:g}, {res.shares.minp:g} to {res.shares.maxp:g} allowed)"
+            f"test rows: {test:,} of {n:,} ({test / n:.1%}; asked "
+            f"{info['knndm_test_prop']:g}, {lo:g} to {hi:g} allowed)"
         )
     else:
-        sizes = f"rows per fold: {', '.join(map(str, res.fold_sizes))}"
-    kind = "a train/test split" if res.shares.split else f"{res.n_folds} folds"
+        sizes = f"rows per fold: {', '.join(map(str, info['fold_sizes']))}"
+    kind = "a train/test split" if split else f"{info['n_folds']} folds"
     return (
-        f"kNNDM, {kind} in {res.space} space\n{knndm_note(res.attrs())}\n{sizes}\n"
-        f"{_use_hint(res, folds)}"
+        f"kNNDM, {kind} in {info['knndm_space']} space\n{knndm_note(info)}\n{sizes}\n"
+        f"{_use_hint(split, folds)}"
     )
 
 
-def _use_hint(res: Any, folds: Any) -> str:
+def _use_hint(split: bool, folds: Any) -> str:
     """How to use the fold file: its path as --fold-column of the commands (folds only), or
     ``attach_folds`` in Python (folds and splits alike)."""
     python = f"soak_dask.attach_folds(table, '{folds}') joins them to the table (Python)"
-    if res.shares.split:
+    if split:
         return f"Use them: {python}"
     return f"Use them: soak evaluate (or run, transfer, info) ... --fold-column {folds}; {python}"

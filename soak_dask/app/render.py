@@ -10,10 +10,16 @@ the command that made the result prints it.
   ``soak_dask.diagnose.sampling_report``) written by ``soak_dask.results.pages.write_page``.
 
 Every page is ``soak_dask.results.html.html_page``: one skeleton for every kind.
+
+``render_path`` is ``soak report``'s: it also takes the spatial outputs, which are not results
+stores: an AOA Zarr store (``soak_dask.open_aoa``) or ``soak aoa``'s output directory
+(``soak_dask.spatial.aoa_page``), and ``soak knndm``'s output directory
+(``soak_dask.spatial.knndm_page``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +48,88 @@ def render(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool = False) -> R
     if kind not in RENDERERS:
         raise ValueError(f"results of kind {kind!r} have no report; kinds: {list(RENDERERS)}")
     return RENDERERS[kind](ds, out, overwrite)
+
+
+def render_path(
+    path: str | os.PathLike, out: str | os.PathLike, overwrite: bool = False
+) -> Rendered:
+    """Write the report of what ``path`` holds into the directory ``out``, as ``render``: a
+    results store of any kind (``soak_dask.open_results``: or a command's directory holding
+    one), an AOA Zarr store or ``soak aoa``'s output directory, or ``soak knndm``'s.
+
+    Examples
+    --------
+    >>> text, page = render_path("aoa_out", "aoa_report")  # doctest: +SKIP
+    """
+    from ..results.store import open_results
+    from ..spatial.aoa_io import is_aoa_output
+    from . import aoa_cli, knndm_cli
+
+    writer = _writer(path)
+    if writer == aoa_cli.WRITER:
+        return _aoa_dir(Path(path), out, overwrite)
+    if writer == knndm_cli.GENERATOR:
+        return _knndm(Path(path), out, overwrite)
+    if is_aoa_output(path):
+        return _aoa(Path(path), out, overwrite)
+    return render(open_results(path), out, overwrite)
+
+
+def _writer(path: str | os.PathLike) -> str | None:
+    """The command that wrote the output directory ``path`` (its manifest's), or None."""
+    from ..io.outdir import MANIFEST
+
+    manifest = Path(path) / MANIFEST
+    if not manifest.is_file():
+        return None
+    try:
+        return json.loads(manifest.read_text(encoding="utf-8")).get("writer")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _aoa_dir(path: Path, out: str | os.PathLike, overwrite: bool) -> Rendered:
+    """``soak aoa``'s directory: its Zarr store (a GeoTIFF holds the layers alone)."""
+    if not (path / "aoa.zarr").is_dir():
+        raise ValueError(
+            f"{path} holds no aoa.zarr: a GeoTIFF (soak aoa --format tif) keeps the layers "
+            f"alone, not the training points nor the error profile; its page is "
+            f"{path / 'report.html'}, or run soak aoa again with --format zarr"
+        )
+    return _aoa(path / "aoa.zarr", out, overwrite)
+
+
+def _aoa(store: Path, out: str | os.PathLike, overwrite: bool) -> Rendered:
+    """The page of the AOA store ``store`` (``soak_dask.spatial.aoa_page``)."""
+    from ..results.html import prepare_report_dir
+    from ..results.pages import write_page
+    from ..spatial.aoa_io import open_aoa
+    from ..spatial.aoa_page import aoa_counts, aoa_page, aoa_text
+    from ..spatial.aoa_record import recorded_profile
+
+    if not store.is_dir():
+        raise ValueError(
+            f"{store} is an AOA GeoTIFF: it holds the layers alone; soak report draws an AOA "
+            "Zarr store (soak aoa --format zarr, or write_aoa to a path not ending in .tif)"
+        )
+    od = prepare_report_dir(out, overwrite, "--overwrite", store)
+    ds = open_aoa(store)
+    profile, counts = recorded_profile(ds), aoa_counts(ds)
+    page = write_page(aoa_page(ds, profile=profile, counts=counts), od)
+    return aoa_text(ds, counts[1] / counts[0] if counts[0] else float("nan"), profile), page
+
+
+def _knndm(path: Path, out: str | os.PathLike, overwrite: bool) -> Rendered:
+    """The page of ``soak knndm``'s directory (``soak_dask.spatial.knndm_page``)."""
+    from ..results.html import prepare_report_dir
+    from ..results.pages import write_page
+    from ..spatial.knndm_page import knndm_page, read_knndm_dir
+    from .knndm_cli import FOLDS, summary_text
+
+    od = prepare_report_dir(out, overwrite, "--overwrite", path)
+    info, distances, candidates = read_knndm_dir(path)
+    page = write_page(knndm_page(info, distances, candidates), od)
+    return summary_text(info, path / FOLDS), page
 
 
 def evaluation_printout(ds: xr.Dataset) -> str:

@@ -17,6 +17,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from ..tables.raster import X, Y
+from .aoa_record import recorded_points
 from .error_profile import ErrorProfile
 
 __all__ = ["axis_unit", "plot_aoa", "plot_error_profile"]
@@ -46,7 +47,8 @@ def plot_aoa(
         From ``soak_dask.aoa``, lazy or computed (with ``expected_error`` added from
         ``soak_dask.expected_error``: a third map).
     points : array-like of shape (n, 2), or DataFrame of two columns, optional
-        The training points' x and y, in the raster's coordinates, drawn on every map.
+        The training points' x and y, in the raster's coordinates, drawn on every map
+        (default: those recorded in ``ds``, as ``soak aoa --points`` records them).
     max_cells : int
         A raster larger than this is averaged over square blocks of cells on the cluster
         before drawing (the AOA panel then shows the share of each block inside).
@@ -63,7 +65,7 @@ def plot_aoa(
     threshold = float(ds.attrs["threshold"])
     if ds["di"].dims != (Y, X):
         return _table_figure(ds, threshold, title)
-    xy = _points(points)
+    xy = recorded_points(ds) if points is None else _points(points)
     factor = max(1, math.ceil(math.sqrt(ds["di"].size / max_cells)))
     maps = ds[[v for v in ("di", "aoa", "expected_error") if v in ds]]
     if factor > 1:
@@ -113,10 +115,8 @@ def _table_figure(ds: xr.Dataset, threshold: float, title: str | None) -> Figure
     return fig
 
 
-def _points(points: Any) -> np.ndarray | None:
+def _points(points: Any) -> np.ndarray:
     """The training points as an (n, 2) float array, refused in any other shape."""
-    if points is None:
-        return None
     xy = np.asarray(points, dtype=np.float64)
     if xy.ndim != 2 or xy.shape[1] != 2:
         raise ValueError(
