@@ -543,6 +543,13 @@ _DECLARED = (
         metavar="X,Y", empty=("column", "for no coordinates"), identity=True, commands=ALL,
     ),
     Setting(
+        "crs", "table", "str", None,
+        "the CRS of --coords (e.g. EPSG:32632) when the file does not say (GeoParquet and "
+        "soak extract's tables do): distances are then in its unit, and degrees are refused "
+        "where metres are needed",
+        metavar="CRS", identity=True, commands=ALL,
+    ),
+    Setting(
         "task", "table", "str", None, "the task, instead of the one inferred from the label",
         choices=TASKS, cli=False, commands=ALL,
     ),

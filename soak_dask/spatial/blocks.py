@@ -22,6 +22,7 @@ from ..dask_client import current_client
 from ..split.fold_options import check_seed
 from ..split.kmeans import FIT_ROWS, dask_kmeans, nearest_centre
 from ..split.neighbours import coords_of, table_parts
+from ..tables.crs import metric_only
 from ..tables.table import SUBSET_COLUMN, Table
 
 Role = Literal["group", "subset"]
@@ -194,6 +195,7 @@ def spatial_blocks(
     ('block', [2147483648, 6442450944, 6442450946])
     """
     coords = coords_of(table, "spatial_blocks")
+    metric_only(table.crs, "spatial_blocks")
     if len(coords) != 2:
         raise ValueError(f"spatial_blocks needs 2 coordinates (x, y); the table has {coords}")
     if isinstance(size, bool) or not isinstance(size, int | float) or not size > 0:
@@ -250,6 +252,7 @@ def spatial_clusters(
     Table
     """
     coords = coords_of(table, "spatial_clusters")
+    metric_only(table.crs, "spatial_clusters")
     if (
         isinstance(n_clusters, bool)
         or not isinstance(n_clusters, int | np.integer)

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from ..io.locations import check_apart, check_links, check_writable, locate
 from ..io.outdir import local_path
 from ..io.stores import write_whole
+from ..tables.crs import CRS_KEY
 from ..tables.files import data_files
 
 #: Key of the extraction record in a part file's Parquet metadata (and in a frame's attrs).
@@ -77,6 +78,13 @@ def _foreign(path: Path) -> str | None:
     return None
 
 
+def _crs_key(record: dict[str, Any]) -> dict[bytes, bytes]:
+    """The `CRS_KEY` of the written table: the CRS its points' coordinates are in (the points'
+    own, else the raster's, whose coordinates they then are), which ``load_table`` reads."""
+    crs = record.get("points_crs") or record.get("raster_crs")
+    return {} if crs is None else {CRS_KEY: str(crs).encode()}
+
+
 def write_extracted(
     frame: dd.DataFrame, path: Path, record: dict[str, Any], reports: list[Any]
 ) -> list[Any]:
@@ -89,7 +97,7 @@ def write_extracted(
             target.url,
             write_index=False,
             compute=False,
-            custom_metadata={KEY: json.dumps(record, default=str)},
+            custom_metadata={KEY: json.dumps(record, default=str), **_crs_key(record)},
         )
         with warnings.catch_warnings():
             # The reports share the partitions' tasks: one pass computes and writes them.

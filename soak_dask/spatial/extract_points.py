@@ -20,6 +20,8 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from ..tables.crs import as_crs, geoparquet_crs
+
 #: Bytes of a 2-D WKB point: byte order (1), geometry type (4), x and y (8 each).
 WKB_POINT_SIZE = 21
 #: Endings of a GeoPackage, which is not read (converted to GeoParquet first).
@@ -172,8 +174,6 @@ def _geoparquet(fs: Any, path: str) -> tuple[Any, str] | None:
     """(CRS, primary geometry column) of a GeoParquet file; None for plain Parquet."""
     import pyarrow.parquet as pq
 
-    from ..split.prediction_area import geoparquet_crs
-
     with fs.open(path, "rb") as f:
         metadata = pq.read_schema(f).metadata or {}
     if b"geo" not in metadata:
@@ -187,20 +187,6 @@ def _geoparquet(fs: Any, path: str) -> tuple[Any, str] | None:
             "WKB points (GeoParquet's default encoding)"
         )
     return geoparquet_crs(metadata), column
-
-
-def as_crs(value: Any, what: str) -> Any:
-    """``value`` (``"EPSG:4326"``, an EPSG code, WKT, a pyproj CRS) as a pyproj CRS."""
-    from pyproj import CRS
-    from pyproj.exceptions import CRSError
-
-    try:
-        return CRS.from_user_input(value)
-    except CRSError as err:
-        raise ValueError(
-            f"{what}={value!r} is not a coordinate reference system pyproj knows: give an "
-            "authority code such as 'EPSG:32632' (or WKT)"
-        ) from err
 
 
 def _check_columns(frame: dd.DataFrame, coords: tuple, geometry: str | None, name: str) -> None:

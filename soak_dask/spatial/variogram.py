@@ -43,6 +43,7 @@ from ..hashing import salt, seeded_hash
 from ..schema import DEFAULT_N_FOLDS
 from ..split.fold_options import check_n_folds, check_seed
 from ..split.neighbours import coords_of, loo_distance, point_hashes
+from ..tables.crs import metric_only, unit_symbol
 from .blocks import square_index
 from .flattery import block_folds, random_folds, round_up, training_distances
 
@@ -202,8 +203,9 @@ def spatial_range(
     n_boot : int
         Block-bootstrap refits for the range's interval.
     unit : str, optional
-        Unit of the coordinates (e.g. ``"m"``), for printouts and plots; default
-        "coordinate units".
+        Unit of the coordinates (e.g. ``"m"``), for printouts and plots; default: the unit
+        of the table's CRS (``Table.crs``), else "coordinate units". A table whose CRS is
+        geographic (degrees) is refused: project it first.
     seed : int
 
     Returns
@@ -221,6 +223,7 @@ def spatial_range(
     1.0
     """
     options = _check_options(table, of, sample, max_pairs, n_bins, max_distance, model, n_boot)
+    metric_only(table.crs, "spatial_range")
     column = options["column"]
     n_folds, seed = check_n_folds(n_folds), check_seed(seed)
     n_rows, rows = range_sample(table, column, sample, seed)
@@ -235,7 +238,7 @@ def spatial_range(
     some = xy[:FLATTERY_ROWS]  # a random subset: the sample is in hash order
     near_random = training_distances(some, random_folds(some, n_folds, seed))
     near_blocks = training_distances(some, block_folds(some, size, n_folds, seed))
-    unit = unit or "coordinate units"
+    unit = unit or unit_symbol(table.crs) or "coordinate units"
     return SpatialRange(
         of=column,
         kind=kind,

@@ -13,7 +13,6 @@ same: distances between coordinates of two systems mean nothing.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -23,9 +22,9 @@ import dask.dataframe as dd
 import fsspec
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 import xarray as xr
 
+from ..tables.crs import as_crs, crs_name, crs_unit, parquet_crs
 from ..tables.table import Table
 from .neighbours import table_parts
 
@@ -108,29 +107,9 @@ def _parts(prediction: Any, columns: Sequence[str], space: str) -> list[Any]:
 
 
 def table_crs(table: Table) -> Any:
-    """The CRS of a table read from GeoParquet files (their ``geo`` metadata), else None."""
-    files = table.files
-    if files is None or files.kind != "parquet" or not files.paths:
-        return None
-    return parquet_crs(files.fs, files.paths[0])
-
-
-def parquet_crs(fs: Any, path: str) -> Any:
-    """The CRS of the Parquet file ``path`` on ``fs`` (see ``geoparquet_crs``)."""
-    with fs.open(path, "rb") as f:
-        return geoparquet_crs(pq.read_schema(f).metadata or {})
-
-
-def geoparquet_crs(metadata: dict[bytes, bytes]) -> Any:
-    """The CRS of a Parquet file's schema ``metadata`` (GeoParquet: its primary geometry
-    column's ``crs``, OGC:CRS84 when the key is absent; None for a plain Parquet file or an
-    unknown CRS, ``"crs": null``)."""
-    if b"geo" not in metadata:
-        return None
-    geo = json.loads(metadata[b"geo"])
-    column = geo.get("columns", {}).get(geo.get("primary_column"), {})
-    crs = column.get("crs", "OGC:CRS84")
-    return None if crs is None else _crs(crs)
+    """The pyproj CRS of a table's coordinates (``Table.crs``: read by ``load_table`` from
+    GeoParquet files or given), else None."""
+    return None if table.crs is None else as_crs(table.crs)
 
 
 def prediction_crs(prediction: Any) -> Any:
@@ -153,19 +132,8 @@ def prediction_crs(prediction: Any) -> Any:
         # the CF grid-mapping variable rioxarray and GDAL write: its WKT, read as it does
         attrs = prediction["spatial_ref"].attrs
         wkt = attrs.get("crs_wkt", attrs.get("spatial_ref"))
-        return None if wkt is None else _crs(wkt)
+        return None if wkt is None else as_crs(wkt)
     return None
-
-
-def _crs(value: Any) -> Any:
-    """A pyproj CRS of ``value`` (PROJJSON dict, WKT or authority string); None without
-    pyproj (installed with rioxarray, ``soak_dask[raster]``): the CRS is then not compared."""
-    try:
-        from pyproj import CRS
-    except ImportError:
-        return None
-
-    return CRS.from_json_dict(value) if isinstance(value, dict) else CRS.from_user_input(value)
 
 
 def same_crs(training: Any, prediction: Any) -> Any:
@@ -174,17 +142,11 @@ def same_crs(training: Any, prediction: Any) -> Any:
     if training is None or prediction is None or training == prediction:
         return prediction if training is None else training
     raise ValueError(
-        f"the training table's coordinates are in {_crs_name(training)} and the prediction "
-        f"area's in {_crs_name(prediction)}: distances between them mean nothing. Reproject "
+        f"the training table's coordinates are in {crs_name(training)} and the prediction "
+        f"area's in {crs_name(prediction)}: distances between them mean nothing. Reproject "
         "one onto the other's CRS (e.g. rioxarray's raster.rio.reproject(crs), or transform the "
         "table's coordinates with pyproj) and write it out"
     )
-
-
-def _crs_name(crs: Any) -> str:
-    """``EPSG:26911`` where the CRS has an authority code, else its name."""
-    code = crs.to_authority()
-    return ":".join(code) if code else repr(crs.name)
 
 
 def distance_unit(crs: Any, space: str) -> str:
@@ -193,10 +155,8 @@ def distance_unit(crs: Any, space: str) -> str:
     "degree") with the CRS, or "coordinate units" where no CRS is known."""
     if space == "feature":
         return "standardised feature distance"
-    axes = [] if crs is None else crs.axis_info
-    if not axes or not axes[0].unit_name or axes[0].unit_name == "unknown":
-        return "coordinate units"
-    return f"{axes[0].unit_name}, {_crs_name(crs)}"
+    unit = crs_unit(crs)
+    return "coordinate units" if unit is None else f"{unit}, {crs_name(crs)}"
 
 
 def raster_parts(ds: xr.Dataset, columns: Sequence[str], space: str) -> list[Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import dask.dataframe as dd
 import numpy as np
@@ -12,6 +13,7 @@ import pandas as pd
 import xarray as xr
 
 from .column_traps import check_column_traps
+from .crs import source_crs
 from .duplicates import Duplicates, check_duplicates
 from .parquet import ROWS_PER_PARTITION
 from .roles import (
@@ -38,6 +40,7 @@ def load_table(
     exclude: Sequence[str] = (),
     coordinates: Coordinates = "exclude",
     coords: Sequence[str] | None = None,
+    crs: Any = None,
     task: Task | None = None,
     storage_options: dict | None = None,
     rows_per_partition: int | None = None,
@@ -84,6 +87,11 @@ def load_table(
         Coordinate columns, e.g. ``("x", "y")``: kept in the table as its coordinates
         (``Table.coords``) for the spatial functions, never default features (name them in
         ``features`` to use them as features too), and without the coordinate warning.
+    crs : str, int or pyproj.CRS, optional
+        The coordinates' CRS (e.g. ``"EPSG:32632"``), when the files do not say: a GeoParquet
+        file's ``geo`` metadata, or the one ``soak extract`` writes, is read (``Table.crs``);
+        a different one given here is refused. The spatial functions then measure and label
+        distances in its unit, and refuse degrees where they need metres.
     task : str, optional
         "classification" or "regression": overrides the task inferred from the label.
     storage_options : dict, optional
@@ -123,6 +131,7 @@ def load_table(
     roles = {"label": label, "subset": subset, "group": group, "fold": fold}
     check_roles(source, ddf, roles, exclude, name)
     coords = check_coords(coords, ddf, roles, name)
+    crs = source_crs(files, crs, coords, name)
     used = {c for c in roles.values() if c is not None} | set(coords)
     given = features is not None
     features, skipped = _features(ddf, features, used, coords, exclude, coordinates, name)
@@ -150,6 +159,7 @@ def load_table(
         files=files,
         excluded_coordinates=tuple(skipped),
         coords=coords,
+        crs=crs,
     )
 
 

@@ -56,6 +56,9 @@ class Table:
         Coordinate columns (x, y, ...) kept in ``data`` for the spatial functions
         (``soak_dask.spatial_blocks``, ``knndm_folds``, ``fold_summary``); features only when
         named in ``features``.
+    crs : str or None
+        The coordinates' CRS (``soak_dask.tables.crs``): an authority code such as
+        ``EPSG:26911``, or WKT; None where no file said and none was given.
     """
 
     data: dd.DataFrame
@@ -71,6 +74,7 @@ class Table:
     files: SourceFiles | None = field(default=None, repr=False, compare=False)
     excluded_coordinates: tuple[str, ...] = ()
     coords: tuple[str, ...] = ()
+    crs: str | None = None
 
     @property
     def roles(self) -> dict[str, Any]:

@@ -439,8 +439,8 @@ def test_every_setting_has_a_flag():
         "--rows-per-partition", "1000", "--allow-modules", "mypkg", "--prior-correction",
         "--calibration", "platt", "--inner", "cv", "--inner-folds", "3", "--inner-repeats", "2",
         "--balance", "overlap", "--group-assignment", "mlr3resampling", "--error-score", "raise",
-        "--coords", "x,y", "--duplicates", "allow", "--blocks", "500", "--block-shape", "hex",
-        "--clusters", "3",
+        "--coords", "x,y", "--crs", "EPSG:32632", "--duplicates", "allow", "--blocks", "500",
+        "--block-shape", "hex", "--clusters", "3",
     ]  # fmt: skip
     given = set(vars(cli.build_parser().parse_args(argv)))
     assert set(setting_names()) - given == {"learners"}  # [learners.NAME] tables: files only
