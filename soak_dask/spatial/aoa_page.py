@@ -115,7 +115,7 @@ def aoa_page(
     sections = [
         PageSection(
             "aoa",
-            "Area of applicability",
+            "DI and AOA",
             intro,
             (maps,),
             (PageTable("aoa_summary", "Summary", summary),),
@@ -218,8 +218,8 @@ def _training_section(ds: xr.Dataset, points: Any) -> PageSection:
         frame.insert(0, POINT_X, xy[:, 0])
     above = int((frame["train_di"] > ds.attrs["threshold"]).sum())
     text = (
-        f"<p>{ds.sizes[TRAIN]} training points; {above} with a DI above the threshold (the "
-        "whisker of these DI).</p>"
+        f"<p>{ds.sizes[TRAIN]} training points; {above} of them with a DI above the threshold "
+        "(outliers of the training DI, whose upper whisker the threshold is).</p>"
     )
     table = PageTable("training_di", "Show each training point's DI", frame, md=False, folded=True)
     return PageSection("training", "Training points", text, tables=(table,))

@@ -104,11 +104,19 @@ def _table_figure(ds: xr.Dataset, threshold: float, title: str | None) -> Figure
     bins = np.linspace(0, top, 40)
     left.hist(np.clip(new, 0, top), bins=bins, color="#2b8cbe")
     left.axvline(threshold, color="#d7301f")
-    left.set(xlabel="DI", ylabel="rows", title=f"new rows: {np.mean(new <= threshold):.0%} inside")
+    left.set(
+        xlabel="DI (dimensionless)",
+        ylabel="rows",
+        title=f"new rows: {np.mean(new <= threshold):.0%} inside",
+    )
     right.hist(train, bins=bins, color="#969696")
     right.axvline(threshold, color="#d7301f", label=f"threshold {threshold:.3g}")
     against = "points outside its fold" if ds.attrs.get("n_folds") else "other points"
-    right.set(xlabel="DI", ylabel="training points", title=f"training points (against {against})")
+    right.set(
+        xlabel="DI (dimensionless)",
+        ylabel="training points",
+        title=f"training points (against {against})",
+    )
     right.legend()
     fig.suptitle(title or "Area of applicability")
     fig.tight_layout()
