@@ -96,11 +96,14 @@ def _aoa_dir(path: Path, out: str | os.PathLike, overwrite: bool) -> Rendered:
             f"alone, not the training points nor the error profile; its page is "
             f"{path / 'report.html'}, or run soak aoa again with --format zarr"
         )
-    return _aoa(path / "aoa.zarr", out, overwrite)
+    return _aoa(path / "aoa.zarr", out, overwrite, path)
 
 
-def _aoa(store: Path, out: str | os.PathLike, overwrite: bool) -> Rendered:
-    """The page of the AOA store ``store`` (``soak_dask.spatial.aoa_page``)."""
+def _aoa(
+    store: Path, out: str | os.PathLike, overwrite: bool, source: Path | None = None
+) -> Rendered:
+    """The page of the AOA store ``store`` (``soak_dask.spatial.aoa_page``); ``out`` lies
+    apart from ``source`` (default: the store), the directory it was given in."""
     from ..results.html import prepare_report_dir
     from ..results.pages import write_page
     from ..spatial.aoa_io import open_aoa
@@ -112,7 +115,7 @@ def _aoa(store: Path, out: str | os.PathLike, overwrite: bool) -> Rendered:
             f"{store} is an AOA GeoTIFF: it holds the layers alone; soak report draws an AOA "
             "Zarr store (soak aoa --format zarr, or write_aoa to a path not ending in .tif)"
         )
-    od = prepare_report_dir(out, overwrite, "--overwrite", store)
+    od = prepare_report_dir(out, overwrite, "--overwrite", source or store)
     ds = open_aoa(store)
     profile, counts = recorded_profile(ds), aoa_counts(ds)
     page = write_page(aoa_page(ds, profile=profile, counts=counts), od)

@@ -242,7 +242,8 @@ def test_soak_aoa_writes_the_page_and_soak_report_draws_it_again(
     assert "notes.txt" in refused(["report", out, "--out", foreign, "--overwrite"], capsys)
     assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
     refused(["report", out / "aoa.zarr", "--out", out / "aoa.zarr" / "r"], capsys)
-    assert not (out / "aoa.zarr" / "r").exists()
+    refused(["report", out, "--out", out / "r"], capsys)  # inside soak aoa's directory
+    assert not (out / "aoa.zarr" / "r").exists() and not (out / "r").exists()
 
 
 def test_a_geotiff_aoa_has_its_page_but_soak_report_says_what_to_give(
