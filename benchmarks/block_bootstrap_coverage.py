@@ -4,7 +4,8 @@ bootstrap of a random-CV error does not? A simulation on Gaussian random fields 
 Each replicate draws a scene of ``--grid``² cells (``soak_dask.gaussian_random_field``, every
 field of effective range ``--range`` cells): two covariates ``a``, ``b`` and a spatial
 residual ``e``; the target is ``y = a + b²/2 + e``. ``--points`` training cells are sampled,
-at random or in ``--clusters`` clusters (discs of radius ``--range``), and a random forest
+at random or in ``--clusters`` clusters (discs of radius ``--radius``, default
+half the range), and a random forest
 (``--trees`` trees; features a, b, x, y) is
 
 * fitted on every training point and scored on every cell of the scene: the **map error**
@@ -62,13 +63,13 @@ def scene(grid: int, range_: float, seed: int) -> pd.DataFrame:
 
 def sample(df: pd.DataFrame, design: str, args, rng: np.random.Generator) -> pd.DataFrame:
     """``args.points`` distinct cells: at random, or around ``args.clusters`` random centres
-    (uniform in a disc of radius ``args.range``)."""
+    (uniform in a disc of radius ``args.radius``)."""
     if design == "random":
         return df.iloc[rng.choice(len(df), args.points, replace=False)].reset_index(drop=True)
     xy = df[["x", "y"]].to_numpy()
     centres = xy[rng.choice(len(df), args.clusters, replace=False)]
     near = np.flatnonzero(
-        (np.hypot(*(xy[:, None, :] - centres[None]).transpose(2, 0, 1)) < args.range).any(1)
+        (np.hypot(*(xy[:, None, :] - centres[None]).transpose(2, 0, 1)) < args.radius).any(1)
     )
     take = rng.choice(near, min(args.points, len(near)), replace=False)
     return df.iloc[take].reset_index(drop=True)
@@ -141,7 +142,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--grid", type=int, default=100, help="cells per side (100)")
     p.add_argument("--range", type=float, default=15.0, help="effective range, cells (15)")
     p.add_argument("--points", type=int, default=250, help="training points (250)")
-    p.add_argument("--clusters", type=int, default=12, help="clusters of the clustered design")
+    p.add_argument("--clusters", type=int, default=6, help="clusters of the clustered design (6)")
+    p.add_argument("--radius", type=float, help="radius of a cluster, cells (half the range)")
+    p.add_argument("--designs", nargs="+", default=["random", "clustered"], help="sampling")
     p.add_argument("--block", type=float, default=1.0, help="block size / range (1)")
     p.add_argument("--folds", type=int, default=5, help="CV folds (5)")
     p.add_argument("--trees", type=int, default=40, help="trees of the forest (40)")
@@ -152,6 +155,7 @@ def main(argv: list[str] | None = None) -> None:
     warnings.filterwarnings("ignore", message=".*sklearn.utils.parallel.delayed")
     if args.quick:
         args.replicates, args.boot = 4, 200
+    args.radius = args.range / 2 if args.radius is None else args.radius
     facts = header(
         "block bootstrap coverage on Gaussian random fields",
         "benchmarks.block_bootstrap_coverage",
@@ -160,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     start, results = time.perf_counter(), []
     for i in range(args.replicates):
-        for design in ("random", "clustered"):
+        for design in args.designs:
             results.append(replicate(design, args.seed * 100_003 + i, args))
         if (i + 1) % 10 == 0:
             print(f"   {i + 1} replicates, {time.perf_counter() - start:.0f} s", flush=True)
@@ -168,10 +172,10 @@ def main(argv: list[str] | None = None) -> None:
     cover = {(r["design"], r["interval"]): r["coverage"] for r in rows}
     ratios = [
         Ratio(f"{d}: coverage, block CV + block bootstrap", cover[d, INTERVALS[0][0]], 0.9, True)
-        for d in ("random", "clustered")
+        for d in args.designs
     ] + [
         Ratio(f"{d}: coverage, random CV + row bootstrap", cover[d, INTERVALS[3][0]], 0.5, False)
-        for d in ("random", "clustered")
+        for d in args.designs
     ]
     extra = {"seconds": round(time.perf_counter() - start, 1), "replicates": results}
     finish("block_bootstrap_coverage", args, facts, rows, ratios, extra)
