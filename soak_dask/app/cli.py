@@ -117,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
         "results",
         help="results store of any kind: written by soak run, soak evaluate or save_results "
         "(transfer, search_subsets, split_sensitivity, compare_sampling results too), or the "
-        "--out directory of soak split-sensitivity or soak compare-sampling (its one store)",
+        "--out directory of soak split-sensitivity or soak compare-sampling (its one store); "
+        "also an AOA Zarr store, or the --out directory of soak aoa or soak knndm",
     )
     report.add_argument("--out", required=True, help="report directory")
     report.add_argument("--overwrite", action="store_true", help="replace an existing report")
@@ -248,14 +249,14 @@ def info_command(args: argparse.Namespace) -> None:
 
 
 def report_command(args: argparse.Namespace) -> None:
-    """``soak report``: render a results store of any kind (``soak_dask.app.render``) into
-    ``--out``; print what the command that made it printed, then the main file's path."""
+    """``soak report``: render a results store of any kind, an AOA store or a spatial
+    command's directory (``soak_dask.app.render.render_path``) into ``--out``; print what the
+    command that made it printed, then the main file's path."""
     from ..io.locations import check_apart
-    from ..results.store import open_results
-    from .render import render  # each renderer's dependencies load only for its kind
+    from .render import render_path  # each renderer's dependencies load only for its kind
 
     check_apart(args.out, args.results, "report", source_name="results store")
-    text, page = render(open_results(args.results), args.out, args.overwrite)
+    text, page = render_path(args.results, args.out, args.overwrite)
     print(text)
     print(page)
 
