@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from .spatial.aoa_coverage import aoa_coverage, aoa_sentences
     from .spatial.aoa_io import open_aoa, write_aoa
     from .spatial.aoa_plot import plot_aoa, plot_error_profile
+    from .spatial.block_bootstrap import BlockBootstrap, block_bootstrap
     from .spatial.blocks import spatial_blocks, spatial_clusters
     from .spatial.diagnostics import fold_summary
     from .spatial.error_profile import ErrorProfile, error_profile, expected_error
