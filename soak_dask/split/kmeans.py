@@ -21,7 +21,7 @@ from scipy.spatial import cKDTree
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
-from .neighbours import hash_sample, point_hashes
+from .neighbours import TREE_DIMS, hash_sample, point_hashes, score_chunks
 
 #: Points scikit-learn's k-means is fitted on; a larger set is subsampled by seeded hash.
 FIT_ROWS = 100_000
@@ -57,7 +57,12 @@ def nearest_centre(points: np.ndarray, centres: np.ndarray) -> np.ndarray:
     """The index of each point's nearest centre."""
     if not len(points):
         return np.empty(0, dtype=np.int64)
-    return cKDTree(centres).query(points, k=1)[1].astype(np.int64)
+    if points.shape[1] <= TREE_DIMS:
+        return cKDTree(centres).query(points, k=1)[1].astype(np.int64)
+    labels = np.empty(len(points), dtype=np.int64)
+    for rows, d2 in score_chunks(points, centres):  # a tree is no help in many dimensions
+        labels[rows] = d2.argmin(axis=1)
+    return labels
 
 
 def _sums(points: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -38,8 +38,10 @@ from .fold_options import check_seed
 from .kmeans import fit_centres, nearest_centre
 from .knndm_shares import SCORED, Shares, fold_shares
 from .neighbours import (
+    TREE_DIMS,
     coords_of,
     loo_distance,
+    nearest_in_groups,
     point_hashes,
     reference_points,
     sampled_distances,
@@ -511,8 +513,11 @@ def cv_distances(
     points: np.ndarray, folds: np.ndarray, rows: np.ndarray | None = None
 ) -> np.ndarray:
     """Distance from each point (of ``rows``, default all) to its nearest point of another
-    fold (Gj*): one tree per fold, each point measured against the other folds' trees."""
+    fold (Gj*): one tree per fold, each point measured against the other folds' trees; in
+    more than ``TREE_DIMS`` dimensions one exact matrix search (``nearest_in_groups``)."""
     rows = np.arange(len(points)) if rows is None else rows
+    if points.shape[1] > TREE_DIMS:  # one exact matrix search, each row's own fold left out
+        return nearest_in_groups(points, folds, points[rows], folds[rows])
     out = np.full(len(rows), np.inf)
     workers = -1 if len(rows) > 50_000 else 1  # threads cost more than small queries
     for f in np.unique(folds):

@@ -139,16 +139,79 @@ def standardiser(points: np.ndarray, columns: Sequence[str]) -> tuple[np.ndarray
     return centre, scale
 
 
+#: Up to this many dimensions a k-d tree finds nearest neighbours; above it (feature space:
+#: tens to hundreds of standardised features) a tree visits nearly every point anyway, and
+#: matrix products do the same exact search some 10-30 times faster.
+TREE_DIMS = 8
+#: Squared distances held at once by the matrix search (query chunk × reference): 128 MB.
+_CHUNK_CELLS = 2**24
+
+
 def nn_distance(reference: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Distance from each query point to its nearest reference point."""
     if not len(query):
         return np.empty(0)
-    return cKDTree(reference).query(query, k=1)[0]
+    if reference.shape[1] <= TREE_DIMS:
+        return cKDTree(reference).query(query, k=1)[0]
+    return nearest_in_groups(reference, np.zeros(len(reference), np.int64), query, None)
 
 
 def loo_distance(points: np.ndarray) -> np.ndarray:
     """Distance from each point to its nearest other point (CAST's Gj)."""
-    return cKDTree(points).query(points, k=2)[0][:, 1]
+    if points.shape[1] <= TREE_DIMS:
+        return cKDTree(points).query(points, k=2)[0][:, 1]
+    out = np.empty(len(points))
+    for rows, d2 in score_chunks(points, points):
+        d2[np.arange(len(rows)), rows] = np.inf  # the point itself: its nearest *other*
+        out[rows] = _exact(points[rows], points, d2.argmin(axis=1))
+    return out
+
+
+def nearest_in_groups(
+    reference: np.ndarray, groups: np.ndarray, query: np.ndarray, exclude: np.ndarray | None
+) -> np.ndarray:
+    """Distance from each query point to its nearest reference point outside the group
+    ``exclude[i]`` (None: any group; ``groups`` labels the reference points; inf where no
+    point is left), by an exact search of squared distances from matrix products.
+
+    The reference is sorted by group once; each chunk of query points takes the nearest of
+    each group's columns, then the nearest group not its own, and its distance is computed
+    from the coordinates' differences, so it is as exact as a k-d tree's (0 for a duplicate).
+    """
+    order = np.argsort(groups, kind="stable")
+    ref, sorted_groups = reference[order], groups[order]
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    bounds = [*zip(starts, [*starts[1:], len(ref)], strict=True)]
+    out = np.empty(len(query))
+    for rows, d2 in score_chunks(query, ref):
+        best = np.stack([d2[:, a:b].argmin(axis=1) + a for a, b in bounds], axis=1)
+        value = np.take_along_axis(d2, best, axis=1)
+        if exclude is not None:
+            value[sorted_groups[starts][None, :] == exclude[rows][:, None]] = np.inf
+        pick = value.argmin(axis=1)
+        nearest = best[np.arange(len(rows)), pick]
+        out[rows] = _exact(query[rows], ref, nearest)
+        out[rows[~np.isfinite(value[np.arange(len(rows)), pick])]] = np.inf
+    return out
+
+
+def score_chunks(query: np.ndarray, reference: np.ndarray) -> Any:
+    """Chunks of query rows and, for each, ``|r|² - 2 q·r`` against every reference point
+    (the squared distance less ``|q|²``, which does not change a row's nearest): computed in
+    place, ``_CHUNK_CELLS`` at a time."""
+    ref_sq = np.einsum("ij,ij->i", reference, reference)
+    chunk = max(1, _CHUNK_CELLS // max(1, len(reference)))
+    for start in range(0, len(query), chunk):
+        rows = np.arange(start, min(start + chunk, len(query)))
+        d2 = query[rows] @ reference.T
+        d2 *= -2.0
+        d2 += ref_sq[None, :]
+        yield rows, d2
+
+
+def _exact(query: np.ndarray, reference: np.ndarray, nearest: np.ndarray) -> np.ndarray:
+    """Distance from each query point to its chosen reference point, from their differences."""
+    return np.sqrt(((query - reference[nearest]) ** 2).sum(axis=1))
 
 
 def _sample_block(
