@@ -487,6 +487,7 @@ def _path(name: str, help: str, default: Any = None, metavar: str = "FILE") -> S
 ALL: tuple[str, ...] = COMMANDS
 CLI: tuple[str, ...] = ("run", "evaluate", "transfer", "split-sensitivity", "compare-sampling")
 _SUBSETS = ("run", "evaluate", "transfer", "search")  # the tables whose subsets play a part
+_GROUPED = ("run", "evaluate", "transfer")  # the commands that make spatial groups
 #: evaluate's strategies that deal folds themselves: they read balance and group_assignment.
 _DEALT = ("cv", "repeated_cv", "5x2cv")
 _DIRECTORY = {  # the commands that write a directory: --out and --overwrite say so
@@ -571,22 +572,23 @@ _DECLARED = (
     ),
     # The command's spatial groups (soak_dask.app.table_input), made after the table loads:
     # blocks or clusters of the coordinates as the group column (spatial_blocks/_clusters).
+    # The commands' own: a Python user calls those functions.
     Setting(
-        "blocks", "table", "float", None,
+        "blocks", "app", "float", None,
         "square (or --block-shape hex) blocks of this size in the coordinates' unit as the "
         "group column, so a block's rows share a fold (needs --coords; soak info --spatial "
         "suggests a size)",
-        _block_size, metavar="SIZE", identity=True, drawn=True, commands=_SUBSETS,
+        _block_size, metavar="SIZE", identity=True, drawn=True, commands=_GROUPED,
     ),
     Setting(
-        "block_shape", "table", "str", "square", "shape of the --blocks",
-        choices=("square", "hex"), identity=True, commands=_SUBSETS,
+        "block_shape", "app", "str", "square", "shape of the --blocks",
+        choices=("square", "hex"), identity=True, commands=_GROUPED,
     ),
     Setting(
-        "clusters", "table", "int", None,
+        "clusters", "app", "int", None,
         "k-means clusters of the coordinates (K of them, seed 1) as the group column, so a "
         "cluster's rows share a fold (needs --coords)",
-        at_least(2), metavar="K", identity=True, drawn=True, commands=_SUBSETS,
+        at_least(2), metavar="K", identity=True, drawn=True, commands=_GROUPED,
     ),
     # soak's, in its order: the run.
     Setting(

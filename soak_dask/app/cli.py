@@ -61,6 +61,9 @@ _DEMO = ("n_folds", "seed", "scheduler", "progress")
 _INFO = (
     "data",
     *(s.name for s in SETTINGS.values() if s.scope == "table"),
+    "blocks",
+    "block_shape",
+    "clusters",
     "n_folds",
     "group_assignment",
 )
@@ -153,7 +156,7 @@ def _run(settings: Any, command: Command, debug: bool) -> tuple:
     from ..learn.measures import check_measures
     from ..results.store import save_results
     from ..run.checkpoint import remove_checkpoint
-    from .table_input import open_table
+    from .table_input import open_table, table_settings
 
     module, name = _CALLS[command]
     call = getattr(import_module(module, "soak_dask"), name)
@@ -162,7 +165,7 @@ def _run(settings: Any, command: Command, debug: bool) -> tuple:
     with connect(settings.scheduler, security=security, log_failures=debug) as client:
         # Loaded on the cluster: its passes over the data (column traps, duplicate rows, the
         # fold file's check) are read by the workers, not by this process.
-        table = open_table(settings.data, setting_values(settings, command, ("table",)))
+        table = open_table(settings.data, table_settings(settings, command))
         measures = options["measures"] = check_measures(
             settings.measures, table.task, prior_correction=settings.prior_correction
         )

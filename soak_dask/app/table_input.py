@@ -19,9 +19,17 @@ from ..spatial.blocks import spatial_blocks, spatial_clusters
 from ..split.fold_file import attach_folds, is_fold_file, read_fold_file_info
 from ..tables.load import load_table
 from ..tables.table import Table
+from .flags import setting_values
 
 #: The settings this module takes out of the table's before ``load_table``.
 SPATIAL_GROUPS = ("blocks", "block_shape", "clusters")
+
+
+def table_settings(settings: Any, command: str) -> dict[str, Any]:
+    """What `open_table` takes of a command's settings (``flags.run_settings``): the table's
+    (``load_table``'s keywords) and the spatial groups'."""
+    values = setting_values(settings, command, ("table",))
+    return values | {name: getattr(settings, name) for name in SPATIAL_GROUPS}
 
 
 def open_table(data: Any, values: dict[str, Any]) -> Table:

@@ -55,7 +55,7 @@ def transfer_command(args: argparse.Namespace) -> None:
     settings = run_settings(args, COMMAND)  # checked before the engine loads
     from ..pooling.report import WRITER, transfer_text
     from ..run.cluster import connect, make_security
-    from .table_input import open_table
+    from .table_input import open_table, table_settings
 
     if settings.subset is None:
         raise UsageError(
@@ -72,7 +72,7 @@ def transfer_command(args: argparse.Namespace) -> None:
         settings.scheduler, security=security, log_failures=getattr(args, "debug", False)
     ) as client:
         # Loaded on the cluster: the table's passes over the data are read by the workers.
-        table = open_table(settings.data, setting_values(settings, COMMAND, ("table",)))
+        table = open_table(settings.data, table_settings(settings, COMMAND))
         if search is not None:
             _check_budget(table, run, search)
         matrix, found = _compute(table, run, search, client, checkpoint)
