@@ -487,7 +487,8 @@ def _path(name: str, help: str, default: Any = None, metavar: str = "FILE") -> S
 ALL: tuple[str, ...] = COMMANDS
 CLI: tuple[str, ...] = ("run", "evaluate", "transfer", "split-sensitivity", "compare-sampling")
 _SUBSETS = ("run", "evaluate", "transfer", "search")  # the tables whose subsets play a part
-_GROUPED = ("run", "evaluate", "transfer")  # the commands that make spatial groups
+#: The commands that make spatial groups (compare-sampling samples rows one by one: no groups).
+_GROUPED = ("run", "evaluate", "transfer", "split-sensitivity")
 #: evaluate's strategies that deal folds themselves: they read balance and group_assignment.
 _DEALT = ("cv", "repeated_cv", "5x2cv")
 _DIRECTORY = {  # the commands that write a directory: --out and --overwrite say so

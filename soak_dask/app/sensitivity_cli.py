@@ -79,7 +79,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     from ..diagnose.sensitivity import split_sensitivity as run
     from ..learn.measures import check_measures
     from ..run.cluster import connect, make_security
-    from ..tables.load import load_table
+    from .table_input import open_table, table_settings
 
     learners = settings.learners()
     if learners is not None and len(learners) != 1:
@@ -95,7 +95,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
         settings.scheduler, security=security, log_failures=getattr(args, "debug", False)
     ) as client:
         # Loaded on the cluster: the table's passes over the data are read by the workers.
-        table = load_table(settings.data, **setting_values(settings, COMMAND, ("table",)))
+        table = open_table(settings.data, table_settings(settings, COMMAND))
         check_measures(settings.measures or DEFAULTS[table.task][1], table.task)
         ds = run(table, **options, client=client)
     write_outputs(ds, out)

@@ -148,3 +148,15 @@ def test_results_record_the_blocks(scene, scheduler, capsys, tmp_path):  # noqa:
     assert code == 0, err
     res = sd.open_results(out)
     assert res.attrs["group"] == "block"
+
+
+def test_split_sensitivity_takes_blocks(scene, scheduler, capsys, tmp_path):  # noqa: F811
+    _, root = scene
+    frame = pd.read_parquet(root / "train.parquet")
+    frame.assign(label=(frame["label"] > 0).astype(int)).to_csv(tmp_path / "t.csv", index=False)
+    argv = ["split-sensitivity", tmp_path / "t.csv", "--label", "label", "--coords", "x,y"]
+    argv += ["--blocks", "250", "--learner", "lda", "--ratios", "0.7", "--n-repeats", "3"]
+    argv += ["--n-folds", "3", "--no-progress", "--out", tmp_path / "ss"]
+    code, printed, err = run_cli(argv, scheduler, capsys)
+    assert code == 0, err
+    assert sd.open_results(tmp_path / "ss").attrs["group"] == "block"
