@@ -241,16 +241,12 @@ def _write_outputs(
 def _train_folds(train: Any, folds: str | None) -> tuple[Any, str | None]:
     """TRAIN and the name of its fold column: ``--folds`` itself, or the fold column of the
     fold file ``--folds`` names (``soak knndm``'s folds.parquet), joined on row position."""
-    from ..split.fold_file import is_fold_file, join_fold_file
+    from ..split.fold_file import is_fold_file, join_fold_file, refuse_split
 
     if not is_fold_file(folds):
         return train, folds
+    refuse_split(folds, "--folds")  # before the pass that joins it
     train, info = join_fold_file(train, folds)
-    if info["split"]:
-        raise ValueError(
-            f"--folds {folds}: a train/test split (soak knndm --test-prop), not CV folds: give "
-            "the folds.parquet of a soak knndm run without --test-prop"
-        )
     return train, info["fold"]
 
 

@@ -12,11 +12,10 @@ spatial groups its flags ask for.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ..spatial.blocks import spatial_blocks, spatial_clusters
-from ..split.fold_file import attach_folds, is_fold_file, read_fold_file_info
+from ..split.fold_file import attach_folds, is_fold_file, refuse_split
 from ..tables.load import load_table
 from ..tables.table import Table
 from .flags import setting_values
@@ -41,12 +40,7 @@ def open_table(data: Any, values: dict[str, Any]) -> Table:
     _check_spatial_groups(values, **spatial)
     fold = values.get("fold")
     if is_fold_file(fold):
-        if read_fold_file_info(fold)["split"]:
-            raise ValueError(
-                f"--fold-column {os.fspath(fold)!r} is the train/test split of soak knndm "
-                "--test-prop, not folds: give the folds.parquet of a soak knndm run without "
-                "--test-prop, or join the split with soak_dask.attach_folds in Python"
-            )
+        refuse_split(fold, "--fold-column")
         table = attach_folds(load_table(data, **{**values, "fold": None}), fold)
     else:
         table = load_table(data, **values)

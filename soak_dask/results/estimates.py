@@ -175,11 +175,7 @@ def soak_banner(ds: xr.Dataset, measure: str, basis: str = FOLD_MEAN_BASIS) -> s
     type): what ``soak run`` prints and the report shows under its tables; "" when every
     cell's fold mean and pooled estimate agree. ``basis``: `UNTESTED_BASIS` for a result
     with nothing to test."""
-    table = summary(ds, [measure])
-    table["estimates_differ"] = estimates_differ(
-        table["mean"], table["sd"], table["weighted_mean"], table["n_test_min"],
-        table["n_test_max"],
-    )  # fmt: skip
+    table = _flagged(summary(ds, [measure]))
     return estimate_banner(table, "{learner} {train_type} on {test_subset}", measure, basis)
 
 
@@ -188,12 +184,19 @@ def evaluation_banner(ds: xr.Dataset, measure: str) -> str:
     learner, over its resampling cells): the note ``soak evaluate`` prints and its report
     shows; "" when every learner's mean over cells and pooled estimate agree. The comparisons
     test the mean over cells, so the verdicts rest on it."""
-    table = evaluation_summary(ds, [measure])
+    return estimate_banner(
+        _flagged(evaluation_summary(ds, [measure])), "{learner}", measure, CELL_MEAN_BASIS
+    )
+
+
+def _flagged(table: pd.DataFrame) -> pd.DataFrame:
+    """A summary table (``mean``, ``sd``, ``weighted_mean``, ``n_test_min``, ``n_test_max``)
+    with the `estimates_differ` flag of each row, as `estimate_banner` reads it."""
     table["estimates_differ"] = estimates_differ(
         table["mean"], table["sd"], table["weighted_mean"], table["n_test_min"],
         table["n_test_max"],
     )  # fmt: skip
-    return estimate_banner(table, "{learner}", measure, CELL_MEAN_BASIS)
+    return table
 
 
 def _rows(value: float) -> str:

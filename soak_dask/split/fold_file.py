@@ -79,6 +79,17 @@ def read_fold_file_info(path: str | os.PathLike) -> dict[str, Any]:
     return json.loads(metadata[METADATA_KEY])
 
 
+def refuse_split(path: str | os.PathLike, flag: str) -> None:
+    """Refuse the fold file at ``path`` given as ``flag`` (a command's option for CV folds)
+    when it holds a train/test split (``soak knndm --test-prop``), not folds."""
+    if read_fold_file_info(path)["split"]:
+        raise ValueError(
+            f"{flag} {os.fspath(path)}: a train/test split of soak knndm --test-prop, not CV "
+            "folds: give the folds.parquet of a soak knndm run without --test-prop, or join "
+            "the split with soak_dask.attach_folds in Python"
+        )
+
+
 def _first_metadata(fs: Any, root: str) -> dict[bytes, bytes]:
     """The Parquet metadata of the file at ``root``, or of the first ``.parquet`` file in the
     folder ``root``; empty when there is none."""

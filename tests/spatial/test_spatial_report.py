@@ -6,7 +6,6 @@ an AOA store or ``soak aoa``'s directory, and the page of ``soak knndm``'s direc
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
 import re
@@ -29,6 +28,7 @@ from soak_dask.spatial.aoa_plot import plot_aoa
 from soak_dask.spatial.aoa_record import recorded_points, recorded_profile, with_record
 
 from ..conftest import shared_file
+from ..results.test_every_kind_report import local, soak  # noqa: F401  # local: a fixture (usefixtures)
 from ..results.test_report import probe_page
 
 FEATURES = ["a", "b", "c"]
@@ -180,21 +180,6 @@ def test_the_store_records_the_points_and_profile_to_draw_the_page_again(scene, 
 
 
 # ---------------------------------------------------------------------------- the commands
-@pytest.fixture
-def local(monkeypatch):
-    """Dask's local scheduler instead of a cluster: what runs there is the Python API's."""
-    from soak_dask.run import cluster
-
-    monkeypatch.setattr(cluster, "connect", lambda *a, **k: contextlib.nullcontext())
-
-
-def soak(argv: list, capsys) -> str:
-    code = cli.main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return out
-
-
 def refused(argv: list, capsys) -> str:
     code = cli.main([str(a) for a in argv])
     err = capsys.readouterr().err
@@ -215,8 +200,12 @@ AOA_FLAGS = ["--features", "a,b,c", "--folds", "fold", "--points", "E,N", "--err
              "--label", "label", "--predictions", "cv_pred"]  # fmt: skip
 
 
+@pytest.mark.usefixtures("local")
 def test_soak_aoa_writes_the_page_and_soak_report_draws_it_again(
-    result, inputs, local, tmp_path, capsys
+    result,
+    inputs,
+    tmp_path,
+    capsys,
 ):
     ds, profile = result
     out = tmp_path / "aoa_out"
@@ -246,8 +235,11 @@ def test_soak_aoa_writes_the_page_and_soak_report_draws_it_again(
     assert not (out / "aoa.zarr" / "r").exists() and not (out / "r").exists()
 
 
+@pytest.mark.usefixtures("local")
 def test_a_geotiff_aoa_has_its_page_but_soak_report_says_what_to_give(
-    inputs, local, tmp_path, capsys
+    inputs,
+    tmp_path,
+    capsys,
 ):
     out = tmp_path / "tif_out"
     soak(["aoa", *inputs, "--features", "a,b,c", "--format", "tif", "--out", out], capsys)
@@ -272,7 +264,8 @@ def knndm_scene() -> tuple[pd.DataFrame, pd.DataFrame]:
     return train, pd.DataFrame({"x": gx.ravel(), "y": gy.ravel()})
 
 
-def test_soak_knndm_page_and_soak_report_of_its_directory(knndm_scene, local, tmp_path, capsys):
+@pytest.mark.usefixtures("local")
+def test_soak_knndm_page_and_soak_report_of_its_directory(knndm_scene, tmp_path, capsys):
     train, area = knndm_scene
     data, pred, out = tmp_path / "train.csv", tmp_path / "area.csv", tmp_path / "kn"
     train.to_csv(data, index=False)
