@@ -94,10 +94,9 @@ def evaluate(
         leave-one-out (small tables only); leave one group out; ``outer_repeats`` bootstrap
         resamples scored out of bag (with the .632 and .632+ estimates); 5 repeats of 2-fold
         CV (``outer_repeats``, at least 2, if given), the design of ``compare``'s 5×2cv
-        tests; K-fold on
-        kNNDM folds matched to ``prediction`` (``soak_dask.knndm_folds``; a table with
-        ``coords``), with their W and random folds' W in ``attrs["knndm_W"]``,
-        ``attrs["knndm_W_random"]``.
+        tests; K-fold on kNNDM folds matched to ``prediction`` (the design ``KNNDMFolds``,
+        folds of ``soak_dask.knndm_folds``; a table with ``coords``), with their W and random
+        folds' W in ``attrs["knndm_W"]``, ``attrs["knndm_W_random"]``.
     outer_folds : int, optional
         K for cv, repeated_cv and knndm (default 5), capped at the groups (grouped) or the
         rarest class's rows (ungrouped), with a warning; the value used is in
@@ -199,7 +198,7 @@ def evaluate(
     given.update(train_ratio=train_ratio, balance=balance, group_assignment=group_assignment)
     options = check_design_options(outer, {**given, "prediction": prediction})
     _check_table_options(table, given)
-    design = outer_design(outer, seed, options)
+    design = outer_design(outer, seed, options, client)
     procedure = Procedure(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
@@ -211,8 +210,7 @@ def evaluate(
         prior_correction=prior_correction, fitting=fitting, **shared,
     )  # fmt: skip
     check_models_dir(models, session.estimators, table.source, apart={"checkpoint": checkpoint})
-    where = {"outer": outer, "outer_folds": options.get("outer_folds"), "prediction": prediction}
-    train, held, share, spatial = _reserved(table, share, seed, session.client, **where)
+    train, held, share = _reserved(table, share, seed)
     keyed = design.add_keys(train)
     used = design.learned_
     # From the counts K and the folds were drawn from: no pass of its own, and no wait for the
@@ -220,27 +218,24 @@ def evaluate(
     classes = table_classes(train)
     data = persisted(keyed.data, persist, session.client)
     estimators, notes = procedure.apply(session.estimators, classes, session.measures[0])
-    if spatial:  # the kNNDM folds' W beside random folds', printed with the results
-        from ..split.knndm import knndm_note
-
-        notes = [*notes, knndm_note(spatial)]
     session = session.with_estimators(estimators)
     plan = design.plan(keyed)
     asked = options.get("outer_folds", "")
     settings = _settings(
         keyed, outer, asked, used, share, session.measures, classes, estimators, seed, plan
     )
-    settings.update(_nesting(procedure, nested, estimators, notes), balance=balance, **spatial)
+    nesting = _nesting(procedure, nested, estimators, [*notes, *design.notes()])
+    settings.update(nesting, balance=balance, **design.recorded())
     settings.update(group_assignment=group_assignment, **fitting.settings())
     # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
     ctx = session.context(keyed, data, plan, classes, fold_column="")
-    bootstrap = design.outer == "bootstrap"
-    wanted = bootstrap or models is not None or any(map(has_selection, estimators.values()))
-    last = Batched() if design.outer in ("loo", "lodo") else None
+    resubstitution = design.resubstitution  # the bootstrap's .632 estimates
+    wanted = resubstitution or models is not None or any(map(has_selection, estimators.values()))
+    last = Batched() if design.batched else None
     # The final models read the training table: unpersisted, the keyed rows would compute the
     # design's key columns (a resample's Poisson counts, ...) again in each of their passes.
     final = dataclasses.replace(ctx, table=train, data=data if persist else train.data)
-    finals_asked = {"wanted": wanted, "resubstitution": bootstrap, "counts": design.counts_}
+    finals_asked = {"wanted": wanted, "resubstitution": resubstitution, "counts": design.counts_}
     records, finals, timings = _outer_and_finals(
         session, ctx, final, last, held, settings, **finals_asked
     )
@@ -248,30 +243,14 @@ def evaluate(
     ds = build_dataset(records, plan.splits, plan.coords, list(estimators), session.measures, attrs)
     if models is not None:
         ds.attrs.update(encode_attrs({"models": _save_models(finals, models, keyed, settings)}))
-    return _with_finals(ds, finals, session.measures, bootstrap)
+    return _with_finals(ds, finals, session.measures, resubstitution)
 
 
-def _reserved(
-    table: Table,
-    share: float,
-    seed: int,
-    client: Any,
-    *,
-    outer: str,
-    outer_folds: int,
-    prediction: Any,
-) -> tuple[Table, Any, float, dict[str, Any]]:
-    """The training table, the reserved test split (None without one), the share drawn, and
-    with ``outer="knndm"`` the training table's kNNDM fold column and its W statistics."""
+def _reserved(table: Table, share: float, seed: int) -> tuple[Table, Any, float]:
+    """The training table, the reserved test split (None without one) and the share drawn."""
     if share and table.fold is not None:
         _warn_fold_column(table, share)
-    train, held, share = reserve(table, share, seed) if share else (table, None, 0.0)
-    spatial = {}
-    if outer == "knndm":  # the kNNDM fold column, then K-fold on it
-        from ..split.knndm import knndm_outer
-
-        train, spatial = knndm_outer(train, prediction, outer_folds, seed, client)
-    return train, held, share, spatial
+    return reserve(table, share, seed) if share else (table, None, 0.0)
 
 
 def _outer_and_finals(
@@ -465,10 +444,14 @@ def _save_models(
 
 
 def _with_finals(
-    ds: xr.Dataset, finals: dict[str, dict[str, Any]], measures: Sequence[str], bootstrap: bool
+    ds: xr.Dataset,
+    finals: dict[str, dict[str, Any]],
+    measures: Sequence[str],
+    resubstitution: bool,
 ) -> xr.Dataset:
-    """``ds`` with the test split's scores and intervals, the .632 estimates, and the final
-    models' fit times and choices."""
+    """``ds`` with the test split's scores and intervals, the .632 estimates (with the final
+    models' ``resubstitution`` scores: ``Design.resubstitution``), and the final models' fit
+    times and choices."""
     learners = list(ds["learner"].values)
     if finals:
         seconds = [finals[n]["fit_seconds"] for n in learners]
@@ -501,7 +484,7 @@ def _with_finals(
             ds["test_right_wrong"].attrs["long_name"] = (
                 "test split rows the learner classifies right and the versus learner wrong"
             )
-    if bootstrap:
+    if resubstitution:
         ds = _with_632(ds, finals, measures)
     return ds
 

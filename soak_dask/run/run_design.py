@@ -1,6 +1,7 @@
 """``run_design``: any design (``soak_dask.split.design.Design``) run on the engine, the way the
-entry points run theirs -- start the session, add the keys, persist, plan, run (checkpointed,
-``error_score``), assemble."""
+entry points run theirs -- start the session, add the keys, persist, plan, run with the fitting
+strategies (``FittingOptions``: one-pass, row cap, incremental), checkpointed, ``error_score``,
+and assemble."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from sklearn.base import BaseEstimator
 
 from ..split.design import Design
 from ..split.folds import table_classes
+from ..split.plan import Plan
 from ..tables.table import Table
 from .entry import entry_point
-from .session import assemble, persisted, result_attrs, start
-from .strategies import WholeTrainSet
+from .fitting_options import FittingOptions
+from .session import Session, assemble, persisted, result_attrs, start
+from .strategies import Batched
 
 
 @entry_point
@@ -33,6 +36,10 @@ def run_design(
     client: Any = None,
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
+    onepass: bool = True,
+    max_train_rows: int | None = None,
+    incremental: bool = False,
+    epochs: int = 1,
 ) -> xr.Dataset:
     """Fit each learner on each distinct train set of ``design``'s plan and score its test
     blocks, on the cluster.
@@ -44,8 +51,16 @@ def run_design(
     design : Design
         Any design: one of the package's or your own (``docs/plans.md`` writes one).
     learners, measures, seed, persist, error_score, client, progress, checkpoint
-        As for ``soak_dask.soak``. Every fit gathers its train rows in one task (the
-        one-pass and incremental strategies are ``soak``'s).
+        As for ``soak_dask.soak``.
+    onepass, max_train_rows, incremental, epochs
+        How the fits are made, as for ``soak_dask.soak`` (``FittingOptions``, checked before
+        anything is read): additive learners from one pass of statistics (per (subset, fold)
+        cell where the plan is made of them, else per fit, weighted by a fit's row weights);
+        a train set over ``max_train_rows`` on a seeded, stratified sample of that many
+        rows; ``partial_fit`` learners fed one block of train rows per task, ``epochs``
+        times. Every other fit gathers its train rows in one task (many per task for a
+        design of many small fits, ``Design.batched``). ``incremental`` beside a design that
+        down-samples its train sets is refused, as ``soak`` refuses it beside ``sizes``.
 
     Returns
     -------
@@ -54,22 +69,27 @@ def run_design(
         ``n_test``, ``fit_seconds``, ``predict_seconds``; ``attrs["design"]`` is the
         design's kind of result (``Design.kind``: ``"soak"`` for ``SameOtherAll``, as
         ``soak()`` records it) or else its class name, and ``attrs["design_repr"]`` gives it
-        with its parameters.
+        with its parameters; the fitting options, and what the design records of its keys
+        (``Design.recorded``: kNNDM's ``knndm_W`` ...) and prints (``Design.notes``), are
+        in the attrs too.
     """
     if not isinstance(design, Design):
         raise TypeError(
             f"design={design!r}: need a soak_dask.Design (a class with add_keys and plan)"
         )
     caller = type(design).__name__
+    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     session = start(
         table, caller, learners, measures=measures, seed=seed, error_score=error_score,
-        client=client, progress=progress, checkpoint=checkpoint,
+        client=client, progress=progress, checkpoint=checkpoint, fitting=fitting,
     )  # fmt: skip
     keyed = design.add_keys(table)
     data = persisted(keyed.data, persist, session.client)
     plan = design.plan(keyed)
+    _check_incremental(session, design, plan)
     classes = table_classes(table)
-    ctx = session.context(keyed, data, plan, classes, fold_column="")
+    # A plan of (subset, fold) cells (SOAK's) pools per-cell statistics: the fold is its key.
+    ctx = session.context(keyed, data, plan, classes, fold_column=keyed.fold or "")
     settings = {
         "title": f"soak_dask {caller} results",
         "design": design.kind or caller,
@@ -82,7 +102,21 @@ def run_design(
         "learners": {name: repr(est) for name, est in session.estimators.items()},
         "classes": [str(c) for c in classes] if classes else None,
         "n_fits": len(plan.fits) * len(session.estimators),
+        **fitting.settings(),
+        **design.recorded(),
     }
-    records = session.run(ctx, [WholeTrainSet()], settings)
+    notes = design.notes()
+    settings.update({"notes": notes} if notes else {})
+    strategies = fitting.strategies(last=Batched() if design.batched else None)
+    records = session.run(ctx, strategies, settings, counts=design.counts_)
     learners = list(session.estimators)
     return assemble(records, plan, learners, session.measures, result_attrs(settings))
+
+
+def _check_incremental(session: Session, design: Design, plan: Plan) -> None:
+    """Refuse ``incremental`` where a plan's fits are down-sampled (a down-sample needs its
+    train set whole: ``FittingOptions.check_learners``, as ``soak`` refuses it beside
+    ``sizes``)."""
+    if plan.fits["n_groups"].gt(0).any():
+        sizes = design.get_params().get("sizes", 0)  # as the design names them, if it does
+        session.fitting.check_learners(session.estimators, sizes=sizes)

@@ -15,7 +15,8 @@ from scipy.spatial.distance import cdist
 
 from ..dask_client import current_client
 from ..split.fold_options import check_seed
-from ..split.knndm import DEFAULT_SAMPLE, Space, check_count, warn_if_far
+from ..split.knndm import DEFAULT_SAMPLE, Space, warn_if_far
+from ..split.knndm_shares import check_count
 from ..split.neighbours import coords_of, reference_points, sampled_distances, standardiser
 from ..split.prediction_area import distance_unit, prediction_parts
 from ..tables.table import Table

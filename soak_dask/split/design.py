@@ -12,7 +12,10 @@ A design is a small class in the scikit-learn splitter style:
   scores and the coordinates of every result cell -- for the keyed table (``counts``: its
   ``block_counts``, for designs made of (subset, fold) blocks; None for the others);
 - ``repr`` and ``get_params`` come from the ``__init__`` signature, as scikit-learn's
-  ``BaseEstimator`` makes them: one implementation for every design.
+  ``BaseEstimator`` makes them: one implementation for every design;
+- the hooks the run path reads instead of asking which design it runs: ``resubstitution``
+  and ``batched`` (class attributes), ``recorded()`` and ``notes()`` (what ``add_keys``
+  drew, as a result records and prints it).
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import inspect
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from ..tables.table import Table
 from .plan import Plan
@@ -46,6 +51,14 @@ class Design(ABC):
         the data (one repeat of row folds, from the strata's sizes; every repeat of group
         folds, from the groups'); the run then counts no fit's rows. None: not known, the
         run counts them when it needs them.
+    resubstitution : bool
+        Whether ``evaluate`` scores each final model on its own training rows and gives
+        Efron's .632 estimates from them (``Bootstrap``: its out-of-bag scores alone are
+        pessimistic).
+    batched : bool
+        Whether the fits are many and small (``LeaveOneOutDesign``, one per row): those no
+        other strategy takes are then made many per task, each task gathering the table once
+        (``run.strategies.Batched``), not one task per fit.
 
     Examples
     --------
@@ -59,6 +72,8 @@ class Design(ABC):
     """
 
     kind: ClassVar[str | None] = None
+    resubstitution: ClassVar[bool] = False
+    batched: ClassVar[bool] = False
     learned_: dict[str, Any] = {}  # noqa: RUF012 (read-only default; add_keys sets its own)
     counts_: pd.DataFrame | None = None
 
@@ -82,7 +97,19 @@ class Design(ABC):
     def __repr__(self) -> str:
         defaults = self.parameters()
         shown = {k: v for k, v in self.get_params().items() if not _is_default(v, defaults[k])}
-        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+        listed = ", ".join(f"{k}={_shown(v)}" for k, v in shown.items())
+        return f"{type(self).__name__}({listed})"
+
+    def recorded(self) -> dict[str, Any]:
+        """What a run's result records of the keys ``add_keys`` drew, beyond the plan's
+        coordinates and ``learned_`` (``KNNDMFolds``: the W of its folds and of random
+        folds); empty by default."""
+        return {}
+
+    def notes(self) -> list[str]:
+        """Lines a run's result prints beside its scores about the keys ``add_keys`` drew;
+        none by default."""
+        return []
 
     @abstractmethod
     def add_keys(self, table: Table) -> Table:
@@ -99,6 +126,14 @@ def check_flag(value: Any, name: str) -> bool:
     if not isinstance(value, bool | np.bool_):
         raise ValueError(f"{name}={value!r}: need True or False")
     return bool(value)
+
+
+def _shown(value: Any) -> str:
+    """A parameter as ``repr`` shows it: a table or raster (a prediction area) by its type
+    alone, as ``<DataFrame>`` -- its own repr runs to pages and names no source."""
+    if isinstance(value, Table | pd.DataFrame | dd.DataFrame | xr.Dataset):
+        return f"<{type(value).__name__}>"
+    return repr(value)
 
 
 def _is_default(value: Any, default: Any) -> bool:

@@ -34,9 +34,8 @@ from scipy.spatial import cKDTree
 from ..dask_client import current_client
 from ..hashing import salt, seeded_hash
 from ..tables.table import Table
-from .fold_options import check_seed
 from .kmeans import fit_centres, nearest_centre
-from .knndm_shares import SCORED, Shares, fold_shares
+from .knndm_shares import DEFAULT_SAMPLE, SCORED, Shares, check_knndm_options
 from .neighbours import (
     TREE_DIMS,
     coords_of,
@@ -50,8 +49,6 @@ from .neighbours import (
 from .prediction_area import distance_unit, prediction_parts
 
 Space = Literal["geographical", "feature"]
-#: Prediction points sampled by default (CAST's ``samplesize`` is 1000).
-DEFAULT_SAMPLE = 10_000
 #: Each candidate's k-means is fitted on at most this many training points, and on at most
 #: (second number) / clusters of them (at least 5 per cluster), with R's ``iter.max`` of 10
 #: passes: a candidate's clusters are then labelled on every point by nearest centre.
@@ -342,19 +339,12 @@ def _check(
 ) -> tuple[tuple[str, ...], Shares, int]:
     """The distance columns, the fold sizes allowed (``folds``: n_folds, maxp, test_prop,
     test_tolerance) and the seed; every option refused before anything is read unless it is
-    what ``knndm_folds`` documents."""
+    what ``knndm_folds`` documents (``check_knndm_options``)."""
     coords = coords_of(table, "knndm_folds")
-    if space not in ("geographical", "feature"):
-        raise ValueError(f"space={space!r}: choose 'geographical' or 'feature'")
-    shares = fold_shares(*folds)
-    check_count(counts["sample"], "sample", 10, "prediction points")
-    check_count(counts["n_candidates"], "n_candidates", 1, "cluster counts tried")
-    least = shares.n_folds
-    check_count(counts["max_clusters"], "max_clusters", least, "clusters (n_folds or more)")
-    check_count(cv_sample, "cv_sample", 10, "training points")
+    shares, seed = check_knndm_options(space, seed, counts, cv_sample, folds)
     if column in table.data.columns:
         raise ValueError(f"column {column!r} is already in the table: name another column=")
-    return (coords if space == "geographical" else table.features), shares, check_seed(seed)
+    return (coords if space == "geographical" else table.features), shares, seed
 
 
 def random_folding(raw: np.ndarray, shares: Shares, seed: int) -> Folding:
@@ -373,14 +363,6 @@ def _with_column(table: Table, data: Any, column: str, shares: Shares) -> Table:
     if shares.split:
         return replace(table, data=data, files=None)
     return table.with_fold(data, column)
-
-
-def check_count(value: Any, name: str, least: int, what: str) -> int:
-    """``value`` as an int of at least ``least``; anything else (floats, booleans, NaN)
-    refused, naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
-        raise ValueError(f"{name}={value!r}: need an integer of at least {least} ({what})")
-    return int(value)
 
 
 def check_distinct(raw: np.ndarray, columns: Sequence[str], n_folds: int) -> None:

@@ -1,21 +1,30 @@
 """The fold sizes a kNNDM candidate may have, after CAST's ``knndm``: K folds, none over
 ``maxp`` of the rows; or (CAST 1.1.1's ``test_prop``, ``test_tolerance``) a train/test split
 in two parts, one of which holds ``test_prop`` ± ``test_tolerance`` of the rows, the part
-nearer ``test_prop`` being the test part."""
+nearer ``test_prop`` being the test part. And the checks of kNNDM's other options that need
+no table (``check_knndm_options``), shared by ``knndm_folds`` and the ``KNNDMFolds`` design."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import dask.dataframe as dd
 import numpy as np
+import pandas as pd
+import xarray as xr
 
-from .fold_options import check_n_folds
+from ..tables.table import Table
+from .fold_options import check_n_folds, check_seed
 
 #: A candidate whose folds may be chosen (its W is compared with the others').
 SCORED = "scored"
 #: CAST's defaults: K, the largest share of one fold, a split's tolerance.
 DEFAULT_FOLDS, DEFAULT_MAXP, DEFAULT_TOLERANCE = 10, 0.5, 0.1
+#: Prediction points kNNDM samples by default (CAST's ``samplesize`` is 1000).
+DEFAULT_SAMPLE = 10_000
 #: Slack of a split's bounds: test_prop ± test_tolerance in floats (0.3 + 0.1 is
 #: 0.39999...) must keep a part of exactly 0.4 (CAST adds such a slack where maxp is 1/2).
 SLACK = 1e-9
@@ -103,6 +112,58 @@ def fold_shares(n_folds: Any, maxp: Any, test_prop: Any, test_tolerance: Any) ->
             f"{min(test_prop, 1 - test_prop):g}"
         )
     return Shares(2, float(high), float(low), float(test_prop))
+
+
+def check_knndm_options(
+    space: Any,
+    seed: Any,
+    counts: Mapping[str, Any],
+    cv_sample: Any,
+    folds: tuple[Any, Any, Any, Any],
+) -> tuple[Shares, int]:
+    """The fold sizes allowed (``folds``: n_folds, maxp, test_prop, test_tolerance) and the
+    seed, after refusing, by name, any option of ``knndm_folds`` that needs no table and is
+    not what it documents: ``space``, ``seed``, ``counts`` (``sample``, ``n_candidates``,
+    ``max_clusters``) and ``cv_sample``."""
+    if space not in ("geographical", "feature"):
+        raise ValueError(f"space={space!r}: choose 'geographical' or 'feature'")
+    shares = fold_shares(*folds)
+    check_count(counts["sample"], "sample", 10, "prediction points")
+    check_count(counts["n_candidates"], "n_candidates", 1, "cluster counts tried")
+    least = shares.n_folds
+    check_count(counts["max_clusters"], "max_clusters", least, "clusters (n_folds or more)")
+    check_count(cv_sample, "cv_sample", 10, "training points")
+    return shares, check_seed(seed)
+
+
+def check_prediction(prediction: Any, caller: str) -> Any:
+    """``prediction`` if it can be a prediction area (a Table, a pandas or Dask DataFrame,
+    an xarray Dataset raster or a path), checked before it is read; else an error naming
+    ``prediction`` and what ``caller`` takes."""
+    if prediction is None:
+        raise ValueError(
+            f"{caller} needs prediction= (the prediction area; soak evaluate: --prediction)"
+        )
+    areas = Table | pd.DataFrame | dd.DataFrame | xr.Dataset | str | os.PathLike
+    if not isinstance(prediction, areas):
+        refuse_prediction(prediction)
+    return prediction
+
+
+def refuse_prediction(prediction: Any) -> None:
+    """The error of a ``prediction`` of a type no prediction area has."""
+    raise TypeError(
+        f"prediction is a {type(prediction).__name__}: give a Table, a pandas/Dask "
+        "DataFrame, an xarray Dataset raster or a path"
+    )
+
+
+def check_count(value: Any, name: str, least: int, what: str) -> int:
+    """``value`` as an int of at least ``least``; anything else (floats, booleans, NaN)
+    refused, naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+        raise ValueError(f"{name}={value!r}: need an integer of at least {least} ({what})")
+    return int(value)
 
 
 def _number(value: Any) -> bool:

@@ -41,6 +41,7 @@ from .folds import (
     table_partition_rows,
     table_strata,
 )
+from .knndm_shares import DEFAULT_SAMPLE, check_knndm_options, check_prediction
 from .overlap import degree_frame
 from .plan import Fit, Plan, Selection, Term, build_plan
 from .shares import add_draws, partition_starts, with_columns
@@ -177,8 +178,6 @@ class KFoldDesign(Design):
     KFoldDesign(n_folds=10, n_repeats=2)
     """
 
-    outer = "cv"
-
     def __init__(
         self,
         n_folds: int = 5,
@@ -269,8 +268,6 @@ class Subsampling(KFoldDesign):
     to train, class-stratified within each subset (whole groups with a group column, the share
     of rows to within a group); every repeat's key in one pass."""
 
-    outer = "subsampling"
-
     def __init__(self, n_repeats: int = 5, train_ratio: float = 0.8, seed: int = 1) -> None:
         if not (isinstance(train_ratio, float | int) and 0 < train_ratio < 1):
             raise ValueError(f"train_ratio={train_ratio!r}: need a number between 0 and 1")
@@ -317,8 +314,6 @@ class FiveByTwoCV(KFoldDesign):
     (FiveByTwoCV(), FiveByTwoCV(seed=2, n_repeats=10))
     """
 
-    outer = "5x2cv"
-
     def __init__(
         self,
         seed: int = 1,
@@ -340,8 +335,8 @@ class FiveByTwoCV(KFoldDesign):
 class LeaveOneGroupOutDesign(Design):
     """One fold per group (needs a group column); ``loo`` on a grouped table is this."""
 
-    outer = "lodo"
     n_repeats = 1
+    batched = True  # one fit per group: many small fits
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with each group's number as its fold; ``learned_``: the groups."""
@@ -370,8 +365,8 @@ class LeaveOneGroupOutDesign(Design):
 class LeaveOneOutDesign(Design):
     """One fold per row, for very small data (at most ``LOO_MAX_ROWS`` rows)."""
 
-    outer = "loo"
     n_repeats = 1
+    batched = True  # one fit per row
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with each row's position as its fold (each group's number with a group
@@ -403,7 +398,7 @@ class Bootstrap(Design):
     Poisson(1) times -- the row weights of an unbounded bootstrap, drawn row by row from a
     seeded hash, so no task needs the whole table; models are scored out of bag."""
 
-    outer = "bootstrap"
+    resubstitution = True  # the .632 estimates weigh the out-of-bag scores with these
 
     def __init__(self, n_repeats: int = 10, seed: int = 1) -> None:
         self.n_repeats = _positive(n_repeats, "outer_repeats")
@@ -429,15 +424,118 @@ class Bootstrap(Design):
         return build_plan(rows, tests, {"repeat": list(range(1, self.n_repeats + 1)), "fold": [1]})
 
 
-def outer_design(outer: str, seed: int, options: Mapping[str, Any]) -> Design:
+class KNNDMFolds(Design):
+    """K-fold cross-validation on kNNDM folds (Linnenbrink et al. 2024): folds whose test
+    -> train nearest-neighbour distances match those from ``prediction``, the area the
+    model will predict, to the training points (``soak_dask.knndm_folds`` chooses them in
+    ``add_keys``: same seed, same folds, whatever the partitioning). Needs a table loaded
+    with ``coords=``; a group column's groups are kept whole. ``evaluate(outer="knndm")``
+    runs this design.
+
+    Parameters
+    ----------
+    prediction : Table, DataFrame, xarray.Dataset or path
+        The prediction area (see ``soak_dask.knndm_folds``); read in ``add_keys``.
+    n_folds : int
+        K (default 5, as ``evaluate``'s ``outer_folds``).
+    seed : int
+        Seed of the prediction sample, the k-means candidates and random folds.
+    space, sample, maxp, n_candidates, max_clusters, cv_sample
+        As for ``soak_dask.knndm_folds``.
+    client : distributed.Client, optional
+        Where the candidates are scored (default: the current client, if any).
+
+    Attributes
+    ----------
+    W_, W_random_ : float
+        After ``add_keys``: the Wasserstein distance between the prediction area's and the
+        folds' nearest-neighbour distances, of the folds chosen and of random folds.
+    result_ : KNNDMResult
+        After ``add_keys``: everything ``knndm_folds`` returned (candidates, distances).
+
+    Examples
+    --------
+    >>> KNNDMFolds("area.parquet", n_folds=4, maxp=0.4)
+    KNNDMFolds(prediction='area.parquet', n_folds=4, maxp=0.4)
+    >>> KNNDMFolds("area.parquet", maxp=0.1)
+    Traceback (most recent call last):
+    ...
+    ValueError: maxp=0.1: need 1/n_folds < maxp < 1 (CAST's default 0.5)
+    """
+
+    n_repeats = 1
+    W_: float
+    W_random_: float
+
+    def __init__(
+        self,
+        prediction: Any,
+        n_folds: int = 5,
+        seed: int = 1,
+        *,
+        space: str = "geographical",
+        sample: int = DEFAULT_SAMPLE,
+        maxp: float | None = None,
+        n_candidates: int = 100,
+        max_clusters: int = 2000,
+        cv_sample: int = 20_000,
+        client: Any = None,
+    ) -> None:
+        self.prediction = check_prediction(prediction, "KNNDMFolds")
+        counts = {"sample": sample, "n_candidates": n_candidates, "max_clusters": max_clusters}
+        folds = (n_folds, maxp, None, None)
+        shares, self.seed = check_knndm_options(space, seed, counts, cv_sample, folds)
+        self.n_folds, self.maxp = shares.n_folds, maxp
+        self.space, self.sample, self.cv_sample = space, sample, cv_sample
+        self.n_candidates, self.max_clusters, self.client = n_candidates, max_clusters, client
+        self.result_ = None
+
+    def add_keys(self, table: Table) -> Table:
+        """``table`` with its kNNDM fold column (``knndm_folds``: geographical or feature
+        space); ``learned_``: K; ``W_``, ``W_random_`` and ``result_`` set. A table with a fold
+        column is refused (these folds would replace it)."""
+        from .knndm import knndm_folds  # numba and k-means: loaded when folds are drawn
+
+        if table.fold is not None:
+            raise ValueError(
+                f"kNNDM assigns the folds, and the table has the fold column {table.fold!r}: "
+                "load it without fold="
+            )
+        options = {k: v for k, v in self.get_params().items() if k != "prediction"}
+        column = key_name("fold", 1)
+        res = knndm_folds(table, self.prediction, column=column, **options)
+        self.result_, self.W_, self.W_random_ = res, res.W, res.W_random
+        self.learned_ = {"outer_folds": res.n_folds}
+        return replace(res.table, fold=None, fold_counts=None, files=None)
+
+    plan = KFoldDesign.plan
+
+    def recorded(self) -> dict[str, Any]:
+        """The folds' ``knndm_*`` attrs (``KNNDMResult.attrs``: W, W of random folds, the
+        clusters, the unit ...), once ``add_keys`` drew them."""
+        return {} if self.result_ is None else self.result_.attrs()
+
+    def notes(self) -> list[str]:
+        """The W of the folds chosen beside random folds' (``knndm_note``)."""
+        if self.result_ is None:
+            return []
+        from .knndm import knndm_note
+
+        return [knndm_note(self.recorded())]
+
+
+def outer_design(outer: str, seed: int, options: Mapping[str, Any], client: Any = None) -> Design:
     """The builder of ``evaluate``'s ``outer`` strategy from the options it reads: as
     ``soak_dask.settings.check_design_options(outer, ...)`` returns them (it refuses those the
-    strategy would ignore and gives those not given the strategy's value)."""
+    strategy would ignore and gives those not given the strategy's value). ``client``: where
+    kNNDM scores its candidates (default: the current client)."""
     if outer == "5x2cv":
         return FiveByTwoCV(
             seed, options["outer_repeats"], options["balance"], options["group_assignment"]
         )
-    if outer in ("cv", "repeated_cv", "knndm"):
+    if outer == "knndm":
+        return KNNDMFolds(options["prediction"], options["outer_folds"], seed, client=client)
+    if outer in ("cv", "repeated_cv"):
         repeats = options["outer_repeats"] if outer == "repeated_cv" else 1
         dealt = {k: options[k] for k in ("balance", "group_assignment") if k in options}
         return KFoldDesign(options["outer_folds"], repeats, seed, **dealt)

@@ -26,6 +26,7 @@ import xarray as xr
 
 from ..tables.crs import as_crs, crs_name, crs_unit, parquet_crs
 from ..tables.table import Table
+from .knndm_shares import refuse_prediction
 from .neighbours import table_parts
 
 #: The prediction area, as messages name it.
@@ -92,10 +93,7 @@ def _parts(prediction: Any, columns: Sequence[str], space: str) -> list[Any]:
     elif isinstance(prediction, dd.DataFrame):
         data = prediction
     else:
-        raise TypeError(
-            f"prediction is a {type(prediction).__name__}: give a Table, a pandas/Dask "
-            "DataFrame, an xarray Dataset raster or a path"
-        )
+        refuse_prediction(prediction)
     missing = [c for c in columns if c not in data.columns]
     if missing:
         what = "coordinate" if space == "geographical" else "feature"

@@ -115,6 +115,10 @@ CASES = {
         {"n_folds": 4, "n_repeats": 2, "balance": "overlap"},
         ({"balance": "classes"}, "balance"),
     ),
+    "KNNDMFolds": (
+        {"prediction": "area.parquet", "n_folds": 4, "maxp": 0.4, "space": "feature"},
+        ({"n_candidates": 0}, "n_candidates"),
+    ),
     "LeaveOneGroupOutDesign": ({}, None),
     "LeaveOneOutDesign": ({}, None),
     "SameOtherAll": (
