@@ -44,10 +44,12 @@ MAX_LINES = 60
 
 #: Floors, lowest first: a module may import from its own floor and those below it.
 #: Results sit above the run path (``run/`` writes through a store it should not need
-#: ``results/`` for); designs built on the run path (transfer, diagnostics, spatial) sit beside
-#: the results they render; the command line is on top. ``io`` (locations, the checks before
-#: writing, the output-directory rule) sits beside ``tables``: ``learn/`` saves models by it and
-#: ``run/`` writes checkpoints through it.
+#: ``results/`` for); designs built on the run path (transfer, diagnostics, spatial) sit above
+#: the results they render, each defining its own kinds of result for the registry in
+#: ``results/`` (``results.registry``), which knows none of them; ``result_kinds`` registers
+#: them all, one line each, above every package that defines one; the command line is on top.
+#: ``io`` (locations, the checks before writing, the output-directory rule) sits beside
+#: ``tables``: ``learn/`` saves models by it and ``run/`` writes checkpoints through it.
 #: ``stats`` (tests on plain arrays, needing only ``schema``) is on the ground floor, below
 #: ``run/`` (``evaluate`` counts McNemar's cells) and ``results/`` (``compare``, ``pvalues``).
 #: ``dask_client`` (the client in use) is there too: kNNDM's folds in ``split/`` send their
@@ -58,7 +60,9 @@ FLOORS: list[set[str]] = [
     {"tables", "io"},
     {"learn", "split", "compiled"},
     {"run", "settings"},
-    {"results", "diagnose", "pooling", "spatial"},
+    {"results"},
+    {"diagnose", "pooling", "spatial"},
+    {"result_kinds"},
     {"app"},
 ]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -71,6 +70,7 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     ``mai.png`` to ``--out``; print the table."""
     settings = run_settings(args, NAME)  # checked before the engine loads
     from ..diagnose.mai import compare_sampling, mai_summary, mai_table
+    from ..diagnose.sampling_report import notes_text
     from ..run.cluster import connect, make_security
     from ..tables.load import load_table
 
@@ -91,17 +91,6 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
         print(f"\n{notes}")
     print(f"\n{out.path}")
     print(f"HTML report: soak report {out.path / STORE} --out REPORT_DIR")
-
-
-def notes_text(res: Any) -> str:
-    """Each method's notes from the result's attrs (e.g. MDC on a sample changes the
-    method), one paragraph per method; empty when there are none."""
-    from ..diagnose.sampling_report import method_notes
-
-    notes = method_notes(res)
-    return "\n".join(
-        textwrap.fill(f"Note, {method}: {text}", 100) for method, text in notes.items()
-    )
 
 
 def write_outputs(out: Any, res: Any, frame: Any, summary: Any) -> None:

@@ -77,6 +77,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     settings = run_settings(args, COMMAND)  # checked before the engine loads
     from ..diagnose.sensitivity import DEFAULTS
     from ..diagnose.sensitivity import split_sensitivity as run
+    from ..diagnose.sensitivity_report import sensitivity_text
     from ..learn.measures import check_measures
     from ..run.cluster import connect, make_security
     from .table_input import open_table, table_settings
@@ -100,7 +101,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
         ds = run(table, **options, client=client)
     write_outputs(ds, out)
     discard(settings.checkpoint, checkpoint)
-    print(summary_text(ds))
+    print(sensitivity_text(ds))
     print(f"\nFiles: {', '.join(str(out.path / name) for name in FILES)}")
     print(f"HTML report: soak report {out.path / STORE} --out REPORT_DIR")
 
@@ -126,20 +127,3 @@ def write_outputs(ds: xr.Dataset, out: str | Path | OutputDir) -> None:
         plt.close(fig)
     save_results(ds, out.claim(STORE))
     out.finish()
-
-
-def summary_text(ds: xr.Dataset) -> str:
-    """The per-ratio summary as a few lines of text, and the recommended ratios."""
-    from ..diagnose.sensitivity import split_sensitivity_summary
-    from ..diagnose.sensitivity_report import caveat_text, ratio_table
-
-    table = split_sensitivity_summary(ds)
-    chosen = ", ".join(ds.attrs["recommended"]) if ds.attrs["recommended"] else "none"
-    head = (
-        f"{ds.attrs['learner']}, {ds.attrs['measure']} (mean ± SD over {ds.sizes['trial']} "
-        f"trials per ratio, {ds.attrs['n_folds']}-fold CV on each train part)"
-    )
-    return (
-        f"{head}\n{ratio_table(table).to_string(index=False)}\nRecommended ratio(s): {chosen}\n"
-        f"{textwrap.fill(caveat_text(table), 100)}"
-    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import os
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +25,7 @@ from ..results.pages import Page, PageFigure, PageSection, PageTable
 from .mai import mai_summary, mai_table
 from .sampling_plot import plot_mai
 
-__all__ = ["data_name", "method_notes", "sampling_page"]
+__all__ = ["data_name", "method_notes", "notes_text", "sampling_page", "sampling_text"]
 
 _EXPLANATION = """
 <p>Each <b>sampling method</b> draws one train/test split of the rows (a share <i>t</i>
@@ -56,6 +57,23 @@ def data_name(ds: xr.Dataset) -> str:
 def method_notes(ds: xr.Dataset) -> dict[str, str]:
     """Each method's note (e.g. MDC on a sample changes the method), by method; {} when none."""
     return {str(k): str(v) for k, v in json_attr(ds.attrs.get("notes") or "{}").items()}
+
+
+def notes_text(ds: xr.Dataset) -> str:
+    """Each method's notes from the result's attrs (e.g. MDC on a sample changes the
+    method), one paragraph per method, as ``soak compare-sampling`` prints them; empty when
+    there are none."""
+    return "\n".join(
+        textwrap.fill(f"Note, {method}: {text}", 100) for method, text in method_notes(ds).items()
+    )
+
+
+def sampling_text(ds: xr.Dataset) -> str:
+    """What ``soak report`` of a ``compare_sampling`` store prints: the MAI table, then the
+    methods' notes."""
+    table = mai_table({data_name(ds): ds}).round(3).to_string()
+    notes = notes_text(ds)
+    return table + (f"\n\n{notes}" if notes else "")
 
 
 def sampling_page(ds: xr.Dataset) -> Page:

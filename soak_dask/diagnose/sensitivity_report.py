@@ -5,6 +5,7 @@ the per-ratio summary and every trial, on the one page skeleton of ``soak_dask.r
 from __future__ import annotations
 
 import html
+import textwrap
 
 import pandas as pd
 import xarray as xr
@@ -14,7 +15,7 @@ from ..results.pages import Page, PageFigure, PageSection, PageTable
 from .sensitivity import RATIO_STATISTICS, split_sensitivity_summary, split_sensitivity_trials
 from .sensitivity_plot import plot_split_sensitivity
 
-__all__ = ["caveat_text", "ratio_table", "split_sensitivity_page"]
+__all__ = ["caveat_text", "ratio_table", "sensitivity_text", "split_sensitivity_page"]
 
 _EXPLANATION = """
 <p>Each <b>trial</b> is a seeded random split of the rows: a share <i>r</i> (the <b>ratio</b>)
@@ -161,3 +162,18 @@ def _settings(ds: xr.Dataset) -> str:
     )
     rows.append(("Columns", f"<ul>{glossary}</ul>"))
     return settings_table(rows + versions_row(a), a, _KNOWN)
+
+
+def sensitivity_text(ds: xr.Dataset) -> str:
+    """What ``soak split-sensitivity`` (and ``soak report`` of its store) prints: the
+    per-ratio summary as a few lines of text, and the recommended ratios."""
+    table = split_sensitivity_summary(ds)
+    chosen = ", ".join(ds.attrs["recommended"]) if ds.attrs["recommended"] else "none"
+    head = (
+        f"{ds.attrs['learner']}, {ds.attrs['measure']} (mean ± SD over {ds.sizes['trial']} "
+        f"trials per ratio, {ds.attrs['n_folds']}-fold CV on each train part)"
+    )
+    return (
+        f"{head}\n{ratio_table(table).to_string(index=False)}\nRecommended ratio(s): {chosen}\n"
+        f"{textwrap.fill(caveat_text(table), 100)}"
+    )

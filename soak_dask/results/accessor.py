@@ -1,10 +1,12 @@
 """The ``Dataset.soak`` accessor: statistics and figures on every kind of result.
 
 One accessor serves every kind (``ds.soak.kind``: ``attrs["design"]``): ``summary()`` and
-``pvalues()`` dispatch on it (SOAK's summary and tests; evaluate's mean ± SD; a transfer
-matrix's or a subset search's paired tests; a split-sensitivity's per-ratio summary; a sampling
-comparison's MAI table); ``by_fold()`` and ``compare()`` belong to evaluate results, and each
-says which to call on the other kinds.
+``pvalues()`` are those of the result's registered kind (``soak_dask.results.registry``:
+SOAK's summary and tests; evaluate's mean ± SD; a transfer matrix's or a subset search's
+paired tests; a split-sensitivity's per-ratio summary; a sampling comparison's MAI table);
+``by_fold()`` and ``compare()`` belong to evaluate results, and each says which to call on the
+other kinds. ``import soak_dask`` registers the accessor, whose first use registers the
+built-in kinds (``soak_dask.result_kinds``).
 """
 
 from __future__ import annotations
@@ -14,43 +16,8 @@ from typing import Any
 import pandas as pd
 import xarray as xr
 
-from . import comparisons, kinds, paired_tests, summaries
-from .store import result_kind
-
-
-def _transfer_tests(ds: xr.Dataset, measures: Any) -> pd.DataFrame:
-    from ..pooling.matrix import transfer_pvalues
-
-    return transfer_pvalues(ds, measures if isinstance(measures, str | None) else measures[0])
-
-
-def _search_tests(ds: xr.Dataset, measures: Any) -> pd.DataFrame:
-    from ..pooling.search import search_pvalues
-
-    return search_pvalues(ds)
-
-
-def _sensitivity_summary(ds: xr.Dataset, measures: Any) -> pd.DataFrame:
-    from ..diagnose.sensitivity import split_sensitivity_summary
-
-    return split_sensitivity_summary(ds)
-
-
-def _mai(ds: xr.Dataset, measures: Any) -> pd.DataFrame:
-    from ..diagnose.mai import mai_table
-
-    return mai_table({str(ds.attrs.get("source", "results")): ds})
-
-
-#: The summary of each kind of result other than SOAK's and evaluate's.
-_SUMMARIES = {
-    "transfer": _transfer_tests,
-    "search_subsets": _search_tests,
-    "split_sensitivity": _sensitivity_summary,
-    "compare_sampling": _mai,
-}
-#: The paired tests of each kind of result other than SOAK's.
-_TESTS = {"transfer": _transfer_tests, "search_subsets": _search_tests}
+from . import comparisons, summaries
+from .registry import kind_of, result_kind
 
 
 class SoakAccessor:
@@ -64,7 +31,8 @@ class SoakAccessor:
     @property
     def kind(self) -> str:
         """The kind of result: ``soak``, ``evaluate``, ``transfer``, ``search_subsets``,
-        ``split_sensitivity`` or ``compare_sampling`` (``soak_dask.results.store.result_kind``)."""
+        ``split_sensitivity``, ``compare_sampling`` or a kind registered since
+        (``soak_dask.results.registry.result_kind``)."""
         return result_kind(self._ds)
 
     def pvalues(
@@ -83,17 +51,19 @@ class SoakAccessor:
         subset) have nothing to compare: a warning says so and the frame is empty; use
         ``summary()``. Evaluate results compare learners instead: use ``compare()``. A transfer
         matrix: ``transfer_pvalues`` (each cell against the diagonal); a subset search:
-        ``search_pvalues`` (greedy against same and all).
+        ``search_pvalues`` (greedy against same and all); both take ``alpha`` and ``margin``
+        and refuse SOAK's options. Any kind: its registered ``tests``
+        (``soak_dask.results.registry``); a kind without says what to call instead.
         """
-        if self.kind in _TESTS:
-            return _TESTS[self.kind](self._ds, measures)
-        if self.kind in _SUMMARIES:
-            raise ValueError(
-                f"{self.kind} results hold no paired test; ds.soak.summary() summarises them"
-            )
-        return paired_tests.pvalues(
-            self._ds, measures, corrected=corrected, adjust=adjust, **kwargs
-        )
+        kind = kind_of(self._ds)
+        if kind.tests is None:
+            raise ValueError(f"{kind.name} results hold no paired test; {kind.instead}")
+        options = dict(kwargs)  # only the options given: each kind's tests take their own
+        if corrected:
+            options["corrected"] = corrected
+        if adjust is not None:
+            options["adjust"] = adjust
+        return kind.tests(self._ds, measures, **options)
 
     def summary(self, measures: Any = None) -> pd.DataFrame:
         """Mean ± SD over folds.
@@ -102,13 +72,10 @@ class SoakAccessor:
         test rows (``soak_dask.results.stats.summary``). Evaluate results: per learner ×
         measure, with the test split's interval (``soak_dask.results.stats.evaluation_summary``).
         Other kinds: a transfer matrix's ``transfer_pvalues`` (each cell's mean and test), a
-        subset search's ``search_pvalues``, ``split_sensitivity_summary``, ``mai_table``.
+        subset search's ``search_pvalues``, ``split_sensitivity_summary``, ``mai_table``; a
+        kind registered since, its ``summary`` (``soak_dask.results.registry``).
         """
-        if self.kind in _SUMMARIES:
-            return _SUMMARIES[self.kind](self._ds, measures)
-        if kinds.is_evaluation(self._ds):
-            return summaries.evaluation_summary(self._ds, measures)
-        return summaries.summary(self._ds, measures)
+        return kind_of(self._ds).summary(self._ds, measures)
 
     def by_fold(self, measures: Any = None) -> pd.DataFrame:
         """Every existing (learner, repeat, fold) cell of an evaluate result; see

@@ -18,6 +18,7 @@ from ..schema import EVALUATION_DIMS, NON_MEASURE_VARS, REFERENCE, RESULT_DIMS
 from ..tables.checks import UNEQUAL_FOLDS
 
 __all__ = [
+    "EVALUATION_INSTEAD",
     "as_name_list",
     "coord_values",
     "is_evaluation",
@@ -28,6 +29,12 @@ __all__ = [
     "validate_evaluation",
     "validate_results",
 ]
+
+#: What to call on evaluate results instead of SOAK's statistics.
+EVALUATION_INSTEAD = (
+    "these are evaluate() results: use evaluation_summary(), by_fold() or compare() "
+    "(ds.soak.summary(), .by_fold(), .compare(a, b, measure))"
+)
 
 # Variables of an evaluate result that derive from a measure (bootstrap designs): summarised
 # and compared beside it by default.
@@ -107,10 +114,7 @@ def is_evaluation(ds: xr.Dataset) -> bool:
 def _other_kind_hint(ds: xr.Dataset, dims: tuple[str, ...]) -> str:
     """What to call instead when `ds` is the other kind of result than `dims` describes."""
     if dims == RESULT_DIMS and (is_evaluation(ds) or "repeat" in ds.dims):
-        return (
-            "; these are evaluate() results: use evaluation_summary(), by_fold() or "
-            "compare() (ds.soak.summary(), .by_fold(), .compare(a, b, measure))"
-        )
+        return f"; {EVALUATION_INSTEAD}"
     if dims == EVALUATION_DIMS and "train_type" in ds.dims:
         return "; these are soak() results: use pvalues() or summary()"
     return ""

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -30,7 +30,18 @@ from .html import (
     write_tables,
 )
 
-__all__ = ["PAGE_FILE", "Page", "PageFigure", "PageSection", "PageTable", "write_page"]
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = [
+    "PAGE_FILE",
+    "Page",
+    "PageFigure",
+    "PageSection",
+    "PageTable",
+    "write_page",
+    "write_result_page",
+]
 
 #: The page's file name in the report directory (as SOAK's, evaluate's and transfer's).
 PAGE_FILE = "report.html"
@@ -120,6 +131,17 @@ def write_page(
     path.write_text(text, encoding="utf-8")
     od.finish()
     return path
+
+
+def write_result_page(
+    ds: xr.Dataset, out: str | os.PathLike, overwrite: bool, build: Callable[[xr.Dataset], Page]
+) -> Path:
+    """``build(ds)``'s page written into the report directory ``out`` (``write_page``), ``out``
+    checked first, before the page's tables are computed, and never the input table
+    ``ds.attrs["source"]``: the report of a kind of result whose page is a ``Page``
+    (``soak_dask.results.registry``; messages name ``--overwrite``, soak report's option)."""
+    od = prepare_report_dir(out, overwrite, "--overwrite", ds.attrs.get("source"))
+    return write_page(build(ds), od)
 
 
 def _section_html(od: OutputDir, section: PageSection, files: list[str]) -> str:

@@ -23,6 +23,7 @@ from ..io.outdir import OutputDir
 from ..schema import MEASURE_NAMES
 from ..tables.checks import UNEQUAL_FOLDS, unequal_folds_warning
 from ..tables.roles import coordinates_warning
+from .applicability import aoa_section
 from .evaluation_report import write_evaluation_report
 from .html import (
     attr_names,
@@ -480,8 +481,6 @@ def write_report(
         )
         figures = [f"soak_{m}_learners"] if plain else [f"soak_{m}", f"soak_{m}_learners"]
         files += [f"{name}.{ext}" for name in figures for ext in ("png", "svg")]
-    from ..spatial.aoa_coverage import aoa_section  # results of aoa_coverage only
-
     sections.append(aoa_section(ds, names[0]))
     page = out.claim("report.html")
     page.write_text(_page(ds, sections, names, files), encoding="utf-8")

@@ -38,7 +38,8 @@ from ..run.assemble import RESULTS_TITLE as RESULTS_TITLE
 from ..run.assemble import build_dataset as build_dataset
 from ..run.assemble import encode_attrs as encode_attrs
 from ..run.assemble import package_versions as package_versions
-from ..schema import COUNTS, DESIGN_ALIASES, DESIGN_DIMS, RESULT_DIMS, TIMINGS, TRAIN_TYPES
+from ..schema import COUNTS, DESIGN_DIMS, RESULT_DIMS, TIMINGS, TRAIN_TYPES
+from .registry import kind_name, registered, result_kind
 
 #: Root attribute marking a store written by ``save_results``; its value, the format version:
 #: 2 since stores are written whole and checksummed (``soak_dask.io.stores``).
@@ -169,7 +170,9 @@ def open_results(
     with a ``StoreError`` (a ``ValueError``) naming it and what is wrong. A store written by
     soak_dask before stores were checksummed cannot be checked; it is refused too, unless
     ``allow_unverified=True``. Raises a ``FileNotFoundError`` for a missing path and a
-    ``ValueError`` for one that is not a results store.
+    ``ValueError`` for one that is not a results store, or holds a kind of result this
+    soak_dask does not know: a built-in one or one registered by
+    ``soak_dask.results.registry.register_kind``, whose dims the store must have.
 
     ``path`` may also be the output directory of a command that saves its result as a store
     beside its other files (``soak split-sensitivity``, ``soak compare-sampling``): the one
@@ -199,12 +202,14 @@ def open_results(
             "save_results"
         ) from err
     kind = result_kind(ds)
-    if kind not in DESIGN_DIMS:
+    known = {**DESIGN_DIMS, **{name: k.dims for name, k in registered().items()}}
+    if kind not in known:
         raise ValueError(
             f"{where} holds results of the unknown kind design={kind!r}; this soak_dask reads "
-            f"{list(DESIGN_DIMS)} (a newer version may have written it)"
+            f"{list(known)} (a newer version may have written it, or a kind registered by "
+            "soak_dask.results.registry.register_kind: register it first)"
         )
-    missing = [d for d in DESIGN_DIMS[kind] if d not in ds.dims]
+    missing = [d for d in known[kind] if d not in ds.dims]
     if missing:
         raise ValueError(
             f"{where} is not a soak results store: it lacks the dims {missing} of a {kind} "
@@ -231,7 +236,7 @@ def _store_in(where: Location) -> Location:
             "written before its command saved one, or by a command that saves none); run the "
             "command again, or give the path of a results store"
         )
-    kinds = [_kind(_root_attrs(e, e.kind == "directory")) for e in stores]
+    kinds = [kind_name(_root_attrs(e, e.kind == "directory")) for e in stores]
     shown = "; ".join(f"{e.shown} ({kind})" for e, kind in zip(stores, kinds, strict=True))
     raise ValueError(
         f"{where} is an output directory holding {len(stores)} results stores; give the path "
@@ -260,19 +265,6 @@ def _verify(where: Location, allow_unverified: bool) -> None:
 
 #: ``open_results`` under the name a user may guess first, beside ``save_results``.
 load_results = open_results
-
-
-def result_kind(ds: xr.Dataset) -> str:
-    """The kind of a result: its ``attrs["design"]`` (``soak``, ``evaluate``, ``transfer``,
-    ``search_subsets``, ``split_sensitivity``, ``compare_sampling``); ``soak`` for results
-    saved before SOAK's had the attribute."""
-    return _kind(ds.attrs)
-
-
-def _kind(attrs: Any) -> str:
-    """``result_kind`` from a result's attrs."""
-    kind = str(attrs.get("design", "soak"))
-    return DESIGN_ALIASES.get(kind, kind)
 
 
 def _load(where: Location, kwargs: dict[str, Any]) -> xr.Dataset:

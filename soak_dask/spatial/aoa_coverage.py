@@ -13,7 +13,6 @@ cover, 3 % outside what S covers".
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,8 +23,13 @@ import xarray as xr
 
 from ..dask_client import current_client
 from ..pooling.matrix import Transfer, default_measure, transfer_pvalues
-from ..results.stats import pvalues
-from ..results.verdicts import BETTER, EQUIVALENT, NO_EVIDENCE, WORSE, verdict
+from ..results.applicability import (
+    aoa_outside,
+    comparison_sentence,
+    first_learner,
+    share_text,
+    soak_aoa_sentences,
+)
 from ..run.fitting import select_rows
 from ..split.designs import SameOtherAll
 from ..split.folds import block_counts
@@ -34,7 +38,7 @@ from ..tables.arrays import float_array
 from ..tables.table import Table, check_table
 from .aoa import TrainDI, block_di, check_features, check_weights, train_di
 
-__all__ = ["aoa_coverage", "aoa_section", "aoa_sentences"]
+__all__ = ["aoa_coverage", "aoa_sentences"]
 
 #: Train sets larger than this are refused unless sampled (``sample=``): the training DI
 #: compares every pair of training rows.
@@ -271,50 +275,28 @@ def aoa_sentences(
 
     For a SOAK result: each test subset and each of other / all against same, e.g. "other
     fails on S (error 0.31 vs 0.12 for same, p = 0.002): 71 % of S lies outside what NE+NW
-    cover, 3 % outside what S covers" (shares of the test rows, mean over folds). For a
-    transfer result: each off-diagonal cell against the diagonal. ``learner`` default: the
-    first learner that is not featureless; ``measure`` default: the result's first.
+    cover, 3 % outside what S covers" (shares of the test rows, mean over folds;
+    ``soak_dask.results.applicability``). For a transfer result: each off-diagonal cell
+    against the diagonal. ``learner`` default: the first learner that is not featureless;
+    ``measure`` default: the result's first.
     """
     if "aoa_share" not in ds:
         raise ValueError("the results have no aoa_share: run soak_dask.aoa_coverage on them first")
     measure = measure or default_measure(ds)
-    names = [str(v) for v in ds["learner"].values]
-    learner = learner or next((n for n in names if n != "featureless"), names[0])
-    outside = 1 - ds["aoa_share"].mean("fold")
     if ds.attrs.get("design") == "transfer":
-        return _transfer_sentences(ds, outside, learner, measure, alpha)
-    tests = pvalues(ds, measures=[measure])
-    tests = tests[tests["learner"] == learner]
-    subsets = [str(s) for s in ds["test_subset"].values]
-    lines = []
-    for row in tests.itertuples():
-        s, c = str(row.test_subset), str(row.compare)
-        members = [t for t in subsets if t != s] if c == "other" else subsets
-        judged = verdict(row.mean_diff, row.p, measure, alpha)
-        lines.append(
-            _sentence(
-                c, s, judged, measure, (row.compare_mean, row.reference_mean, "for same"), row
-            )
-            + f": {_pct(outside.sel(test_subset=s, train_type=c))} of {s} lies outside what "
-            f"{'+'.join(members)} cover" + _own(outside, s)
-        )
-    return lines
+        return _transfer_sentences(ds, first_learner(ds, learner), measure, alpha)
+    return soak_aoa_sentences(ds, learner=learner, measure=measure, alpha=alpha)
 
 
-def _own(outside: xr.DataArray, s: str) -> str:
-    if "train_type" in outside.dims and "same" in outside["train_type"].values:
-        return f", {_pct(outside.sel(test_subset=s, train_type='same'))} outside what {s} covers"
-    return ""
-
-
-def _transfer_sentences(ds, outside, learner: str, measure: str, alpha: float) -> list[str]:
+def _transfer_sentences(ds: xr.Dataset, learner: str, measure: str, alpha: float) -> list[str]:
+    outside = aoa_outside(ds)
     tests = transfer_pvalues(ds, measure, alpha=alpha)
     tests = tests[(tests["learner"] == learner) & (tests["verdict"] != "same")]
     lines = []
     for row in tests.itertuples():
         t, s = str(row.train_subset), str(row.test_subset)
         lines.append(
-            _sentence(
+            comparison_sentence(
                 f"a model trained on {t}",
                 s,
                 row.verdict,
@@ -322,41 +304,8 @@ def _transfer_sentences(ds, outside, learner: str, measure: str, alpha: float) -
                 (row.compare_mean, row.reference_mean, f"trained on {s} itself"),
                 row,
             )
-            + f": {_pct(outside.sel(train_subset=t, test_subset=s))} of {s} lies outside what "
-            f"{t} covers, {_pct(outside.sel(train_subset=s, test_subset=s))} outside what {s} "
-            "covers"
+            + f": {share_text(outside.sel(train_subset=t, test_subset=s))} of {s} lies outside "
+            f"what {t} covers, {share_text(outside.sel(train_subset=s, test_subset=s))} outside "
+            f"what {s} covers"
         )
     return lines
-
-
-def _sentence(who: str, s: str, judged: str, measure: str, values: tuple, row: Any) -> str:
-    """ "other fails on S (error 0.31 vs 0.12 for same, 95 % interval of the difference 0.1 to
-    0.3, p = 0.002)": the verdict's wording (``results.verdicts``), the test's interval."""
-    verb = {
-        WORSE: "fails on",
-        BETTER: "does better on",
-        NO_EVIDENCE: "shows no evidence of a difference on",
-        EQUIVALENT: "is equivalent on",
-    }
-    value, reference, name = values
-    p_text = "p undefined" if not np.isfinite(row.p) else f"p = {row.p:.2g}"
-    if np.isfinite(row.ci_low) and np.isfinite(row.ci_high):
-        p_text = f"95 % interval of the difference {row.ci_low:.3g} to {row.ci_high:.3g}, {p_text}"
-    return f"{who} {verb[judged]} {s} ({measure} {value:.3g} vs {reference:.3g} {name}, {p_text})"
-
-
-def _pct(value: Any) -> str:
-    v = float(value)
-    return "an unknown share" if not np.isfinite(v) else f"{v:.0%}".replace("%", " %")
-
-
-def aoa_section(ds: xr.Dataset, measure: str | None = None) -> str:
-    """An HTML section of ``aoa_sentences`` for the SOAK report (empty without ``aoa_share``)."""
-    if "aoa_share" not in ds:
-        return ""
-    items = "".join(f"<li>{html.escape(s)}</li>" for s in aoa_sentences(ds, measure=measure))
-    return (
-        '<h2 id="aoa">Area of applicability</h2>\n<p>Share of each test block inside the area '
-        "of applicability (Meyer &amp; Pebesma 2021) of the train set that predicted it, mean "
-        f"over folds, beside the paired t-test:</p>\n<ul>{items}</ul>\n"
-    )

@@ -380,7 +380,7 @@ def test_mai_figure_is_linear_and_labels_the_points_beyond_its_range():
 
 
 def test_mdc_on_a_sample_says_it_changes_the_method():
-    from soak_dask.app.sampling_cli import notes_text
+    from soak_dask.diagnose.sampling_report import notes_text
 
     with pytest.warns(UserWarning, match="mdc: MDC needs all rows"):
         with dask.config.set(scheduler="synchronous"):

@@ -353,7 +353,7 @@ def test_figure(result, tmp_path):
 
 
 def test_summary_and_printout_give_the_test_score_level_beside_the_rule(result):
-    from soak_dask.app.sensitivity_cli import summary_text
+    from soak_dask.diagnose.sensitivity_report import sensitivity_text
 
     summary = split_sensitivity_summary(result)
     means = result["test_score"].mean("trial").values  # accuracy: higher is better
@@ -362,7 +362,7 @@ def test_summary_and_printout_give_the_test_score_level_beside_the_rule(result):
     assert list(summary.columns).index("test_score_behind_best") == (
         list(summary.columns).index("test_score_sd") + 1
     )
-    printed = " ".join(summary_text(result).split())  # the caveat is wrapped
+    printed = " ".join(sensitivity_text(result).split())  # the caveat is wrapped
     best = f"{RATIOS[int(np.argmax(means))]:g}"
     assert "ignores how good the model is and favours small ratios" in printed
     assert f"Best mean test score: ratio {best}" in printed and "behind_best" in printed

@@ -16,7 +16,7 @@ from scipy.spatial.distance import cdist
 from scipy.stats import wasserstein_distance
 
 import soak_dask as sd
-from soak_dask.app.render import evaluation_printout
+from soak_dask.results.soak_kinds import evaluation_printout
 from soak_dask.split.fold_file import ROW, write_fold_file
 from soak_dask.split.knndm import assess_candidate, knndm_note, merge_clusters
 from soak_dask.split.knndm_shares import SCORED, Shares, fold_shares

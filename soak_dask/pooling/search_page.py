@@ -10,10 +10,10 @@ import html
 
 import xarray as xr
 
-from ..pooling.plot import plot_search
-from ..pooling.search import check_search, search_pools, search_pvalues, search_stability
 from ..results.html import code, estimators_row, settings_table, versions_row
 from ..results.pages import Page, PageFigure, PageSection, PageTable
+from .plot import plot_search
+from .search import check_search, search_pools, search_pvalues, search_stability
 
 __all__ = ["search_page"]
 
