@@ -30,6 +30,7 @@ import xarray as xr
 from ..schema import DESIGN_ALIASES
 
 __all__ = [
+    "SUMMARY_INSTEAD",
     "ResultKind",
     "kind_name",
     "kind_of",
@@ -64,8 +65,9 @@ class ResultKind:
         report's option); returns the page's path.
     tests : callable or None
         ``tests(ds, measures, **options) -> DataFrame``: ``ds.soak.pvalues(measures, ...)``,
-        which passes ``corrected``, ``adjust`` and its other keywords as ``options``; None for
-        a kind without paired tests.
+        which passes the options it was given (``corrected``, ``adjust``, any other keyword)
+        as ``options``: a kind's tests take their own and refuse the others; None for a kind
+        without paired tests.
     instead : str
         What ``ds.soak.pvalues()`` says to call instead, for a kind without ``tests``.
     """
