@@ -34,7 +34,7 @@ from .cost import dry_running
 from .entry import entry_point
 from .final import FINAL_FIT, final_tasks
 from .fitting_options import FittingOptions
-from .session import Session, persisted, result_attrs, start
+from .session import Session, keyed_by, persisted, result_attrs, start
 from .strategies import Batched, Context, OnePass
 
 #: Title of evaluate's results.
@@ -198,7 +198,7 @@ def evaluate(
     given.update(train_ratio=train_ratio, balance=balance, group_assignment=group_assignment)
     options = check_design_options(outer, {**given, "prediction": prediction})
     _check_table_options(table, given)
-    design = outer_design(outer, seed, options, client)
+    design = outer_design(outer, seed, options)
     procedure = Procedure(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
@@ -211,7 +211,7 @@ def evaluate(
     )  # fmt: skip
     check_models_dir(models, session.estimators, table.source, apart={"checkpoint": checkpoint})
     train, held, share = _reserved(table, share, seed)
-    keyed = design.add_keys(train)
+    keyed = keyed_by(design, train, session.client)
     used = design.learned_
     # From the counts K and the folds were drawn from: no pass of its own, and no wait for the
     # persisted keys, so the first fits' pass follows the keys' at once.

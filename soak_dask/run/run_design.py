@@ -19,7 +19,7 @@ from ..split.plan import Plan
 from ..tables.table import Table
 from .entry import entry_point
 from .fitting_options import FittingOptions
-from .session import Session, assemble, persisted, result_attrs, start
+from .session import Session, assemble, keyed_by, persisted, result_attrs, start
 from .strategies import Batched
 
 
@@ -83,7 +83,7 @@ def run_design(
         table, caller, learners, measures=measures, seed=seed, error_score=error_score,
         client=client, progress=progress, checkpoint=checkpoint, fitting=fitting,
     )  # fmt: skip
-    keyed = design.add_keys(table)
+    keyed = keyed_by(design, table, session.client)
     data = persisted(keyed.data, persist, session.client)
     plan = design.plan(keyed)
     _check_incremental(session, design, plan)

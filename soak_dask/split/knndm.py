@@ -35,7 +35,7 @@ from ..dask_client import current_client
 from ..hashing import salt, seeded_hash
 from ..tables.table import Table
 from .kmeans import fit_centres, nearest_centre
-from .knndm_shares import DEFAULT_SAMPLE, SCORED, Shares, check_knndm_options
+from .knndm_shares import DEFAULT_SAMPLE, SCORED, Shares, check_knndm_options, check_prediction
 from .neighbours import (
     TREE_DIMS,
     coords_of,
@@ -661,20 +661,25 @@ def _fold_column(
     return part.assign(**{column: folding.named(folds)})
 
 
+def knndm_keys(table: Table, prediction: Any, column: str, **options: Any) -> KNNDMResult:
+    """``knndm_folds`` of a table that has no folds yet, as a design's keys (``KNNDMFolds``,
+    ``knndm_outer``): the folds in ``column``; ``options`` as ``knndm_folds`` takes them. A
+    table with a fold column is refused: these folds would replace it."""
+    if table.fold is not None:
+        raise ValueError(
+            f"kNNDM assigns the folds, and the table has the fold column {table.fold!r}: "
+            "load it without fold="
+        )
+    return knndm_folds(table, prediction, column=column, **options)
+
+
 def knndm_outer(
     table: Table, prediction: Any, n_folds: int, seed: int, client: Any = None
 ) -> tuple[Table, dict[str, Any]]:
-    """``evaluate``'s ``outer="knndm"``: the table with its kNNDM fold column (geographical
-    space; a group column's groups kept whole) and the attrs the result records
-    (``knndm_W``, ``knndm_W_random``, ...)."""
-    if prediction is None:
-        raise ValueError(
-            "outer='knndm' needs prediction= (the prediction area; soak: --prediction)"
-        )
-    if table.fold is not None:
-        raise ValueError(
-            f"outer='knndm' assigns the folds, and the table has the fold column "
-            f"{table.fold!r}: load it without fold="
-        )
-    res = knndm_folds(table, prediction, n_folds=n_folds, seed=seed, client=client)
+    """The table with its kNNDM fold column ``knndm_fold`` (geographical space; a group
+    column's groups kept whole) and the attrs a result records of them (``knndm_W``,
+    ``knndm_W_random``, ...): the folds of ``evaluate(outer="knndm")`` (its design,
+    ``KNNDMFolds``, draws them with ``knndm_keys``)."""
+    check_prediction(prediction, "outer='knndm'")
+    res = knndm_keys(table, prediction, "knndm_fold", n_folds=n_folds, seed=seed, client=client)
     return res.table, res.attrs()

@@ -1,12 +1,14 @@
 """The resampling designs of ``evaluate``: K-fold, repeated K-fold, subsampling, leave-one-out,
-leave-one-group-out and the bootstrap, and the reserved test split.
+leave-one-group-out, the bootstrap and K-fold on kNNDM folds (``KNNDMFolds``, whose folds
+``soak_dask.split.knndm`` chooses), and the reserved test split.
 
 Each builder adds its key columns on the cluster -- fold columns from ``assign_folds`` (class-
 stratified, whole groups kept together, exactly balanced), exact-share draws of
 ``soak_dask.split.shares`` (the test split and subsampling: every repeat in one pass), row
 positions, group codes, or bootstrap counts from seeded hashes -- and returns a ``Plan`` over
 them with dims (repeat, fold). Key columns are computed partition by partition from small
-tables of counts; nothing is repartitioned. The same seed gives the same splits whatever the
+tables of counts (kNNDM's: from the training points' coordinates, which its search holds on
+the client); nothing is repartitioned. The same seed gives the same splits whatever the
 partitioning or number of workers.
 """
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dask.dataframe as dd
 import numpy as np
@@ -45,6 +47,9 @@ from .knndm_shares import DEFAULT_SAMPLE, check_knndm_options, check_prediction
 from .overlap import degree_frame
 from .plan import Fit, Plan, Selection, Term, build_plan
 from .shares import add_draws, partition_starts, with_columns
+
+if TYPE_CHECKING:  # numba and k-means: the module loads when folds are drawn
+    from .knndm import KNNDMResult
 
 #: Leave-one-out is for very small data: above this many rows it is refused.
 LOO_MAX_ROWS = 2000
@@ -441,9 +446,8 @@ class KNNDMFolds(Design):
     seed : int
         Seed of the prediction sample, the k-means candidates and random folds.
     space, sample, maxp, n_candidates, max_clusters, cv_sample
-        As for ``soak_dask.knndm_folds``.
-    client : distributed.Client, optional
-        Where the candidates are scored (default: the current client, if any).
+        As for ``soak_dask.knndm_folds``. The candidates are scored on the run's client
+        (``run_design``'s, ``evaluate``'s; else the current client, if any).
 
     Attributes
     ----------
@@ -466,6 +470,7 @@ class KNNDMFolds(Design):
     n_repeats = 1
     W_: float
     W_random_: float
+    result_: KNNDMResult | None = None
 
     def __init__(
         self,
@@ -479,7 +484,6 @@ class KNNDMFolds(Design):
         n_candidates: int = 100,
         max_clusters: int = 2000,
         cv_sample: int = 20_000,
-        client: Any = None,
     ) -> None:
         self.prediction = check_prediction(prediction, "KNNDMFolds")
         counts = {"sample": sample, "n_candidates": n_candidates, "max_clusters": max_clusters}
@@ -487,23 +491,16 @@ class KNNDMFolds(Design):
         shares, self.seed = check_knndm_options(space, seed, counts, cv_sample, folds)
         self.n_folds, self.maxp = shares.n_folds, maxp
         self.space, self.sample, self.cv_sample = space, sample, cv_sample
-        self.n_candidates, self.max_clusters, self.client = n_candidates, max_clusters, client
-        self.result_ = None
+        self.n_candidates, self.max_clusters = n_candidates, max_clusters
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with its kNNDM fold column (``knndm_folds``: geographical or feature
         space); ``learned_``: K; ``W_``, ``W_random_`` and ``result_`` set. A table with a fold
         column is refused (these folds would replace it)."""
-        from .knndm import knndm_folds  # numba and k-means: loaded when folds are drawn
+        from .knndm import knndm_keys  # numba and k-means: loaded when folds are drawn
 
-        if table.fold is not None:
-            raise ValueError(
-                f"kNNDM assigns the folds, and the table has the fold column {table.fold!r}: "
-                "load it without fold="
-            )
         options = {k: v for k, v in self.get_params().items() if k != "prediction"}
-        column = key_name("fold", 1)
-        res = knndm_folds(table, self.prediction, column=column, **options)
+        res = knndm_keys(table, self.prediction, key_name("fold", 1), **options)
         self.result_, self.W_, self.W_random_ = res, res.W, res.W_random
         self.learned_ = {"outer_folds": res.n_folds}
         return replace(res.table, fold=None, fold_counts=None, files=None)
@@ -524,17 +521,16 @@ class KNNDMFolds(Design):
         return [knndm_note(self.recorded())]
 
 
-def outer_design(outer: str, seed: int, options: Mapping[str, Any], client: Any = None) -> Design:
+def outer_design(outer: str, seed: int, options: Mapping[str, Any]) -> Design:
     """The builder of ``evaluate``'s ``outer`` strategy from the options it reads: as
     ``soak_dask.settings.check_design_options(outer, ...)`` returns them (it refuses those the
-    strategy would ignore and gives those not given the strategy's value). ``client``: where
-    kNNDM scores its candidates (default: the current client)."""
+    strategy would ignore and gives those not given the strategy's value)."""
     if outer == "5x2cv":
         return FiveByTwoCV(
             seed, options["outer_repeats"], options["balance"], options["group_assignment"]
         )
     if outer == "knndm":
-        return KNNDMFolds(options["prediction"], options["outer_folds"], seed, client=client)
+        return KNNDMFolds(options["prediction"], options["outer_folds"], seed)
     if outer in ("cv", "repeated_cv"):
         repeats = options["outer_repeats"] if outer == "repeated_cv" else 1
         dealt = {k: options[k] for k in ("balance", "group_assignment") if k in options}

@@ -178,3 +178,26 @@ def test_run_design_caps_train_rows():
     table = sd.load_table(toy_table(n=120), label="y", subset="subset")
     res = sd.run_design(table, KFoldDesign(3), "lda", max_train_rows=30, progress=False)
     assert (res["n_train"].values == 30).all() and res.attrs["max_train_rows"] == 30
+
+
+def test_a_design_draws_its_keys_on_the_run_client(cluster):
+    """kNNDM scores its candidates on the current client: the run's, also when it is not the
+    default client (``session.keyed_by``)."""
+    from distributed import Client
+
+    from soak_dask.dask_client import current_client
+    from soak_dask.run.session import keyed_by
+
+    seen = []
+
+    class Noting(KFoldDesign):
+        def add_keys(self, table):
+            seen.append(current_client())
+            return table
+
+    table = sd.load_table(toy_table(n=60), label="y", subset="subset")
+    with Client(cluster, set_as_default=False) as client:
+        keyed_by(Noting(3), table, client)
+        assert seen == [client]
+    keyed_by(Noting(3), table, None)
+    assert seen[-1] is None or seen[-1] is not client
