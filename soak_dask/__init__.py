@@ -21,6 +21,7 @@ from .version import __version__ as __version__
 # included (xarray itself: 0.4 s); the accessor's modules load when it is first used.
 @_xr.register_dataset_accessor("soak")
 def _soak_accessor(ds: _xr.Dataset) -> Any:
+    from . import result_kinds  # noqa: F401  (registers the built-in kinds of result)
     from .results.accessor import SoakAccessor
 
     return SoakAccessor(ds)
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from .results.comparisons import compare
     from .results.friedman import friedman_nemenyi
     from .results.plot import plot_datasets, plot_evaluation, plot_soak
+    from .results.registry import ResultKind, kind_of, register_kind
     from .results.report import write_report
     from .results.shift import shift_summary
     from .results.stats import adjust_pvalues, by_fold, evaluation_summary, pvalues, summary
@@ -85,6 +87,7 @@ if TYPE_CHECKING:
     from .split.fold_file import attach_folds
     from .split.folds import assign_folds, block_counts
     from .split.knndm import KNNDMResult, knndm_folds
+    from .split.outer import KNNDMFolds
     from .split.plan import Plan, Selection, Term
     from .split.splitter import SameOtherAllCV
     from .tables.load import load_table

@@ -193,7 +193,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     the learners compared (the design's recommended test, with its interval)."""
     settings = run_settings(args, "evaluate")  # checked before the engine loads
     res, _, store = _run(settings, "evaluate", args.debug)
-    from .render import evaluation_printout
+    from ..results.soak_kinds import evaluation_printout
 
     print(evaluation_printout(res))
     print(f"\nResults: {store}")

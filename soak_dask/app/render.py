@@ -19,7 +19,6 @@ from pathlib import Path
 import xarray as xr
 
 # soak evaluate prints what soak report of its store prints (soak_dask.app.cli).
-from ..results.soak_kinds import evaluation_printout as evaluation_printout
 
 #: What a renderer returns: the text to print and the main file written.
 Rendered = tuple[str, Path]
