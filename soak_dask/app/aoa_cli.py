@@ -9,8 +9,8 @@ expected-error layer in the store, beside DI/AOA, and its figure (``error_profil
 A Zarr store also keeps the training points (``--points``) and the profile's windows, so that
 ``soak report`` draws the same page from it alone.
 
-``add_parser(command)`` registers the sub-command with the ``soak`` parser;
-``aoa_command(args)`` runs it.
+``aoa_command(args)`` runs it (``soak_dask.app.commands`` declares it, its flags are
+``spatial_flags.add_aoa_flags``).
 """
 
 from __future__ import annotations
@@ -19,142 +19,20 @@ import argparse
 import json
 import os
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .flags import add_output, check_command_out
+from .flags import check_command_out
 
 if TYPE_CHECKING:
     import xarray as xr
 
-COMMAND = "aoa"
-HELP = (
-    "area of applicability: the dissimilarity index of a raster or table against a training "
-    "table (Meyer & Pebesma 2021, as CAST); writes the DI/AOA store and a map"
-)
 SETTINGS_FILE = "aoa.json"
 GENERATOR = "soak_dask aoa"
 #: The writer its output directory's manifest names.
 WRITER = "soak aoa"
 #: Extensions of a GeoTIFF raster given as NEW.
 _TIF = (".tif", ".tiff")
-
-
-def _names(text: str) -> list[str]:
-    names = [v.strip() for v in text.split(",") if v.strip()]
-    if not names:
-        raise argparse.ArgumentTypeError(f"{text!r}: need comma-separated names, e.g. B1,B2")
-    return names
-
-
-def _weights(text: str) -> dict[str, float]:
-    out = {}
-    for item in _names(text):
-        name, sep, value = item.partition("=")
-        try:
-            out[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep:
-            raise argparse.ArgumentTypeError(
-                f"{item!r}: need NAME=WEIGHT pairs, comma-separated, e.g. DEM=2.5,TWI=1"
-            )
-    return out
-
-
-def _window(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 2:
-        raise argparse.ArgumentTypeError(f"{text!r}: need an integer of at least 2, e.g. 5")
-    return value
-
-
-def _coords(text: str) -> list[str]:
-    names = _names(text)
-    if len(names) != 2:
-        raise argparse.ArgumentTypeError(f"{text!r}: need two column names, X,Y")
-    return names
-
-
-def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """Register ``soak aoa`` with ``command(name, help_text)``; the sub-parser."""
-    sub = command(COMMAND, HELP)
-    sub.add_argument("train", help="training table: Parquet or CSV (file, directory or glob)")
-    sub.add_argument(
-        "new",
-        help="points to assess: a raster (Zarr store of (y, x) band variables, or a GeoTIFF "
-        "whose band descriptions name the bands) or a table (Parquet, CSV)",
-    )
-    sub.add_argument(
-        "--features", type=_names, required=True, metavar="A,B,...", help="the predictors"
-    )
-    sub.add_argument(
-        "--folds",
-        metavar="COL",
-        help="column of TRAIN holding each row's CV fold, or the folds.parquet soak knndm "
-        "wrote for TRAIN",
-    )
-    sub.add_argument(
-        "--weights", type=_weights, metavar="A=W,...", help="predictor weights (importance)"
-    )
-    sub.add_argument("--lpd", action="store_true", help="also the local point density")
-    sub.add_argument(
-        "--points",
-        type=_coords,
-        metavar="X,Y",
-        help="columns of TRAIN holding the training points' coordinates: drawn on the maps",
-    )
-    _add_profile_flags(sub)
-    add_output(sub, "soak aoa")
-    sub.add_argument(
-        "--format",
-        choices=("zarr", "tif"),
-        default="zarr",
-        help="the DI/AOA store: aoa.zarr (default) or aoa.tif (rasters only)",
-    )
-    sub.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        help="address or scheduler file of a running Dask scheduler (default: a local cluster)",
-    )
-    return sub
-
-
-def _add_profile_flags(sub: argparse.ArgumentParser) -> None:
-    group = sub.add_argument_group("error profile (CAST's errorProfiles)")
-    group.add_argument(
-        "--error-profile",
-        action="store_true",
-        help="fit the CV error as a non-decreasing function of the DI and write the expected "
-        "error beside DI/AOA; needs --folds, --label and --predictions or --learner",
-    )
-    group.add_argument("--label", metavar="COL", help="column of TRAIN holding the observed value")
-    group.add_argument(
-        "--predictions",
-        metavar="COL",
-        help="column of TRAIN holding each row's cross-validated prediction (made by a model "
-        "trained outside its --folds fold)",
-    )
-    group.add_argument(
-        "--learner",
-        metavar="NAME",
-        help="instead of --predictions: a built-in learner fitted once per fold on the workers",
-    )
-    group.add_argument(
-        "--error-metric",
-        choices=("rmse", "mae", "error_rate"),
-        help="default: rmse for a numeric label, error_rate for classes",
-    )
-    group.add_argument(
-        "--window",
-        type=_window,
-        metavar="N",
-        help="CV predictions per moving window (default 5, as CAST)",
-    )
 
 
 def check_profile_flags(args: argparse.Namespace) -> None:

@@ -27,6 +27,7 @@ How it is made (all vectorised numpy, deterministic in ``seed``):
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import numbers
@@ -39,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..schema import DEFAULT_N_FOLDS
+from .commands import DEMO_SETTINGS
 
 __all__ = ["make_pixel_table", "run_demo", "write_pixel_parquet"]
 
@@ -636,3 +638,14 @@ def run_demo(
     print(pvalues_text(res, "error"))
     print(f"\nResults: {store}  p-values: {out.path / 'pvalues.csv'}\nReport: {report}")
     return res
+
+
+def demo_command(args: argparse.Namespace) -> None:
+    """``soak demo``: the README's job (`run_demo`) on a generated pixel table."""
+    given = {name: getattr(args, name) for name in DEMO_SETTINGS}
+    run_demo(
+        args.out,
+        n_pixels=args.pixels,
+        n_regions=args.regions,
+        **{name: value for name, value in given.items() if value is not None},  # else run_demo's
+    )

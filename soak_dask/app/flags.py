@@ -10,7 +10,15 @@ import argparse
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..settings import REQUIRED, SETTINGS, Command, Setting, command_line_settings, command_settings
+from ..settings import (
+    REQUIRED,
+    SETTINGS,
+    Command,
+    Setting,
+    check_run_options,
+    command_line_settings,
+    command_settings,
+)
 from .config import empty_list_message, load_run_file, merge_settings
 
 
@@ -188,6 +196,13 @@ def spell(args: argparse.Namespace) -> Callable[[str], str]:
     """How messages name a setting: the flag as typed, else its flag."""
     typed = typed_flags(args)
     return lambda name: typed.get(name, SETTINGS[name].flag)
+
+
+def checked_flags(args: argparse.Namespace, names: Iterable[str]) -> dict[str, Any]:
+    """The settings `names` (those with flags) of a command without a run file, by name,
+    checked (``check_run_options``; messages name each flag as typed)."""
+    given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, names) if s.cli}
+    return check_run_options(given, spell=spell(args))
 
 
 def add_output(parser: Any, command: str, what: str = "directory to write") -> None:

@@ -9,6 +9,7 @@ the client. The warnings are those a run with the same settings gives (the messa
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,9 @@ from ..tables.checks import (
 )
 from ..tables.roles import check_one_type, coordinates_warning
 from ..tables.table import Table
+from .commands import INFO_SETTINGS
+from .flags import checked_flags
+from .spatial_flags import spatial_options
 
 if TYPE_CHECKING:
     from ..spatial.variogram import SpatialRange
@@ -437,3 +441,19 @@ def spatial_info(table: Table, n_folds: int | None = None, **options: Any) -> Sp
     from ..spatial.variogram import spatial_range
 
     return spatial_range(table, n_folds=n_folds or DEFAULT_N_FOLDS, **options)
+
+
+def info_command(args: argparse.Namespace) -> None:
+    """``soak info``: print `describe_table` of the table (and `spatial_info` with
+    ``--spatial``)."""
+    from .table_input import open_table
+
+    values = checked_flags(args, INFO_SETTINGS)
+    spatial = spatial_options(args)
+    n_folds, assignment = values.pop("n_folds"), values.pop("group_assignment")
+    table = open_table(values.pop("data"), values)
+    # The range first: a table without coordinates is refused before the pass of describe.
+    ranged = None if spatial is None else spatial_info(table, n_folds, **spatial)
+    print(describe_table(table, n_folds=n_folds, group_assignment=assignment))
+    if ranged is not None:
+        print(f"\n{ranged}")

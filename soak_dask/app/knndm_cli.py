@@ -7,86 +7,26 @@ the position), the ECDF figure (``knndm.png``), every candidate's W, random fold
 and both W (``knndm.json``), and the report page of them all (``report.html``:
 ``soak_dask.spatial.knndm_page``; ``soak report`` draws it again from the directory).
 
-``add_parser(command)`` registers the sub-command with the ``soak`` parser;
-``knndm_command(args)`` runs it.
+``knndm_command(args)`` runs it (``soak_dask.app.commands`` declares it, its flags are
+``spatial_flags.add_knndm_flags``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..settings import SETTINGS, check_run_options
-from .flags import UsageError, add_output, add_settings, check_command_out, spell
+from .flags import UsageError, check_command_out, checked_flags
+from .spatial_flags import KNNDM_SETTINGS
 
 if TYPE_CHECKING:
     from ..io.outdir import OutputDir
 
-COMMAND = "knndm"
-HELP = (
-    "kNNDM folds of a training table that match the distances from a prediction area (table "
-    "or raster) to the training points; writes the fold column, the ECDF figure and W"
-)
 SETTINGS_FILE = "knndm.json"
 GENERATOR = "soak_dask knndm"
 FOLDS = "folds.parquet"
 FILES = (FOLDS, SETTINGS_FILE, "distances.csv", "candidates.csv", "knndm.png", "report.html")
-#: The table settings kNNDM has no use for: it makes the folds (subsets play no part), and
-#: keeps the groups it is given whole, not blocks of its own.
-_NOT_KNNDM = ("subset", "fold", "blocks", "block_shape", "clusters")
-#: The table's settings and the cluster's.
-_TABLE = (
-    "data",
-    *(s.name for s in SETTINGS.values() if s.scope == "table" and s.name not in _NOT_KNNDM),
-    "scheduler",
-)
-_SECTIONS = {"table": "the training table (soak_dask.load_table)", "app": "data and cluster"}
-
-
-def add_parser(command: Callable[[str, str], argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """Register ``soak knndm`` with ``command(name, help_text)``; the sub-parser."""
-    sub = command(COMMAND, HELP)
-    add_settings(sub, _TABLE, run_file=False, sections=_SECTIONS)
-    run = sub.add_argument_group("the folds (soak_dask.knndm_folds)")
-    run.add_argument(
-        "prediction",
-        metavar="PREDICTION",
-        help="the prediction area: Parquet/CSV table with the coordinate (or feature) "
-        "columns, or a GeoTIFF/Zarr raster",
-    )
-    run.add_argument("--n-folds", type=int, metavar="K", help="K (10)")
-    run.add_argument(
-        "--space",
-        choices=("geographical", "feature"),
-        default="geographical",
-        help="distances between coordinates (default) or standardised features",
-    )
-    run.add_argument(
-        "--sample", type=int, default=10_000, metavar="N", help="prediction points sampled (10000)"
-    )
-    run.add_argument("--maxp", type=float, help="largest share of one fold (0.5)")
-    run.add_argument(
-        "--test-prop",
-        type=float,
-        metavar="P",
-        help="a train/test split instead of K folds (CAST 1.1.1's test_prop): one part holds "
-        "P ± --test-tolerance of the rows, the part nearer P is the test part",
-    )
-    run.add_argument(
-        "--test-tolerance",
-        type=float,
-        metavar="T",
-        help="allowed deviation of the test share from --test-prop (0.1)",
-    )
-    run.add_argument(
-        "--candidates", type=int, default=100, metavar="N", help="cluster counts (100)"
-    )
-    run.add_argument("--seed", type=int, default=1, help="seed (1)")
-    out = sub.add_argument_group("output")
-    add_output(out, f"soak {COMMAND}")
-    return sub
 
 
 def knndm_command(args: argparse.Namespace) -> None:
@@ -97,8 +37,7 @@ def knndm_command(args: argparse.Namespace) -> None:
     from ..split.knndm import knndm_folds
     from ..tables.load import load_table
 
-    given = {s.name: getattr(args, s.dest) for s in map(SETTINGS.get, _TABLE) if s.cli}
-    values = check_run_options(given, spell=spell(args))
+    values = checked_flags(args, KNNDM_SETTINGS)
     if not values.get("coords"):
         raise UsageError("soak knndm needs --coords (the coordinate columns, e.g. --coords x,y)")
     scheduler = values.pop("scheduler")

@@ -12,6 +12,7 @@ stores: an AOA Zarr store (``soak_dask.open_aoa``) or ``soak aoa``'s output dire
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from pathlib import Path
@@ -127,3 +128,15 @@ def _knndm(path: Path, out: str | os.PathLike, overwrite: bool) -> Rendered:
     info, distances, candidates = read_knndm_dir(path)
     page = write_page(knndm_page(info, distances, candidates), od)
     return summary_text(info, path / FOLDS), page
+
+
+def report_command(args: argparse.Namespace) -> None:
+    """``soak report``: render a results store of any kind, an AOA store or a spatial
+    command's directory (`render_path`) into ``--out``; print what the command that made it
+    printed, then the main file's path."""
+    from ..io.locations import check_apart
+
+    check_apart(args.out, args.results, "report", source_name="results store")
+    text, page = render_path(args.results, args.out, args.overwrite)
+    print(text)
+    print(page)

@@ -4,30 +4,18 @@ per-ratio summary (``summary.csv``), the per-trial scores (``trials.csv``), the 
 (``split_sensitivity.zarr``: ``open_results`` reads it, ``soak report`` renders it) into a
 directory.
 
-``add_parser(command)`` registers the sub-command with the ``soak`` parser (``command`` is
-``build_parser``'s helper: ``command(name, help_text)`` returns a sub-parser);
-``split_sensitivity_command(args)`` runs it.
+``split_sensitivity_command(args)`` runs it (``soak_dask.app.commands`` declares it: its
+flags are the settings of ``soak_dask.settings`` it takes).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import textwrap
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..learn.builtin import describe_builtins
-from .flags import (
-    UsageError,
-    add_dry_run,
-    add_settings,
-    check_command_out,
-    command_names,
-    run_settings,
-    setting_values,
-)
+from .flags import UsageError, check_command_out, run_settings, setting_values
 from .resume import command_paths, discard
 
 if TYPE_CHECKING:
@@ -36,11 +24,7 @@ if TYPE_CHECKING:
     from ..io.outdir import OutputDir
 
 COMMAND = "split-sensitivity"
-COMMAND_NAME = f"soak {COMMAND}"
-HELP = (
-    "how much does the estimate depend on the train/test ratio? K-fold CV on the train part "
-    "against the test score, over random splits per ratio; writes CSV files and a figure"
-)
+WRITER = f"soak {COMMAND}"
 #: The settings file (``generator``: the command); the directory's manifest marks it as ours.
 SETTINGS_FILE = "split_sensitivity.json"
 GENERATOR = "soak_dask split-sensitivity"
@@ -48,27 +32,6 @@ GENERATOR = "soak_dask split-sensitivity"
 STORE = "split_sensitivity.zarr"
 #: Every file the command writes (replaced on a rerun with --overwrite).
 FILES = ("summary.csv", "trials.csv", "split_sensitivity.png", SETTINGS_FILE, STORE)
-#: ``--help`` sections, by scope (the table's settings are ``soak info``'s, but subsets and
-#: folds, which the diagnostic does not use).
-_SECTIONS = {
-    "table": "the table (soak_dask.load_table)",
-    "run": "the diagnostic (soak_dask.split_sensitivity)",
-    "split-sensitivity": "the diagnostic (soak_dask.split_sensitivity)",
-    "app": "data, output and cluster",
-}
-
-
-def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """Register ``soak split-sensitivity`` with ``command(name, help_text)``; the sub-parser."""
-    sub = command(
-        COMMAND,
-        HELP,
-        epilog=f"built-in learners:\n{textwrap.indent(describe_builtins(), '  ')}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_settings(sub, command_names(COMMAND), run_file=True, sections=_SECTIONS, command=COMMAND)
-    add_dry_run(sub)
-    return sub
 
 
 def split_sensitivity_command(args: argparse.Namespace) -> None:
@@ -79,8 +42,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     from ..diagnose.sensitivity import split_sensitivity as run
     from ..diagnose.sensitivity_report import sensitivity_text
     from ..learn.measures import check_measures
-    from ..run.cluster import connect, make_security
-    from .table_input import open_table, table_settings
+    from .table_input import table_on_cluster
 
     learners = settings.learners()
     if learners is not None and len(learners) != 1:
@@ -88,15 +50,10 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
             f"--learners {','.join(learners)}: the diagnostic studies one learner at a time; "
             "run the command once per learner"
         )
-    out, checkpoint = command_paths(COMMAND_NAME, settings, settings.data)
-    security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
+    out, checkpoint = command_paths(WRITER, settings, settings.data)
     options = setting_values(settings, COMMAND, ("run", COMMAND))
     options.update(learners=learners, checkpoint=checkpoint)
-    with connect(
-        settings.scheduler, security=security, log_failures=getattr(args, "debug", False)
-    ) as client:
-        # Loaded on the cluster: the table's passes over the data are read by the workers.
-        table = open_table(settings.data, table_settings(settings, COMMAND))
+    with table_on_cluster(settings, COMMAND, getattr(args, "debug", False)) as (table, client):
         check_measures(settings.measures or DEFAULTS[table.task][1], table.task)
         ds = run(table, **options, client=client)
     write_outputs(ds, out)
@@ -115,7 +72,7 @@ def write_outputs(ds: xr.Dataset, out: str | Path | OutputDir) -> None:
     from ..diagnose.sensitivity_plot import plot_split_sensitivity
     from ..results.store import save_results
 
-    out = check_command_out(COMMAND_NAME, out, False, ds.attrs.get("source")).begin()
+    out = check_command_out(WRITER, out, False, ds.attrs.get("source")).begin()
     settings = {"generator": GENERATOR, **ds.attrs}
     out.claim(SETTINGS_FILE).write_text(json.dumps(settings, indent=1, default=str) + "\n")
     split_sensitivity_summary(ds).to_csv(out.claim("summary.csv"), index=False)

@@ -12,8 +12,11 @@ spatial groups its flags ask for.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from ..settings import command_line_settings
 from ..spatial.blocks import spatial_blocks, spatial_clusters
 from ..split.fold_file import attach_folds, is_fold_file, refuse_split
 from ..tables.load import load_table
@@ -28,7 +31,21 @@ def table_settings(settings: Any, command: str) -> dict[str, Any]:
     """What `open_table` takes of a command's settings (``flags.run_settings``): the table's
     (``load_table``'s keywords) and the spatial groups'."""
     values = setting_values(settings, command, ("table",))
-    return values | {name: getattr(settings, name) for name in SPATIAL_GROUPS}
+    mine = {s.name for s in command_line_settings(command)}
+    return values | {name: getattr(settings, name) for name in SPATIAL_GROUPS if name in mine}
+
+
+@contextmanager
+def table_on_cluster(settings: Any, command: str, debug: bool) -> Iterator[tuple[Table, Any]]:
+    """Connect to the command's cluster (``--scheduler``, its TLS files) and load its table
+    there (`open_table`: its passes over the data are read by the workers, not by this
+    process): the table and the client, the client closed on leaving (``debug``: the
+    workers' log of a failed task shown)."""
+    from ..run.cluster import connect, make_security
+
+    security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
+    with connect(settings.scheduler, security=security, log_failures=debug) as client:
+        yield open_table(settings.data, table_settings(settings, command)), client
 
 
 def open_table(data: Any, values: dict[str, Any]) -> Table:

@@ -1,52 +1,19 @@
 """``soak transfer``: the transfer matrix of a table's subsets and the search for which train
 subsets to pool, saved with their figures and report.
 
-``add_parser(command)`` registers the sub-command on ``soak``'s parser (``command`` is the
-factory of ``soak_dask.app.cli.build_parser``) and ``transfer_command(args)`` runs it.
+``transfer_command(args)`` runs it (``soak_dask.app.commands`` declares it: its flags are
+the settings of ``soak_dask.settings`` it takes).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from textwrap import indent
 from typing import Any
 
-from ..learn.builtin import describe_builtins
-from .flags import (
-    UsageError,
-    add_dry_run,
-    add_settings,
-    command_names,
-    run_settings,
-    setting_values,
-)
+from .flags import UsageError, run_settings, setting_values
 from .resume import command_paths, discard
 
 COMMAND = "transfer"
-#: ``--help`` sections, by scope: the matrix's settings (shared with ``soak run``: same flags,
-#: checks and help), the search's own, then data, output and cluster.
-_SECTIONS = {
-    "table": "the table (soak_dask.load_table)",
-    "run": "the transfer matrix (soak_dask.pooling.transfer)",
-    "search": "the search (soak_dask.pooling.search_subsets)",
-    "app": "data, output and cluster",
-}
-
-
-def add_parser(command: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """Register ``soak transfer`` with ``command(name, help_text, **kwargs)``; its parser."""
-    sub = command(
-        COMMAND,
-        "train on each subset and test on every subset (the transfer matrix, S*K fits per "
-        "learner), then search which train subsets to pool for each test subset (nested "
-        "greedy selection); save the results, tables, figures and an HTML report in --out",
-        epilog=f"built-in learners (--learner NAME):\n{indent(describe_builtins(), '  ')}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_settings(sub, command_names(COMMAND), run_file=True, sections=_SECTIONS, command=COMMAND)
-    add_dry_run(sub)
-    return sub
 
 
 def transfer_command(args: argparse.Namespace) -> None:
@@ -54,8 +21,7 @@ def transfer_command(args: argparse.Namespace) -> None:
     search) on the cluster, write the results and the report, print a summary."""
     settings = run_settings(args, COMMAND)  # checked before the engine loads
     from ..pooling.report import WRITER, transfer_text
-    from ..run.cluster import connect, make_security
-    from .table_input import open_table, table_settings
+    from .table_input import table_on_cluster
 
     if settings.subset is None:
         raise UsageError(
@@ -63,16 +29,11 @@ def transfer_command(args: argparse.Namespace) -> None:
             "on each (without subsets, use soak run or soak evaluate)"
         )
     out, checkpoint = command_paths(WRITER, settings, settings.data)
-    security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
     run = setting_values(settings, COMMAND, ("run",))
     run.update(learners=settings.learners())
     del run["checkpoint"]  # each part has its own, in the command's
     search = setting_values(settings, COMMAND, ("search",)) if settings.search else None
-    with connect(
-        settings.scheduler, security=security, log_failures=getattr(args, "debug", False)
-    ) as client:
-        # Loaded on the cluster: the table's passes over the data are read by the workers.
-        table = open_table(settings.data, table_settings(settings, COMMAND))
+    with table_on_cluster(settings, COMMAND, getattr(args, "debug", False)) as (table, client):
         if search is not None:
             _check_budget(table, run, search)
         matrix, found = _compute(table, run, search, client, checkpoint)

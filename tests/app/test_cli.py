@@ -25,6 +25,7 @@ from soak_dask import open_results
 from soak_dask.app import cli
 from soak_dask.app.config import RunSettings, load_run_file, merge_settings, setting_names
 from soak_dask.app.demo import write_pixel_parquet
+from soak_dask.app.flags import run_settings
 
 from ..tls_certs import cluster_security, make_tls_files
 
@@ -240,7 +241,7 @@ def test_run_file_imports_only_allowed_modules(pixels, tmp_path, monkeypatch, ca
         marker.unlink(missing_ok=True)
         write_toml(conf, toml + learner)
         args = cli.build_parser().parse_args([*argv, "--config", str(conf)])
-        return cli.run_settings(args).learners()
+        return run_settings(args).learners()
 
     base = ["run", "d", "--label", "y", "--out", "o"]
     # Only the flag allows a module: a run file cannot allow itself to import code.
@@ -253,7 +254,7 @@ def test_run_file_imports_only_allowed_modules(pixels, tmp_path, monkeypatch, ca
         learners([*base, "--allow-modules", "y"], f'allow_modules = ["{SIDE_EFFECT}"]\n')
     assert not marker.exists()
     with pytest.raises(ValueError, match="expected a list of module names"):
-        cli.run_settings(cli.build_parser().parse_args([*base, "--allow-modules", "os; rm -rf"]))
+        run_settings(cli.build_parser().parse_args([*base, "--allow-modules", "os; rm -rf"]))
 
 
 def test_empty_lists_are_refused_by_name(pixels, tmp_path, capsys):

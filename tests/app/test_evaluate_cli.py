@@ -17,7 +17,7 @@ import xarray as xr
 from distributed import Client
 
 import soak_dask as sd
-from soak_dask.app import cli
+from soak_dask.app import cli, flags
 from soak_dask.app.config import EvaluateSettings, evaluation_keys
 from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.settings import OptionError
@@ -151,7 +151,7 @@ models = "models"            # relative to this file, as data and out
 
 def evaluate_settings(argv: list) -> EvaluateSettings:
     args = cli.build_parser().parse_args(["evaluate", *map(str, argv)])
-    return cli.run_settings(args, "evaluate")
+    return flags.run_settings(args, "evaluate")
 
 
 def test_run_file_evaluation_table_equals_the_flags(tmp_path):
@@ -171,7 +171,7 @@ def test_run_file_evaluation_table_equals_the_flags(tmp_path):
         OptionError, match=r"outer_folds=3 has no effect with outer='bootstrap'.*run\.toml"
     ):
         evaluate_settings(["--config", conf, "--outer", "bootstrap"])
-    run = cli.run_settings(cli.build_parser().parse_args(["run", "--config", str(conf)]))
+    run = flags.run_settings(cli.build_parser().parse_args(["run", "--config", str(conf)]))
     assert run.n_folds == 4 and not hasattr(run, "outer")
     # Without the table, evaluate's defaults: None until the outer design fills its own in.
     # The top-level n_folds is soak run's K: evaluate refuses it rather than ignore it.

@@ -16,7 +16,7 @@ from distributed import LocalCluster
 import soak_dask as sd
 from soak_dask.app import cli
 from soak_dask.app.flags import check_command_out
-from soak_dask.app.sensitivity_cli import COMMAND_NAME, FILES
+from soak_dask.app.sensitivity_cli import FILES, WRITER
 from soak_dask.diagnose.sensitivity import (
     split_sensitivity,
     split_sensitivity_summary,
@@ -82,9 +82,9 @@ def test_writes_the_python_api_results(data, scheduler, tmp_path, capsys):
     assert (out / "split_sensitivity.png").stat().st_size > 10_000
     assert "gaussian_nb, accuracy" in printed and "Recommended ratio(s):" in printed
     assert str(out / "summary.csv") in printed
-    check_command_out(COMMAND_NAME, str(out), True, str(data))  # our own directory: may replace
+    check_command_out(WRITER, str(out), True, str(data))  # our own directory: may replace
     with pytest.raises(FileExistsError, match="earlier output of soak split-sensitivity"):
-        check_command_out(COMMAND_NAME, str(out), False, str(data))  # but only with --overwrite
+        check_command_out(WRITER, str(out), False, str(data))  # but only with --overwrite
 
 
 def test_run_file_gives_the_same_run(data, scheduler, tmp_path, capsys):
@@ -118,12 +118,12 @@ def test_out_is_guarded(data, tmp_path, capsys):
     assert code == cli.USAGE_ERROR
     assert "did not write" in err and "notes.txt" in err and err.count("\n") == 1
     with pytest.raises(FileExistsError, match="notes.txt"):  # not even with --overwrite
-        check_command_out(COMMAND_NAME, str(taken), True, str(data))
+        check_command_out(WRITER, str(taken), True, str(data))
     (tmp_path / "file").write_text("")
     with pytest.raises(FileExistsError, match="is not a directory"):
-        check_command_out(COMMAND_NAME, str(tmp_path / "file"), True, str(data))
+        check_command_out(WRITER, str(tmp_path / "file"), True, str(data))
     with pytest.raises(ValueError, match="is inside the input table's directory"):
-        check_command_out(COMMAND_NAME, str(data.parent / "x"), False, str(data.parent))
+        check_command_out(WRITER, str(data.parent / "x"), False, str(data.parent))
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import soak_dask as sd
-from soak_dask.app import cli, config
+from soak_dask.app import cli, config, flags
 from soak_dask.settings import (
     CLI,
     COMMANDS,
@@ -275,7 +275,7 @@ def test_commands_share_the_settings_evaluate_takes():
 
 def argv_settings(argv: list[str], tmp_path: Path) -> config.RunSettings:
     base = ["run", str(tmp_path / "d"), "--label", "y", "--out", str(tmp_path / "o")]
-    return cli.run_settings(cli.build_parser().parse_args([*base, *argv]))
+    return flags.run_settings(cli.build_parser().parse_args([*base, *argv]))
 
 
 def test_old_flags_give_the_same_settings(tmp_path):
@@ -303,7 +303,7 @@ def test_run_help_is_grouped(capsys):
     with pytest.raises(SystemExit):
         cli.main(["run", "--help"])
     out = capsys.readouterr().out
-    titles = [out.index(title) for title in cli.SECTIONS.values()]
+    titles = [out.index(title) for title in flags.SECTIONS.values()]
     assert titles == sorted(titles) and "--folds" not in out and "--n-folds K" in out
 
 
@@ -413,7 +413,7 @@ BASE_FILE = 'data = "d"\nlabel = "y"\nout = "o"\n'
 
 def command_settings_of(tmp_path: Path, command: str, argv: list[str]):
     args = cli.build_parser().parse_args([command, *argv])
-    return cli.run_settings(args, command)
+    return flags.run_settings(args, command)
 
 
 @pytest.mark.parametrize("command", RUN_FILES)

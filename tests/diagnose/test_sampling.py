@@ -302,19 +302,10 @@ def test_overlap_folds_groups():
 
 
 def parser() -> argparse.ArgumentParser:
-    """``soak`` with only the compare-sampling command, as build_parser would add it."""
-    from soak_dask.app import sampling_cli
+    """``soak``'s parser (``soak_dask.app.commands`` declares compare-sampling's flags)."""
+    from soak_dask.app.cli import build_parser
 
-    root = argparse.ArgumentParser(prog="soak")
-    commands = root.add_subparsers(dest="command", required=True)
-
-    def command(name, help_text, **kwargs):
-        sub = commands.add_parser(name, help=help_text, **kwargs)
-        sub.add_argument("--debug", action="store_true")
-        return sub
-
-    sampling_cli.add_parser(command)
-    return root
+    return build_parser()
 
 
 @pytest.mark.slow

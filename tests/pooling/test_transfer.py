@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import soak_dask as sd
-from soak_dask.app import transfer_cli
+from soak_dask.app import cli, transfer_cli
 from soak_dask.app.flags import UsageError
 from soak_dask.io.outdir import MANIFEST
 from soak_dask.pooling import (
@@ -262,10 +262,7 @@ def test_figures_and_report(runs, tmp_path):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="soak")
-    commands = parser.add_subparsers(dest="command", required=True)
-    transfer_cli.add_parser(lambda name, text, **kw: commands.add_parser(name, help=text, **kw))
-    return parser
+    return cli.build_parser()  # soak's, with every command
 
 
 @pytest.mark.slow
