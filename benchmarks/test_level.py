@@ -11,13 +11,16 @@ class-stratified 10-fold, 5 × 10-fold, 5 × 2-fold, class-stratified 90/10 rand
 bootstrap scored out of bag, a class-stratified reserved test split scored by models fitted
 on the other rows -- with scikit-learn on in-memory numpy, and the tests of
 ``soak_dask.stats.mean_tests`` (the functions ``compare`` calls) run on the error
-differences. A test rejects when its p < 0.05; the Bayesian test "declares" when P(a better)
-or P(b better) > 0.95, with a rope of 1 point of error.
+differences. The conservative Z test (``con_z``, Nadeau and Bengio 2003) also runs each design
+inside R = 10 (``--pairs``) class-stratified random pairs of disjoint halves of the table, as
+``evaluate(..., inference="con_z")`` does. A test rejects when its p < 0.05; the Bayesian test
+"declares" when P(a better) or P(b better) > 0.95, with a rope of 1 point of error.
 
     python -m benchmarks.test_level                     # 1000 nulls, 500 alternatives
     python -m benchmarks.test_level --quick             # 40 of each (smoke)
     python -m benchmarks.test_level --null 2000 --workers 2 --json level.json
     python -m benchmarks.test_level --only 1               # one design (numbered from 0)
+    python -m benchmarks.test_level --pairs 5 --null 300   # con_z with R = 5 pairs of halves
 
 Writes the Markdown table to stdout (and JSON with ``--json``).
 """
@@ -40,6 +43,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from soak_dask.stats.mean_tests import (
     MeanTest,
     bayesian_test,
+    con_z_test,
     five_by_two_f,
     five_by_two_t,
     mcnemar_test,
@@ -54,6 +58,7 @@ FEATURES = {"a": [0, 2], "b": [1, 3]}
 EFFECTS = {"null": 1.0, "alternative": 0.5}
 TEST_SPLIT = 0.25
 N_BOOT = 20
+HALF_PAIRS = 10  # R of the conservative Z test (--pairs)
 
 
 def table(rng: np.random.Generator, effect: float) -> tuple[np.ndarray, np.ndarray]:
@@ -92,45 +97,86 @@ def resampled(diff: np.ndarray, ratio: float) -> dict[str, MeanTest]:
     }
 
 
+def half_estimates(X, y, rng, make: Callable) -> np.ndarray:
+    """(R, 2): the design `make` run inside each half of R class-stratified random pairs of
+    disjoint halves, its mean difference per half (evaluate's ``inference="con_z"``)."""
+    out = np.empty((HALF_PAIRS, 2))
+    for r in range(HALF_PAIRS):
+        first, second = train_test_split(
+            np.arange(len(y)), test_size=0.5, stratify=y, random_state=int(rng.integers(2**31))
+        )
+        for h, rows in enumerate((first, second)):
+            Xh, yh = X[rows], y[rows]
+            out[r, h] = cells(Xh, yh, make(Xh, yh, rng))[0].mean()
+    return out
+
+
+def with_con_z(tests: dict, diff: np.ndarray, X, y, rng, make: Callable) -> dict[str, MeanTest]:
+    """`tests` and the conservative Z test of `diff` (the cells of design `make` on X, y) from
+    the design's runs in pairs of halves (none with ``--pairs 0``)."""
+    if HALF_PAIRS:
+        tests["con_z"] = con_z_test(float(diff.mean()), half_estimates(X, y, rng, make))
+    return tests
+
+
+def resampled_design(X, y, rng, make: Callable) -> dict[str, MeanTest]:
+    """The tests over the cells of design `make` (its splits of X, y), with conservative Z."""
+    diff, ratio = cells(X, y, make(X, y, rng))
+    return with_con_z(resampled(diff, ratio), diff, X, y, rng, make)
+
+
+def kfold_splits(X, y, rng, k: int = 10, repeats: int = 1) -> list:
+    splits = []
+    for _ in range(repeats):
+        folds = StratifiedKFold(k, shuffle=True, random_state=int(rng.integers(2**31)))
+        splits += list(folds.split(X, y))
+    return splits
+
+
+def subsampling_splits(X, y, rng) -> list:
+    split = StratifiedShuffleSplit(15, test_size=0.1, random_state=int(rng.integers(2**31)))
+    return list(split.split(X, y))
+
+
+def bootstrap_splits(X, y, rng) -> list:
+    splits = []
+    while len(splits) < N_BOOT:
+        counts = rng.poisson(1.0, len(y))
+        oob = np.flatnonzero(counts == 0)
+        if len(oob) and len(np.unique(y[oob])):  # evaluate scores every non-empty OOB set
+            splits.append((np.repeat(np.arange(len(y)), counts), oob))
+    return splits
+
+
 def cv10(X, y, rng) -> dict[str, MeanTest]:
-    folds = StratifiedKFold(10, shuffle=True, random_state=int(rng.integers(2**31)))
-    return resampled(*cells(X, y, folds.split(X, y)))
+    return resampled_design(X, y, rng, kfold_splits)
+
+
+def repeated_cv_splits(X, y, rng) -> list:
+    return kfold_splits(X, y, rng, repeats=5)
 
 
 def repeated_cv(X, y, rng) -> dict[str, MeanTest]:
-    splits = []
-    for _ in range(5):
-        folds = StratifiedKFold(10, shuffle=True, random_state=int(rng.integers(2**31)))
-        splits += list(folds.split(X, y))
-    return resampled(*cells(X, y, splits))
+    return resampled_design(X, y, rng, repeated_cv_splits)
 
 
 def subsampling(X, y, rng) -> dict[str, MeanTest]:
-    split = StratifiedShuffleSplit(15, test_size=0.1, random_state=int(rng.integers(2**31)))
-    return resampled(*cells(X, y, split.split(X, y)))
+    return resampled_design(X, y, rng, subsampling_splits)
+
+
+def five_by_two_splits(X, y, rng) -> list:
+    return kfold_splits(X, y, rng, 2, 5)
 
 
 def five_by_two(X, y, rng) -> dict[str, MeanTest]:
-    rows = []
-    for _ in range(5):
-        folds = StratifiedKFold(2, shuffle=True, random_state=int(rng.integers(2**31)))
-        rows.append(cells(X, y, folds.split(X, y))[0])
-    diff = np.array(rows)
-    return {
-        **resampled(diff.ravel(), 1.0),
-        "5x2cv": five_by_two_t(diff),
-        "5x2cv_f": five_by_two_f(diff),
-    }
+    diff = cells(X, y, five_by_two_splits(X, y, rng))[0]
+    grid = diff.reshape(5, 2)  # repeat by fold
+    tests = {**resampled(diff, 1.0), "5x2cv": five_by_two_t(grid), "5x2cv_f": five_by_two_f(grid)}
+    return with_con_z(tests, diff, X, y, rng, five_by_two_splits)
 
 
 def bootstrap(X, y, rng) -> dict[str, MeanTest]:
-    splits = []
-    while len(splits) < N_BOOT:
-        counts = rng.poisson(1.0, N_ROWS)
-        oob = np.flatnonzero(counts == 0)
-        if len(oob) and len(np.unique(y[oob])):  # evaluate scores every non-empty OOB set
-            splits.append((np.repeat(np.arange(N_ROWS), counts), oob))
-    return resampled(*cells(X, y, splits))
+    return resampled_design(X, y, rng, bootstrap_splits)
 
 
 def reserved_split(X, y, rng) -> dict[str, MeanTest]:
@@ -164,9 +210,12 @@ def decided(test: MeanTest) -> bool:
 
 
 def simulate(
-    effect: float, seed: int, designs: list[str]
+    effect: float, seed: int, designs: list[str], pairs: int = HALF_PAIRS
 ) -> dict[str, dict[str, tuple[bool, bool]]]:
-    """One table: per design and test, (decided, interval excludes 0)."""
+    """One table: per design and test, (decided, interval excludes 0); `pairs` of halves for
+    the conservative Z test (0: none)."""
+    global HALF_PAIRS  # set in the worker process, which does not see main's arguments
+    HALF_PAIRS = pairs
     rng = np.random.default_rng(seed)
     X, y = table(rng, effect)
     out = {}
@@ -214,6 +263,12 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--workers", type=int, default=2, help="processes (at most 2 here)")
     p.add_argument("--seed", type=int, default=20231)
     p.add_argument("--quick", action="store_true", help="40 of each")
+    p.add_argument(
+        "--pairs",
+        type=int,
+        default=HALF_PAIRS,
+        help=f"pairs of halves of the conservative Z test (default {HALF_PAIRS}; 0: no con_z)",
+    )
     p.add_argument("--json", type=Path)
     p.add_argument(
         "--only", nargs="+", type=int, help=f"designs by number (default all): {list(DESIGNS)}"
@@ -227,7 +282,7 @@ def main(argv: list[str] | None = None) -> dict:
     out = {}
     for kind, n in (("null", n_null), ("alternative", n_alt)):
         seeds = [args.seed + (0 if kind == "null" else 10**6) + i for i in range(n)]
-        runs = pool(delayed(simulate)(EFFECTS[kind], s, designs) for s in seeds)
+        runs = pool(delayed(simulate)(EFFECTS[kind], s, designs, args.pairs) for s in seeds)
         out[kind] = rates(runs)
     seconds = time.perf_counter() - start
     text = markdown(out["null"], out["alternative"], n_null, n_alt)

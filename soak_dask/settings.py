@@ -806,6 +806,18 @@ _DECLARED = (
         "directory to save each learner's final model in, as LEARNER.skops (default: not saved)",
         metavar="DIR",
     ),
+    Setting(
+        "inference", "evaluate", "str", None,
+        "extra fits a comparison test needs: con_z also runs the design in --inference-repeats "
+        "random pairs of disjoint halves of the rows, for compare's conservative Z test "
+        "(default: none)",
+        choices=("con_z",),
+    ),
+    Setting(
+        "inference_repeats", "evaluate", "int", None,
+        "pairs of halves of --inference con_z (default 10, at least 2)",
+        at_least(2, " (pairs of halves of inference='con_z')"), metavar="R",
+    ),
     # search_subsets' own: a run file's [search] table.
     Setting(
         "threshold", "search", "float", 0.01,

@@ -4,9 +4,10 @@ needs and an interval for the mean difference.
 Resampled scores are not independent (train sets overlap), so the plain paired t-test over
 cells rejects a true null far too often (``benchmarks/test_level.py``). `compare` offers the
 paired test, its Nadeau–Bengio correction, the correlated Bayesian t-test, the 5×2cv t and F
-tests and McNemar's test on the reserved test split; by default it runs the test the level
-simulations recommend for the result's design (`recommended_method`) and says in ``note``
-when no test held its level there.
+tests, McNemar's test on the reserved test split and the conservative Z test of the design's
+runs in pairs of halves (``evaluate(..., inference="con_z")``); by default it runs the test
+the level simulations recommend for the result's design (`recommended_method`) and says in
+``note`` when no test held its level there, or which ``evaluate`` option gives one that did.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..stats.mean_tests import (
     base_measure,
     bayesian_test,
     check_rope,
+    con_z_test,
     default_rope,
     evaluation_values,
     five_by_two_f,
@@ -42,6 +44,7 @@ from .verdicts import NO_EVIDENCE, with_verdicts
 
 __all__ = [
     "COMPARE_COLUMNS",
+    "EXTRA_FITS",
     "MEASURED",
     "METHODS",
     "compare",
@@ -49,10 +52,15 @@ __all__ = [
     "comparisons",
     "level_note",
     "recommended_method",
+    "result_fits",
 ]
 
 #: The tests of `compare`.
-METHODS: tuple[str, ...] = ("paired", "corrected", "bayesian", "5x2cv", "5x2cv_f", "mcnemar")
+METHODS: tuple[str, ...] = (
+    "paired", "corrected", "bayesian", "5x2cv", "5x2cv_f", "mcnemar", "con_z",
+)  # fmt: skip
+#: Tests that read extra fits of the result -> the ``evaluate`` option that makes them.
+EXTRA_FITS: dict[str, str] = {"con_z": "inference='con_z'"}
 #: Tests that need the design's cells in (repeat, 2 folds), and those of the test split.
 _FIVE_BY_TWO = ("5x2cv", "5x2cv_f")
 TEST_SPLIT = "test_split"
@@ -85,7 +93,7 @@ MEASURED: dict[tuple[str, str], tuple[float, float]] = {
 #: The largest type-I error at α = 0.05 that counts as holding the level (over ≥ 500 nulls).
 LEVEL_LIMIT = 0.06
 # Tests that give a p-value and may be a design's default (the Bayesian test gives none).
-_FREQUENTIST = ("paired", "corrected", "5x2cv", "5x2cv_f", "mcnemar")
+_FREQUENTIST = ("paired", "corrected", "5x2cv", "5x2cv_f", "mcnemar", "con_z")
 
 #: Columns of `compare`: the paired-test columns of every design
 #: (``schema.PAIRED_TEST_COLUMNS``; ``compare`` is learner a, ``reference`` learner b), then
@@ -102,11 +110,18 @@ COMPARE_COLUMNS: list[str] = [
 _FLOATS = [c for c in COMPARE_COLUMNS if c not in PAIRED_TEST_TEXT]
 
 
-def recommended_method(outer: str) -> str:
+def recommended_method(outer: str, fits: Iterable[str] = ()) -> str:
     """The test `compare` runs by default on resampling design `outer`: of the tests with a
-    p-value that held their level in `MEASURED`, the most powerful; where none held, the one
-    closest to its level (its rows carry a note); ``corrected`` on designs not simulated."""
-    tried = {m: v for (d, m), v in MEASURED.items() if d == outer and m in _FREQUENTIST}
+    p-value that held their level in `MEASURED` -- those needing extra fits (`EXTRA_FITS`)
+    only if named in `fits`, the ones the result holds -- the most powerful; where none held,
+    the one closest to its level (its rows carry a note); ``corrected`` on designs not
+    simulated."""
+    fits = set(fits)
+    tried = {
+        m: v
+        for (d, m), v in MEASURED.items()
+        if d == outer and m in _FREQUENTIST and (m not in EXTRA_FITS or m in fits)
+    }
     if not tried:
         return "corrected"
     holding = {m: power for m, (level, power) in tried.items() if level <= LEVEL_LIMIT}
@@ -115,8 +130,10 @@ def recommended_method(outer: str) -> str:
     return min(tried, key=lambda m: tried[m][0])
 
 
-def level_note(outer: str, method: str) -> str:
-    """What the level simulations say of `method` on `outer`, or "" where it held its level."""
+def level_note(outer: str, method: str, fits: Iterable[str] = ()) -> str:
+    """What the level simulations say of `method` on `outer`, or "" where it held its level;
+    where a test that held it needs extra fits the result lacks (not in `fits`), the
+    ``evaluate`` option that makes them."""
     measured = MEASURED.get((outer, method))
     if measured is None:
         return (
@@ -127,17 +144,33 @@ def level_note(outer: str, method: str) -> str:
     level = measured[0]
     if level <= LEVEL_LIMIT:
         return ""
-    others = [m for (d, m), v in MEASURED.items() if d == outer and v[0] <= LEVEL_LIMIT]
-    tail = (
-        f"; method={recommended_method(outer)!r} holds it"
-        if others
-        else "; no test held its level on this design: read p as too small and the interval "
-        "as too narrow"
-    )
+    best = recommended_method(outer, fits)
+    wanting = [
+        m
+        for (d, m), v in MEASURED.items()
+        if d == outer and m in EXTRA_FITS and m not in fits and v[0] <= LEVEL_LIMIT
+    ]
+    if MEASURED.get((outer, best), (1.0,))[0] <= LEVEL_LIMIT and best != method:
+        tail = f"; method={best!r} holds it"
+    elif wanting:
+        tail = (
+            f"; method={wanting[0]!r} holds it, with the extra fits of "
+            f"evaluate(..., {EXTRA_FITS[wanting[0]]}), which these results lack"
+        )
+    else:
+        tail = (
+            "; no test held its level on this design: read p as too small and the interval "
+            "as too narrow"
+        )
     return (
         f"on a true null the {method} test rejected {level:.1%} of simulations at α = 0.05 on "
         f"this design (benchmarks/test_level.py: k-NN, n = 200){tail}"
     )
+
+
+def result_fits(ds: xr.Dataset) -> tuple[str, ...]:
+    """The tests of `EXTRA_FITS` whose extra fits `ds` holds (``attrs["inference"]``)."""
+    return tuple(m for m in EXTRA_FITS if ds.attrs.get("inference") == m)
 
 
 def _check_method(method: Any, corrected: Any) -> str | None:
@@ -191,7 +224,7 @@ def compare(
         Two different learners of ``ds.learner``.
     measure : str or iterable of str, optional
         Measure(s) to compare, one row each. Default: see ``validate_evaluation``.
-    method : {"paired", "corrected", "bayesian", "5x2cv", "5x2cv_f", "mcnemar"}, optional
+    method : {"paired", "corrected", "bayesian", "5x2cv", "5x2cv_f", "mcnemar", "con_z"}, optional
         - ``"paired"``: t-test of mean δ = 0, ``t = mean(δ) / (sd(δ)/√n)``, ``n − 1`` df
           (``scipy.stats.ttest_rel``). Too liberal on resampled cells (their train sets
           overlap): see ``note``.
@@ -208,8 +241,15 @@ def compare(
         - ``"mcnemar"``: McNemar's exact test of the final models on the reserved test split
           (``error`` or ``accuracy``; needs ``test_right_wrong``, which ``evaluate`` stores for
           classification with ``test_split``); ``n`` its rows.
+        - ``"con_z"``: Nadeau and Bengio's (2003) conservative Z test (mlr3inferr's
+          ``ci.con_z``) of ``mean(δ)``, from the design's runs in R pairs of disjoint halves
+          that ``evaluate(..., inference="con_z", inference_repeats=R)`` records
+          (``con_z_<measure>``): ``σ̂² = Σ_r (μ̂_r1 − μ̂_r2)² / (2R)``, μ̂ a half's mean δ;
+          ``z = mean(δ) / σ̂`` (``df`` inf), interval ``mean(δ) ± 1.96 σ̂``. Results without
+          those fits are refused, naming the option.
         - None (default): the design's recommended test (`recommended_method` of
-          ``ds.attrs["outer"]``), and for ``error``/``accuracy`` also McNemar's when the
+          ``ds.attrs["outer"]`` and the extra fits the result holds, `result_fits`), and
+          for ``error``/``accuracy`` also McNemar's when the
           result has a test split: one row each.
     rope : float, optional
         Half-width of the Bayesian test's region of practical equivalence, in the measure's
@@ -264,7 +304,14 @@ def compare(
             "the results do not say their design (attrs['outer']), so the recommended test is "
             f"unknown; pass method= one of {list(METHODS)}"
         )
-    resampling = recommended_method(outer) if chosen is None else chosen
+    fits = result_fits(ds)
+    resampling = recommended_method(outer, fits) if chosen is None else chosen
+    if resampling in EXTRA_FITS and resampling not in fits:
+        raise ValueError(
+            f"method={resampling!r} reads extra fits these results lack: run "
+            f"evaluate(..., {EXTRA_FITS[resampling]}) (soak evaluate --inference "
+            f"{resampling}), or pass another method of {list(METHODS)}"
+        )
     check_rope(rope, resampling, recommended=chosen is None)
     ratios = None
     if resampling in ("corrected", "bayesian") or {"n_train", "n_test"} <= set(ds.data_vars):
@@ -283,7 +330,8 @@ def compare(
     rows = []
     for m in names:
         if chosen != "mcnemar":
-            rows.append(_cells_row(ds, m, (ia, ib), resampling, ratios, rope, outer))
+            note = level_note(outer, resampling, fits)
+            rows.append(_cells_row(ds, m, (ia, ib), resampling, ratios, rope, note))
         if counts is not None and base_measure(m) in ("error", "accuracy") and m == base_measure(m):
             rows.append(_mcnemar_row(ds, m, (ia, ib), counts))
         elif chosen == "mcnemar":
@@ -299,15 +347,15 @@ def _cells_row(
     method: str,
     ratios: np.ndarray | None,
     rope: float | None,
-    outer: str,
+    note: str,
 ) -> dict[str, Any]:
-    """The row of one measure tested over the resampling cells."""
+    """The row of one measure tested over the resampling cells, with its level `note`."""
     values = evaluation_values(ds, m)
     x, y = values[pair[0]], values[pair[1]]
     paired = np.isfinite(x) & np.isfinite(y)
     n = int(paired.sum())
     row: dict[str, Any] = dict.fromkeys(_FLOATS, math.nan)
-    row.update(measure=m, method=method, n=n, reason="", note=level_note(outer, method))
+    row.update(measure=m, method=method, n=n, reason="", note=note)
     row["compare_mean"], row["compare_sd"] = mean_sd(x[paired])
     row["reference_mean"], row["reference_sd"] = mean_sd(y[paired])
     diff = x[paired] - y[paired]
@@ -317,10 +365,10 @@ def _cells_row(
         row["test_train_ratio"] = mean_ratio(both)
     if method == "bayesian":
         row["rope"] = default_rope(m) if rope is None else float(rope)
-    row["reason"] = _undefined(row, n, method)
+    row["reason"] = _undefined(ds, row, n, method)
     if row["reason"]:
         return row
-    test = _cells_test(method, x, y, ds, row)
+    test = _cells_test(method, (x, y), ds, row, pair)
     row.update(statistic=test.statistic, df=test.df, p=test.p)
     row.update(ci_low=test.ci_low, ci_high=test.ci_high)
     if test.extra:
@@ -331,7 +379,7 @@ def _cells_row(
     return row
 
 
-def _undefined(row: dict[str, Any], n: int, method: str) -> str:
+def _undefined(ds: xr.Dataset, row: dict[str, Any], n: int, method: str) -> str:
     """Why the test of a row cannot be computed, or ""."""
     if n < 2:
         return (
@@ -345,12 +393,22 @@ def _undefined(row: dict[str, Any], n: int, method: str) -> str:
         )
     if method in ("corrected", "bayesian") and math.isnan(row["test_train_ratio"]):
         return f"the {method} test is undefined: no paired cell has a positive n_train"
+    if method == "con_z" and f"con_z_{row['measure']}" not in ds.data_vars:
+        return (
+            f"evaluate(..., inference='con_z') recorded no halves of {row['measure']!r} "
+            "(con_z_<measure> holds those of the measures it scored)"
+        )
     return ""
 
 
 def _cells_test(
-    method: str, x: np.ndarray, y: np.ndarray, ds: xr.Dataset, row: dict[str, Any]
+    method: str,
+    scores: tuple[np.ndarray, np.ndarray],
+    ds: xr.Dataset,
+    row: dict[str, Any],
+    pair: tuple[int, int],
 ) -> MeanTest:
+    x, y = scores
     paired = np.isfinite(x) & np.isfinite(y)
     diff = x[paired] - y[paired]
     if method == "paired":
@@ -359,9 +417,18 @@ def _cells_test(
         return paired_test(diff, row["test_train_ratio"])
     if method == "bayesian":
         return bayesian_test(diff, row["test_train_ratio"], row["rope"])
+    if method == "con_z":
+        return con_z_test(row["mean_diff"], _half_differences(ds, row["measure"], pair))
     grid = (x - y).reshape(ds.sizes["repeat"], ds.sizes["fold"])
     grid = grid[np.isfinite(grid).all(axis=1)]  # whole repeats only
     return (five_by_two_t if method == "5x2cv" else five_by_two_f)(grid)
+
+
+def _half_differences(ds: xr.Dataset, m: str, pair: tuple[int, int]) -> np.ndarray:
+    """(R, 2) differences a − b of the halves' estimates of `m`, pairs with a NaN dropped."""
+    halves = np.asarray(ds[f"con_z_{m}"].transpose("learner", "inference_repeat", "half").values)
+    diff = halves[pair[0]] - halves[pair[1]]
+    return diff[np.isfinite(diff).all(axis=1)]
 
 
 def _right_wrong(ds: xr.Dataset, ia: int, ib: int, required: bool) -> tuple[int, int, int] | None:

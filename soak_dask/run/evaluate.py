@@ -34,6 +34,7 @@ from .cost import dry_running
 from .entry import entry_point
 from .final import FINAL_FIT, final_tasks
 from .fitting_options import FittingOptions
+from .halves import check_inference, with_halves
 from .session import Session, keyed_by, persisted, result_attrs, start
 from .strategies import Batched, Context, OnePass
 
@@ -75,6 +76,8 @@ def evaluate(
     max_train_rows: int | None = None,
     incremental: bool = False,
     epochs: int = 1,
+    inference: str | None = None,
+    inference_repeats: int | None = None,
 ) -> xr.Dataset:
     """Estimate how well ``learners`` predict new rows of ``table``'s population.
 
@@ -176,6 +179,15 @@ def evaluate(
         others' weighted fits, and weighted fits under a row cap, are fitted whole); a learner
         wrapped for prior correction or calibration is refused, as it would be fitted whole.
         A final model too large for a worker's memory is refused before any fit, as any fit is.
+    inference : {None, "con_z"}
+        Extra fits a comparison test needs. ``"con_z"``: the design is also run, with the
+        same options, inside ``inference_repeats`` random pairs of disjoint halves of the
+        training rows (whole groups; drawn as a test split is, seeded by ``seed``), for
+        ``compare(method="con_z")``, the conservative Z test of Nadeau and Bengio (2003):
+        2R more runs of the design on half the rows each.
+    inference_repeats : int, optional
+        R, the pairs of halves of ``inference="con_z"`` (default 10, at least 2); refused
+        without ``inference``.
 
     Returns
     -------
@@ -190,8 +202,12 @@ def evaluate(
         learners with the design's recommended test and a 95 % interval. Learners that tune
         or select features add ``chosen``, ``inner_scheme`` and ``n_features_kept`` per fold
         and ``final_*`` for the final model; ``attrs["outer_seconds"]`` and
-        ``attrs["final_seconds"]`` time the outer loop and the final models.
+        ``attrs["final_seconds"]`` time the outer loop and the final models. With
+        ``inference="con_z"``, ``con_z_<measure>`` (learner, inference_repeat, half): each
+        half's mean over its cells.
     """
+    options_given = dict(locals())  # the halves of inference="con_z" rerun with these
+    n_halves = check_inference(inference, inference_repeats)
     seed = check_seed(seed)
     share = _check_share(test_split)
     given = {"outer_folds": outer_folds, "outer_repeats": outer_repeats}
@@ -243,7 +259,11 @@ def evaluate(
     ds = build_dataset(records, plan.splits, plan.coords, list(estimators), session.measures, attrs)
     if models is not None:
         ds.attrs.update(encode_attrs({"models": _save_models(finals, models, keyed, settings)}))
-    return _with_finals(ds, finals, session.measures, resubstitution)
+    ds = _with_finals(ds, finals, session.measures, resubstitution)
+    if n_halves is None:
+        return ds
+    options_given.pop("table")
+    return with_halves(ds, train, evaluate, options_given, n_halves)
 
 
 def _reserved(table: Table, share: float, seed: int) -> tuple[Table, Any, float]:

@@ -28,6 +28,7 @@ __all__ = [
     "base_measure",
     "bayesian_test",
     "check_rope",
+    "con_z_test",
     "default_rope",
     "evaluation_values",
     "five_by_two_f",
@@ -160,6 +161,33 @@ def bayesian_test(diff: np.ndarray, ratio: float, rope: float) -> MeanTest:
     low, high = posterior.ppf([ALPHA / 2, 1 - ALPHA / 2])
     probs = {"p_left": left, "p_rope": max(0.0, 1.0 - left - right), "p_right": right}
     return MeanTest(mean / scale, float(n - 1), math.nan, float(low), float(high), probs)
+
+
+def con_z_test(estimate: float, halves: np.ndarray) -> MeanTest:
+    """Nadeau and Bengio's (2003) conservative Z test of a mean difference (mlr3inferr's
+    ``ci.con_z``).
+
+    `halves` is (R, 2): for each of R random splits of the data into two disjoint halves, the
+    design's estimate of the difference on each half. ``σ̂² = Σ_r (μ̂_r1 − μ̂_r2)² / (2R)``
+    estimates the variance of an estimate on n/2 rows, so of one on all n rows it is too large:
+    the test is conservative. ``z = estimate / σ̂`` on a standard normal (``df`` is inf), the
+    interval ``estimate ± z(.975) σ̂``.
+
+    Examples
+    --------
+    >>> r = con_z_test(1.0, np.array([[1.0, 3.0], [2.0, 2.0], [0.0, 1.0]]))
+    >>> round(r.statistic, 4), round(r.p, 4), round(r.ci_low, 4), round(r.ci_high, 4)
+    (1.0954, 0.2733, -0.7892, 2.7892)
+    """
+    if halves.ndim != 2 or halves.shape[1] != 2 or halves.shape[0] < 2:
+        raise ValueError(
+            f"the conservative Z test needs an (R, 2) array of the two halves' estimates, "
+            f"R >= 2 repeats; got shape {halves.shape}"
+        )
+    sd = math.sqrt(float(((halves[:, 0] - halves[:, 1]) ** 2).sum()) / (2 * halves.shape[0]))
+    z = estimate / sd
+    half = sps.norm.ppf(1 - ALPHA / 2) * sd
+    return MeanTest(z, math.inf, float(2 * sps.norm.sf(abs(z))), estimate - half, estimate + half)
 
 
 def _five_by_two(diff: np.ndarray) -> tuple[int, float]:
