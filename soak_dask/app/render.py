@@ -19,7 +19,7 @@ from pathlib import Path
 
 import xarray as xr
 
-# soak evaluate prints what soak report of its store prints (soak_dask.app.cli).
+# soak evaluate prints what soak report of its store prints (soak_dask.app.run_cli).
 
 #: What a renderer returns: the text to print and the main file written.
 Rendered = tuple[str, Path]
