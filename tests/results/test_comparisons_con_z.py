@@ -122,3 +122,18 @@ def test_default_uses_con_z_only_where_the_result_has_its_fits() -> None:
             assert "inference='con_z'" in note
         else:
             assert "inference='con_z'" not in note
+
+
+def test_default_runs_con_z_on_a_design_where_it_held_and_the_result_has_it(
+    with_halves: xr.Dataset,
+) -> None:
+    assert recommended_method("repeated_cv", ("con_z",)) == "con_z"
+    relabelled = with_halves.copy()
+    relabelled.attrs = {**with_halves.attrs, "outer": "repeated_cv"}
+    row = compare(relabelled, "lr", "tree", "error").iloc[0]
+    assert row["method"] == "con_z" and row["note"] == "" and math.isfinite(row["p"])
+    plain = relabelled.drop_vars([v for v in relabelled.data_vars if v.startswith("con_z_")])
+    plain.attrs = {k: v for k, v in relabelled.attrs.items() if k != "inference"}
+    row = compare(plain, "lr", "tree", "error").iloc[0]
+    assert row["method"] == "corrected"
+    assert "method='con_z' holds it" in row["note"] and "inference='con_z'" in row["note"]
