@@ -52,11 +52,11 @@ if TYPE_CHECKING:
     from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
     from .learn.tuning import Search
     from .pooling import search_subsets, search_summary, transfer, transfer_summary
+    from .result_kinds import ResultKind, kind_of, register_kind
     from .results.cd_plot import plot_critical_difference
     from .results.comparisons import compare
     from .results.friedman import friedman_nemenyi
     from .results.plot import plot_datasets, plot_evaluation, plot_soak
-    from .results.registry import ResultKind, kind_of, register_kind
     from .results.report import write_report
     from .results.shift import shift_summary
     from .results.stats import adjust_pvalues, by_fold, evaluation_summary, pvalues, summary

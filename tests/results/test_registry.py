@@ -203,3 +203,19 @@ def test_an_import_from_results_into_a_design_package_climbs_a_floor(tmp_path):
         ("floor", "soak_dask.results.accessor soak_dask.pooling.matrix"),
         ("floor", "soak_dask.results.report soak_dask.spatial.aoa"),
     ]
+
+
+def test_the_package_s_kind_of_knows_the_built_in_kinds_in_a_fresh_process():
+    """``sd.kind_of`` right after ``import soak_dask`` (no accessor used yet) finds every
+    built-in kind: the package exports it from ``soak_dask.result_kinds``."""
+    import subprocess
+
+    code = (
+        "import soak_dask as sd, xarray as xr; "
+        "print(sd.kind_of(xr.Dataset(attrs={'design': 'transfer'})).name)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "transfer"
+    assert sd.kind_of is kind_of and sd.ResultKind is ResultKind
