@@ -20,6 +20,7 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
 import soak_dask as sd
 import soak_dask.split
+from soak_dask.results.registry import unregister_kind
 from soak_dask.split.design import Design
 from soak_dask.split.transfer import Transfer
 
@@ -30,27 +31,44 @@ SPLIT = ROOT / "soak_dask" / "split"
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```[ \t]*$", re.M | re.S)
 
 
-def _example() -> tuple[list[str], str]:
-    """The plain Python blocks of docs/plans.md (the example design and its run) and the
-    text block printed after the last of them."""
+def _example() -> tuple[list[str], list[str]]:
+    """The plain Python blocks of docs/plans.md (the example design, its run, its kind of
+    result) and the text block printed after each of the last two."""
     blocks = [(m[1], m[2]) for m in _FENCE.finditer((ROOT / "docs" / "plans.md").read_text())]
     python = [i for i, (lang, body) in enumerate(blocks) if lang == "python" and ">>>" not in body]
-    assert len(python) == 2, "docs/plans.md: the example design and its run"
-    assert blocks[python[1] + 1][0] == "text"
-    return [blocks[i][1] for i in python], blocks[python[1] + 1][1]
+    assert len(python) == 3, "docs/plans.md: the example design, its run and its kind"
+    assert all(blocks[i + 1][0] == "text" for i in python[1:])
+    return [blocks[i][1] for i in python], [blocks[i + 1][1] for i in python[1:]]
 
 
 @pytest.fixture(scope="module")
-def example() -> dict:
+def example(tmp_path_factory) -> dict:
     code, printed = _example()
     namespace: dict = {}
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        for block in code:
-            exec(compile(block, "docs/plans.md", "exec"), namespace)
-    lines = [line.rstrip() for line in out.getvalue().splitlines()]
-    assert lines == [line.rstrip() for line in printed.splitlines()]
-    return namespace
+    with contextlib.chdir(tmp_path_factory.mktemp("plans")):
+        for i, block in enumerate(code):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                exec(compile(block, "docs/plans.md", "exec"), namespace)
+            lines = [line.rstrip() for line in out.getvalue().splitlines()]
+            if i:  # the design's block prints nothing; the others print their text block
+                assert lines == [line.rstrip() for line in printed[i - 1].splitlines()]
+        namespace["page"] = Path("forward_report", "report.html").resolve()
+    yield namespace
+    unregister_kind("ForwardInTime")
+
+
+def test_docs_example_kind_summarises_reopens_and_writes_its_page(example):
+    """The registered kind serves the accessor, open_results and a page holding the scores."""
+    res = example["res"]
+    assert sd.kind_of(res).name == "ForwardInTime"
+    summary = res.soak.summary(["error", "auc"])
+    assert list(summary.columns) == ["learner", "test_subset", "error", "auc", "n_train", "n_test"]
+    assert summary["error"].tolist() == res["error"].values.ravel().tolist()
+    page = example["page"].read_text()
+    assert "Scores by test year" in page and "<td>67</td>" in page
+    scores = pd.read_csv(example["page"].parent / "scores.csv")
+    assert scores["n_train"].tolist() == [200, 300, 200, 300]
 
 
 def test_docs_example_runs_end_to_end_and_equals_scikit_learn(example):
