@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from ..tables.crs import raster_crs
 from ..tables.raster import X, Y
 from .aoa_record import recorded_points
 from .error_profile import ErrorProfile
@@ -181,8 +182,7 @@ def axis_unit(ds: xr.Dataset | xr.DataArray) -> str:
     >>> axis_unit(xr.Dataset())
     'coordinate units'
     """
-    ref = ds.coords.get("spatial_ref")
-    wkt = None if ref is None else ref.attrs.get("crs_wkt", ref.attrs.get("spatial_ref"))
+    wkt = raster_crs(ds)
     if not wkt:
         return UNKNOWN_UNIT
     try:

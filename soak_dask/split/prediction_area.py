@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..tables.crs import as_crs, crs_name, crs_unit, parquet_crs
+from ..tables.crs import as_crs, crs_name, crs_unit, parquet_crs, raster_crs
 from ..tables.table import Table
 from .knndm_shares import refuse_prediction
 from .neighbours import table_parts
@@ -126,10 +126,8 @@ def prediction_crs(prediction: Any) -> Any:
             return None  # open_prediction names the missing path
         files = [root] if fs.isfile(root) else sorted(fs.glob(f"{root}/**.parquet"))
         return parquet_crs(fs, files[0]) if files else None
-    if isinstance(prediction, xr.Dataset) and "spatial_ref" in prediction.variables:
-        # the CF grid-mapping variable rioxarray and GDAL write: its WKT, read as it does
-        attrs = prediction["spatial_ref"].attrs
-        wkt = attrs.get("crs_wkt", attrs.get("spatial_ref"))
+    if isinstance(prediction, xr.Dataset):
+        wkt = raster_crs(prediction)  # the CF grid-mapping variable rioxarray and GDAL write
         return None if wkt is None else as_crs(wkt)
     return None
 

@@ -12,9 +12,13 @@ those checks are skipped, never guessed.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 __all__ = [
     "CRS_KEY",
@@ -25,6 +29,7 @@ __all__ = [
     "geoparquet_crs",
     "metric_only",
     "parquet_crs",
+    "raster_crs",
     "source_crs",
     "unit_symbol",
 ]
@@ -144,3 +149,33 @@ def unit_symbol(crs_value: str | None) -> str | None:
     crs = None if crs_value is None else as_crs(crs_value)
     unit = crs_unit(crs)
     return None if unit is None else _SYMBOLS.get(unit, unit)
+
+
+def raster_crs(ds: xr.Dataset | xr.DataArray, variables: Sequence[str] = ()) -> str | None:
+    """The CRS of ``variables`` of a raster, as WKT: from their grid mapping (CF's
+    ``grid_mapping`` attribute naming a variable whose ``crs_wkt`` or ``spatial_ref`` attribute
+    holds it, as rioxarray writes it), else from a ``spatial_ref`` coordinate; None where the
+    raster states none (no ``variables``: the ``spatial_ref`` coordinate). Variables on
+    different CRSs are refused, naming them."""
+    found: dict[str, str] = {}
+    for var in variables or [None]:
+        attrs = {} if var is None else {**ds[var].encoding, **ds[var].attrs}
+        source = ds.coords.get(attrs.get("grid_mapping", "spatial_ref"))
+        if source is None and hasattr(ds, "data_vars"):  # a Dataset's data variable
+            source = ds.variables.get(attrs.get("grid_mapping", "spatial_ref"))
+        if source is not None:
+            wkt = source.attrs.get("crs_wkt") or source.attrs.get("spatial_ref")
+            if wkt:
+                found[str(var)] = str(wkt)
+    if len(set(found.values())) > 1:
+        listed = "; ".join(f"{var}: {_shortened(wkt)}" for var, wkt in found.items())
+        raise ValueError(
+            f"the raster's variables are on different CRSs ({listed}); reproject them onto one "
+            "grid (rioxarray's reproject_match) before reading the table"
+        )
+    return next(iter(found.values()), None)
+
+
+def _shortened(text: str, width: int = 60) -> str:
+    """``text`` cut to ``width`` characters for a message (a WKT runs to a page)."""
+    return text if len(text) <= width else f"{text[:width]}..."

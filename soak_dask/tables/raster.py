@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .crs import raster_crs
 from .load import load_table
 from .table import Table, Task
 
@@ -166,6 +167,7 @@ def raster_table(
     _check_distinct(roles)
     band_vars = _band_vars(ds, bands, set(roles.values()), band_dim, time_dim)
     used = [*roles.values(), *band_vars]
+    crs = raster_crs(ds, used)
     ds = _chunked(ds[used])
     spec = _make_spec(ds, roles, band_vars, band_dim, time_dim, nodata, classes, tiles, task)
     ddf = _pixel_frame(ds, spec)
@@ -176,10 +178,13 @@ def raster_table(
         group=group,
         features=spec.feature_columns,
         task="regression" if spec.label_kind == "values" else "classification",
+        coords=(X, Y),
+        crs=crs,
     )
-    # load_table keeps only features and roles; the pixel coordinates ride along, unused.
-    coords = [X, Y] + ([time_dim] if spec.times is not None else [])
-    return replace(table, data=table.data.assign(**{c: ddf[c] for c in coords}), source=name)
+    if spec.times is None:
+        return replace(table, source=name)
+    # load_table keeps only features and roles; the time column rides along, unused.
+    return replace(table, data=table.data.assign(**{time_dim: ddf[time_dim]}), source=name)
 
 
 def _open_raster(source: Any, storage_options: dict | None) -> tuple[xr.Dataset, str]:

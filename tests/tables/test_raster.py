@@ -446,3 +446,24 @@ def test_multiband_name_clash(raw, tmp_path):
     one = write_tif(tmp_path / "one.tif", raw["bands"][0])
     with pytest.raises(ValueError, match="two rasters give a variable named 'refl_1'"):
         open_geotiffs({"refl": two, "refl_1": one})
+
+
+def test_geotiff_crs_and_coordinates_carried_into_the_table(raw, geotiffs):
+    """The raster's CRS becomes the table's (``Table.crs``, as load_table reads GeoParquet's)
+    and x, y its coordinates role, so --blocks, kNNDM and spatial_range read distances in the
+    raster's unit; a Dataset without a CRS gives none."""
+    files = {k: geotiffs[k] for k in [*BANDS, "label"]}
+    table = raster_table(files, "label", tiles=(2, 2))
+    assert (table.coords, table.crs) == (("x", "y"), CRS)
+    assert table.data.columns.tolist()[-2:] == ["x", "y"] and "x" not in table.features
+    plain = raster_table(make_dataset(raw).drop_vars("region"), "label", nodata={"label": -1})
+    assert (plain.coords, plain.crs) == (("x", "y"), None)
+
+
+def test_variables_on_two_crss_are_refused_naming_them(raw):
+    ds = make_dataset(raw).drop_vars("region")
+    for var, epsg in (("B1", 32632), ("label", 32633)):
+        ds[f"crs_{var}"] = xr.DataArray(0, attrs={"crs_wkt": f"EPSG:{epsg}"})
+        ds[var].attrs["grid_mapping"] = f"crs_{var}"
+    with pytest.raises(ValueError, match=r"different CRSs \(label: EPSG:32633; B1: EPSG:32632\)"):
+        raster_table(ds, "label", nodata={"label": -1})
