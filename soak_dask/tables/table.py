@@ -87,6 +87,7 @@ class Table:
             "features": list(self.features),
             "excluded_coordinates": list(self.excluded_coordinates),
             **({"coords": list(self.coords)} if self.coords else {}),
+            **({"crs": self.crs} if self.crs else {}),
         }
 
     @property
