@@ -43,6 +43,7 @@ from .text import text_table
 from .verdicts import NO_EVIDENCE, with_verdicts
 
 __all__ = [
+    "ABOUT",
     "COMPARE_COLUMNS",
     "EXTRA_FITS",
     "MEASURED",
@@ -104,18 +105,30 @@ LEVEL_LIMIT = 0.06
 _FREQUENTIST = ("paired", "corrected", "5x2cv", "5x2cv_f", "mcnemar", "con_z")
 
 #: Columns of `compare`: the paired-test columns of every design
-#: (``schema.PAIRED_TEST_COLUMNS``; ``compare`` is learner a, ``reference`` learner b), then
-#: the mean test/train ratio of the cells and the Bayesian test's rope and probabilities.
+#: (``schema.PAIRED_TEST_COLUMNS``; ``compare`` is learner a, ``reference`` learner b), what
+#: each test is about (`ABOUT`), then the mean test/train ratio of the cells and the Bayesian
+#: test's rope and probabilities.
 COMPARE_COLUMNS: list[str] = [
     *PAIRED_TEST_COLUMNS,
+    "null",
+    "level",
+    "extra_fits",
     "test_train_ratio",
     "rope",
     "p_compare_better",
     "p_equivalent",
     "p_reference_better",
 ]
+#: What the columns `compare` adds to every paired test's say of each row.
+ABOUT: dict[str, str] = {
+    "null": "what the test is about: the learners (each trained anew on a sample of the train "
+    "sets' size, new rows scored) or these fitted models (on new rows like the test split's)",
+    "level": "its type-I error at α = 0.05 measured on this design (`MEASURED`); NaN: not measured",
+    "extra_fits": "model fits the result made for this test beyond the design's own (con_z: "
+    "its pairs of halves, every learner); 0: none; NaN: not recorded",
+}
 # The columns of a row that are numbers, NaN until computed.
-_FLOATS = [c for c in COMPARE_COLUMNS if c not in PAIRED_TEST_TEXT]
+_FLOATS = [c for c in COMPARE_COLUMNS if c not in (*PAIRED_TEST_TEXT, "null")]
 
 
 def recommended_method(outer: str, fits: Iterable[str] = ()) -> str:
@@ -350,8 +363,26 @@ def compare(
             rows.append(_mcnemar_row(ds, m, (ia, ib), counts))
         elif chosen == "mcnemar":
             rows.append(_unsupported_mcnemar(m))
+    for row in rows:
+        row.update(_about(ds, outer, row["method"], (ia, ib)))
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS).assign(reference=b, compare=a)
-    return out.astype({"n": "int64", "note": str, "reason": str})
+    return out.astype({"n": "int64", "note": str, "reason": str, "null": str})
+
+
+def _about(ds: xr.Dataset, outer: str, method: str, pair: tuple[int, int]) -> dict[str, Any]:
+    """A row's `ABOUT` columns: the null its test is about, its measured level, its extra fits."""
+    level = MEASURED.get((TEST_SPLIT if method == "mcnemar" else outer, method), (math.nan,))[0]
+    extra = float(ds.attrs.get("inference_fits", math.nan)) if method in EXTRA_FITS else 0.0
+    if method == "mcnemar":
+        return {"null": "these two fitted models, on new rows like the test split's",
+                "level": level, "extra_fits": extra}  # fmt: skip
+    size = "the train sets' size"
+    if "n_train" in ds.data_vars:
+        rows = ds["n_train"].transpose("learner", ...).values[list(pair)]
+        if np.isfinite(rows).any():
+            size = f"~{np.nanmean(rows):,.0f} rows"
+    return {"null": f"the learners, each trained anew on a sample of {size}",
+            "level": level, "extra_fits": extra}  # fmt: skip
 
 
 def _cells_row(

@@ -15,6 +15,7 @@ import html
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -275,11 +276,19 @@ def _means_table(means: pd.DataFrame) -> str:
     return cells_table(head, rows, 1)
 
 
+def _about(row: Any) -> str:
+    """What a comparison is about (``compare``'s ``null``) and its extra fits' cost."""
+    fits = row.extra_fits
+    cost = f"; {fits:,.0f} extra fits" if np.isfinite(fits) and fits > 0 else ""
+    return f"{row.null}{cost}"
+
+
 def _compare_table(tests: pd.DataFrame, digits: int) -> str:
     """Per pair and test: the difference ± SD, its 95 % interval, p; the level notes under it
     (each once, numbered)."""
     notes = list(dict.fromkeys(n for n in tests["note"] if n))
-    head = ["Learners", "Test", "Cells", "Mean difference ± SD", "95 % interval", "p", "Note"]
+    head = ["Learners", "Test", "Cells", "Mean difference ± SD", "95 % interval", "p"]
+    head += ["Type-I error measured here", "About", "Note"]
     rows = []
     for r in tests.itertuples():
         sd = f" ± {fixed(r.sd_diff, digits)}" if np.isfinite(r.sd_diff) else ""
@@ -297,13 +306,15 @@ def _compare_table(tests: pd.DataFrame, digits: int) -> str:
                 fixed(r.mean_diff, digits, sign=True) + sd,
                 interval,
                 p,
+                f"{r.level:.1%}" if np.isfinite(r.level) else "not measured",
+                _about(r),
                 f"[{notes.index(r.note) + 1}]" if r.note else (r.reason and "undefined"),
             ]
         )
     listed_notes = "".join(
         f'<p class="muted">[{i}] {html.escape(n)}.</p>' for i, n in enumerate(notes, 1)
     )
-    return cells_table(head, rows, 2) + listed_notes
+    return cells_table(head, rows, (0, 1, 7), wrap=(7,)) + listed_notes
 
 
 def _measure_section(

@@ -73,15 +73,18 @@ def with_halves(
 ) -> xr.Dataset:
     """`ds` with ``con_z_<measure>`` (`HALF_DIMS`): the mean over its cells of each half's
     ``run(half, **options)`` (evaluate with the run's own options, seeded per pair), for
-    every measure of `ds`, and ``attrs["inference"]``, ``attrs["inference_repeats"]``."""
+    every measure of `ds`, and ``attrs["inference"]``, ``attrs["inference_repeats"]`` and
+    ``attrs["inference_fits"]`` (the fits of every half's run)."""
     measures = list(ds.attrs["measures"])
     learners = [str(v) for v in ds["learner"].values]
     means = np.full((len(measures), len(learners), repeats, 2), np.nan)
     kwargs = {**options, **_NOT_IN_HALVES, "inference": None, "inference_repeats": None}
+    fits = 0
     for r in range(repeats):
         pair_seed = half_seed(int(options["seed"]), r + 1)
         for h, part in enumerate(halves(table, pair_seed)):
             half = run(part, **{**kwargs, "seed": pair_seed})
+            fits += int(half.attrs["n_fits"])
             for i, m in enumerate(measures):
                 cells = half[m].sel(learner=learners).transpose(*EVALUATION_DIMS).values
                 means[i, :, r, h] = np.nanmean(cells.reshape(len(learners), -1), axis=1)
@@ -92,5 +95,5 @@ def with_halves(
             f"{ds[m].attrs.get('long_name', m)}: mean over the design's cells in one of two "
             "disjoint halves of the rows (conservative Z test)"
         )
-    out.attrs.update(inference="con_z", inference_repeats=repeats)
+    out.attrs.update(inference="con_z", inference_repeats=repeats, inference_fits=fits)
     return out

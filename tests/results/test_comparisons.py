@@ -17,6 +17,7 @@ from scipy import stats as sps
 
 import soak_dask as sd
 from soak_dask.results.comparisons import (
+    ABOUT,
     COMPARE_COLUMNS,
     LEVEL_LIMIT,
     MEASURED,
@@ -259,6 +260,8 @@ def test_compare_mcnemar_on_the_test_split_counts() -> None:
     assert row["mean_diff"] == pytest.approx(16.0) == row["compare_mean"] - row["reference_mean"]
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((100 * ref.ci_low, 100 * ref.ci_high))
     assert row["p"] == pytest.approx(ref.p) and row["n"] == 50
+    assert row["null"] == "these two fitted models, on new rows like the test split's"
+    assert (row["level"], row["extra_fits"]) == (MEASURED["test_split", "mcnemar"][0], 0)
     only = compare(ds, "a", "b", ["error"], "mcnemar")
     assert list(only["method"]) == ["mcnemar"]
     with pytest.raises(ValueError, match="no test_right_wrong counts"):
@@ -428,3 +431,17 @@ def test_property_intervals_and_probabilities(values: list[float], ratio: float,
     assert (bayes.ci_low, bayes.ci_high) == pytest.approx((fixed.ci_low, fixed.ci_high))
     flipped = paired_test(-d, ratio)
     assert (flipped.ci_low, flipped.ci_high) == pytest.approx((-fixed.ci_high, -fixed.ci_low))
+
+
+def test_every_row_names_its_null_its_measured_level_and_its_extra_fits() -> None:
+    ds = make_eval({"a": [[10.0, 20.0, 15.0]], "b": [[12.0, 18.0, 20.0]]})
+    ds["n_train"] = (("learner", "repeat", "fold"), [[[90, 92, 94]], [[90, 92, 94]]])
+    for outer, method in (("cv", "corrected"), ("repeated_cv", "paired"), ("nested", "paired")):
+        ds.attrs["outer"] = outer
+        row = compare(ds, "a", "b", "error", method).iloc[0]
+        assert row["null"] == "the learners, each trained anew on a sample of ~92 rows"
+        level = MEASURED.get((outer, method), (math.nan,))[0]
+        assert row["level"] == pytest.approx(level, nan_ok=True) and row["extra_fits"] == 0
+    assert set(ABOUT) == {"null", "level", "extra_fits"} <= set(COMPARE_COLUMNS)
+    unsized = compare(ds.drop_vars("n_train"), "a", "b", "error", "paired").iloc[0]
+    assert unsized["null"].endswith("a sample of the train sets' size")

@@ -11,7 +11,7 @@ import pytest
 import xarray as xr
 
 import soak_dask as sd
-from soak_dask.results.comparisons import compare, level_note, recommended_method
+from soak_dask.results.comparisons import MEASURED, compare, level_note, recommended_method
 from soak_dask.run.halves import check_inference, half_seed, halves
 from soak_dask.stats.mean_tests import con_z_test
 
@@ -96,6 +96,9 @@ def test_evaluate_records_the_halves_and_compare_tests_them(with_halves: xr.Data
     assert np.isfinite(ds["con_z_error"].values).all()
     row = compare(ds, "lr", "tree", "error", "con_z").iloc[0]
     assert row["method"] == "con_z" and row["reason"] == ""
+    # 3 pairs of halves, each half a 5-fold run of both learners: 3 × 2 × 5 × 2 fits.
+    assert row["extra_fits"] == ds.attrs["inference_fits"] == 60
+    assert row["level"] == MEASURED["cv", "con_z"][0]
     assert math.isfinite(row["p"]) and row["ci_low"] < row["mean_diff"] < row["ci_high"]
     # The test of the full-data estimate on the recorded halves' differences, by hand.
     diff = ds["con_z_error"].sel(learner="lr") - ds["con_z_error"].sel(learner="tree")

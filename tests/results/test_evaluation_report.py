@@ -19,7 +19,13 @@ from PIL import Image  # noqa: E402
 import soak_dask as sd  # noqa: E402
 from soak_dask.app.demo import make_pixel_table  # noqa: E402
 from soak_dask.io.outdir import MANIFEST  # noqa: E402
-from soak_dask.results.comparisons import COMPARE_COLUMNS, compare, comparisons  # noqa: E402
+from soak_dask.results.comparisons import (  # noqa: E402
+    COMPARE_COLUMNS,
+    MEASURED,
+    compare,
+    comparisons,
+    recommended_method,
+)
 from soak_dask.results.html import CSP  # noqa: E402
 from soak_dask.results.plot import TEST_SPLIT_COLOR, plot_evaluation  # noqa: E402
 from soak_dask.results.report import write_report  # noqa: E402
@@ -199,6 +205,13 @@ def test_page_says_what_was_run_and_how_to_read_it(report, repeated):
         assert sizes == f"{row.n_test_min:,.0f}–{row.n_test_max:,.0f}]"
         estimate = float(cells[5].split(" [")[0])
         assert estimate == pytest.approx(row.test_estimate, abs=0.006)
+    # Each comparison says its null and the level measured for its test on this design.
+    compared = re.findall(r"<tr>(.*?)</tr>", error.split("Learners compared")[1], re.S)
+    assert "Type-I error measured here" in compared[0] and "About" in compared[0]
+    level = MEASURED["repeated_cv", recommended_method("repeated_cv")][0]
+    assert f"<td>{level:.1%}</td>" in compared[1]
+    assert "the learners, each trained anew on a sample of ~" in compared[1]
+    assert "these two fitted models, on new rows like the test split" in page
     settings = dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", page, re.S))
     assert list(settings)[:5] == ["Data", "Label", "Groups", "Outer design", "Test split"]
     assert settings["Fits"] == f"{repeated.attrs['n_fits']}: 8 train sets × 3 learners"
