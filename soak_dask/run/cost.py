@@ -66,9 +66,11 @@ class PlanCost:
     fits : pandas.DataFrame
         One row per (fit, learner) pair: ``fit_id``, ``learner``, ``strategy``, ``train``
         (train rows; a weighted fit's sum of weights), ``test`` (rows of its test blocks),
-        ``gathered`` (rows its task holds at once: capped train rows plus test rows for a
-        whole-train-set or batched fit, 0 for one-pass and incremental fits, which hold one
-        partition at a time) and ``peak_bytes`` (``memory.fit_bytes`` of ``gathered``).
+        ``gathered`` (rows its task holds at once: capped train rows for a whole-train-set
+        fit, whose test rows are scored a partition at a time; capped train rows plus test
+        rows for a batched fit, scored in its task; 0 for one-pass and incremental fits,
+        which hold one partition at a time) and ``peak_bytes`` (``memory.fit_bytes`` of
+        ``gathered``).
     memory : WorkerMemory or None
         What a worker has for a task: its memory limit, what it holds at rest and ``free``,
         the bytes a task may take (None: not known, nothing is refused).
@@ -224,8 +226,9 @@ def plan_cost(
     frame["train"] = rows.loc[frame["fit_id"], "train"].to_numpy()
     frame["test"] = rows.loc[frame["fit_id"], "test"].to_numpy()
     capped = frame["train"] if ctx.max_rows is None else frame["train"].clip(upper=ctx.max_rows)
-    gathers = np.array([isinstance(s, WholeTrainSet | Batched) for s in used], dtype=bool)
-    frame["gathered"] = np.where(gathers, capped + frame["test"], 0)
+    whole = np.array([isinstance(s, WholeTrainSet) for s in used], dtype=bool)
+    batched = np.array([isinstance(s, Batched) for s in used], dtype=bool)
+    frame["gathered"] = np.select([whole, batched], [capped, capped + frame["test"]], 0)
     n_features = len(ctx.run.features)
     frame["peak_bytes"] = [fit_bytes(n, n_features) if n else 0 for n in frame["gathered"]]
     refusal, budgets = "", {}
@@ -270,11 +273,12 @@ def passes(
 ) -> tuple[tuple[int, str], ...]:
     """The passes over the data of the fits ``frame`` describes (``used``: each pair's
     strategy): a whole-train-set fit reads every partition for its rows, once for all its
-    learners; an incremental one once for its train blocks (the same blocks feed every
-    epoch), and the incremental fits share one scoring pass; one-pass learners share one pass
-    of statistics (unless made before, as ``search_subsets`` makes them) and one scoring
-    pass; batched fits share one read. ``waves``: the scoring passes' reads beyond their
-    first, where their AUC pieces are scored in waves."""
+    learners, and the whole-train-set fits share one scoring pass; an incremental one once
+    for its train blocks (the same blocks feed every epoch), and the incremental fits share
+    one scoring pass; one-pass learners share one pass of statistics (unless made before, as
+    ``search_subsets`` makes them) and one scoring pass; batched fits share one read.
+    ``waves``: the scoring passes' reads beyond their first, where their AUC pieces are
+    scored in waves."""
     pairs = list(zip(frame["fit_id"], used, strict=True))
     out = [(1, "counting each fit's rows")] if counted else []
     onepass = [s for s in used if isinstance(s, OnePass)]
@@ -286,6 +290,7 @@ def passes(
         out.append((1, "checking the features are finite"))
     if whole := {f for f, s in pairs if isinstance(s, WholeTrainSet)}:
         out.append((len(whole), "the rows of each whole-train-set fit"))
+        out.append((1, "scoring the whole-train-set fits"))
     if partial := {f for f, s in pairs if isinstance(s, PartialFit)}:
         out.append((len(partial), "the train blocks of each incremental fit"))
         out.append((1, "scoring the incremental fits"))

@@ -117,13 +117,23 @@ def split_frame(
 def fit_and_score(
     frame: pd.DataFrame, estimator: BaseEstimator, fit: FitSpec, run: RunSpec
 ) -> list[dict[str, Any]]:
-    """Fit a clone of ``estimator`` on the train rows of ``frame``; score each test block.
+    """Fit a clone of ``estimator`` on the train rows of ``frame`` (``fit_train``); score each
+    test block there. Returns one small record per test subset."""
+    train, blocks = split_frame(frame, fit.train, fit.tests)
+    return score_blocks(fit_train(train, estimator, fit, run), blocks, fit, run)
+
+
+def fit_train(
+    train: pd.DataFrame, estimator: BaseEstimator, fit: FitSpec, run: RunSpec
+) -> FitState:
+    """A clone of ``estimator`` fitted on the rows ``train`` (a fit's train rows), as a
+    ``FitState`` whose model predicts labels (scored by ``score_blocks``, or partition by
+    partition where its test rows are: ``strategies.scoring_pass``).
 
     With ``fit.n_groups`` > 0 the train rows are first down-sampled to that many groups
-    (``soak_dask.split.sizes.downsample``); with ``fit.max_rows`` they are then capped at that many
-    rows (``soak_dask.run.rowcap``). Returns one small record per test subset.
+    (``soak_dask.split.sizes.downsample``); with ``fit.max_rows`` they are then capped at that
+    many rows (``soak_dask.run.rowcap``). A failed fit is the state's ``message``.
     """
-    train, blocks = split_frame(frame, fit.train, fit.tests)
     label = run.label if run.classes is not None else None
     if fit.n_groups:
         train = downsample(
@@ -135,7 +145,7 @@ def fit_and_score(
         )
     elif fit.weights is not None:
         train = train.iloc[np.repeat(np.arange(len(train)), train[fit.weights].to_numpy())]
-    state = FitState(clone(estimator), n_train=len(train))
+    state = FitState(clone(estimator), n_train=len(train), started=True)
     groups = train[run.group].to_numpy() if run.group else None
     start = time.perf_counter()
     _, state.message = guard(
@@ -144,7 +154,7 @@ def fit_and_score(
     state.seconds = time.perf_counter() - start
     if not state.message:
         state.info = fit_info(state.estimator)
-    return score_blocks(state, blocks, fit, run)
+    return state
 
 
 def fit_many(

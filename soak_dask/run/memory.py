@@ -1,9 +1,11 @@
 """What a fit holds in memory, known before it runs, and the refusal of a fit that cannot fit.
 
-A fit on its whole train set (``strategies.WholeTrainSet``) gathers its train rows and test
-blocks into one task. From the block counts the run knows every fit's rows before any task
-starts, so a fit that would exceed the memory a worker has for a task is refused up front,
-naming the fit, its rows, the estimate and that memory, instead of killing worker after worker.
+A fit on its whole train set (``strategies.WholeTrainSet``) gathers its train rows into one
+task; its test blocks are scored partition by partition where they are
+(``strategies.scoring_pass``, checked by ``score_memory``). From the block counts the run
+knows every fit's rows before any task starts, so a fit that would exceed the memory a worker
+has for a task is refused up front, naming the fit, its rows, the estimate and that memory,
+instead of killing worker after worker.
 That memory (``workers.WorkerMemory``) is ``LIMIT_SHARE`` of the worker's limit less what the
 worker holds at rest, read from each worker before the fits (``workers.worker_memory``): at
 700 MB workers the libraries alone take 0.3 GB of the 0.56 GB where distributed pauses a worker.
@@ -149,26 +151,23 @@ def check_fit_memory(
     max_rows: int | None = None,
 ) -> None:
     """Refuse the run if a fit of ``learners`` (``{fit_id: learner names}``, the fits to be
-    made on their gathered rows) needs more than the ``memory`` a worker has for a task.
+    made on their gathered train rows) needs more than the ``memory`` a worker has for a task.
 
     ``rows`` are each fit's rows (``fit_rows``); with ``max_rows`` a train set is capped
-    there (its test blocks still come whole).
+    there. Its test rows are not counted: they are scored partition by partition.
     """
     if memory is None or not learners:
         return
     mine = rows.loc[list(learners)]
-    train = mine["train"] if max_rows is None else np.minimum(mine["train"], max_rows)
-    need = train + mine["test"]
+    need = mine["train"] if max_rows is None else np.minimum(mine["train"], max_rows)
     too_big = need[[fit_bytes(n, n_features) > memory.free for n in need]]
     if too_big.empty:
         return
     fit_id = int(too_big.idxmax())
     others = f" (and {len(too_big) - 1} other fits)" if len(too_big) > 1 else ""
     what = f"fit {fit_id} (train: {plan.fits.at[fit_id, 'train']}) of learner "
-    what += f"{learners[fit_id][0]!r}{others}, its {int(train.loc[fit_id]):,} train rows "
-    what += f"(a resample's draws counted) and {int(mine.at[fit_id, 'test']):,} test rows,"
-    test = int(mine.loc[too_big.index, "test"].max())  # rows a cap leaves whole
-    raise FitMemoryError(refusal(what, int(too_big.loc[fit_id]), n_features, memory, test))
+    what += f"{learners[fit_id][0]!r}{others}, its train rows (a resample's draws counted),"
+    raise FitMemoryError(refusal(what, int(too_big.loc[fit_id]), n_features, memory))
 
 
 def check_final_memory(
@@ -253,19 +252,11 @@ def check_test_split_memory(
         )
 
 
-def refusal(what: str, n: int, n_features: int, memory: WorkerMemory, test: int = 0) -> str:
-    """The message refusing ``what``, which gathers ``n`` rows (``test`` of them test rows,
-    which a row cap leaves whole): the estimate, the memory a worker has for a task, the rows
-    it holds and the remedies."""
+def refusal(what: str, n: int, n_features: int, memory: WorkerMemory) -> str:
+    """The message refusing ``what``, which gathers ``n`` rows: the estimate, the memory a
+    worker has for a task, the rows it holds and the remedies."""
     most = memory.free // fit_bytes(1, n_features)
-    cap, sample = most - test, ""
-    if cap > 0:
-        beside = f", beside the {test:,} test rows" if test else ""
-        sample = f"fit on a sample (max_train_rows={cap:,} or less{beside}), "
-    elif test:
-        sample = (
-            f"score smaller test blocks (more folds: its {test:,} test rows alone do not fit), "
-        )
+    sample = f"fit on a sample (max_train_rows={most:,} or less), " if most > 0 else ""
     return (
         f"{what} gathers {n:,} rows × {n_features} features: about "
         f"{format_bytes(fit_bytes(n, n_features))} at its peak, more than the {memory}, "

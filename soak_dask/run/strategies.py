@@ -9,7 +9,10 @@ results are score records. ``assign`` gives each pair to the first strategy that
 - ``PartialFit``: learners with ``partial_fit`` get one block of train rows per task, so no
   worker holds a whole train set, and are scored partition by partition as ``OnePass``'s are
   (``scoring_pass``);
-- ``WholeTrainSet``: any learner, fitted on its train rows gathered in one task.
+- ``WholeTrainSet``: any learner, fitted on its train rows gathered in one task (its test rows
+  never gathered: the fitted model is scored partition by partition, ``scoring_pass``);
+- ``Batched``: many fits per task on a small table, each task gathering the table once and
+  scoring its fits there.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property, partial
-from typing import Any
+from typing import Any, ClassVar
 
 import dask
 import dask.dataframe as dd
@@ -38,8 +41,8 @@ from .fitting import (
     FitSpec,
     FitState,
     RunSpec,
-    fit_and_score,
     fit_many,
+    fit_train,
     guard,
     merge_pieces,
     partial_fit_chain,
@@ -148,26 +151,35 @@ class Context:
         return self.client.compute(lazy).result() if self.client is not None else lazy.compute()
 
 
+@dataclass(frozen=True)
 class WholeTrainSet:
-    """Fit each learner on its whole train set gathered in one task (any learner, any fit:
-    down-sampled, capped or weighted)."""
+    """Fit each learner on its train rows gathered in one task (any learner, any fit:
+    down-sampled, capped or weighted); score the fitted models partition by partition, as
+    ``OnePass`` scores its models (``scoring_pass``): a model goes to the blocks, never a
+    test set to the model. A fit task holds its train rows alone, and returns its model (a
+    task result that stays on its worker until the scoring tasks, which depend on it, read
+    it)."""
+
+    split_every: int = 8
+    scores_by_pass: ClassVar[bool] = True
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
         return True
 
     def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
-        out = []
+        if not pairs:
+            return [], []
+        fitted = {}
         for fit_id, learner in pairs:
             spec = ctx.spec(fit_id, learner)
-            rows = ctx.rows(spec, rates=ctx.rates(fit_id, exact=True))
+            rows = ctx.rows(spec, test=False, rates=ctx.rates(fit_id, exact=True))
             estimator = ctx.estimators[learner]
             key = f"soak-fit-{fit_id}-{learner}-{ctx.token(spec, estimator, 'whole')}"
-            out.append(
-                dask.delayed(fit_and_score, pure=True)(
-                    rows, estimator, spec, ctx.run, dask_key_name=key
-                )
+            state = dask.delayed(fit_train, pure=True)(
+                rows, estimator, spec, ctx.run, dask_key_name=key
             )
-        return out, []
+            fitted[fit_id, learner] = (state, spec)
+        return scoring_pass(ctx, fitted, self.split_every), []
 
 
 @dataclass(frozen=True)
@@ -176,6 +188,7 @@ class Batched:
     ``size`` fits on it (leave-one-out's hundreds of fits would otherwise each read it)."""
 
     size: int = 64
+    scores_by_pass: ClassVar[bool] = False
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
         return True
@@ -201,6 +214,7 @@ class PartialFit:
 
     epochs: int = 1
     split_every: int = 8
+    scores_by_pass: ClassVar[bool] = True
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
         estimator = ctx.estimators[learner]
@@ -240,6 +254,7 @@ class OnePass:
 
     split_every: int = 8
     stats: FitStats | None = None
+    scores_by_pass: ClassVar[bool] = True
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
         return (
@@ -340,18 +355,19 @@ def scoring_pass(
     (``score_budgets``), the blocks are scored in waves (``pass_waves``), each wave reading
     the table once more after the last wave's scores. Rows find their blocks by (fold,
     subset) cell where the plan has cells, else by each block's ``Selection``. Serves the
-    models fitted from statistics (``OnePass``) and those fed block by block
-    (``PartialFit``)."""
+    models fitted from statistics (``OnePass``), those fed block by block (``PartialFit``)
+    and those fitted on their gathered train rows (``WholeTrainSet``): the partitions are
+    read once every model is made, so none is held waiting for a fit."""
     ordered, blocks, columns, score = _pass_blocks(ctx, fitted)
     run, token = ctx.run, ctx.token(fitted, blocks)
     shared = dask.delayed(fitted, name=f"soak-fitted-{token}", pure=True)
     out: list[Any] = []
-    last: list[Any] = []  # the last wave's block scores
+    barrier: Any = shared  # the first wave reads once the models are made (fit tasks' too)
     for w, ids in enumerate(pass_waves(ctx, ordered, [len(b[-1]) for b in blocks])):
+        # Reads wait for the models, then for the last wave's scores: never a partition
+        # held waiting for them.
         parts = ctx.data[columns]
-        if last:  # reads after the last wave's scores: never a partition held waiting for them
-            barrier = dask.delayed(len, pure=True)(last, dask_key_name=f"soak-wave-{w}-{token}")
-            parts = parts.map_partitions(after, barrier, meta=parts._meta)
+        parts = parts.map_partitions(after, barrier, meta=parts._meta)
         wave = [blocks[i] for i in ids]
         level = [
             dask.delayed(score, nout=len(wave), pure=True)(
@@ -372,12 +388,14 @@ def scoring_pass(
             )
             for j, i in enumerate(ids)
         ]
+        barrier = dask.delayed(len, pure=True)(last, dask_key_name=f"soak-wave-{w + 1}-{token}")
         out += last
     return out
 
 
 def after(part: pd.DataFrame, barrier: Any) -> pd.DataFrame:
-    """``part``, once ``barrier`` (the last wave's scores) is done: a wave's reads wait."""
+    """``part``, once ``barrier`` (the models, or the last wave's scores) is done: a wave's
+    reads wait."""
     return part
 
 
@@ -450,11 +468,17 @@ def whole_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list
     return chosen_fits(chosen, {len(strategies) - 1})
 
 
+def by_pass(strategy: Any) -> bool:
+    """Whether ``strategy`` scores its models partition by partition (``scoring_pass``):
+    ``OnePass``, ``PartialFit`` and ``WholeTrainSet`` do, ``Batched`` scores in its tasks."""
+    return bool(getattr(strategy, "scores_by_pass", False))
+
+
 def scored_fits(chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, list[str]]:
-    """``{fit_id: learners}`` of the pairs ``assign`` gave a ``OnePass`` or a ``PartialFit``
-    (scored partition by partition, ``scoring_pass``, whose AUC pieces
+    """``{fit_id: learners}`` of the pairs ``assign`` gave a strategy scoring partition by
+    partition (``by_pass``: ``scoring_pass``, whose AUC pieces
     ``score_memory.check_score_memory`` checks)."""
-    passes = {i for i, s in enumerate(strategies) if isinstance(s, OnePass | PartialFit)}
+    passes = {i for i, s in enumerate(strategies) if by_pass(s)}
     return chosen_fits(chosen, passes)
 
 
@@ -491,18 +515,19 @@ def make_tasks(
         stats_made |= isinstance(strategy, OnePass) and bool(made)
         tasks += made
         back.update(left)
-    made, _ = last.tasks(ctx, [p for p in pairs if chosen[p] == len(first) or p in back])
+    mine = dataclasses.replace(ctx, score_budget=budgets.get(len(first), (None, 1))[0])
+    made, _ = last.tasks(mine, [p for p in pairs if chosen[p] == len(first) or p in back])
     return tasks + made, stats_made, max((n for _, n in budgets.values()), default=1)
 
 
 def scoring_pairs(
     ctx: Context, chosen: dict[Pair, int], strategies: list[Any]
 ) -> dict[int, dict[int, int]]:
-    """Per strategy scoring partition by partition (``OnePass``, ``PartialFit``; by index):
+    """Per strategy scoring partition by partition (``by_pass``; by index):
     each test block it scores -> the (fit, learner) pairs predicting it."""
     out: dict[int, dict[int, int]] = {}
     for i, strategy in enumerate(strategies):
-        if not isinstance(strategy, OnePass | PartialFit):
+        if not by_pass(strategy):
             continue
         for fit_id, names in chosen_fits(chosen, {i}).items():
             pairs = out.setdefault(i, {})

@@ -71,11 +71,12 @@ def test_soak_cost_is_what_the_run_does_and_no_fit_runs(table):
         "logistic": ["whole train set"],
     }
     whole = cost.fits[cost.fits["learner"] == "logistic"]
-    assert (whole["gathered"] == whole["train"] + whole["test"]).all()
+    assert (whole["gathered"] == whole["train"]).all()  # its test rows scored where they are
     assert cost.peak_bytes == fit_bytes(whole["gathered"].max(), 3)
     assert (cost.fits.loc[cost.fits["learner"] != "logistic", "gathered"] == 0).all()
-    # one pass of block statistics, one of scoring, one per logistic train set
-    assert cost.n_passes == 2 + cost.n_train_sets
+    # one pass of block statistics, one scoring each of the one-pass and the whole-train-set
+    # fits, one per logistic train set
+    assert cost.n_passes == 3 + cost.n_train_sets
     assert "soak: 27 fits (9 train sets × 3 learners)" in str(cost)
     assert set(costs.table()["learner"]) == set(learners)
     res = sd.soak(table, ["featureless", "lda", "logistic"], n_folds=3, **RUN)
@@ -123,7 +124,7 @@ def test_the_passes_are_the_sweeps_the_run_makes(monkeypatch):
 
 def test_capped_rows_are_what_each_task_gathers(table):
     (cost,) = sd.dry_run(sd.soak, table, ["logistic"], n_folds=3, max_train_rows=150, **RUN)
-    assert (cost.fits["gathered"] == cost.fits["train"].clip(upper=150) + cost.fits["test"]).all()
+    assert (cost.fits["gathered"] == cost.fits["train"].clip(upper=150)).all()
     res = sd.soak(table, ["logistic"], n_folds=3, max_train_rows=150, **RUN)
     assert (pair_rows(res)["n_train"] == cost.fits["train"].clip(upper=150).to_numpy()).all()
 
