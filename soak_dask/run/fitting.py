@@ -16,6 +16,7 @@ from typing import Any
 import dask
 import numpy as np
 import pandas as pd
+from dask.dataframe.methods import concat
 from sklearn import config_context
 from sklearn.base import BaseEstimator, clone
 
@@ -155,6 +156,15 @@ def fit_train(
     if not state.message:
         state.info = fit_info(state.estimator)
     return state
+
+
+def fit_parts(
+    parts: Sequence[pd.DataFrame], estimator: BaseEstimator, fit: FitSpec, run: RunSpec
+) -> FitState:
+    """``fit_train`` on the train rows of each partition (``parts``, in order), joined here:
+    each partition's task selected them next to its data, so no task held a partition for
+    another fit's sake."""
+    return fit_train(concat(list(parts)), estimator, fit, run)
 
 
 def fit_many(

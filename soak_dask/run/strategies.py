@@ -42,7 +42,7 @@ from .fitting import (
     FitState,
     RunSpec,
     fit_many,
-    fit_train,
+    fit_parts,
     guard,
     merge_pieces,
     partial_fit_chain,
@@ -172,11 +172,13 @@ class WholeTrainSet:
         fitted = {}
         for fit_id, learner in pairs:
             spec = ctx.spec(fit_id, learner)
+            # One task per partition reads it and selects this fit's train rows there (a read
+            # shared by every fit would be held until the last of them had its rows).
             rows = ctx.rows(spec, test=False, rates=ctx.rates(fit_id, exact=True))
             estimator = ctx.estimators[learner]
             key = f"soak-fit-{fit_id}-{learner}-{ctx.token(spec, estimator, 'whole')}"
-            state = dask.delayed(fit_train, pure=True)(
-                rows, estimator, spec, ctx.run, dask_key_name=key
+            state = dask.delayed(fit_parts, pure=True)(
+                rows.to_delayed(), estimator, spec, ctx.run, dask_key_name=key
             )
             fitted[fit_id, learner] = (state, spec)
         return scoring_pass(ctx, fitted, self.split_every), []
