@@ -13,12 +13,14 @@ file of k-means buckets, as FAISS's IVF search), never holding the table in one 
    up to ``probes + EXTRA_PROBES``, where those buckets hold fewer than k other rows). The
    buckets are cut into groups of about ``GROUP_ROWS`` rows (consecutive buckets, which lie
    near each other: cell by cell; more groups where the largest one's search would not fit
-   a worker's memory, estimated from the centres' sample); each partition sends each row to
-   its bucket's group (as a reference) and to the groups of its other probed buckets (as a
-   query), one search task per group keeps the k best candidates of each query row among its
-   buckets, by (squared distance, position), and each partition merges its rows' candidates
-   from the groups they went to (the pieces travel through √groups super-groups and as many
-   batches of partitions, not one task per partition and group). Distances are computed
+   a worker's memory, estimated from the centres' sample); each partition, read again, sends
+   each row to its bucket's group (as a reference) and to the groups of its other probed
+   buckets (as a query), one search task per group keeps the k best candidates of each query
+   row among its buckets, by (squared distance, position), and each partition merges its
+   rows' candidates from the groups they went to. Both exchanges are shuffles (``exchange``:
+   Dask's P2P shuffle on a distributed cluster, its buffers on disk), so the rows in transit
+   (about three copies of the table's features) wait on disk, not in the workers' memory or
+   Dask's spill of one piece per (partition, group). Distances are computed
    exactly, Σ (q − r)² in feature order, and cut to 28 significant bits, as the exact search
    does, so the neighbours it finds are the exact search's whenever they lie in the probed
    buckets.
@@ -42,13 +44,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import dask
+import dask.dataframe as dd
 import numpy as np
-from dask.base import tokenize
-from dask.delayed import Delayed
-from dask.highlevelgraph import HighLevelGraph
+import pandas as pd
 from dask.utils import format_bytes
 from numba import njit
 
+from ..dask_client import current_client
 from ..workers import FitMemoryError, WorkerMemory
 from .neighbours import insert_best, point_hashes, squares
 from .shares import partition_starts
@@ -370,16 +372,6 @@ def group_search(
     return Pq, rows["codes"], dist, pos, codes
 
 
-def by_partition(found: tuple[np.ndarray, ...], starts: np.ndarray) -> list[tuple[np.ndarray, ...]]:
-    """A group's candidates cut by the partition of the query rows (``starts``: each
-    partition's first position)."""
-    order = np.argsort(found[0], kind="stable")
-    cuts = np.searchsorted(found[0][order], np.append(starts, _BIG))
-    return [
-        tuple(a[order[lo:hi]] for a in found) for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)
-    ]
-
-
 def merge_groups(
     pieces: list[tuple[np.ndarray, ...]], start: int, n: int, k: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -462,13 +454,16 @@ def bucket_neighbours(
     nearest neighbours, n × k).
 
     ``blocks`` are delayed (standardised features, class codes, positions) of each partition
-    (``split.overlap.block_arrays``), ``lengths`` their rows. The centres are fitted here (one
-    small computation on the cluster); the rest is returned lazy: each partition ranks its
-    rows' buckets and sends each row to the search tasks (groups of about ``group_rows``
-    rows' buckets, as many whatever the partitioning) of its probed buckets, and gets back
-    their candidates. No task holds more than a group's rows and the rows probing them; given
-    a worker's ``memory``, the groups are cut finer where the largest would not fit it, and a
-    search that cannot fit is refused before it starts (``sized_groups``).
+    (``split.overlap.block_arrays``), ``lengths`` their rows. The centres are fitted and the
+    buckets' sizes counted here (two small computations on the cluster, the second reading
+    every partition once); the rest is returned lazy: each partition is read again, ranks its
+    rows' buckets and sends each row to the search tasks (groups of about ``group_rows`` rows'
+    buckets, as many whatever the partitioning) of its probed buckets, and gets back their
+    candidates, both ways through a shuffle (``exchange``: Dask's P2P shuffle on a
+    distributed cluster, whose buffers spill to disk). No task holds more than a partition,
+    or a group's rows and the rows probing them; given a worker's ``memory``, the groups are
+    cut finer where the largest would not fit it, and a search that cannot fit is refused
+    before it starts (``sized_groups``).
     """
     bucket_rows, probes = check_search(bucket_rows, probes)
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -476,101 +471,117 @@ def bucket_neighbours(
     points = [dask.delayed(operator.getitem, pure=True)(b, 0) for b in blocks]
     centres, sample = bucket_centres(points, n_rows, seed, bucket_rows)
     n_centres = len(centres)
+    depth = min(probes + EXTRA_PROBES, n_centres)  # centres a row ranks (rank_centres)
     n_groups = sized_groups(sample, centres, lengths, k, probes, group_rows, memory)
     held = dask.delayed(centres, pure=True)  # one key, not a copy in every task
-    ranked = [dask.delayed(rank_block, pure=True)(b, held, probes + EXTRA_PROBES) for b in blocks]
-    each = [dask.delayed(bucket_sizes, pure=True)(r, n_centres) for r in ranked]
-    sizes = dask.delayed(sum, pure=True)(each)
-    group = dask.delayed(search_groups, pure=True)(sizes, n_groups)
-    routed = [
-        dask.delayed(route_block, pure=True)(b, r, sizes, group, n_groups, k, probes)
-        for b, r in zip(blocks, ranked, strict=True)
-    ]
-    return _search_graph(routed, lengths, n_groups, n_centres, k)
-
-
-def _search_graph(
-    routed: list[Delayed], lengths: np.ndarray, n_groups: int, n_centres: int, k: int
-) -> list[Delayed]:
-    """Per partition, delayed ``merge_groups`` of every group's search of the ``routed``
-    pieces, written as one graph layer. (``dask.delayed`` given a list of delayed objects
-    optimizes the graph behind them at each call, which here is every partition's and
-    group's: 142 s of graph building for 100 partitions and 50 groups, and half an hour
-    unfinished at 42M rows.)
-
-    The pieces travel in two steps each way, through √groups super-groups (consecutive
-    groups) and as many batches of partitions: partitions × super-groups + groups × batches
-    small tasks, not partitions × groups (at 42M rows in 420 partitions and 982 groups, 825,000
-    tasks, whose bookkeeping held every worker paused at its memory limit)."""
-    starts = partition_starts(lengths)
-    token = tokenize([r.key for r in routed], n_centres, k)
-    steps = ("pick", "mix", "part", "search", "cut", "sent", "join", "take", "merge")
-    names = {step: f"soak-bucket-{step}-{token}" for step in steps}
-    supers = even_ranges(n_groups, math.isqrt(n_groups - 1) + 1)
-    batches = even_ranges(len(routed), min(len(routed), len(supers)))
-    dsk = _to_groups(names, [r.key for r in routed], supers, batches, n_centres, k)
-    dsk |= _to_partitions(names, starts, lengths, supers, batches, k)
-    graph = HighLevelGraph.from_collections(names["merge"], dsk, dependencies=routed)
-    return [Delayed((names["merge"], p), graph, layer=names["merge"]) for p in range(len(starts))]
-
-
-def _to_groups(
-    names: dict[str, str], routed: list[Any], supers: list[range], batches: list[range],
-    n_centres: int, k: int,
-) -> dict[Any, Any]:  # fmt: skip
-    """Each group's search of its pieces: each partition's pieces cut by super-group, a
-    batch's pieces of a super-group regrouped by group, a group's gathered from each batch."""
-    pick, mix, part, search = (names[s] for s in ("pick", "mix", "part", "search"))
-    dsk: dict[Any, Any] = {}
-    for s, groups in enumerate(supers):
-        cut = slice(groups.start, groups.stop)
-        dsk |= {(pick, s, p): (operator.getitem, key, cut) for p, key in enumerate(routed)}
-        for b, parts in enumerate(batches):
-            dsk[mix, s, b] = (transpose, [(pick, s, p) for p in parts])
-            dsk |= {(part, g, b): (operator.getitem, (mix, s, b), g - cut.start) for g in groups}
-        for g in groups:
-            pieces = (flat, [(part, g, b) for b in range(len(batches))])
-            dsk[search, g] = (group_search, pieces, n_centres, k)
-    return dsk
-
-
-def _to_partitions(
-    names: dict[str, str], starts: np.ndarray, lengths: np.ndarray, supers: list[range],
-    batches: list[range], k: int,
-) -> dict[Any, Any]:  # fmt: skip
-    """Each partition's merge of its rows' candidates, back the way the pieces came: each
-    group's cut by partition and sent by batch, a super-group's regrouped by partition."""
-    search, cut, sent, join, take, merge = (
-        names[s] for s in ("search", "cut", "sent", "join", "take", "merge")
+    # Only the counts come back: the blocks are read again to be routed, not held meanwhile.
+    counted = [dask.delayed(block_sizes, pure=True)(b, held, n_centres) for b in blocks]
+    sizes = np.sum(dask.compute(*counted), axis=0)
+    group = search_groups(sizes, n_groups)
+    routed = dd.from_delayed(
+        [
+            dask.delayed(route_frame, pure=True)(b, held, sizes, group, n_groups, k, probes)
+            for b in blocks
+        ],
+        meta=route_meta(sample.shape[1], depth),
+        verify_meta=False,
     )
-    dsk: dict[Any, Any] = {}
-    for s, groups in enumerate(supers):
-        for g in groups:
-            dsk[cut, g] = (by_partition, (search, g), starts)
-            for b, parts in enumerate(batches):
-                dsk[sent, g, b] = (operator.getitem, (cut, g), slice(parts.start, parts.stop))
-        for b, parts in enumerate(batches):
-            dsk[join, s, b] = (transpose, [(sent, g, b) for g in groups])
-            dsk |= {(take, p, s): (operator.getitem, (join, s, b), p - parts.start) for p in parts}
-    for p, (start, n) in enumerate(zip(starts, lengths, strict=True)):
-        pieces = (flat, [(take, p, s) for s in range(len(supers))])
-        dsk[merge, p] = (merge_groups, pieces, int(start), int(n), k)
-    return dsk
+    searched = exchange(routed, n_groups).map_partitions(
+        search_frame, n_centres, k, partition_starts(lengths), meta=found_meta(k)
+    )
+    merged = exchange(searched, len(lengths)).to_delayed()
+    starts = partition_starts(lengths)
+    return [
+        dask.delayed(merge_frame, pure=True)(part, int(start), int(n), k)
+        for part, start, n in zip(merged, starts, lengths, strict=True)
+    ]
 
 
-def even_ranges(n: int, m: int) -> list[range]:
-    """``range(n)`` cut into ``m`` consecutive ranges whose lengths differ by at most one."""
-    return [range(i * n // m, (i + 1) * n // m) for i in range(m)]
+def block_sizes(block: tuple[np.ndarray, ...], index: CentreIndex, n_centres: int) -> np.ndarray:
+    """Rows per bucket of one partition (its rows' nearest centres)."""
+    return bucket_sizes(rank_block(block, index, 1), n_centres)
 
 
-def transpose(lists: list[list[Any]]) -> list[list[Any]]:
-    """Lists by source, each over the same targets, as lists by target over the sources."""
-    return [list(t) for t in zip(*lists, strict=True)]
+#: The column of the task (search group, then partition) a row of the exchange goes to.
+TARGET = "__soak_target__"
 
 
-def flat(lists: list[list[Any]]) -> list[Any]:
-    """The items of ``lists``, in order."""
-    return [x for one in lists for x in one]
+def exchange(frame: dd.DataFrame, n_targets: int) -> dd.DataFrame:
+    """``frame``'s rows moved to ``n_targets`` partitions, partition t holding exactly the rows
+    whose ``TARGET`` is t (its index then): a shuffle on known divisions, Dask's P2P shuffle
+    (buffered, spilled to disk) on a distributed cluster unless configured otherwise
+    (``dataframe.shuffle.method``), so no task holds a piece per pair of partitions."""
+    method = dask.config.get("dataframe.shuffle.method", None)
+    if method is None:
+        method = "p2p" if current_client() is not None else "tasks"
+    divisions = list(range(n_targets + 1))
+    return frame.set_index(TARGET, divisions=divisions, shuffle_method=method)
+
+
+def route_meta(n_features: int, depth: int) -> pd.DataFrame:
+    """The columns of ``route_frame``'s rows."""
+    columns = {TARGET: np.int64, "pos": np.int64, "codes": np.int64, "nprobe": np.int64}
+    columns |= {"ref": bool} | {f"ranked{a}": np.int32 for a in range(depth)}
+    columns |= {f"x{j}": np.float64 for j in range(n_features)}
+    return pd.DataFrame({c: np.array([], dtype=t) for c, t in columns.items()})
+
+
+def route_frame(
+    block: tuple[np.ndarray, np.ndarray, np.ndarray],
+    index: CentreIndex,
+    sizes: np.ndarray,
+    group: np.ndarray,
+    n_groups: int,
+    k: int,
+    probes: int,
+) -> pd.DataFrame:
+    """``route_block``'s pieces of one partition as one frame, a row per (group, row) pair,
+    its group in ``TARGET``."""
+    ranked = rank_block(block, index, probes + EXTRA_PROBES)
+    pieces = route_block(block, ranked, sizes, group, n_groups, k, probes)
+    counts = [len(p["pos"]) for p in pieces]
+    columns: dict[str, Any] = {TARGET: np.repeat(np.arange(n_groups, dtype=np.int64), counts)}
+    for key in ("pos", "codes", "nprobe", "ref"):
+        columns[key] = np.concatenate([p[key] for p in pieces])
+    ranks = np.concatenate([p["ranked"] for p in pieces])
+    X = np.concatenate([p["X"] for p in pieces])
+    columns |= {f"ranked{a}": ranks[:, a] for a in range(ranks.shape[1])}
+    columns |= {f"x{j}": X[:, j] for j in range(X.shape[1])}
+    return pd.DataFrame(columns)
+
+
+def search_frame(part: pd.DataFrame, n_centres: int, k: int, starts: np.ndarray) -> pd.DataFrame:
+    """``group_search`` of one group's rows (a partition of the routed frame): each query row's
+    candidates, its partition in ``TARGET``."""
+    if not len(part):
+        return found_meta(k)
+    ranked = part.filter(regex="^ranked").to_numpy()
+    piece = {key: part[key].to_numpy() for key in ("pos", "codes", "nprobe", "ref")}
+    piece |= {"ranked": ranked, "X": part.filter(regex="^x").to_numpy(np.float64)}
+    qpos, own, dist, pos, codes = group_search([piece], n_centres, k)
+    columns = {TARGET: np.searchsorted(starts, qpos, side="right") - 1, "qpos": qpos, "own": own}
+    for name, values in (("dist", dist), ("npos", pos), ("ncodes", codes)):
+        columns |= {f"{name}{a}": values[:, a] for a in range(k)}
+    return pd.DataFrame(columns)
+
+
+def found_meta(k: int) -> pd.DataFrame:
+    """The columns of ``search_frame``'s rows."""
+    columns = {TARGET: np.int64, "qpos": np.int64, "own": np.int64}
+    for name, dtype in (("dist", np.float64), ("npos", np.int64), ("ncodes", np.int64)):
+        columns |= {f"{name}{a}": dtype for a in range(k)}
+    return pd.DataFrame({c: np.array([], dtype=t) for c, t in columns.items()})
+
+
+def merge_frame(
+    part: pd.DataFrame, start: int, n: int, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``merge_groups`` of a partition's candidates as they come back from the exchange."""
+    piece = [part["qpos"].to_numpy(), part["own"].to_numpy()]
+    piece += [
+        part[[f"{name}{a}" for a in range(k)]].to_numpy() for name in ("dist", "npos", "ncodes")
+    ]
+    return merge_groups([tuple(piece)], start, n, k)
 
 
 def _codes(merged: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

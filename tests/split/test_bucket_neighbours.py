@@ -4,21 +4,24 @@ a group's rows and the rows probing them, and ``overlap_degrees(method="blockwis
 
 from __future__ import annotations
 
-import sys
 import tracemalloc
 
 import dask
+import dask.dataframe as dd
+import distributed
 import numpy as np
 import pandas as pd
 import pytest
 
 import soak_dask as sd
 from soak_dask.split.bucket_neighbours import (
+    TARGET,
     below_hash,
     bucket_centres,
     bucket_neighbour_codes,
     bucket_neighbours,
     check_search,
+    exchange,
     group_search,
     probe_counts,
     rank_block,
@@ -128,8 +131,6 @@ def test_a_search_task_holds_its_group_not_the_table():
     assert sum(int(r[g]["ref"].sum()) for r in routed for g in range(8)) == 2400  # each row once
     copies = sum(len(r[g]["pos"]) for r in routed for g in range(8))
     assert 2400 <= copies <= 2400 * 2  # each row goes to at most its probe count of groups
-    graph = dict(dask.delayed(bucket_neighbour_codes(blocks, lengths, 5, 3, 60, 2, 300)).dask)
-    assert sum(_name(key).startswith("soak-bucket-search-") for key in graph) == 8
 
 
 def routed_groups(n: int, rows_per_partition: int, n_groups: int, k: int = 5):
@@ -195,38 +196,26 @@ def test_overlap_degrees_sizes_its_search_by_the_workers_memory(monkeypatch):
         overlap_degrees(table, 5, method="blockwise")
 
 
-def _name(key) -> str:
-    return key[0] if isinstance(key, tuple) else key
+def test_exchange_puts_each_target_in_its_own_partition():
+    rows = pd.DataFrame({TARGET: [3, 0, 3, 1, 0], "v": np.arange(5.0)})
+    moved = exchange(dd.from_pandas(rows, npartitions=2), 5)
+    parts = dask.compute(*moved.to_delayed())
+    assert [sorted(p["v"].tolist()) for p in parts] == [[1.0, 4.0], [3.0], [], [0.0, 2.0], []]
 
 
-def test_the_search_graph_is_built_once_not_per_group_and_partition(monkeypatch):
-    """dask.delayed optimizes the whole graph behind a list of delayed arguments at each call:
-    the groups' searches and merges are one graph layer instead, so building the graph does as
-    many such optimizations with 24 groups as with one (it took 142 s for 100 partitions and 50
-    groups, before), and the pieces travel through super-groups and batches, not one task per
-    partition and group."""
-    dask_delayed = sys.modules["dask.delayed"]  # (the name dask.delayed is the function)
-    blocks, lengths = blocks_of(frame(2400), 100)
-    real = dask_delayed._finalize_args_collections
-    for group_rows in (10_000, 100):
-        calls = []
-        monkeypatch.setattr(
-            dask_delayed,
-            "_finalize_args_collections",
-            lambda *a, calls=calls: calls.append(1) or real(*a),
-        )
-        found = bucket_neighbour_codes(blocks, lengths, 5, 3, 60, 2, group_rows)
-        graph = dict(dask.delayed(found).dask)
-        searches = sum(_name(key).startswith("soak-bucket-search-") for key in graph)
-        if group_rows == 10_000:
-            assert searches == 1
-            one = len(calls)
-        else:
-            assert searches == 24 and len(calls) == one
-            # 24 partitions' pieces to 24 groups through 5 super-groups and 5 batches: 24 x 5
-            # small tasks each step, not 24 x 24
-            for step in ("pick", "part", "sent", "take"):
-                assert sum(_name(key).startswith(f"soak-bucket-{step}-") for key in graph) == 120
+def test_the_rows_travel_through_a_p2p_shuffle_on_a_cluster(cluster):
+    """On a distributed cluster the two exchanges are Dask's P2P shuffles (disk-buffered): the
+    graph holds no task per (partition, group) pair, and the degrees are the same as the
+    in-process search's, whatever the partitions."""
+    df = frame(2400)
+    blocks, lengths = blocks_of(df, 100)
+    expected = bucket_degrees(df, 2400)
+    with distributed.Client(cluster) as client, dask.config.set(scheduler=client.get):
+        found = bucket_neighbour_codes(blocks, lengths, 5, 3, 60, 2, 100)
+        names = {str(key[0] if isinstance(key, tuple) else key) for key in dask.delayed(found).dask}
+        assert any(name.startswith("p2pshuffle") for name in names)
+        got = dask.compute(*found)
+    np.testing.assert_array_equal(np.concatenate([degrees(*f) for f in got]), expected)
 
 
 def test_probes_grow_where_buckets_are_small():
