@@ -17,14 +17,8 @@ import dask
 import numpy as np
 import pandas as pd
 
-from ..schema import DEFAULT_N_FOLDS
-from ..split.fold_options import (
-    MAX_FOLDS,
-    check_assignment_groups,
-    check_group_assignment,
-    check_n_folds,
-    check_seed,
-)
+from ..option_checks import checked
+from ..split.fold_options import MAX_FOLDS, check_assignment_groups, fold_count
 from ..split.folds import (
     check_fold_values,
     fold_rows,
@@ -100,6 +94,7 @@ class TableInfo:
         return format_info(self)
 
 
+@checked("run", only=("n_folds", "seed", "stratify", "group_assignment"))
 def describe_table(
     table: Table,
     n_folds: int | None = None,
@@ -140,10 +135,7 @@ def describe_table(
     >>> info.rows.to_dict("index")
     {'A': {'a': 2, 'b': 2}, 'B': {'a': 2, 'b': 2}}
     """
-    if n_folds is not None:
-        n_folds = check_n_folds(n_folds)
-    seed = check_seed(seed)
-    assignment = check_group_assignment(group_assignment)
+    assignment = group_assignment  # checked at the door, as the run's options are
     check_assignment_groups(table.group, assignment)  # as soak refuses it: nothing to deal
     c = _count(table)
     blocks, missing, infinite, known = c.blocks, c.missing, c.infinite, c.known
@@ -152,7 +144,7 @@ def describe_table(
     notes += _missing_role_warnings(table, missing)
     in_features = {c: n for c, n in missing.items() if c in table.features}
     notes += [missing_features_warning(in_features), infinite_features_error(infinite)]
-    k = n_folds or DEFAULT_N_FOLDS
+    k = fold_count(n_folds)
     fold_rows = None
     if table.fold is not None:
         k, fold_notes = _fold_k(known, table.fold, n_folds)
@@ -440,7 +432,7 @@ def spatial_info(table: Table, n_folds: int | None = None, **options: Any) -> Sp
     adds: the range, its interval, the suggested ``--blocks`` size and the flattery line."""
     from ..spatial.variogram import spatial_range
 
-    return spatial_range(table, n_folds=n_folds or DEFAULT_N_FOLDS, **options)
+    return spatial_range(table, n_folds=fold_count(n_folds), **options)
 
 
 def info_command(args: argparse.Namespace) -> None:

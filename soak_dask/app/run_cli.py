@@ -30,15 +30,15 @@ def _run(
 ) -> tuple:
     """What ``soak run`` and ``soak evaluate`` share: check everything that needs no data
     (learners, ``--out`` and the checkpoint, TLS files), then on the cluster load the table
-    (its passes read by the workers), check the measures against its task and run the
-    command's function (``engine()``, imported once the checks that need no cluster have
+    (its passes read by the workers) and run the command's function (which checks the
+    measures against its task) (``engine()``, imported once the checks that need no cluster have
     passed); save the results and remove our own checkpoint.
     Returns the results, the measures and the store's path. Each check imports only what it
     needs, so a mistake found early is refused before the engine loads."""
     learners = settings.learners()
     # A dry run given no --out writes nothing, so has neither --out nor a checkpoint to check.
     checkpoint = _checked_paths(settings) if settings.out is not None else None
-    from ..learn.measures import check_measures
+    from ..results.kinds import as_name_list
     from ..results.store import save_results
     from ..run.checkpoint import remove_checkpoint
     from .table_input import table_on_cluster
@@ -49,10 +49,8 @@ def _run(
     # file's check) are read by the workers, not by this process.
     with table_on_cluster(settings, command, debug) as (table, client):
         call = engine()  # once the TLS files are checked too
-        measures = options["measures"] = check_measures(
-            settings.measures, table.task, prior_correction=settings.prior_correction
-        )
-        res = call(table, **options, client=client)
+        res = call(table, **options, client=client)  # the measures checked for its task there
+    measures = as_name_list(res.attrs["measures"])
     # A concurrent run may have written --out since the check at the start: name the flag.
     store = save_results(res, settings.out, overwrite=settings.overwrite, flag="--overwrite")
     if settings.checkpoint is None:  # our own: the saved results make it redundant

@@ -38,10 +38,8 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     """``soak split-sensitivity``: check the options and ``--out``, load the table, run the
     diagnostic on the cluster, write its files and print the per-ratio summary."""
     settings = run_settings(args, COMMAND)  # checked before the engine loads
-    from ..diagnose.sensitivity import DEFAULTS
     from ..diagnose.sensitivity import split_sensitivity as run
     from ..diagnose.sensitivity_report import sensitivity_text
-    from ..learn.measures import check_measures
     from .table_input import table_on_cluster
 
     learners = settings.learners()
@@ -54,7 +52,6 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     options = setting_values(settings, COMMAND, ("run", COMMAND))
     options.update(learners=learners, checkpoint=checkpoint)
     with table_on_cluster(settings, COMMAND, getattr(args, "debug", False)) as (table, client):
-        check_measures(settings.measures or DEFAULTS[table.task][1], table.task)
         ds = run(table, **options, client=client)
     write_outputs(ds, out)
     discard(settings.checkpoint, checkpoint)

@@ -51,7 +51,7 @@ def _check_budget(table: Any, values: dict[str, Any], search: dict[str, Any]) ->
     from ..learn.builtin import resolve_learners
     from ..pooling.search import check_budget, inner_fit_bound
     from ..run.closed_form import is_additive
-    from ..schema import DEFAULT_N_FOLDS
+    from ..split.fold_options import fold_count
 
     estimators = resolve_learners(values["learners"], table.task, values["seed"])
     if all(is_additive(e) for e in estimators.values()):
@@ -59,7 +59,7 @@ def _check_budget(table: Any, values: dict[str, Any], search: dict[str, Any]) ->
     n_subsets = table.data[table.subset].nunique(split_out=1)  # a tree reduction, no shuffle
     k = table.data[table.fold].max() if table.fold is not None else None
     n_subsets, k = dask.compute(n_subsets, k)
-    n_folds = values["n_folds"] or (int(k) if k is not None else DEFAULT_N_FOLDS)
+    n_folds = fold_count(values["n_folds"], k)
     max_pool = min(search["max_pool"] or n_subsets, n_subsets)
     if n_subsets >= 2:
         additive = {n: bool(is_additive(e)) for n, e in estimators.items()}

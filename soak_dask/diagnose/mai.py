@@ -25,12 +25,12 @@ import pandas as pd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
+from ..option_checks import checked
 from ..run.assemble import build_dataset
 from ..run.entry import entry_point
 from ..run.fitting_options import FittingOptions
 from ..run.session import result_attrs, start
 from ..run.strategies import Batched, WholeTrainSet
-from ..settings import SETTINGS, refuse_renamed
 from ..split.overlap import (
     DEFAULT_K,
     POSITION,
@@ -58,6 +58,7 @@ BATCH_MAX_ROWS = 100_000
 
 
 @entry_point
+@checked("compare-sampling")
 def compare_sampling(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None,
@@ -145,18 +146,16 @@ def compare_sampling(
     >>> res["mai"].dims, int(res["n_train"].sel(sampling="overlap"))
     (('learner', 'sampling'), 105)
     """
-    refuse_renamed("compare-sampling", renamed)
+    fitting = FittingOptions.from_options(locals())
     check_table(table, "compare_sampling")
     check_classification(table, "compare_sampling")
     _refuse_groups(table)
     options = {"n_neighbors": n_neighbors, "n_levels": n_levels, "knn": knn}
     options["mdc_max_rows"] = mdc_max_rows
-    n_repeats = SETTINGS["n_repeats"].in_command("compare-sampling").checked(n_repeats)
     design = SamplingSplits(
         methods, train_ratio, n_repeats, seed, doptimal_repeats=doptimal_repeats, **options
     )
     seed, ratio, methods = design.seed, design.train_ratio, design.methods
-    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     session = start(
         table, "compare_sampling", learners, measures=["accuracy"], checkpoint=checkpoint,

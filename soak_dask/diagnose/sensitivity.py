@@ -27,13 +27,12 @@ from scipy import stats as sps
 from sklearn.base import BaseEstimator
 
 from ..learn.builtin import resolve_learners
-from ..learn.measures import check_measures
+from ..option_checks import checked
 from ..run.assemble import build_dataset
 from ..run.entry import entry_point
 from ..run.fitting_options import FittingOptions
 from ..run.session import persisted, result_attrs, start
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES
-from ..settings import check_alpha, refuse_renamed
 from ..split.trials import MIN_TRIALS as MIN_TRIALS
 from ..split.trials import SplitTrials as SplitTrials
 from ..split.trials import check_ratios as check_ratios
@@ -53,6 +52,7 @@ RULE = (
 
 
 @entry_point
+@checked("split-sensitivity")
 def split_sensitivity(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
@@ -142,19 +142,16 @@ def split_sensitivity(
     >>> ds = sd.split_sensitivity(table, "logistic", n_repeats=10)  # doctest: +SKIP
     >>> split_sensitivity_summary(ds)  # doctest: +SKIP
     """
-    refuse_renamed("split-sensitivity", renamed)
+    fitting = FittingOptions.from_options(locals())
     check_table(table, "split_sensitivity")
     design = SplitTrials(ratios, n_repeats, n_folds, seed, names={"trials": "n_repeats"})
-    alpha = check_alpha(alpha)
     learner, measure = DEFAULTS[table.task]
-    measures = check_measures(measure if measures is None else measures, table.task)
-    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
     session = start(
         table,
         "split_sensitivity",
-        one_learner(learner if learners is None else learners, table.task, design.seed),
-        measures=list(measures),
-        seed=design.seed,
+        one_learner(learner if learners is None else learners, table.task, seed),
+        measures=measure if measures is None else measures,
+        seed=seed,
         error_score=error_score,
         client=client,
         progress=progress,
@@ -167,7 +164,7 @@ def split_sensitivity(
     plan = design.plan(keyed)
     # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
     ctx = session.context(keyed, data, plan, used["classes"], fold_column="")
-    estimators = session.estimators
+    estimators, measures = session.estimators, session.measures
     settings = _settings(table, estimators, measures, design, alpha, used["classes"])
     settings.update(fitting.settings())
     records = session.run(ctx, fitting.strategies(), settings)

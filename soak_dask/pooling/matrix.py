@@ -20,6 +20,7 @@ import pandas as pd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
+from ..option_checks import checked
 from ..results.estimates import ESTIMATE_COLUMNS, fold_estimates
 from ..results.stats import pvalues
 from ..results.verdicts import MARKS as MARKS
@@ -37,13 +38,13 @@ from ..run.session import (
 )
 from ..run.strategies import Context
 from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
-from ..settings import check_fold_column_options, check_run_options
+from ..settings import check_alpha
 from ..split.folds import check_fold_values
 from ..split.plan import Plan
 from ..split.transfer import Transfer as Transfer
 from ..split.transfer import cell_selection as cell_selection
 from ..split.transfer import train_selection as train_selection
-from ..tables.table import SUBSET_COLUMN, Table, check_table
+from ..tables.table import SUBSET_COLUMN, Table
 
 #: Title of the results of ``transfer``.
 TITLE = "soak_dask transfer matrix: train on one subset, test on each"
@@ -144,13 +145,9 @@ def prepare(
     persist: bool,
     **shared: Any,
 ) -> Prepared:
-    """Check the options, assign SOAK's folds, persist the columns and check the blocks, as
-    ``soak`` does before it plans. ``shared``: ``session.start``'s options (seed,
-    error_score, client, progress, checkpoint, fitting)."""
-    given = {"n_folds": n_folds, "stratify": stratify, "persist": persist}
-    n_folds = check_run_options(given)["n_folds"]
-    check_table(table, caller)
-    check_fold_column_options(table.fold, given)
+    """Assign SOAK's folds, persist the columns and check the blocks, as ``soak`` does before
+    it plans (the options checked at the door: ``option_checks.checked``). ``shared``:
+    ``session.start``'s options (seed, error_score, client, progress, checkpoint, fitting)."""
     session = start(table, caller, learners, measures=measures, **shared)
     if table.subset == SUBSET_COLUMN:
         raise ValueError(
@@ -171,6 +168,7 @@ def prepare(
 
 
 @entry_point
+@checked("transfer")
 def transfer(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
@@ -226,7 +224,7 @@ def transfer(
     >>> res = transfer(table, ["featureless", "lda"], n_folds=5)  # doctest: +SKIP
     >>> res["error"].mean("fold").sel(learner="lda").to_pandas()  # doctest: +SKIP
     """
-    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
+    fitting = FittingOptions.from_options(locals())
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     run = prepare(
         table,
@@ -518,10 +516,3 @@ def transfer_from_soak(ds: xr.Dataset) -> xr.Dataset:
     dims = [*TRANSFER_DIMS, *(d for d in out.dims if d not in TRANSFER_DIMS)]
     out = out.transpose(*dims)
     return out.assign_attrs({**ds.attrs, "design": "transfer"})
-
-
-def check_alpha(alpha: float) -> float:
-    """``alpha`` as a float, refusing anything but a level between 0 and 1."""
-    if not isinstance(alpha, float | int) or not 0 < alpha < 1:
-        raise ValueError(f"alpha={alpha!r}: need a level between 0 and 1")
-    return float(alpha)

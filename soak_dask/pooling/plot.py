@@ -29,7 +29,8 @@ from matplotlib.patches import Rectangle
 
 from ..results.plot import COLORS, check_choice, format_pvalue, mean_sd_bar, measure_label
 from ..schema import LOWER_IS_BETTER
-from .matrix import MARKS, check_alpha, check_transfer, cluster_subsets, transfer_pvalues
+from ..settings import check_alpha
+from .matrix import MARKS, check_transfer, cluster_subsets, transfer_pvalues
 from .search import TRAIN_SETS, check_search, search_pvalues
 
 #: Subset orders of ``plot_transfer``.

@@ -33,9 +33,9 @@ from ..results.html import (
 )
 from ..results.shift import shift_lines, shift_summary
 from ..results.verdicts import NO_EVIDENCE
+from ..settings import check_alpha
 from .matrix import (
     MARKS,
-    check_alpha,
     check_transfer,
     cluster_subsets,
     transfer_pvalues,

@@ -35,6 +35,7 @@ from dask.base import tokenize
 from dask.tokenize import normalize_token
 from sklearn.base import BaseEstimator
 
+from ..option_checks import checked
 from ..results.estimates import ESTIMATE_COLUMNS, fold_estimates
 from ..results.verdicts import check_margin, with_verdicts
 from ..run.closed_form import is_additive
@@ -45,14 +46,14 @@ from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
 from ..run.strategies import OnePass, fit_pooled
 from ..schema import LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
-from ..settings import SETTINGS, check_threshold, refuse_renamed
+from ..settings import SETTINGS, check_alpha
 from ..split.plan import Plan, Selection
 from ..split.search import TRAIN_SETS as TRAIN_SETS
 from ..split.search import Key, SearchOuter, SearchRound
 from ..split.search import inner_plan as inner_plan
 from ..split.search import outer_plan as outer_plan
-from ..tables.table import Table, check_table
-from .matrix import Prepared, check_alpha, paired_pvalues, prepare
+from ..tables.table import Table
+from .matrix import Prepared, paired_pvalues, prepare
 
 #: Title of the results of ``search_subsets``.
 TITLE = "soak_dask train-subset search: greedy pools, nested in SOAK's folds"
@@ -134,6 +135,7 @@ def inner_fit_bound(n_subsets: int, n_folds: int, max_pool: int) -> int:
 
 
 @entry_point
+@checked("search")
 def search_subsets(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
@@ -212,10 +214,7 @@ def search_subsets(
         ``search_seconds`` per learner. ``search_pvalues``, ``search_pools`` and
         ``search_stability`` read it.
     """
-    refuse_renamed("search", renamed)
-    check_table(table, "search_subsets")
-    threshold = check_threshold(threshold)
-    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
+    fitting = FittingOptions.from_options(locals())
     shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     measures = MEASURES[table.task][:1] if measures is None else measures
     shared.update(n_folds=n_folds, measures=measures, stratify=stratify, persist=persist)
@@ -268,7 +267,6 @@ def _check_max_pool(max_pool: Any, n_subsets: int, subsets: list) -> int:
         )
     if max_pool is None:
         return n_subsets
-    max_pool = SETTINGS["max_pool"].checked(max_pool)
     if not 2 <= max_pool <= n_subsets:
         raise ValueError(
             f"max_pool={max_pool}: need 2 to {n_subsets} (the subsets), or None for no limit"
@@ -279,7 +277,6 @@ def _check_max_pool(max_pool: Any, n_subsets: int, subsets: list) -> int:
 def check_budget(additive: dict[str, bool], bound: int, budget: int) -> None:
     """Refuse a search whose learners fitted from rows (``additive[name]`` False) may need
     more than ``budget`` inner fits each (``bound``: ``inner_fit_bound``)."""
-    budget = SETTINGS["max_inner_fits"].checked(budget)
     heavy = [name for name, fast in additive.items() if not fast]
     if heavy and bound > budget:
         raise ValueError(

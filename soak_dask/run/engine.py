@@ -12,13 +12,13 @@ import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..learn.procedure import Procedure
+from ..option_checks import checked
 from ..schema import TRAIN_TYPES
-from ..settings import SETTINGS, check_fold_column_options, check_run_options, identity
+from ..settings import SETTINGS, identity
 from ..split.designs import SameOtherAll
-from ..split.fold_options import check_assignment_groups
 from ..split.plan import Plan
 from ..tables.checks import refuse_ignored
-from ..tables.table import Table, check_table
+from ..tables.table import Table
 from .assemble import RESULTS_TITLE
 from .entry import entry_point
 from .fitting_options import FittingOptions
@@ -26,6 +26,7 @@ from .session import assemble, checked_counts, prepared, result_attrs, start, st
 
 
 @entry_point
+@checked("run")
 def soak(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
@@ -152,15 +153,9 @@ def soak(
         ``n_train``, ``n_test``, ``fit_seconds``, ``predict_seconds``; settings in attrs.
         ``.soak.pvalues()`` and ``.soak.summary()`` compare the train types.
     """
-    # Every option as declared in soak_dask.settings: checked, then recorded in the results.
-    given = {
-        k: v for k, v in locals().items() if k in SETTINGS and k not in ("learners", "measures")
-    }
-    options = check_run_options(given)
+    # Every option checked at the door (option_checks.checked), then recorded in the results.
+    options = {k: v for k, v in locals().items() if k in SETTINGS and k != "learners"}
     _refuse_ignored(options)
-    check_table(table, "soak")
-    check_fold_column_options(table.fold, given)
-    check_assignment_groups(table.group, options["group_assignment"])
     fitting = FittingOptions.from_options(options)
     shared = {k: options[k] for k in ("seed", "error_score", "progress", "checkpoint")}
     session = start(
@@ -192,7 +187,8 @@ def _refuse_ignored(options: dict[str, Any]) -> None:
     """Options SOAK would ignore: the down-sampling's without ``sizes`` (``epochs`` without
     ``incremental``: ``FittingOptions.from_options``)."""
     if options["sizes"] == -1:
-        for name, default in (("ratio", 0.5), ("size_seeds", 1)):
+        for name in ("ratio", "size_seeds"):
+            default = SETTINGS[name].default
             refuse_ignored(name, options[name], default, "sizes=-1", "sizes=0 or more")
 
 

@@ -20,9 +20,8 @@ from sklearn.base import BaseEstimator
 from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
+from ..option_checks import checked, strategy_options
 from ..schema import FIT_INFO
-from ..settings import check_design_options, check_fold_column_options
-from ..split.fold_options import check_assignment_groups, check_seed
 from ..split.folds import table_classes
 from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
@@ -46,6 +45,7 @@ _W632 = 0.632
 
 
 @entry_point
+@checked("evaluate")
 def evaluate(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
@@ -208,25 +208,19 @@ def evaluate(
     """
     options_given = dict(locals())  # the halves of inference="con_z" rerun with these
     n_halves = check_inference(inference, inference_repeats)
-    seed = check_seed(seed)
-    share = _check_share(test_split)
-    given = {"outer_folds": outer_folds, "outer_repeats": outer_repeats}
-    given.update(train_ratio=train_ratio, balance=balance, group_assignment=group_assignment)
-    options = check_design_options(outer, {**given, "prediction": prediction})
-    _check_table_options(table, given)
+    options = strategy_options(outer, options_given)  # resolved at the door
     design = outer_design(outer, seed, options)
     procedure = Procedure(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
-    _check_nested(nested)
-    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
+    fitting = FittingOptions.from_options(options_given)
     shared = {"seed": seed, "error_score": error_score, "progress": progress}
     session = start(
         table, "evaluate", learners, measures=measures, client=client, checkpoint=checkpoint,
         prior_correction=prior_correction, fitting=fitting, **shared,
     )  # fmt: skip
     check_models_dir(models, session.estimators, table.source, apart={"checkpoint": checkpoint})
-    train, held, share = _reserved(table, share, seed)
+    train, held, share = _reserved(table, test_split, seed)
     keyed = keyed_by(design, train, session.client)
     used = design.learned_
     # From the counts K and the folds were drawn from: no pass of its own, and no wait for the
@@ -312,18 +306,6 @@ def _outer_and_finals(
     return records, finals, {"outer_seconds": outer_seconds, "final_seconds": final_seconds}
 
 
-def _check_table_options(table: Table, given: dict[str, Any]) -> None:
-    """Refuse options `table` gives no effect: how folds are drawn beside a fold column (its
-    folds are used), a way of dealing groups without a group column."""
-    check_fold_column_options(table.fold, given, command="evaluate")
-    check_assignment_groups(table.group, given["group_assignment"])
-
-
-def _check_nested(nested: Any) -> None:
-    if not isinstance(nested, bool):
-        raise ValueError(f"nested={nested!r}: need True (tune inside the folds) or False")
-
-
 def _warn_fold_column(table: Table, share: float) -> None:
     given = f"the fold column {table.fold!r}"
     folds = "the folds of assign_folds" if table.fold == FOLD_COLUMN else given
@@ -367,17 +349,6 @@ def _frozen(estimators: Mapping[str, Any], finals: dict[str, dict[str, Any]]) ->
         else est
         for name, est in estimators.items()
     }
-
-
-def _check_share(test_split: Any) -> float:
-    if isinstance(test_split, bool) or not isinstance(test_split, int | float):
-        raise ValueError(f"test_split={test_split!r}: need a number from 0 to 0.5")
-    if not 0 <= test_split <= 0.5:
-        raise ValueError(
-            f"test_split={test_split!r}: need a share from 0 (none) to 0.5; resampling scores "
-            "every training row, so a large test split mostly withholds data from the model"
-        )
-    return float(test_split)
 
 
 def _settings(

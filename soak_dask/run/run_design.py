@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 from sklearn.base import BaseEstimator
 
+from ..option_checks import checked
 from ..split.design import Design
 from ..split.folds import table_classes
 from ..split.plan import Plan
@@ -24,6 +25,7 @@ from .strategies import Batched
 
 
 @entry_point
+@checked("run")
 def run_design(
     table: Table,
     design: Design,
@@ -78,7 +80,7 @@ def run_design(
             f"design={design!r}: need a soak_dask.Design (a class with add_keys and plan)"
         )
     caller = type(design).__name__
-    fitting = FittingOptions.checked(onepass, max_train_rows, incremental, epochs)
+    fitting = FittingOptions.from_options(locals())
     session = start(
         table, caller, learners, measures=measures, seed=seed, error_score=error_score,
         client=client, progress=progress, checkpoint=checkpoint, fitting=fitting,

@@ -219,17 +219,14 @@ def start(
     prior_correction: bool = False,
     fitting: FittingOptions | None = None,
 ) -> Session:
-    """Check what every run checks first, before any pass over the data: the table (for
-    ``caller``), seed, ``error_score``, measures and learners, and the checkpoint directory
-    (then the data's fingerprint, which identifies the run's checkpoint). With
+    """Check what every run checks first that needs the table, before any pass over the data:
+    the table (for ``caller``), the measures of its task and the learners, and the checkpoint
+    directory (then the data's fingerprint, which identifies the run's checkpoint); the options
+    themselves are checked at the entry point's door (``option_checks.checked``). With
     ``prior_correction`` the default measures lead with balanced accuracy (the measure the
     correction maximises). ``fitting``: the checked fitting options (default: soak's
     defaults)."""
     check_table(table, caller)
-    seed = SETTINGS["seed"].checked(seed)
-    error_score = SETTINGS["error_score"].checked(error_score)
-    progress = SETTINGS["progress"].checked(progress)
-    checkpoint = SETTINGS["checkpoint"].checked(checkpoint)
     measures = check_measures(measures, table.task, prior_correction=prior_correction)
     estimators = resolve_learners(learners, table.task, seed)
     # lasso_cv's kernels compile here, said when not cached, not silently in the first fits.

@@ -9,11 +9,11 @@ from typing import Any
 
 import pandas as pd
 
-from ..schema import DEFAULT_N_FOLDS, SIZE_DIMS, TRAIN_TYPES
+from ..schema import SIZE_DIMS, TRAIN_TYPES
 from ..tables.table import Table
 from .balance import balanced_folds
 from .design import Design, check_flag
-from .fold_options import check_group_assignment, check_n_folds, check_seed
+from .fold_options import check_group_assignment, check_n_folds, check_seed, fold_count
 from .folds import (
     block_counts,
     check_balance,
@@ -108,7 +108,7 @@ class SameOtherAll(Design):
         """``table`` with its fold column: the user's, or assigned on the cluster."""
         if table.fold is not None:
             return table
-        k = DEFAULT_N_FOLDS if self.n_folds is None else self.n_folds
+        k = fold_count(self.n_folds)
         return balanced_folds(
             table,
             k,
@@ -158,7 +158,7 @@ class SameOtherAll(Design):
         subsets = list(subsets)
         if len(set(subsets)) != len(subsets):
             raise ValueError(f"subsets must be distinct, got {subsets}")
-        k = n_folds or self.n_folds or DEFAULT_N_FOLDS
+        k = fold_count(n_folds, self.n_folds)
         types = ("same",) if len(subsets) == 1 else self.train_types
         cells = {(s, j): {subset: s, fold: j} for s in subsets for j in range(1, k + 1)}
         tests = {key: Selection((Term(subset, (key[0],)), Term(fold, (key[1],)))) for key in cells}

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ..schema import DEFAULT_N_FOLDS
+
 #: Seeds are below this bound of scikit-learn's ``random_state`` (built-in learners get the
 #: seed as theirs); the folds' hash alone would take any 64-bit seed.
 SEED_LIMIT = 2**32
@@ -44,6 +46,16 @@ def check_seed(seed: Any, name: str = "seed") -> int:
     ):
         raise ValueError(f"{name}={seed!r}: need an integer from 0 to 2**32 - 1")
     return int(seed)
+
+
+def fold_count(*given: int | None) -> int:
+    """K: the first of `given` that is set (a call's K, a builder's, a fold column's), else
+    ``DEFAULT_N_FOLDS``, the one default of every design of SOAK's folds.
+
+    >>> fold_count(None, 5), fold_count(None, None)
+    (5, 10)
+    """
+    return next((int(k) for k in given if k), DEFAULT_N_FOLDS)
 
 
 def check_n_folds(n_folds: Any, name: str = "n_folds") -> int:

@@ -30,11 +30,11 @@ import pandas as pd
 from numba import njit
 from scipy.spatial.distance import cdist
 
+from ..option_checks import checked
 from ..reduction import tree_reduce
 from ..tables.arrays import category_codes, float_array
 from ..tables.checks import check_classes
 from ..tables.table import Table, check_table
-from .fold_options import check_seed
 from .overlap import (
     DEFAULT_K,
     DO_COLUMN,
@@ -131,6 +131,7 @@ def classes_of(table: Table) -> pd.Index:
 # --- the methods -------------------------------------------------------------------------------
 
 
+@checked("compare-sampling", only=("seed",))
 def random_split(
     table: Table, train_ratio: float = 0.7, seed: int = 1, *, column: str = "train"
 ) -> Table:
@@ -145,27 +146,30 @@ def random_split(
     7
     """
     _check(table, "random_split")
-    return hash_split(table, check_ratio(train_ratio), check_seed(seed), "random", [column])
+    return hash_split(table, check_ratio(train_ratio), seed, "random", [column])
 
 
+@checked("compare-sampling", only=("seed",))
 def random_splits(table: Table, train_ratio: float, seed: int, columns: list[str]) -> Table:
     """``len(columns)`` independent random splits (for the AEV), one key column each."""
     _check(table, "random_splits")
-    return hash_split(table, check_ratio(train_ratio), check_seed(seed), "aev", columns)
+    return hash_split(table, check_ratio(train_ratio), seed, "aev", columns)
 
 
+@checked("compare-sampling", only=("seed",))
 def stratified_split(
     table: Table, train_ratio: float = 0.7, seed: int = 1, *, column: str = "train"
 ) -> Table:
     """Stratified sampling (section 2): the share t of each class, drawn at random."""
     _check(table, "stratified_split")
-    ratio, seed = check_ratio(train_ratio), check_seed(seed)
+    ratio = check_ratio(train_ratio)
     classes = classes_of(table)
     coded = _with_codes(table, lambda part: category_codes(part[table.label], classes))
     split = hash_split(coded, ratio, seed, "stratified", [column], STRATUM)
     return _keep(split, table, column)
 
 
+@checked("compare-sampling", only=("seed",))
 def clustering_split(
     table: Table,
     train_ratio: float = 0.7,
@@ -185,7 +189,7 @@ def clustering_split(
     from sklearn.cluster import KMeans
 
     _check(table, "clustering_split")
-    ratio, seed = check_ratio(train_ratio), check_seed(seed)
+    ratio = check_ratio(train_ratio)
     classes = classes_of(table)
     k = len(classes) if n_clusters is None else int(n_clusters)
     mean, sd, _ = feature_scaling(table)
@@ -201,6 +205,7 @@ def clustering_split(
     return _keep(split, table, column)
 
 
+@checked("compare-sampling", only=("seed",))
 def mdc_split(
     table: Table,
     train_ratio: float = 0.7,
@@ -223,7 +228,7 @@ def mdc_split(
     the whole table; the warning says so, with the sample's size.
     """
     _check(table, "mdc_split")
-    ratio, seed = check_ratio(train_ratio), check_seed(seed)
+    ratio = check_ratio(train_ratio)
     classes = classes_of(table)
     mean, sd, lengths = feature_scaling(table)
     rest = (
@@ -329,6 +334,7 @@ def _mdc_loop(rank: np.ndarray, n_take: int) -> np.ndarray:  # pragma: no cover 
     return chosen
 
 
+@checked("compare-sampling", only=("seed",))
 def doptimal_split(
     table: Table,
     train_ratio: float = 0.7,
@@ -345,7 +351,7 @@ def doptimal_split(
     every determinant alike). The log-determinant is compared, so large tables do not overflow.
     """
     _check(table, "doptimal_split")
-    ratio, seed = check_ratio(train_ratio), check_seed(seed)
+    ratio = check_ratio(train_ratio)
     if isinstance(n_repeats, bool) or not isinstance(n_repeats, int) or n_repeats < 1:
         raise ValueError(f"n_repeats={n_repeats!r}: need a positive integer")
     _, sd, _ = feature_scaling(table)
@@ -391,6 +397,7 @@ def _sum(items: list[np.ndarray]) -> np.ndarray:
     return np.sum(items, axis=0)
 
 
+@checked("compare-sampling", only=("seed",))
 def overlap_split(
     table: Table,
     train_ratio: float = 0.7,
@@ -414,7 +421,7 @@ def overlap_split(
     again; ``method`` is ignored).
     """
     _check(table, "overlap_split")
-    ratio, seed = check_ratio(train_ratio), check_seed(seed)
+    ratio = check_ratio(train_ratio)
     table = ensure_positions(table)
     if degrees is None:
         degrees = degree_frame(table, k, method, seed)

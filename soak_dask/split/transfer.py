@@ -15,11 +15,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..schema import DEFAULT_N_FOLDS
 from ..tables.table import Table
 from .design import Design, check_flag
 from .designs import SameOtherAll
-from .fold_options import check_n_folds, check_seed
+from .fold_options import check_n_folds, check_seed, fold_count
 from .folds import block_counts, check_fold_values
 from .plan import Fit, Plan, Selection, Term, build_plan
 
@@ -84,7 +83,7 @@ class Transfer(Design):
         subsets = list(subsets)
         if len(set(subsets)) != len(subsets):
             raise ValueError(f"subsets must be distinct, got {subsets}")
-        folds = list(range(1, (n_folds or self.n_folds or DEFAULT_N_FOLDS) + 1))
+        folds = list(range(1, fold_count(n_folds, self.n_folds) + 1))
         cells = {(s, k): {subset: s, fold: k} for s in subsets for k in folds}
         tests = {key: cell_selection(subset, fold, *key) for key in cells}
         rows = [

@@ -1,0 +1,165 @@
+"""Check once, at the door: every entry point's options checked from their `Setting` declarations
+before its body runs, as scikit-learn's ``@validate_params`` checks ``cross_validate``'s.
+
+``@checked("evaluate")`` above ``evaluate`` checks each of its parameters that
+``soak_dask.settings`` declares for the command ``evaluate`` (`Setting.checked`: the declared
+check, its message), refuses keywords the function does not take (naming the new name of a
+former one, ``refuse_renamed``), the options of ``evaluate`` its outer strategy would ignore
+(``check_design_options``), and beside a table those a fold column makes moot
+(``check_fold_column_options``) or a group assignment without a group column; then the body runs
+with the checked, canonical values (plain ints, the train types as a tuple, a strategy's own
+``outer_repeats``...). The command line and run files check the same declarations before the
+engine loads (``soak_dask.app.config``, messages naming the flag as typed); their values then
+pass this door unchanged. Nothing below the door checks an option again.
+
+Examples
+--------
+>>> @checked("run")
+... def f(table, *, seed=1, n_folds=None):
+...     return seed, n_folds
+>>> f(None, seed=3)
+(3, None)
+>>> f(None, seed=1.5)
+Traceback (most recent call last):
+...
+ValueError: seed=1.5: need an integer from 0 to 2**32 - 1
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from .settings import (
+    SETTINGS,
+    Command,
+    check_design_options,
+    check_fold_column_options,
+    command_settings,
+    refuse_renamed,
+)
+from .split.fold_options import check_assignment_groups
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+#: Parameters an entry point takes whose values are objects, checked where they are used:
+#: what it runs on and where (the table by ``check_table``, the learners by
+#: ``resolve_learners``, the design by ``run_design``), and the prediction area of
+#: ``outer="knndm"`` (a table, frame, raster or path: ``check_prediction``), which the door
+#: refuses only beside a strategy that does not read it.
+NOT_OPTIONS = frozenset({"table", "learners", "design", "client", "prediction"})
+#: The command each decorated function checks its options as, by the function's qualified name
+#: (``soak_dask.run.engine.soak`` -> ``"run"``): the door's register, which the tests read.
+DOORS: dict[str, str] = {}
+
+
+def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Callable[[_F], _F]:
+    """Decorator: check `command`'s declared options among the function's parameters (`only`
+    those, if given) before its body runs, and call it with the checked values.
+
+    Parameters
+    ----------
+    command : str
+        Whose declarations apply (``settings.COMMANDS``: ``"run"`` for ``soak``,
+        ``"split-sensitivity"``...): their checks, defaults and messages.
+    only : tuple of str, optional
+        The parameters to check, for a function that is no command's but takes some of its
+        options (``random_split``'s ``train_ratio`` and ``seed``). Default: every parameter
+        `command` declares; any other parameter (but `NOT_OPTIONS` and ``**renamed``) is an
+        error when the function is decorated.
+
+    Raises
+    ------
+    TypeError
+        When decorating: a parameter neither declared for `command` nor in `NOT_OPTIONS`.
+        When called: a keyword the function does not take (``**renamed`` catches former names).
+    ValueError
+        When called: a bad value, named as the function's keyword, before any work.
+    """
+    declared = {s.name: s for s in command_settings(command)}
+
+    def decorate(func: _F) -> _F:
+        signature = inspect.signature(func)
+        options = _options(func, signature, declared, only)
+        renamed = [p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD]
+
+        @functools.wraps(func)
+        def door(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            values = bound.arguments
+            if renamed:
+                refuse_renamed(command, values.pop(renamed[0]))
+                values[renamed[0]] = {}
+            if only is None and "outer" in values:
+                values.update(_strategy_values(values))
+            for name in options:
+                values[name] = declared[name].checked(values[name])
+            if only is None:
+                _check_beside_table(command, values)
+            return func(*bound.args, **bound.kwargs)
+
+        DOORS[f"{func.__module__}.{func.__qualname__}"] = command
+        door.__signature__ = signature  # type: ignore[attr-defined]
+        return door  # type: ignore[return-value]
+
+    return decorate
+
+
+def _options(
+    func: Callable[..., Any],
+    signature: inspect.Signature,
+    declared: Mapping[str, Any],
+    only: tuple[str, ...] | None,
+) -> tuple[str, ...]:
+    """The parameters of `func` the door checks; refuse one it could not (a typo, an option
+    not declared for the command)."""
+    named = [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    wanted = named if only is None else list(only)
+    free = NOT_OPTIONS if only is None else frozenset()
+    unknown = [n for n in wanted if n not in declared and n not in free]
+    if unknown or not set(wanted) <= set(named):
+        raise TypeError(
+            f"{func.__qualname__}: parameters {unknown or sorted(set(wanted) - set(named))} "
+            "are not options declared in soak_dask.settings for this command; declare them "
+            "there (a Setting) or take them as a non-option (option_checks.NOT_OPTIONS)"
+        )
+    return tuple(n for n in wanted if n in declared and n not in NOT_OPTIONS)
+
+
+def _strategy_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Evaluate's strategy options as its ``outer`` takes them (``check_design_options``: an
+    unknown strategy and the options it does not read refused, those not given its value)."""
+    resolved = check_design_options(values["outer"], values)
+    return {n: v for n, v in resolved.items() if n in values}
+
+
+def _check_beside_table(command: str, values: Mapping[str, Any]) -> None:
+    """Beside a table: refuse the options its fold column makes moot, and a group assignment
+    without a group column."""
+    table = values.get("table")
+    fold, group = getattr(table, "fold", None), getattr(table, "group", None)
+    if fold is not None:
+        check_fold_column_options(fold, values, command=command)
+    if "group_assignment" in values and hasattr(table, "group"):
+        check_assignment_groups(group, values["group_assignment"])
+
+
+def strategy_options(outer: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The options among `values` (as the door resolved them) that ``evaluate``'s strategy
+    `outer` reads (``Setting.designs``), for ``split.outer.outer_design``.
+
+    >>> strategy_options("5x2cv", {"outer_repeats": 5, "outer_folds": None, "train_ratio": None})
+    {'outer_repeats': 5}
+    """
+    return {
+        name: value
+        for name, value in values.items()
+        if name in SETTINGS and outer in (SETTINGS[name].designs or ())
+    }
