@@ -1,22 +1,23 @@
 """kNNDM: k-fold nearest-neighbour distance matching (Linnenbrink et al. 2024, GMD 17:5897),
-after CAST's ``knndm`` (R/knndm.R, ``clustering = "kmeans"``).
+after CAST's ``knndm`` (R/knndm.R, ``clustering = "kmeans"`` or ``"hierarchical"``).
 
 The folds are chosen so that the distances from each CV test point to its nearest training
 point (Gj*) are distributed as the distances from the prediction area to the nearest
-training point (Gij). Candidates: k-means clusterings of the training coordinates (or
-standardised features) for cluster counts from K up to ``max_clusters`` on a log scale,
-each merged into K folds as CAST does (clusters ordered along the first principal component
-of the points; clusters holding at least n/K points get a fold each, the others are dealt
-to the remaining folds in turn); a candidate with a fold over ``maxp`` of the rows is
-discarded; the one of smallest Wasserstein distance W between the two distributions is
-kept. When the training points are no more clustered than the prediction area (Gj is not
-stochastically larger than Gij: one-sided KS test, p >= 0.05) random folds are kept, as in
-CAST.
+training point (Gij). Candidates: clusterings of the training coordinates (or standardised
+features) for cluster counts from K up to ``max_clusters`` on a log scale -- k-means fitted
+per count, or cuts of one Ward tree (``knndm_ward``) -- each merged into K folds as CAST
+does (clusters ordered along the first principal component of the points; clusters holding
+at least n/K points get a fold each, the others are dealt to the remaining folds in turn);
+a candidate with a fold over ``maxp`` of the rows is discarded; the one of smallest
+Wasserstein distance W between the two distributions is kept. When the training points are
+no more clustered than the prediction area (Gj is not stochastically larger than Gij:
+one-sided KS test, p >= 0.05) random folds are kept, as in CAST.
 
 The training points are held in memory (coordinates or features only); the prediction area
 is sampled block by block on the workers and only its sample's distances come back. A
-row's fold is a function of its own coordinates (nearest chosen centre -> fold, or a seeded
-hash for random folds), so the fold column is computed partition by partition.
+row's fold is a function of its own coordinates (nearest chosen centre -> fold; a Ward cut's
+fold looked up by the point's hash; a seeded hash for random folds), so the fold column is
+computed partition by partition.
 """
 
 from __future__ import annotations
@@ -35,7 +36,16 @@ from ..dask_client import current_client
 from ..hashing import salt, seeded_hash
 from ..tables.table import Table
 from .kmeans import fit_centres, nearest_centre
-from .knndm_shares import DEFAULT_SAMPLE, SCORED, Shares, check_knndm_options, check_prediction
+from .knndm_merge import merge_clusters, whole_groups
+from .knndm_shares import (
+    DEFAULT_SAMPLE,
+    SCORED,
+    Shares,
+    check_clustering,
+    check_knndm_options,
+    check_prediction,
+)
+from .knndm_ward import WardTree, check_ward_size, ward_candidates
 from .neighbours import (
     TREE_DIMS,
     coords_of,
@@ -49,6 +59,7 @@ from .neighbours import (
 from .prediction_area import distance_unit, prediction_parts
 
 Space = Literal["geographical", "feature"]
+Clustering = Literal["hierarchical", "kmeans"]
 #: Each candidate's k-means is fitted on at most this many training points, and on at most
 #: (second number) / clusters of them (at least 5 per cluster), with R's ``iter.max`` of 10
 #: passes: a candidate's clusters are then labelled on every point by nearest centre.
@@ -58,13 +69,26 @@ CANDIDATE_FIT = (20_000, 4_000_000)
 FAR_FACTOR = 10
 
 
+#: The salt of the point hashes that key a hierarchical clustering's folds.
+POINT_FOLDS = "knndm_point_folds"
+
+
+def point_fold_table(raw: np.ndarray, folds: np.ndarray) -> pd.Series:
+    """Each distinct training point's fold, keyed by its hash (``Folding.point_folds``); a
+    point held by several rows takes its first row's fold."""
+    table = pd.Series(folds.astype(np.int64), index=point_hashes(raw, 0, POINT_FOLDS))
+    return table[~table.index.duplicated()]
+
+
 @dataclass(frozen=True)
 class Folding:
     """How a point's fold follows from its values: the nearest of ``centres`` and that
-    cluster's fold, or (``centres`` None) a seeded hash modulo K -- for a random train/test
-    split, the test part (2) where the hash is below ``test_cut``; in a grouped table, each
-    group's fold (``group_folds``: group value -> fold). A split's rows are named "test"
-    (fold ``test_fold``) and "train". Small: sent to every partition."""
+    cluster's fold; the fold of a training point of a hierarchical clustering
+    (``point_folds``: point hash -> fold, as ``point_fold_table`` makes it); or a seeded hash
+    modulo K -- for a random train/test split, the test part (2) where the hash is below
+    ``test_cut``; in a grouped table, each group's fold (``group_folds``: group value ->
+    fold). A split's rows are named "test" (fold ``test_fold``) and "train". Small: sent to
+    every partition."""
 
     n_folds: int
     seed: int
@@ -74,9 +98,19 @@ class Folding:
     group_folds: pd.Series | None = None
     test_cut: int | None = None
     test_fold: int | None = None
+    point_folds: pd.Series | None = None
 
     def folds(self, points: np.ndarray) -> np.ndarray:
         """Folds 1..K of raw ``points`` (coordinates or unscaled features)."""
+        if self.point_folds is not None:
+            found = self.point_folds.reindex(point_hashes(points, 0, POINT_FOLDS))
+            if found.isna().any():
+                raise ValueError(
+                    f"{int(found.isna().sum()):,} points are not training points of these "
+                    "kNNDM folds: a hierarchical clustering's folds are known only for the "
+                    "rows it clustered"
+                )
+            return found.to_numpy(dtype=np.int64)
         if self.centres is None:
             h = point_hashes(points, self.seed, "knndm_random_folds")
             if self.test_cut is not None:
@@ -109,10 +143,12 @@ class KNNDMResult:
         Wasserstein distance between Gij and Gj* of the chosen folds, and of random folds
         (a random split with ``test_prop``).
     n_clusters : int or None
-        The chosen clustering's number of k-means clusters (None: random folds kept).
+        The chosen clustering's number of clusters asked (None: random folds kept).
     method : str
-        "kmeans", or "random CV" when the training points are not clustered with respect to
-        the prediction area (``ks_pvalue`` >= 0.05).
+        ``clustering``, or "random CV" when the training points are not clustered with
+        respect to the prediction area (``ks_pvalue`` >= 0.05).
+    clustering : str
+        The clustering of the candidates: "kmeans" or "hierarchical".
     unit : str
         The distances' unit: the CRS's ("metre, EPSG:26911"), "coordinate units" where no CRS
         is known, "standardised feature distance" in feature space.
@@ -150,6 +186,7 @@ class KNNDMResult:
     unit: str = "coordinate units"
     shares: Shares | None = field(default=None, repr=False)
     random_fold_sizes: tuple[int, ...] = ()
+    clustering: str = "kmeans"
 
     @property
     def test_rows(self) -> int | None:
@@ -164,6 +201,7 @@ class KNNDMResult:
             "knndm_W_random": float(self.W_random),
             "knndm_n_clusters": -1 if self.n_clusters is None else int(self.n_clusters),
             "knndm_method": self.method,
+            "knndm_clustering": self.clustering,
             "knndm_space": self.space,
             "knndm_unit": self.unit,
             "knndm_ks_pvalue": float(self.ks_pvalue),
@@ -174,6 +212,10 @@ class KNNDMResult:
             out["knndm_test_bounds"] = [self.shares.minp, self.shares.maxp]
             out["knndm_test_rows"] = self.test_rows
         return out
+
+
+#: How ``knndm_note`` names the clusters of each clustering.
+CLUSTER_NAMES = {"kmeans": "k-means clusters", "hierarchical": "hierarchical (Ward) clusters"}
 
 
 def knndm_note(attrs: dict[str, Any]) -> str:
@@ -194,7 +236,8 @@ def knndm_note(attrs: dict[str, Any]) -> str:
             f"kNNDM: random {kind} kept (training points not clustered against the prediction "
             f"area: KS p = {p:.3g} >= 0.05), {w}"
         )
-    return f"kNNDM: {attrs['knndm_n_clusters']} k-means clusters, {w}; random {kind}: {w_random}"
+    clusters = CLUSTER_NAMES[attrs.get("knndm_clustering", "kmeans")]
+    return f"kNNDM: {attrs['knndm_n_clusters']} {clusters}, {w}; random {kind}: {w_random}"
 
 
 def knndm_folds(
@@ -213,6 +256,7 @@ def knndm_folds(
     cv_sample: int = 20_000,
     column: str = "knndm_fold",
     client: Any = None,
+    clustering: Clustering | None = None,
 ) -> KNNDMResult:
     """kNNDM folds of ``table`` for predicting ``prediction``.
 
@@ -263,6 +307,15 @@ def knndm_folds(
     column : str
         Name of the fold column.
     client : distributed.Client, optional
+    clustering : {"hierarchical", "kmeans"}, optional
+        How the candidates cluster the points (CAST's ``clustering``). "kmeans": a k-means
+        fit per cluster count (its candidates are tasks on the client's workers).
+        "hierarchical": one Ward tree of the points (CAST's ``ward.D2``), cut at every count
+        (scipy's ``fcluster``); it holds the n(n-1)/2 pairwise distances (twice while it is
+        built), so it is refused above ``HIERARCHICAL_MAX_ROWS`` (20,000) rows; it runs in
+        this process. Default: "hierarchical" in feature space (CAST's default), "kmeans" in
+        geographical space (CAST defaults to hierarchical there too; k-means is kept here,
+        as the folds pinned by the tests and pixel-scale tables need it).
 
     Returns
     -------
@@ -277,8 +330,11 @@ def knndm_folds(
     counts = {"sample": sample, "n_candidates": n_candidates, "max_clusters": max_clusters}
     folds_asked = (n_folds, maxp, test_prop, test_tolerance)
     columns, shares, seed = _check(table, space, seed, column, counts, cv_sample, folds_asked)
+    method = check_clustering(clustering, space)
     client = current_client() if client is None else client
     raw = reference_points(table.data, columns, "the training table")
+    if method == "hierarchical":  # before the prediction area is read
+        check_ward_size(len(raw), default=clustering is None)
     check_distinct(raw, columns, shares.n_folds)
     codes, groups = group_codes(table, shares.n_folds)
     transform = standardiser(raw, columns) if space == "feature" else None
@@ -286,32 +342,33 @@ def knndm_folds(
     parts, crs = prediction_parts(prediction, columns, space, table)
     gij = sampled_distances(parts, points, sample, seed, transform, client)
     warn_if_far(gij, points, columns, space)
-    gj = loo_distance(points)
+    grid = cluster_grid(shares.n_folds, len(points), n_candidates, max_clusters)
+    search = point_search(points, method, grid, shares.n_folds)
+    gj = search.loo()
     random = random_folding(raw, shares, seed)
     random_folds = whole_groups(random.folds(raw), codes)[0]
-    random_star = cv_distances(points, random_folds)
+    random_star = search.cv(random_folds)
     random_sizes = np.bincount(random_folds, minlength=shares.n_folds + 1)[1:]
     pvalue = ks_greater(gj, gij)
-    grid = cluster_grid(shares.n_folds, len(points), n_candidates, max_clusters)
-    done = _candidates(points, gij, grid, shares, seed, cv_sample, codes, client)
+    done = _candidates(search, gij, grid, shares, seed, cv_sample, codes, client)
     candidates = candidate_frame(done)
     if pvalue >= 0.05:
         folding, nk = random, None
     else:
-        folding, nk = _chosen(done, candidates, shares, seed, transform)
+        folding, nk = _chosen(done, candidates, shares, seed, transform, search, raw)
     folds, group_fold = whole_groups(folding.folds(raw), codes)
     group_folds = None if group_fold is None else pd.Series(group_fold, index=groups)
     folding = replace(folding, group_folds=group_folds, test_fold=shares.test_fold(folds))
     sizes = check_fold_sizes(folds, shares.n_folds, table.group, shares.split)
-    star = random_star if nk is None else cv_distances(points, folds)
-    data = table.data.map_partitions(_fold_column, columns, folding, column, table.group)
+    star = random_star if nk is None else search.cv(folds)
+    data = fold_column(table, columns, folding, column)
     return KNNDMResult(
         table=_with_column(table, data, column, shares),
         column=column,
         W=float(sps.wasserstein_distance(star, gij)),
         W_random=float(sps.wasserstein_distance(random_star, gij)),
         n_clusters=nk,
-        method="random CV" if nk is None else "kmeans",
+        method="random CV" if nk is None else method,
         space=space,
         n_folds=shares.n_folds,
         ks_pvalue=pvalue,
@@ -325,6 +382,7 @@ def knndm_folds(
         unit=distance_unit(crs, space),
         shares=shares,
         random_fold_sizes=tuple(random_sizes.tolist()),
+        clustering=method,
     )
 
 
@@ -394,26 +452,6 @@ def group_codes(table: Table, n_folds: int) -> tuple[np.ndarray | None, pd.Index
             f"n_folds={n_folds}: whole groups cannot fill every fold; lower n_folds"
         )
     return codes, pd.Index(uniques)
-
-
-def whole_groups(
-    folds: np.ndarray, codes: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Folds that keep groups whole: each group takes the fold of most of its rows (the
-    smallest such fold on a tie); the rows' folds and each group code's fold. CAST's
-    ``knndm`` has no groups: this keeps its clusters and moves only a group's stray rows.
-
-    >>> whole_groups(np.array([1, 2, 2, 1, 3]), np.array([0, 0, 0, 1, 1]))[0].tolist()
-    [2, 2, 2, 1, 1]
-    """
-    if codes is None:
-        return folds, None
-    pairs = pd.DataFrame({"g": codes, "f": folds}).value_counts().reset_index(name="n")
-    pairs = pairs.sort_values(["g", "n", "f"], ascending=[True, False, True], kind="stable")
-    best = pairs.drop_duplicates("g")
-    group_fold = np.zeros(int(codes.max()) + 1, dtype=np.int64)
-    group_fold[best["g"].to_numpy()] = best["f"].to_numpy()
-    return group_fold[codes], group_fold
 
 
 def ks_greater(gj: np.ndarray, gij: np.ndarray) -> float:
@@ -519,33 +557,6 @@ def cv_rows(n: int, size: int, seed: int) -> np.ndarray | None:
     return np.sort(np.argsort(h, kind="stable")[:size])
 
 
-def merge_clusters(
-    points: np.ndarray, labels: np.ndarray, n_folds: int, split: bool = False
-) -> np.ndarray | None:
-    """Each cluster's fold, as CAST merges clusters into K folds: clusters ordered by their
-    centroid's score on the points' first principal component; those of at least n/K points
-    take folds 1, 2, ... in that order; the others are dealt in turn to the remaining folds.
-    A train/test ``split`` (CAST's ``test_prop``) deals every cluster in turn to parts 1, 2.
-    None when no fold is left for them."""
-    n_labels = int(labels.max()) + 1
-    counts = np.bincount(labels, minlength=n_labels)
-    centred = points - points.mean(axis=0)
-    pc1 = np.linalg.svd(centred[:: max(1, len(points) // 200_000)], full_matrices=False)[2][0]
-    sums = np.stack([np.bincount(labels, weights=c, minlength=n_labels) for c in centred.T], 1)
-    present = np.flatnonzero(counts)
-    score = (sums[present] / counts[present, None]) @ pc1
-    order = present[np.argsort(score, kind="stable")]
-    fold_of = np.zeros(n_labels, dtype=np.int64)
-    big = order[:0] if split else order[counts[order] >= len(points) / n_folds]
-    fold_of[big] = np.arange(1, len(big) + 1)
-    rest = order[fold_of[order] == 0]
-    left = np.arange(len(big) + 1, n_folds + 1)
-    if len(rest) and not len(left):
-        return None
-    fold_of[rest] = np.resize(left, len(rest))
-    return fold_of
-
-
 def assess_candidate(
     points: np.ndarray,
     gij: np.ndarray,
@@ -598,8 +609,35 @@ def score_candidate(
     return nk, w, largest, centres, fold_of
 
 
+@dataclass(frozen=True)
+class PointSearch:
+    """Nearest-neighbour distances among the training ``points`` by k-d trees or the matrix
+    search (``loo_distance``, ``cv_distances``): the k-means path, which holds nothing but
+    the points (``WardTree`` answers the same questions from its distance matrix)."""
+
+    points: np.ndarray = field(repr=False)
+
+    def loo(self) -> np.ndarray:
+        """Distance from each point to its nearest other point (CAST's Gj)."""
+        return loo_distance(self.points)
+
+    def cv(self, folds: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Gj* of ``folds`` (``cv_distances``)."""
+        return cv_distances(self.points, folds, rows)
+
+
+def point_search(
+    points: np.ndarray, method: str, grid: np.ndarray, n_folds: int
+) -> PointSearch | WardTree:
+    """What measures the candidates' distances: for "hierarchical", the Ward tree of
+    ``points`` with its finest cut (the largest count of ``grid``, K if none)."""
+    if method != "hierarchical":
+        return PointSearch(points)
+    return WardTree.fit(points, int(grid.max()) if len(grid) else n_folds)
+
+
 def _candidates(
-    points: np.ndarray,
+    search: PointSearch | WardTree,
     gij: np.ndarray,
     grid: np.ndarray,
     shares: Shares,
@@ -608,9 +646,13 @@ def _candidates(
     codes: np.ndarray | None = None,
     client: Any = None,
 ) -> list[tuple]:
-    """``assess_candidate`` of every cluster count of ``grid``. With a distributed client the
+    """``assess_candidate`` of every cluster count of ``grid``, or the cuts of a Ward tree
+    (``ward_candidates``, in this process). With a distributed client the k-means
     candidates are tasks on the workers (the points sent to each once)."""
-    rows = cv_rows(len(points), cv_sample, seed)
+    rows = cv_rows(len(search.points), cv_sample, seed)
+    if isinstance(search, WardTree):
+        return ward_candidates(search, gij, grid, shares, rows, codes)
+    points = search.points
     if client is None:
         return [assess_candidate(points, gij, nk, shares, seed, rows, codes) for nk in grid]
     sent = client.scatter([points, gij], broadcast=True, hash=False)
@@ -637,8 +679,11 @@ def _chosen(
     shares: Shares,
     seed: int,
     transform: tuple[np.ndarray, np.ndarray] | None,
+    search: PointSearch | WardTree,
+    raw: np.ndarray,
 ) -> tuple[Folding, int]:
-    """The candidate of smallest W (the first on a tie) and its cluster count."""
+    """The candidate of smallest W (the first on a tie) and its cluster count; a Ward cut's
+    folds are kept per training point (``raw``: its values as the table holds them)."""
     if candidates["W"].isna().all():
         fix = (
             f"{shares.minp:g} to {shares.maxp:g} of the rows (test_prop ± test_tolerance): "
@@ -648,7 +693,17 @@ def _chosen(
         )
         raise ValueError(f"no clustering gives {shares.n_folds} folds of {fix}")
     nk, _, _, _, centres, fold_of = done[int(np.nanargmin(candidates["W"].to_numpy()))]
+    if isinstance(search, WardTree):
+        table = point_fold_table(raw, fold_of[search.cut(nk)])
+        return Folding(shares.n_folds, seed, point_folds=table), nk
     return Folding(shares.n_folds, seed, centres, fold_of, transform), nk
+
+
+def fold_column(table: Table, columns: tuple, folding: Folding, column: str) -> Any:
+    """``table.data`` with ``column``, each row's fold by ``folding``, partition by partition
+    (the meta given: a Ward cut's folds are known only for the training points)."""
+    meta = table.data._meta.assign(**{column: folding.named(np.zeros(0, dtype=np.int64))})
+    return table.data.map_partitions(_fold_column, columns, folding, column, table.group, meta=meta)
 
 
 def _fold_column(
