@@ -57,6 +57,7 @@ def knndm_command(args: argparse.Namespace) -> None:
             test_tolerance=args.test_tolerance,
             n_candidates=args.candidates,
             client=client,
+            clustering=args.clustering,
         )
         settings = write_outputs(res, out, vars(args))
     print(summary_text(settings, out.path / FOLDS))
@@ -103,10 +104,11 @@ def write_outputs(res: Any, out: OutputDir, options: dict[str, Any]) -> dict[str
 
 
 def candidates_table(res: Any) -> Any:
-    """``candidates.csv``: every k-means candidate tried and random folds, each with the W of
-    its folds, its largest fold's share and its status (chosen, eligible, or why it may not
-    be chosen); "none" only where a candidate has no such value (random folds have no
-    clusters; k-means that found no clustering has no folds)."""
+    """``candidates.csv``: every candidate clustering tried (named by its clustering,
+    "kmeans" or "hierarchical") and random folds, each with the W of its folds, its largest
+    fold's share and its status (chosen, eligible, or why it may not be chosen); "none" only
+    where a candidate has no such value (random folds have no clusters; k-means that found
+    no clustering has no folds)."""
     import pandas as pd
 
     kmeans = res.candidates.rename(columns={"W": "eligible_W", "W_folds": "W"})
@@ -125,7 +127,7 @@ def candidates_table(res: Any) -> Any:
         else f"not kept (training points clustered against the prediction area: {test})",
     }
     both = pd.concat([rows, pd.DataFrame([random])], ignore_index=True)
-    both.insert(0, "candidate", ["kmeans"] * len(rows) + ["random"])
+    both.insert(0, "candidate", [res.clustering] * len(rows) + ["random"])
     return both.astype({"n_clusters": "Int64"})
 
 

@@ -220,6 +220,13 @@ def add_knndm_flags(sub: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--candidates", type=int, default=100, metavar="N", help="cluster counts (100)"
     )
+    run.add_argument(
+        "--clustering",
+        choices=("hierarchical", "kmeans"),
+        help="how the candidates cluster the points: one Ward tree cut at every count "
+        "(hierarchical, at most 20,000 rows; the default in feature space, as CAST) or a "
+        "k-means fit per count (kmeans; the default in geographical space)",
+    )
     run.add_argument("--seed", type=int, default=1, help="seed (1)")
     add_output(sub.add_argument_group("output"), "soak knndm")
 

@@ -28,6 +28,9 @@ __all__ = ["DISTANCES", "distances_frame", "knndm_page", "read_knndm_dir"]
 #: set (``ECDFS``).
 DISTANCES = "distances.csv"
 SETTINGS_FILE, CANDIDATES = "knndm.json", "candidates.csv"
+#: How the page names the candidates of each clustering (``knndm.json``'s
+#: ``knndm_clustering``; k-means where an older file has none).
+_CLUSTERINGS = {"kmeans": "k-means clusterings", "hierarchical": "cuts of one Ward tree"}
 _EXPLANATION = """
 <p>kNNDM (Linnenbrink et al. 2024, <i>Geosci. Model Dev.</i> 17:5897; CAST's
 <code>knndm</code>) chooses folds whose test points lie as far from their training points as
@@ -38,7 +41,8 @@ the kNNDM folds (<b>Gj*</b>) and for random folds.</p>
 <ul>
 <li><b>W</b> is the Wasserstein distance between the ECDF of Gij and that of the folds'
 distances, in the distances' unit: the smaller, the closer the CV's distances are to the
-prediction's. kNNDM tries k-means clusterings of the training coordinates (the candidates) and
+prediction's. kNNDM tries clusterings of the training coordinates or features (the candidates:
+k-means per cluster count, or cuts of one hierarchical Ward tree) and
 keeps the one of smallest W among those whose folds are not too uneven.</li>
 <li>Where the training points are not clustered against the prediction area (a KS test of Gij
 against the training points' own nearest-neighbour distances, p &ge; 0.05), random folds are
@@ -102,7 +106,8 @@ def knndm_page(
     tried = PageSection(
         "candidates",
         "Candidates",
-        f"<p>{len(candidates) - 1} k-means clusterings tried, and random "
+        f"<p>{len(candidates) - 1} {_CLUSTERINGS[info.get('knndm_clustering', 'kmeans')]} "
+        "tried, and random "
         f"{'split' if split else 'folds'}; W in {html.escape(str(info['knndm_unit']))}.</p>",
         tables=(shown,),
     )
