@@ -20,10 +20,12 @@ allows (``check_sides``).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 import dask
 import dask.dataframe as dd
@@ -79,8 +81,21 @@ def check_sides(
 def partition_lengths(data: dd.DataFrame) -> np.ndarray:
     """Rows per partition, from one column (``map_partitions(len)`` would read all), one
     small task per partition (a computed Series would be repartitioned into one first)."""
-    parts = data[data.columns[0]].to_delayed()
+    parts = column_parts(data, [data.columns[0]])
     return np.array(dask.compute(*[dask.delayed(len)(p) for p in parts]), dtype=np.int64)
+
+
+def column_parts(data: dd.DataFrame, columns: list[str]) -> list[Any]:
+    """Delayed partitions of ``data`` holding ``columns`` only, one per partition of ``data``:
+    the projection read, where it keeps ``data``'s partitions; else each whole partition cut
+    in its task. Dask's ``read_parquet`` fuses partitions when columns are projected (dask
+    #12193), so counts of a projection would not line up with the partitions that number the
+    rows (positions, keys) -- a frame handed to ``load_table`` as it comes from
+    ``read_parquet``; ``load_table``'s own reads keep their partitions."""
+    projected = data[columns]
+    if projected.optimize().npartitions == data.optimize().npartitions:
+        return projected.to_delayed()
+    return [dask.delayed(operator.getitem, pure=True)(p, columns) for p in data.to_delayed()]
 
 
 def partition_starts(lengths: np.ndarray) -> np.ndarray:
@@ -229,7 +244,7 @@ def _count_strata(data: dd.DataFrame, keys: tuple[str, ...], roles: Mapping[str,
     if not keys:
         lengths = partition_lengths(data)
         return Strata((), pd.RangeIndex(1), lengths[:, None])
-    parts = data[list(keys)].to_delayed()
+    parts = column_parts(data, list(keys))
     found = dask.compute(*[dask.delayed(_count_part)(p, list(keys)) for p in parts])
     for key in keys:
         n_na = sum(int(f.loc[f[key].isna(), "n"].sum()) for f in found)
