@@ -93,12 +93,12 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
             if renamed:
                 refuse_renamed(command, values.pop(renamed[0]))
                 values[renamed[0]] = {}
-            if only is None and "outer" in values:
-                values.update(_strategy_values(values))
+            strategy = _strategy_values(values) if only is None and "outer" in values else {}
             for name in options:
                 values[name] = declared[name].checked(values[name])
             if only is None:
-                _check_beside_table(command, values)
+                _check_beside_table(command, values)  # as given: before the strategy's values
+            values.update({n: v for n, v in strategy.items() if values[n] is None})
             return func(*bound.args, **bound.kwargs)
 
         DOORS[f"{func.__module__}.{func.__qualname__}"] = command
@@ -135,7 +135,7 @@ def _options(
 
 def _strategy_values(values: Mapping[str, Any]) -> dict[str, Any]:
     """Evaluate's strategy options as its ``outer`` takes them (``check_design_options``: an
-    unknown strategy and the options it does not read refused, those not given its value)."""
+    unknown strategy and the options it does not read refused; those not given, its value)."""
     resolved = check_design_options(values["outer"], values)
     return {n: v for n, v in resolved.items() if n in values}
 

@@ -42,7 +42,15 @@ from typing import Any, Literal
 import numpy as np
 
 from .schema import DEFAULT_N_FOLDS, INNER_SCHEMES, MEASURES, TASKS, TRAIN_TYPES
-from .split.fold_options import OUTER, check_group_assignment, check_n_folds, check_seed
+from .split.fold_options import (
+    OUTER,
+    check_group_assignment,
+    check_n_folds,
+    check_open_ratio,
+    check_seed,
+    check_size_seeds,
+    check_sizes,
+)
 
 Scope = Literal[
     "table", "run", "evaluate", "search", "split-sensitivity", "compare-sampling", "app"
@@ -157,25 +165,6 @@ def _positive(optional: bool) -> Check:
         return int(value)
 
     return check
-
-
-def _sizes(value: Any, name: str) -> int:
-    # The refusals of soak_dask.split.sizes.check_sizes, one option at a time.
-    if not _is_int(value) or value < -1:
-        raise ValueError(f"{name}={value!r}: use -1 (none), 0 (smallest) or n >= 1")
-    return int(value)
-
-
-def _ratio(value: Any, name: str) -> float:
-    if not KINDS["float"][0](value) or not 0 < value < 1:
-        raise ValueError(f"{name}={value!r}: need 0 < ratio < 1")
-    return float(value)
-
-
-def _size_seeds(value: Any, name: str) -> int:
-    if not _is_int(value) or value < 1:
-        raise ValueError(f"{name}={value!r}: need an integer of at least 1")
-    return int(value)
 
 
 def _test_split(value: Any, name: str) -> float:
@@ -685,13 +674,13 @@ _DECLARED = (
     _count(
         "sizes", -1,
         "also down-sampled train sizes: 0 the smallest train set, N also smallest*ratio^1..N",
-        _sizes,
+        check_sizes,
     ),
     Setting(
-        "ratio", "run", "float", 0.5, "ratio between sizes (0.5)", _ratio, metavar="R",
+        "ratio", "run", "float", 0.5, "ratio between sizes (0.5)", check_open_ratio, metavar="R",
         identity=True,
     ),
-    _count("size_seeds", 1, "down-samples per size (1)", _size_seeds),
+    _count("size_seeds", 1, "down-samples per size (1)", check_size_seeds),
     _count(
         "max_train_rows", None,
         "fit a larger train set on a seeded sample of exactly N rows (class shares kept)",
@@ -789,7 +778,7 @@ _DECLARED = (
     ),
     Setting(
         "train_ratio", "evaluate", "float", None,
-        "share of the rows that train in each subsampling split (default 0.8)", _ratio,
+        "share of the rows that train in each subsampling split (default 0.8)", check_open_ratio,
         metavar="R", commands=("evaluate", "compare-sampling"), designs={"subsampling": 0.8},
         variants={"compare-sampling": {
             "scope": "compare-sampling", "default": 0.7, "designs": None,

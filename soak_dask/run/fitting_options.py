@@ -4,7 +4,8 @@
 seeded, stratified sample of a larger train set: ``run.rowcap``), ``incremental`` and ``epochs``
 (``partial_fit`` learners fed one block of train rows per task) mean the same in ``soak``,
 ``evaluate``, ``transfer``, ``search_subsets``, ``split_sensitivity`` and ``compare_sampling``:
-each entry point checks them here (``FittingOptions.checked``), takes its strategies from
+each entry point gets them checked at its door (``option_checks.checked``), builds them here
+(``FittingOptions.from_options``), takes its strategies from
 ``FittingOptions.strategies`` and records ``FittingOptions.settings`` in its results and
 checkpoint identity; ``Session.run`` caps each fit and checks its memory from one count of
 its rows (``session.with_fit_rows``).
@@ -16,7 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..settings import SETTINGS
 from ..tables.checks import refuse_ignored
 from .strategies import OnePass, PartialFit, WholeTrainSet
 
@@ -26,7 +26,7 @@ FITTING_OPTIONS: tuple[str, ...] = ("onepass", "max_train_rows", "incremental", 
 
 @dataclass(frozen=True)
 class FittingOptions:
-    """How a run's fits are made (checked values: use ``checked`` or ``from_options``).
+    """How a run's fits are made (checked values: use ``from_options``).
 
     Attributes
     ----------
@@ -46,26 +46,8 @@ class FittingOptions:
     epochs: int = 1
 
     @classmethod
-    def checked(
-        cls,
-        onepass: Any = True,
-        max_train_rows: Any = None,
-        incremental: Any = False,
-        epochs: Any = 1,
-    ) -> FittingOptions:
-        """The options checked as ``soak_dask.settings`` declares them (errors name the
-        option), and their combination (``from_options``)."""
-        given = {
-            "onepass": onepass,
-            "max_train_rows": max_train_rows,
-            "incremental": incremental,
-            "epochs": epochs,
-        }
-        return cls.from_options({name: SETTINGS[name].checked(v) for name, v in given.items()})
-
-    @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> FittingOptions:
-        """From options checked already (``settings.check_run_options``), refusing ``epochs``
+        """From options checked already (at the entry point's door), refusing ``epochs``
         without ``incremental`` (it would be ignored)."""
         if not options["incremental"]:
             refuse_ignored("epochs", options["epochs"], 1, "incremental=False", "incremental=True")

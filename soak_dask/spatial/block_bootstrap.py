@@ -39,7 +39,7 @@ from scipy import stats
 
 from ..dask_client import current_client
 from ..hashing import salt, seeded_hash
-from ..split.fold_options import check_seed
+from ..option_checks import checked
 from ..tables.table import Table
 from .blocks import spatial_blocks
 from .error_profile import cv_predictions
@@ -102,6 +102,7 @@ class BlockBootstrap:
         )
 
 
+@checked("run", only=("seed",))
 def block_bootstrap(
     data: Table | pd.DataFrame | dd.DataFrame,
     *,
@@ -179,7 +180,6 @@ def block_bootstrap(
     """
     spec = _spec(data, blocks, predictions, learner, folds, features, label, measure)
     _check_options(n_boot, level, method)
-    seed = check_seed(seed)
     frame = spec["frame"]
     if learner is not None:
         frame = _with_predictions(frame, spec, learner, seed, client)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..dask_client import current_client
-from ..split.fold_options import check_seed
+from ..option_checks import checked
 from ..split.kmeans import FIT_ROWS, dask_kmeans, nearest_centre
 from ..split.neighbours import coords_of, table_parts
 from ..tables.crs import metric_only
@@ -215,6 +215,7 @@ def spatial_blocks(
     return with_role(table, data, column, role)
 
 
+@checked("run", only=("seed",))
 def spatial_clusters(
     table: Table,
     n_clusters: int,
@@ -259,7 +260,6 @@ def spatial_clusters(
         or n_clusters < 2
     ):
         raise ValueError(f"n_clusters={n_clusters!r}: need an integer of at least 2")
-    seed = check_seed(seed)
     _check_column(table, column)
     coordinate_extent(table, "spatial_clusters")  # a missing coordinate has no nearest centre
     client = current_client() if client is None else client

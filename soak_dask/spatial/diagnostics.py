@@ -20,12 +20,14 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from ..dask_client import current_client
-from ..split.fold_options import MAX_FOLDS, check_seed
+from ..option_checks import checked
+from ..split.fold_options import MAX_FOLDS
 from ..split.neighbours import point_hashes
 from ..tables.table import Table, check_table
 from .blocks import coordinate_extent
 
 
+@checked("run", only=("seed",))
 def fold_summary(
     table: Table, fold: str | None = None, *, sample: int = 2000, seed: int = 1, client: Any = None
 ) -> pd.DataFrame:
@@ -62,7 +64,6 @@ def fold_summary(
         )
     if isinstance(sample, bool) or not isinstance(sample, int | np.integer) or sample < 1:
         raise ValueError(f"sample={sample!r}: need a positive number of test rows per fold")
-    seed = check_seed(seed)
     out = _counts(table, column)
     if table.coords:
         coordinate_extent(table, "fold_summary")  # a missing coordinate has no distance

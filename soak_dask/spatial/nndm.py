@@ -14,7 +14,7 @@ from scipy import stats as sps
 from scipy.spatial.distance import cdist
 
 from ..dask_client import current_client
-from ..split.fold_options import check_seed
+from ..option_checks import checked
 from ..split.knndm import DEFAULT_SAMPLE, Space, warn_if_far
 from ..split.knndm_shares import check_count
 from ..split.neighbours import coords_of, reference_points, sampled_distances, standardiser
@@ -56,6 +56,7 @@ class NNDMResult:
         return len(self.train)
 
 
+@checked("run", only=("seed",))
 def nndm_folds(
     table: Table,
     prediction: Any,
@@ -103,7 +104,6 @@ def nndm_folds(
         As ``knndm_folds``: the prediction area lies beyond the training points' extent.
     """
     columns = _check(table, space, phi, min_train, sample)
-    seed = check_seed(seed)
     client = current_client() if client is None else client
     raw = reference_points(table.data, columns, "the training table")
     if len(raw) > NNDM_MAX_ROWS:

@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..split.fold_options import check_seed
+from ..option_checks import checked
 
 
+@checked("run", only=("seed",))
 def gaussian_random_field(
     shape: tuple[int, int],
     range_: float,
@@ -63,7 +64,7 @@ def gaussian_random_field(
             raise ValueError(f"{option}={value!r}: need a positive number")
     if isinstance(nugget, bool) or not isinstance(nugget, int | float) or not nugget >= 0:
         raise ValueError(f"nugget={nugget!r}: need a number of at least 0")
-    rng = np.random.default_rng(check_seed(seed))
+    rng = np.random.default_rng(seed)
     m, n = 2 * ny, 2 * nx
     dy = np.minimum(np.arange(m), m - np.arange(m)) * spacing
     dx = np.minimum(np.arange(n), n - np.arange(n)) * spacing

@@ -40,8 +40,9 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import pdist
 
 from ..hashing import salt, seeded_hash
+from ..option_checks import checked
 from ..schema import DEFAULT_N_FOLDS
-from ..split.fold_options import check_n_folds, check_seed
+from ..split.fold_options import check_n_folds
 from ..split.neighbours import coords_of, loo_distance, point_hashes
 from ..tables.crs import metric_only, unit_symbol
 from .blocks import square_index
@@ -165,6 +166,7 @@ class SpatialRange:
         return "\n".join(lines + [f"  note: {note}" for note in self.notes])
 
 
+@checked("run", only=("seed",))
 def spatial_range(
     table: Any,
     *,
@@ -225,7 +227,7 @@ def spatial_range(
     options = _check_options(table, of, sample, max_pairs, n_bins, max_distance, model, n_boot)
     metric_only(table.crs, "spatial_range")
     column = options["column"]
-    n_folds, seed = check_n_folds(n_folds), check_seed(seed)
+    n_folds = check_n_folds(n_folds)
     n_rows, rows = range_sample(table, column, sample, seed)
     xy = rows[["x", "y"]].to_numpy()
     values, kind = pair_values(rows["value"], table, column)

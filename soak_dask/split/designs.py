@@ -13,14 +13,22 @@ from ..schema import SIZE_DIMS, TRAIN_TYPES
 from ..tables.table import Table
 from .balance import balanced_folds
 from .design import Design, check_flag
-from .fold_options import check_group_assignment, check_n_folds, check_seed, fold_count
+from .fold_options import (
+    check_group_assignment,
+    check_n_folds,
+    check_open_ratio,
+    check_seed,
+    check_size_seeds,
+    check_sizes,
+    fold_count,
+)
 from .folds import (
     block_counts,
     check_balance,
     check_fold_values,
 )
 from .plan import Fit, Plan, Selection, Term, build_plan
-from .sizes import FULL, check_sizes, nominal_groups, size_labels
+from .sizes import FULL, nominal_groups, size_labels
 
 
 def check_train_types(train_types: Iterable[str] | str) -> tuple[str, ...]:
@@ -101,8 +109,8 @@ class SameOtherAll(Design):
         self.train_types = check_train_types(train_types)
         self.seed = check_seed(seed)
         self.stratify = check_flag(stratify, "stratify")
-        check_sizes(sizes, ratio, size_seeds)
-        self.sizes, self.ratio, self.size_seeds = sizes, ratio, size_seeds
+        self.sizes, self.ratio = check_sizes(sizes), check_open_ratio(ratio)
+        self.size_seeds = check_size_seeds(size_seeds)
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with its fold column: the user's, or assigned on the cluster."""

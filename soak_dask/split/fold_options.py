@@ -5,6 +5,7 @@ mistake is refused before Dask and scikit-learn load)."""
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -65,6 +66,33 @@ def check_n_folds(n_folds: Any, name: str = "n_folds") -> int:
     if n_folds > MAX_FOLDS:
         raise ValueError(f"{name}={n_folds} is more than {MAX_FOLDS} folds; use fewer folds")
     return int(n_folds)
+
+
+def check_sizes(sizes: Any, name: str = "sizes") -> int:
+    """``sizes`` of SOAK's down-sampling: -1 (none), 0 (the smallest train set) or n >= 1."""
+    if isinstance(sizes, bool) or not isinstance(sizes, int | np.integer) or sizes < -1:
+        raise ValueError(f"{name}={sizes!r}: use -1 (none), 0 (smallest) or n >= 1")
+    return int(sizes)
+
+
+def check_open_ratio(ratio: Any, name: str = "ratio") -> float:
+    """A ratio strictly between 0 and 1 (between down-sampled sizes; a share that trains)."""
+    if isinstance(ratio, bool) or not isinstance(ratio, Real):
+        raise ValueError(f"{name}={ratio!r}: need 0 < ratio < 1")
+    if not 0 < ratio < 1:
+        raise ValueError(f"{name}={ratio!r}: need 0 < ratio < 1")
+    return float(ratio)
+
+
+def check_size_seeds(size_seeds: Any, name: str = "size_seeds") -> int:
+    """Down-samples per size: an integer of at least 1."""
+    if (
+        isinstance(size_seeds, bool)
+        or not isinstance(size_seeds, int | np.integer)
+        or size_seeds < 1
+    ):
+        raise ValueError(f"{name}={size_seeds!r}: need an integer of at least 1")
+    return int(size_seeds)
 
 
 def check_group_assignment(value: Any, name: str = "group_assignment") -> str:

@@ -22,16 +22,6 @@ def size_labels(sizes: int, ratio: float) -> list[str]:
     return [FULL, "smallest"] + [f"smallest*{ratio**i:g}" for i in range(1, sizes + 1)]
 
 
-def check_sizes(sizes: int, ratio: float, n_samples: int) -> None:
-    """Validate the down-sampling options."""
-    if not isinstance(sizes, int | np.integer) or sizes < -1:
-        raise ValueError(f"sizes={sizes!r}: use -1 (none), 0 (smallest) or n >= 1")
-    if not 0 < ratio < 1:
-        raise ValueError(f"ratio={ratio!r}: need 0 < ratio < 1")
-    if not isinstance(n_samples, int | np.integer) or n_samples < 1:
-        raise ValueError(f"size_seeds={n_samples!r}: need an integer of at least 1")
-
-
 def nominal_groups(subset_groups: pd.Series, n_folds: int) -> pd.DataFrame:
     """Train-set sizes in groups per test subset, as mlr3resampling counts them.
 
