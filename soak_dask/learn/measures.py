@@ -7,7 +7,6 @@ partition by partition."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import reduce
 from typing import Any
 
 import numpy as np
@@ -15,6 +14,7 @@ import pandas as pd
 
 from ..schema import MEASURES
 from ..tables.table import Task
+from .exact_sum import ExactSum
 
 CLASSIFICATION = MEASURES["classification"]
 REGRESSION = MEASURES["regression"]
@@ -111,14 +111,14 @@ def partial_scores(
         Number of classes (classification); None for regression.
     """
     n = len(y_true)
-    if n_classes is None:
-        mean = float(np.mean(y_true)) if n else 0.0
+    if n_classes is None:  # exact sums: the same whatever rows each piece holds
+        y_true = np.asarray(y_true, dtype=np.float64)
         return {
             "n": n,
-            "sse": float(np.sum((y_true - y_pred) ** 2)),
-            "sae": float(np.sum(np.abs(y_true - y_pred))),
-            "mean": mean,
-            "m2": float(np.sum((y_true - mean) ** 2)),
+            "sse": ExactSum.of((y_true - y_pred) ** 2),
+            "sae": ExactSum.of(np.abs(y_true - y_pred)),
+            "sum": ExactSum.of(y_true),
+            "squares": ExactSum.of_squares(y_true),
         }
     cells = np.bincount(y_true * n_classes + y_pred, minlength=n_classes * n_classes)
     out: dict[str, Any] = {"n": n, "confusion": cells.reshape(n_classes, n_classes)}
@@ -175,7 +175,7 @@ def merge(pieces: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if len(pieces) == 1:
         return pieces[0]
     if "confusion" not in pieces[0]:
-        return reduce(_merge_moments, pieces)
+        return {k: sum((p[k] for p in pieces[1:]), pieces[0][k]) for k in pieces[0]}
     out = {"n": sum(p["n"] for p in pieces), "confusion": sum(p["confusion"] for p in pieces)}
     if "log_loss" in pieces[0]:
         out["log_loss"] = sum(p["log_loss"] for p in pieces)
@@ -189,20 +189,6 @@ def merge(pieces: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _merge_moments(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Chan et al.'s pairwise update of the sum of squared deviations from the mean."""
-    n = a["n"] + b["n"]
-    delta = b["mean"] - a["mean"]
-    share = b["n"] / n if n else 0.0
-    return {
-        "n": n,
-        "sse": a["sse"] + b["sse"],
-        "sae": a["sae"] + b["sae"],
-        "mean": a["mean"] + delta * share,
-        "m2": a["m2"] + b["m2"] + delta**2 * a["n"] * share,
-    }
-
-
 def finish(measures: Sequence[str], pieces: dict[str, Any]) -> dict[str, float]:
     """The measures of a block from its merged ``partial_scores``."""
     if pieces["n"] == 0:
@@ -210,10 +196,11 @@ def finish(measures: Sequence[str], pieces: dict[str, Any]) -> dict[str, float]:
     return {m: float(_FINISH[m](pieces)) for m in measures}
 
 
-def _log_loss_sum(y_true: np.ndarray, proba: np.ndarray | None, n_classes: int) -> float:
-    """Summed log loss, clipped as scikit-learn's ``log_loss`` does."""
+def _log_loss_sum(y_true: np.ndarray, proba: np.ndarray | None, n_classes: int) -> ExactSum | float:
+    """Summed log loss (exactly; NaN without class scores), clipped as scikit-learn's
+    ``log_loss`` does."""
     loss = row_log_loss(y_true, proba, n_classes)
-    return np.nan if loss is None else float(np.sum(loss))
+    return np.nan if loss is None else ExactSum.of(loss)
 
 
 def row_log_loss(y_true: np.ndarray, proba: np.ndarray | None, n_classes: int) -> np.ndarray | None:
@@ -256,9 +243,14 @@ def _binary_auc(values: np.ndarray, pos: np.ndarray, neg: np.ndarray) -> float:
 def _r2(pieces: dict[str, Any]) -> float:
     if pieces["n"] < 2:
         return np.nan
-    if pieces["m2"] == 0:  # constant truth: scikit-learn's force_finite convention
-        return 1.0 if pieces["sse"] == 0 else 0.0
-    return 1.0 - pieces["sse"] / pieces["m2"]
+    if pieces["sum"].special is not None or pieces["squares"].special is not None:
+        return np.nan
+    # The squared deviations from the mean, exactly, from the exact sums: rounded once.
+    m2 = pieces["squares"].fraction() - pieces["sum"].fraction() ** 2 / pieces["n"]
+    sse = float(pieces["sse"])
+    if m2 == 0:  # constant truth: scikit-learn's force_finite convention
+        return 1.0 if sse == 0 else 0.0
+    return 1.0 - sse / float(m2)
 
 
 def _wrong(pieces: dict[str, Any]) -> int:
@@ -271,9 +263,9 @@ _FINISH = {
     "accuracy": lambda p: (p["n"] - _wrong(p)) / p["n"],
     "balanced_accuracy": _balanced_accuracy,
     "auc": _auc,
-    "log_loss": lambda p: p["log_loss"] / p["n"],
-    "mse": lambda p: p["sse"] / p["n"],
-    "rmse": lambda p: np.sqrt(p["sse"] / p["n"]),
-    "mae": lambda p: p["sae"] / p["n"],
+    "log_loss": lambda p: float(p["log_loss"]) / p["n"],
+    "mse": lambda p: float(p["sse"]) / p["n"],
+    "rmse": lambda p: np.sqrt(float(p["sse"]) / p["n"]),
+    "mae": lambda p: float(p["sae"]) / p["n"],
     "r2": _r2,
 }
