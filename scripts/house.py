@@ -52,14 +52,17 @@ MAX_LINES = 60
 #: ``tables``: ``learn/`` saves models by it and ``run/`` writes checkpoints through it.
 #: ``stats`` (tests on plain arrays, needing only ``schema``) is on the ground floor, below
 #: ``run/`` (``evaluate`` counts McNemar's cells) and ``results/`` (``compare``, ``pvalues``).
+#: ``settings`` (every option declared once) and ``option_checks`` (the door that checks them)
+#: sit beside ``split/``: they need only ``schema`` and the fold options, and the public
+#: functions of ``split/`` (the sampling splits) check their options at the door too.
 #: ``dask_client`` (the client in use) is there too: kNNDM's folds in ``split/`` send their
 #: candidates to it, as the run path does; and ``workers`` (what a task may hold on them):
 #: the block-wise neighbour search in ``split/`` sizes its tasks by it, as the run path does.
 FLOORS: list[set[str]] = [
     {"version", "hashing", "reduction", "schema", "stats", "dask_client", "workers"},
     {"tables", "io"},
-    {"learn", "split", "compiled"},
-    {"run", "settings"},
+    {"learn", "split", "compiled", "settings", "option_checks"},
+    {"run"},
     {"results"},
     {"diagnose", "pooling", "spatial"},
     {"result_kinds"},
