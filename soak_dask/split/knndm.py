@@ -702,7 +702,8 @@ def _chosen(
 def fold_column(table: Table, columns: tuple, folding: Folding, column: str) -> Any:
     """``table.data`` with ``column``, each row's fold by ``folding``, partition by partition
     (the meta given: a Ward cut's folds are known only for the training points)."""
-    meta = table.data._meta.assign(**{column: folding.named(np.zeros(0, dtype=np.int64))})
+    dtype = pd.Series(folding.named(np.ones(1, dtype=np.int64))).dtype  # as a partition's
+    meta = table.data._meta.assign(**{column: pd.Series([], dtype=dtype)})
     return table.data.map_partitions(_fold_column, columns, folding, column, table.group, meta=meta)
 
 

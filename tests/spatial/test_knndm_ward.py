@@ -195,3 +195,13 @@ def test_cli_clustering_flag_end_to_end(clustering, tmp_path, capsys, scheduler)
     assert cells["candidate"].tolist() == [clustering] * len(res.candidates) + ["random"]
     folds = pd.read_parquet(out / "folds.parquet")["knndm_fold"].to_numpy()
     np.testing.assert_array_equal(folds, res.table.data[res.column].compute().to_numpy())
+
+
+def test_hierarchical_train_test_split():
+    df, area = feature_scene(seed=11)
+    res = sd.knndm_folds(
+        table_of(df), area, space="feature", test_prop=0.3, test_tolerance=0.2, n_candidates=30
+    )
+    parts = res.table.data[res.column].compute()
+    assert res.method == "hierarchical" and set(parts) == {"train", "test"}
+    assert 0.1 <= (parts == "test").mean() <= 0.5 and (parts == "test").sum() == res.test_rows
