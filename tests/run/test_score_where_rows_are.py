@@ -10,6 +10,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 from dask.callbacks import Callback
 from sklearn import metrics
 from sklearn.base import clone
@@ -116,9 +117,16 @@ def test_scores_are_the_same_whatever_the_partitions():
     ]
     first = runs[0].drop_vars(TIMINGS)
     for res in runs[1:]:
-        for var in first.data_vars:
-            np.testing.assert_allclose(res[var].values, first[var].values, rtol=1e-12)
-        assert (res["error"].values == first["error"].values).all()
+        # The tree's scores are identical (its class shares are the same in any batch of
+        # rows); logistic regression's class scores come from BLAS, whose result for a row
+        # may differ in the last bit with the rows predicted beside it: its log loss within
+        # that, its counts and AUC identical.
+        res = res.drop_vars(TIMINGS).drop_attrs()
+        tree = {"learner": "decision_tree"}
+        xr.testing.assert_identical(res.sel(tree), first.drop_attrs().sel(tree))
+        for var in ("error", "auc", "n_train", "n_test"):
+            xr.testing.assert_identical(res[var], first[var].drop_attrs())
+        np.testing.assert_allclose(res["log_loss"], first["log_loss"], rtol=1e-14)
 
 
 @pytest.mark.slow  # a LocalCluster of two workers: about 6 s on 2 busy cores
