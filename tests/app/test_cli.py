@@ -412,6 +412,7 @@ def user_error_cases(pixels: Path, tmp: Path) -> list[tuple[list, str]]:
     ]
 
 
+@pytest.mark.slow  # 17 commands, some reading the table: about 20 s
 def test_user_errors_print_one_line_and_exit_2(pixels, tmp_path, capsys):
     for argv, message in user_error_cases(pixels, tmp_path):
         code, out, err = soak(argv, capsys)

@@ -20,6 +20,8 @@ from soak_dask.app import cli
 from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.run import executor
 
+#: Three runs of each command (stopped, resumed, undisturbed): `make test-fast` skips them.
+pytestmark = pytest.mark.slow
 #: Timings differ from run to run; everything else must not.
 TIMINGS = ["fit_seconds", "predict_seconds", "search_seconds"]
 

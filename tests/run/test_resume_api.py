@@ -1,7 +1,7 @@
 """``checkpoint=`` means the same in every entry point, as in ``soak``: a run given the
 checkpoint of an interrupted one computes only the missing fits and ends identical to an
 uninterrupted run; other settings or other data are refused. (Resume in a new process after
-kill -9: tests/app/test_resume_commands.py.)"""
+kill -9: tests/app/test_resume_cli.py.)"""
 
 from __future__ import annotations
 
