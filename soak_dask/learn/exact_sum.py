@@ -13,6 +13,11 @@ import numpy as np
 #: of two, and its two halves of ``_HALF`` bits are summed in int64 without overflow.
 _BITS = 53
 _HALF = 26
+_LOW = (1 << _HALF) - 1
+#: A float64 is its 53-bit significand × 2 ** (its exponent field + ``_BIAS``).
+_BIAS = -1075
+#: Values summed per ``np.bincount``: its float64 sums of halves stay exact integers.
+_CHUNK = 1 << 25
 
 
 @dataclass(frozen=True)
@@ -31,22 +36,26 @@ class ExactSum:
         x = np.asarray(values, dtype=np.float64).ravel()
         if not np.isfinite(x).all():
             return cls(special=float(np.sum(x)))
-        x = x[x != 0]
-        if not len(x):
-            return cls()
-        significand, exponent = np.frexp(x)
-        whole = (significand * 2.0**_BITS).astype(np.int64)  # exact: 53 bits
-        exps, at = np.unique(exponent, return_inverse=True)
-        high = np.zeros(len(exps), dtype=np.int64)
-        low = np.zeros(len(exps), dtype=np.int64)
-        np.add.at(high, at, whole >> _HALF)
-        np.add.at(low, at, whole & ((1 << _HALF) - 1))
-        base = int(exps[0])
-        total = sum(
-            ((int(h) << _HALF) + int(lo)) << (int(e) - base)
-            for h, lo, e in zip(high, low, exps, strict=True)
-        )
-        return cls(total, base - _BITS)
+        # Each value is sign × significand × 2 ** (field - 1075), read from its bits.
+        bits = x.view(np.uint64)
+        field = ((bits >> np.uint64(_BITS - 1)) & np.uint64(0x7FF)).astype(np.int64)
+        significand = (bits & np.uint64((1 << (_BITS - 1)) - 1)).astype(np.int64)
+        normal = field > 0
+        significand[normal] |= 1 << (_BITS - 1)
+        field[~normal] = 1  # subnormals (and zeros) have no implicit bit, the least exponent
+        negative = (bits >> np.uint64(63)).astype(bool)
+        total = 0
+        # Per exponent, the sums of the significands' halves: float64 sums of integers below
+        # 2 ** 27, exact for up to 2 ** 26 values per chunk.
+        for start in range(0, len(x), _CHUNK):
+            part = slice(start, start + _CHUNK)
+            for shift in (_HALF, 0):
+                half = significand[part] >> shift if shift else significand[part] & _LOW
+                signed = np.where(negative[part], -half, half).astype(np.float64)
+                sums = np.bincount(field[part], weights=signed)
+                for b in np.flatnonzero(sums):
+                    total += int(sums[b]) << (int(b) + shift)
+        return cls(total, _BIAS) if total else cls()
 
     @classmethod
     def of_squares(cls, values: np.ndarray) -> ExactSum:
