@@ -20,6 +20,7 @@ def compile_all() -> float:
 
     from .learn.lasso import compile_kernels
     from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
+    from .split.knndm_ward import WardTree
     from .split.overlap import block_candidates, overlap_degrees
     from .split.sampling import mdc_select
     from .split.shares import ranks
@@ -38,6 +39,9 @@ def compile_all() -> float:
         for features, target in ((X, X[:, 1]), frozen):  # numba compiles the two apart
             PrunedTreeClassifier().fit(features, y)
             PrunedTreeRegressor().fit(features, target)
+    tree = WardTree.fit(X, 6)
+    list(tree.cuts(np.array([2, 3])))
+    tree.cv(np.arange(len(X)) % 2)  # folds that split clusters: one more pass over distances
     mdc_select((X[:, None, 0] - X[None, :, 0]) ** 2, 5)
     ranks(np.zeros(10, np.int64), np.arange(10), np.array([10]), 1, 1, "compile")
     frame = pd.DataFrame(X, columns=["a", "b", "c"]).assign(y=np.where(y, "p", "n"))

@@ -278,9 +278,11 @@ def _measure_names(value: Any, name: str) -> Any:
     names = value.split(",") if isinstance(value, str) else value
     unknown = [m.strip() for m in names if m.strip() not in {*MEASURES_OF_ANY_TASK, ""}]
     if unknown:
-        lists = "; ".join(f"{task}: {', '.join(ms)}" for task, ms in MEASURES.items())
+        lists = "; ".join(f"{task}: {', '.join(map(repr, ms))}" for task, ms in MEASURES.items())
         what = "is no measure" if len(unknown) == 1 else "are no measures"
-        raise ValueError(f"{name}: {', '.join(map(repr, unknown))} {what}; choose from {lists}")
+        raise ValueError(
+            f"{name}={value!r}: {', '.join(map(repr, unknown))} {what}; choose from {lists}"
+        )
     return value
 
 

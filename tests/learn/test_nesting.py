@@ -190,7 +190,7 @@ def test_inner_splits_keep_groups_whole_and_test_each_row(n_groups, inner, repea
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"inner": "bootstrap"}, "inner='bootstrap': choose one of auto, cv"),
+        ({"inner": "bootstrap"}, r"inner='bootstrap': choose from \['auto', 'cv'"),
         ({"inner_folds": 1}, "inner_folds=1"),
         ({"inner_repeats": 0}, "inner_repeats=0"),
         ({"calibration": "isotonic"}, "calibration='isotonic'"),
