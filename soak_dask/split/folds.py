@@ -44,7 +44,7 @@ from .fold_options import (
     check_n_folds,
     check_seed,
 )
-from .shares import Strata, count_strata, group_sizes
+from .shares import Strata, count_strata, group_sizes, key_frame
 
 
 def permuted_block_folds(
@@ -374,18 +374,20 @@ def row_fold_columns(
     codes and positions, and each repeat costs one draw of permutations."""
     data = table.data
     # Only the key columns are read for the counts, once in a run (``shares.counts_shared``).
-    counts = count_strata(data, keys, table.key_roles).frame()
+    counted = count_strata(data, keys, table.key_roles)
+    counts = counted.frame()
     strata = counts.groupby(keys, observed=True)["n"].sum().sort_index()
     _warn_small_strata(strata, keys, n_folds)
     index = strata.index if len(keys) > 1 else pd.MultiIndex.from_arrays([strata.index])
     codes = index.get_indexer(_key_index(counts, keys))
-    table_counts = np.zeros((data.npartitions, len(strata)), dtype=np.int64)
+    table_counts = np.zeros((len(counted.counts), len(strata)), dtype=np.int64)
     np.add.at(table_counts, (counts["partition"].to_numpy(), codes), counts["n"].to_numpy())
     # Rows of each stratum before each partition: the partition's offset in the stratum.
     offsets = np.cumsum(table_counts, axis=0) - table_counts
-    # Folds are computed from the key columns alone, so a query of the folds reads only those.
+    # Folds are computed from the key columns alone, so a query of the folds reads only those
+    # -- unless reading only those would change the partitions the rows were counted in.
     meta = pd.DataFrame({name: pd.Series([], dtype="int8") for name in seeds})
-    folds = data[keys].map_partitions(
+    folds = key_frame(data, keys).map_partitions(
         _fold_part,
         keys,
         index,

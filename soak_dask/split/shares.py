@@ -92,10 +92,20 @@ def column_parts(data: dd.DataFrame, columns: list[str]) -> list[Any]:
     #12193), so counts of a projection would not line up with the partitions that number the
     rows (positions, keys) -- a frame handed to ``load_table`` as it comes from
     ``read_parquet``; ``load_table``'s own reads keep their partitions."""
-    projected = data[columns]
-    if projected.optimize().npartitions == data.optimize().npartitions:
+    projected = key_frame(data, columns)
+    if projected is not data:
         return projected.to_delayed()
     return [dask.delayed(operator.getitem, pure=True)(p, columns) for p in data.to_delayed()]
+
+
+def key_frame(data: dd.DataFrame, columns: list[str]) -> dd.DataFrame:
+    """``data[columns]`` where that projection keeps ``data``'s partitions, else ``data``
+    itself (whose tasks then select ``columns``): the frame to map a function of key columns
+    over so that its partition numbers are those ``column_parts`` counted (dask #12193)."""
+    projected = data[columns]
+    if projected.optimize().npartitions == data.optimize().npartitions:
+        return projected
+    return data
 
 
 def partition_starts(lengths: np.ndarray) -> np.ndarray:
