@@ -43,7 +43,9 @@ import numpy as np
 
 from .schema import DEFAULT_N_FOLDS, INNER_SCHEMES, MEASURES, TASKS, TRAIN_TYPES
 from .split.fold_options import (
+    CLUSTERINGS,
     OUTER,
+    check_clustering,
     check_group_assignment,
     check_n_folds,
     check_open_ratio,
@@ -191,6 +193,11 @@ def _block_size(value: Any, name: str) -> float:
     if not KINDS["float"][0](value) or not 0 < value < float("inf"):
         raise ValueError(f"{name}={value!r}: need a positive size in the coordinates' unit")
     return float(value)
+
+
+def _clustering(value: Any, name: str) -> str:
+    # The space (so the default) is known to kNNDM only: a value given is checked here.
+    return check_clustering(value, "geographical", name)
 
 
 def at_least(low: int, why: str = "") -> Check:
@@ -757,6 +764,13 @@ _DECLARED = (
         "the prediction area of outer knndm: Parquet table or GeoTIFF/Zarr raster with the "
         "coordinate columns (or x, y dims)",
         metavar="PATH", designs={"knndm": None},
+    ),
+    Setting(
+        "clustering", "evaluate", "str", None,
+        "how kNNDM's candidates cluster the training points: one Ward tree cut at every "
+        "count (hierarchical, at most 20,000 rows; the default in feature space, as CAST) or "
+        "a k-means fit per count (kmeans; the default in geographical space)",
+        _clustering, choices=CLUSTERINGS, designs={"knndm": None},
     ),
     Setting(
         "outer_folds", "evaluate", "int", None,

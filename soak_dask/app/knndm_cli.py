@@ -18,7 +18,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .flags import UsageError, check_command_out, checked_flags
-from .spatial_flags import KNNDM_SETTINGS
+from .spatial_flags import KNNDM_OWN, KNNDM_SETTINGS
 
 if TYPE_CHECKING:
     from ..io.outdir import OutputDir
@@ -37,7 +37,8 @@ def knndm_command(args: argparse.Namespace) -> None:
     from ..split.knndm import knndm_folds
     from ..tables.load import load_table
 
-    values = checked_flags(args, KNNDM_SETTINGS)
+    values = checked_flags(args, (*KNNDM_SETTINGS, *KNNDM_OWN))
+    own = {name: values.pop(name) for name in KNNDM_OWN}
     if not values.get("coords"):
         raise UsageError("soak knndm needs --coords (the coordinate columns, e.g. --coords x,y)")
     scheduler = values.pop("scheduler")
@@ -57,7 +58,7 @@ def knndm_command(args: argparse.Namespace) -> None:
             test_tolerance=args.test_tolerance,
             n_candidates=args.candidates,
             client=client,
-            clustering=args.clustering,
+            **own,
         )
         settings = write_outputs(res, out, vars(args))
     print(summary_text(settings, out.path / FOLDS))

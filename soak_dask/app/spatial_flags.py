@@ -9,7 +9,7 @@ import argparse
 from typing import Any
 
 from ..settings import SETTINGS
-from .flags import add_output, add_settings
+from .flags import add_output, add_setting, add_settings
 
 #: ``spatial_range``'s models (``soak_dask.spatial.variogram.MODELS``, which loads scipy).
 MODELS = ("exponential", "spherical", "gaussian")
@@ -69,6 +69,9 @@ KNNDM_SETTINGS = (
     *(s.name for s in SETTINGS.values() if s.scope == "table" and s.name not in _NOT_KNNDM),
     "scheduler",
 )
+#: The folds' options of ``soak knndm`` declared in ``soak_dask.settings`` (so that
+#: ``soak evaluate --outer knndm`` and ``evaluate`` take them the same way).
+KNNDM_OWN = ("clustering",)
 _SCHEDULER = "address or scheduler file of a running Dask scheduler (default: a local cluster)"
 
 
@@ -220,13 +223,8 @@ def add_knndm_flags(sub: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--candidates", type=int, default=100, metavar="N", help="cluster counts (100)"
     )
-    run.add_argument(
-        "--clustering",
-        choices=("hierarchical", "kmeans"),
-        help="how the candidates cluster the points: one Ward tree cut at every count "
-        "(hierarchical, at most 20,000 rows; the default in feature space, as CAST) or a "
-        "k-means fit per count (kmeans; the default in geographical space)",
-    )
+    for name in KNNDM_OWN:
+        add_setting(run, SETTINGS[name], None)
     run.add_argument("--seed", type=int, default=1, help="seed (1)")
     add_output(sub.add_argument_group("output"), "soak knndm")
 

@@ -72,6 +72,7 @@ def evaluate(
     balance: str = "class",
     group_assignment: str = "rows",
     prediction: Any = None,
+    clustering: str | None = None,
     onepass: bool = True,
     max_train_rows: int | None = None,
     incremental: bool = False,
@@ -129,8 +130,8 @@ def evaluate(
         round(share·N) rows (whole groups: to within half a group); ``attrs["train_ratio"]``
         is the share drawn. Each option only some strategies read (``outer_folds``,
         ``outer_repeats``, ``train_ratio``, ``balance``, ``group_assignment``,
-        ``prediction``) is refused with any other ``outer``, naming the strategies that read
-        it (``soak_dask.settings.check_design_options``).
+        ``prediction``, ``clustering``) is refused with any other ``outer``, naming the
+        strategies that read it (``soak_dask.settings.check_design_options``).
     models : path, optional
         Directory to save each learner's final model in, as ``<learner>.skops`` (a safe format:
         ``soak_dask.load_model`` reads it without running code from the file, and
@@ -167,6 +168,10 @@ def evaluate(
         ``soak_dask.soak``). ``"mlr3resampling"`` without a group column is refused.
     prediction : Table, DataFrame, xarray.Dataset or path, optional
         The prediction area of ``outer="knndm"`` (see ``soak_dask.knndm_folds``).
+    clustering : {None, "hierarchical", "kmeans"}
+        How ``outer="knndm"``'s candidates cluster the training points (as for
+        ``soak_dask.knndm_folds``; default k-means); the one used is in
+        ``attrs["knndm_clustering"]``.
     onepass, max_train_rows, incremental, epochs
         As for ``soak_dask.soak`` (``FittingOptions``), for every strategy's fits and the
         final models: additive learners from one pass of block statistics where the engine

@@ -22,6 +22,25 @@ MAX_FOLDS = 127
 OUTER = ("cv", "repeated_cv", "subsampling", "loo", "lodo", "bootstrap", "5x2cv", "knndm")
 #: How whole groups are dealt to folds (``assign_folds(group_assignment=...)``), default first.
 GROUP_ASSIGNMENTS = ("rows", "mlr3resampling")
+#: kNNDM's clusterings of the candidates (CAST's ``clustering``).
+CLUSTERINGS = ("hierarchical", "kmeans")
+
+
+def check_clustering(clustering: Any, space: str, name: str = "clustering") -> str:
+    """The clustering of kNNDM's candidates: ``clustering`` if it is one of ``CLUSTERINGS``;
+    None: "hierarchical" in feature space (CAST's default), "kmeans" in geographical space.
+
+    >>> check_clustering(None, "feature"), check_clustering(None, "geographical")
+    ('hierarchical', 'kmeans')
+    """
+    if clustering is None:
+        return "hierarchical" if space == "feature" else "kmeans"
+    if clustering not in CLUSTERINGS:
+        raise ValueError(
+            f"{name}={clustering!r}: choose 'hierarchical' (one Ward tree cut at every "
+            "cluster count, CAST's default) or 'kmeans' (a k-means fit per count)"
+        )
+    return clustering
 
 
 def check_seed(seed: Any, name: str = "seed") -> int:

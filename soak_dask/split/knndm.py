@@ -35,13 +35,13 @@ from scipy.spatial import cKDTree
 from ..dask_client import current_client
 from ..hashing import salt, seeded_hash
 from ..tables.table import Table
+from .fold_options import check_clustering
 from .kmeans import fit_centres, nearest_centre
 from .knndm_merge import merge_clusters, whole_groups
 from .knndm_shares import (
     DEFAULT_SAMPLE,
     SCORED,
     Shares,
-    check_clustering,
     check_knndm_options,
     check_prediction,
 )

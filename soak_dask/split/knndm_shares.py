@@ -2,8 +2,8 @@
 ``maxp`` of the rows; or (CAST 1.1.1's ``test_prop``, ``test_tolerance``) a train/test split
 in two parts, one of which holds ``test_prop`` ± ``test_tolerance`` of the rows, the part
 nearer ``test_prop`` being the test part. And the checks of kNNDM's other options that need
-no table (``check_knndm_options``, ``check_clustering``), shared by ``knndm_folds`` and the
-``KNNDMFolds`` design."""
+no table (``check_knndm_options``), shared by ``knndm_folds`` and the ``KNNDMFolds`` design
+(the clustering's, ``fold_options.check_clustering``, is the option declarations' too)."""
 
 from __future__ import annotations
 
@@ -135,27 +135,6 @@ def check_knndm_options(
     check_count(counts["max_clusters"], "max_clusters", least, "clusters (n_folds or more)")
     check_count(cv_sample, "cv_sample", 10, "training points")
     return shares, check_seed(seed)
-
-
-#: kNNDM's clusterings of the candidates (CAST's ``clustering``).
-CLUSTERINGS = ("hierarchical", "kmeans")
-
-
-def check_clustering(clustering: Any, space: str) -> str:
-    """The clustering of kNNDM's candidates: ``clustering`` if it is one of ``CLUSTERINGS``;
-    None: "hierarchical" in feature space (CAST's default), "kmeans" in geographical space.
-
-    >>> check_clustering(None, "feature"), check_clustering(None, "geographical")
-    ('hierarchical', 'kmeans')
-    """
-    if clustering is None:
-        return "hierarchical" if space == "feature" else "kmeans"
-    if clustering not in CLUSTERINGS:
-        raise ValueError(
-            f"clustering={clustering!r}: choose 'hierarchical' (one Ward tree cut at every "
-            "cluster count, CAST's default) or 'kmeans' (a k-means fit per count)"
-        )
-    return clustering
 
 
 def check_prediction(prediction: Any, caller: str) -> Any:

@@ -29,7 +29,13 @@ from ..tables.arrays import category_codes
 from ..tables.table import FOLD_COLUMN, Table
 from .balance import balanced_folds
 from .design import Design
-from .fold_options import OUTER, check_group_assignment, check_n_folds, check_seed
+from .fold_options import (
+    OUTER,
+    check_clustering,
+    check_group_assignment,
+    check_n_folds,
+    check_seed,
+)
 from .folds import (
     check_balance,
     check_fold_values,
@@ -445,8 +451,9 @@ class KNNDMFolds(Design):
         K (default 5, as ``evaluate``'s ``outer_folds``).
     seed : int
         Seed of the prediction sample, the k-means candidates and random folds.
-    space, sample, maxp, n_candidates, max_clusters, cv_sample
-        As for ``soak_dask.knndm_folds``. The candidates are scored on the run's client
+    space, sample, maxp, n_candidates, max_clusters, cv_sample, clustering
+        As for ``soak_dask.knndm_folds`` (the clustering used is recorded as
+        ``knndm_clustering``). The candidates are scored on the run's client
         (``run_design``'s, ``evaluate``'s; else the current client, if any).
 
     Attributes
@@ -484,11 +491,14 @@ class KNNDMFolds(Design):
         n_candidates: int = 100,
         max_clusters: int = 2000,
         cv_sample: int = 20_000,
+        clustering: str | None = None,
     ) -> None:
         self.prediction = check_prediction(prediction, "KNNDMFolds")
         counts = {"sample": sample, "n_candidates": n_candidates, "max_clusters": max_clusters}
         folds = (n_folds, maxp, None, None)
         shares, self.seed = check_knndm_options(space, seed, counts, cv_sample, folds)
+        check_clustering(clustering, space)
+        self.clustering = clustering
         self.n_folds, self.maxp = shares.n_folds, maxp
         self.space, self.sample, self.cv_sample = space, sample, cv_sample
         self.n_candidates, self.max_clusters = n_candidates, max_clusters
@@ -530,7 +540,8 @@ def outer_design(outer: str, seed: int, options: Mapping[str, Any]) -> Design:
             seed, options["outer_repeats"], options["balance"], options["group_assignment"]
         )
     if outer == "knndm":
-        return KNNDMFolds(options["prediction"], options["outer_folds"], seed)
+        knndm = (options["prediction"], options["outer_folds"], seed)
+        return KNNDMFolds(*knndm, clustering=options["clustering"])
     if outer in ("cv", "repeated_cv"):
         repeats = options["outer_repeats"] if outer == "repeated_cv" else 1
         dealt = {k: options[k] for k in ("balance", "group_assignment") if k in options}

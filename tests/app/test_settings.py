@@ -266,7 +266,7 @@ def test_commands_share_the_settings_evaluate_takes():
     own = {s.name for s in SETTINGS.values() if s.scope == "evaluate"}
     assert own == {
         "outer", "outer_folds", "outer_repeats", "test_split", "train_ratio", "nested", "models",
-        "prediction", "inference", "inference_repeats",
+        "prediction", "clustering", "inference", "inference_repeats",
     }  # fmt: skip
     assert evaluate - run == own and not run & own
     # SOAK's own: K, train types, sizes (the fitting options are every design's)

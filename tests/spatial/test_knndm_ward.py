@@ -15,8 +15,8 @@ from scipy.spatial.distance import cdist, pdist
 from scipy.stats import wasserstein_distance
 
 import soak_dask as sd
+from soak_dask.split.fold_options import check_clustering
 from soak_dask.split.knndm import knndm_note, merge_clusters
-from soak_dask.split.knndm_shares import check_clustering
 from soak_dask.split.knndm_ward import HIERARCHICAL_MAX_ROWS, WardTree, ward_bytes
 
 from . import test_round4_knndm as round4
