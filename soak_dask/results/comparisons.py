@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..learn.loss_pairs import POINTWISE
 from ..schema import EVALUATION_DIMS, LOWER_IS_BETTER, PAIRED_TEST_COLUMNS, PAIRED_TEST_TEXT
 from ..stats.mean_tests import (
     MeanTest,
@@ -38,6 +39,7 @@ from ..stats.mean_tests import (
     paired_test,
     split_ratios,
 )
+from ..stats.wald_cv import wald_cv_test
 from .kinds import validate_evaluation
 from .text import text_table
 from .verdicts import NO_EVIDENCE, with_verdicts
@@ -58,7 +60,7 @@ __all__ = [
 
 #: The tests of `compare`.
 METHODS: tuple[str, ...] = (
-    "paired", "corrected", "bayesian", "5x2cv", "5x2cv_f", "mcnemar", "con_z",
+    "paired", "corrected", "bayesian", "5x2cv", "5x2cv_f", "mcnemar", "con_z", "wald_cv",
 )  # fmt: skip
 #: Tests that read extra fits of the result -> the ``evaluate`` option that makes them.
 EXTRA_FITS: dict[str, str] = {"con_z": "inference='con_z'"}
@@ -98,6 +100,9 @@ MEASURED: dict[tuple[str, str], tuple[float, float]] = {
     ("subsampling", "con_z"): (0.033, 0.317),
     ("5x2cv", "con_z"): (0.067, 0.483),
     ("bootstrap", "con_z"): (0.075, 0.400),
+    # The Wald CV test's own null (these fitted models' test error): 1 − the coverage of its
+    # 95 % interval of the true difference (benchmarks/wald_cv_coverage.py); power not measured.
+    ("cv", "wald_cv"): (math.nan, math.nan),
 }
 #: The largest type-I error at α = 0.05 that counts as holding the level (over ≥ 500 nulls).
 LEVEL_LIMIT = 0.06
@@ -344,6 +349,8 @@ def compare(
     if resampling in ("corrected", "bayesian") or {"n_train", "n_test"} <= set(ds.data_vars):
         if resampling != "mcnemar":
             ratios = split_ratios(ds, EVALUATION_DIMS).reshape(ds.sizes["learner"], -1)
+    if resampling == "wald_cv":
+        check_wald_cv_design(ds, outer)
     if resampling in _FIVE_BY_TWO and ds.sizes["fold"] != 2:
         raise ValueError(
             f"method={resampling!r} needs 2 folds per repeat (outer='5x2cv'); these results "
@@ -356,6 +363,9 @@ def compare(
     )
     rows = []
     for m in names:
+        if resampling == "wald_cv":
+            rows.append(wald_cv_row(ds, m, (ia, ib), level_note(outer, resampling, fits)))
+            continue
         if chosen != "mcnemar":
             note = level_note(outer, resampling, fits)
             rows.append(_cells_row(ds, m, (ia, ib), resampling, ratios, rope, note))
@@ -375,6 +385,10 @@ def _about(ds: xr.Dataset, outer: str, method: str, pair: tuple[int, int]) -> di
     extra = float(ds.attrs.get("inference_fits", math.nan)) if method in EXTRA_FITS else 0.0
     if method == "mcnemar":
         return {"null": "these two fitted models, on new rows like the test split's",
+                "level": level, "extra_fits": extra}  # fmt: skip
+    if method == "wald_cv":
+        return {"null": "these fitted models: each learner's K fold models, their mean loss on "
+                "new rows of the same population (Bayle et al.'s test error)",
                 "level": level, "extra_fits": extra}  # fmt: skip
     size = "the train sets' size"
     if "n_train" in ds.data_vars:
@@ -474,6 +488,82 @@ def _half_differences(ds: xr.Dataset, m: str, pair: tuple[int, int]) -> np.ndarr
     halves = np.asarray(ds[f"con_z_{m}"].transpose("learner", "inference_repeat", "half").values)
     diff = halves[pair[0]] - halves[pair[1]]
     return diff[np.isfinite(diff).all(axis=1)]
+
+
+def check_wald_cv_design(ds: xr.Dataset, outer: str) -> None:
+    """Refuse the Wald CV test where mlr3inferr's ``ci.wald_cv`` refuses it: on other designs
+    than one K-fold CV or leave-one-out (every row tested once), and on grouped rows."""
+    repeats = ds.sizes.get("repeat", 1)
+    if outer not in ("cv", "loo") or repeats != 1:
+        raise ValueError(
+            f"method='wald_cv' needs one K-fold CV (outer='cv') or leave-one-out (outer='loo'), "
+            f"every row tested once; these results are outer={outer!r} with {repeats} repeat(s): "
+            "use method='corrected' or method='con_z' (evaluate(..., inference='con_z'))"
+        )
+    if ds.attrs.get("group"):
+        raise ValueError(
+            f"method='wald_cv' treats rows as independent, but these folds keep whole groups "
+            f"(group column {ds.attrs['group']!r}): use method='corrected' or method='con_z'"
+        )
+
+
+def wald_cv_row(ds: xr.Dataset, m: str, pair: tuple[int, int], note: str) -> dict[str, Any]:
+    """The Wald CV row of measure `m` (`wald_cv_test`, all-pairs variance) from the folds'
+    test rows, loss sums (measure × rows) and ``loss_diff_sq_<m>``; a reason row where `m` is
+    not a mean of per-row losses or the pair's sums were not recorded."""
+    row: dict[str, Any] = dict.fromkeys(_FLOATS, math.nan)
+    row.update(measure=m, method="wald_cv", n=0, reason="", note=note)
+    row["reason"] = _wald_cv_missing(ds, m, pair)
+    if row["reason"]:
+        return row
+    n = evaluation_values(ds, "n_test")[pair[0]]
+    sums = evaluation_values(ds, m)[list(pair)] * n
+    squares = ds[f"loss_diff_sq_{m}"].transpose("learner", "versus", *EVALUATION_DIMS[1:])
+    sum_d2 = np.asarray(squares.values[pair[0], pair[1]], dtype=np.float64).ravel()
+    test = wald_cv_test(n, sums[0] - sums[1], sum_d2)
+    total = int(n.sum())
+    mean_diff = float((sums[0] - sums[1]).sum()) / total
+    row.update(n=total, compare_mean=float(sums[0].sum()) / total)
+    row.update(reference_mean=float(sums[1].sum()) / total, mean_diff=mean_diff)
+    if total > 1:  # the SD of the per-row differences (ddof=1)
+        row["sd_diff"] = math.sqrt(
+            max(float(sum_d2.sum()) - total * mean_diff**2, 0.0) / (total - 1)
+        )
+    if test.ci_low == test.ci_high:
+        row["reason"] = (
+            f"all {total} per-row differences of {m} are equal: their variance is 0, so the Wald "
+            "CV test is undefined"
+        )
+        return row
+    row.update(statistic=test.statistic, df=test.df, p=test.p)
+    row.update(ci_low=test.ci_low, ci_high=test.ci_high)
+    return row
+
+
+def _wald_cv_missing(ds: xr.Dataset, m: str, pair: tuple[int, int]) -> str:
+    """Why the Wald CV test of `m` cannot be computed on these results, or ""."""
+    if m not in POINTWISE:
+        return (
+            f"the Wald CV test needs a mean of per-row losses ({', '.join(POINTWISE)}); {m!r} is "
+            "not one: compare it with method='corrected'"
+        )
+    name = f"loss_diff_sq_{m}"
+    if name not in ds.data_vars:
+        return (
+            f"these results hold no per-row loss differences ({name}): they come from an "
+            "earlier soak_dask or were cut down; run evaluate again"
+        )
+    squares = ds[name].transpose("learner", "versus", ...).values[pair[0], pair[1]]
+    scored = np.isfinite(evaluation_values(ds, m)[list(pair)]).all(axis=0)
+    if np.isfinite(squares).ravel()[scored].all() and scored.all():
+        return ""
+    return (
+        f"the per-row {m} differences of these two learners were not recorded in every fold: "
+        "they are summed where both learners predict the same rows together, and a learner "
+        "fitted from statistics (onepass) or fed by partial_fit (incremental) is scored apart "
+        "from those fitted on their rows, or a fold failed, or was resumed from a checkpoint; "
+        "run evaluate(..., onepass=False, incremental=False) to score every learner together"
+    )
 
 
 def _right_wrong(ds: xr.Dataset, ia: int, ib: int, required: bool) -> tuple[int, int, int] | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..learn.loss_pairs import POINTWISE
 from ..schema import COUNTS, FIT_INFO, MEASURE_NAMES, TIMINGS
 
 #: Title of the results ``soak`` makes (stores of soak_dask 0.1.0 carry it but no mark).
@@ -38,6 +40,8 @@ def build_dataset(
     learners: Sequence[str],
     measures: Sequence[str],
     attrs: Mapping[str, Any],
+    *,
+    loss_pairs: bool = False,
 ) -> xr.Dataset:
     """Place per-(learner, fit, test block) records on the result cells they serve.
 
@@ -53,6 +57,8 @@ def build_dataset(
     measures : sequence of str
     attrs : mapping
         Run settings stored in ``Dataset.attrs``.
+    loss_pairs : bool
+        Also store, per pointwise measure, ``loss_diff_sq_<measure>`` (``with_loss_pairs``).
     """
     scores = pd.DataFrame.from_records(list(records))
     rows = splits.merge(scores, on=["fit_id", "block"], how="left", validate="many_to_many")
@@ -86,7 +92,43 @@ def build_dataset(
         ds[name].attrs["long_name"] = long_name
     ds.attrs.update(attrs)
     ds.attrs["measures"] = list(measures)
-    return ds
+    return with_loss_pairs(ds, full, measures) if loss_pairs else ds
+
+
+def with_loss_pairs(ds: xr.Dataset, full: pd.DataFrame, measures: Sequence[str]) -> xr.Dataset:
+    """``ds`` with ``loss_diff_sq_<m>`` (learner, versus, the cell's dims) for each pointwise
+    measure ``m`` (``loss_pairs.POINTWISE``): ``Σ (l_learner(i) − l_versus(i))²`` over the
+    cell's test rows, l the per-row loss ``m`` averages, from the records' ``loss_pairs``
+    (``full``: the records on every (learner, cell), in ``ds``'s order); NaN where the two
+    learners were not predicted together (fitted by strategies that score apart, or resumed
+    from a checkpoint), where one failed, and on the diagonal."""
+    learners = [str(v) for v in ds["learner"].values]
+    dims = [d for d in full.index.names if d != "learner"]
+    shape = (len(learners), *(ds.sizes[d] for d in dims))
+    found = full["loss_pairs"] if "loss_pairs" in full else pd.Series(np.nan, index=full.index)
+    records = np.asarray(found.to_numpy(), dtype=object).reshape(shape)
+    for m in measures:
+        if m not in POINTWISE:
+            continue
+        sums = np.full((len(learners), *shape), np.nan)
+        for v, versus in enumerate(learners):
+            pick = np.vectorize(partial(_pair_value, m=m, versus=versus), otypes=[np.float64])
+            sums[:, v] = pick(records)
+        name = f"loss_diff_sq_{m}"
+        ds[name] = (("learner", "versus", *dims), sums)
+        ds[name].attrs["long_name"] = (
+            f"sum over the test rows of the squared difference of the learner's and the versus "
+            f"learner's per-row {m} loss (Wald CV test)"
+        )
+    return ds.assign_coords(versus=np.array(learners, dtype=object))
+
+
+def _pair_value(record: Any, m: str, versus: str) -> float:
+    """A record's ``loss_pairs`` value of measure ``m`` against ``versus`` (NaN where not
+    recorded)."""
+    if not isinstance(record, dict) or m not in record:
+        return np.nan
+    return float(record[m].get(versus, np.nan))
 
 
 def encode_attrs(settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -255,7 +255,15 @@ def evaluate(
         session, ctx, final, last, held, settings, **finals_asked
     )
     attrs = result_attrs({**settings, **timings})
-    ds = build_dataset(records, plan.splits, plan.coords, list(estimators), session.measures, attrs)
+    ds = build_dataset(
+        records,
+        plan.splits,
+        plan.coords,
+        list(estimators),
+        session.measures,
+        attrs,
+        loss_pairs=True,
+    )
     if models is not None:
         ds.attrs.update(encode_attrs({"models": _save_models(finals, models, keyed, settings)}))
     ds = _with_finals(ds, finals, session.measures, resubstitution)

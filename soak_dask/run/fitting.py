@@ -8,7 +8,7 @@ import inspect
 import itertools
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator, clone
 
 from ..hashing import seeded_hash
 from ..learn.groups import fit_with_groups
+from ..learn.loss_pairs import merge_pairs, pair_sums, pair_values, row_losses
 from ..learn.measures import finish, merge, partial_scores
 from ..learn.priors import check_finite_proba
 from ..learn.tuning import fit_info
@@ -116,12 +117,17 @@ def split_frame(
 
 
 def fit_and_score(
-    frame: pd.DataFrame, estimator: BaseEstimator, fit: FitSpec, run: RunSpec
+    frame: pd.DataFrame,
+    estimator: BaseEstimator,
+    fit: FitSpec,
+    run: RunSpec,
+    losses: dict[Any, dict[str, np.ndarray]] | None = None,
 ) -> list[dict[str, Any]]:
     """Fit a clone of ``estimator`` on the train rows of ``frame`` (``fit_train``); score each
-    test block there. Returns one small record per test subset."""
+    test block there. Returns one small record per test subset (and puts each block's per-row
+    losses in ``losses``, if given, as ``score_blocks`` does)."""
     train, blocks = split_frame(frame, fit.train, fit.tests)
-    return score_blocks(fit_train(train, estimator, fit, run), blocks, fit, run)
+    return score_blocks(fit_train(train, estimator, fit, run), blocks, fit, run, losses)
 
 
 def fit_train(
@@ -170,9 +176,29 @@ def fit_parts(
 def fit_many(
     parts: list[pd.DataFrame], jobs: list[tuple[BaseEstimator, FitSpec]], run: RunSpec
 ) -> list[dict[str, Any]]:
-    """``fit_and_score`` of several fits on one small table, gathered once (``parts``)."""
+    """``fit_and_score`` of several fits on one small table, gathered once (``parts``). The
+    learners of one train set (adjacent in ``jobs``) pair their per-row losses on each block
+    (``with_pairs``), as a scoring pass pairs them."""
     frame = pd.concat(parts)
-    return [r for estimator, fit in jobs for r in fit_and_score(frame, estimator, fit, run)]
+    out = []
+    for fit_id, group in itertools.groupby(jobs, key=lambda job: job[1].fit_id):
+        losses: dict[str, dict[Any, dict[str, np.ndarray]]] = {}
+        records = [
+            r
+            for estimator, fit in group
+            for r in fit_and_score(frame, estimator, fit, run, losses.setdefault(fit.learner, {}))
+        ]
+        sums = block_pairs(losses)
+        by_block: dict[Any, list[dict[str, Any]]] = {}
+        for r in records:
+            by_block.setdefault(r["block"], []).append(r)
+        paired = {
+            (r["learner"], r["block"]): r
+            for block, mine in by_block.items()
+            for r in with_pairs(mine, {fit_id: sums.get(block, {})}, run)
+        }
+        out += [paired[r["learner"], r["block"]] for r in records]
+    return out
 
 
 def partial_fit_step(
@@ -287,15 +313,37 @@ def predict_blocks(
     all of its blocks' rows here, then split by block. Each block's item maps a fit to (its
     partial scores, seconds, the message of a failed prediction: partial scores None)."""
     sizes = [r.stop - r.start if isinstance(r, slice) else len(r) for r in rows]
-    out = [{"n": int(n), "fits": {}} for n in sizes]
+    out = [{"n": int(n), "fits": {}, "pairs": {}} for n in sizes]
     served: dict[tuple[int, str], list[int]] = {}
     for i, block_keys in enumerate(keys):
         for k in block_keys if sizes[i] else ():
             served.setdefault(k, []).append(i)
-    for k, ids in served.items():
-        if not fit_message(fitted[k][0]):
-            _predict_fit(out, k, fitted[k][0], (X, y, rows, sizes), ids, run)
+    by_fit: dict[int, list[tuple[int, str]]] = {}
+    for k in served:
+        by_fit.setdefault(k[0], []).append(k)
+    for fit_id, fit_keys in by_fit.items():
+        # The learners of one train set, predicted one after the other: their per-row losses
+        # (kept only where two or more predict, and for one fit at a time) pair up per block.
+        losses: dict[str, dict[int, dict[str, np.ndarray]]] | None = (
+            {} if len(fit_keys) > 1 else None
+        )
+        for k in fit_keys:
+            if not fit_message(fitted[k][0]):
+                mine = None if losses is None else losses.setdefault(k[1], {})
+                _predict_fit(out, k, fitted[k][0], (X, y, rows, sizes), served[k], run, mine)
+        for i, pairs in block_pairs(losses or {}).items():
+            out[i]["pairs"][fit_id] = pairs
     return tuple(out)
+
+
+def block_pairs(losses: Mapping[str, Mapping[Any, Mapping[str, np.ndarray]]]) -> dict[Any, Any]:
+    """Per block, the ``loss_pairs.pair_sums`` of the learners (``losses``: learner -> block ->
+    its ``row_losses`` there) that predicted it."""
+    blocks = dict.fromkeys(b for by_block in losses.values() for b in by_block)
+    return {
+        b: pair_sums({name: by_block[b] for name, by_block in losses.items() if b in by_block})
+        for b in blocks
+    }
 
 
 def _predict_fit(
@@ -305,9 +353,11 @@ def _predict_fit(
     data: tuple,
     ids: list[int],
     run: RunSpec,
+    losses: dict[int, dict[str, np.ndarray]] | None = None,
 ) -> None:
     """Add to ``out`` the partial scores of the fit ``k`` on its blocks ``ids`` (``data``:
-    the partition's features, labels, each block's rows and sizes). A failed prediction (a
+    the partition's features, labels, each block's rows and sizes), and to ``losses`` (if
+    given) each block's per-row losses (``loss_pairs.row_losses``). A failed prediction (a
     fed model meeting a NaN) is tried again block by block, so it fails only the blocks whose
     rows make it fail, as scoring each block on its own would."""
     X, y, rows, sizes = data
@@ -315,7 +365,7 @@ def _predict_fit(
     predicted, message = _predict(state, X[_union(rows, ids)], run)
     if message and len(ids) > 1:
         for i in ids:
-            _predict_fit(out, k, state, data, [i], run)
+            _predict_fit(out, k, state, data, [i], run, losses)
         return
     seconds = (time.perf_counter() - start) / max(1, sum(sizes[i] for i in ids))
     at = 0
@@ -328,6 +378,8 @@ def _predict_fit(
             n_classes = None if run.classes is None else len(run.classes)
             proba = None if proba is None else proba[block]
             partial = partial_scores(run.measures, y[rows[i]], pred[block], proba, n_classes)
+            if losses is not None:
+                losses[i] = row_losses(run.measures, y[rows[i]], pred[block], proba, n_classes)
         out[i]["fits"][k] = (partial, seconds * sizes[i], message)
 
 
@@ -369,7 +421,12 @@ def _merge_block(pieces: Sequence[dict[str, Any]]) -> dict[str, Any]:
         message = next((m for *_, m in items if m), "")
         partial = None if message else merge([partial for partial, _, _ in items])
         fits[k] = (partial, sum(s for _, s, _ in items), message)
-    return {"n": sum(piece["n"] for piece in pieces), "fits": fits}
+    pairs: dict[int, list[Any]] = {}
+    for piece in pieces:
+        for fit_id, sums in piece["pairs"].items():
+            pairs.setdefault(fit_id, []).append(sums)
+    merged = {fit_id: merge_pairs(sums) for fit_id, sums in pairs.items()}
+    return {"n": sum(piece["n"] for piece in pieces), "fits": fits, "pairs": merged}
 
 
 def score_block(
@@ -396,13 +453,46 @@ def score_block(
             values = finish(run.measures, partial)
         record = _record(state, fit, block, merged["n"], values, seconds)
         records.append({**record, "message": message})
-    return records
+    return with_pairs(records, merged["pairs"], run)
+
+
+def with_pairs(
+    records: list[dict[str, Any]], sums: Mapping[int, Any], run: RunSpec
+) -> list[dict[str, Any]]:
+    """``records`` of one block, each with ``loss_pairs``: ``loss_pairs.pair_values`` of its
+    fit's pair ``sums`` (fit -> ``pair_sums``) with the other learners of that fit, for each
+    measure both scored (no failure, not NaN)."""
+    values = {
+        (r["fit_id"], r["learner"]): {} if r["message"] else {m: r[m] for m in run.measures}
+        for r in records
+    }
+    out = []
+    for r in records:
+        fit_id, mine = r["fit_id"], values[r["fit_id"], r["learner"]]
+        others = [name for f, name in values if f == fit_id]
+        found = pair_values(sums.get(fit_id, {}), r["learner"], run.measures, others)
+        kept = {
+            m: {o: v for o, v in by_other.items() if _finite(mine, m, values[fit_id, o])}
+            for m, by_other in found.items()
+        }
+        out.append({**r, "loss_pairs": {m: d for m, d in kept.items() if d}})
+    return out
+
+
+def _finite(mine: Mapping[str, Any], m: str, other: Mapping[str, Any]) -> bool:
+    """Whether both learners scored measure ``m`` (a failed one has no values)."""
+    return m in mine and m in other and np.isfinite(float(mine[m])) and np.isfinite(float(other[m]))
 
 
 def score_blocks(
-    state: FitState, blocks: dict[Any, pd.DataFrame], fit: FitSpec, run: RunSpec
+    state: FitState,
+    blocks: dict[Any, pd.DataFrame],
+    fit: FitSpec,
+    run: RunSpec,
+    losses: dict[Any, dict[str, np.ndarray]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One record per test block: the measures, counts and timings.
+    """One record per test block: the measures, counts and timings; with ``losses``, each
+    block's per-row losses put there (``loss_pairs.row_losses``, by block).
 
     A failed fit, or a failed prediction of a block, scores ``run.error_score`` with the error
     as the record's message (or raises with ``error_score="raise"``).
@@ -414,8 +504,9 @@ def score_blocks(
         message = state.message
         if not message:
             # A learner fitted may still fail to predict (e.g. NaN in a test row): error_score.
+            mine = None if losses is None else losses.setdefault(block, {})
             predict = functools.partial(
-                predict_partial, state.estimator, *score_arrays(rows, run), run
+                predict_partial, state.estimator, *score_arrays(rows, run), run, mine
             )
             scores, failure = guard(run, predict)
             message = failure and f"predicting test {names[block]}: {failure}"
@@ -471,11 +562,16 @@ def guard(run: RunSpec, call: Callable[[], Any]) -> tuple[Any, str]:
         return None, "".join(traceback.format_exception_only(err)).strip()
 
 
-def predict_partial(est, X: np.ndarray, y: np.ndarray, run: RunSpec) -> dict[str, Any]:
+def predict_partial(
+    est, X: np.ndarray, y: np.ndarray, run: RunSpec, losses: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """``measures.partial_scores`` of ``est``'s predictions of rows ``X`` (labels ``y`` from
-    ``score_arrays``)."""
+    ``score_arrays``); their ``loss_pairs.row_losses`` put in ``losses``, if given."""
     n_classes = None if run.classes is None else len(run.classes)
-    return partial_scores(run.measures, y, *predict_codes(est, X, run), n_classes)
+    pred, proba = predict_codes(est, X, run)
+    if losses is not None:
+        losses.update(row_losses(run.measures, y, pred, proba, n_classes))
+    return partial_scores(run.measures, y, pred, proba, n_classes)
 
 
 def predict_codes(

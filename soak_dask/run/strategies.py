@@ -198,13 +198,28 @@ class Batched:
     def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
         parts = ctx.data.to_delayed()
         out = []
-        for start in range(0, len(pairs), self.size):
-            jobs = [
-                (ctx.estimators[n], ctx.spec(f, n)) for f, n in pairs[start : start + self.size]
-            ]
+        for start, batch in fit_batches(pairs, self.size):
+            jobs = [(ctx.estimators[n], ctx.spec(f, n)) for f, n in batch]
             key = f"soak-batch-{start}-{ctx.token(jobs)}"
             out.append(dask.delayed(fit_many, pure=True)(parts, jobs, ctx.run, dask_key_name=key))
         return out, []
+
+
+def fit_batches(pairs: list[Pair], size: int) -> list[tuple[int, list[Pair]]]:
+    """``pairs`` in batches of about ``size`` (and where each starts), the learners of a fit
+    kept together and adjacent (``fitting.fit_many`` pairs their per-row losses); a fit with
+    more learners than ``size`` makes a batch of its own."""
+    by_fit: dict[int, list[Pair]] = {}
+    for pair in pairs:
+        by_fit.setdefault(pair[0], []).append(pair)
+    batches: list[tuple[int, list[Pair]]] = []
+    start = 0
+    for group in by_fit.values():
+        if not batches or len(batches[-1][1]) + len(group) > size:
+            batches.append((start, []))
+        batches[-1][1].extend(group)
+        start += len(group)
+    return batches
 
 
 @dataclass(frozen=True)

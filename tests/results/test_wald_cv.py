@@ -1,0 +1,200 @@
+"""The Wald CV test (Bayle et al. 2020; mlr3inferr's ``ci.wald_cv``): its formula, the per-row
+loss differences the scoring paths sum (``loss_diff_sq_<measure>``) against scikit-learn's
+per-row predictions of the same fits, and ``compare(method="wald_cv")``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.dummy import DummyClassifier, DummyRegressor
+from sklearn.linear_model import LinearRegression
+
+import soak_dask as sd
+from soak_dask.learn.loss_pairs import merge_pairs, pair_sums, pair_values, row_losses
+from soak_dask.results.comparisons import compare
+from soak_dask.stats.wald_cv import wald_cv_test
+from tests.conftest import n_examples
+
+K = 4
+
+
+def _frame(n: int, task: str, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.normal(size=n)})
+    signal = df["x1"] + 0.5 * df["x2"] + rng.normal(size=n)
+    df["y"] = np.where(signal > 0, "a", "b") if task == "classification" else signal
+    df["fold"] = np.arange(n) % K + 1
+    return df
+
+
+def _evaluate(df: pd.DataFrame, learners, rows_per_partition=None, **options):
+    table = sd.load_table(
+        df, label="y", features=["x1", "x2"], fold="fold", rows_per_partition=rows_per_partition
+    )
+    return sd.evaluate(table, learners, prior_correction=False, progress=False, **options)
+
+
+def _by_hand(df: pd.DataFrame, models: dict, measure: str) -> dict[str, np.ndarray]:
+    """Per fold (1..K): rows, and per learner its per-row losses, from scikit-learn's fits."""
+    out: dict[str, list] = {name: [] for name in models}
+    for k in range(1, K + 1):
+        train, test = df[df["fold"] != k], df[df["fold"] == k]
+        for name, est in models.items():
+            est.fit(train[["x1", "x2"]], train["y"])
+            x, y = test[["x1", "x2"]], test["y"].to_numpy()
+            if measure == "error":
+                loss = 100.0 * (est.predict(x) != y)
+            elif measure == "log_loss":
+                p = est.predict_proba(x)[np.arange(len(y)), (y == est.classes_[1]).astype(int)]
+                loss = -np.log(p)
+            else:
+                r = y - est.predict(x)
+                loss = r * r if measure == "mse" else np.abs(r)
+            out[name].append(loss)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("task", "learners", "measures"),
+    [
+        ("classification", {"featureless": DummyClassifier(), "lda": LinearDiscriminantAnalysis()},
+         ("error", "log_loss")),
+        ("regression", {"featureless": DummyRegressor(), "linear": LinearRegression()},
+         ("mse", "mae")),
+    ],
+)  # fmt: skip
+def test_pass_sums_equal_per_row_losses_by_hand(task, learners, measures) -> None:
+    df = _frame(400, task)
+    ds = _evaluate(df, list(learners), measures=list(measures))
+    a, b = learners
+    for m in measures:
+        losses = _by_hand(df, learners, m)
+        diff = [la - lb for la, lb in zip(losses[a], losses[b], strict=True)]
+        squares = ds[f"loss_diff_sq_{m}"].sel(learner=a, versus=b).values.ravel()
+        assert squares == pytest.approx([float((d * d).sum()) for d in diff], rel=1e-9)
+        same = ds[f"loss_diff_sq_{m}"].sel(learner=b, versus=a).values.ravel()
+        np.testing.assert_array_equal(squares, same)
+        sums = (ds[m].sel(learner=[a, b]) * ds["n_test"].sel(learner=a)).values.reshape(2, -1)
+        assert sums[0] - sums[1] == pytest.approx([d.sum() for d in diff], rel=1e-9, abs=1e-9)
+        assert np.isnan(ds[f"loss_diff_sq_{m}"].sel(learner=a, versus=a)).all()
+
+
+def test_sums_are_the_same_whatever_the_partitions() -> None:
+    df = _frame(400, "classification", seed=3)
+    runs = [_evaluate(df, ["featureless", "lda"], rows) for rows in (None, 37, 150)]
+    for other in runs[1:]:
+        first = runs[0]["loss_diff_sq_error"].values
+        np.testing.assert_array_equal(other["loss_diff_sq_error"].values, first)
+        # The sums are exact; a row's predicted probability may differ in BLAS's last bit
+        # with the batch of rows predicted at once.
+        first = runs[0]["loss_diff_sq_log_loss"].values
+        np.testing.assert_allclose(other["loss_diff_sq_log_loss"].values, first, rtol=1e-13)
+
+
+def test_batched_paths_pair_their_learners_too() -> None:
+    """Leave-one-out fitted on rows (``Batched``: many fits a task, scored there)."""
+    df = _frame(30, "classification", seed=5).drop(columns="fold")
+    table = sd.load_table(df, label="y", features=["x1", "x2"])
+    ds = sd.evaluate(
+        table, ["featureless", "lda"], outer="loo", onepass=False, prior_correction=False,
+        measures=["error", "log_loss"], progress=False,
+    )  # fmt: skip
+    rows = ds["n_test"].sel(learner="lda").values.ravel()
+    assert (rows == 1).all()
+    # One row per fold: Σ d² is (the loss difference)², the measures' difference squared.
+    for m in ("error", "log_loss"):
+        d = (ds[m].sel(learner="featureless") - ds[m].sel(learner="lda")).values.ravel()
+        squares = ds[f"loss_diff_sq_{m}"].sel(learner="featureless", versus="lda").values.ravel()
+        assert squares == pytest.approx(d * d, rel=1e-12, abs=1e-12)
+    row = compare(ds, "lda", "featureless", "error", method="wald_cv").iloc[0]
+    assert row["reason"] == "" and row["n"] == 30
+
+
+def test_interval_formula_by_hand() -> None:
+    # Fold 1: d = (1, 2, 6); fold 2: d = (0, 3).
+    n, sum_d, sum_d2 = np.array([3, 2]), np.array([9.0, 3.0]), np.array([41.0, 9.0])
+    d = np.array([1.0, 2.0, 6.0, 0.0, 3.0])
+    mean, var = d.mean(), ((d - d.mean()) ** 2).mean()  # all pairs: divide by n
+    z = mean / math.sqrt(var / 5)
+    r = wald_cv_test(n, sum_d, sum_d2)
+    assert r.statistic == pytest.approx(z)
+    assert r.p == pytest.approx(math.erfc(abs(z) / math.sqrt(2)))
+    half = 1.959963984540054 * math.sqrt(var / 5)
+    assert (r.ci_low, r.ci_high) == pytest.approx((mean - half, mean + half))
+    # mlr3inferr's within-fold: the mean of the folds' sample variances (ddof 1).
+    within = (np.var([1, 2, 6], ddof=1) + np.var([0, 3], ddof=1)) / 2
+    r = wald_cv_test(n, sum_d, sum_d2, level=0.9, variance="within-fold")
+    half = 1.6448536269514722 * math.sqrt(within / 5)
+    assert (r.ci_low, r.ci_high) == pytest.approx((mean - half, mean + half))
+
+
+def test_within_fold_refused_with_one_row_folds() -> None:
+    with pytest.raises(ValueError, match="at least 2 test rows per fold.*all-pairs"):
+        wald_cv_test(np.ones(3), np.ones(3), np.ones(3), variance="within-fold")
+
+
+def test_compare_wald_cv_row_from_the_sums() -> None:
+    df = _frame(400, "classification", seed=1)
+    ds = _evaluate(df, ["featureless", "lda", "decision_tree"], onepass=False)
+    rows = compare(ds, "lda", "featureless", method="wald_cv").set_index("measure")
+    losses = _by_hand(df, {"lda": LinearDiscriminantAnalysis(), "f": DummyClassifier()}, "error")
+    d = np.concatenate([a - b for a, b in zip(losses["lda"], losses["f"], strict=True)])
+    want = wald_cv_test(np.array([len(d)]), np.array([d.sum()]), np.array([(d * d).sum()]))
+    row = rows.loc["error"]
+    assert row["n"] == 400 and row["extra_fits"] == 0 and row["reason"] == ""
+    assert row["mean_diff"] == pytest.approx(d.mean())
+    assert (row["ci_low"], row["ci_high"], row["p"]) == pytest.approx(
+        (want.ci_low, want.ci_high, want.p)
+    )
+    assert "fitted models" in row["null"]
+    for m in ("auc", "balanced_accuracy"):
+        assert "not one: compare it with method='corrected'" in rows.loc[m, "reason"]
+        assert math.isnan(rows.loc[m, "p"])
+    assert rows.loc["log_loss", "reason"] == ""
+    # Fitted from statistics, LDA is scored apart from the tree: the row says what to run.
+    ds = _evaluate(df, ["lda", "decision_tree"])
+    row = compare(ds, "lda", "decision_tree", "error", method="wald_cv").iloc[0]
+    assert "onepass=False" in row["reason"] and math.isnan(row["p"])
+
+
+def test_wald_cv_refused_on_other_designs() -> None:
+    df = _frame(120, "classification").drop(columns="fold")
+    table = sd.load_table(df, label="y", features=["x1", "x2"])
+    ds = sd.evaluate(
+        table, ["featureless", "lda"], outer="repeated_cv", outer_repeats=2, progress=False
+    )
+    with pytest.raises(ValueError, match="one K-fold CV.*outer='repeated_cv'"):
+        compare(ds, "lda", "featureless", method="wald_cv")
+
+
+@settings(max_examples=n_examples(50))
+@given(
+    st.integers(1, 60),
+    st.lists(st.integers(0, 60), max_size=4),
+    st.integers(0, 2**31 - 1),
+)
+def test_pair_sums_of_pieces_add_up_to_the_whole(n, cuts, seed) -> None:
+    """Any partition of a block's rows sums to the same pairs (exactly), in any order."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    preds = {name: rng.integers(0, 3, n) for name in "abc"}
+    proba = {name: rng.dirichlet(np.ones(3), n) for name in "abc"}
+    measures = ("error", "accuracy", "log_loss")
+
+    def sums(rows):
+        return pair_sums(
+            {k: row_losses(measures, y[rows], preds[k][rows], proba[k][rows], 3) for k in "abc"}
+        )
+
+    edges = [0, *sorted(c % (n + 1) for c in cuts), n]
+    pieces = [sums(slice(a, b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    whole = pair_values(sums(slice(0, n)), "a", measures, "bc")
+    assert pair_values(merge_pairs(pieces[::-1]), "a", measures, "bc") == whole
+    wrong = {k: preds[k] != y for k in "abc"}
+    assert whole["error"]["b"] == 1e4 * np.sum(wrong["a"] != wrong["b"])
