@@ -78,7 +78,7 @@ with contextlib.redirect_stderr(err):
     assert [main(argv) for argv in runs] == [2] * len(runs), err.getvalue()
 lines = err.getvalue().splitlines()
 assert sum("--seed=-1" in line for line in lines) == 5 and "taken" in lines[-1], lines
-assert "'aucc' is no measure; choose from classification: error" in lines[-2], lines
+assert "'aucc' is no measure; choose from classification: 'error'" in lines[-2], lines
 """
     assert loaded(code) == []
 
