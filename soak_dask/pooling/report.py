@@ -34,6 +34,7 @@ from ..results.html import (
 from ..results.shift import shift_lines, shift_summary
 from ..results.verdicts import NO_EVIDENCE
 from ..settings import check_alpha
+from ..tables.spatial_record import made_from_coordinates
 from .matrix import (
     MARKS,
     check_transfer,
@@ -346,7 +347,11 @@ def _lede(matrix: xr.Dataset, search: xr.Dataset | None) -> str:
 def _settings(matrix: xr.Dataset, search: xr.Dataset | None) -> str:
     """The run's settings in words, then the search's options."""
     a = matrix.attrs
-    rows = [(title, code(a[key])) for title, key in _WORDS if a.get(key) not in (None, "")]
+    rows = [
+        (title, code(a[key]) + made_from_coordinates(a, a[key]))
+        for title, key in _WORDS
+        if a.get(key) not in (None, "")
+    ]
     folds = f"K = {a.get('n_folds', matrix.sizes['fold'])}, SOAK's folds with seed {a.get('seed')}"
     if a.get("fold"):
         folds = f"K = {matrix.sizes['fold']}, from column {code(a['fold'])}"

@@ -12,6 +12,7 @@ import xarray as xr
 
 from ..results.html import code, estimators_row, settings_table, versions_row
 from ..results.pages import Page, PageFigure, PageSection, PageTable
+from ..tables.spatial_record import made_from_coordinates
 from .plot import plot_search
 from .search import check_search, search_pools, search_pvalues, search_stability
 
@@ -127,7 +128,7 @@ def _settings(ds: xr.Dataset) -> str:
     words = (("Data", "source"), ("Task", "task"), ("Label", "label"), ("Subsets", "subset"))
     rows = [(title, code(a[key])) for title, key in words if a.get(key) not in (None, "")]
     if a.get("group"):
-        rows.append(("Groups", code(a["group"])))
+        rows.append(("Groups", code(a["group"]) + made_from_coordinates(a, a["group"])))
     folds = f"K = {a.get('n_folds', ds.sizes['fold'])}, SOAK's folds with seed {a.get('seed')}"
     rows.append(("Folds", code(a["fold"]) if a.get("fold") else html.escape(folds)))
     rows += estimators_row("Learners", a.get("learners"))

@@ -23,6 +23,7 @@ import xarray as xr
 
 from ..io.outdir import OutputDir
 from ..tables.roles import coordinates_warning
+from ..tables.spatial_record import made_from_coordinates
 from .comparisons import comparisons
 from .estimates import evaluation_banner
 from .html import (
@@ -222,6 +223,7 @@ def _settings_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
         task = html.escape(str(a.get("task", ""))) + (f": {listed(classes)}" if classes else "")
         rows.append(("Label", f"{code(a['label'])} ({task})"))
     group = f"{code(a['group'])}: a group's rows stay together" if a.get("group") else "none"
+    group += made_from_coordinates(a, a.get("group"))
     rows += [("Groups", group), ("Outer design", _design(ds))]
     rows.append(("Test split", _test_split(ds) or "none"))
     if "seed" in a:

@@ -23,6 +23,7 @@ from ..io.outdir import OutputDir
 from ..schema import MEASURE_NAMES
 from ..tables.checks import UNEQUAL_FOLDS, unequal_folds_warning
 from ..tables.roles import coordinates_warning
+from ..tables.spatial_record import made_from_coordinates
 from .applicability import aoa_section
 from .evaluation_report import write_evaluation_report
 from .html import (
@@ -152,10 +153,10 @@ def _data_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     if "subset" in a:
         subsets = listed(str(s) for s in ds["test_subset"].values)
         text = f"{code(a['subset'])}: {subsets}" if a["subset"] else "none: plain K-fold CV"
-        rows.append(("Subsets", text))
+        rows.append(("Subsets", text + made_from_coordinates(a, a["subset"])))
     if "group" in a:
         text = f"{code(a['group'])}: the rows of a group share one fold" if a["group"] else "none"
-        rows.append(("Groups", text))
+        rows.append(("Groups", text + made_from_coordinates(a, a["group"])))
     rows.append(("Folds", _folds_text(ds)))
     if "seed" in a:
         rows.append(("Seed", f'{a["seed"]} <span class="muted">(folds, learners)</span>'))

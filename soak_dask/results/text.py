@@ -12,6 +12,7 @@ import pandas as pd
 import xarray as xr
 
 from ..tables.checks import UNEQUAL_FOLDS
+from ..tables.spatial_record import spatial_group_text
 from .estimates import FOLD_MEAN_BASIS, UNTESTED_BASIS, evaluation_banner, soak_banner
 from .kinds import no_tests_reason, unequal_subsets
 from .paired_tests import pvalues
@@ -130,7 +131,7 @@ def results_text(ds: xr.Dataset, measure: str = "error") -> str:
     reason = no_tests_reason(ds)
     banner = soak_banner(ds, measure, UNTESTED_BASIS if reason else FOLD_MEAN_BASIS)
     if not reason:
-        return _with_banner(_with_prediction(ds, pvalues_text(ds, measure)), banner)
+        return _with_banner(_with_settings_lines(ds, pvalues_text(ds, measure)), banner)
     table = summary(ds, [measure])
     drop = ["train_type", "measure"] + (["test_subset"] if ds.sizes["test_subset"] == 1 else [])
     title = (
@@ -138,7 +139,7 @@ def results_text(ds: xr.Dataset, measure: str = "error") -> str:
         "(weighted_mean: folds weighted by test rows)"
     )
     rows = {c: "Int64" for c in ("n_test_min", "n_test_max")}  # counts, printed as such
-    text = _with_prediction(ds, text_table(title, table.drop(columns=drop).astype(rows)))
+    text = _with_settings_lines(ds, text_table(title, table.drop(columns=drop).astype(rows)))
     return _with_banner(text, banner)
 
 
@@ -147,8 +148,14 @@ def _with_banner(text: str, banner: str) -> str:
     return f"{text}\n{banner}" if banner else text
 
 
-def _with_prediction(ds: xr.Dataset, text: str) -> str:
-    """`text` over a line saying whether a classification run used the prior correction."""
+def _with_settings_lines(ds: xr.Dataset, text: str) -> str:
+    """`text` over a line saying how a group column made from the coordinates was made
+    (``--blocks``, ``--clusters``), and one saying whether a classification run used the
+    prior correction."""
+    group = ds.attrs.get("group")
+    made = spatial_group_text(ds.attrs, group)
+    if made:
+        text += f"\nGroups: {group}, {made}: the rows of a group share one fold"
     if ds.attrs.get("task") != "classification":
         return text
     return f"{text}\nPrediction: {prior_correction_text(ds.attrs)}"
@@ -181,7 +188,7 @@ def evaluation_text(ds: xr.Dataset) -> str:
         )
     else:
         table = table.drop(columns=["test_estimate", "test_low", "test_high"])
-    text = _with_prediction(ds, text_table(title, table.drop(columns="n_test_split")))
+    text = _with_settings_lines(ds, text_table(title, table.drop(columns="n_test_split")))
     # The first measure's, as the learners compared below: one note, not one per measure.
     banner = evaluation_banner(ds, str(table["measure"].iloc[0])) if len(table) else ""
     return "\n".join([text, *filter(None, [banner]), *nesting_lines(ds)])

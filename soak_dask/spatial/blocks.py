@@ -23,6 +23,7 @@ from ..option_checks import checked
 from ..split.kmeans import FIT_ROWS, dask_kmeans, nearest_centre
 from ..split.neighbours import coords_of, table_parts
 from ..tables.crs import metric_only
+from ..tables.spatial_record import blocks_record, clusters_record
 from ..tables.table import SUBSET_COLUMN, Table
 
 Role = Literal["group", "subset"]
@@ -184,6 +185,8 @@ def spatial_blocks(
     Returns
     -------
     Table
+        Its results record the blocks (``blocks``: the size, ``block_shape``,
+        ``block_column``; ``soak_dask.tables.spatial_record``).
 
     Examples
     --------
@@ -212,7 +215,8 @@ def spatial_blocks(
     data = table.data.map_partitions(
         _block_column, coords, float(size), shape, origin, column, meta=meta
     )
-    return with_role(table, data, column, role)
+    made = blocks_record(size, shape, origin, column)
+    return with_role(replace(table, spatial={**table.spatial, **made}), data, column, role)
 
 
 @checked("run", only=("seed",))
@@ -251,6 +255,8 @@ def spatial_clusters(
     Returns
     -------
     Table
+        Its results record the clusters (``clusters``: K, ``cluster_seed``,
+        ``cluster_column``; ``soak_dask.tables.spatial_record``).
     """
     coords = coords_of(table, "spatial_clusters")
     metric_only(table.crs, "spatial_clusters")
@@ -268,7 +274,8 @@ def spatial_clusters(
     )
     meta = table.data._meta.assign(**{column: np.int64(0)})
     data = table.data.map_partitions(_cluster_column, coords, centres, column, meta=meta)
-    return with_role(table, data, column, role)
+    made = clusters_record(n_clusters, seed, column)
+    return with_role(replace(table, spatial={**table.spatial, **made}), data, column, role)
 
 
 def _cluster_column(

@@ -59,6 +59,10 @@ class Table:
     crs : str or None
         The coordinates' CRS (``soak_dask.tables.crs``): an authority code such as
         ``EPSG:26911``, or WKT; None where no file said and none was given.
+    spatial : dict
+        How ``soak_dask.spatial_blocks`` / ``spatial_clusters`` made a column of the table
+        (``soak_dask.tables.spatial_record``: ``blocks``, ``block_shape``, ``block_column``;
+        ``clusters``, ``cluster_seed``, ``cluster_column``), recorded with the roles.
     """
 
     data: dd.DataFrame
@@ -75,6 +79,7 @@ class Table:
     excluded_coordinates: tuple[str, ...] = ()
     coords: tuple[str, ...] = ()
     crs: str | None = None
+    spatial: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def roles(self) -> dict[str, Any]:
@@ -88,6 +93,7 @@ class Table:
             "excluded_coordinates": list(self.excluded_coordinates),
             **({"coords": list(self.coords)} if self.coords else {}),
             **({"crs": self.crs} if self.crs else {}),
+            **self.spatial,
         }
 
     @property
