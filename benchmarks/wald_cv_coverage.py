@@ -1,0 +1,142 @@
+"""Coverage of the Wald CV interval (Bayle et al. 2020; ``compare(method="wald_cv")``) of two
+learners' difference, against the truth on a large independent test set.
+
+Each replicate draws a table of n = 300 rows (ten standard normal features, a binary label
+``y ~ Bernoulli(sigmoid(x1 + x2/2 + x3/4))``), deals it into class-stratified 5-fold CV and fits
+two learners on each train set: ``a`` logistic regression (C = 0.05, all ten features), ``b``
+LDA on the first three features. Per row of each test fold, the learners' losses
+(``loss_pairs.row_losses``: the 0/1 loss of ``error`` in percent, the log loss) give the
+fold's Σd and Σd² (d = l_a − l_b), and ``stats.wald_cv.wald_cv_test`` (the function
+``compare`` calls) gives the 90 % and 95 % intervals, with mlr3inferr's two variance estimates.
+
+The target is Bayle et al.'s *test error* of these fitted models: the mean, over the 5 fold
+models, of each one's expected loss on a new row (weighted by its fold's rows), estimated on a
+fresh independent test set of 10⁵ rows drawn per replicate. (The learners' expected error over
+new training samples is another target, which the interval is known to undercover.) Coverage
+is the share of replicates whose interval holds the true difference, with its Wilson 95 %
+interval.
+
+    python -m benchmarks.wald_cv_coverage                      # 200 replicates (~2 CPU min)
+    python -m benchmarks.wald_cv_coverage --replicates 1000    # the issue's target
+
+Writes the Markdown table to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+from scipy import stats as sps
+from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedKFold
+
+from soak_dask.learn.loss_pairs import row_losses
+from soak_dask.stats.wald_cv import WALD_CV_VARIANCES, wald_cv_test
+
+MEASURES = ("error", "log_loss")
+LEVELS = (0.90, 0.95)
+_BETA = np.array([1.0, 0.5, 0.25])
+_SCALE = {"error": 100.0}  # error in percent: its per-row loss is 100 × the 0/1 loss
+
+
+def draw(rng: np.random.Generator, n: int, p: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """n rows of the simulated table: features and 0/1 labels."""
+    x = rng.standard_normal((n, p))
+    prob = 1.0 / (1.0 + np.exp(-(x[:, :3] @ _BETA)))
+    return x, (rng.random(n) < prob).astype(np.int64)
+
+
+def learners() -> dict[str, tuple[object, slice]]:
+    """The two learners and the features each sees."""
+    return {
+        "a": (LogisticRegression(C=0.05), slice(None)),
+        "b": (LinearDiscriminantAnalysis(), slice(0, 3)),
+    }
+
+
+def losses(model, cols: slice, x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-row losses of a fitted model, in each measure's units."""
+    pred = model.predict(x[:, cols])
+    found = row_losses(MEASURES, y, pred, model.predict_proba(x[:, cols]), 2)
+    return {"error": _SCALE["error"] * found["wrong"], "log_loss": found["log_loss"]}
+
+
+def replicate(seed: int, n: int, folds: int, n_test: int) -> dict[tuple, float]:
+    """Whether each (measure, variance, level) interval of one table covers the truth, and
+    per measure (key ``(measure, "z")``) the estimate's error in standard errors,
+    (d̄ − truth) / (σ̂/√n) (all-pairs σ̂): standard normal if the interval is right."""
+    rng = np.random.default_rng(seed)
+    x, y = draw(rng, n)
+    x_new, y_new = draw(rng, n_test)
+    sums = {m: np.zeros((folds, 3)) for m in MEASURES}  # per fold: rows, Σd, Σd²
+    truth = dict.fromkeys(MEASURES, 0.0)
+    split = StratifiedKFold(folds, shuffle=True, random_state=seed)
+    for k, (train, test) in enumerate(split.split(x, y)):
+        fold, new = {}, {}
+        for name, (est, cols) in learners().items():
+            model = est.fit(x[train][:, cols], y[train])
+            fold[name] = losses(model, cols, x[test], y[test])
+            new[name] = losses(model, cols, x_new, y_new)
+        for m in MEASURES:
+            d = fold["a"][m] - fold["b"][m]
+            sums[m][k] = len(d), d.sum(), (d * d).sum()
+            truth[m] += len(test) / n * float(np.mean(new["a"][m] - new["b"][m]))
+    out = {}
+    for m in MEASURES:
+        rows, sum_d, sum_d2 = sums[m].T
+        for variance in WALD_CV_VARIANCES:
+            for level in LEVELS:
+                r = wald_cv_test(rows, sum_d, sum_d2, level=level, variance=variance)
+                out[m, variance, level] = r.ci_low <= truth[m] <= r.ci_high
+        r = wald_cv_test(rows, sum_d, sum_d2)
+        se = (r.ci_high - r.ci_low) / (2 * sps.norm.ppf(0.975))
+        out[m, "z"] = ((r.ci_high + r.ci_low) / 2 - truth[m]) / se
+    return out
+
+
+def wilson(hits: int, total: int) -> tuple[float, float]:
+    """Wilson's 95 % interval of a binomial share."""
+    z = sps.norm.ppf(0.975)
+    share = hits / total
+    centre = (share + z * z / (2 * total)) / (1 + z * z / total)
+    half = z * math.sqrt(share * (1 - share) / total + z * z / (4 * total**2)) / (1 + z * z / total)
+    return centre - half, centre + half
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replicates", type=int, default=200)
+    parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--test-rows", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    wall, cpu = time.perf_counter(), time.process_time()
+    runs = [
+        replicate(args.seed * 100_003 + r, args.n, args.folds, args.test_rows)
+        for r in range(args.replicates)
+    ]
+    print(f"Wald CV coverage: {args.replicates} replicates, n = {args.n}, {args.folds}-fold CV, "
+          f"truth on {args.test_rows:,} new rows; {time.perf_counter() - wall:.0f} s wall, "
+          f"{time.process_time() - cpu:.0f} s CPU\n")  # fmt: skip
+    print("| measure | variance | nominal | coverage | Wilson 95 % interval |")
+    print("|---|---|---|---|---|")
+    for key in [k for k in runs[0] if k[1] != "z"]:
+        hits = sum(run[key] for run in runs)
+        low, high = wilson(hits, len(runs))
+        m, variance, level = key
+        share = hits / len(runs)
+        print(f"| {m} | {variance} | {level:.2f} | {share:.3f} | {low:.3f}–{high:.3f} |")
+    print("\n| measure | mean of (d̄ − truth)/(σ̂/√n) | its SD (1 if σ̂ is right) |")
+    print("|---|---|---|")
+    for m in MEASURES:
+        z = np.array([run[m, "z"] for run in runs])
+        print(f"| {m} | {z.mean():+.3f} | {z.std(ddof=1):.3f} |")
+
+
+if __name__ == "__main__":
+    main()
