@@ -383,9 +383,14 @@ def test_failed_worker_task_prints_one_line(pixels, tmp_path):
     assert len(lines) == 1 and lines[0].startswith("soak: error: ") and part.name in lines[0], err
 
 
-def user_error_cases(pixels: Path, tmp: Path) -> list[tuple[list, str]]:
-    """(argv, expected message) pairs, each a mistake caught before any cluster starts."""
-    base = ["run", *table_flags(pixels), "--exclude", "x,y", "--out", tmp / "r.zarr"]
+def user_error_cases(pixels: Path, tmp: Path, scheduler: str) -> list[tuple[list, str]]:
+    """(argv, expected message) pairs: each mistake is caught before any fit, most before a
+    cluster is needed; the table is read on ``scheduler`` (one line also when soak's own
+    LocalCluster is closed around an error: `test_failed_worker_task_prints_one_line`)."""
+    base = [
+        "run", *table_flags(pixels), "--exclude", "x,y", "--scheduler", scheduler,
+        "--out", tmp / "r.zarr",
+    ]  # fmt: skip
     bad_key = write_toml(tmp / "key.toml", "fold = 3\n")
     bad_type = write_toml(tmp / "type.toml", 'folds = "ten"\n')
     bad_toml = write_toml(tmp / "syntax.toml", "folds = \n")
@@ -412,9 +417,9 @@ def user_error_cases(pixels: Path, tmp: Path) -> list[tuple[list, str]]:
     ]
 
 
-@pytest.mark.slow  # 17 commands, some reading the table: about 20 s
-def test_user_errors_print_one_line_and_exit_2(pixels, tmp_path, capsys):
-    for argv, message in user_error_cases(pixels, tmp_path):
+@pytest.mark.slow  # 18 commands, some reading the table
+def test_user_errors_print_one_line_and_exit_2(pixels, cluster, tmp_path, capsys):
+    for argv, message in user_error_cases(pixels, tmp_path, cluster.scheduler_address):
         code, out, err = soak(argv, capsys)
         assert code == 2, (argv, err)
         assert err.startswith("soak: error: ") and message in err, (argv, err)
@@ -422,9 +427,11 @@ def test_user_errors_print_one_line_and_exit_2(pixels, tmp_path, capsys):
     assert not (tmp_path / "r.zarr").exists()
 
 
-def test_debug_raises_with_traceback(pixels, tmp_path):
+def test_debug_raises_with_traceback(pixels, cluster, tmp_path):
     argv = ["run", *table_flags(pixels), "--label", "nope", "--out", tmp_path / "r.zarr"]
-    for debug in (["--debug", *argv], [*argv, "--debug"]):
+    # The first on a LocalCluster of its own, closed around the error; the second on the shared.
+    on_shared = [*argv, "--scheduler", cluster.scheduler_address, "--debug"]
+    for debug in (["--debug", *argv], on_shared):
         with pytest.raises(ValueError, match="label column 'nope' is not in"):
             cli.main([str(a) for a in debug])
 

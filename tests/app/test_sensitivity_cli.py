@@ -142,12 +142,14 @@ def test_out_is_guarded(data, tmp_path, capsys):
         (["--label", "nope"], "nope"),
     ],
 )
-def test_bad_flags(data, tmp_path, capsys, flags, message):
+def test_bad_flags(data, scheduler, tmp_path, capsys, flags, message):
     base = FLAGS
     if flags[0].startswith("--learner"):  # a repeated --learners adds to the list
         at = FLAGS.index("--learners")
         base = [*FLAGS[:at], *FLAGS[at + 2 :]]
-    argv = ["split-sensitivity", data, *base, *flags, "--out", tmp_path / "o"]
+    # Those found once the table is read (its task) are found on the module's cluster.
+    argv = ["split-sensitivity", data, *base, *flags, "--scheduler", scheduler]
+    argv += ["--out", tmp_path / "o"]
     code, _, err = soak(argv, capsys)
     assert code == cli.USAGE_ERROR
     assert err.startswith("soak: error:") and message in err, err
