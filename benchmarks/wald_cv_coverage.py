@@ -16,7 +16,7 @@ new training samples is another target, which the interval is known to undercove
 is the share of replicates whose interval holds the true difference, with its Wilson 95 %
 interval.
 
-    python -m benchmarks.wald_cv_coverage                      # 200 replicates (~2 CPU min)
+    python -m benchmarks.wald_cv_coverage                      # 200 replicates (~20 CPU s)
     python -m benchmarks.wald_cv_coverage --replicates 1000    # the target
 
 Writes the Markdown table to stdout.

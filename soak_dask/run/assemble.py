@@ -101,8 +101,10 @@ def with_loss_pairs(ds: xr.Dataset, full: pd.DataFrame, measures: Sequence[str])
     cell's test rows, l the per-row loss ``m`` averages, from the records' ``loss_pairs``
     (``full``: the records on every (learner, cell), in ``ds``'s order); NaN where the two
     learners were not predicted together (fitted by strategies that score apart, or resumed
-    from a checkpoint), where one failed, and on the diagonal."""
+    from a checkpoint), where one failed, and on the diagonal. With one learner, ``ds``."""
     learners = [str(v) for v in ds["learner"].values]
+    if len(learners) < 2:  # nothing to pair
+        return ds
     dims = [d for d in full.index.names if d != "learner"]
     shape = (len(learners), *(ds.sizes[d] for d in dims))
     found = full["loss_pairs"] if "loss_pairs" in full else pd.Series(np.nan, index=full.index)
