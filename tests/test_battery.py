@@ -12,7 +12,8 @@ Each case states the exact kind of outcome it must have:
 
 Python cases run in this process on Dask's local scheduler. Command-line cases run
 ``cli.main`` in this process too, its output captured (a process each cost seconds of
-imports); the ones that need a cluster get ``--scheduler`` of one shared LocalCluster. Every
+imports); the ones that read the table get ``--scheduler`` of the session's LocalCluster
+(tests/conftest.py), not one started per case. Every
 source file a case uses is hashed before and compared after: it must be byte-identical (and
 nothing added to or removed from a source directory).
 
@@ -254,8 +255,8 @@ def digest(path: Path) -> dict[str, str]:
 class Shared:
     """Inputs shared by the cases of this module, each made on first use."""
 
-    def __init__(self, root: Path, stack: ExitStack):
-        self.root, self._stack = root, stack
+    def __init__(self, root: Path, cluster: Callable[[], LocalCluster]):
+        self.root, self._cluster = root, cluster
         self.data = root / "data"  # read by many cases: compared after every Python case
         self.folded = write_parts(folded_frame(), self.data / "folded")
 
@@ -265,9 +266,9 @@ class Shared:
 
     @cached_property
     def scheduler(self) -> str:
-        """Address of a LocalCluster of two single-threaded workers."""
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address="127.0.0.1:0")
-        return self._stack.enter_context(cluster).scheduler_address
+        """Address of the session's LocalCluster of two single-threaded workers
+        (tests/conftest.py), started on first use."""
+        return self._cluster().scheduler_address
 
     @cached_property
     def checkpoint(self) -> Path:
@@ -1103,9 +1104,8 @@ def csv_file(ctx: Ctx) -> Path:
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory):
-    with ExitStack() as stack:
-        yield Shared(tmp_path_factory.mktemp("battery"), stack)
+def shared(tmp_path_factory, request):
+    return Shared(tmp_path_factory.mktemp("battery"), partial(request.getfixturevalue, "cluster"))
 
 
 @pytest.mark.parametrize(("action", "expect"), API_CASES)
@@ -1282,11 +1282,6 @@ CLI_CASES = [
         Error(("cannot write", "r.zarr"), fix=("choose another path",)),
     ),
     cli_case(
-        "run-subset-1-in-one-file-text-1-in-another",
-        lambda ctx: run_argv(ctx, schema_parts(ctx, "subset 1 and '1'")),
-        Error(("different schemas", "'subset'", "a.parquet", "b.parquet"), fix=("make their",)),
-    ),
-    cli_case(
         "run-seed-float-1.5",
         lambda ctx: run_argv(ctx, None, "--seed", "1.5"),
         Error(("argument --seed", "invalid int value: '1.5'"), fix=("--help",)),
@@ -1317,40 +1312,6 @@ CLI_CASES = [
         Error(("tcp://127.0.0.1:9", "plain TCP"), fix=("drop the certificates",)),
     ),
     cli_case(
-        "run-label-is-also-the-subset",
-        lambda ctx: [
-            "run",
-            ctx.source(ctx.shared.folded),
-            "--label",
-            "y",
-            "--subset",
-            "y",
-            "--out",
-            out(ctx),
-        ],
-        Error(("column 'y'", "both the label and the subset"), fix=("name another column",)),
-    ),
-    cli_case(
-        "run-zero-row-parquet",
-        lambda ctx: run_argv(ctx, parquet_file(ctx, folded_frame().iloc[:0])),
-        Error(("$file", "has no rows")),
-    ),
-    cli_case(
-        "run-fold-column-of-strings",
-        lambda ctx: run_argv(ctx, parquet_file(ctx, folded_frame().astype({"fold": str}))),
-        Error(("fold column 'fold'", "dtype"), fix=("astype(int)",)),
-    ),
-    cli_case(
-        "run-csv-given-as-parquet",
-        lambda ctx: run_argv(ctx, csv_file(ctx)),
-        Error(("$file", "cannot read Parquet")),
-    ),
-    cli_case(
-        "run-dir-with-a-non-parquet-file",
-        lambda ctx: run_argv(ctx, dir_with_notes(ctx)),
-        Error(("notes.txt",), fix=FIX_MOVE),
-    ),
-    cli_case(
         "info-folds-0",
         lambda ctx: ["info", ctx.source(ctx.shared.folded), "--label", "y", "--folds", "0"],
         Error(("--folds", "0", "at least 2")),
@@ -1379,7 +1340,53 @@ CLI_CASES = [
         hostile_report,
         Result(lambda ctx, proc: check_markdown_escaped(Path(ctx.vars["out"]))),
     ),
-    # on the shared cluster
+    # on the shared cluster: refused once the table is read
+    cli_case(
+        "run-subset-1-in-one-file-text-1-in-another",
+        lambda ctx: run_argv(ctx, schema_parts(ctx, "subset 1 and '1'")),
+        Error(("different schemas", "'subset'", "a.parquet", "b.parquet"), fix=("make their",)),
+        cluster=True,
+    ),
+    cli_case(
+        "run-label-is-also-the-subset",
+        lambda ctx: [
+            "run",
+            ctx.source(ctx.shared.folded),
+            "--label",
+            "y",
+            "--subset",
+            "y",
+            "--out",
+            out(ctx),
+        ],
+        Error(("column 'y'", "both the label and the subset"), fix=("name another column",)),
+        cluster=True,
+    ),
+    cli_case(
+        "run-zero-row-parquet",
+        lambda ctx: run_argv(ctx, parquet_file(ctx, folded_frame().iloc[:0])),
+        Error(("$file", "has no rows")),
+        cluster=True,
+    ),
+    cli_case(
+        "run-fold-column-of-strings",
+        lambda ctx: run_argv(ctx, parquet_file(ctx, folded_frame().astype({"fold": str}))),
+        Error(("fold column 'fold'", "dtype"), fix=("astype(int)",)),
+        cluster=True,
+    ),
+    cli_case(
+        "run-csv-given-as-parquet",
+        lambda ctx: run_argv(ctx, csv_file(ctx)),
+        Error(("$file", "cannot read Parquet")),
+        cluster=True,
+    ),
+    cli_case(
+        "run-dir-with-a-non-parquet-file",
+        lambda ctx: run_argv(ctx, dir_with_notes(ctx)),
+        Error(("notes.txt",), fix=FIX_MOVE),
+        cluster=True,
+    ),
+    # on the shared cluster: runs
     cli_case(
         "run-featureless-error-is-minority-share-files-in-two-column-orders",
         lambda ctx: run_argv(
