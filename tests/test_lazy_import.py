@@ -88,7 +88,7 @@ def test_every_builtin_learner_is_made_for_each_task_it_does():
 
     from soak_dask.learn.builtin import BUILTIN, builtin_learner
 
-    seeded = {"lasso_cv", "decision_tree", "random_forest", "hist_gradient_boosting"}
+    seeded = {"lasso_cv", "decision_tree", "random_forest", "hist_gradient_boosting", "xgboost"}
     for name, factories in BUILTIN.items():
         for task, is_task in (("classification", is_classifier), ("regression", is_regressor)):
             if getattr(factories, task) is None:

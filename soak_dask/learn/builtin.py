@@ -84,6 +84,11 @@ BUILTIN: dict[str, Factories] = {
         lambda seed: _new("sklearn.ensemble.HistGradientBoostingClassifier", random_state=seed),
         lambda seed: _new("sklearn.ensemble.HistGradientBoostingRegressor", random_state=seed),
     ),
+    # Trained across the workers (learn.across_workers): a train set larger than one worker.
+    "xgboost": Factories(
+        lambda seed: _new(".across_workers.xgboost_dask", kind="classifier", random_state=seed),
+        lambda seed: _new(".across_workers.xgboost_dask", kind="regressor", random_state=seed),
+    ),
 }
 
 #: One line per built-in learner, for ``soak run --help`` and the docs (keys: those of BUILTIN).
@@ -100,6 +105,8 @@ DESCRIPTIONS: dict[str, str] = {
     "decision_tree": "decision tree by rpart's rules and defaults (the SOAK paper's rpart)",
     "random_forest": "random forest of 100 trees",
     "hist_gradient_boosting": "histogram gradient boosting, scikit-learn's defaults",
+    "xgboost": "gradient boosting trained across the Dask workers (xgboost.dask, its defaults; "
+    "optional: pip install 'soak-dask[xgboost]')",
 }
 
 

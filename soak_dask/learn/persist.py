@@ -69,6 +69,7 @@ _SIGNED = ("features", "label", "task", "classes", "estimator")
 #: parameters, NumPy arrays and scikit-learn objects (each audited by skops in turn), and
 #: rebuilding them sets attributes without running any of their code.
 TRUSTED_BY_DEFAULT = (
+    "soak_dask.learn.across_workers.DecodedClassifier",
     "soak_dask.learn.calibration.PlattCalibrated",
     "soak_dask.learn.lasso.LassoCVClassifier",
     "soak_dask.learn.lasso.LassoCVRegressor",

@@ -64,6 +64,17 @@ class PriorCorrected(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.n_features_in_ = getattr(self.estimator_, "n_features_in_", np.shape(X)[1])
         return self
 
+    @classmethod
+    def from_fitted(cls, estimator: Any, fitted: Any, priors: Any) -> PriorCorrected:
+        """The correction of ``estimator`` as ``fit`` would make it, from ``fitted`` (its
+        fitted clone, trained elsewhere: across the workers) and ``priors`` (the training
+        rows' class shares, in the order of ``fitted.classes_``)."""
+        out = cls(estimator)
+        out.estimator_, out.classes_ = fitted, fitted.classes_
+        out.priors_ = np.asarray(priors, dtype=np.float64)
+        out.n_features_in_ = fitted.n_features_in_
+        return out
+
     def predict(self, X: Any) -> np.ndarray:
         """The class of largest ``p_c / π_c``; of the classes tied there (to rounding), the one
         of largest ``p_c``, so a learner that predicts the priors (featureless) keeps

@@ -27,7 +27,9 @@ import pandas as pd
 from dask.utils import format_bytes
 
 from ..workers import FitMemoryError, WorkerMemory
+from .across_workers import AcrossWorkers, across_bytes, check_across
 from .memory import check_fit_memory, fit_bytes
+from .score_memory import n_workers
 from .strategies import (
     Batched,
     Context,
@@ -69,8 +71,9 @@ class PlanCost:
         ``gathered`` (rows its task holds at once: capped train rows for a whole-train-set
         fit, whose test rows are scored a partition at a time; capped train rows plus test
         rows for a batched fit, scored in its task; 0 for one-pass and incremental fits,
-        which hold one partition at a time) and ``peak_bytes`` (``memory.fit_bytes`` of
-        ``gathered``).
+        which hold one partition at a time; each worker's share of the train rows for a fit
+        across the workers) and ``peak_bytes`` (``memory.fit_bytes`` of ``gathered``; of an
+        across-workers fit, ``across_workers.across_bytes`` on each worker).
     memory : WorkerMemory or None
         What a worker has for a task: its memory limit, what it holds at rest and ``free``,
         the bytes a task may take (None: not known, nothing is refused).
@@ -231,8 +234,16 @@ def plan_cost(
     frame["gathered"] = np.select([whole, batched], [capped, capped + frame["test"]], 0)
     n_features = len(ctx.run.features)
     frame["peak_bytes"] = [fit_bytes(n, n_features) if n else 0 for n in frame["gathered"]]
+    across = np.array([isinstance(s, AcrossWorkers) for s in used], dtype=bool)
+    workers = n_workers(ctx.client)
+    if across.any():
+        frame.loc[across, "gathered"] = -(-capped[across] // workers)  # each worker's share
+        shares = [across_bytes(n, n_features, workers) for n in capped[across]]
+        frame.loc[across, "peak_bytes"] = shares
     refusal, budgets = "", {}
     try:  # as make_tasks checks
+        if across.any():
+            check_across(ctx, [p for p, a in zip(pairs, across, strict=True) if a])
         if isinstance(strategies[-1], WholeTrainSet):
             whole = whole_fits(chosen, strategies)
             check_fit_memory(rows, plan, whole, n_features, ctx.memory, ctx.max_rows)
@@ -265,6 +276,8 @@ def strategy_name(strategy: Any) -> str:
         return "batched (whole table per task)"
     if isinstance(strategy, WholeTrainSet):
         return "whole train set"
+    if isinstance(strategy, AcrossWorkers):
+        return "across the workers"
     return type(strategy).__name__
 
 
@@ -294,6 +307,9 @@ def passes(
     if partial := {f for f, s in pairs if isinstance(s, PartialFit)}:
         out.append((len(partial), "the train blocks of each incremental fit"))
         out.append((1, "scoring the incremental fits"))
+    if across := {f for f, s in pairs if isinstance(s, AcrossWorkers)}:
+        out.append((len(across), "the rows of each across-workers fit, held while it trains"))
+        out.append((1, "scoring the across-workers fits"))
     if any(isinstance(s, Batched) for s in used):
         out.append((1, "the table, read once for the batched fits"))
     if waves:

@@ -19,12 +19,14 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, clone
 
+from ..learn.across_workers import trains_across_workers
 from ..learn.groups import fit_with_groups
 from ..learn.measures import finish, merge, partial_scores
 from ..learn.tuning import fit_info
 from ..split.folds import table_class_rows
 from ..split.plan import Fit, Selection
 from ..workers import WorkerMemory, worker_memory
+from .across_workers import check_across_memory, check_client, fit_across
 from .closed_form import fit_from_stats, is_additive
 from .final_scores import (
     counts_only,
@@ -47,7 +49,7 @@ from .fitting import (
 from .fitting_options import FittingOptions
 from .memory import check_final_memory, check_test_split_memory
 from .rowcap import capped, keep_rates
-from .score_memory import check_resubstitution_memory
+from .score_memory import check_resubstitution_memory, n_workers
 from .strategies import Context
 
 #: The final models' fit (all training rows) among statistics made with the outer fits':
@@ -248,10 +250,15 @@ def final_tasks(
     ]
     run, max_rows = ctx.run, fitting.max_train_rows
     if rows is not None:
-        gathered = [name for name in ctx.estimators if name not in fed and name not in from_stats]
+        across = [name for name, est in ctx.estimators.items() if trains_across_workers(est)]
+        gathered = [n for n in ctx.estimators if n not in (*fed, *from_stats, *across)]
         n_features = len(run.features)
         n_train, memory = int(sum(rows.class_rows)), rows.memory
         check_final_memory(gathered, n_train, n_features, memory, max_rows)
+        if across:
+            train = pd.Series({FINAL_FIT: n_train if max_rows is None else min(n_train, max_rows)})
+            workers = n_workers(ctx.client)
+            check_across_memory(train, across[0], n_features, memory, workers)
         check_test_split_memory(
             list(ctx.estimators),
             rows.test_parts,
@@ -269,15 +276,21 @@ def final_tasks(
     class_rows = () if rows is None else rows.class_rows
     tasks = {}
     for name, est in ctx.estimators.items():
-        exact = name not in fed and name not in from_stats
-        parts = _train_parts(ctx, class_rows, max_rows, exact)
+        across = trains_across_workers(est)
+        exact = name not in fed and name not in from_stats and not across
+        train = _train_rows(ctx, class_rows, max_rows, exact)
+        parts = train.to_delayed()
+        if across:
+            check_client(ctx.client, name)
+            state = fit_across(ctx.client, train, est, run)
         if exact:
             cap = (max_rows, class_rows) if max_rows is not None else None
             fit = dask.delayed(fit_final, pure=True, nout=2)
             state, piece = fit(parts, est, run, resubstitution, name, cap)
             pieces = [piece] if resubstitution else None
         else:
-            state = from_stats.get(name) or partial_fit_chain(est, parts, run, fitting.epochs)
+            if not across:
+                state = from_stats.get(name) or partial_fit_chain(est, parts, run, fitting.epochs)
             pieces = (
                 [dask.delayed(resubstitution_piece, pure=True)(state, p, run) for p in parts]
                 if resubstitution
@@ -364,12 +377,12 @@ def _final_rows(ctx: Context, held: dd.DataFrame | None, max_rows: int | None) -
     return FinalRows(table_class_rows(ctx.table), test_parts, memory)
 
 
-def _train_parts(ctx: Context, class_rows: tuple, max_rows: int | None, exact: bool) -> list:
-    """The delayed training blocks of a final model: under a cap, each block's rows sampled
-    as a capped fit's (``rowcap.keep_rates``; ``exact``: with the margin of an exact draw)."""
+def _train_rows(ctx: Context, class_rows: tuple, max_rows: int | None, exact: bool) -> dd.DataFrame:
+    """The lazy training rows of a final model: under a cap, each block's rows sampled as a
+    capped fit's (``rowcap.keep_rates``; ``exact``: with the margin of an exact draw)."""
     rates = None if max_rows is None else keep_rates(class_rows, max_rows, margin=exact)
     if rates is None:
-        return ctx.data.to_delayed()
+        return ctx.data
     run, data = ctx.run, ctx.data
     args = (Selection(), (), rates, run.seed, run.label, run.classes, None)
-    return data.map_partitions(select_rows, *args, meta=data._meta).to_delayed()
+    return data.map_partitions(select_rows, *args, meta=data._meta)

@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..learn.across_workers import trains_across_workers
 from ..tables.checks import refuse_ignored
+from .across_workers import AcrossWorkers
 from .strategies import OnePass, PartialFit, WholeTrainSet
 
 #: The fitting options, as ``soak_dask.settings`` declares them.
@@ -64,10 +66,12 @@ class FittingOptions:
         return self.onepass and self.max_train_rows is None
 
     def strategies(self, *, onepass: Any = None, last: Any = None) -> list[Any]:
-        """The strategies of a run, in the order they are offered each fit: the one-pass
+        """The strategies of a run, in the order they are offered each fit: ``AcrossWorkers``
+        (the learners that train across the workers, whatever the options), the one-pass
         strategy (``onepass``, default ``OnePass()``) if ``self.onepass``, ``PartialFit`` if
         ``incremental``, then ``last`` (default ``WholeTrainSet()``), which takes the rest."""
         return [
+            AcrossWorkers(),
             *([OnePass() if onepass is None else onepass] if self.onepass else []),
             *([PartialFit(self.epochs)] if self.incremental else []),
             WholeTrainSet() if last is None else last,
@@ -83,7 +87,8 @@ class FittingOptions:
         """Refuse ``incremental`` where it would be silently ignored for a learner that has
         ``partial_fit``: with down-sampled train ``sizes`` (a down-sample needs its train set
         whole), or when the run ``wrapped`` it (prior correction, calibration: a wrapped learner
-        is fitted whole)."""
+        is fitted whole); refuse wrapping a learner that trains across the workers."""
+        check_unwrapped(estimators, wrapped or {})
         if not self.incremental:
             return
         streamed = [name for name, est in estimators.items() if hasattr(est, "partial_fit")]
@@ -102,3 +107,19 @@ class FittingOptions:
                 "whole train set; pass prior_correction=False and calibration=None to feed them "
                 "block by block, or incremental=False"
             )
+
+
+def check_unwrapped(estimators: Mapping[str, Any], wrapped: Mapping[str, Any]) -> None:
+    """Refuse a learner that trains across the workers (``trains_across_workers``) which the
+    run ``wrapped`` other than by a prior correction (calibration: the wrapper would be fitted
+    in one task, where the Dask estimator has no cluster to train on)."""
+    lost = [
+        n
+        for n, est in estimators.items()
+        if trains_across_workers(est) and n in wrapped and not trains_across_workers(wrapped[n])
+    ]
+    if lost:
+        raise ValueError(
+            f"learners {lost} train across the workers, and this run wraps them for "
+            "calibration, which fits the wrapper in one task; pass calibration=None for them"
+        )
