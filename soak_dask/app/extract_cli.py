@@ -25,6 +25,8 @@ def extract_command(args: argparse.Namespace) -> None:
         "buffer": args.buffer,
         "bands": None if args.bands is None else [b.strip() for b in args.bands.split(",")],
         "outside": args.outside,
+        "keep": None if args.keep is None else [c.strip() for c in args.keep.split(",")],
+        "mean_by": args.mean_by,
     }
     sources = {"raster": args.raster, "points": args.points}
     check_extract_out(args.out, args.overwrite, sources, "--overwrite")  # before the cluster

@@ -135,7 +135,7 @@ def candidates_table(res: Any) -> Any:
 def summary_text(info: dict[str, Any], folds: Any = FOLDS) -> str:
     """W of the chosen folds beside random folds', the fold (or split) sizes, and how to use
     the fold file ``folds``; from ``knndm.json``'s ``info`` (``knndm_settings``)."""
-    from ..split.knndm import knndm_note
+    from ..split.knndm import CANDIDATE_NAMES, knndm_note
 
     split = "knndm_test_prop" in info
     if split:
@@ -148,9 +148,10 @@ def summary_text(info: dict[str, Any], folds: Any = FOLDS) -> str:
     else:
         sizes = f"rows per fold: {', '.join(map(str, info['fold_sizes']))}"
     kind = "a train/test split" if split else f"{info['n_folds']} folds"
+    tried = CANDIDATE_NAMES[info.get("knndm_clustering", "kmeans")]
     return (
-        f"kNNDM, {kind} in {info['knndm_space']} space\n{knndm_note(info)}\n{sizes}\n"
-        f"{_use_hint(split, folds)}"
+        f"kNNDM, {kind} in {info['knndm_space']} space (candidates: {tried})\n"
+        f"{knndm_note(info)}\n{sizes}\n{_use_hint(split, folds)}"
     )
 
 

@@ -257,6 +257,18 @@ def add_extract_flags(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--buffer", type=float, metavar="R", help="radius in the raster's unit")
     sub.add_argument("--bands", metavar="A,B,...", help="bands, comma-separated (default: all)")
     sub.add_argument(
+        "--keep",
+        metavar="A,B,...",
+        help="the points' columns to carry beside the coordinates (default: all); leave out "
+        "those named like the bands",
+    )
+    sub.add_argument(
+        "--mean-by",
+        metavar="COLUMN",
+        help="one point per value of COLUMN: the mean of its rows' columns kept (e.g. the "
+        "readings of each sensor, as CAST's farm examples average them)",
+    )
+    sub.add_argument(
         "--outside",
         choices=("keep", "drop"),
         help="keep (NaN values) or drop points off the raster or on nodata; default: refuse them",

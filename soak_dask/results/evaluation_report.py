@@ -116,6 +116,7 @@ def _design(ds: xr.Dataset) -> str:
         text += f", {_share(float(a['train_ratio']))} of the rows to train"
     if a.get("fold"):
         text += f", folds from column {code(a['fold'])}"
+        text += f" of the fold file {code(a['fold_file'])}" if a.get("fold_file") else ""
     elif a.get("group"):
         text += f", whole groups of <b>{html.escape(str(a['group']))}</b> kept together"
     elif a.get("task") == "classification" and outer in ("cv", "repeated_cv", "subsampling"):

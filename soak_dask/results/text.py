@@ -12,7 +12,7 @@ import pandas as pd
 import xarray as xr
 
 from ..tables.checks import UNEQUAL_FOLDS
-from ..tables.spatial_record import spatial_group_text
+from ..tables.spatial_record import fold_file_text, spatial_group_text
 from .estimates import FOLD_MEAN_BASIS, UNTESTED_BASIS, evaluation_banner, soak_banner
 from .kinds import no_tests_reason, unequal_subsets
 from .paired_tests import pvalues
@@ -149,11 +149,13 @@ def _with_banner(text: str, banner: str) -> str:
 
 
 def _with_settings_lines(ds: xr.Dataset, text: str) -> str:
-    """`text` over a line saying how a group column made from the coordinates was made
-    (``--blocks``, ``--clusters``), and one saying whether a classification run used the
-    prior correction."""
+    """`text` over lines saying where the folds came from (a fold file) and how a group
+    column made from the coordinates was made (``--blocks``, ``--clusters``), and one saying
+    whether a classification run used the prior correction."""
     group = ds.attrs.get("group")
     made = spatial_group_text(ds.attrs, group)
+    if fold_file_text(ds.attrs):
+        text += f"\nFolds: {fold_file_text(ds.attrs)}"
     if made:
         text += f"\nGroups: {group}, {made}: the rows of a group share one fold"
     if ds.attrs.get("task") != "classification":

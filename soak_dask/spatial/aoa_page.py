@@ -77,7 +77,9 @@ def profile_line(profile: ErrorProfile) -> str:
 def aoa_text(ds: xr.Dataset, share: float, profile: ErrorProfile | None = None) -> str:
     """What ``soak aoa`` prints: the threshold, the share inside and the profile's line."""
     lines = [
-        f"threshold {ds.attrs['threshold']:.4g} (mean distance {ds.attrs['mean_distance']:.4g})",
+        f"threshold {ds.attrs['threshold']:.4g} on the DI (unitless: the distance to the "
+        "nearest training point in scaled predictor space over the training points' mean "
+        f"distance, {ds.attrs['mean_distance']:.4g})",
         f"inside the AOA: {share:.1%} of the points with every predictor",
     ]
     return "\n".join(lines + ([profile_line(profile)] if profile is not None else []))

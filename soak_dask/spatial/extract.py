@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .extract_out import KEY, check_extract_out, write_extracted
-from .extract_points import Points, open_points, transformer
+from .extract_points import Points, open_points, select_points, transformer
 from .extract_raster import Grid, grid_of, nodata_of, open_raster
 
 __all__ = ["ExtractSummary", "ExtractWarning", "extract"]
@@ -99,8 +99,9 @@ class ExtractSummary:
         )
         how += f" (mean within {r['buffer']:g})" if r["method"] == "buffer" else ""
         crs = f"transformed from {r['points_crs']} to " if r["transform"] else "in "
+        means = f" (the means per {r['mean_by']})" if r.get("mean_by") else ""
         return (
-            f"{self.points} points, {self.inside} on the raster, {self.outside} off it, "
+            f"{self.points} points{means}, {self.inside} on the raster, {self.outside} off it, "
             f"{self.nodata} on nodata cells; {len(r['bands'])} bands ({', '.join(r['bands'])}) "
             f"by {how}; coordinates {crs}{r['raster_crs']}; {self.written} rows written to "
             f"{self.path}."
@@ -118,6 +119,8 @@ def extract(
     buffer: float | None = None,
     bands: Any = None,
     outside: str | None = None,
+    keep: Any = None,
+    mean_by: str | None = None,
     chunks: int | None = None,
     out: Any = None,
     overwrite: bool = False,
@@ -154,6 +157,13 @@ def extract(
         What to do with points off the raster, or whose value is nodata in some band:
         ``"keep"`` (NaN values) or ``"drop"`` them, with an ``ExtractWarning`` counting them
         and naming the first rows. Default: refuse them, naming the rows.
+    keep : str or list of str, optional
+        The points' columns to carry into the table beside the coordinates (default: all):
+        leave out those named like the bands, which are refused.
+    mean_by : str, optional
+        One point per value of this column: the mean of its rows' numeric columns kept,
+        coordinates included (CAST's farm: the readings of each sensor, ``SOURCEID``),
+        before the raster is read; recorded as ``mean_by``.
     chunks : int, optional
         Chunk size (cells a side) to read a GeoTIFF or a raster held in memory in; default
         1024. A Zarr store's or Dask-backed raster's own chunks are kept.
@@ -192,6 +202,7 @@ def extract(
     ds, names, raster_name = open_raster(raster, bands, chunks)
     grid = grid_of(ds, raster_name)
     frame, pts, points_crs, points_name = open_points(points, coords, crs)
+    frame = select_points(frame, pts, keep, mean_by, points_name)
     pts, record = _crs_record(ds, pts, points_crs, raster_name, crs is not None)
     _check_clash(frame, pts, names, points_name)
     if half is None:  # a buffer: the cells its circle may reach
@@ -201,7 +212,7 @@ def extract(
     _check_located(located, pts, grid, points_crs, outside, raster_name)
     record |= {"raster": raster_name, "points": points_name, "coords": list(pts.coords)}
     record |= {"method": method, "window": window or (3 if method == "window" else None)}
-    record |= {"buffer": buffer, "bands": names, "outside": outside}
+    record |= {"buffer": buffer, "bands": names, "outside": outside, "mean_by": mean_by}
     parts, reports = _plan(frame, pts, grid, ds, sampler, located, outside, record)
     result = dd.from_delayed(parts, meta=_meta(frame, pts, sampler, record), verify_meta=False)
     if path is not None:

@@ -213,3 +213,43 @@ def _check_columns(frame: dd.DataFrame, coords: tuple, geometry: str | None, nam
             f"coordinate columns {text} of {name} are not numbers "
             f"({', '.join(str(frame[c].dtype) for c in text)}); give numeric coordinates"
         )
+
+
+def select_points(
+    frame: dd.DataFrame, pts: Points, keep: Any, mean_by: str | None, name: str
+) -> dd.DataFrame:
+    """The points' columns ``keep`` beside their coordinates (None: every column), and with
+    ``mean_by`` one point per value of that column: the mean of its rows' numeric columns,
+    coordinates included (CAST's examples average the farm's readings per sensor so). Each
+    name is checked against the table first, naming what is missing or not numeric."""
+    located = [pts.geometry] if pts.geometry else list(pts.coords)
+    columns = list(frame.columns) if keep is None else _kept(frame, keep, located, name)
+    if mean_by is None:
+        return frame[columns] if keep is not None else frame
+    if pts.geometry is not None:
+        raise ValueError(
+            f"mean_by={mean_by!r}: {name} is GeoParquet, whose WKB points have no mean; give "
+            "a table with coordinate columns"
+        )
+    if mean_by not in frame.columns:
+        raise ValueError(f"mean_by={mean_by!r} is no column of {name}: {list(frame.columns)}")
+    values = [c for c in columns if c != mean_by]
+    text = [c for c in values if frame[c].dtype.kind not in "iufb"]
+    if text:
+        raise ValueError(
+            f"mean_by={mean_by!r} averages every column kept, and {text} of {name} are not "
+            "numbers: leave them out with keep= (soak extract: --keep)"
+        )
+    grouped = frame[[mean_by, *values]].groupby(mean_by, observed=True, dropna=False)
+    return grouped.mean(split_out=1).reset_index()
+
+
+def _kept(frame: dd.DataFrame, keep: Any, located: list[str], name: str) -> list[str]:
+    """``keep``'s columns of ``frame`` after the coordinate (or geometry) columns."""
+    names = [keep] if isinstance(keep, str) else list(keep)
+    missing = [c for c in names if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"keep={names!r}: {name} has no columns {missing} (its columns: {list(frame.columns)})"
+        )
+    return located + [c for c in names if c not in located]

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..results.html import code, settings_table
 from ..results.pages import Page, PageFigure, PageSection, PageTable
-from ..split.knndm import knndm_note
+from ..split.knndm import CANDIDATE_NAMES, knndm_note
 from .knndm_plot import ECDFS, plot_knndm_ecdfs
 
 __all__ = ["DISTANCES", "distances_frame", "knndm_page", "read_knndm_dir"]
@@ -30,7 +30,6 @@ DISTANCES = "distances.csv"
 SETTINGS_FILE, CANDIDATES = "knndm.json", "candidates.csv"
 #: How the page names the candidates of each clustering (``knndm.json``'s
 #: ``knndm_clustering``; k-means where an older file has none).
-_CLUSTERINGS = {"kmeans": "k-means clusterings", "hierarchical": "cuts of one Ward tree"}
 _EXPLANATION = """
 <p>kNNDM (Linnenbrink et al. 2024, <i>Geosci. Model Dev.</i> 17:5897; CAST's
 <code>knndm</code>) chooses folds whose test points lie as far from their training points as
@@ -53,7 +52,8 @@ kept, as CAST does.</li>
 _KNOWN = frozenset(
     "generator data prediction label coords group space sample seed n_folds maxp test_prop "
     "fold_sizes fold_file knndm_W knndm_W_random knndm_n_clusters knndm_unit knndm_space "
-    "knndm_ks_pvalue knndm_test_prop knndm_test_bounds knndm_test_rows".split()
+    "knndm_ks_pvalue knndm_test_prop knndm_test_bounds knndm_test_rows knndm_method "
+    "knndm_clustering knndm_prediction_sample".split()
 )
 
 
@@ -106,9 +106,10 @@ def knndm_page(
     tried = PageSection(
         "candidates",
         "Candidates",
-        f"<p>{len(candidates) - 1} {_CLUSTERINGS[info.get('knndm_clustering', 'kmeans')]} "
+        f"<p>{len(candidates) - 1} {CANDIDATE_NAMES[info.get('knndm_clustering', 'kmeans')]} "
         "tried, and random "
-        f"{'split' if split else 'folds'}; W in {html.escape(str(info['knndm_unit']))}.</p>",
+        f"{'split' if split else 'folds'}; W in {html.escape(str(info['knndm_unit']))}."
+        f"{_best_unchosen(info, candidates)}</p>",
         tables=(shown,),
     )
     return Page(
@@ -131,10 +132,31 @@ def _sizes(info: Mapping[str, Any], split: bool) -> pd.DataFrame:
     return pd.DataFrame({"part" if split else "fold": names, "rows": sizes, "share": shares})
 
 
+def _best_unchosen(info: Mapping[str, Any], candidates: pd.DataFrame) -> str:
+    """Where random folds were kept: the best candidate's W, which the KS rule passed over."""
+    clustered = candidates.loc[candidates["candidate"] != "random"]
+    w = pd.to_numeric(clustered["W"], errors="coerce")
+    if info["knndm_n_clusters"] >= 0 or not w.notna().any():
+        return ""
+    best = clustered.loc[w.idxmin()]
+    return (
+        f" The best of them, {int(best['n_clusters'])} clusters, has W = {w.min():.4g}: random "
+        "folds are kept all the same, as CAST keeps them, because the training points are not "
+        "clustered against the prediction area."
+    )
+
+
 def _lede(info: Mapping[str, Any], split: bool) -> str:
     data = code(info["data"]) if info.get("data") else "the training table"
     prediction = code(info["prediction"]) if info.get("prediction") else "the prediction area"
     kind = "A train/test split" if split else f"{info['n_folds']} CV folds"
+    if info["knndm_n_clusters"] < 0:
+        return (
+            f"{kind} of {data}, drawn at random: kNNDM keeps random "
+            f"{'parts' if split else 'folds'}, as CAST does, where the training points are not "
+            f"clustered against {prediction} (KS p = {info['knndm_ks_pvalue']:.3g} &ge; 0.05); "
+            f"their W = {info['knndm_W']:.4g} ({html.escape(str(info['knndm_unit']))})."
+        )
     return (
         f"{kind} of {data} whose test points lie as far from their training "
         f"points as {prediction} lies from the training data: W = "
@@ -151,12 +173,12 @@ def _settings(info: Mapping[str, Any]) -> str:
         ("Coordinates", "coords"),
         ("Groups", "group"),
         ("Space", "space"),
-        ("Prediction points sampled", "sample"),
         ("Seed", "seed"),
         ("Largest share of one fold", "maxp"),
         ("Test share asked", "test_prop"),
     )
     rows = [(title, code(info[key])) for title, key in words if info.get(key) not in (None, "")]
+    rows += _knndm_rows(info)
     fold_file = info.get("fold_file") or {}
     if fold_file:
         rows.append(
@@ -167,3 +189,19 @@ def _settings(info: Mapping[str, Any]) -> str:
             )
         )
     return settings_table(rows, dict(info), _KNOWN)
+
+
+def _knndm_rows(info: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The candidates' clustering, the prediction points used of those asked, the method."""
+    rows = []
+    if info.get("knndm_clustering"):
+        clustering = info["knndm_clustering"]
+        rows.append(("Candidates", f"{code(clustering)}: {CANDIDATE_NAMES[clustering]}"))
+    if info.get("knndm_prediction_sample") is not None:
+        used, asked = int(info["knndm_prediction_sample"]), info.get("sample")
+        of = f" of {int(asked):,} asked" if asked not in (None, "") else ""
+        every = " (every prediction point)" if asked not in (None, "") and used < asked else ""
+        rows.append(("Prediction points sampled", f"{used:,}{of}{every}"))
+    if info.get("knndm_method"):
+        rows.append(("Folds chosen", html.escape(str(info["knndm_method"]))))
+    return rows

@@ -148,7 +148,8 @@ class SpatialRange:
         """The sentence saying how much random folds flatter: test rows near training rows."""
         return (
             f"random folds put {100 * self.share_random:.0f} % of test rows within "
-            f"{self.distance(self.range)} of a training row; blocks of {self.block_size:g}: "
+            f"{self.distance(self.range)} of a training row; blocks of "
+            f"{self.distance(self.block_size)}: "
             f"{100 * self.share_blocks:.0f} %"
         )
 

@@ -147,7 +147,9 @@ def attach_folds(table: Table, path: str | os.PathLike) -> Table:
     data, info = join_fold_file(table.data, path)
     if info["split"]:
         return replace(table, data=data, files=None)
-    return table.with_fold(data, info["fold"])
+    # Recorded with the roles: the results say which file the folds came from.
+    made = replace(table, spatial={**table.spatial, "fold_file": os.fspath(path)})
+    return made.with_fold(data, info["fold"])
 
 
 def join_fold_file(data: dd.DataFrame, path: str | os.PathLike) -> tuple[dd.DataFrame, dict]:

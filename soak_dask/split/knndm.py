@@ -216,6 +216,8 @@ class KNNDMResult:
 
 #: How ``knndm_note`` names the clusters of each clustering.
 CLUSTER_NAMES = {"kmeans": "k-means clusters", "hierarchical": "hierarchical (Ward) clusters"}
+#: How a printout or page names the candidates of each clustering.
+CANDIDATE_NAMES = {"kmeans": "k-means clusterings", "hierarchical": "cuts of one Ward tree"}
 
 
 def knndm_note(attrs: dict[str, Any]) -> str:

@@ -189,6 +189,9 @@ class KFoldDesign(Design):
     KFoldDesign(n_folds=10, n_repeats=2)
     """
 
+    #: The user's fold column ``add_keys`` used as it is (None: folds drawn here).
+    given_fold_: str | None = None
+
     def __init__(
         self,
         n_folds: int = 5,
@@ -209,6 +212,7 @@ class KFoldDesign(Design):
         every repeat of group folds (from the groups' sizes): no pass. A user's fold column is
         checked as ``soak`` checks it (folds 1..K, none empty)."""
         self.counts_ = None
+        self.given_fold_ = None if table.fold in (None, FOLD_COLUMN) else table.fold
         if table.fold is not None:
             if self.n_repeats > 1:
                 raise ValueError(
@@ -222,7 +226,7 @@ class KFoldDesign(Design):
             if table.fold_counts is not None:  # assign_folds' own
                 self.counts_ = table.fold_counts.rename(columns={table.fold: key_name("fold", 1)})
             self.learned_ = {"outer_folds": k}
-            return replace(table, data=data, fold=None, files=None)
+            return replace(table, data=data, fold=None, files=None)  # recorded(): its name
         k = capped_folds(table, self.n_folds)
         repeats = range(1, self.n_repeats + 1)
         seeds = {key_name("fold", r): repeat_seed(self.seed, r) for r in repeats}
@@ -250,6 +254,10 @@ class KFoldDesign(Design):
             data = table.data.assign(**columns)
         self.learned_ = {"outer_folds": k}
         return replace(table, data=data, fold_counts=None, files=None)
+
+    def recorded(self) -> dict[str, Any]:
+        """The user's fold column, where ``add_keys`` used one (its keys renamed it)."""
+        return {} if self.given_fold_ is None else {"fold": self.given_fold_}
 
     def plan(self, table: Table, counts: pd.DataFrame | None = None) -> Plan:
         """A fit per (repeat, fold): trained on the other folds of the repeat, scored on the

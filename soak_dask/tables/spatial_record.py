@@ -74,3 +74,11 @@ def made_from_coordinates(attrs: Mapping[str, Any], column: Any) -> str:
     400)" where the column was made from the coordinates, else "" (HTML-escaped)."""
     text = spatial_group_text(attrs, column)
     return f"; {html.escape(text)}" if text else ""
+
+
+def fold_file_text(attrs: Mapping[str, Any]) -> str:
+    """Where a result's fold column came from, where a fold file gave it ("column
+    'knndm_fold' of the fold file knndm/folds.parquet"); "" otherwise."""
+    if not attrs.get("fold_file") or not attrs.get("fold"):
+        return ""
+    return f"column {attrs['fold']!r} of the fold file {attrs['fold_file']}"

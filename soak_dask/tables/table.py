@@ -62,7 +62,8 @@ class Table:
     spatial : dict
         How ``soak_dask.spatial_blocks`` / ``spatial_clusters`` made a column of the table
         (``soak_dask.tables.spatial_record``: ``blocks``, ``block_shape``, ``block_column``;
-        ``clusters``, ``cluster_seed``, ``cluster_column``), recorded with the roles.
+        ``clusters``, ``cluster_seed``, ``cluster_column``), or the fold file
+        ``soak_dask.attach_folds`` joined (``fold_file``), recorded with the roles.
     """
 
     data: dd.DataFrame
