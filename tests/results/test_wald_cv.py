@@ -17,7 +17,7 @@ from sklearn.linear_model import LinearRegression
 
 import soak_dask as sd
 from soak_dask.learn.loss_pairs import merge_pairs, pair_sums, pair_values, row_losses
-from soak_dask.results.comparisons import compare
+from soak_dask.results.comparisons import WALD_CV_COVERAGE, compare
 from soak_dask.stats.wald_cv import wald_cv_test
 from tests.conftest import n_examples
 
@@ -153,6 +153,8 @@ def test_compare_wald_cv_row_from_the_sums() -> None:
         (want.ci_low, want.ci_high, want.p)
     )
     assert "fitted models" in row["null"]
+    assert row["level"] == pytest.approx(1 - WALD_CV_COVERAGE["error"])
+    assert "covered the fitted models' true difference" in row["note"]
     for m in ("auc", "balanced_accuracy"):
         assert "not one: compare it with method='corrected'" in rows.loc[m, "reason"]
         assert math.isnan(rows.loc[m, "p"])
@@ -170,6 +172,11 @@ def test_wald_cv_refused_on_other_designs() -> None:
         table, ["featureless", "lda"], outer="repeated_cv", outer_repeats=2, progress=False
     )
     with pytest.raises(ValueError, match="one K-fold CV.*outer='repeated_cv'"):
+        compare(ds, "lda", "featureless", method="wald_cv")
+    df["plot"] = np.arange(len(df)) // 4
+    grouped = sd.load_table(df, label="y", features=["x1", "x2"], group="plot")
+    ds = sd.evaluate(grouped, ["featureless", "lda"], progress=False)
+    with pytest.raises(ValueError, match="group column 'plot'.*method='corrected'"):
         compare(ds, "lda", "featureless", method="wald_cv")
 
 
