@@ -205,3 +205,19 @@ def test_pair_sums_of_pieces_add_up_to_the_whole(n, cuts, seed) -> None:
     assert pair_values(merge_pairs(pieces[::-1]), "a", measures, "bc") == whole
     wrong = {k: preds[k] != y for k in "abc"}
     assert whole["error"]["b"] == 1e4 * np.sum(wrong["a"] != wrong["b"])
+
+
+def test_same_sums_on_two_worker_processes(cluster) -> None:
+    """The pieces travel between worker processes (pickled exact sums) to the same sums."""
+    import distributed
+
+    df = _frame(400, "regression", seed=2)
+    local = _evaluate(df, ["featureless", "linear"], 60, measures=["mse", "mae"])
+    with distributed.Client(cluster) as client:
+        remote = _evaluate(
+            df, ["featureless", "linear"], 60, measures=["mse", "mae"], client=client
+        )
+    for m in ("mse", "mae"):
+        np.testing.assert_array_equal(
+            remote[f"loss_diff_sq_{m}"].values, local[f"loss_diff_sq_{m}"].values
+        )
