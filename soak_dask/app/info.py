@@ -34,6 +34,7 @@ from ..tables.checks import (
     unequal_folds_warning,
 )
 from ..tables.roles import check_one_type, coordinates_warning
+from ..tables.spatial_record import fold_file_text, spatial_group_text
 from ..tables.table import Table
 from .commands import INFO_SETTINGS
 from .flags import checked_flags
@@ -72,6 +73,10 @@ class TableInfo:
     warnings : list of str
         The warnings a run would give, and the problems that would stop it, each naming the
         columns, values and the fix.
+    group_made, fold_source : str
+        How the group column was made from the coordinates (``--blocks``, ``--clusters``), and
+        the fold file the fold column came from; "" otherwise
+        (``soak_dask.tables.spatial_record``).
     """
 
     source: str
@@ -89,6 +94,8 @@ class TableInfo:
     missing: dict[str, int]
     warnings: list[str]
     excluded_coordinates: tuple[str, ...] = ()
+    group_made: str = ""
+    fold_source: str = ""
 
     def __str__(self) -> str:
         return format_info(self)
@@ -180,6 +187,8 @@ def describe_table(
         fold_rows=fold_rows,
         missing=missing,
         warnings=[note for note in notes if note],
+        group_made=spatial_group_text(table.roles, table.group),
+        fold_source=fold_file_text(table.roles),
     )
 
 
@@ -386,13 +395,14 @@ def _group_warnings(members: pd.DataFrame, groups: pd.Series, table: Table, k: i
 def format_info(info: TableInfo) -> str:
     """The readable report ``soak info`` prints."""
     subset = info.subset or "(none: one subset, plain K-fold CV)"
-    fold = f"{info.fold!r}" if info.fold else "assigned by SOAK"
+    fold = info.fold_source or (f"{info.fold!r}" if info.fold else "assigned by SOAK")
+    made = f", {info.group_made}" if info.group_made else ""
     lines = [
         f"source:   {info.source}",
         f"task:     {info.task} (label {info.label!r})",
         f"rows:     {info.n_rows:,}",
         f"subset:   {subset}",
-        f"group:    {info.group or '(none)'}",
+        f"group:    {info.group or '(none)'}{made}",
         f"folds:    {info.n_folds} ({fold})",
         f"features ({len(info.features)}): {', '.join(info.features)}",
         *_left_out(info.excluded_coordinates),

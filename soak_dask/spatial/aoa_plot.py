@@ -159,7 +159,9 @@ def _aoa_panel(fig: Figure, ax: Any, aoa: xr.DataArray, factor: int) -> None:
 def _error_panel(fig: Figure, ax: Any, error: xr.DataArray) -> None:
     metric = error.attrs.get("metric", "error")
     image = error.plot.imshow(ax=ax, cmap="magma_r", add_colorbar=False)
-    fig.colorbar(image, ax=ax, location="bottom", shrink=0.7, label=f"expected {metric}")
+    unit = "share of points" if metric == "error_rate" else "label units"
+    label = f"expected {metric} ({unit})"
+    fig.colorbar(image, ax=ax, location="bottom", shrink=0.7, label=label)
     ax.set_title(f"expected {metric} (error profile)")
 
 

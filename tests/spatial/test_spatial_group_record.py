@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import soak_dask as sd
+from soak_dask.app.info import describe_table
 from soak_dask.results.text import evaluation_text, results_text
 from soak_dask.tables.spatial_record import spatial_group_text
 
@@ -105,3 +106,10 @@ def test_commands_record_blocks_and_clusters(pixels, tmp_path, capsys, scheduler
         assert words in printed, printed
     ev, run = (sd.open_results(tmp_path / s).attrs for s in runs)
     assert (ev["blocks"], ev["block_shape"], run["clusters"]) == (250.0, "hex", 4)
+
+
+def test_soak_info_says_how_the_group_was_made(pixels):
+    info = describe_table(sd.spatial_blocks(utm(pixels), 250, shape="hex"), stratify=False)
+    assert f"group:    block, {HEX}\n" in str(info)
+    plain = describe_table(utm(pixels))
+    assert "group:    (none)\n" in str(plain)
