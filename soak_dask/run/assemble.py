@@ -116,8 +116,11 @@ def with_loss_pairs(ds: xr.Dataset, full: pd.DataFrame, measures: Sequence[str])
         for v, versus in enumerate(learners):
             pick = np.vectorize(partial(_pair_value, m=m, versus=versus), otypes=[np.float64])
             sums[:, v] = pick(records)
+        # Both learners' records must hold the pair (a resumed one may hold a partner scored
+        # again apart, whose record does not): the variable is symmetric either way.
+        both = np.isfinite(sums) & np.isfinite(np.swapaxes(sums, 0, 1))
         name = f"loss_diff_sq_{m}"
-        ds[name] = (("learner", "versus", *dims), sums)
+        ds[name] = (("learner", "versus", *dims), np.where(both, sums, np.nan))
         ds[name].attrs["long_name"] = (
             f"sum over the test rows of the squared difference of the learner's and the versus "
             f"learner's per-row {m} loss (Wald CV test)"

@@ -221,3 +221,21 @@ def test_same_sums_on_two_worker_processes(cluster) -> None:
         np.testing.assert_array_equal(
             remote[f"loss_diff_sq_{m}"].values, local[f"loss_diff_sq_{m}"].values
         )
+
+
+def test_a_pair_needs_both_learners_records() -> None:
+    """A record resumed from a checkpoint may hold a partner that was scored again apart (its
+    own record without the pair): the pair is then not recorded, in either direction."""
+    import xarray as xr
+
+    from soak_dask.run.assemble import with_loss_pairs
+
+    index = pd.MultiIndex.from_product([["a", "b"], [1, 2]], names=["learner", "fold"])
+    pairs = [{"error": {"b": 3e4}}, {"error": {"b": 1e4}}, {"error": {"a": 3e4}}, {}]
+    full = pd.DataFrame({"loss_pairs": pairs}, index=index)
+    ds = xr.Dataset(coords={"learner": ["a", "b"], "fold": [1, 2]})
+    res = with_loss_pairs(ds, full, ["error", "auc"])
+    out = res["loss_diff_sq_error"]
+    np.testing.assert_array_equal(out.sel(learner="a", versus="b"), [3e4, np.nan])
+    np.testing.assert_array_equal(out.sel(learner="b", versus="a"), [3e4, np.nan])
+    assert "loss_diff_sq_auc" not in res and out.dims == ("learner", "versus", "fold")
