@@ -576,9 +576,12 @@ def wald_cv_row(ds: xr.Dataset, m: str, pair: tuple[int, int], note: str) -> dic
 def _wald_cv_missing(ds: xr.Dataset, m: str, pair: tuple[int, int]) -> str:
     """Why the Wald CV test of `m` cannot be computed on these results, or ""."""
     if m not in POINTWISE:
+        instead = (
+            "compare 'mse' (its square)" if m == "rmse" else "compare it with method='corrected'"
+        )
         return (
             f"the Wald CV test needs a mean of per-row losses ({', '.join(POINTWISE)}); {m!r} is "
-            "not one: compare it with method='corrected'"
+            f"not one: {instead}"
         )
     name = f"loss_diff_sq_{m}"
     if name not in ds.data_vars:

@@ -239,3 +239,17 @@ def test_a_pair_needs_both_learners_records() -> None:
     np.testing.assert_array_equal(out.sel(learner="a", versus="b"), [3e4, np.nan])
     np.testing.assert_array_equal(out.sel(learner="b", versus="a"), [3e4, np.nan])
     assert "loss_diff_sq_auc" not in res and out.dims == ("learner", "versus", "fold")
+
+
+def test_leave_one_out_from_statistics_pairs_by_selection() -> None:
+    """Leave-one-out of additive learners: fitted from statistics, scored in a pass whose
+    blocks are ``Selection``s (``score_selections``)."""
+    df = _frame(40, "regression", seed=4).drop(columns="fold")
+    table = sd.load_table(df, label="y", features=["x1", "x2"])
+    ds = sd.evaluate(table, ["featureless", "linear"], outer="loo", progress=False)
+    d = (ds["mse"].sel(learner="linear") - ds["mse"].sel(learner="featureless")).values.ravel()
+    squares = ds["loss_diff_sq_mse"].sel(learner="linear", versus="featureless").values.ravel()
+    assert squares == pytest.approx(d * d, rel=1e-12, abs=1e-12)
+    rows = compare(ds, "linear", "featureless", ["mse", "rmse"], method="wald_cv")
+    assert rows["n"].tolist() == [40, 0] and rows["reason"][0] == ""
+    assert "compare 'mse' (its square)" in rows["reason"][1]
