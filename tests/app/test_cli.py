@@ -328,42 +328,6 @@ def soak_process(argv: list, cwd: Path) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-def test_ctrl_c_prints_one_line_and_exits_130(pixels, tmp_path):
-    conf = write_toml(
-        tmp_path / "run.toml",
-        f"""
-data = "{pixels}"
-label = "label"
-subset = "region"
-folds = 3
-learner = ["slow"]
-no_progress = true
-out = "r.zarr"
-[learners.slow]
-estimator = "tests.slow_learner:SlowClassifier"
-seconds = 2.0
-""",
-    )
-    proc = soak_process(
-        ["run", "--config", conf, "--allow-modules", "tests.slow_learner"], tmp_path
-    )
-    checkpoint = tmp_path / "r.zarr.checkpoint"
-    deadline = time.monotonic() + 240
-    while not list(checkpoint.glob("task-*.json")) and proc.poll() is None:
-        assert time.monotonic() < deadline, "no fit finished in time"
-        time.sleep(0.2)
-    assert proc.poll() is None, proc.communicate()
-    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the whole group, workers included
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    assert not_warnings(err) == [
-        "soak: interrupted; the fits finished so far are in the checkpoint: run the same "
-        "command again (same --out and --checkpoint) to resume"
-    ]
-    assert out == "" and list(checkpoint.glob("task-*.json")) and not (tmp_path / "r.zarr").exists()
-
-
-@pytest.mark.slow
 def test_failed_worker_task_prints_one_line(pixels, tmp_path):
     corrupt = tmp_path / "corrupt"
     shutil.copytree(pixels, corrupt)

@@ -1,5 +1,6 @@
-"""``soak run`` on a Parquet table, stopped (Ctrl-C, then kill -9) and resumed in new processes,
-ends identical to an undisturbed run; ``--out`` on the input is refused and the input kept.
+"""``soak run`` on a Parquet table, stopped (Ctrl-C: exit 130 and one line; then kill -9) and
+resumed in new processes, ends identical to an undisturbed run; ``--out`` on the input is refused
+and the input kept.
 
 Each stopped or resumed ``soak`` runs in a subprocess (``python -m soak_dask.app.cli``), with a slow
 test learner named by a run file, on the session's LocalCluster (tests/conftest.py) given by
@@ -25,7 +26,7 @@ from soak_dask import open_results
 from soak_dask.app import cli
 from soak_dask.app.demo import write_pixel_parquet
 
-from .test_cli import default_ctrl_c
+from .test_cli import default_ctrl_c, not_warnings
 
 #: Subprocesses, clusters and notebooks: minutes, not seconds (`make test-fast` skips them).
 pytestmark = pytest.mark.slow
@@ -82,19 +83,21 @@ def slow_fits_done(checkpoint: Path) -> int:
     return len({t["fit_id"] for t in tasks if t["learner"] == "slow"})
 
 
-def stop_after(proc: subprocess.Popen, checkpoint: Path, n_slow: int, sig: int) -> tuple[int, str]:
+def stop_after(
+    proc: subprocess.Popen, checkpoint: Path, n_slow: int, sig: int
+) -> tuple[int, str, str]:
     """Send ``sig`` to ``proc`` once ``n_slow`` slow fits are saved; return how many are saved
-    and what it printed."""
+    and what it printed (stdout, stderr)."""
     deadline = time.time() + 120
     while slow_fits_done(checkpoint) < n_slow and proc.poll() is None:
         assert time.time() < deadline, "the run saved no fits in time"
         time.sleep(0.02)
     proc.send_signal(sig)
-    stdout, _ = proc.communicate(timeout=60)
-    assert proc.returncode != 0  # stopped, not finished
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == (130 if sig == signal.SIGINT else -sig), stderr  # stopped
     done = slow_fits_done(checkpoint)
     assert n_slow <= done < N_SLOW
-    return done, stdout
+    return done, stdout, stderr
 
 
 def test_interrupted_and_killed_run_resumes_to_the_undisturbed_result(
@@ -103,9 +106,16 @@ def test_interrupted_and_killed_run_resumes_to_the_undisturbed_result(
     ck, out = tmp_path / "ck", tmp_path / "resumed.zarr"
     flags = run_flags(pixels, cluster, run_file)
     argv = [*flags, "--checkpoint", ck, "--out", out]
-    first, _ = stop_after(start(*argv), ck, 3, signal.SIGINT)  # Ctrl-C
+    first, _, stderr = stop_after(start(*argv), ck, 3, signal.SIGINT)  # Ctrl-C
+    # Ctrl-C ends the progress bar with one line, the way to resume (its own LocalCluster's
+    # workers stopped with it too: tests/run/test_round4_cluster.py's soak aoa).
+    assert not_warnings(stderr)[-1] == (
+        "soak: interrupted; the fits finished so far are in the checkpoint: run the same "
+        "command again (same --out and --checkpoint) to resume"
+    )
+    assert "Traceback" not in stderr and not out.exists()
     # Resumed in a new process, then killed (kill -9) in the middle of its fits.
-    after_kill, stdout = stop_after(start(*argv), ck, first + 3, signal.SIGKILL)
+    after_kill, stdout, _ = stop_after(start(*argv), ck, first + 3, signal.SIGKILL)
     assert "SOAK: resuming" in stdout
     third = start(*argv)
     stdout, stderr = third.communicate(timeout=180)
