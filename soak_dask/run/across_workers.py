@@ -31,11 +31,12 @@ from .fitting import FitState, RunSpec, guard
 from .score_memory import n_workers
 from .strategies import Context, Pair, scoring_pass
 
-#: Bytes a worker holds per train row and feature of its share of an across-workers fit: the
-#: selected partitions (8, float64), the copy xgboost concatenates them into (4, float32) and
-#: its quantised matrix (1), measured by benchmarks/across_workers.py; plus per row the label,
-#: weight and gradient pairs (``ROW_BYTES``).
-FEATURE_BYTES = 13
+#: Bytes a worker holds per train value of its share of an across-workers fit, over what it
+#: holds at rest: the selected float32 arrays, xgboost's quantised matrix and its training's
+#: working memory, measured at its peak by benchmarks/across_workers.py (19.7 and 21.9 bytes
+#: a value at 1,000,000 rows × 20 bands a worker); plus per row the label, weight and
+#: gradient pairs (``ROW_BYTES``).
+FEATURE_BYTES = 20
 ROW_BYTES = 32
 
 
