@@ -45,7 +45,7 @@ def spatial_group_text(attrs: Mapping[str, Any], column: Any) -> str:
     """How ``column`` (a result's group or subset column) was made from the coordinates,
     with the flag that makes it again; "" where it was not (or the result predates the
     record). The size is in the CRS's unit where the attrs name a CRS."""
-    if not column:
+    if not isinstance(column, str) or not column:  # no role, or attrs read back as arrays
         return ""
     if attrs.get("block_column") == column and attrs.get("blocks") not in (None, ""):
         size = float(attrs["blocks"])
