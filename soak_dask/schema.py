@@ -62,6 +62,10 @@ MEASURE_NAMES: dict[str, str] = {
     "r2": "coefficient of determination R²",
 }
 
+#: The measures that are the mean of a per-row loss (the others, AUC, balanced accuracy, R²
+#: and RMSE, are not, so their blocks have no per-row differences to sum: ``learn.loss_pairs``).
+POINTWISE: tuple[str, ...] = ("error", "accuracy", "log_loss", "mse", "mae")
+
 #: Values each measure can take (mean ± SD bars are clipped to them).
 MEASURE_RANGES: dict[str, tuple[float, float]] = {
     "error": (0.0, 100.0),

@@ -21,9 +21,6 @@ import numpy as np
 from .exact_sum import ExactSum
 from .measures import row_log_loss
 
-#: The measures that are the mean of a per-row loss (the others, AUC, balanced accuracy, R²
-#: and RMSE, are not, so their blocks have no per-row differences to sum).
-POINTWISE: tuple[str, ...] = ("error", "accuracy", "log_loss", "mse", "mae")
 #: The per-row loss each pointwise measure averages, and its scale: error is in percent, so
 #: its loss is 100 × the 0/1 loss (its squared difference 100² × the 0/1 one).
 _KIND = {"error": "wrong", "accuracy": "wrong", "log_loss": "log_loss", "mse": "mse", "mae": "mae"}

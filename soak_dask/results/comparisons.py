@@ -21,8 +21,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..learn.loss_pairs import POINTWISE
-from ..schema import EVALUATION_DIMS, LOWER_IS_BETTER, PAIRED_TEST_COLUMNS, PAIRED_TEST_TEXT
+from ..schema import (
+    EVALUATION_DIMS,
+    LOWER_IS_BETTER,
+    PAIRED_TEST_COLUMNS,
+    PAIRED_TEST_TEXT,
+    POINTWISE,
+)
 from ..stats.mean_tests import (
     MeanTest,
     base_measure,

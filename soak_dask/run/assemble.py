@@ -14,8 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..learn.loss_pairs import POINTWISE
-from ..schema import COUNTS, FIT_INFO, MEASURE_NAMES, TIMINGS
+from ..schema import COUNTS, FIT_INFO, MEASURE_NAMES, POINTWISE, TIMINGS
 
 #: Title of the results ``soak`` makes (stores of soak_dask 0.1.0 carry it but no mark).
 RESULTS_TITLE = "SOAK: Same/Other/All K-fold cross-validation"
@@ -97,7 +96,7 @@ def build_dataset(
 
 def with_loss_pairs(ds: xr.Dataset, full: pd.DataFrame, measures: Sequence[str]) -> xr.Dataset:
     """``ds`` with ``loss_diff_sq_<m>`` (learner, versus, the cell's dims) for each pointwise
-    measure ``m`` (``loss_pairs.POINTWISE``): ``Σ (l_learner(i) − l_versus(i))²`` over the
+    measure ``m`` (``schema.POINTWISE``): ``Σ (l_learner(i) − l_versus(i))²`` over the
     cell's test rows, l the per-row loss ``m`` averages, from the records' ``loss_pairs``
     (``full``: the records on every (learner, cell), in ``ds``'s order); NaN where the two
     learners were not predicted together (fitted by strategies that score apart, or resumed
