@@ -190,7 +190,9 @@ def evaluation_text(ds: xr.Dataset) -> str:
         )
     else:
         table = table.drop(columns=["test_estimate", "test_low", "test_high"])
-    text = _with_settings_lines(ds, text_table(title, table.drop(columns="n_test_split")))
+    counts = {c: "Int64" for c in ("n_test_min", "n_test_max")}  # printed as counts
+    shown = table.drop(columns="n_test_split").astype(counts)
+    text = _with_settings_lines(ds, text_table(title, shown))
     # The first measure's, as the learners compared below: one note, not one per measure.
     banner = evaluation_banner(ds, str(table["measure"].iloc[0])) if len(table) else ""
     return "\n".join([text, *filter(None, [banner]), *nesting_lines(ds)])
