@@ -25,19 +25,32 @@ def table():
     return sd.load_table(df, label="label", subset="region", exclude=["x", "y", "polygon"])
 
 
+ONE_PASS_LEARNERS = {
+    "featureless": "featureless",
+    "lda": LinearDiscriminantAnalysis(),
+    "nb": GaussianNB(),
+    "ridge": make_pipeline(StandardScaler(), RidgeClassifier(alpha=2.0)),
+}
+
+
+def partitioned(table: sd.Table, npartitions: int) -> sd.Table:
+    return sd.Table(**{**table.__dict__, "data": table.data.repartition(npartitions=npartitions)})
+
+
+@pytest.fixture(scope="module")
+def fitted_on_rows(table):
+    """The learners fitted on their rows, one partition (scores do not depend on the
+    partitions: tests/run/test_score_where_rows_are.py)."""
+    return sd.soak(partitioned(table, 1), ONE_PASS_LEARNERS, n_folds=4, progress=False,
+                   onepass=False)  # fmt: skip
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("npartitions", [1, 20])
-def test_one_pass_equals_fitting_on_rows(table, npartitions):
+def test_one_pass_equals_fitting_on_rows(table, fitted_on_rows, npartitions):
     # 20 partitions: the partial scores go through a tree of merges (fan-in 8).
-    table = sd.Table(**{**table.__dict__, "data": table.data.repartition(npartitions=npartitions)})
-    learners = {
-        "featureless": "featureless",
-        "lda": LinearDiscriminantAnalysis(),
-        "nb": GaussianNB(),
-        "ridge": make_pipeline(StandardScaler(), RidgeClassifier(alpha=2.0)),
-    }
-    fast = sd.soak(table, learners, n_folds=4, progress=False)
-    slow = sd.soak(table, learners, n_folds=4, progress=False, onepass=False)
+    fast = sd.soak(partitioned(table, npartitions), ONE_PASS_LEARNERS, n_folds=4, progress=False)
+    slow = fitted_on_rows
     assert fast.attrs["onepass"] == 1 and slow.attrs["onepass"] == 0
     for name in ["error", "accuracy", "auc", "log_loss", "n_train", "n_test"]:
         np.testing.assert_allclose(fast[name], slow[name], rtol=1e-9, atol=1e-12, err_msg=name)
