@@ -1,7 +1,9 @@
 """Every kind of result — soak, evaluate, transfer, search_subsets, split_sensitivity,
-compare_sampling — is saved as one store, opened by ``open_results`` and rendered as one HTML
-page (``report.html``) with its tables and figures, from the Python API and from the command
-that makes it (``soak <command>`` → ``soak report``)."""
+compare_sampling — names its kind in ``attrs["design"]`` (the ``.soak`` accessor dispatches on
+it), is saved as one store, opened by ``open_results`` (alias ``load_results``) and rendered as
+one HTML page (``report.html``) with its tables and figures, from the Python API and from the
+command that makes it (``soak <command>`` → ``soak report``); a store of an unknown kind is
+refused, one of the older name of search_subsets opens."""
 
 from __future__ import annotations
 
@@ -83,9 +85,12 @@ def cells(page: str) -> list[str]:
 @pytest.mark.parametrize("kind", list(RUNS))
 def test_api_save_open_render_every_kind(results, kind, tmp_path):
     res = results[kind]
+    assert res.attrs["design"] == kind and res.soak.kind == kind
     store = sd.save_results(res, tmp_path / f"{kind}.zarr")
     back = sd.open_results(store)
-    xr.testing.assert_equal(back, res)
+    xr.testing.assert_equal(back, res)  # values, dims and coordinates
+    xr.testing.assert_identical(sd.load_results(store), back)  # the alias
+    assert back.attrs["design"] == kind and isinstance(back.soak.summary(), pd.DataFrame)
     text, page = render(back, tmp_path / "report")
     assert page == tmp_path / "report" / "report.html" and text.strip()
     shown = cells(check_page(tmp_path / "report", kind))
@@ -130,6 +135,24 @@ def test_compare_sampling_and_search_pages_hold_their_tables(results, tmp_path):
         tests[["learner", "compare", "p"]].reset_index(drop=True),
         check_dtype=False,
     )
+
+
+def test_open_results_refuses_an_unknown_kind(tmp_path):
+    ds = sd.from_dataframe(
+        pd.DataFrame(
+            {"learner": "a", "test_subset": "s", "fold": [1, 2], "train_type": "same", "error": 1.0}
+        ),
+        design="tomorrow",
+    )
+    store = sd.save_results(ds, tmp_path / "r.zarr")
+    with pytest.raises(ValueError, match="unknown kind design='tomorrow'"):
+        sd.open_results(store)
+
+
+def test_stores_of_the_older_search_name_still_open(results, tmp_path):
+    res = results["search_subsets"].assign_attrs(design="search")
+    back = sd.open_results(sd.save_results(res, tmp_path / "old.zarr"))
+    assert back.soak.kind == "search_subsets" and not back.soak.pvalues().empty
 
 
 def test_a_report_directory_is_checked_first_and_replaced_only_when_asked(results, tmp_path):
