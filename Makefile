@@ -30,17 +30,19 @@ PYTEST_XDIST := -n 2 --dist worksteal
 # two cores, and BLAS threads of their own oversubscribe them (Dask's nanny gives its workers
 # one already). Measured on a clean clone: 673 s with the default threads, 589 s with one.
 ONE_THREAD := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-# `-rs` lists every skipped test with its reason. The notebooks run last, as their own target.
+# `-rs` lists every skipped test with its reason. The notebooks run in the same session (one
+# collection, and the two processes share out the notebooks with the rest: tests/conftest.py
+# starts the modules with the most slow tests first, so no long test is left to the end).
 NOTEBOOK_TESTS := tests/test_notebooks.py
 test: $(STAMP)
 	bash scripts/system-deps.sh
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check --quiet soak_dask tests benchmarks scripts
-	$(ONE_THREAD) $(VENV)/bin/python -m pytest -rs --durations=25 --ignore=$(NOTEBOOK_TESTS) $(PYTEST_XDIST) $(PYTEST_ARGS)
-	$(MAKE) --no-print-directory test-notebooks
+	$(ONE_THREAD) $(VENV)/bin/python -m pytest -rs --durations=25 $(PYTEST_XDIST) $(PYTEST_ARGS)
 
-# The notebooks, executed top to bottom with their claims checked (each walks an engine path
-# the suite tests already, as a user would): part of `make test` and so of CI, not of test-fast.
+# The notebooks alone, executed top to bottom with their claims checked (each walks an engine
+# path the suite tests already, as a user would): part of `make test` and so of CI, not of
+# test-fast.
 test-notebooks: $(STAMP)
 	$(ONE_THREAD) $(VENV)/bin/python -m pytest -rs $(PYTEST_XDIST) $(NOTEBOOK_TESTS)
 

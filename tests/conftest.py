@@ -24,6 +24,18 @@ FAST = os.environ.get("HYPOTHESIS_PROFILE") == "fast"
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "soak"))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules with the most ``slow`` tests first, each module's tests kept together and in
+    order (its fixtures set up once): under ``-n 2`` the long tests (notebooks, docs,
+    subprocesses) start early, and the short ones left at the end keep both processes busy to
+    the last, instead of one process running a long test alone while the other waits."""
+    slow: dict[Path, int] = {}
+    for item in items:
+        slow[item.path] = slow.get(item.path, 0) + (item.get_closest_marker("slow") is not None)
+    first = {path: i for i, path in enumerate(slow)}
+    items.sort(key=lambda item: (-slow[item.path], first[item.path]))
+
+
 def n_examples(n: int) -> int:
     """``max_examples`` for a property test: ``n``, or a fifth of it (at least 2) under the fast
     profile, since a test's own ``max_examples`` overrides the profile's."""
