@@ -29,7 +29,7 @@ from dask.utils import format_bytes, parse_bytes
 
 import soak_dask as sd
 from soak_dask.run.fitting import fit_train
-from soak_dask.run.strategies import Batched, Context, Pair, scoring_pass
+from soak_dask.run.strategies import Batched, Context, Pair
 
 from .common import finish, header, load_pixels, local_cluster, parser, pixel_parquet, timed
 from .designs_out_of_core import attempt
@@ -71,7 +71,7 @@ class BatchedPass(Batched):
 
     scores_by_pass = True
 
-    def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
+    def models(self, ctx: Context, pairs: list[Pair]) -> tuple[dict[Pair, Any], list[Pair]]:
         import dask
 
         parts, fitted = ctx.data.to_delayed(), {}
@@ -81,7 +81,7 @@ class BatchedPass(Batched):
             states = dask.delayed(fit_states, nout=len(jobs), pure=True)(parts, jobs, ctx.run)
             for k, pair in enumerate(batch):
                 fitted[pair] = (states[k], jobs[k][1])
-        return scoring_pass(ctx, fitted, 8), []
+        return fitted, []
 
 
 def batched_runs(client: Any, source: str, args: Any) -> list[dict[str, Any]]:

@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 from dask.base import tokenize
-from dask.tokenize import normalize_token
 from sklearn.base import BaseEstimator
 
 from ..option_checks import checked
@@ -44,7 +43,7 @@ from ..run.fitting import FitState
 from ..run.fitting_options import FittingOptions
 from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
-from ..run.strategies import OnePass, fit_pooled
+from ..run.strategies import Fitted, OnePass, fit_pooled
 from ..schema import LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import SETTINGS, check_alpha
 from ..split.plan import Plan, Selection
@@ -74,32 +73,19 @@ class KnownStats(OnePass):
 
     stats: BlockStats | None = None
 
-    def tasks(self, ctx: Any, pairs: list[tuple[int, str]]) -> tuple[list[Any], list]:
-        if not pairs:
-            return [], []
+    def models(self, ctx: Any, pairs: list[tuple[int, str]]) -> tuple[Fitted, list]:
         fitted = {pair: (self._fit(ctx, self.stats, *pair), ctx.spec(*pair)) for pair in pairs}
         # Named by what made them: dask then neither walks nor hashes hundreds of models.
         made = [
             (f, n, str(ctx.plan.fits.at[f, "train"]), repr(ctx.estimators[n])) for f, n in pairs
         ]
-        return self._score(ctx, Fitted(fitted, tokenize(self.stats.moments.count, made))), []
+        return Fitted(fitted, tokenize(self.stats.moments.count, made)), []
 
     @staticmethod
     def _fit(ctx: Any, stats: BlockStats, fit_id: int, learner: str) -> FitState:
         """``OnePass._fit``, pooling the cells with numpy rather than a frame per fit."""
         pooled = pool_cells(stats, ctx.plan.fits.at[fit_id, "train"], ctx.table.subset)
         return fit_pooled(ctx, learner, pooled)
-
-
-class Fitted(dict):
-    """The models of one scoring pass, with a token computed from what made them."""
-
-    def __init__(self, models: dict, token: str) -> None:
-        super().__init__(models)
-        self.token = token
-
-
-normalize_token.register(Fitted)(lambda fitted: ("soak-transfer-fitted", fitted.token))
 
 
 def pool_cells(stats: BlockStats, train: Selection, subset: str) -> TrainStats:

@@ -600,10 +600,9 @@ def _wald_cv_missing(ds: xr.Dataset, m: str, pair: tuple[int, int]) -> str:
         return ""
     return (
         f"the per-row {m} differences of these two learners were not recorded in every fold: "
-        "they are summed where both learners predict the same rows together, and a learner "
-        "fitted from statistics (onepass) or fed by partial_fit (incremental) is scored apart "
-        "from those fitted on their rows, or a fold failed, or was resumed from a checkpoint; "
-        "run evaluate(..., onepass=False, incremental=False) to score every learner together"
+        "they are summed where both learners predict the same rows together, and in a fold "
+        "one of them failed, or a resumed run scored one of them again alone; run evaluate "
+        "again without the checkpoint"
     )
 
 

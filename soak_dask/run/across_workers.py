@@ -29,7 +29,7 @@ from ..tables.arrays import category_codes
 from ..workers import FitMemoryError, WorkerMemory
 from .fitting import FitState, RunSpec, guard
 from .score_memory import n_workers
-from .strategies import Context, Pair, scoring_pass
+from .strategies import Context, Pair
 
 #: Bytes a worker holds per train value of its share of an across-workers fit, over what it
 #: holds at rest: the selected float32 arrays, xgboost's quantised matrix and its training's
@@ -50,17 +50,17 @@ def across_bytes(rows: int, n_features: int, workers: int) -> int:
 class AcrossWorkers:
     """Fit the learners that train across the workers (``trains_across_workers``) on each
     train set as a Dask collection, one fit after another from the client (each uses every
-    worker); score the fitted models partition by partition (``scoring_pass``)."""
+    worker); their models are scored partition by partition with every other strategy's
+    (``strategies.make_tasks``' scoring pass)."""
 
-    split_every: int = 8
     scores_by_pass: ClassVar[bool] = True
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
         return trains_across_workers(ctx.estimators[learner])
 
-    def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
+    def models(self, ctx: Context, pairs: list[Pair]) -> tuple[dict[Pair, Any], list[Pair]]:
         if not pairs:
-            return [], []
+            return {}, []
         check_across(ctx, pairs)
         fitted = {}
         for fit_id, learner in pairs:
@@ -68,7 +68,7 @@ class AcrossWorkers:
             rows = ctx.rows(spec, test=False, rates=ctx.rates(fit_id, exact=False))
             state = fit_across(ctx.client, rows, ctx.estimators[learner], ctx.run, spec.weights)
             fitted[fit_id, learner] = (state, spec)
-        return scoring_pass(ctx, fitted, self.split_every), []
+        return fitted, []
 
 
 def check_across(ctx: Context, pairs: list[Pair]) -> None:

@@ -37,7 +37,8 @@ from .strategies import (
     PartialFit,
     WholeTrainSet,
     assign,
-    score_budgets,
+    by_pass,
+    score_budget,
     whole_fits,
 )
 
@@ -240,17 +241,17 @@ def plan_cost(
         frame.loc[across, "gathered"] = -(-capped[across] // workers)  # each worker's share
         shares = [across_bytes(n, n_features, workers) for n in capped[across]]
         frame.loc[across, "peak_bytes"] = shares
-    refusal, budgets = "", {}
+    refusal, n_waves = "", 1
     try:  # as make_tasks checks
         if across.any():
             check_across(ctx, [p for p, a in zip(pairs, across, strict=True) if a])
         if isinstance(strategies[-1], WholeTrainSet):
             whole = whole_fits(chosen, strategies)
             check_fit_memory(rows, plan, whole, n_features, ctx.memory, ctx.max_rows)
-        budgets = score_budgets(ctx, chosen, strategies)
+        n_waves = score_budget(ctx, chosen, strategies)[1]
     except FitMemoryError as err:
         refusal = str(err)
-    extra = sum(n - 1 for _, n in budgets.values())
+    extra = n_waves - 1
     return PlanCost(
         design=design,
         part=part,
@@ -262,7 +263,7 @@ def plan_cost(
         refusal=refusal,
         passes=passes(frame, used, counted, extra),
         notes=_notes(design, part, ctx.memory),
-        score_waves=max((n for _, n in budgets.values()), default=1),
+        score_waves=n_waves,
     )
 
 
@@ -286,32 +287,32 @@ def passes(
 ) -> tuple[tuple[int, str], ...]:
     """The passes over the data of the fits ``frame`` describes (``used``: each pair's
     strategy): a whole-train-set fit reads every partition for its rows, once for all its
-    learners, and the whole-train-set fits share one scoring pass; an incremental one once
-    for its train blocks (the same blocks feed every epoch), and the incremental fits share
-    one scoring pass; one-pass learners share one pass of statistics (unless made before, as
-    ``search_subsets`` makes them) and one scoring pass; batched fits share one read.
-    ``waves``: the scoring passes' reads beyond their first, where their AUC pieces are
-    scored in waves."""
+    learners; an incremental one once for its train blocks (the same blocks feed every
+    epoch); an across-workers fit once for its rows; one-pass learners share one pass of
+    statistics (unless made before, as ``search_subsets`` makes them); batched fits share one
+    read; and every model of those strategies is scored in one pass (``make_tasks``).
+    ``waves``: the scoring pass's reads beyond its first, where its AUC pieces are scored in
+    waves."""
     pairs = list(zip(frame["fit_id"], used, strict=True))
     out = [(1, "counting each fit's rows")] if counted else []
     onepass = [s for s in used if isinstance(s, OnePass)]
     if onepass:
         made = getattr(onepass[0], "stats", None) is not None  # search_subsets' KnownStats
         out += [] if made else [(1, "block statistics")]
-        out.append((1, "scoring the one-pass fits"))
     else:
         out.append((1, "checking the features are finite"))
-    if whole := {f for f, s in pairs if isinstance(s, WholeTrainSet)}:
-        out.append((len(whole), "the rows of each whole-train-set fit"))
-        out.append((1, "scoring the whole-train-set fits"))
-    if partial := {f for f, s in pairs if isinstance(s, PartialFit)}:
-        out.append((len(partial), "the train blocks of each incremental fit"))
-        out.append((1, "scoring the incremental fits"))
-    if across := {f for f, s in pairs if isinstance(s, AcrossWorkers)}:
-        out.append((len(across), "the rows of each across-workers fit, held while it trains"))
-        out.append((1, "scoring the across-workers fits"))
+    reads = (
+        (WholeTrainSet, "the rows of each whole-train-set fit"),
+        (PartialFit, "the train blocks of each incremental fit"),
+        (AcrossWorkers, "the rows of each across-workers fit, held while it trains"),
+    )
+    for kind, what in reads:
+        if fits := {f for f, s in pairs if isinstance(s, kind)}:
+            out.append((len(fits), what))
     if any(isinstance(s, Batched) for s in used):
         out.append((1, "the table, read once for the batched fits"))
+    if any(by_pass(s) for s in used):
+        out.append((1, "scoring every model"))
     if waves:
         out.append((waves, "more scoring reads, AUC's pieces scored in waves"))
     return tuple(out)

@@ -61,6 +61,11 @@ def run_plan(
     check_classes(ctx.run.classes, ctx.run.label)
     done, save = resume(checkpoint, plan) if checkpoint is not None else ({}, None)
     todo = [(f, name) for f in plan.fits.index for name in estimators if (f, name) not in done]
+    # A train set's learners are scored together (the Wald CV test pairs their per-row
+    # losses): one of them missing, all of them are made again.
+    again = {f for f, _ in todo}
+    done = {pair: records for pair, records in done.items() if pair[0] not in again}
+    todo = [(f, name) for f in plan.fits.index for name in estimators if (f, name) not in done]
     if done and progress:
         print(f"{ctx.label}: resuming, {len(done)} of {len(done) + len(todo)} fits already done")
     tasks, stats_made, n_waves = make_tasks(ctx, todo, strategies)

@@ -101,11 +101,10 @@ def check_score_memory(
     )
 
 
-def wave_budget(memory: WorkerMemory | None, n_workers: int, share: float = 1.0) -> float | None:
-    """Bytes of AUC pieces one wave may hold: ``SCORE_SHARE`` of the workers' memory for
-    tasks, times ``share`` (a pass's share of the pieces, where several passes run at once);
-    None without a known ``memory``."""
-    return None if memory is None else SCORE_SHARE * memory.free * n_workers * share
+def wave_budget(memory: WorkerMemory | None, n_workers: int) -> float | None:
+    """Bytes of AUC pieces one wave of the scoring pass may hold: ``SCORE_SHARE`` of the
+    workers' memory for tasks; None without a known ``memory``."""
+    return None if memory is None else SCORE_SHARE * memory.free * n_workers
 
 
 def check_resubstitution_memory(

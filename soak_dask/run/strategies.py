@@ -1,11 +1,13 @@
-"""The three ways to fit a plan's (fit, learner) pairs, as interchangeable strategies.
+"""The ways to fit a plan's (fit, learner) pairs, as interchangeable strategies.
 
-Each strategy says which pairs it ``accepts`` and turns a list of them into Dask tasks whose
-results are score records. ``assign`` gives each pair to the first strategy that accepts it:
+Each strategy says which pairs it ``accepts`` and turns a list of them into their models
+(``models``: the strategies scoring partition by partition) or into Dask tasks whose results
+are score records (``tasks``: ``Batched``). ``assign`` gives each pair to the first strategy
+that accepts it, and ``make_tasks`` scores every strategy's models in one scoring pass:
 
 - ``OnePass``: learners whose fit needs only additive statistics (featureless, linear and
   ridge models, LDA, Gaussian naive Bayes) are fitted on the client from one pass of per-cell
-  or per-fit (weighted) statistics, then scored partition by partition;
+  or per-fit (weighted) statistics;
 - ``PartialFit``: learners with ``partial_fit`` get one block of train rows per task, so no
   worker holds a whole train set, and are scored partition by partition as ``OnePass``'s are
   (``scoring_pass``);
@@ -29,6 +31,7 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from dask.base import normalize_token, tokenize
 from sklearn.base import BaseEstimator
 
 from ..reduction import tree_reduce
@@ -65,6 +68,8 @@ from .score_memory import (
 )
 
 Pair = tuple[int, str]  # (fit_id, learner)
+#: Fan-in of the scoring pass's tree of merges.
+SPLIT_EVERY = 8
 
 
 @dataclass(frozen=True)
@@ -160,15 +165,12 @@ class WholeTrainSet:
     task result that stays on its worker until the scoring tasks, which depend on it, read
     it)."""
 
-    split_every: int = 8
     scores_by_pass: ClassVar[bool] = True
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
         return True
 
-    def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
-        if not pairs:
-            return [], []
+    def models(self, ctx: Context, pairs: list[Pair]) -> tuple[dict[Pair, Any], list[Pair]]:
         fitted = {}
         for fit_id, learner in pairs:
             spec = ctx.spec(fit_id, learner)
@@ -181,7 +183,7 @@ class WholeTrainSet:
                 rows.to_delayed(), estimator, spec, ctx.run, dask_key_name=key
             )
             fitted[fit_id, learner] = (state, spec)
-        return scoring_pass(ctx, fitted, self.split_every), []
+        return fitted, []
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,6 @@ class PartialFit:
     (``scoring_pass``)."""
 
     epochs: int = 1
-    split_every: int = 8
     scores_by_pass: ClassVar[bool] = True
 
     def accepts(self, ctx: Context, fit_id: int, learner: str) -> bool:
@@ -241,11 +242,8 @@ class PartialFit:
         fed = not weighted or (ctx.max_rows is None and takes_weights(estimator))
         return fed and hasattr(estimator, "partial_fit")
 
-    def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
-        if not pairs:
-            return [], []
-        fitted = {pair: (self._chain(ctx, *pair), ctx.spec(*pair)) for pair in pairs}
-        return scoring_pass(ctx, fitted, self.split_every), []
+    def models(self, ctx: Context, pairs: list[Pair]) -> tuple[dict[Pair, Any], list[Pair]]:
+        return {pair: (self._chain(ctx, *pair), ctx.spec(*pair)) for pair in pairs}, []
 
     def _chain(self, ctx: Context, fit_id: int, learner: str) -> Any:
         """The delayed ``FitState`` of one pair, fed its train blocks (sampled under a cap)."""
@@ -269,7 +267,6 @@ class OnePass:
     where they hold every fit asked.
     """
 
-    split_every: int = 8
     stats: FitStats | None = None
     scores_by_pass: ClassVar[bool] = True
 
@@ -280,9 +277,9 @@ class OnePass:
             and is_additive(ctx.estimators[learner]) is not None
         )
 
-    def tasks(self, ctx: Context, pairs: list[Pair]) -> tuple[list[Any], list[Pair]]:
+    def models(self, ctx: Context, pairs: list[Pair]) -> tuple[dict[Pair, Any], list[Pair]]:
         if not pairs:
-            return [], []
+            return {}, []
         fit_ids = sorted({fit_id for fit_id, _ in pairs})
         stats = self.stats
         if stats is None or not set(fit_ids) <= set(stats.fit_ids):
@@ -292,9 +289,8 @@ class OnePass:
                 warnings.warn(
                     f"one-pass statistics unavailable ({err}); fitting on rows", stacklevel=4
                 )
-                return [], pairs
-        fitted = {pair: (self._fit(ctx, stats, *pair), ctx.spec(*pair)) for pair in pairs}
-        return self._score(ctx, fitted), []
+                return {}, pairs
+        return {pair: (self._fit(ctx, stats, *pair), ctx.spec(*pair)) for pair in pairs}, []
 
     def shared(self, ctx: Context, extra: Mapping[int, Fit]) -> FitStats | None:
         """One pass of the statistics of the fits this strategy takes and of the ``extra``
@@ -337,9 +333,6 @@ class OnePass:
             pooled = train_stats(stats, train, ctx.table.subset, ctx.table.fold)
         return fit_pooled(ctx, learner, pooled)
 
-    def _score(self, ctx: Context, fitted: dict[Pair, tuple[FitState, FitSpec]]) -> list[Any]:
-        return scoring_pass(ctx, fitted, self.split_every)
-
 
 def fit_pooled(ctx: Context, learner: str, pooled: Any) -> FitState:
     """The model of ``learner`` fitted on the client from ``pooled`` train statistics (a
@@ -360,8 +353,20 @@ def fit_pooled(ctx: Context, learner: str, pooled: Any) -> FitState:
     )
 
 
+class Fitted(dict):
+    """Models to score (pair -> (state, spec)), with a token computed from what made them:
+    dask then neither walks nor hashes hundreds of models to name the pass's tasks."""
+
+    def __init__(self, models: Mapping[Pair, tuple[Any, FitSpec]], token: str) -> None:
+        super().__init__(models)
+        self.token = token
+
+
+normalize_token.register(Fitted)(lambda fitted: ("soak-fitted", fitted.token))
+
+
 def scoring_pass(
-    ctx: Context, fitted: Mapping[Pair, tuple[Any, FitSpec]], split_every: int
+    ctx: Context, fitted: Mapping[Pair, tuple[Any, FitSpec]], split_every: int = SPLIT_EVERY
 ) -> list[Any]:
     """Scoring tasks of the models ``fitted`` (pair -> (``FitState``, concrete or delayed;
     its spec)): each partition is read once and predicted by every fit whose test blocks it
@@ -377,7 +382,8 @@ def scoring_pass(
     read once every model is made, so none is held waiting for a fit."""
     ordered, blocks, columns, score = _pass_blocks(ctx, fitted)
     run, token = ctx.run, ctx.token(fitted, blocks)
-    shared = dask.delayed(fitted, name=f"soak-fitted-{token}", pure=True)
+    # A plain dict: dask substitutes the delayed models (fit tasks) it holds, not a subclass's.
+    shared = dask.delayed(dict(fitted), name=f"soak-fitted-{token}", pure=True)
     out: list[Any] = []
     barrier: Any = shared  # the first wave reads once the models are made (fit tasks' too)
     for w, ids in enumerate(pass_waves(ctx, ordered, [len(b[-1]) for b in blocks])):
@@ -511,67 +517,72 @@ def chosen_fits(chosen: dict[Pair, int], indices: set[int]) -> dict[int, list[st
 def make_tasks(
     ctx: Context, pairs: list[Pair], strategies: list[Any]
 ) -> tuple[list[Any], bool, int]:
-    """The tasks of ``pairs``, each pair made by the first of ``strategies`` that accepts it.
+    """The tasks of ``pairs``, each pair made by the first of ``strategies`` that accepts it,
+    and one scoring pass (``scoring_pass``) for the models of every strategy that scores
+    partition by partition (``by_pass``): the table is read once for all of them, and a test
+    block's learners are predicted side by side (the Wald CV test's per-row differences).
 
     The last strategy must accept any pair: it also takes the pairs another hands back. Also
     returns whether one-pass statistics were made (which checked every feature is finite),
-    and the waves of the largest scoring pass (``score_budgets``: 1 when its AUC pieces fit
-    at once).
+    and the waves of the scoring pass (``score_budget``: 1 when its AUC pieces fit at once).
     """
-    *first, last = strategies
     chosen = assign(ctx, pairs, strategies)
-    if ctx.fit_rows is not None and isinstance(last, WholeTrainSet):
+    last = len(strategies) - 1
+    if ctx.fit_rows is not None and isinstance(strategies[last], WholeTrainSet):
         whole = whole_fits(chosen, strategies)
         n_features = len(ctx.run.features)
         check_fit_memory(ctx.fit_rows, ctx.plan, whole, n_features, ctx.memory, ctx.max_rows)
-    budgets = score_budgets(ctx, chosen, strategies)
-    tasks, back, stats_made = [], set(), False
-    for i, strategy in enumerate(first):
-        mine = dataclasses.replace(ctx, score_budget=budgets.get(i, (None, 1))[0])
-        made, left = strategy.tasks(mine, [p for p in pairs if chosen[p] == i])
-        stats_made |= isinstance(strategy, OnePass) and bool(made)
-        tasks += made
-        back.update(left)
-    mine = dataclasses.replace(ctx, score_budget=budgets.get(len(first), (None, 1))[0])
-    made, _ = last.tasks(mine, [p for p in pairs if chosen[p] == len(first) or p in back])
-    return tasks + made, stats_made, max((n for _, n in budgets.values()), default=1)
-
-
-def scoring_pairs(
-    ctx: Context, chosen: dict[Pair, int], strategies: list[Any]
-) -> dict[int, dict[int, int]]:
-    """Per strategy scoring partition by partition (``by_pass``; by index):
-    each test block it scores -> the (fit, learner) pairs predicting it."""
-    out: dict[int, dict[int, int]] = {}
+    budget, n_waves = score_budget(ctx, chosen, strategies)
+    tasks, models, back, stats_made = [], [], set(), False
     for i, strategy in enumerate(strategies):
-        if not by_pass(strategy):
-            continue
-        for fit_id, names in chosen_fits(chosen, {i}).items():
-            pairs = out.setdefault(i, {})
-            for block in ctx.plan.fits.loc[fit_id, "blocks"]:
-                pairs[block] = pairs.get(block, 0) + len(names)
-    return out
+        mine = [p for p in pairs if chosen[p] == i or (i == last and p in back)]
+        if by_pass(strategy):
+            made, left = strategy.models(ctx, mine)
+            models.append(made)
+        else:
+            made, left = strategy.tasks(ctx, mine)
+            tasks += made
+        stats_made |= isinstance(strategy, OnePass) and bool(made)
+        back.update(left)
+    if any(models):
+        scoring = dataclasses.replace(ctx, score_budget=budget)
+        tasks += scoring_pass(scoring, merged_models(models))
+    return tasks, stats_made, n_waves
 
 
-def score_budgets(
+def merged_models(models: list[Mapping[Pair, Any]]) -> Fitted:
+    """The models of several strategies as one ``Fitted``, its token from theirs (a
+    ``Fitted``'s own token, or the hash of its models)."""
+    out: dict[Pair, Any] = {}
+    for made in models:
+        out.update(made)
+    return Fitted(out, tokenize(*models))
+
+
+def scoring_pairs(ctx: Context, chosen: dict[Pair, int], strategies: list[Any]) -> dict[int, int]:
+    """Each test block the scoring pass scores -> the (fit, learner) pairs predicting it
+    (those ``assign`` gave a strategy scoring partition by partition, ``by_pass``)."""
+    passes = {i for i, s in enumerate(strategies) if by_pass(s)}
+    pairs: dict[int, int] = {}
+    for fit_id, names in chosen_fits(chosen, passes).items():
+        for block in ctx.plan.fits.loc[fit_id, "blocks"]:
+            pairs[block] = pairs.get(block, 0) + len(names)
+    return pairs
+
+
+def score_budget(
     ctx: Context, chosen: dict[Pair, int], strategies: list[Any]
-) -> dict[int, tuple[float | None, int]]:
-    """Per scoring strategy (by index, as ``scoring_pairs``): the bytes of AUC pieces one of
-    its waves may hold (None: no limit) and its waves (``score_memory.waves``), refusing
-    first a block no wave can hold (``score_memory.check_score_memory``). Passes run at once,
-    so they share ``SCORE_SHARE`` of the workers' memory in proportion to their pieces."""
+) -> tuple[float | None, int]:
+    """The bytes of AUC pieces one wave of the scoring pass may hold (None: no limit) and
+    its waves (``score_memory.waves``), refusing first a block no wave can hold
+    (``score_memory.check_score_memory``)."""
     run, memory = ctx.run, ctx.memory
-    passes = scoring_pairs(ctx, chosen, strategies)
+    pairs = scoring_pairs(ctx, chosen, strategies)
     columns = auc_columns(run.measures, run.classes)
-    if ctx.fit_rows is None or memory is None or not columns:
-        return {i: (None, 1) for i in passes}
+    if ctx.fit_rows is None or memory is None or not columns or not pairs:
+        return None, 1
     block_rows = ctx.fit_rows.attrs["block_rows"]
-    pieces = {i: block_pieces(block_rows, pairs, columns) for i, pairs in passes.items()}
-    total = sum(sum(p.values()) for p in pieces.values())
-    out = {}
-    for i, pairs in passes.items():
-        check_score_memory(block_rows, pairs, run.measures, run.classes, memory)
-        share = sum(pieces[i].values()) / total if total else 1.0
-        budget = wave_budget(memory, n_workers(ctx.client), share)
-        out[i] = (budget, len(waves([pieces[i][b] for b in pass_order(ctx, pairs)], budget)))
-    return out
+    pieces = block_pieces(block_rows, pairs, columns)
+    check_score_memory(block_rows, pairs, run.measures, run.classes, memory)
+    budget = wave_budget(memory, n_workers(ctx.client))
+    return budget, len(waves([pieces[b] for b in pass_order(ctx, pairs)], budget))

@@ -159,10 +159,15 @@ def test_compare_wald_cv_row_from_the_sums() -> None:
         assert "not one: compare it with method='corrected'" in rows.loc[m, "reason"]
         assert math.isnan(rows.loc[m, "p"])
     assert rows.loc["log_loss", "reason"] == ""
-    # Fitted from statistics, LDA is scored apart from the tree: the row says what to run.
+    # Fitted from statistics, LDA is scored in the one scoring pass with the tree.
     ds = _evaluate(df, ["lda", "decision_tree"])
     row = compare(ds, "lda", "decision_tree", "error", method="wald_cv").iloc[0]
-    assert "onepass=False" in row["reason"] and math.isnan(row["p"])
+    assert row["reason"] == "" and np.isfinite(row["p"])
+    # A fold without the pair's sums (one of the two failed there): the row says so.
+    sums = ds["loss_diff_sq_error"]
+    ds["loss_diff_sq_error"] = sums.where(sums["fold"] != sums["fold"].values[0])
+    row = compare(ds, "lda", "decision_tree", "error", method="wald_cv").iloc[0]
+    assert "not recorded in every fold" in row["reason"] and math.isnan(row["p"])
 
 
 def test_wald_cv_refused_on_other_designs() -> None:

@@ -133,7 +133,7 @@ def test_run_design_fits_as_every_entry_point(design, fitting, monkeypatch):
     Bayes fed block by block) give the scores of whole-train-set fits, and are made so."""
     made = []
     for strategy in (strategies.OnePass, strategies.PartialFit):
-        monkeypatch.setattr(strategy, "tasks", spy(strategy.tasks, made))
+        monkeypatch.setattr(strategy, "models", spy(strategy.models, made))
     table = sd.load_table(toy_table(n=150, n_subsets=2, seed=3), label="y", subset="subset",
                           rows_per_partition=40)  # fmt: skip
     if fitting["onepass"]:

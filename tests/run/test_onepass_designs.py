@@ -281,7 +281,7 @@ def test_ten_fits_from_one_pass(monkeypatch):
 
     # the statistics are made with the final model's (OnePass.shared), so the fits read none
     monkeypatch.setattr(OnePass, "shared", counting("statistics", OnePass.shared))
-    monkeypatch.setattr(OnePass, "tasks", counting("fits", OnePass.tasks))
+    monkeypatch.setattr(OnePass, "models", counting("fits", OnePass.models))
     monkeypatch.setattr(executor, "execute", counting("scoring", executor.execute))
     res = sd.evaluate(table, "lda", outer="bootstrap", outer_repeats=10, persist=False,
                       prior_correction=False, progress=False)  # fmt: skip

@@ -118,8 +118,8 @@ def test_waves_score_as_one_pass_and_as_scikit_learn():
     _, _, three = _kfold_context(5000)
     pairs = [(f, "lda") for f in plan.fits.index]
     chosen = strategies.assign(three, pairs, [OnePass(), WholeTrainSet()])
-    budgets = strategies.score_budgets(three, chosen, [OnePass(), WholeTrainSet()])
-    assert budgets == {0: (0.3 * 5000, 3)}  # the share of the examples
+    budget = strategies.score_budget(three, chosen, [OnePass(), WholeTrainSet()])
+    assert budget == (0.3 * 5000, 3)  # the share of the examples
     got = {}
     for name, ctx in (("one", one), ("three", three)):
         records = run_plan(ctx, [OnePass(), WholeTrainSet()], progress=False)
@@ -166,12 +166,13 @@ WAVED = {  # a call, the workers' limit, the waves of its largest pass and its e
         5,
         4,
     ),
-    # A one-pass and an incremental pass at once share the budget (half each): 2 waves each.
+    # One-pass and incremental models share one scoring pass, and its whole budget: 2 waves,
+    # one more read (two passes of two waves each read the table twice more).
     "soak, fed and one-pass": (
         partial(sd.soak, learners={"lda": "lda", "sgd": SGD}, n_folds=3, incremental=True),
         100_000,
         2,
-        2,
+        1,
     ),
 }
 
@@ -220,11 +221,11 @@ def test_a_pass_too_large_for_its_auc_is_refused_before_any_fit(monkeypatch, cal
             both = {"measures": ["error", "auc"], "client": client, "progress": False}
             (cost,) = sd.dry_run(run, **both)  # the dry run shows the refusal
             assert cost.refused and "AUC is scored exactly" in cost.refusal  # no wave holds it
-            real = strategies.OnePass.tasks
-            monkeypatch.setattr(strategies.OnePass, "tasks", lambda *a: pytest.fail("a fit ran"))
+            real = strategies.OnePass.models
+            monkeypatch.setattr(strategies.OnePass, "models", lambda *a: pytest.fail("a fit ran"))
             with pytest.raises(FitMemoryError, match=r"AUC is scored exactly.*measures=\['error'"):
                 run(**both)
-            monkeypatch.setattr(strategies.OnePass, "tasks", real)
+            monkeypatch.setattr(strategies.OnePass, "models", real)
             res = run(measures=["error"], client=client, progress=False)
             assert np.isfinite(res["error"].values).all()
 
