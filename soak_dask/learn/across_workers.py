@@ -10,7 +10,7 @@ columns (``run.across_workers``), then scores its test rows partition by partiti
 in-memory twin of the trained booster (``in_memory_twin``): a task predicts with a model of a
 few hundred kilobytes, never with the Dask estimator, which needs the client.
 
-xgboost is an optional dependency (``pip install 'soak-dask[xgboost]'``, the CPU-only
+xgboost is an optional dependency (``pip install 'soak_dask[xgboost]'``, the CPU-only
 ``xgboost-cpu`` wheel): nothing here imports it until such a learner is made or fitted.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 from .priors import PriorCorrected
 
 #: How to install the learners of this module.
-INSTALL = "pip install 'soak-dask[xgboost]' (the CPU-only xgboost-cpu wheel)"
+INSTALL = "pip install 'soak_dask[xgboost]' (the CPU-only xgboost-cpu wheel)"
 
 #: Parameters of the Dask estimators that their in-memory twins do not take.
 _DASK_ONLY = ("coll_cfg",)

@@ -106,7 +106,7 @@ DESCRIPTIONS: dict[str, str] = {
     "random_forest": "random forest of 100 trees",
     "hist_gradient_boosting": "histogram gradient boosting, scikit-learn's defaults",
     "xgboost": "gradient boosting trained across the Dask workers (xgboost.dask, its defaults; "
-    "optional: pip install 'soak-dask[xgboost]')",
+    "optional: pip install 'soak_dask[xgboost]')",
 }
 
 
