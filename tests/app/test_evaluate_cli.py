@@ -8,8 +8,6 @@ passed by address.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -234,17 +232,17 @@ def test_bad_options_name_the_flag_or_key(pixels, tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_installed_entry_point_with_a_run_file_saves_the_models(pixels, cluster, tmp_path):
+def test_a_run_file_saves_the_models(pixels, cluster, tmp_path, capsys):
+    """In this process: the installed ``soak`` script is run as a new process by
+    tests/app/test_cli.py's test_installed_entry_point."""
     (tmp_path / "pixels").symlink_to(pixels, target_is_directory=True)
     text = RUN_FILE.replace("outer_repeats = 2\n", "").replace("repeated_", "")
     conf = write_toml(tmp_path / "run.toml", text)
-    exe = Path(sys.executable).with_name("soak")
-    argv = [exe, "evaluate", "--config", conf, "--scheduler", cluster.scheduler_address]
-    proc = subprocess.run([str(a) for a in [*argv, "--no-progress"]], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert f"Results: {tmp_path / 'results.zarr'}" in proc.stdout
-    assert f"Models: {tmp_path / 'models'}" in proc.stdout
+    argv = ["evaluate", "--config", conf, "--scheduler", cluster.scheduler_address]
+    code, out, err = soak([*argv, "--no-progress"], capsys)
+    assert code == 0, err
+    assert f"Results: {tmp_path / 'results.zarr'}" in out
+    assert f"Models: {tmp_path / 'models'}" in out
     ds = sd.open_results(tmp_path / "results.zarr")
     assert ds.attrs["outer"] == "cv" and ds.sizes["fold"] == 3 and ds.sizes["repeat"] == 1
     model = sd.load_model(tmp_path / "models" / "logistic.skops")
