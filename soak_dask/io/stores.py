@@ -22,6 +22,7 @@ import os
 import posixpath
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -82,7 +83,7 @@ def write_whole(where: Location, write: Callable[[Location], None], what: str) -
         write(partial)
         _move_into_place(Path(partial.path), Path(where.path))
     except BaseException as err:
-        _remove(Path(partial.path))
+        _remove_settled(Path(partial.path))
         if isinstance(err, OSError) and err.errno in _DISK_FULL:
             raise disk_full(err, where, what) from err
         raise
@@ -140,6 +141,23 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
     elif os.path.lexists(path):
         path.unlink()
+
+
+def _remove_settled(path: Path, quiet: int = 3, pause: float = 0.05, tries: int = 40) -> None:
+    """``_remove`` ``path``, again until it has stayed absent for ``quiet`` checks ``pause``
+    seconds apart (at most ``tries``): a failed ``to_zarr`` raises while Zarr's event loop
+    still has chunk writes in flight, which recreate their directories and temporary files
+    after the first removal (seen on a full disk: one ``zarr.<id>.partial`` left behind)."""
+    absent = 0
+    for _ in range(tries):
+        if os.path.lexists(path):
+            _remove(path)
+            absent = 0
+        else:
+            absent += 1
+            if absent >= quiet:
+                return
+        time.sleep(pause)
 
 
 def _open_group(where: Location, mode: str = "r") -> Any:
