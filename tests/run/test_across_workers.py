@@ -107,6 +107,12 @@ def test_refused_when_the_run_wraps_it(client):
         sd.evaluate(table, ["xgboost"], calibration="platt", prior_correction=False, **QUIET)
 
 
+def test_refused_when_a_train_set_is_down_sampled(client):
+    table = sd.load_table(_frame(n=600), label="y", subset="region", fold="fold")
+    with pytest.raises(ValueError, match="down-samples its train set to a number of groups"):
+        sd.soak(table, ["xgboost"], sizes=0, **QUIET)
+
+
 def test_refused_when_a_workers_share_does_not_fit():
     rows = pd.Series({0: 1_000, 7: 2_000_000})
     memory = task_memory(free=across_bytes(2_000_000, 20, 4) - 1)
