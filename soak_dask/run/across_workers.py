@@ -40,10 +40,16 @@ FEATURE_BYTES = 20
 ROW_BYTES = 32
 
 
+def worker_share(rows: int, workers: int) -> int:
+    """The train rows each of ``workers`` holds of an across-workers fit of ``rows`` rows
+    (spread evenly over them)."""
+    return math.ceil(rows / max(workers, 1))
+
+
 def across_bytes(rows: int, n_features: int, workers: int) -> int:
     """Estimated peak bytes on each of ``workers`` of an across-workers fit of ``rows`` train
-    rows (spread evenly over the workers)."""
-    return math.ceil(rows / max(workers, 1)) * (FEATURE_BYTES * n_features + ROW_BYTES)
+    rows (``worker_share``)."""
+    return worker_share(rows, workers) * (FEATURE_BYTES * n_features + ROW_BYTES)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import pandas as pd
 from dask.utils import format_bytes
 
 from ..workers import FitMemoryError, WorkerMemory
-from .across_workers import AcrossWorkers, across_bytes, check_across
+from .across_workers import AcrossWorkers, across_bytes, check_across, worker_share
 from .memory import check_fit_memory, fit_bytes
 from .score_memory import n_workers
 from .strategies import (
@@ -238,7 +238,7 @@ def plan_cost(
     across = np.array([isinstance(s, AcrossWorkers) for s in used], dtype=bool)
     workers = n_workers(ctx.client)
     if across.any():
-        frame.loc[across, "gathered"] = -(-capped[across] // workers)  # each worker's share
+        frame.loc[across, "gathered"] = [worker_share(n, workers) for n in capped[across]]
         shares = [across_bytes(n, n_features, workers) for n in capped[across]]
         frame.loc[across, "peak_bytes"] = shares
     refusal, n_waves = "", 1

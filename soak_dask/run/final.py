@@ -231,14 +231,15 @@ def final_tasks(
     resubstitution: bool,
     stats: FitStats | None = None,
 ) -> dict[str, Any]:
-    """One delayed final model per learner of ``ctx`` on all of ``ctx.data``, the rows of the
-    training table ``ctx.table`` (without a design's key columns, which no final model reads),
-    scoring ``held`` (the test split, if any) and with ``resubstitution`` its training
-    rows: additive learners from one pass of statistics (``stats_states``), with
-    ``incremental`` learners with ``partial_fit`` fed block by block, the others on their
-    gathered rows, capped at ``fitting.max_train_rows`` (an exact stratified sample, as any
-    fit's). Every model scores the test split a partition at a time (``final_scores``). Made
-    before any fit runs, so a final model that cannot fit a worker's memory is refused first
+    """One delayed final model per learner of ``ctx`` on all of ``ctx.data``, the rows of
+    the training table ``ctx.table`` (without a design's key columns, which no final model
+    reads), scoring ``held`` (the test split, if any) and with ``resubstitution`` its
+    training rows: additive learners from one pass of statistics (``stats_states``), with
+    ``incremental`` learners with ``partial_fit`` fed block by block, those that train
+    across the workers there (``across_workers.fit_across``), the others on their gathered
+    rows, capped at ``fitting.max_train_rows`` (an exact stratified sample, as any fit's).
+    Every model scores the test split a partition at a time (``final_scores``). Made before
+    any fit runs, so a final model that cannot fit a worker's memory is refused first
     (``workers.FitMemoryError``), with the outer loop's fits unmade. ``stats``: statistics
     made with the outer fits' (``strategies.OnePass.shared``), holding ``FINAL_FIT``'s."""
     rows = _final_rows(ctx, held, fitting.max_train_rows)
@@ -249,8 +250,10 @@ def final_tasks(
         if fitting.incremental and hasattr(est, "partial_fit") and name not in from_stats
     ]
     run, max_rows = ctx.run, fitting.max_train_rows
+    across = [name for name, est in ctx.estimators.items() if trains_across_workers(est)]
+    if across:
+        check_client(ctx.client, across[0])
     if rows is not None:
-        across = [name for name, est in ctx.estimators.items() if trains_across_workers(est)]
         gathered = [n for n in ctx.estimators if n not in (*fed, *from_stats, *across)]
         n_features = len(run.features)
         n_train, memory = int(sum(rows.class_rows)), rows.memory
@@ -276,21 +279,20 @@ def final_tasks(
     class_rows = () if rows is None else rows.class_rows
     tasks = {}
     for name, est in ctx.estimators.items():
-        across = trains_across_workers(est)
-        exact = name not in fed and name not in from_stats and not across
+        exact = name not in (*fed, *from_stats, *across)
         train = _train_rows(ctx, class_rows, max_rows, exact)
         parts = train.to_delayed()
-        if across:
-            check_client(ctx.client, name)
-            state = fit_across(ctx.client, train, est, run)
         if exact:
             cap = (max_rows, class_rows) if max_rows is not None else None
             fit = dask.delayed(fit_final, pure=True, nout=2)
             state, piece = fit(parts, est, run, resubstitution, name, cap)
             pieces = [piece] if resubstitution else None
         else:
-            if not across:
-                state = from_stats.get(name) or partial_fit_chain(est, parts, run, fitting.epochs)
+            state = (
+                fit_across(ctx.client, train, est, run)
+                if name in across
+                else from_stats.get(name) or partial_fit_chain(est, parts, run, fitting.epochs)
+            )
             pieces = (
                 [dask.delayed(resubstitution_piece, pure=True)(state, p, run) for p in parts]
                 if resubstitution
