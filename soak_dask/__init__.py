@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from .results.cd_plot import plot_critical_difference
     from .results.comparisons import compare
     from .results.friedman import friedman_nemenyi
+    from .results.ncv import ncv_intervals
     from .results.plot import plot_datasets, plot_evaluation, plot_soak
     from .results.report import write_report
     from .results.shift import shift_summary

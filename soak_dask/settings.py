@@ -814,14 +814,16 @@ _DECLARED = (
     Setting(
         "inference", "evaluate", "str", None,
         "extra fits a comparison test needs: con_z also runs the design in --inference-repeats "
-        "random pairs of disjoint halves of the rows, for compare's conservative Z test "
-        "(default: none)",
-        choices=("con_z",),
+        "random pairs of disjoint halves of the rows, for compare's conservative Z test; ncv "
+        "runs --inference-repeats fresh K-fold splits with a (K-1)-fold CV inside each fold, "
+        "for the nested CV interval (K-fold designs only) (default: none)",
+        choices=("con_z", "ncv"),
     ),
     Setting(
         "inference_repeats", "evaluate", "int", None,
-        "pairs of halves of --inference con_z (default 10, at least 2)",
-        at_least(2, " (pairs of halves of inference='con_z')"), metavar="R",
+        "pairs of halves of --inference con_z, K-fold splits of --inference ncv (default 10, "
+        "at least 2)",
+        at_least(2, " (con_z's pairs of halves, ncv's nested K-fold splits)"), metavar="R",
     ),
     # search_subsets' own: a run file's [search] table.
     Setting(

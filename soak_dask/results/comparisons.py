@@ -5,8 +5,10 @@ Resampled scores are not independent (train sets overlap), so the plain paired t
 cells rejects a true null far too often (``benchmarks/test_level.py``). `compare` offers the
 paired test, its Nadeau–Bengio correction, the correlated Bayesian t-test, the 5×2cv t and F
 tests, McNemar's test on the reserved test split and the conservative Z test of the design's
-runs in pairs of halves (``evaluate(..., inference="con_z")``) and the Wald CV interval of
-the per-row loss differences (Bayle et al. 2020, ``method="wald_cv"``); by default it runs the test
+runs in pairs of halves (``evaluate(..., inference="con_z")``), the Wald CV interval of
+the per-row loss differences (Bayle et al. 2020, ``method="wald_cv"``) and the nested CV interval
+of Bates, Hastie and Tibshirani (2023, ``evaluate(..., inference="ncv")``, ``method="ncv"``); by
+default it runs the test
 the level simulations recommend for the result's design (`recommended_method`) and says in
 ``note`` when no test held its level there, or which ``evaluate`` option gives one that did.
 """
@@ -45,8 +47,10 @@ from ..stats.mean_tests import (
     paired_test,
     split_ratios,
 )
+from ..stats.nested_cv import ncv_test
 from ..stats.wald_cv import wald_cv_test
 from .kinds import validate_evaluation
+from .ncv import ncv_missing, ncv_point, ncv_sums
 from .text import text_table
 from .verdicts import NO_EVIDENCE, with_verdicts
 
@@ -56,6 +60,7 @@ __all__ = [
     "EXTRA_FITS",
     "MEASURED",
     "METHODS",
+    "NCV_COVERAGE",
     "WALD_CV_COVERAGE",
     "compare",
     "comparison_text",
@@ -67,10 +72,10 @@ __all__ = [
 
 #: The tests of `compare`.
 METHODS: tuple[str, ...] = (
-    "paired", "corrected", "bayesian", "5x2cv", "5x2cv_f", "mcnemar", "con_z", "wald_cv",
+    "paired", "corrected", "bayesian", "5x2cv", "5x2cv_f", "mcnemar", "con_z", "wald_cv", "ncv",
 )  # fmt: skip
 #: Tests that read extra fits of the result -> the ``evaluate`` option that makes them.
-EXTRA_FITS: dict[str, str] = {"con_z": "inference='con_z'"}
+EXTRA_FITS: dict[str, str] = {"con_z": "inference='con_z'", "ncv": "inference='ncv'"}
 #: Tests that need the design's cells in (repeat, 2 folds), and those of the test split.
 _FIVE_BY_TWO = ("5x2cv", "5x2cv_f")
 TEST_SPLIT = "test_split"
@@ -113,6 +118,10 @@ MEASURED: dict[tuple[str, str], tuple[float, float]] = {
 #: n = 1,000 rows, logistic regression against LDA, the truth on 10⁵ new rows); its type-I
 #: error at α = 0.05 on its own null is 1 − this.
 WALD_CV_COVERAGE: dict[str, float] = {"error": 0.932, "log_loss": 0.879}
+#: Coverage of one learner's 90 % nested CV interval of its error (0/1 loss) of the model
+#: fitted on all rows, measured by ``benchmarks/ncv_coverage.py`` (Bates et al.'s sparse
+#: logistic setting: n = 90, p = 1,000, L1 logistic regression; K = 5, R = 10), and naive CV's.
+NCV_COVERAGE: dict[str, float] = {"ncv": math.nan, "naive": math.nan}
 #: The largest type-I error at α = 0.05 that counts as holding the level (over ≥ 500 nulls).
 LEVEL_LIMIT = 0.06
 # Tests that give a p-value and may be a design's default (the Bayesian test gives none).
@@ -140,7 +149,8 @@ ABOUT: dict[str, str] = {
     "McNemar; of the population: wald_cv)",
     "level": "its type-I error at α = 0.05 measured on this design (`MEASURED`); NaN: not measured",
     "extra_fits": "model fits the result made for this test beyond the design's own (con_z: "
-    "its pairs of halves, every learner); 0: none; NaN: not recorded",
+    "its pairs of halves, ncv: its nested K-fold splits; every learner); 0: none; NaN: not "
+    "recorded",
 }
 # The columns of a row that are numbers, NaN until computed.
 _FLOATS = [c for c in COMPARE_COLUMNS if c not in (*PAIRED_TEST_TEXT, "null")]
@@ -297,6 +307,16 @@ def compare(
           σ̂/√n``, ``σ̂² = (1/n) Σ (d_i − d̄)²``, ``z = d̄/(σ̂/√n)``; no extra fits. Its null is
           these fitted models' test error, not the learners'. Pointwise measures only
           (error, accuracy, log loss, MSE, MAE): a row of another gives the ``reason``.
+        - ``"ncv"``: the nested CV interval of Bates, Hastie and Tibshirani (2023; their
+          Algorithm 1, as mlr3inferr's ``ci.ncv`` computes it) from the blocks that
+          ``evaluate(..., inference="ncv", inference_repeats=R)`` records, run on the per-row
+          loss differences ``d_i = l_a(i) − l_b(i)`` (mlr3inferr's ``ci.ncv`` is for one
+          learner; a difference of two pointwise losses is one too):
+          ``mean_diff`` the bias-corrected NCV estimate, interval ``± 1.96 se``, ``se²`` the
+          NCV estimate of the CV estimate's mean squared error, bounded by the naive
+          ``σ²/n`` and K times it; ``z = mean_diff / se`` (``df`` inf); ``compare_mean``,
+          ``reference_mean`` each learner's NCV estimate, ``n`` the rows. Pointwise measures
+          only. Each learner's own interval: ``soak_dask.ncv_intervals``.
         - None (default): the design's recommended test (`recommended_method` of
           ``ds.attrs["outer"]`` and the extra fits the result holds, `result_fits`), and
           for ``error``/``accuracy`` also McNemar's when the
@@ -381,6 +401,9 @@ def compare(
     )
     rows = []
     for m in names:
+        if resampling == "ncv":
+            rows.append(ncv_row(ds, m, (ia, ib)))
+            continue
         if resampling == "wald_cv":
             rows.append(wald_cv_row(ds, m, (ia, ib), wald_cv_note(outer, m)))
             continue
@@ -409,6 +432,10 @@ def _about(ds: xr.Dataset, outer: str, method: str, pair: tuple[int, int]) -> di
     if method == "wald_cv":
         return {"null": "these fitted models: each learner's K fold models, their mean loss on "
                 "new rows of the same population (Bayle et al.'s test error)",
+                "level": level, "extra_fits": extra}  # fmt: skip
+    if method == "ncv":
+        return {"null": "the learners fitted on all these rows: each one's model of the whole "
+                "table, its loss on new rows of the population (Bates et al.'s Err_XY)",
                 "level": level, "extra_fits": extra}  # fmt: skip
     size = "the train sets' size"
     if "n_train" in ds.data_vars:
@@ -526,6 +553,36 @@ def wald_cv_note(outer: str, m: str) -> str:
         "simulations (benchmarks/wald_cv_coverage.py: 5-fold CV, n = 1,000): read p as too "
         "small and the interval as too narrow"
     )
+
+
+def ncv_note() -> str:
+    """What the coverage simulation says of the nested CV interval (`NCV_COVERAGE`)."""
+    if math.isnan(NCV_COVERAGE["ncv"]):
+        return "the nested CV interval's coverage was not measured (benchmarks/ncv_coverage.py)"
+    return (
+        f"the level of the nested CV test of a difference was not measured; one learner's 90 % "
+        f"interval of its error covered the true error in {NCV_COVERAGE['ncv']:.1%} of "
+        f"simulations, naive CV's in {NCV_COVERAGE['naive']:.1%} (benchmarks/ncv_coverage.py: "
+        "sparse logistic, n = 90, p = 1,000)"
+    )
+
+
+def ncv_row(ds: xr.Dataset, m: str, pair: tuple[int, int]) -> dict[str, Any]:
+    """The nested CV row of measure `m`: ``stats.nested_cv.ncv_test`` of the per-row loss
+    differences a − b (`results.ncv.ncv_sums`), each learner's NCV estimate beside it; a
+    reason row where the result lacks the blocks or `m` is not pointwise."""
+    row: dict[str, Any] = dict.fromkeys(_FLOATS, math.nan)
+    row.update(measure=m, method="ncv", n=0, reason="", note=ncv_note())
+    row["reason"] = ncv_missing(ds, m, pair)
+    if row["reason"]:
+        return row
+    outer, inner = ncv_sums(ds, m, pair)
+    test = ncv_test(outer, inner)
+    row.update(compare_mean=ncv_point(ds, m, pair[0]), reference_mean=ncv_point(ds, m, pair[1]))
+    row.update(n=int(outer[0][0].sum()), mean_diff=test.extra["estimate"])
+    row.update(statistic=test.statistic, df=test.df, p=test.p)
+    row.update(ci_low=test.ci_low, ci_high=test.ci_high)
+    return row
 
 
 def check_wald_cv_design(ds: xr.Dataset, outer: str) -> None:

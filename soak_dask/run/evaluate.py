@@ -34,6 +34,7 @@ from .entry import entry_point
 from .final import FINAL_FIT, final_tasks
 from .fitting_options import FittingOptions
 from .halves import check_inference, with_halves
+from .nested_folds import with_ncv
 from .session import Session, keyed_by, persisted, result_attrs, start
 from .strategies import Batched, Context, OnePass
 
@@ -184,15 +185,20 @@ def evaluate(
         others' weighted fits, and weighted fits under a row cap, are fitted whole); a learner
         wrapped for prior correction or calibration is refused, as it would be fitted whole.
         A final model too large for a worker's memory is refused before any fit, as any fit is.
-    inference : {None, "con_z"}
+    inference : {None, "con_z", "ncv"}
         Extra fits a comparison test needs. ``"con_z"``: the design is also run, with the
         same options, inside ``inference_repeats`` random pairs of disjoint halves of the
         training rows (whole groups; drawn as a test split is, seeded by ``seed``), for
         ``compare(method="con_z")``, the conservative Z test of Nadeau and Bengio (2003):
-        2R more runs of the design on half the rows each.
+        2R more runs of the design on half the rows each. ``"ncv"`` (``outer="cv"`` or
+        ``"repeated_cv"``, K >= 3, no fold column): R fresh K-fold splits of the training
+        rows, dealt as the design's, each run as K-fold CV and, per fold, as a (K − 1)-fold
+        CV of the other folds (``run.nested_folds``), for the nested CV interval of Bates,
+        Hastie and Tibshirani (2023): ``compare(method="ncv")`` and
+        ``soak_dask.ncv_intervals``; R·K² more fits per learner.
     inference_repeats : int, optional
-        R, the pairs of halves of ``inference="con_z"`` (default 10, at least 2); refused
-        without ``inference``.
+        R, the pairs of halves of ``"con_z"`` or the K-fold splits of ``"ncv"`` (default
+        10, at least 2); refused without ``inference``.
 
     Returns
     -------
@@ -209,10 +215,14 @@ def evaluate(
         and ``final_*`` for the final model; ``attrs["outer_seconds"]`` and
         ``attrs["final_seconds"]`` time the outer loop and the final models. With
         ``inference="con_z"``, ``con_z_<measure>`` (learner, inference_repeat, half): each
-        half's mean over its cells.
+        half's mean over its cells. With ``inference="ncv"``, ``ncv_<measure>`` and
+        ``ncv_n_test`` (learner, inference_repeat, ncv_outer, ncv_fold): each block's score
+        and test rows (``ncv_fold`` 0: outer fold ``ncv_outer`` scored by the model of the
+        other folds; 1..K − 1: the folds of the inner CV on those), and for pointwise measures
+        ``ncv_loss_diff_sq_<measure>`` (learner, versus, ...), as ``loss_diff_sq_<measure>``.
     """
-    options_given = dict(locals())  # the halves of inference="con_z" rerun with these
-    n_halves = check_inference(inference, inference_repeats)
+    options_given = dict(locals())  # inference's extra runs rerun with these
+    n_extra = check_inference(inference, inference_repeats, outer, table, outer_folds)
     options = strategy_options(outer, options_given)  # resolved at the door
     design = outer_design(outer, seed, options)
     procedure = Procedure(
@@ -267,10 +277,11 @@ def evaluate(
     if models is not None:
         ds.attrs.update(encode_attrs({"models": _save_models(finals, models, keyed, settings)}))
     ds = _with_finals(ds, finals, session.measures, resubstitution)
-    if n_halves is None:
+    if n_extra is None:
         return ds
     options_given.pop("table")
-    return with_halves(ds, train, evaluate, options_given, n_halves)
+    extra = with_halves if inference == "con_z" else with_ncv
+    return extra(ds, train, evaluate, options_given, n_extra)
 
 
 def _reserved(table: Table, share: float, seed: int) -> tuple[Table, Any, float]:
