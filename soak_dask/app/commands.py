@@ -98,10 +98,13 @@ def _info_flags(parser: argparse.ArgumentParser) -> None:
 def _report_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "results",
+        nargs="+",
         help="results store of any kind: written by soak run, soak evaluate or save_results "
         "(transfer, search_subsets, split_sensitivity, compare_sampling results too), or the "
         "--out directory of soak split-sensitivity or soak compare-sampling (its one store); "
-        "also an AOA Zarr store, or the --out directory of soak aoa or soak knndm",
+        "also an AOA Zarr store, or the --out directory of soak aoa or soak knndm. Several: "
+        "one page with a section for each (soak run and soak evaluate results, AOA, kNNDM), "
+        "e.g. soak report eval.zarr aoa knndm --out farm_report",
     )
     parser.add_argument("--out", required=True, help="report directory")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing report")

@@ -7,17 +7,25 @@ one skeleton for every kind.
 ``render_path`` is ``soak report``'s: it also takes the spatial outputs, which are not results
 stores: an AOA Zarr store (``soak_dask.open_aoa``) or ``soak aoa``'s output directory
 (``soak_dask.spatial.aoa_page``), and ``soak knndm``'s output directory
-(``soak_dask.spatial.knndm_page``).
+(``soak_dask.spatial.knndm_page``); and several of these at once, drawn on one page
+(``soak report eval.zarr aoa knndm --out farm_report``: ``soak_dask.results.report_stores``).
 """
 
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import os
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import xarray as xr
+
+if TYPE_CHECKING:
+    from ..results.html import Claims, PageParts
 
 # soak evaluate prints what soak report of its store prints (soak_dask.app.run_cli).
 
@@ -46,28 +54,166 @@ def render(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool = False) -> R
 
 
 def render_path(
-    path: str | os.PathLike, out: str | os.PathLike, overwrite: bool = False
+    path: str | os.PathLike | Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    overwrite: bool = False,
 ) -> Rendered:
     """Write the report of what ``path`` holds into the directory ``out``, as ``render``: a
     results store of any kind (``soak_dask.open_results``: or a command's directory holding
     one), an AOA Zarr store or ``soak aoa``'s output directory, or ``soak knndm``'s.
 
+    Given several paths (a list), one page of them all (``soak_dask.results.report_stores``):
+    a section per output, each SOAK or ``evaluate`` results, an AOA or kNNDM's folds, labelled
+    with its path; the text printed is each output's, under its path. Refused before anything
+    is written: a path that is not one of these (named), one output given twice.
+
     Examples
     --------
     >>> text, page = render_path("aoa_out", "aoa_report")  # doctest: +SKIP
+    >>> text, page = render_path(["eval.zarr", "aoa", "knndm"], "farm_report")  # doctest: +SKIP
     """
+    from ..results.html import prepare_report_dir
+    from ..results.pages import PAGE_FILE, write_parts
     from ..results.store import open_results
+
+    if not isinstance(path, str | os.PathLike):
+        return _render_many([Path(p) for p in path], out, overwrite)
+    kind, store = _located(Path(path))
+    if kind == _RESULTS:
+        return render(open_results(path), out, overwrite)
+    od = prepare_report_dir(out, overwrite, "--overwrite", path)
+    text, parts = _drawn(kind, store)
+    drawn = parts(od)
+    return text, write_parts(od, drawn._replace(files=[*drawn.files, PAGE_FILE]))
+
+
+# What _located finds: a results store, an AOA store, soak knndm's directory.
+_RESULTS, _AOA, _KNNDM = "results", "AOA", "kNNDM"
+#: The kinds of result whose pages a page of several outputs holds (their parts:
+#: ``soak_dask.results.report.report_parts``).
+COMBINED_KINDS = ("soak", "evaluate")
+
+
+def _located(path: Path) -> tuple[str, Path]:
+    """What ``path`` is (``_RESULTS``, ``_AOA``, ``_KNNDM``) and the store or directory to
+    read: ``soak aoa``'s directory is its Zarr store (a GeoTIFF holds the layers alone)."""
     from ..spatial.aoa_io import is_aoa_output
     from . import aoa_cli, knndm_cli
 
     writer = _writer(path)
-    if writer == aoa_cli.WRITER:
-        return _aoa_dir(Path(path), out, overwrite)
     if writer == knndm_cli.GENERATOR:
-        return _knndm(Path(path), out, overwrite)
+        return _KNNDM, path
+    if writer == aoa_cli.WRITER:
+        if not (path / "aoa.zarr").is_dir():
+            raise ValueError(
+                f"{path} holds no aoa.zarr: a GeoTIFF (soak aoa --format tif) keeps the layers "
+                f"alone, not the training points nor the error profile; its page is "
+                f"{path / 'report.html'}, or run soak aoa again with --format zarr"
+            )
+        return _AOA, path / "aoa.zarr"
     if is_aoa_output(path):
-        return _aoa(Path(path), out, overwrite)
-    return render(open_results(path), out, overwrite)
+        if not path.is_dir():
+            raise ValueError(
+                f"{path} is an AOA GeoTIFF: it holds the layers alone; soak report draws an "
+                "AOA Zarr store (soak aoa --format zarr, or write_aoa to a path not ending in "
+                ".tif)"
+            )
+        return _AOA, path
+    return _RESULTS, path
+
+
+def _drawn(kind: str, store: Path) -> tuple[str, Callable[[Claims], PageParts]]:
+    """What to print of the AOA store or kNNDM directory ``store``, and the function writing
+    its page's tables and figures (``soak_dask.spatial.aoa_page``, ``knndm_page``)."""
+    from ..results.pages import page_parts
+
+    if kind == _KNNDM:
+        from ..spatial.knndm_page import knndm_page, read_knndm_dir
+        from .knndm_cli import FOLDS, summary_text
+
+        info, distances, candidates = read_knndm_dir(store)
+        page = knndm_page(info, distances, candidates)
+        return summary_text(info, store / FOLDS), partial(page_parts, page)
+    from ..spatial.aoa_io import open_aoa
+    from ..spatial.aoa_page import aoa_counts, aoa_page, aoa_text
+    from ..spatial.aoa_record import recorded_profile
+
+    ds = open_aoa(store)
+    profile, counts = recorded_profile(ds), aoa_counts(ds)
+    share = counts[1] / counts[0] if counts[0] else float("nan")
+    page = aoa_page(ds, profile=profile, counts=counts)
+    return aoa_text(ds, share, profile), partial(page_parts, page)
+
+
+def _render_many(paths: list[Path], out: str | os.PathLike, overwrite: bool) -> Rendered:
+    """One page of the outputs ``paths`` into ``out`` (``render_path`` of a list)."""
+    from ..io.locations import check_apart
+    from ..results.html import prepare_report_dir
+    from ..results.report_stores import Prefixed, StoreSection, section_keys, write_stores_page
+
+    if not paths:
+        raise ValueError("no output to report: give one or more paths")
+    found = [_combinable(path) for path in paths]  # each refused by its path before any work
+    _once(paths, [store for _, store, _ in found])
+    for path in paths:
+        check_apart(out, path, "report", source_name="output")
+    od = prepare_report_dir(out, overwrite, "--overwrite", None)
+    sections, texts = [], []
+    keys = section_keys(map(str, paths))
+    for key, path, (kind, store, ds) in zip(keys, paths, found, strict=True):
+        text, parts = _drawn(kind, store) if ds is None else _results_drawn(ds)
+        section = StoreSection(key, str(path), parts(Prefixed(od, f"{key}_")))
+        sections.append(section)
+        texts.append(f"--- {html.unescape(section.parts.title)} ({path}) ---\n{text}")
+    return "\n\n".join(texts), write_stores_page(od, sections)
+
+
+def _combinable(path: Path) -> tuple[str, Path, xr.Dataset | None]:
+    """``_located`` of ``path``, with its results opened: refused, by its path, where it is
+    no output soak_dask wrote or a kind of result whose page stands alone."""
+    from .. import result_kinds  # noqa: F401  (registers the built-in kinds)
+    from ..results.registry import result_kind
+    from ..results.store import open_results
+
+    kind, store = _located(path)
+    if kind != _RESULTS:
+        return kind, store, None
+    try:
+        ds = open_results(path)
+    except (ValueError, OSError) as error:
+        raise type(error)(
+            f"{path} is not an output soak_dask wrote that soak report can draw (a results "
+            f"store, an AOA store, the directory of soak aoa or of soak knndm): {error}"
+        ) from error
+    if result_kind(ds) not in COMBINED_KINDS:
+        raise ValueError(
+            f"{path} holds results of kind {result_kind(ds)!r}, whose page stands alone: one "
+            f"page of several outputs takes results of {' or '.join(COMBINED_KINDS)}, AOA "
+            f"stores and kNNDM folds; report it on its own (soak report {path} --out DIR)"
+        )
+    return kind, store, ds
+
+
+def _results_drawn(ds: xr.Dataset) -> tuple[str, Callable[[Claims], PageParts]]:
+    """What ``soak report`` prints of the results ``ds``, and their page's parts writer."""
+    from ..results.registry import kind_of
+    from ..results.report import report_parts
+
+    return kind_of(ds).text(ds), partial(report_parts, ds)
+
+
+def _once(paths: list[Path], stores: list[Path]) -> None:
+    """Refuse one output given twice (two paths of one store): the page could not tell its
+    two sections apart."""
+    seen: dict[Path, Path] = {}
+    for path, store in zip(paths, stores, strict=True):
+        key = store.resolve()
+        if key in seen:
+            raise ValueError(
+                f"{seen[key]} and {path} are the same output ({store}): give it once; two "
+                "outputs of one kind are two sections, each labelled with its path"
+            )
+        seen[key] = path
 
 
 def _writer(path: str | os.PathLike) -> str | None:
@@ -83,60 +229,15 @@ def _writer(path: str | os.PathLike) -> str | None:
         return None
 
 
-def _aoa_dir(path: Path, out: str | os.PathLike, overwrite: bool) -> Rendered:
-    """``soak aoa``'s directory: its Zarr store (a GeoTIFF holds the layers alone)."""
-    if not (path / "aoa.zarr").is_dir():
-        raise ValueError(
-            f"{path} holds no aoa.zarr: a GeoTIFF (soak aoa --format tif) keeps the layers "
-            f"alone, not the training points nor the error profile; its page is "
-            f"{path / 'report.html'}, or run soak aoa again with --format zarr"
-        )
-    return _aoa(path / "aoa.zarr", out, overwrite, path)
-
-
-def _aoa(
-    store: Path, out: str | os.PathLike, overwrite: bool, source: Path | None = None
-) -> Rendered:
-    """The page of the AOA store ``store`` (``soak_dask.spatial.aoa_page``); ``out`` lies
-    apart from ``source`` (default: the store), the directory it was given in."""
-    from ..results.html import prepare_report_dir
-    from ..results.pages import write_page
-    from ..spatial.aoa_io import open_aoa
-    from ..spatial.aoa_page import aoa_counts, aoa_page, aoa_text
-    from ..spatial.aoa_record import recorded_profile
-
-    if not store.is_dir():
-        raise ValueError(
-            f"{store} is an AOA GeoTIFF: it holds the layers alone; soak report draws an AOA "
-            "Zarr store (soak aoa --format zarr, or write_aoa to a path not ending in .tif)"
-        )
-    od = prepare_report_dir(out, overwrite, "--overwrite", source or store)
-    ds = open_aoa(store)
-    profile, counts = recorded_profile(ds), aoa_counts(ds)
-    page = write_page(aoa_page(ds, profile=profile, counts=counts), od)
-    return aoa_text(ds, counts[1] / counts[0] if counts[0] else float("nan"), profile), page
-
-
-def _knndm(path: Path, out: str | os.PathLike, overwrite: bool) -> Rendered:
-    """The page of ``soak knndm``'s directory (``soak_dask.spatial.knndm_page``)."""
-    from ..results.html import prepare_report_dir
-    from ..results.pages import write_page
-    from ..spatial.knndm_page import knndm_page, read_knndm_dir
-    from .knndm_cli import FOLDS, summary_text
-
-    od = prepare_report_dir(out, overwrite, "--overwrite", path)
-    info, distances, candidates = read_knndm_dir(path)
-    page = write_page(knndm_page(info, distances, candidates), od)
-    return summary_text(info, path / FOLDS), page
-
-
 def report_command(args: argparse.Namespace) -> None:
     """``soak report``: render a results store of any kind, an AOA store or a spatial
     command's directory (`render_path`) into ``--out``; print what the command that made it
     printed, then the main file's path."""
     from ..io.locations import check_apart
 
-    check_apart(args.out, args.results, "report", source_name="results store")
-    text, page = render_path(args.results, args.out, args.overwrite)
+    for path in args.results:
+        check_apart(args.out, path, "report", source_name="results store")
+    given = args.results[0] if len(args.results) == 1 else args.results
+    text, page = render_path(given, args.out, args.overwrite)
     print(text)
     print(page)

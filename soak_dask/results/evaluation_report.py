@@ -21,42 +21,46 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..io.outdir import OutputDir
 from ..tables.roles import coordinates_warning
 from ..tables.spatial_record import made_from_coordinates
 from .comparisons import comparisons
 from .estimates import evaluation_banner
 from .html import (
+    TABLE_ATTRS,
+    Claims,
+    PageParts,
     attr_names,
     cells_table,
     code,
     decimals,
     estimators_row,
     figure_html,
+    fitting_rows,
     fixed,
-    html_page,
     html_table,
     listed,
     measures_row,
     prepare_report_dir,
     procedure_rows,
     settings_table,
+    table_rows,
     versions_row,
     write_figure,
     write_tables,
 )
 from .kinds import validate_evaluation
+from .pages import write_parts
 from .plot import format_pvalue, measure_label, plot_evaluation
 from .summaries import CHOICE_VARIABLES, by_fold, evaluation_summary, nesting_choices, timings
 from .text import prior_correction_text
 
-__all__ = ["write_evaluation_report"]
+__all__ = ["evaluation_parts", "write_evaluation_report"]
 
 # The per-fold table of the page stops here (leave-one-out has a row per row of the table);
 # folds.csv has them all.
 _MAX_FOLD_ROWS = 500
 # Attrs that evaluate() writes, shown in words by _settings_rows; any other is listed as it is.
-_KNOWN_ATTRS = frozenset(
+_KNOWN_ATTRS = TABLE_ATTRS | frozenset(
     "title design task source label subset group fold features excluded_coordinates outer "
     "outer_folds outer_repeats train_ratio test_split seed measures classes learners n_fits "
     "n_distinct_train_sets versions models prior_correction group_assignment nested inner "
@@ -235,9 +239,9 @@ def _settings_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     left_out = attr_names(a.get("excluded_coordinates"))
     if left_out:
         rows.append(("Coordinates left out", listed(left_out)))
-    rows += estimators_row("Learners", a.get("learners"))
+    rows += table_rows(a) + estimators_row("Learners", a.get("learners"))
     rows += estimators_row("Final models", a.get("models"))
-    rows += measures_row(a) + procedure_rows(ds)
+    rows += measures_row(a) + fitting_rows(a) + procedure_rows(ds)
     if "n_fits" in a:
         distinct = a.get("n_distinct_train_sets", "?")
         rows.append(
@@ -321,7 +325,7 @@ def _compare_table(tests: pd.DataFrame, digits: int) -> str:
 
 
 def _measure_section(
-    out: OutputDir,
+    out: Claims,
     ds: xr.Dataset,
     measure: str,
     means: pd.DataFrame,
@@ -386,17 +390,18 @@ def _choices_html(choices: pd.DataFrame) -> str:
     )
 
 
-def _page(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str], end: str):
+def _parts(
+    ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str], end: str
+) -> PageParts:
     title = html.escape(str(ds.attrs.get("title", "soak_dask evaluation")))
-    body = "".join(sections) + end
     anchors = [*measures, *(["choices"] if 'id="choices"' in end else []), "folds"]
-    return html_page(
+    return PageParts(
         title,
         _lede(ds),
         _notes(ds),
         anchors,
         _EXPLANATION,
-        body,
+        "".join(sections) + end,
         _settings_html(ds),
         files,
     )
@@ -449,7 +454,13 @@ def write_evaluation_report(
         Path of ``report.html``.
     """
     names = validate_evaluation(ds, measures)  # before anything is deleted
-    out = prepare_report_dir(out, overwrite, flag, ds.attrs.get("source"))
+    od = prepare_report_dir(out, overwrite, flag, ds.attrs.get("source"))
+    return write_parts(od, evaluation_parts(ds, od, names))
+
+
+def evaluation_parts(ds: xr.Dataset, out: Claims, names: list[str]) -> PageParts:
+    """The page of ``evaluate``'s results for the measures ``names`` (validated), its tables
+    and figures written into ``out``."""
     means, folds, tests = evaluation_summary(ds, names), by_fold(ds, names), comparisons(ds, names)
     tables = {"summary": means, "folds": folds, "compare": tests, "timings": timings(ds)}
     choices = nesting_choices(ds)
@@ -465,8 +476,5 @@ def write_evaluation_report(
     ]
     files = [f"{t}.{ext}" for t in tables for ext in ("csv", "md")]
     files += [f"evaluation_{m}.{ext}" for m in names for ext in ("png", "svg")]
-    page = out.claim("report.html")
     end = _choices_html(choices) + f'<h2 id="folds">Every cell</h2>\n{_folds_html(folds)}'
-    page.write_text(_page(ds, sections, names, files, end), encoding="utf-8")
-    out.finish()
-    return page
+    return _parts(ds, sections, names, files, end)

@@ -15,7 +15,8 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -28,14 +29,20 @@ from .text import prior_correction_text
 
 __all__ = [
     "CSP",
+    "Claims",
     "GENERATOR",
+    "PageParts",
     "REPORT_WRITER",
+    "anchor_links",
     "attr_names",
     "cells_table",
     "code",
     "decimals",
     "estimators_row",
+    "TABLE_ATTRS",
     "figure_html",
+    "files_html",
+    "fitting_rows",
     "fixed",
     "frame_table",
     "html_page",
@@ -44,10 +51,14 @@ __all__ = [
     "listed",
     "markdown_table",
     "measures_row",
+    "notes_html",
+    "page_document",
     "prepare_report_dir",
     "procedure_rows",
+    "reading_html",
     "settings_table",
     "settings_value",
+    "table_rows",
     "versions_row",
     "write_figure",
     "write_tables",
@@ -102,6 +113,13 @@ details.measure > summary { font-size: 1.3em; font-weight: bold; color: #222; ma
 code { background: #f3f3f3; padding: 0 0.2em; }
 .muted { color: #666; }
 """
+
+
+class Claims(Protocol):
+    """Where a page's tables and figures go: ``claim(name)`` is the path to write ``name`` to
+    (an ``OutputDir``, or one output's share of a page of several: its names prefixed)."""
+
+    def claim(self, name: str) -> Path: ...
 
 
 # --- tables as files ----------------------------------------------------------------------
@@ -175,7 +193,7 @@ def prepare_report_dir(
 
 
 def write_tables(
-    out: OutputDir, name: str, frame: pd.DataFrame, files: list[str] | None = None, md: bool = True
+    out: Claims, name: str, frame: pd.DataFrame, files: list[str] | None = None, md: bool = True
 ) -> None:
     """``<name>.csv`` (every column at full precision) and, with `md`, ``<name>.md`` into
     `out`; their names appended to `files` when given."""
@@ -191,7 +209,7 @@ def write_tables(
 # --- figures ------------------------------------------------------------------------------
 
 
-def write_figure(out: OutputDir, fig: Figure, name: str) -> tuple[bytes, float]:
+def write_figure(out: Claims, fig: Figure, name: str) -> tuple[bytes, float]:
     """Save `fig` as ``<name>.png`` and ``.svg`` and close it; return the PNG and its width
     in inches."""
     try:
@@ -354,6 +372,42 @@ def versions_row(attrs: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [("Versions", html.escape(text))] if versions else []
 
 
+#: Attrs of the table's coordinates, its fold file and the groups made from the coordinates,
+#: put in words by ``table_rows`` and by the group's row (``made_from_coordinates``).
+TABLE_ATTRS = frozenset(
+    "coords crs fold_file blocks block_shape block_column block_origin clusters cluster_seed "
+    "cluster_column max_train_rows incremental epochs onepass".split()
+)
+
+
+def table_rows(attrs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(name, HTML) of the coordinates with their CRS and the fold file, where a result
+    records them: "E, N (EPSG:26911)", "knndm/folds.parquet (column knndm_fold)"."""
+    rows = []
+    coords = attr_names(attrs.get("coords"))
+    if coords:
+        crs = attrs.get("crs")
+        where = f"({html.escape(str(crs))})" if crs else '<span class="muted">(no CRS)</span>'
+        rows.append(("Coordinates", f"{html.escape(', '.join(coords))} {where}"))
+    if attrs.get("fold_file"):
+        column = f" (column {code(attrs['fold'])})" if attrs.get("fold") else ""
+        rows.append(("Fold file", code(attrs["fold_file"]) + column))
+    return rows
+
+
+def fitting_rows(attrs: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(name, HTML) of how train sets were capped or fitted in blocks, where they were
+    (``onepass`` changes no score: not shown)."""
+    rows = []
+    if attrs.get("max_train_rows") not in (None, ""):
+        cap = f"{int(attrs['max_train_rows']):,} rows (a seeded sample keeping class shares)"
+        rows.append(("Train sets capped at", cap))
+    if int(attrs.get("incremental", 0)):
+        epochs = f"partial_fit on one block of rows at a time, {attrs.get('epochs', 1)} epoch(s)"
+        rows.append(("Incremental fits", epochs))
+    return rows
+
+
 def procedure_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     """(name, HTML) of how the learners were fitted, those that apply (SOAK's and evaluate's
     alike): the prediction rule, calibration, tuning inside each train set (docs/nesting.md),
@@ -395,6 +449,21 @@ def settings_table(
 # --- the page -----------------------------------------------------------------------------
 
 
+class PageParts(NamedTuple):
+    """What one report page holds, as ``html_page`` takes it: its title, lede, notes, section
+    anchors, explanation, body and settings (HTML) and the files written beside it. A page of
+    several outputs (``soak_dask.results.report_stores``) puts each one's parts in a section."""
+
+    title: str
+    lede: str
+    notes: list[str]
+    anchors: list[str]
+    explanation: str
+    body: str
+    settings: str
+    files: list[str]
+
+
 def html_page(
     title: str,
     lede: str,
@@ -408,11 +477,44 @@ def html_page(
     """A self-contained report page (no external file, script or style sheet; marked as ours):
     the title, lede and notes, links to the sections ``anchors``, how to read it, ``body``,
     the run's settings and the files written beside it. Text arguments are HTML already."""
-    notes_html = "".join(f"<p>{n}</p>" for n in notes)
-    notes_html = f'<div class="notes">{notes_html}</div>' if notes else ""
-    links = [*anchors, "settings", "files"]
-    contents = " · ".join(f'<a href="#{html.escape(a)}">{html.escape(a)}</a>' for a in links)
-    files_html = ", ".join(f"<code>{html.escape(name)}</code>" for name in files)
+    links = [(a, a) for a in [*anchors, "settings", "files"]]
+    content = (
+        f'<p class="lede">{lede}</p>\n{notes_html(notes)}\n'
+        f"<nav>Measures and sections: {anchor_links(links)}</nav>\n"
+        f"{reading_html(explanation, 'report')}{body}\n"
+        f'<h2 id="settings">Settings of the run</h2>\n{settings}\n'
+    )
+    return page_document(title, content + files_html(files))
+
+
+def notes_html(notes: list[str]) -> str:
+    """The notes the reader must see first, in one box; "" without any."""
+    inner = "".join(f"<p>{n}</p>" for n in notes)
+    return f'<div class="notes">{inner}</div>' if notes else ""
+
+
+def anchor_links(links: Iterable[tuple[str, str]]) -> str:
+    """Links to the page's ``(anchor, text)`` pairs, joined by a middle dot."""
+    return " · ".join(f'<a href="#{html.escape(a)}">{html.escape(t)}</a>' for a, t in links)
+
+
+def reading_html(explanation: str, what: str) -> str:
+    """How to read the page (or a section of it: ``what``), folded."""
+    return f"<details><summary>How to read this {what}</summary>\n{explanation}\n</details>\n"
+
+
+def files_html(files: list[str]) -> str:
+    """The files written beside the page."""
+    listed_files = ", ".join(f"<code>{html.escape(name)}</code>" for name in files)
+    return (
+        f'<h2 id="files">Files</h2>\n<p>Next to this page: {listed_files}. The CSV files hold '
+        "every column at full precision.</p>\n"
+    )
+
+
+def page_document(title: str, content: str, style: str = "") -> str:
+    """The HTML document around ``content``: the head (generator tag, Content-Security-Policy,
+    the style sheet and ``style`` after it) and ``title`` as its heading."""
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -421,21 +523,10 @@ def html_page(
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
-<style>{_CSS}</style>
+<style>{_CSS}{style}</style>
 </head>
 <body>
 <h1>{title}</h1>
-<p class="lede">{lede}</p>
-{notes_html}
-<nav>Measures and sections: {contents}</nav>
-<details><summary>How to read this report</summary>
-{explanation}
-</details>
-{body}
-<h2 id="settings">Settings of the run</h2>
-{settings}
-<h2 id="files">Files</h2>
-<p>Next to this page: {files_html}. The CSV files hold every column at full precision.</p>
-</body>
+{content}</body>
 </html>
 """

@@ -22,6 +22,8 @@ from matplotlib.figure import Figure
 
 from ..io.outdir import OutputDir
 from .html import (
+    Claims,
+    PageParts,
     figure_html,
     frame_table,
     html_page,
@@ -39,7 +41,9 @@ __all__ = [
     "PageFigure",
     "PageSection",
     "PageTable",
+    "page_parts",
     "write_page",
+    "write_parts",
     "write_result_page",
 ]
 
@@ -114,10 +118,16 @@ def write_page(
     the input table ``source``. The page loads nothing from outside itself.
     """
     od = prepare_report_dir(out, overwrite, flag, source)
+    parts = page_parts(page, od)
+    return write_parts(od, parts._replace(files=[*parts.files, PAGE_FILE]))
+
+
+def page_parts(page: Page, out: Claims) -> PageParts:
+    """``page``'s figures and tables written into ``out`` (``claim``); the page's parts, for
+    ``write_parts`` or a section of a page of several outputs."""
     files: list[str] = []
-    body = "".join(_section_html(od, section, files) for section in page.sections)
-    files.append(PAGE_FILE)
-    text = html_page(
+    body = "".join(_section_html(out, section, files) for section in page.sections)
+    return PageParts(
         html.escape(page.title),
         page.lede,
         list(page.notes),
@@ -127,8 +137,13 @@ def write_page(
         page.settings,
         files,
     )
+
+
+def write_parts(od: OutputDir, parts: PageParts) -> Path:
+    """``report.html`` of ``parts`` (``html_page``) written into ``od``, which is then
+    finished (``OutputDir.finish``); its path."""
     path = od.claim(PAGE_FILE)
-    path.write_text(text, encoding="utf-8")
+    path.write_text(html_page(*parts), encoding="utf-8")
     od.finish()
     return path
 
@@ -144,7 +159,7 @@ def write_result_page(
     return write_page(build(ds), od)
 
 
-def _section_html(od: OutputDir, section: PageSection, files: list[str]) -> str:
+def _section_html(od: Claims, section: PageSection, files: list[str]) -> str:
     """One section's HTML; its figures and tables written into ``od``, named in ``files``."""
     parts = [f'<h2 id="{html.escape(section.anchor)}">{html.escape(section.heading)}</h2>']
     parts += [section.text] if section.text else []

@@ -19,37 +19,41 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..io.outdir import OutputDir
 from ..schema import MEASURE_NAMES
 from ..tables.checks import UNEQUAL_FOLDS, unequal_folds_warning
 from ..tables.roles import coordinates_warning
 from ..tables.spatial_record import made_from_coordinates
 from .applicability import aoa_section
-from .evaluation_report import write_evaluation_report
+from .evaluation_report import evaluation_parts, write_evaluation_report
 from .html import (
+    TABLE_ATTRS,
+    Claims,
+    PageParts,
     attr_names,
     code,
     decimals,
     estimators_row,
     figure_html,
+    fitting_rows,
     fixed,
-    html_page,
     html_table,
     listed,
     measures_row,
     prepare_report_dir,
     procedure_rows,
     settings_table,
+    table_rows,
     versions_row,
     write_figure,
     write_tables,
 )
-from .kinds import is_evaluation, no_tests_reason, validate_results
+from .kinds import is_evaluation, no_tests_reason, validate_evaluation, validate_results
+from .pages import write_parts
 from .paired_tests import PVALUE_COLUMNS, pvalues
 from .plot import ORDERS, check_choice, format_pvalue, plot_learners, plot_soak
 from .summaries import summary
 
-__all__ = ["group_assignment_text", "write_report"]
+__all__ = ["group_assignment_text", "report_parts", "soak_parts", "write_report"]
 
 # Columns of the HTML p-value table; the CSV keeps every column of pvalues().
 _HTML_PVALUE_COLUMNS = [
@@ -126,11 +130,11 @@ def _block_rows(ds: xr.Dataset) -> pd.Series:
 
 # Attrs that soak() writes, shown in words by _settings_html (title and design are the page's;
 # onepass changes no score); any other attr is listed as it is.
-_KNOWN_ATTRS = frozenset(
+_KNOWN_ATTRS = TABLE_ATTRS | frozenset(
     "title design task source label subset group fold features excluded_coordinates seed n_folds "
     "train_types measures stratify classes learners n_fits n_distinct_train_sets sizes ratio "
-    "size_seeds max_train_rows incremental epochs onepass versions prior_correction "
-    "calibration inner inner_folds inner_repeats balance group_assignment notes".split()
+    "size_seeds versions prior_correction calibration inner inner_folds inner_repeats balance "
+    "group_assignment notes".split()
 )
 
 
@@ -166,7 +170,7 @@ def _data_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     left_out = attr_names(a.get("excluded_coordinates"))
     if left_out:
         rows.append(("Coordinates left out", listed(left_out)))
-    return rows
+    return rows + table_rows(a)
 
 
 def _fit_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
@@ -184,13 +188,7 @@ def _fit_rows(ds: xr.Dataset) -> list[tuple[str, str]]:
     if int(a.get("sizes", -1)) >= 0:
         sizes = f"sizes={a['sizes']}, ratio={a.get('ratio')}, {a.get('size_seeds')} samples each"
         rows.append(("Down-sampled train sizes", html.escape(sizes)))
-    if a.get("max_train_rows") not in (None, ""):
-        cap = f"{int(a['max_train_rows']):,} rows (a seeded sample keeping class shares)"
-        rows.append(("Train sets capped at", cap))
-    if int(a.get("incremental", 0)):
-        epochs = f"partial_fit on one block of rows at a time, {a.get('epochs', 1)} epoch(s)"
-        rows.append(("Incremental fits", epochs))
-    return rows + procedure_rows(ds) + versions_row(a)
+    return rows + fitting_rows(a) + procedure_rows(ds) + versions_row(a)
 
 
 def _folds_text(ds: xr.Dataset) -> str:
@@ -283,7 +281,7 @@ def _results_table(means: pd.DataFrame, tests: pd.DataFrame, plain: bool) -> str
 
 
 def _measure_section(
-    out: OutputDir,
+    out: Claims,
     ds: xr.Dataset,
     measure: str,
     tests: pd.DataFrame,
@@ -375,10 +373,10 @@ def _lede(ds: xr.Dataset) -> str:
     return f"{what}: {ds.sizes['fold']} folds, learners {learners}."
 
 
-def _page(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str]) -> str:
+def _parts(ds: xr.Dataset, sections: list[str], measures: list[str], files: list[str]) -> PageParts:
     title = html.escape(str(ds.attrs.get("title", "SOAK: Same/Other/All K-fold cross-validation")))
     explanation = _PLAIN_EXPLANATION if no_tests_reason(ds) else _EXPLANATION
-    return html_page(
+    return PageParts(
         title,
         _lede(ds),
         _notes(ds),
@@ -458,7 +456,24 @@ def write_report(
     # Validate everything, and check `out`, before a previous report's files are deleted.
     names = validate_results(ds, measures)
     check_choice("order", order, ORDERS)
-    out = prepare_report_dir(out, overwrite, flag, ds.attrs.get("source"))
+    od = prepare_report_dir(out, overwrite, flag, ds.attrs.get("source"))
+    return write_parts(od, soak_parts(ds, od, names, order))
+
+
+def report_parts(
+    ds: xr.Dataset, out: Claims, measures: str | Iterable[str] | None = None
+) -> PageParts:
+    """The parts of ``write_report``'s page of ``ds`` (SOAK's or evaluate's results, measures
+    as there), its tables and figures written into ``out``: one section of a page of several
+    outputs (``soak_dask.results.report_stores``)."""
+    if is_evaluation(ds):
+        return evaluation_parts(ds, out, validate_evaluation(ds, measures))
+    return soak_parts(ds, out, validate_results(ds, measures), "name")
+
+
+def soak_parts(ds: xr.Dataset, out: Claims, names: list[str], order: str) -> PageParts:
+    """SOAK's page of the measures ``names`` (validated), its tables and figures written into
+    ``out``."""
     plain = bool(no_tests_reason(ds))
     tests = pd.DataFrame(columns=PVALUE_COLUMNS) if plain else pvalues(ds, names)
     means = summary(ds, names)
@@ -483,7 +498,4 @@ def write_report(
         figures = [f"soak_{m}_learners"] if plain else [f"soak_{m}", f"soak_{m}_learners"]
         files += [f"{name}.{ext}" for name in figures for ext in ("png", "svg")]
     sections.append(aoa_section(ds, names[0]))
-    page = out.claim("report.html")
-    page.write_text(_page(ds, sections, names, files), encoding="utf-8")
-    out.finish()
-    return page
+    return _parts(ds, sections, names, files)

@@ -15,13 +15,14 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from ..tables.crs import raster_crs
 from ..tables.raster import X, Y
 from .aoa_record import recorded_points
 from .error_profile import ErrorProfile
 
-__all__ = ["axis_unit", "plot_aoa", "plot_error_profile"]
+__all__ = ["axis_unit", "error_name", "plot_aoa", "plot_error_profile"]
 
 #: Cells drawn at most: a larger raster is averaged over blocks of cells on the cluster first.
 MAX_CELLS = 1_000_000
@@ -88,9 +89,10 @@ def plot_aoa(
             ax.scatter(*xy.T, s=16, c="white", edgecolors="black", linewidths=0.8, zorder=3)
         ax.set_aspect("equal")
         ax.ticklabel_format(useOffset=False, style="plain")
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))  # six-digit metres side by side
         ax.set(xlabel=f"{X} ({unit})", ylabel="")
     axes[0].set_ylabel(f"{Y} ({unit})")
-    _legend(axes[1], factor, xy is not None)
+    _legend(fig, factor, xy is not None)
     fig.suptitle(title or f"Area of applicability ({ds.attrs.get('n_train', '?')} training points)")
     return fig
 
@@ -159,20 +161,33 @@ def _aoa_panel(fig: Figure, ax: Any, aoa: xr.DataArray, factor: int) -> None:
 def _error_panel(fig: Figure, ax: Any, error: xr.DataArray) -> None:
     metric = error.attrs.get("metric", "error")
     image = error.plot.imshow(ax=ax, cmap="magma_r", add_colorbar=False)
-    unit = "share of points" if metric == "error_rate" else "label units"
-    label = f"expected {metric} ({unit})"
+    label = f"expected {error_name(metric, error.attrs.get('label', ''))}"
     fig.colorbar(image, ax=ax, location="bottom", shrink=0.7, label=label)
     ax.set_title(f"expected {metric} (error profile)")
 
 
-def _legend(ax: Any, factor: int, with_points: bool) -> None:
+def error_name(metric: str, label: str = "") -> str:
+    """How the figures name an error, with its unit where known: the label's own for RMSE
+    and MAE, a share of points for the error rate.
+
+    >>> error_name("rmse", "VW"), error_name("mae"), error_name("error_rate", "class")
+    ('RMSE of VW', "MAE (the label's unit)", 'error rate of class (share of points)')
+    """
+    if metric == "error_rate":
+        return f"error rate{f' of {label}' if label else ''} (share of points)"
+    name = metric.upper() if metric in ("rmse", "mae") else metric
+    return f"{name} of {label}" if label else f"{name} (the label's unit)"
+
+
+def _legend(fig: Figure, factor: int, with_points: bool) -> None:
+    """The mask's colours and the points' marker, under the maps (on a map it hides cells)."""
     handles = [] if factor > 1 else [Patch(color=c) for c in reversed(MASK_COLOURS)]
-    labels = [] if factor > 1 else ["inside", "outside"]
+    labels = [] if factor > 1 else ["inside the AOA", "outside the AOA"]
     if with_points:
         handles.append(Line2D([], [], ls="", marker="o", mfc="white", mec="black"))
         labels.append("training points")
     if handles:
-        ax.legend(handles, labels, loc="lower right", fontsize=8, framealpha=0.9)
+        fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8)
 
 
 def axis_unit(ds: xr.Dataset | xr.DataArray) -> str:
@@ -226,9 +241,7 @@ def plot_error_profile(profile: ErrorProfile, ax: Any = None) -> Figure:
     ax.axvline(profile.threshold, color="#d7301f", ls="--", label="AOA threshold")
     ax.set(
         xlabel="DI (dimensionless)",
-        ylabel=f"{profile.metric} (label units)"
-        if profile.metric != "error_rate"
-        else "error rate",
+        ylabel=error_name(profile.metric, profile.label),
         title=f"Error profile: {profile.metric} over windows of {profile.window} CV predictions",
     )
     ax.legend(fontsize=8, loc="upper left")

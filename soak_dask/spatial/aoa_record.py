@@ -87,6 +87,7 @@ def recorded_profile(ds: xr.Dataset) -> ErrorProfile | None:
         knots=np.asarray(attrs["knots"], dtype=np.float64),
         coefficients=np.asarray(attrs["coefficients"], dtype=np.float64),
         n_outside=int(attrs["n_outside"]),
+        label=str(attrs.get("label", "")),  # absent from a store written before it was kept
     )
 
 

@@ -25,7 +25,7 @@ bound, since nothing was seen there.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dask
@@ -75,6 +75,9 @@ class ErrorProfile:
         The cubic B-spline (``scipy.interpolate.BSpline(knots, coefficients, 3)``).
     n_outside : int
         CV predictions left out because their DI is above the threshold.
+    label : str
+        The observed value's column ("" where not known), as figures name the error: "RMSE
+        of VW".
     """
 
     metric: str
@@ -85,6 +88,7 @@ class ErrorProfile:
     knots: np.ndarray
     coefficients: np.ndarray
     n_outside: int
+    label: str = ""
 
     def __call__(self, di: Any) -> np.ndarray:
         return profile_values(np.asarray(di, dtype=np.float64), self.knots, self.coefficients)
@@ -99,6 +103,7 @@ class ErrorProfile:
             "coefficients": [float(c) for c in self.coefficients],
             "n_points": len(self.points),
             "n_outside": self.n_outside,
+            "label": self.label,
             "fit": "cubic B-spline, 6 basis functions, non-decreasing coefficients (as scam mpi)",
         }
 
@@ -199,7 +204,8 @@ def error_profile(
             "predicted": predicted,
         }
     )
-    return fit_profile(points, params.threshold, spec["metric"], window, n_basis)
+    fitted = fit_profile(points, params.threshold, spec["metric"], window, n_basis)
+    return replace(fitted, label=spec["label"])
 
 
 def _spec(train, folds, predictions, learner, features, label, metric) -> dict[str, Any]:

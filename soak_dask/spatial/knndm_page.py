@@ -177,7 +177,7 @@ def _settings(info: Mapping[str, Any]) -> str:
         ("Largest share of one fold", "maxp"),
         ("Test share asked", "test_prop"),
     )
-    rows = [(title, code(info[key])) for title, key in words if info.get(key) not in (None, "")]
+    rows = [(title, _value(info[key])) for title, key in words if info.get(key) not in (None, "")]
     rows += _knndm_rows(info)
     fold_file = info.get("fold_file") or {}
     if fold_file:
@@ -189,6 +189,11 @@ def _settings(info: Mapping[str, Any]) -> str:
             )
         )
     return settings_table(rows, dict(info), _KNOWN)
+
+
+def _value(value: Any) -> str:
+    """A setting as code: a list (the coordinates) as its items, not Python's brackets."""
+    return code(", ".join(map(str, value)) if isinstance(value, list) else value)
 
 
 def _knndm_rows(info: Mapping[str, Any]) -> list[tuple[str, str]]:

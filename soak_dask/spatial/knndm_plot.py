@@ -59,8 +59,9 @@ def plot_knndm_ecdfs(
     ``knndm.json``) and ``distances`` (``knndm_distances``, or its ``distances.csv``)."""
     import matplotlib.pyplot as plt
 
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(6, 4))
+    own = ax is None
+    if own:
+        fig, ax = plt.subplots(figsize=(6, 4.6), layout="constrained")
     else:
         fig = ax.figure
     split = "knndm_test_prop" in info
@@ -82,6 +83,9 @@ def plot_knndm_ecdfs(
     ax.set_ylabel("ECDF")
     kind = f"{kind} (test_prop {info['knndm_test_prop']:g})" if split else kind
     ax.set_title(f"kNNDM, {'a' if split else info['n_folds']} {kind} ({info['knndm_space']} space)")
-    ax.legend(fontsize=8, loc="lower right")
+    if own:  # under the axis label: inside, the legend hides the curves' lower ends
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), frameon=False)
+    else:
+        ax.legend(fontsize=8, loc="lower right")
     ax.grid(alpha=0.3)
     return fig
