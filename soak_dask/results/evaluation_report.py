@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..split.knndm import CANDIDATE_NAMES
 from ..tables.roles import coordinates_warning
 from ..tables.spatial_record import made_from_coordinates
 from .comparisons import comparisons
@@ -60,12 +61,21 @@ __all__ = ["evaluation_parts", "write_evaluation_report"]
 # folds.csv has them all.
 _MAX_FOLD_ROWS = 500
 # Attrs that evaluate() writes, shown in words by _settings_rows; any other is listed as it is.
-_KNOWN_ATTRS = TABLE_ATTRS | frozenset(
-    "title design task source label subset group fold features excluded_coordinates outer "
-    "outer_folds outer_repeats train_ratio test_split seed measures classes learners n_fits "
-    "n_distinct_train_sets versions models prior_correction group_assignment nested inner "
-    "inner_folds inner_repeats calibration notes balance optimistic outer_seconds "
-    "final_seconds outer_folds_requested".split()
+# What outer="knndm" records: in words in the design and in its note (evaluate's notes).
+_KNNDM_ATTRS = frozenset(
+    "knndm_W knndm_W_random knndm_n_clusters knndm_method knndm_clustering knndm_space "
+    "knndm_unit knndm_ks_pvalue knndm_prediction_sample".split()
+)
+_KNOWN_ATTRS = (
+    TABLE_ATTRS
+    | _KNNDM_ATTRS
+    | frozenset(
+        "title design task source label subset group fold features excluded_coordinates outer "
+        "outer_folds outer_repeats train_ratio test_split seed measures classes learners n_fits "
+        "n_distinct_train_sets versions models prior_correction group_assignment nested inner "
+        "inner_folds inner_repeats calibration notes balance optimistic outer_seconds "
+        "final_seconds outer_folds_requested".split()
+    )
 )
 _SD_NOT_SE = (
     "<b>SD, not SE</b>: the &plusmn; is the standard deviation of the scores across the "
@@ -115,6 +125,7 @@ def _design(ds: xr.Dataset) -> str:
         "loo": f"leave-one-out ({k} folds, one per row)",
         "lodo": f"leave one group out ({k} folds, one per group)",
         "bootstrap": f"{r} bootstrap resamples, each scored on its out-of-bag rows",
+        "knndm": f"{k}-fold cross-validation on kNNDM folds{_knndm_words(a)}",
     }.get(str(outer), f"outer={html.escape(str(outer))}")
     if outer == "subsampling" and a.get("train_ratio") not in (None, ""):
         text += f", {_share(float(a['train_ratio']))} of the rows to train"
@@ -126,6 +137,20 @@ def _design(ds: xr.Dataset) -> str:
     elif a.get("task") == "classification" and outer in ("cv", "repeated_cv", "subsampling"):
         text += ", stratified by class"
     return text
+
+
+def _knndm_words(attrs: Any) -> str:
+    """How ``outer="knndm"`` chose its folds, from the attrs it records (``_KNNDM_ATTRS``; W
+    and the KS test are in the note): " (geographical space, candidates: cuts of one Ward
+    tree, 3,865 prediction points sampled)"."""
+    if "knndm_space" not in attrs:
+        return ""
+    words = [f"{attrs['knndm_space']} space"]
+    if attrs.get("knndm_clustering") in CANDIDATE_NAMES:
+        words.append(f"candidates: {CANDIDATE_NAMES[attrs['knndm_clustering']]}")
+    if attrs.get("knndm_prediction_sample") not in (None, ""):
+        words.append(f"{int(attrs['knndm_prediction_sample']):,} prediction points sampled")
+    return html.escape(f" ({', '.join(words)})")
 
 
 def _test_split(ds: xr.Dataset) -> str:

@@ -191,3 +191,26 @@ def test_the_page_opens_in_chromium_without_errors(farm, tmp_path):
     page = Path(shutil.copy(out / "report.html", tmp_path / "report.html"))  # out stays as is
     found, console = probe_page(page, tmp_path)
     assert found == {"images": 4, "loaded": 4, "errors": []} and console == []
+
+
+@pytest.mark.slow  # about 4-6 s: kNNDM tries its candidates inside evaluate
+def test_an_evaluation_on_knndm_folds_says_how_they_were_chosen(tmp_path):
+    from soak_dask.results.evaluation_report import write_evaluation_report
+
+    from .test_farm_workflow import scene as points
+
+    area = pd.DataFrame({"x": [5.0, 50, 95, 20], "y": [5.0, 50, 95, 80]})
+    table = sd.load_table(points().drop(columns="k"), label="label", coords=["x", "y"])
+    with dask.config.set(scheduler="sync"):
+        res = sd.evaluate(
+            table, "linear", outer="knndm", prediction=area, outer_folds=3, progress=False
+        )
+    page = write_evaluation_report(res, tmp_path / "r").read_text(encoding="utf-8")
+    settings = page[page.index('<table class="settings">') :]
+    words = page_numbers(settings)
+    assert (
+        "3-fold cross-validation on kNNDM folds (geographical space, candidates: k-means "
+        f"clusterings, {res.attrs['knndm_prediction_sample']:,} prediction points sampled)"
+    ) in words
+    assert f"W = {res.attrs['knndm_W']:.4g}" in words  # in the note
+    assert "<th>knndm_" not in settings  # no attr left raw
