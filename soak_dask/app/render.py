@@ -64,8 +64,9 @@ def render_path(
 
     Given several paths (a list), one page of them all (``soak_dask.results.report_stores``):
     a section per output, each SOAK or ``evaluate`` results, an AOA or kNNDM's folds, labelled
-    with its path; the text printed is each output's, under its path. Refused before anything
-    is written: a path that is not one of these (named), one output given twice.
+    with its path; the text printed is each output's, under its path (a list of one path is
+    that output's own page). Refused before anything is written: a path that is not one of
+    these (named), one output given twice.
 
     Examples
     --------
@@ -77,7 +78,10 @@ def render_path(
     from ..results.store import open_results
 
     if not isinstance(path, str | os.PathLike):
-        return _render_many([Path(p) for p in path], out, overwrite)
+        paths = [Path(p) for p in path]
+        if len(paths) != 1:
+            return _render_many(paths, out, overwrite)
+        path = paths[0]  # one output: its own page
     kind, store = _located(Path(path))
     if kind == _RESULTS:
         return render(open_results(path), out, overwrite)
@@ -231,13 +235,12 @@ def _writer(path: str | os.PathLike) -> str | None:
 
 def report_command(args: argparse.Namespace) -> None:
     """``soak report``: render a results store of any kind, an AOA store or a spatial
-    command's directory (`render_path`) into ``--out``; print what the command that made it
-    printed, then the main file's path."""
+    command's directory (`render_path`) into ``--out``, or several on one page; print what
+    the command that made each printed, then the main file's path."""
     from ..io.locations import check_apart
 
     for path in args.results:
         check_apart(args.out, path, "report", source_name="results store")
-    given = args.results[0] if len(args.results) == 1 else args.results
-    text, page = render_path(given, args.out, args.overwrite)
+    text, page = render_path(args.results, args.out, args.overwrite)
     print(text)
     print(page)

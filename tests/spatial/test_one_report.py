@@ -144,6 +144,8 @@ def test_one_output_keeps_its_own_page(stores, tmp_path, capsys):
     assert 'class="store"' not in page and "<title>kNNDM folds</title>" in page
     assert (tmp_path / "one" / "knndm.png").is_file()  # its files keep their names
     assert printed.startswith("kNNDM, 3 folds")
+    _, again = render_path([stores["knndm"]], tmp_path / "listed")  # a list of one: the same
+    assert page_numbers(again.read_text(encoding="utf-8")) == page_numbers(page)
 
 
 def test_two_outputs_of_one_kind_are_two_labelled_sections(stores, tmp_path, capsys):
