@@ -32,7 +32,7 @@ from distributed import Client, LocalCluster, get_task_stream
 
 import soak_dask as sd
 from soak_dask.app.demo import write_pixel_parquet
-from soak_dask.results.store import package_versions
+from soak_dask.run.assemble import package_versions
 from soak_dask.tables.parquet import ROWS_PER_PARTITION
 
 DEFAULT_WORKDIR = Path(tempfile.gettempdir()) / "soak_benchmarks"

@@ -1,5 +1,5 @@
 """What soak_dask writes, and what it never touches (issue 21): the one output-directory rule
-(``soak_dask.results.outdir``) for every report, command output and models directory, safe
+(``soak_dask.io.outdir``) for every report, command output and models directory, safe
 model file names, a signed feature order, and checkpoints that name the data by any path.
 
 Each case runs the Python API and, where there is one, the command (in this process, on

@@ -2,7 +2,7 @@
 raster or table against a training table, written into a directory: the DI/AOA store
 (``aoa.zarr``, or ``aoa.tif`` with ``--format tif``), the map (``aoa.png``), the settings
 (``aoa.json``) and the report page (``report.html``: ``soak_dask.spatial.aoa_page``, with
-its figures and tables beside it); the directory's manifest (``soak_dask.results.outdir``)
+its figures and tables beside it); the directory's manifest (``soak_dask.io.outdir``)
 marks it as this command's. With ``--error-profile``, the error profile
 (``soak_dask.error_profile``) of the training table's cross-validated predictions too: the
 expected-error layer in the store, beside DI/AOA, and its figure (``error_profile.png``).

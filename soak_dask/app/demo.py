@@ -208,7 +208,7 @@ def make_pixel_table(
 
 
 def _check_pixel_dir(path: Path, overwrite: bool) -> list[Path]:
-    """The rule of every output (``soak_dask.results.outdir``) for a Parquet directory, whose
+    """The rule of every output (``soak_dask.io.outdir``) for a Parquet directory, whose
     files carry their own mark (``soak_dask.demo`` in their schema metadata) rather than a
     manifest, which a Parquet reader would take for data: refuse a file, a directory holding
     anything else, and without ``overwrite`` the demo's own earlier files; those files."""
@@ -595,7 +595,7 @@ def run_demo(
     ----------
     out : path
         Output directory: new, empty, or an earlier demo's (whose files are replaced); a
-        directory holding anything else is refused (``soak_dask.results.outdir``).
+        directory holding anything else is refused (``soak_dask.io.outdir``).
     n_pixels : int
         Pixels in the generated table.
     n_regions : int

@@ -207,7 +207,7 @@ def checked_flags(args: argparse.Namespace, names: Iterable[str]) -> dict[str, A
 
 def add_output(parser: Any, command: str, what: str = "directory to write") -> None:
     """``--out DIR`` and ``--overwrite`` of a command that writes a directory, with the one
-    output rule's meaning (``soak_dask.results.outdir``) in the help."""
+    output rule's meaning (``soak_dask.io.outdir``) in the help."""
     parser.add_argument("--out", required=True, metavar="DIR", help=what)
     parser.add_argument(
         "--overwrite",

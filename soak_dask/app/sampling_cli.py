@@ -21,7 +21,7 @@ COMMAND = "compare-sampling"
 #: The writer named in the manifest of its --out directory.
 WRITER = f"soak {COMMAND}"
 #: The files the command writes (and the settings it ran with, in ``SETTINGS_FILE``); --out is
-#: checked and marked as every output directory is (``soak_dask.results.outdir``).
+#: checked and marked as every output directory is (``soak_dask.io.outdir``).
 SETTINGS_FILE = "compare_sampling.json"
 #: The result's store (``save_results``), which ``soak report`` renders.
 STORE = "compare_sampling.zarr"

@@ -42,12 +42,7 @@ from ..split.sampling import (
     MDC_MAX_ROWS,
     classes_of,
 )
-from ..split.sampling_splits import DEFAULT_METHODS as DEFAULT_METHODS
-from ..split.sampling_splits import METHOD_OPTIONS as METHOD_OPTIONS
-from ..split.sampling_splits import SamplingSplits
-from ..split.sampling_splits import check_method_options as check_method_options
-from ..split.sampling_splits import check_methods as check_methods
-from ..split.sampling_splits import split_column as split_column
+from ..split.sampling_splits import DEFAULT_METHODS, SamplingSplits
 from ..split.shares import count_strata
 from ..tables.table import Table, check_table
 

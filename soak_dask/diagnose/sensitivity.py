@@ -33,10 +33,7 @@ from ..run.entry import entry_point
 from ..run.fitting_options import FittingOptions
 from ..run.session import persisted, result_attrs, start
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES
-from ..split.trials import MIN_TRIALS as MIN_TRIALS
-from ..split.trials import SplitTrials as SplitTrials
-from ..split.trials import check_ratios as check_ratios
-from ..split.trials import check_trials as check_trials
+from ..split.trials import SplitTrials
 from ..tables.table import Table, check_table
 
 #: Title of split_sensitivity's results.

@@ -9,8 +9,8 @@ Figures and the report need matplotlib: ``plot_transfer``, ``plot_search`` and
 ``write_transfer_report`` import it on first use, not with the package.
 """
 
+from ..split.transfer import Transfer
 from .matrix import (
-    Transfer,
     cluster_subsets,
     transfer,
     transfer_distance,

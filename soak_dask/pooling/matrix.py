@@ -23,8 +23,7 @@ from sklearn.base import BaseEstimator
 from ..option_checks import checked
 from ..results.estimates import ESTIMATE_COLUMNS, fold_estimates
 from ..results.stats import pvalues
-from ..results.verdicts import MARKS as MARKS
-from ..results.verdicts import SAME, check_margin, with_verdicts
+from ..results.verdicts import MARKS, SAME, check_margin, with_verdicts
 from ..run.entry import entry_point
 from ..run.fitting_options import FittingOptions
 from ..run.session import (
@@ -41,9 +40,7 @@ from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import check_alpha
 from ..split.folds import check_fold_values
 from ..split.plan import Plan
-from ..split.transfer import Transfer as Transfer
-from ..split.transfer import cell_selection as cell_selection
-from ..split.transfer import train_selection as train_selection
+from ..split.transfer import Transfer
 from ..tables.table import SUBSET_COLUMN, Table
 
 #: Title of the results of ``transfer``.

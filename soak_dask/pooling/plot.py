@@ -28,10 +28,12 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from ..results.plot import COLORS, check_choice, format_pvalue, mean_sd_bar, measure_label
+from ..results.verdicts import MARKS
 from ..schema import LOWER_IS_BETTER
 from ..settings import check_alpha
-from .matrix import MARKS, check_transfer, cluster_subsets, transfer_pvalues
-from .search import TRAIN_SETS, check_search, search_pvalues
+from ..split.search import TRAIN_SETS
+from .matrix import check_transfer, cluster_subsets, transfer_pvalues
+from .search import check_search, search_pvalues
 
 #: Subset orders of ``plot_transfer``.
 ORDERS: tuple[str, ...] = ("cluster", "name")

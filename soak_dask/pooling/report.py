@@ -2,7 +2,7 @@
 with its tables (CSV, Markdown) and figures (PNG, SVG) beside it.
 
 The page is ``soak_dask.results.html.html_page``: no external file, script or style sheet.
-The directory is checked and marked as every output directory is (``soak_dask.results.outdir``):
+The directory is checked and marked as every output directory is (``soak_dask.io.outdir``):
 a later report (or ``soak transfer --out``) replaces exactly the files listed, nothing else.
 """
 
@@ -32,11 +32,10 @@ from ..results.html import (
     write_tables,
 )
 from ..results.shift import shift_lines, shift_summary
-from ..results.verdicts import NO_EVIDENCE
+from ..results.verdicts import MARKS, NO_EVIDENCE
 from ..settings import check_alpha
 from ..tables.spatial_record import made_from_coordinates
 from .matrix import (
-    MARKS,
     check_transfer,
     cluster_subsets,
     transfer_pvalues,
@@ -89,7 +88,7 @@ def check_out_dir(
     source: Any = None,
     name: str = "out",
 ) -> OutputDir:
-    """``out`` checked for a transfer report before any work (``soak_dask.results.outdir``):
+    """``out`` checked for a transfer report before any work (``soak_dask.io.outdir``):
     new, empty or an earlier transfer report (replaced with ``overwrite``), never the input
     table ``source``."""
     return check(out, writer=WRITER, overwrite=overwrite, source=source, name=name, flag=flag)
@@ -114,7 +113,7 @@ def write_transfer_report(
     sizes), ``transfer_shift.csv`` (``shift_summary``); with ``search``: ``search.png``/``.svg``
     (``plot_search``), ``search_pvalues.csv``/``.md``, ``search_pools.csv``,
     ``search_stability.csv`` and ``search_estimates.csv`` (``search_summary``);
-    ``report.html``; the manifest (``soak_dask.results.outdir.MANIFEST``).
+    ``report.html``; the manifest (``soak_dask.io.outdir.MANIFEST``).
 
     Parameters
     ----------

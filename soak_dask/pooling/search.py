@@ -47,10 +47,7 @@ from ..run.strategies import Fitted, OnePass, fit_pooled
 from ..schema import LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import SETTINGS, check_alpha
 from ..split.plan import Plan, Selection
-from ..split.search import TRAIN_SETS as TRAIN_SETS
-from ..split.search import Key, SearchOuter, SearchRound
-from ..split.search import inner_plan as inner_plan
-from ..split.search import outer_plan as outer_plan
+from ..split.search import TRAIN_SETS, Key, SearchOuter, SearchRound
 from ..tables.table import Table
 from .matrix import Prepared, paired_pvalues, prepare
 

@@ -24,7 +24,7 @@ import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 
-from .outdir import OutputDir, check_out_dir
+from ..io.outdir import OutputDir, check_out_dir
 from .text import prior_correction_text
 
 __all__ = [
@@ -184,7 +184,7 @@ def _cell(value: Any, digits: int) -> str:
 def prepare_report_dir(
     out: str | os.PathLike | OutputDir, overwrite: bool, flag: str, source: Any
 ) -> OutputDir:
-    """`out` checked for a report before any work (``soak_dask.results.outdir``): new, empty
+    """`out` checked for a report before any work (``soak_dask.io.outdir``): new, empty
     or an earlier report (replaced with `overwrite`), never the input table `source`."""
     name = "--out" if flag.startswith("--") else "out"  # the command line's word, or Python's
     return check_out_dir(

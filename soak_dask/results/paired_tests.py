@@ -234,7 +234,7 @@ def pvalues(
         where train sets of different subsets do not overlap); ``"corrected"``: the corrected
         test of `corrected` (its interval from the corrected variance; adds
         ``test_train_ratio``); ``"bayesian"``: the correlated Bayesian t-test (Benavoli et al.
-        2017, ``soak_dask.results.mean_tests``) with the same variance: ``ci_low``,
+        2017, ``soak_dask.stats.mean_tests``) with the same variance: ``ci_low``,
         ``ci_high`` the posterior's 95 %, ``p`` NaN, and at the end ``test_train_ratio``,
         ``rope``, ``p_compare_better``, ``p_equivalent``, ``p_reference_better``.
     rope : float, optional

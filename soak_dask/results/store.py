@@ -16,11 +16,7 @@ import pandas as pd
 import xarray as xr
 import zarr
 
-from ..io.locations import Location as Location
-from ..io.locations import check_apart as check_apart
-from ..io.locations import check_writable as check_writable
-from ..io.locations import locate as locate
-from ..io.locations import overlaps as overlaps
+from ..io.locations import Location, check_apart, check_writable, locate
 from ..io.outdir import MANIFEST as OUTPUT_MANIFEST
 from ..io.stores import (
     CHECKSUMS,
@@ -34,10 +30,7 @@ from ..io.stores import (
     write_bytes,
     write_zarr,
 )
-from ..run.assemble import RESULTS_TITLE as RESULTS_TITLE
-from ..run.assemble import build_dataset as build_dataset
-from ..run.assemble import encode_attrs as encode_attrs
-from ..run.assemble import package_versions as package_versions
+from ..run.assemble import RESULTS_TITLE
 from ..schema import COUNTS, DESIGN_DIMS, RESULT_DIMS, TIMINGS, TRAIN_TYPES
 from .registry import kind_name, registered, result_kind
 

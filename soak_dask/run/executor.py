@@ -21,7 +21,6 @@ from dask.base import get_scheduler
 from dask.system import CPU_COUNT
 
 # The run path imports current_client from here; it is defined on the ground floor, for split/ too.
-from ..dask_client import current_client as current_client
 from ..split.plan import Plan
 from ..tables.checks import check_classes, check_features
 from ..tables.fingerprint import data_fingerprint

@@ -34,11 +34,7 @@ from dask.utils import format_bytes
 
 from ..reduction import tree_reduce
 from ..split.plan import Plan
-from ..workers import LIMIT_SHARE as LIMIT_SHARE  # moved down a floor: importable here too
-from ..workers import FitMemoryError as FitMemoryError
-from ..workers import WorkerMemory as WorkerMemory
-from ..workers import worker_at_rest as worker_at_rest
-from ..workers import worker_memory as worker_memory
+from ..workers import FitMemoryError, WorkerMemory
 from .rowcap import class_codes, train_class_rows
 
 #: Float64-sized copies of a fit's rows that a fit task holds at its peak (see above).

@@ -28,6 +28,7 @@ import pandas as pd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
+from ..dask_client import current_client
 from ..io.locations import locate
 from ..learn.builtin import resolve_learners
 from ..learn.lasso import prepare_kernels
@@ -50,7 +51,7 @@ from .assemble import build_dataset, encode_attrs, package_versions
 from .checkpoint import SETTINGS as SETTINGS_FILE
 from .checkpoint import open_checkpoint, remove_checkpoint
 from .cost import dry_running, stop_dry_run
-from .executor import Checkpoint, current_client, data_identity, run_plan
+from .executor import Checkpoint, data_identity, run_plan
 from .facts import current_facts
 from .fitting import RunSpec
 from .fitting_options import FittingOptions

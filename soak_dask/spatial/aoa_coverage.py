@@ -22,7 +22,7 @@ import pandas as pd
 import xarray as xr
 
 from ..dask_client import current_client
-from ..pooling.matrix import Transfer, default_measure, transfer_pvalues
+from ..pooling.matrix import default_measure, transfer_pvalues
 from ..results.applicability import (
     aoa_outside,
     comparison_sentence,
@@ -34,6 +34,7 @@ from ..run.fitting import select_rows
 from ..split.designs import SameOtherAll
 from ..split.folds import block_counts
 from ..split.plan import Plan, Selection
+from ..split.transfer import Transfer
 from ..tables.arrays import float_array
 from ..tables.table import Table, check_table
 from .aoa import TrainDI, block_di, check_features, check_weights, train_di

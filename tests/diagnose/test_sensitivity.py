@@ -20,13 +20,13 @@ from sklearn.model_selection import PredefinedSplit, cross_val_score
 
 import soak_dask as sd
 from soak_dask.diagnose.sensitivity import (
-    SplitTrials,
     recommend,
     split_sensitivity,
     split_sensitivity_summary,
     split_sensitivity_trials,
 )
 from soak_dask.split.shares import share_sizes
+from soak_dask.split.trials import SplitTrials
 
 from ..conftest import n_examples, toy_table
 
