@@ -6,7 +6,8 @@ The page has one table of contents; each section its heading (the page's title a
 it was given), lede, notes, how to read it, body and settings. Two outputs' pages use the same
 names (``summary.csv``, the anchor ``folds``), so each section's files are written under its
 key (``eval_summary.csv``: ``Prefixed``) and its anchors and headings nested under it
-(``eval-folds``; its ``h2`` an ``h3``); every file is listed once, at the end.
+(``eval-folds``; its ``h2`` an ``h3``), and its text names its files so (``eval_timings.csv``);
+every file is listed once, at the end.
 """
 
 from __future__ import annotations
@@ -126,6 +127,8 @@ def _section(section: StoreSection, heading: str) -> str:
         f"{reading_html(parts.explanation, 'section')}{parts.body}\n"
         f'<h2 id="settings">Settings</h2>\n{parts.settings}\n'
     )
+    for name in map(html.escape, parts.files):  # its text names its files as written here
+        inner = inner.replace(f"<code>{name}</code>", f"<code>{key}_{name}</code>")
     return (
         f'<section class="store" id="{key}">\n<h2 class="store">{heading}</h2>\n'
         f"{_nested(inner, key)}</section>\n"

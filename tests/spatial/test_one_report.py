@@ -106,6 +106,7 @@ def test_one_page_with_a_section_per_output(stores, farm):
     manifest = json.loads((out / MANIFEST).read_text())["files"]
     assert sorted(listed) == sorted(manifest) and len(listed) == len(set(listed))
     assert all((out / name).is_file() for name in manifest)
+    assert "<code>eval_timings.csv</code>" in page and "<code>timings.csv</code>" not in page
     # the numbers of each output, as its own page has them
     words = page_numbers(page)
     info = json.loads((stores["knndm"] / "knndm.json").read_text())
