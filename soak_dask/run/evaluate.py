@@ -62,7 +62,7 @@ def evaluate(
     checkpoint: str | os.PathLike | None = None,
     error_score: float | str = np.nan,
     train_ratio: float | None = None,
-    persist: bool = True,
+    persist: bool | None = None,
     models: str | os.PathLike | None = None,
     nested: bool = True,
     inner: str = "auto",
@@ -241,7 +241,7 @@ def evaluate(
     # From the counts K and the folds were drawn from: no pass of its own, and no wait for the
     # persisted keys, so the first fits' pass follows the keys' at once.
     classes = table_classes(train)
-    data = persisted(keyed.data, persist, session.client)
+    data, kept = persisted(keyed.data, persist, session.client, train, session.progress)
     estimators, notes = procedure.apply(session.estimators, classes, session.measures[0])
     session = session.with_estimators(estimators)
     plan = design.plan(keyed)
@@ -259,7 +259,7 @@ def evaluate(
     last = Batched() if design.batched else None
     # The final models read the training table: unpersisted, the keyed rows would compute the
     # design's key columns (a resample's Poisson counts, ...) again in each of their passes.
-    final = dataclasses.replace(ctx, table=train, data=data if persist else train.data)
+    final = dataclasses.replace(ctx, table=train, data=data if kept else train.data)
     finals_asked = {"wanted": wanted, "resubstitution": resubstitution, "counts": design.counts_}
     records, finals, timings = _outer_and_finals(
         session, ctx, final, last, held, settings, **finals_asked

@@ -63,8 +63,8 @@ def check_inference(
     """The repeats to run: None without ``inference``; ``repeats`` (default
     `DEFAULT_REPEATS`) with ``inference="con_z"`` or ``"ncv"``. Refuses ``inference_repeats``
     given alone or below 2, and an unknown ``inference``, naming the option; for ``"ncv"`` an
-    `outer` design other than K-fold CV (`NCV_DESIGNS`), a `table` with a fold column and
-    `outer_folds` below 3."""
+    `outer` design other than K-fold CV (`NCV_DESIGNS`), a `table` with a group or fold
+    column and `outer_folds` below 3."""
     inference = SETTINGS["inference"].checked(inference)
     if inference is None:
         if repeats is not None:
@@ -88,6 +88,12 @@ def _check_ncv_design(outer: str, table: Table | None, outer_folds: Any) -> None
             f"inference='ncv' nests a (K-1)-fold CV in each fold of K-fold CV: it needs "
             f"outer='cv' or outer='repeated_cv', not outer={outer!r}; use inference='con_z' on "
             "this design"
+        )
+    if table is not None and table.group is not None:
+        raise ValueError(
+            f"inference='ncv' treats the rows as independent (its b term is the variance of a "
+            f"fold's per-row losses; mlr3inferr refuses grouped rows too), but the table has the "
+            f"group column {table.group!r}: use inference='con_z', which keeps whole groups"
         )
     if table is not None and table.fold is not None:
         raise ValueError(

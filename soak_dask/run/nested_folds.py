@@ -2,7 +2,7 @@
 inference="ncv", inference_repeats=R)``), as mlr3inferr's ``rsmp("ncv")`` makes them.
 
 R times, the training rows are dealt into K folds afresh, as the design's own K-fold CV deals
-them (class-stratified, or whole groups; the same ``balance`` and ``group_assignment``), seeded
+them (class-stratified; the same ``balance``; rows only: grouped rows are refused), seeded
 by a salted hash of the run's seed, so the same seed gives the same splits whatever the workers.
 On each split the design is run again (``halves.rerun``: the run's own options and learners,
 K-fold CV on the split's folds, given as a fold column): once on all the rows (the *outer*

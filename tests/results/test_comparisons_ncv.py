@@ -46,11 +46,15 @@ def test_ncv_refused_before_any_fit_naming_the_option(kwargs, match) -> None:
         sd.evaluate(_toy_table(), "lr", inference="ncv", progress=False, **kwargs)
 
 
-def test_ncv_refuses_a_table_with_a_fold_column() -> None:
+def test_ncv_refuses_a_table_with_a_fold_or_group_column() -> None:
     df = _frame().assign(f=lambda d: np.arange(len(d)) % 3 + 1)
     table = sd.load_table(df, label="y", features=["x1", "x2"], fold="f")
     with pytest.raises(ValueError, match="fold column 'f' fixes the folds"):
         check_inference("ncv", None, "cv", table)
+    grouped = sd.load_table(_frame().assign(g=lambda d: np.arange(len(d)) // 4), label="y",
+                            features=["x1", "x2"], group="g")  # fmt: skip
+    with pytest.raises(ValueError, match="group column 'g': use inference='con_z'"):
+        check_inference("ncv", None, "cv", grouped)
     assert check_inference("ncv", None, "repeated_cv", _toy_table()) == 10
 
 
@@ -112,6 +116,7 @@ def test_compare_ncv_is_the_algorithm_on_the_loss_differences(with_ncv: xr.Datas
         (want.ci_low, want.ci_high, want.p)
     )
     assert row["n"] == 120 and row["df"] == math.inf
+    assert math.isnan(row["level"]) and "82.3%" in row["note"] and "not measured" in row["note"]
     each = sd.ncv_intervals(ds, "error").set_index("learner")["estimate"]
     assert row["compare_mean"] == pytest.approx(each["lr"])
     assert row["mean_diff"] == pytest.approx(each["lr"] - each["tree"])
