@@ -659,9 +659,10 @@ _DECLARED = (
         identity=True, cli=False, commands=("run", "transfer", "search"), drawn=True,
     ),
     Setting(
-        "persist", "run", "bool", True,
-        "keep the table in cluster memory for the fits (--no-persist: each fit reads its rows "
-        "from storage, for tables larger than the cluster's memory)",
+        "persist", "run", "bool", None,
+        "keep the columns a run reads in cluster memory for its passes (--persist), or read "
+        "them from storage at each pass (--no-persist); default: kept when they take at most "
+        "half the memory the workers have for tasks, and the run says which and why",
         aliases=("no_persist",), evaluate=True, commands=ALL,
     ),
     Setting(

@@ -29,7 +29,7 @@ from ..option_checks import checked
 from ..run.assemble import build_dataset
 from ..run.entry import entry_point
 from ..run.fitting_options import FittingOptions
-from ..run.session import result_attrs, start
+from ..run.session import persisted, result_attrs, start
 from ..run.strategies import Batched, WholeTrainSet
 from ..split.overlap import (
     DEFAULT_K,
@@ -67,7 +67,7 @@ def compare_sampling(
     knn: str = "exact",
     mdc_max_rows: int = MDC_MAX_ROWS,
     doptimal_repeats: int = D_OPTIMAL_REPEATS,
-    persist: bool = True,
+    persist: bool | None = None,
     client: Any = None,
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
@@ -107,8 +107,9 @@ def compare_sampling(
         MDC runs on a seeded stratified sample of this many rows of a larger table.
     doptimal_repeats : int
         Random candidate training sets of D-optimal sampling.
-    persist : bool
-        Keep the table's feature and label columns in cluster memory for the fits (the key
+    persist : bool, optional
+        Keep the table's feature and label columns in cluster memory for the fits (None, the
+        default: when they fit, as ``soak_dask.soak`` decides; the key
         columns are kept whatever this says: they are small and costly to recompute).
     client, progress, checkpoint, error_score
         As for ``soak_dask.soak``: finished fits are saved in the checkpoint as they arrive
@@ -158,8 +159,8 @@ def compare_sampling(
     )  # fmt: skip
     base = replace(table, data=table.data[[*table.features, table.label]], files=None)
     base = ensure_positions(base)
-    if persist:
-        base = replace(base, data=base.data.persist())
+    kept, _ = persisted(base.data, persist, session.client, table, session.progress)
+    base = replace(base, data=kept)
     classes = tuple(classes_of(base))  # a one-class table is refused before any split
     keyed = design.add_keys(base)
     notes = design.learned_["notes"]

@@ -62,7 +62,7 @@ def split_sensitivity(
     seed: int = 1,
     client: Any = None,
     progress: bool = True,
-    persist: bool = True,
+    persist: bool | None = None,
     checkpoint: str | os.PathLike | None = None,
     error_score: float | str = np.nan,
     onepass: bool = True,
@@ -157,7 +157,7 @@ def split_sensitivity(
     )
     keyed = design.add_keys(table)
     used = design.learned_
-    data = persisted(keyed.data, persist, session.client)
+    data, _ = persisted(keyed.data, persist, session.client, table, session.progress)
     plan = design.plan(keyed)
     # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
     ctx = session.context(keyed, data, plan, used["classes"], fold_column="")

@@ -139,7 +139,7 @@ def prepare(
     n_folds: int | None,
     measures: Sequence[str] | str | None,
     stratify: bool,
-    persist: bool,
+    persist: bool | None,
     **shared: Any,
 ) -> Prepared:
     """Assign SOAK's folds, persist the columns and check the blocks, as ``soak`` does before
@@ -152,7 +152,7 @@ def prepare(
             "subset=COLUMN (without subsets, use soak_dask.soak or soak_dask.evaluate)"
         )
     design = Transfer(n_folds, seed=session.seed, stratify=stratify)
-    keyed, data = prepared(design.add_keys(table), persist, session.client)
+    keyed, data = prepared(design.add_keys(table), persist, session, table)
     counts, classes = checked_counts(keyed, n_folds, table.fold is not None)
     subsets = sorted(counts[keyed.subset].unique().tolist())
     if len(subsets) < 2:
@@ -174,7 +174,7 @@ def transfer(
     seed: int = 1,
     measures: Sequence[str] | str | None = None,
     stratify: bool = True,
-    persist: bool = True,
+    persist: bool | None = None,
     error_score: float | str = np.nan,
     client: Any = None,
     progress: bool = True,

@@ -130,7 +130,7 @@ def search_subsets(
     measures: Sequence[str] | str | None = None,
     max_inner_fits: int = MAX_INNER_FITS,
     stratify: bool = True,
-    persist: bool = True,
+    persist: bool | None = None,
     error_score: float | str = np.nan,
     client: Any = None,
     progress: bool = True,

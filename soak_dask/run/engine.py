@@ -36,7 +36,7 @@ def soak(
     train_types: Sequence[str] | str = TRAIN_TYPES,
     measures: Sequence[str] | str | None = None,
     stratify: bool = True,
-    persist: bool = True,
+    persist: bool | None = None,
     error_score: float | str = np.nan,
     client: Any = None,
     progress: bool = True,
@@ -82,10 +82,12 @@ def soak(
         log_loss; regression: mse, rmse, mae, r2).
     stratify : bool
         Balance folds within subset × label (classification).
-    persist : bool
-        Keep the table's columns in cluster memory for the fits (one read of the source).
-        Set False when the table is larger than the cluster's memory: each fit then reads
-        its rows from storage.
+    persist : bool, optional
+        True keeps the columns the run reads in cluster memory for its passes (one read of
+        the source); False reads them from storage at each pass (a table larger than the
+        cluster's memory). None (default): kept when their estimated size is at most half the
+        memory the workers have for tasks (``run.persist_choice``); the run prints which and
+        why.
     error_score : float or "raise"
         Score of a fit that raises, as in scikit-learn's ``cross_validate``: NaN and one warning
         listing the failures, or ``"raise"`` to stop.
@@ -169,7 +171,7 @@ def soak(
     }
     design = SameOtherAll(n_folds, train_types, stratify=stratify, **sized)
     fitting.check_learners(session.estimators, sizes=sizes)
-    keyed, data = prepared(design.add_keys(table), persist, session.client)
+    keyed, data = prepared(design.add_keys(table), persist, session, table)
     counts, classes = checked_counts(keyed, n_folds, table.fold is not None)
     procedure = Procedure.from_options(options)
     estimators, notes = procedure.apply(session.estimators, classes, session.measures[0])

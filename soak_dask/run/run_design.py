@@ -33,7 +33,7 @@ def run_design(
     *,
     measures: Sequence[str] | str | None = None,
     seed: int = 1,
-    persist: bool = True,
+    persist: bool | None = None,
     error_score: float | str = np.nan,
     client: Any = None,
     progress: bool = True,
@@ -86,7 +86,7 @@ def run_design(
         client=client, progress=progress, checkpoint=checkpoint, fitting=fitting,
     )  # fmt: skip
     keyed = keyed_by(design, table, session.client)
-    data = persisted(keyed.data, persist, session.client)
+    data, _ = persisted(keyed.data, persist, session.client, table, session.progress)
     plan = design.plan(keyed)
     _check_incremental(session, design, plan)
     classes = table_classes(table)

@@ -4,7 +4,7 @@
 ``compare_sampling`` are each a design plus options composed on this path: ``start`` checks the
 table, resolves the learners and measures, takes the client and identifies the data for a
 checkpoint (before keys are added: folds depend on the seed); the design adds its keys;
-``persisted`` (or ``prepared``, SOAK's columns) keeps the columns in cluster memory;
+``persisted`` (or ``prepared``, SOAK's columns) keeps the columns in cluster memory when they fit;
 ``checked_counts`` counts the blocks and checks them; the design plans; ``Session.context``
 and ``Session.run`` run the plan with the strategies that apply, saving each fit in the
 checkpoint and honouring ``error_score``; ``result_attrs`` and ``assemble`` make the result.
@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,7 @@ from .facts import current_facts
 from .fitting import RunSpec
 from .fitting_options import FittingOptions
 from .memory import count_fit_rows, fit_rows
+from .persist_choice import choose_persist
 from .rowcap import train_class_rows
 from .score_memory import auc_columns
 from .strategies import (
@@ -263,22 +265,40 @@ def keyed_by(design: Design, table: Table, client: Any) -> Table:
         return design.add_keys(table)
 
 
-def persisted(data: dd.DataFrame, persist: bool, client: Any) -> dd.DataFrame:
-    """``data`` kept in cluster memory (on ``client``, else Dask's local scheduler) if
-    ``persist`` (never in a dry run, which reads only the keys its plan counts)."""
-    if not persist or dry_running():
-        return data
-    return client.persist(data) if client is not None else data.persist()
+def persisted(
+    data: dd.DataFrame,
+    persist: bool | None,
+    client: Any,
+    rows_of: Table | int,
+    progress: bool = False,
+) -> tuple[dd.DataFrame, bool]:
+    """``data`` and whether it is kept in cluster memory (on `client`, else Dask's local
+    scheduler): as ``persist`` says, or with None as its size against the workers' memory
+    (``persist_choice.choose_persist``), printed with the progress bar. `rows_of`: the rows,
+    or the run's table before its keys (its rows from the run's shared counts, read only to
+    decide). A dry run persists nothing (it reads only the keys its plan counts)."""
+    if dry_running() or persist is False:
+        return data, False
+    if persist is None and isinstance(rows_of, Table):
+        rows_of = int(_folds.table_partition_rows(rows_of).sum())
+    keep, why = choose_persist(persist, data, int(rows_of) if persist is None else 0, client)
+    if progress and persist is None:
+        print(f"Persist: {why}", file=sys.stderr)
+    if not keep:
+        return data, False
+    return (client.persist(data) if client is not None else data.persist()), True
 
 
-def prepared(table: Table, persist: bool, client: Any) -> tuple[Table, dd.DataFrame]:
-    """The columns a SOAK-folds run reads (features, label, subset, fold, group), persisted if
-    asked, and the table over them."""
+def prepared(
+    table: Table, persist: bool | None, session: Session, rows_of: Table
+) -> tuple[Table, dd.DataFrame]:
+    """The columns a SOAK-folds run reads (features, label, subset, fold, group), persisted as
+    ``persisted`` decides, and the table over them."""
     cols = [*table.features, table.label, table.subset, table.fold]
     if table.group is not None:
         cols.append(table.group)
-    data = persisted(table.data[cols], persist, client)
-    if persist:
+    data, kept = persisted(table.data[cols], persist, session.client, rows_of, session.progress)
+    if kept:
         table = table.with_fold(data, table.fold, table.fold_counts)
     return table, data
 

@@ -31,6 +31,7 @@ from ..results.applicability import (
     soak_aoa_sentences,
 )
 from ..run.fitting import select_rows
+from ..run.session import persisted
 from ..split.designs import SameOtherAll
 from ..split.folds import block_counts
 from ..split.plan import Plan, Selection
@@ -55,7 +56,7 @@ def aoa_coverage(
     train_folds: bool = True,
     sample: int | None = None,
     max_train_rows: int = MAX_TRAIN_ROWS,
-    persist: bool = True,
+    persist: bool | None = None,
     client: Any = None,
 ) -> xr.Dataset:
     """``result`` with ``aoa_share``: per result cell, the share of its test block's rows inside
@@ -82,9 +83,10 @@ def aoa_coverage(
         the result's seed and the row's place, as ``soak``'s row cap). Default: refuse them.
     max_train_rows : int
         Largest train set taken whole.
-    persist : bool
+    persist : bool, optional
         Keep the table's feature and key columns in cluster memory for the passes (two per
-        train set: its rows, its test blocks); False reads them from storage each time.
+        train set: its rows, its test blocks); False reads them from storage each time;
+        None (default): kept when they fit, as ``soak_dask.soak`` decides.
     client : distributed.Client, optional
         Default: the current client, if any.
 
@@ -124,8 +126,7 @@ def aoa_coverage(
             "max_train_rows"
         )
     data = table.data[_columns(table, features)]
-    if persist:
-        data = client.persist(data) if client is not None else data.persist()
+    data, _ = persisted(data, persist, client, int(counts["n"].sum()))
     weights_map = dict(zip(features, w, strict=True))
     seed = int(result.attrs.get("seed", 1))
     per_fit = {}
