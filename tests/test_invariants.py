@@ -154,7 +154,9 @@ def test_splitter_invariants(case):
     check_invariants(case, splitter_splits(case))
 
 
-@settings(SETTINGS, max_examples=n_examples(30))
+# The properties are checked on 40 tables in memory (above); the engine's selection, through
+# Dask, on fewer: it must equal the splitter's.
+@settings(SETTINGS, max_examples=n_examples(12))
 @given(cases())
 def test_engine_row_selection_invariants(case):
     splits = engine_splits(case)

@@ -134,6 +134,7 @@ def store(tmp_path_factory) -> Path:
     return sd.save_results(res, tmp_path_factory.mktemp("lazy") / "res.zarr")
 
 
+@pytest.mark.slow
 def test_results_opened_after_import_soak_dask_alone_have_the_accessor(store):
     code = (
         "from soak_dask import open_results\n"  # through soak_dask.__getattr__, as sd.open_results
@@ -147,6 +148,7 @@ def test_results_opened_after_import_soak_dask_alone_have_the_accessor(store):
     assert json.loads(summary) == json.loads(expected.to_json())
 
 
+@pytest.mark.slow
 def test_a_store_opened_by_xarray_after_import_soak_dask_has_the_accessor(store):
     code = (
         "import soak_dask\nimport xarray as xr\n"

@@ -212,6 +212,7 @@ def test_pair_sums_of_pieces_add_up_to_the_whole(n, cuts, seed) -> None:
     assert whole["error"]["b"] == 1e4 * np.sum(wrong["a"] != wrong["b"])
 
 
+@pytest.mark.slow
 def test_same_sums_on_two_worker_processes(cluster) -> None:
     """The pieces travel between worker processes (pickled exact sums) to the same sums."""
     import distributed

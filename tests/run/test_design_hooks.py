@@ -49,6 +49,7 @@ def knndm_fold_column(table: sd.Table, prediction: pd.DataFrame, seed: int) -> p
     return frame.set_index(["x", "y"])[FOLD].sort_index()
 
 
+@pytest.mark.slow
 def test_run_design_of_knndm_folds_is_evaluate_outer_knndm():
     df, pred = scene()
     t = sd.load_table(df, label="label", coords=["x", "y"])

@@ -161,6 +161,7 @@ def test_bootstrap_out_of_bag_and_632():
     assert (ds["error_632plus"] >= ds["error_632"] - 1e-9).all()
 
 
+@pytest.mark.slow
 def test_same_seed_same_results_whatever_the_partitioning():
     df = _frame(n=300)
     runs = []

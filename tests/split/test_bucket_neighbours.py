@@ -83,6 +83,7 @@ def bucket_degrees(
     return np.concatenate([degrees(*f) for f in dask.compute(*found)])
 
 
+@pytest.mark.slow
 def test_recall_against_the_exact_search():
     df = frame(1500)
     (whole,), lengths = blocks_of(df, 1500)
@@ -203,6 +204,7 @@ def test_exchange_puts_each_target_in_its_own_partition():
     assert [sorted(p["v"].tolist()) for p in parts] == [[1.0, 4.0], [3.0], [], [0.0, 2.0], []]
 
 
+@pytest.mark.slow
 def test_the_rows_travel_through_a_p2p_shuffle_on_a_cluster(cluster):
     """On a distributed cluster the two exchanges are Dask's P2P shuffles (disk-buffered): the
     graph holds no task per (partition, group) pair, and the degrees are the same as the
