@@ -186,7 +186,9 @@ def open_input(path: str, raster: bool = False) -> Any:
         with warnings.catch_warnings():
             # Stores without consolidated metadata (Zarr v3's default) are read all the same.
             warnings.filterwarnings("ignore", message="Failed to open Zarr store with consolid")
-            return xr.open_zarr(plain, consolidated=None)
+            # decode_coords="all": the CRS variable rioxarray wrote (CF grid mapping) stays a
+            # coordinate, so the outputs keep it (map axes in metres, not coordinate units).
+            return xr.open_zarr(plain, consolidated=None, decode_coords="all")
     if raster and plain.lower().endswith(_TIF):
         return _open_geotiff(plain)
     if is_delimited_source(plain, None):

@@ -120,7 +120,7 @@ def _open_path(path: str, chunks: int | None) -> xr.Dataset:
         return ds.rename({v: str(v).removeprefix(f"{_KEY}_") for v in ds.data_vars})
     if not os.path.exists(path) and "://" not in path:
         raise FileNotFoundError(f"raster {path!r} does not exist")
-    return xr.open_zarr(path, consolidated=None)
+    return xr.open_zarr(path, consolidated=None, decode_coords="all")  # the CRS: a coordinate
 
 
 def _bands_of(raster: xr.DataArray) -> xr.Dataset:

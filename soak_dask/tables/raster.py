@@ -207,7 +207,9 @@ def _open_raster(source: Any, storage_options: dict | None) -> tuple[xr.Dataset,
                 "the files as {variable: path}, e.g. {'bands': 'scene.tif', 'label': "
                 "'label.tif'}, or open them yourself with soak_dask.tables.raster.open_geotiffs"
             )
-        ds = xr.open_zarr(path, storage_options=storage_options, consolidated=None)
+        ds = xr.open_zarr(
+            path, storage_options=storage_options, consolidated=None, decode_coords="all"
+        )  # the CRS variable rioxarray wrote stays a coordinate, not a band
         return ds, path
     raise TypeError(
         f"cannot read a raster from {type(source).__name__}; give an xarray Dataset, the "
