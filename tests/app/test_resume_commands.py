@@ -20,6 +20,8 @@ from soak_dask.app import cli
 from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.run import executor
 
+from ..results.test_every_kind_report import check_page
+
 #: Three runs of each command (stopped, resumed, undisturbed): `make test-fast` skips them.
 pytestmark = pytest.mark.slow
 #: Timings differ from run to run; everything else must not.
@@ -82,16 +84,25 @@ def test_transfer_and_search_resume_to_the_undisturbed_result(
 ):
     argv = [
         "transfer", pixels, "--label", "label", "--subset", "region", "--exclude",
-        "x,y,polygon", "--n-folds", 3, "--learner", "logistic",
+        "x,y,polygon", "--n-folds", 2, "--learner", "logistic",
         "--scheduler", cluster.scheduler_address,
     ]  # fmt: skip
-    # The matrix's 9 fits save 27 task files (one per test subset), then the search's rounds
-    # save theirs: stopped inside the search, the matrix whole.
-    out, plain, _ = resumed_and_plain(argv, tmp_path, 40, monkeypatch, capsys)
+    # The matrix's 6 fits save 18 task files (one per test subset), then the search's rounds
+    # save theirs (48 in all): stopped inside the search, the matrix whole.
+    out, plain, _ = resumed_and_plain(argv, tmp_path, 30, monkeypatch, capsys)
     for store in ("transfer.zarr", "search.zarr"):
         resumed, undisturbed = _zarr(out / store), _zarr(plain / store)
         xr.testing.assert_identical(resumed, undisturbed)
     assert _zarr(out / "search.zarr").attrs["design"] == "search_subsets"
+    # Two stores in the directory: `soak report` of it names both paths to give; of each
+    # store, the page of its kind (tests/results/test_every_kind_report.py for the others).
+    code = cli.main(["report", str(plain), "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert code != 0 and str(plain / "search.zarr") in err and str(plain / "transfer.zarr") in err
+    assert not (tmp_path / "x").exists()
+    for kind, store in (("transfer", "transfer.zarr"), ("search_subsets", "search.zarr")):
+        assert cli.main(["report", str(plain / store), "--out", str(tmp_path / kind)]) == 0
+        check_page(tmp_path / kind, kind)
 
 
 def test_split_sensitivity_resumes_to_the_undisturbed_result(
@@ -99,10 +110,10 @@ def test_split_sensitivity_resumes_to_the_undisturbed_result(
 ):
     argv = [
         "split-sensitivity", pixels, "--label", "label", "--exclude", "x,y,polygon,region",
-        "--learner", "logistic", "--ratios", "0.5,0.7", "--n-repeats", 3, "--n-folds", 3,
+        "--learner", "logistic", "--ratios", "0.5,0.7", "--n-repeats", 3, "--n-folds", 2,
         "--scheduler", cluster.scheduler_address,
     ]  # fmt: skip
-    out, plain, _ = resumed_and_plain(argv, tmp_path, 4, monkeypatch, capsys)  # of 24 fits
+    out, plain, _ = resumed_and_plain(argv, tmp_path, 4, monkeypatch, capsys)  # of 18 fits
     for name in ("summary.csv", "trials.csv", "split_sensitivity.json"):
         assert (out / name).read_text() == (plain / name).read_text(), name
 

@@ -2,7 +2,8 @@
 compare_sampling — names its kind in ``attrs["design"]`` (the ``.soak`` accessor dispatches on
 it), is saved as one store, opened by ``open_results`` (alias ``load_results``) and rendered as
 one HTML page (``report.html``) with its tables and figures, from the Python API and from the
-command that makes it (``soak <command>`` → ``soak report``); a store of an unknown kind is
+command that makes it (``soak <command>`` → ``soak report``; ``soak transfer``'s two stores in
+tests/app/test_resume_commands.py, on its undisturbed run); a store of an unknown kind is
 refused, one of the older name of search_subsets opens."""
 
 from __future__ import annotations
@@ -226,20 +227,6 @@ def test_each_command_then_soak_report(kind, data, local, tmp_path, capsys):
     assert printed.strip().endswith(str(tmp_path / "report" / "report.html"))
     check_page(tmp_path / "report", kind)
     assert sd.open_results(out).attrs["design"] == kind  # the directory's one store
-
-
-@pytest.mark.slow
-def test_transfer_command_then_soak_report_of_each_store(data, local, tmp_path, capsys):
-    out = tmp_path / "out"
-    soak(["transfer", data, *BASE, "--subset", "subset", "--n-folds", "3", "--out", out], capsys)
-    # Two stores in the directory: the message names both paths to give.
-    code = cli.main(["report", str(out), "--out", str(tmp_path / "x")])
-    err = capsys.readouterr().err
-    assert code != 0 and str(out / "search.zarr") in err and str(out / "transfer.zarr") in err
-    assert not (tmp_path / "x").exists()
-    for kind, store in (("transfer", "transfer.zarr"), ("search_subsets", "search.zarr")):
-        soak(["report", out / store, "--out", tmp_path / kind], capsys)
-        check_page(tmp_path / kind, kind)
 
 
 def test_an_output_directory_without_a_store_says_what_to_give(results, tmp_path):
