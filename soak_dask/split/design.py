@@ -30,7 +30,24 @@ import pandas as pd
 import xarray as xr
 
 from ..tables.table import Table
+from .fold_options import check_seed
 from .plan import Plan
+
+
+class Seed:
+    """A design's ``seed``, checked where it is set (``fold_options.check_seed``): a design's
+    ``__init__`` assigns ``self.seed = seed`` and nothing re-checks it."""
+
+    def __get__(self, design: Any, owner: type | None = None) -> Any:
+        if design is None:
+            return self
+        try:
+            return design.__dict__["seed"]
+        except KeyError:
+            raise AttributeError(f"{type(design).__name__} has no seed") from None
+
+    def __set__(self, design: Any, value: Any) -> None:
+        design.__dict__["seed"] = check_seed(value)
 
 
 class Design(ABC):
@@ -72,6 +89,7 @@ class Design(ABC):
     """
 
     kind: ClassVar[str | None] = None
+    seed = Seed()
     resubstitution: ClassVar[bool] = False
     batched: ClassVar[bool] = False
     learned_: dict[str, Any] = {}  # noqa: RUF012 (read-only default; add_keys sets its own)

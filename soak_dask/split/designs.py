@@ -17,7 +17,6 @@ from .fold_options import (
     check_group_assignment,
     check_n_folds,
     check_open_ratio,
-    check_seed,
     check_size_seeds,
     check_sizes,
     fold_count,
@@ -107,7 +106,7 @@ class SameOtherAll(Design):
         self.balance = check_balance(balance)
         self.group_assignment = check_group_assignment(group_assignment)
         self.train_types = check_train_types(train_types)
-        self.seed = check_seed(seed)
+        self.seed = seed
         self.stratify = check_flag(stratify, "stratify")
         self.sizes, self.ratio = check_sizes(sizes), check_open_ratio(ratio)
         self.size_seeds = check_size_seeds(size_seeds)

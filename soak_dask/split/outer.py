@@ -34,7 +34,6 @@ from .fold_options import (
     check_clustering,
     check_group_assignment,
     check_n_folds,
-    check_seed,
 )
 from .folds import (
     check_balance,
@@ -202,7 +201,7 @@ class KFoldDesign(Design):
     ) -> None:
         self.n_folds = check_n_folds(n_folds, "outer_folds")
         self.n_repeats = _positive(n_repeats, "outer_repeats")
-        self.seed = check_seed(seed)
+        self.seed = seed
         self.balance = check_balance(balance)
         self.group_assignment = check_group_assignment(group_assignment)
 
@@ -292,7 +291,7 @@ class Subsampling(KFoldDesign):
             raise ValueError(f"train_ratio={train_ratio!r}: need a number between 0 and 1")
         self.n_repeats = _positive(n_repeats, "outer_repeats")
         self.train_ratio = float(train_ratio)
-        self.seed = check_seed(seed)
+        self.seed = seed
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with a train (1) / test (0) key per repeat; ``learned_``: the share of
@@ -421,7 +420,7 @@ class Bootstrap(Design):
 
     def __init__(self, n_repeats: int = 10, seed: int = 1) -> None:
         self.n_repeats = _positive(n_repeats, "outer_repeats")
-        self.seed = check_seed(seed)
+        self.seed = seed
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with each row's (each group's) Poisson(1) count per resample."""

@@ -14,7 +14,6 @@ import pandas as pd
 from ..tables.checks import refuse_ignored
 from ..tables.table import Table
 from .design import Design
-from .fold_options import check_seed
 from .overlap import DEFAULT_K, SEARCHES, attach, check_k, degree_frame, overlap_levels
 from .plan import Fit, Plan, Selection, Term, build_plan
 from .sampling import (
@@ -77,7 +76,7 @@ class SamplingSplits(Design):
         mdc_max_rows: int = MDC_MAX_ROWS,
         doptimal_repeats: int = D_OPTIMAL_REPEATS,
     ) -> None:
-        self.seed, self.train_ratio = check_seed(seed), check_ratio(train_ratio)
+        self.seed, self.train_ratio = seed, check_ratio(train_ratio)
         self.methods = check_methods(methods)
         given = {"n_neighbors": n_neighbors, "n_levels": n_levels, "knn": knn}
         given.update(mdc_max_rows=mdc_max_rows, doptimal_repeats=doptimal_repeats)

@@ -18,7 +18,7 @@ import pandas as pd
 from ..tables.table import Table
 from .design import Design, check_flag
 from .designs import SameOtherAll
-from .fold_options import check_n_folds, check_seed, fold_count
+from .fold_options import check_n_folds, fold_count
 from .folds import block_counts, check_fold_values
 from .plan import Fit, Plan, Selection, Term, build_plan
 
@@ -54,7 +54,7 @@ class Transfer(Design):
 
     def __init__(self, n_folds: int | None = None, *, seed: int = 1, stratify: bool = True):
         self.n_folds = None if n_folds is None else check_n_folds(n_folds)
-        self.seed = check_seed(seed)
+        self.seed = seed
         self.stratify = check_flag(stratify, "stratify")
 
     def add_keys(self, table: Table) -> Table:

@@ -174,6 +174,10 @@ def test_design_keeps_the_protocol(design):
         kwargs, name = bad
         with pytest.raises(ValueError, match=rf"\b{name}\b"):
             design(**{**params, **kwargs})
+    if "seed" in inspect.signature(design).parameters:  # checked where set (Design.seed)
+        with pytest.raises(ValueError, match=r"seed=1\.0: need an integer"):
+            design(**{**params, "seed": 1.0})
+        assert made.get_params()["seed"] == params.get("seed", 1)
 
 
 def test_run_design_of_same_other_all_is_a_soak_result():
