@@ -182,14 +182,15 @@ def test_a_read_only_directory_is_refused_before_any_work(tmp_path):
 @pytest.mark.slow
 def test_write_report_follows_the_rule(results, data, tmp_path):
     out = tmp_path / "rep"
-    page = sd.write_report(results, out)
+    # One measure's figures where a report is written: every figure is written by one rule.
+    page = sd.write_report(results, out, "error")
     listed = json.loads((out / MANIFEST).read_text())["files"]
     assert page.name == "report.html" and set(listed) == {p.name for p in out.iterdir()} - {
         MANIFEST
     }
     with pytest.raises(FileExistsError, match="earlier output of soak_dask's report"):
         sd.write_report(results, out)
-    sd.write_report(results, out, overwrite=True)
+    sd.write_report(results, out, "error", overwrite=True)
     (out / "mine.txt").write_text("x")
     with pytest.raises(FileExistsError, match="mine.txt"):
         sd.write_report(results, out, overwrite=True)
@@ -213,9 +214,9 @@ def test_a_users_report_html_and_summary_csv_are_never_replaced(results, tmp_pat
 @pytest.mark.slow
 def test_an_evaluation_report_replaces_a_soak_report_not_a_transfer_report(data, results, tmp_path):
     out = tmp_path / "rep"
-    sd.write_report(results, out)
+    sd.write_report(results, out, "error")
     ev = sd.evaluate(load(data), "featureless", outer_folds=2, progress=False)
-    sd.write_report(ev, out, overwrite=True)  # one writer: soak_dask's report
+    sd.write_report(ev, out, "error", overwrite=True)  # one writer: soak_dask's report
     assert not list(out.glob("soak_*.png")) and list(out.glob("evaluation_*"))
     matrix = sd.transfer(load(data), "featureless", n_folds=2, progress=False)
     with pytest.raises(FileExistsError, match="written by soak_dask's report, not"):
@@ -664,7 +665,7 @@ def test_links_never_lead_a_write_elsewhere(results, data, tmp_path):
     with pytest.raises(ValueError, match="is the input table"):
         sd.write_report(results, tmp_path / "to_data", overwrite=True)
     out = tmp_path / "rep"
-    sd.write_report(results, out)
+    sd.write_report(results, out, "error")
     users = tmp_path / "users"
     users.mkdir()
     (users / "precious.txt").write_text("mine")
