@@ -21,6 +21,7 @@ inside R = 10 (``--pairs``) class-stratified random pairs of disjoint halves of 
     python -m benchmarks.test_level --null 2000 --workers 2 --json level.json
     python -m benchmarks.test_level --only 1               # one design (numbered from 0)
     python -m benchmarks.test_level --pairs 5 --null 300   # con_z with R = 5 pairs of halves
+    python -m benchmarks.test_level --check 100            # numpy k-NN == scikit-learn first
 
 Writes the Markdown table to stdout (and JSON with ``--json``).
 """
@@ -69,7 +70,23 @@ def table(rng: np.random.Generator, effect: float) -> tuple[np.ndarray, np.ndarr
 
 
 def wrong(X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray) -> np.ndarray:
-    """Per test row and learner (2 × n_test): 1 where the learner trained on `train` errs."""
+    """Per test row and learner (2 × n_test): 1 where the learner trained on `train` errs.
+
+    Exact k-NN in numpy (squared Euclidean distances, the majority of the k nearest train
+    rows, a repeated bootstrap row counted as often as drawn): the predictions of
+    `KNeighborsClassifier(K_NEIGHBOURS)` (`sklearn_wrong`, checked by ``--check``) at ~1/20 of
+    its cost on these small tables, so 1,000 nulls with con_z's extra fits take minutes."""
+    out = []
+    for cols in FEATURES.values():
+        gap = X[test][:, None, cols] - X[train][None, :, cols]
+        nearest = np.argpartition((gap**2).sum(axis=2), K_NEIGHBOURS - 1, axis=1)
+        votes = y[train][nearest[:, :K_NEIGHBOURS]].mean(axis=1)
+        out.append((votes > 0.5).astype(int) != y[test])  # binary, k odd: no tied vote
+    return np.array(out, dtype=int)
+
+
+def sklearn_wrong(X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """`wrong` by scikit-learn's `KNeighborsClassifier`: the reference ``--check`` compares."""
     out = []
     for cols in FEATURES.values():
         model = KNeighborsClassifier(K_NEIGHBOURS).fit(X[np.ix_(train, cols)], y[train])
@@ -256,6 +273,22 @@ def markdown(level: dict, power: dict, n_null: int, n_alt: int) -> str:
     return "\n".join(lines)
 
 
+def check_knn(n_tables: int, seed: int) -> str:
+    """How many predictions `wrong` and `sklearn_wrong` disagree on, over every split of every
+    resampling design of `n_tables` null tables."""
+    rng = np.random.default_rng(seed)
+    makers = [kfold_splits, subsampling_splits, five_by_two_splits, bootstrap_splits]
+    differ = total = 0
+    for _ in range(n_tables):
+        X, y = table(rng, EFFECTS["null"])
+        for train, test in (s for make in makers for s in make(X, y, rng)):
+            ours, theirs = wrong(X, y, train, test), sklearn_wrong(X, y, train, test)
+            differ, total = differ + int((ours != theirs).sum()), total + ours.size
+    if differ:
+        raise SystemExit(f"the numpy k-NN differs from scikit-learn's on {differ} of {total}")
+    return f"k-NN check: numpy and scikit-learn agree on all {total:,} predictions"
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--null", type=int, default=1000, help="simulations under the null")
@@ -271,6 +304,13 @@ def main(argv: list[str] | None = None) -> dict:
     )
     p.add_argument("--json", type=Path)
     p.add_argument(
+        "--check",
+        type=int,
+        default=0,
+        metavar="N",
+        help="first compare the numpy k-NN with scikit-learn's on N tables (every design's splits)",
+    )
+    p.add_argument(
         "--only", nargs="+", type=int, help=f"designs by number (default all): {list(DESIGNS)}"
     )
     args = p.parse_args(argv)
@@ -278,6 +318,8 @@ def main(argv: list[str] | None = None) -> dict:
     designs = names if args.only is None else [names[i] for i in args.only]
     n_null, n_alt = (40, 40) if args.quick else (args.null, args.alternative)
     start = time.perf_counter()
+    if args.check:
+        print(check_knn(args.check, args.seed))
     pool = Parallel(n_jobs=args.workers, batch_size=8)
     out = {}
     for kind, n in (("null", n_null), ("alternative", n_alt)):

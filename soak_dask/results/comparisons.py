@@ -81,37 +81,35 @@ _FIVE_BY_TWO = ("5x2cv", "5x2cv_f")
 TEST_SPLIT = "test_split"
 
 #: (type-I error, power) at α = 0.05 measured by ``benchmarks/test_level.py`` (1000 true
-#: nulls, 500 alternatives; two k-NN learners, n = 200), by design and test. ``cv`` is
-#: 10-fold CV, ``repeated_cv`` 5 × 10-fold, ``subsampling`` 15 × 90/10 splits,
-#: ``bootstrap`` 20 resamples, ``test_split`` a 25 % test split. The Bayesian test "rejects"
-#: when P(a better) or P(b better) > 0.95 (rope 1 point).
+#: nulls, 500 alternatives, one run: ``--pairs 10``, seed 20231; two k-NN learners, n = 200),
+#: by design and test. ``cv`` is 10-fold CV, ``repeated_cv`` 5 × 10-fold, ``subsampling``
+#: 15 × 90/10 splits, ``bootstrap`` 20 resamples, ``test_split`` a 25 % test split; ``con_z``
+#: with R = 10 pairs of halves. The Bayesian test "rejects" when P(a better) or P(b better)
+#: > 0.95 (rope 1 point).
 MEASURED: dict[tuple[str, str], tuple[float, float]] = {
     ("cv", "paired"): (0.120, 0.662),
     ("cv", "corrected"): (0.031, 0.416),
     ("cv", "bayesian"): (0.051, 0.510),
-    ("repeated_cv", "paired"): (0.503, 0.950),
-    ("repeated_cv", "corrected"): (0.087, 0.670),
-    ("repeated_cv", "bayesian"): (0.110, 0.728),
-    ("subsampling", "paired"): (0.271, 0.772),
-    ("subsampling", "corrected"): (0.079, 0.558),
-    ("subsampling", "bayesian"): (0.105, 0.608),
-    ("5x2cv", "paired"): (0.544, 0.966),
-    ("5x2cv", "corrected"): (0.054, 0.596),
-    ("5x2cv", "bayesian"): (0.072, 0.668),
-    ("5x2cv", "5x2cv"): (0.134, 0.582),
-    ("5x2cv", "5x2cv_f"): (0.167, 0.770),
-    ("bootstrap", "paired"): (0.552, 0.972),
-    ("bootstrap", "corrected"): (0.096, 0.736),
-    ("bootstrap", "bayesian"): (0.117, 0.780),
-    ("test_split", "mcnemar"): (0.039, 0.208),
-    # The conservative Z test, R = 5 pairs of halves, from a smaller run (120 nulls, 60
-    # alternatives: SE 0.020) in which the corrected test rejected 0.075 / 0.142 / 0.108 /
-    # 0.083 / 0.150 of the nulls (cv / repeated_cv / subsampling / 5x2cv / bootstrap).
-    ("cv", "con_z"): (0.067, 0.417),
-    ("repeated_cv", "con_z"): (0.058, 0.350),
-    ("subsampling", "con_z"): (0.033, 0.317),
-    ("5x2cv", "con_z"): (0.067, 0.483),
-    ("bootstrap", "con_z"): (0.075, 0.400),
+    ("cv", "con_z"): (0.018, 0.316),
+    ("repeated_cv", "paired"): (0.510, 0.950),
+    ("repeated_cv", "corrected"): (0.092, 0.664),
+    ("repeated_cv", "bayesian"): (0.115, 0.722),
+    ("repeated_cv", "con_z"): (0.017, 0.362),
+    ("subsampling", "paired"): (0.293, 0.798),
+    ("subsampling", "corrected"): (0.092, 0.558),
+    ("subsampling", "bayesian"): (0.116, 0.618),
+    ("subsampling", "con_z"): (0.015, 0.266),
+    ("5x2cv", "paired"): (0.542, 0.958),
+    ("5x2cv", "corrected"): (0.046, 0.620),
+    ("5x2cv", "bayesian"): (0.071, 0.696),
+    ("5x2cv", "5x2cv"): (0.137, 0.616),
+    ("5x2cv", "5x2cv_f"): (0.169, 0.786),
+    ("5x2cv", "con_z"): (0.011, 0.486),
+    ("bootstrap", "paired"): (0.557, 0.954),
+    ("bootstrap", "corrected"): (0.103, 0.738),
+    ("bootstrap", "bayesian"): (0.131, 0.766),
+    ("bootstrap", "con_z"): (0.012, 0.426),
+    ("test_split", "mcnemar"): (0.031, 0.234),
 }
 #: Coverage of the Wald CV test's 95 % interval of two fitted models' true difference, by
 #: measure, measured by ``benchmarks/wald_cv_coverage.py`` (1,000 replicates of 5-fold CV on

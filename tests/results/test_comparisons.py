@@ -177,7 +177,7 @@ def test_compare_paired_equals_scipy_ttest_rel() -> None:
         b.std(ddof=1)
     )
     assert row["test_train_ratio"] == pytest.approx(0.25) and row["reason"] == ""
-    assert "rejected 50.3%" in row["note"]  # the plain test on repeated K-fold is far too liberal
+    assert "rejected 51.0%" in row["note"]  # the plain test on repeated K-fold is far too liberal
 
 
 def test_compare_corrected_is_the_nadeau_bengio_formula_and_the_default() -> None:
@@ -327,8 +327,12 @@ def test_every_recommended_test_held_its_level_or_says_it_did_not() -> None:
     assert recommended_method("loo") == "corrected" and "not measured" in level_note(
         "loo", "corrected"
     )
-    assert "no test held its level" in level_note("bootstrap", "corrected")
-    assert "method='con_z' holds it" in level_note("repeated_cv", "corrected")
+    for design in ("repeated_cv", "subsampling", "bootstrap"):  # the corrected test fails
+        assert "method='con_z' holds it" in level_note(design, "corrected")
+    # With the halves' fits, the default holds its level on every simulated design (issue 40).
+    for design in designs:
+        held = MEASURED[(design, recommended_method(design, ["con_z"]))][0]
+        assert held <= LEVEL_LIMIT, design
 
 
 def test_comparison_text_lists_every_pair() -> None:
