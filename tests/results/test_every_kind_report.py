@@ -30,8 +30,10 @@ LEARNERS = ["featureless", "logistic"]
 RUNS = {
     "soak": lambda t: sd.soak(t, LEARNERS, n_folds=3, measures="error", progress=False),
     "evaluate": lambda t: sd.evaluate(t, LEARNERS, outer_folds=3, measures="error", progress=False),
-    "transfer": lambda t: sd.transfer(t, LEARNERS, n_folds=3, progress=False),
-    "search_subsets": lambda t: sd.search_subsets(t, LEARNERS, n_folds=3, progress=False),
+    "transfer": lambda t: sd.transfer(t, LEARNERS, n_folds=3, measures="error", progress=False),
+    "search_subsets": lambda t: sd.search_subsets(
+        t, LEARNERS, n_folds=3, measures="error", progress=False
+    ),
     "split_sensitivity": lambda t: sd.split_sensitivity(
         t, "logistic", ratios=(0.5, 0.7), n_repeats=3, n_folds=3, progress=False
     ),
