@@ -7,6 +7,7 @@ flags here."""
 from __future__ import annotations
 
 import argparse
+import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -29,6 +30,51 @@ class UsageError(Exception):
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """As argparse's, and an unknown flag is refused naming the nearest flag of the
+        command (``--repeats`` -> ``--n-repeats``)."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            command = getattr(parsed, "command", None)
+            near = nearest_flags(extra, self.shown_flags(command))
+            prog = self.prog if command is None else f"{self.prog} {command}"
+            raise UsageError(
+                f"unrecognized arguments: {' '.join(extra)}{near} (see '{prog} --help')"
+            )
+        return parsed
+
+    def shown_flags(self, command: str | None = None) -> list[str]:
+        """The flags ``--help`` shows, of this parser and of its sub-command ``command``."""
+        parsers = [self]
+        for action in self._actions:
+            choices = getattr(action, "choices", None)  # the sub-commands' parsers, by name
+            if isinstance(choices, dict) and command in choices:
+                parsers.append(choices[command])
+        return [
+            flag
+            for parser in parsers
+            for action in parser._actions
+            if action.help != argparse.SUPPRESS
+            for flag in action.option_strings
+        ]
+
+
+def nearest_flags(given: list[str], flags: list[str]) -> str:
+    """`` (did you mean ...?)`` naming the flag nearest each unknown flag in ``given``, or "".
+
+    >>> nearest_flags(["--repeats", "3"], ["--n-repeats", "--ratios", "--out"])
+    ' (did you mean --n-repeats?)'
+    >>> nearest_flags(["--zzz"], ["--n-repeats"])
+    ''
+    """
+    near = [
+        match[0]
+        for token in given
+        if token.startswith("--")
+        and (match := difflib.get_close_matches(token.split("=")[0], flags, n=1, cutoff=0.7))
+    ]
+    return f" (did you mean {', '.join(near)}?)" if near else ""
 
 
 #: Errors caused by the user's input or environment: one line, no traceback.
