@@ -183,16 +183,6 @@ def failing_task(x: int) -> int:
     raise ZeroDivisionError(f"task {x} fails")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("log_failures", [True, False])
-def test_local_workers_log_failed_tasks_only_when_asked(capfd, log_failures):
-    with connect(n_workers=1, log_failures=log_failures) as client:
-        with pytest.raises(ZeroDivisionError, match="task 1 fails"):
-            client.submit(failing_task, 1).result()
-    err = capfd.readouterr().err  # the worker process writes to the same stderr
-    assert ("Compute Failed" in err and "task 1 fails" in err) is log_failures, err
-
-
 def log_failed_fetch() -> None:
     logging.getLogger("distributed.worker").error(
         "failed during get data with tcp://127.0.0.1:1 -> tcp://127.0.0.1:2"
@@ -201,9 +191,14 @@ def log_failed_fetch() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("log_failures", [True, False])
-def test_local_workers_log_failed_fetches_only_when_asked(capfd, log_failures):
-    """A worker's failed fetch from a peer closing after Ctrl-C printed its traceback below
-    soak's one line."""
+def test_local_workers_log_failed_tasks_and_fetches_only_when_asked(capfd, log_failures):
+    """A failed task's traceback, and a worker's failed fetch from a peer closing after Ctrl-C
+    (it printed its traceback below soak's one line), both only when asked: one cluster each
+    way."""
     with connect(n_workers=1, log_failures=log_failures) as client:
+        with pytest.raises(ZeroDivisionError, match="task 1 fails"):
+            client.submit(failing_task, 1).result()
         client.run(log_failed_fetch)
-    assert ("failed during get data" in capfd.readouterr().err) is log_failures
+    err = capfd.readouterr().err  # the worker process writes to the same stderr
+    assert ("Compute Failed" in err and "task 1 fails" in err) is log_failures, err
+    assert ("failed during get data" in err) is log_failures, err
