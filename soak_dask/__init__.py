@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     from .spatial.diagnostics import fold_summary
     from .spatial.error_profile import ErrorProfile, error_profile, expected_error
     from .spatial.extract import ExtractSummary, ExtractWarning, extract
+    from .spatial.knndm_out import save_knndm
     from .spatial.knndm_plot import plot_knndm
     from .spatial.nndm import NNDMResult, nndm_folds
     from .spatial.random_field import gaussian_random_field

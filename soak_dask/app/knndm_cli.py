@@ -14,19 +14,11 @@ and both W (``knndm.json``), and the report page of them all (``report.html``:
 from __future__ import annotations
 
 import argparse
-import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..spatial.knndm_out import FILES, FOLDS, GENERATOR, write_outputs
 from .flags import UsageError, check_command_out, checked_flags
 from .spatial_flags import KNNDM_OWN, KNNDM_SETTINGS
-
-if TYPE_CHECKING:
-    from ..io.outdir import OutputDir
-
-SETTINGS_FILE = "knndm.json"
-GENERATOR = "soak_dask knndm"
-FOLDS = "folds.parquet"
-FILES = (FOLDS, SETTINGS_FILE, "distances.csv", "candidates.csv", "knndm.png", "report.html")
 
 
 def knndm_command(args: argparse.Namespace) -> None:
@@ -63,73 +55,6 @@ def knndm_command(args: argparse.Namespace) -> None:
         settings = write_outputs(res, out, vars(args))
     print(summary_text(settings, out.path / FOLDS))
     print(f"\nFiles: {', '.join(str(out.path / name) for name in FILES)}")
-
-
-def knndm_settings(res: Any, options: dict[str, Any]) -> dict[str, Any]:
-    """``knndm.json``: the options ``options`` (the command's), ``res.attrs()``, the fold
-    sizes and how to read the fold file."""
-    from ..split.fold_file import ROW
-
-    keep = ("data", "prediction", "label", "coords", "group", "space", "sample", "seed")
-    settings = {"generator": GENERATOR, **{k: options.get(k) for k in keep}, **res.attrs()}
-    settings.update(n_folds=res.n_folds, maxp=res.shares.maxp, fold_sizes=list(res.fold_sizes))
-    if res.shares.split:
-        settings.update(test_prop=res.shares.test_prop, maxp=None)
-    settings["fold_file"] = {
-        "row_id": ROW,
-        "row_id_is": "the row's 0-based position in the training table's row order",
-        "fold_column": res.column,
-    }
-    return settings
-
-
-def write_outputs(res: Any, out: OutputDir, options: dict[str, Any]) -> dict[str, Any]:
-    """Write ``FILES`` into ``out``, each listed in its manifest before it is written; the
-    page last, with its figure and tables (``soak_dask.results.pages.write_page``). The
-    settings written (``knndm.json``)."""
-    from ..results.pages import write_page
-    from ..spatial.knndm_page import DISTANCES, distances_frame, knndm_page
-    from ..spatial.knndm_plot import knndm_distances
-    from ..split.fold_file import write_fold_file
-
-    settings = knndm_settings(res, options)
-    text = json.dumps(settings, indent=1, default=str) + "\n"
-    out.claim(SETTINGS_FILE).write_text(text)
-    write_fold_file(res.table, res.column, out.claim(FOLDS))
-    distances = knndm_distances(res)
-    distances_frame(distances).to_csv(out.claim(DISTANCES), index=False)
-    # candidates.csv and knndm.png are the page's table and figure
-    settings = json.loads(text)  # as a reader of knndm.json sees them
-    write_page(knndm_page(settings, distances, candidates_table(res)), out)
-    return settings
-
-
-def candidates_table(res: Any) -> Any:
-    """``candidates.csv``: every candidate clustering tried (named by its clustering,
-    "kmeans" or "hierarchical") and random folds, each with the W of its folds, its largest
-    fold's share and its status (chosen, eligible, or why it may not be chosen); "none" only
-    where a candidate has no such value (random folds have no clusters; k-means that found
-    no clustering has no folds)."""
-    import pandas as pd
-
-    kmeans = res.candidates.rename(columns={"W": "eligible_W", "W_folds": "W"})
-    status = kmeans["status"].replace({"scored": "eligible"})
-    if res.n_clusters is not None:
-        status = status.mask(kmeans["n_clusters"] == res.n_clusters, "chosen (smallest W)")
-    rows = kmeans[["n_clusters", "W", "largest_fold"]].assign(status=status)
-    sizes = res.random_fold_sizes
-    test = f"KS p = {res.ks_pvalue:.3g}"
-    random = {
-        "n_clusters": None,
-        "W": res.W_random,
-        "largest_fold": max(sizes) / sum(sizes),
-        "status": f"chosen (training points not clustered against the prediction area: {test})"
-        if res.n_clusters is None
-        else f"not kept (training points clustered against the prediction area: {test})",
-    }
-    both = pd.concat([rows, pd.DataFrame([random])], ignore_index=True)
-    both.insert(0, "candidate", [res.clustering] * len(rows) + ["random"])
-    return both.astype({"n_clusters": "Int64"})
 
 
 def summary_text(info: dict[str, Any], folds: Any = FOLDS) -> str:

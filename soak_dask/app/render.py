@@ -102,10 +102,11 @@ def _located(path: Path) -> tuple[str, Path]:
     """What ``path`` is (``_RESULTS``, ``_AOA``, ``_KNNDM``) and the store or directory to
     read: ``soak aoa``'s directory is its Zarr store (a GeoTIFF holds the layers alone)."""
     from ..spatial.aoa_io import is_aoa_output
-    from . import aoa_cli, knndm_cli
+    from ..spatial.knndm_out import GENERATOR
+    from . import aoa_cli
 
     writer = _writer(path)
-    if writer == knndm_cli.GENERATOR:
+    if writer == GENERATOR:
         return _KNNDM, path
     if writer == aoa_cli.WRITER:
         if not (path / "aoa.zarr").is_dir():
@@ -132,8 +133,9 @@ def _drawn(kind: str, store: Path) -> tuple[str, Callable[[Claims], PageParts]]:
     from ..results.pages import page_parts
 
     if kind == _KNNDM:
+        from ..spatial.knndm_out import FOLDS
         from ..spatial.knndm_page import knndm_page, read_knndm_dir
-        from .knndm_cli import FOLDS, summary_text
+        from .knndm_cli import summary_text
 
         info, distances, candidates = read_knndm_dir(store)
         page = knndm_page(info, distances, candidates)

@@ -22,6 +22,7 @@ computed partition by partition.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -162,6 +163,9 @@ class KNNDMResult:
         ("scored", or why it may not be chosen).
     shares : Shares
         The fold sizes allowed (``maxp``, or the split's ``test_prop`` ± ``test_tolerance``).
+    asked : dict
+        What ``knndm_folds`` was given that the folds do not tell: ``prediction`` (its path,
+        or the kind of object), ``sample`` and ``seed`` (recorded by ``save_knndm``).
     fold_sizes, random_fold_sizes : tuple of int
         Rows per fold 1..K of the folds chosen and of random folds (a split: parts 1 and 2;
         ``test_rows`` is the test part's).
@@ -187,6 +191,7 @@ class KNNDMResult:
     shares: Shares | None = field(default=None, repr=False)
     random_fold_sizes: tuple[int, ...] = ()
     clustering: str = "kmeans"
+    asked: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def test_rows(self) -> int | None:
@@ -385,7 +390,15 @@ def knndm_folds(
         shares=shares,
         random_fold_sizes=tuple(random_sizes.tolist()),
         clustering=method,
+        asked={"prediction": _named(prediction), "sample": sample, "seed": seed},
     )
+
+
+def _named(prediction: Any) -> str:
+    """A prediction area as ``knndm.json`` records it: its path, or its kind of object."""
+    if isinstance(prediction, str | os.PathLike):
+        return os.fspath(prediction)
+    return f"(a {type(prediction).__name__} in memory)"
 
 
 def _check(
