@@ -327,6 +327,13 @@ assert 1.1 < rf["kNNDM"] < 1.15 and 1.1 < lin["kNNDM"] < 1.15, rmse
 assert 0.08 < scene_share < 0.17, scene_share  # about one cell in eight
 assert 1.0 < rmse_in < 1.1 and 1.45 < rmse_out < 1.55, (rmse_in, rmse_out)
 assert abs(lin["kNNDM"] / rmse_in - 1) < 0.1  # kNNDM close to the error inside the AOA
+# the farm's three outputs on one page, a section each
+html = page.read_text()
+assert page.name == "report.html" and html.count('<section class="store"') == 3, html[:500]
+assert farm_eval.attrs["fold"] == farm_folds.column  # the kNNDM folds, as they are
+farm_rmse = farm_eval["rmse"].mean("fold").sel(repeat=1)
+assert farm_rmse.sel(learner="random_forest") > farm_rmse.sel(learner="featureless")
+assert 0.035 < float(farm_rmse.sel(learner="featureless")) < 0.045, farm_rmse
 """
 
 # Every notebook in notebooks/, with the claims its test appends.

@@ -155,7 +155,7 @@ def _aoa_panel(fig: Figure, ax: Any, aoa: xr.DataArray, factor: int) -> None:
         return
     aoa.plot.imshow(ax=ax, vmin=0, vmax=1, cmap=ListedColormap(MASK_COLOURS), add_colorbar=False)
     inside = float(aoa.mean())
-    ax.set_title(f"AOA: inside (blue) {inside:.0%} of cells with data, outside (red)")
+    ax.set_title(f"AOA: {inside:.0%} of cells with data inside")  # colours: the legend below
 
 
 def _error_panel(fig: Figure, ax: Any, error: xr.DataArray) -> None:

@@ -317,7 +317,7 @@ def test_plot_aoa(farm):
         plt.close(fig)
     fig = sd.plot_aoa(ds)
     share = float(ds["aoa"].mean())
-    assert any(f"inside (blue) {share:.0%}" in ax.get_title() for ax in fig.axes)
+    assert any(f"AOA: {share:.0%} of cells with data inside" in ax.get_title() for ax in fig.axes)
     plt.close(fig)
 
 
