@@ -31,12 +31,12 @@ def _folds(
 
 # The property tests check the folds' arithmetic on many examples in pandas, and that the
 # cluster's folds (through Dask, about 0.1 CPU s a pass) are the same on a few: pandas gives
-# the folds every partitioning must give. ``SameOtherAllCV.folds`` deals rows and groups in
-# memory as ``assign_folds`` does on the cluster (test_splitter_folds_equal_cluster_folds).
-def _memory_folds(df: pd.DataFrame, k: int, seed: int, group: str | None = None) -> pd.Series:
-    """The folds ``assign_folds`` gives ``df`` (subset "s", label "y"), dealt in memory."""
-    cv = sd.SameOtherAllCV(df["s"], n_splits=k, random_state=seed)
-    folds = cv.folds(df, df["y"], None if group is None else df[group])
+# the folds every partitioning must give. ``SameOtherAllCV.folds`` deals the rows in
+# memory as ``assign_folds`` does on the cluster (test_splitter_folds_equal_cluster_folds),
+# and ``group_folds`` deals whole groups as it does.
+def _memory_folds(df: pd.DataFrame, k: int, seed: int) -> pd.Series:
+    """The row folds ``assign_folds`` gives ``df`` (subset "s", label "y"), dealt in memory."""
+    folds = sd.SameOtherAllCV(df["s"], n_splits=k, random_state=seed).folds(df, df["y"])
     return pd.Series(folds, index=df.index, name=FOLD_COLUMN).astype(np.int8)
 
 
