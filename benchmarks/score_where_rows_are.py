@@ -9,7 +9,7 @@ gathers its whole test set.
    holds (before: the capped train rows plus the fit's test rows, refused up front). The
    table is loaded with ``duplicates="allow"``: the generated files share no row, and the
    load's check of rows repeated across files (``tables.duplicates``) is not what is measured
-   (at 6 M rows it killed the 2 GiB workers itself, in ``shared_in_bucket``).
+   (``benchmarks.duplicates_check`` measures it).
 2. The small-table fast path (``Batched``: many fits per task, each task gathering the table
    once): its fits scored in their task (as kept) against the same batches scored by a
    scoring pass, on ``evaluate(outer="loo")`` of a small table.
