@@ -50,7 +50,7 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     print(frame.round(3).to_string())
     if notes := notes_text(res):
         print(f"\n{notes}")
-    print(f"\n{out.path}")
+    print(f"\nFiles: {', '.join(str(out.path / name) for name in FILES)}")
     print(f"HTML report: soak report {out.path / STORE} --out REPORT_DIR")
 
 
