@@ -9,6 +9,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from .facts import notes_to_say
+
 
 @contextmanager
 def progress_bar(
@@ -20,6 +22,8 @@ def progress_bar(
     With ``enabled=False`` the bar is silent (tqdm's ``disable``), so callers need no
     branches.
     """
+    for line in notes_to_say() if enabled else ():  # the run's choices (what it persisted)
+        print(line, file=sys.stderr)
     if enabled and client is not None and getattr(client, "dashboard_link", None):
         print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr)
     with tqdm(total=total, unit=unit, disable=not enabled, desc=label, file=sys.stderr) as bar:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import glob
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +52,7 @@ from .checkpoint import SETTINGS as SETTINGS_FILE
 from .checkpoint import open_checkpoint, remove_checkpoint
 from .cost import dry_running, stop_dry_run
 from .executor import Checkpoint, data_identity, run_plan
-from .facts import current_facts
+from .facts import current_facts, say_when_fitting
 from .fitting import RunSpec
 from .fitting_options import FittingOptions
 from .memory import count_fit_rows, fit_rows
@@ -274,7 +273,7 @@ def persisted(
 ) -> tuple[dd.DataFrame, bool]:
     """``data`` and whether it is kept in cluster memory (on `client`, else Dask's local
     scheduler): as ``persist`` says, or with None as its size against the workers' memory
-    (``persist_choice.choose_persist``), printed with the progress bar. `rows_of`: the rows,
+    (``persist_choice.choose_persist``), printed when the fits start. `rows_of`: the rows,
     or the run's table before its keys (its rows from the run's shared counts, read only to
     decide). A dry run persists nothing (it reads only the keys its plan counts)."""
     if dry_running() or persist is False:
@@ -283,7 +282,7 @@ def persisted(
         rows_of = int(_folds.table_partition_rows(rows_of).sum())
     keep, why = choose_persist(persist, data, int(rows_of) if persist is None else 0, client)
     if progress and persist is None:
-        print(f"Persist: {why}", file=sys.stderr)
+        say_when_fitting(f"Persist: {why}")
     if not keep:
         return data, False
     return (client.persist(data) if client is not None else data.persist()), True

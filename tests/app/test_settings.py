@@ -286,8 +286,9 @@ def test_old_flags_give_the_same_settings(tmp_path):
     )
     got = argv_settings(new, tmp_path)
     assert (got.n_folds, got.subset, got.persist, got.learners()) == (
-        4, "f", True, {"lda": "lda", "knn": "knn"},
-    )  # fmt: skip
+        4, "f", None, {"lda": "lda", "knn": "knn"},
+    )  # fmt: skip  (persist None: the run decides)
+    assert argv_settings([*new, "--persist"], tmp_path).persist is True
 
 
 @pytest.mark.parametrize(
