@@ -284,10 +284,10 @@ def test_old_flags_give_the_same_settings(tmp_path):
     assert argv_settings(old + ["--no-persist"], tmp_path) == argv_settings(
         new + ["--no-persist"], tmp_path
     )
-    got = argv_settings(new, tmp_path)
+    got = argv_settings(new, tmp_path)  # persist None: the run decides
     assert (got.n_folds, got.subset, got.persist, got.learners()) == (
         4, "f", None, {"lda": "lda", "knn": "knn"},
-    )  # fmt: skip  (persist None: the run decides)
+    )  # fmt: skip
     assert argv_settings([*new, "--persist"], tmp_path).persist is True
 
 
