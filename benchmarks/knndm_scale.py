@@ -30,7 +30,7 @@ import xarray as xr
 from distributed import Client, LocalCluster
 
 import soak_dask as sd
-from soak_dask.spatial import knndm as knndm_module
+from soak_dask.split import knndm as knndm_module
 
 
 def raster(cells: int, chunk: int) -> xr.Dataset:
@@ -78,7 +78,7 @@ def main() -> None:
     side = ds.sizes["x"]
     training(args.train, side, args.patches, args.seed, work / "train.parquet")
     times: dict[str, float] = {}
-    real = {"sampled": knndm_module.sampled_distances, "best": knndm_module._best}
+    real = {"sampled": knndm_module.sampled_distances, "candidates": knndm_module._candidates}
 
     def timed(name, fn):
         def run(*a, **k):
@@ -90,7 +90,7 @@ def main() -> None:
         return run
 
     knndm_module.sampled_distances = timed("prediction_sample_Gij", real["sampled"])
-    knndm_module._best = timed("candidates", real["best"])
+    knndm_module._candidates = timed("candidates", real["candidates"])
     with (
         LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="3GiB") as cluster,
         Client(cluster) as client,

@@ -381,12 +381,15 @@ def transfer_banners(
 ) -> list[str]:
     """The one-line notes of a transfer report where a cell's fold mean and pooled estimate
     disagree (``results.estimates.estimate_banner``): one for the matrix, one for the
-    search; none where every cell agrees."""
+    search, each naming its table when both are there; none where every cell agrees."""
     measure = check_transfer(matrix, measure)
-    lines = [estimate_banner(transfer_summary(matrix, measure), TRANSFER_CELL, measure)]
+    named = "" if search is None else "transfer matrix"  # two tables: each banner names its own
+    cells = transfer_summary(matrix, measure)
+    lines = [estimate_banner(cells, TRANSFER_CELL, measure, table_name=named)]
     if search is not None:
         found = search_summary(search)
-        lines.append(estimate_banner(found, SEARCH_CELL, str(found["measure"].iloc[0])))
+        measured = str(found["measure"].iloc[0])
+        lines.append(estimate_banner(found, SEARCH_CELL, measured, table_name="search"))
     return [line for line in lines if line]
 
 

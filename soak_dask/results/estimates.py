@@ -137,7 +137,11 @@ def fold_estimates(
 
 
 def estimate_banner(
-    table: pd.DataFrame, label: str, measure: str, basis: str = FOLD_MEAN_BASIS
+    table: pd.DataFrame,
+    label: str,
+    measure: str,
+    basis: str = FOLD_MEAN_BASIS,
+    table_name: str = "",
 ) -> str:
     """One line for a table of `fold_estimates`: how many cells have a fold mean and pooled
     estimate that disagree, the cell where they differ most, and which estimate the verdicts
@@ -154,6 +158,9 @@ def estimate_banner(
         The measure, named in the line.
     basis : str
         What the verdicts rest on (default: the fold mean, as every paired test over folds).
+    table_name : str
+        The table's name, said after the measure where a page or printout has two tables
+        (``"transfer matrix"``, ``"search"``).
     """
     flagged = table[table["estimates_differ"]]
     if flagged.empty:
@@ -162,7 +169,8 @@ def estimate_banner(
     worst = flagged.loc[gap.idxmax()]
     name = label.format(**worst.to_dict())
     return (
-        f"NOTE {measure}: fold mean and pooled estimate disagree (by more than the fold SD, or "
+        f"NOTE {measure}{f' ({table_name})' if table_name else ''}: fold mean and pooled "
+        "estimate disagree (by more than the fold SD, or "
         f"test folds over {UNEVEN_RATIO:g}× apart in rows) in {len(flagged)} of {len(table)} "
         f"cells; most at {name}: fold mean {worst['mean']:.3g} ± {worst['sd']:.3g}, pooled "
         f"{worst['weighted_mean']:.3g}, test folds of {_rows(worst['n_test_min'])} to "

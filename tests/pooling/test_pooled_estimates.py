@@ -160,7 +160,9 @@ def test_aztrees_fold_mean_and_pooled_estimate_of_se(aztrees_runs):
     assert transfer_table(matrix, "featureless").loc["SE", "SE"] == "70.6 ± 47 (same)"
     printed = transfer_text(matrix, found)
     banners = [line for line in printed.splitlines() if line.startswith("NOTE error")]
-    assert len(banners) == 2  # the matrix's and the search's
+    assert len(banners) == 2  # the matrix's and the search's, each naming its table
+    assert banners[0].startswith("NOTE error (transfer matrix): fold mean and pooled")
+    assert banners[1].startswith("NOTE error (search): fold mean and pooled")
     assert "pooled 2.43, test folds of 5 to 1,484 rows" in banners[0]
     assert "the verdicts rest on the fold mean" in banners[0]
     assert "worst subset with its own model: SW (error 74.6 pooled, 497 test rows)" in printed
