@@ -26,6 +26,7 @@ import xarray as xr
 
 if TYPE_CHECKING:
     from ..results.html import Claims, PageParts
+    from ..results.pages import Page
 
 # soak evaluate prints what soak report of its store prints (soak_dask.app.run_cli).
 
@@ -74,7 +75,7 @@ def render_path(
     >>> text, page = render_path(["eval.zarr", "aoa", "knndm"], "farm_report")  # doctest: +SKIP
     """
     from ..results.html import prepare_report_dir
-    from ..results.pages import PAGE_FILE, write_parts
+    from ..results.pages import write_page
     from ..results.store import open_results
 
     if not isinstance(path, str | os.PathLike):
@@ -85,10 +86,9 @@ def render_path(
     kind, store = _located(Path(path))
     if kind == _RESULTS:
         return render(open_results(path), out, overwrite)
-    od = prepare_report_dir(out, overwrite, "--overwrite", path)
-    text, parts = _drawn(kind, store)
-    drawn = parts(od)
-    return text, write_parts(od, drawn._replace(files=[*drawn.files, PAGE_FILE]))
+    od = prepare_report_dir(out, overwrite, "--overwrite", path)  # before the store is read
+    text, page = _drawn(kind, store)
+    return text, write_page(page, od)
 
 
 # What _located finds: a results store, an AOA store, soak knndm's directory.
@@ -127,11 +127,9 @@ def _located(path: Path) -> tuple[str, Path]:
     return _RESULTS, path
 
 
-def _drawn(kind: str, store: Path) -> tuple[str, Callable[[Claims], PageParts]]:
-    """What to print of the AOA store or kNNDM directory ``store``, and the function writing
-    its page's tables and figures (``soak_dask.spatial.aoa_page``, ``knndm_page``)."""
-    from ..results.pages import page_parts
-
+def _drawn(kind: str, store: Path) -> tuple[str, Page]:
+    """What to print of the AOA store or kNNDM directory ``store``, and its page
+    (``soak_dask.spatial.aoa_page``, ``knndm_page``)."""
     if kind == _KNNDM:
         from ..spatial.knndm_out import FOLDS
         from ..spatial.knndm_page import knndm_page, read_knndm_dir
@@ -139,7 +137,7 @@ def _drawn(kind: str, store: Path) -> tuple[str, Callable[[Claims], PageParts]]:
 
         info, distances, candidates = read_knndm_dir(store)
         page = knndm_page(info, distances, candidates)
-        return summary_text(info, store / FOLDS), partial(page_parts, page)
+        return summary_text(info, store / FOLDS), page
     from ..spatial.aoa_io import open_aoa
     from ..spatial.aoa_page import aoa_counts, aoa_page, aoa_text
     from ..spatial.aoa_record import recorded_profile
@@ -148,7 +146,7 @@ def _drawn(kind: str, store: Path) -> tuple[str, Callable[[Claims], PageParts]]:
     profile, counts = recorded_profile(ds), aoa_counts(ds)
     share = counts[1] / counts[0] if counts[0] else float("nan")
     page = aoa_page(ds, profile=profile, counts=counts)
-    return aoa_text(ds, share, profile), partial(page_parts, page)
+    return aoa_text(ds, share, profile), page
 
 
 def _render_many(paths: list[Path], out: str | os.PathLike, overwrite: bool) -> Rendered:
@@ -167,7 +165,7 @@ def _render_many(paths: list[Path], out: str | os.PathLike, overwrite: bool) -> 
     sections, texts = [], []
     keys = section_keys(map(str, paths))
     for key, path, (kind, store, ds) in zip(keys, paths, found, strict=True):
-        text, parts = _drawn(kind, store) if ds is None else _results_drawn(ds)
+        text, parts = _results_drawn(ds) if ds is not None else _spatial_drawn(kind, store)
         section = StoreSection(key, str(path), parts(Prefixed(od, f"{key}_")))
         sections.append(section)
         texts.append(f"--- {html.unescape(section.parts.title)} ({path}) ---\n{text}")
@@ -198,6 +196,14 @@ def _combinable(path: Path) -> tuple[str, Path, xr.Dataset | None]:
             f"stores and kNNDM folds; report it on its own (soak report {path} --out DIR)"
         )
     return kind, store, ds
+
+
+def _spatial_drawn(kind: str, store: Path) -> tuple[str, Callable[[Claims], PageParts]]:
+    """``_drawn``, with its page's parts writer (``results.pages.page_parts``)."""
+    from ..results.pages import page_parts
+
+    text, page = _drawn(kind, store)
+    return text, partial(page_parts, page)
 
 
 def _results_drawn(ds: xr.Dataset) -> tuple[str, Callable[[Claims], PageParts]]:
