@@ -117,11 +117,11 @@ def aoa_inputs(tmp_path: Path) -> list[str]:
     import xarray as xr
 
     rng = np.random.default_rng(0)
-    train = pd.DataFrame(rng.normal(size=(6000, 3)), columns=["a", "b", "c"])
+    train = pd.DataFrame(rng.normal(size=(12000, 3)), columns=["a", "b", "c"])
     train.to_parquet(tmp_path / "train.parquet")
-    bands = {name: (("y", "x"), rng.normal(size=(300, 300))) for name in train}
-    raster = xr.Dataset(bands, coords={"y": np.arange(300), "x": np.arange(300)})
-    raster.chunk({"y": 100, "x": 100}).to_zarr(tmp_path / "raster.zarr", consolidated=False)
+    bands = {name: (("y", "x"), rng.normal(size=(600, 600))) for name in train}
+    raster = xr.Dataset(bands, coords={"y": np.arange(600), "x": np.arange(600)})
+    raster.chunk({"y": 150, "x": 150}).to_zarr(tmp_path / "raster.zarr", consolidated=False)
     return [str(tmp_path / "train.parquet"), str(tmp_path / "raster.zarr")]
 
 
