@@ -161,6 +161,37 @@ def test_examples_run_and_print_what_the_page_shows(tmp_path: Path, monkeypatch)
     assert (tmp_path / "tutorial_error.png").stat().st_size > 10_000
 
 
+#: distributed's own shutdown race (dask/distributed#7105, open): a worker of the README's
+#: ``Client()`` heartbeats once more after the scheduler closed and logs the closed stream with
+#: its traceback; the script has ended (exit 0) and soak_dask is not in it.
+_HEARTBEAT_RACE = re.compile(
+    r"^\S+ \S+ - distributed\.worker - ERROR - Failed to communicate with scheduler during "
+    r"heartbeat\.\n(?:.*\n)*?distributed\.comm\.core\.CommClosedError: .*Stream is closed\n?",
+    re.MULTILINE,
+)
+
+
+def _without_heartbeat_race(stderr: str) -> str:
+    """`stderr` without distributed's heartbeat-after-close records (`_HEARTBEAT_RACE`)."""
+    return _HEARTBEAT_RACE.sub("", stderr)
+
+
+def test_only_the_heartbeat_race_is_taken_out_of_stderr() -> None:
+    race = (
+        "2026-12-06 23:49:36,870 - distributed.worker - ERROR - Failed to communicate with "
+        "scheduler during heartbeat.\nTraceback (most recent call last):\n  File x\n"
+        "tornado.iostream.StreamClosedError: Stream is closed\n\nThe above exception was the "
+        "direct cause of the following exception:\n\nTraceback (most recent call last):\n"
+        "distributed.comm.core.CommClosedError: in <TCP (closed)>: Stream is closed\n"
+    )
+    after = "2026-12-06 23:49:37,001 - soak_dask - ERROR - boom\nTraceback (most recent call"
+    assert _without_heartbeat_race("SOAK: 100%\n" + race) == "SOAK: 100%\n"
+    assert _without_heartbeat_race(race + after) == after
+    assert "Traceback" in _without_heartbeat_race("Traceback (most recent call last):\n")
+    mine = "Traceback (most recent call last):\nValueError: x\n"
+    assert _without_heartbeat_race(race + mine) == mine
+
+
 @pytest.mark.slow
 def test_readme_python_example_runs_as_pasted(tmp_path: Path) -> None:
     """The README's Python block, saved as a script and run as a user would, works."""
@@ -175,7 +206,8 @@ def test_readme_python_example_runs_as_pasted(tmp_path: Path) -> None:
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    stderr = _without_heartbeat_race(proc.stderr)
+    assert "Traceback" not in stderr, stderr[-3000:]
     header = proc.stdout.splitlines()[0].split()
     assert header == ["learner", "test_subset", "compare", "mean_diff", "p"], proc.stdout[:500]
     assert "logistic" in proc.stdout
