@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from .results.stats import adjust_pvalues, by_fold, evaluation_summary, pvalues, summary
     from .results.store import from_dataframe, load_results, open_results, save_results
     from .results.verdicts import with_verdicts
+    from .results.wald_cv_intervals import wald_cv_intervals
     from .run.cost import PlanCost, PlanCosts, dry_run
     from .run.engine import soak
     from .run.evaluate import evaluate

@@ -66,6 +66,13 @@ MEASURE_NAMES: dict[str, str] = {
 #: and RMSE, are not, so their blocks have no per-row differences to sum: ``learn.loss_pairs``).
 POINTWISE: tuple[str, ...] = ("error", "accuracy", "log_loss", "mse", "mae")
 
+#: The pointwise measures whose per-row loss takes more than two values: a test block records
+#: the sum of the squares of each learner's (``loss_sq_<measure>``).
+SQUARED_LOSSES: tuple[str, ...] = ("log_loss", "mse", "mae")
+#: The others, whose per-row loss takes the values 0 and this only (error in percent points),
+#: so the sum of its squares is this times its sum (the measure times the rows).
+TWO_VALUED: dict[str, float] = {"error": 100.0, "accuracy": 1.0}
+
 #: Values each measure can take (mean ± SD bars are clipped to them).
 MEASURE_RANGES: dict[str, tuple[float, float]] = {
     "error": (0.0, 100.0),

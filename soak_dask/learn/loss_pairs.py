@@ -1,14 +1,16 @@
 """Per test block, the sums of squared differences of two learners' per-row losses, for the
-Wald CV test of Bayle et al. (2020) (``compare(method="wald_cv")``).
+Wald CV test of Bayle et al. (2020) (``compare(method="wald_cv")``), and of one learner's
+squared per-row losses, for its own intervals (``wald_cv_intervals``, ``ncv_intervals``).
 
 A test block's learners (the models of one train set) are predicted together, partition by
 partition; each partition adds, per pair of learners (a, b), ``Σ (l_a(i) − l_b(i))²`` over
 its rows of the block (exactly: an integer count for the 0/1 loss, an ``ExactSum`` of the
-rounded squared differences otherwise), so no task holds more than a partition's losses and
-the sums are the same whatever the partitions. With the block's loss sums (its measure times
-its rows) they give the mean and variance of the per-row differences. Summing
-``(l_a − l_b)²`` rather than the cross products ``l_a l_b`` keeps a small difference of two
-large losses from cancelling away.
+rounded squared differences otherwise), and per learner, its pair with itself, ``Σ l_a(i)²``
+(the same exact sum; not for the 0/1 loss, whose squares follow from its sum), so no task
+holds more than a partition's losses and the sums are the same whatever the partitions. With
+the block's loss sums (its measure times its rows) they give the mean and variance of the
+per-row losses and differences. Summing ``(l_a − l_b)²`` rather than the cross products
+``l_a l_b`` keeps a small difference of two large losses from cancelling away.
 """
 
 from __future__ import annotations
@@ -59,10 +61,15 @@ def row_losses(
 
 def pair_sums(losses: Mapping[str, Mapping[str, np.ndarray]]) -> Pairs:
     """For each pair of learners (a, b), a before b in ``losses`` (learner -> its
-    ``row_losses`` on the same rows): per loss kind both have, ``Σ (l_a − l_b)²``."""
+    ``row_losses`` on the same rows): per loss kind both have, ``Σ (l_a − l_b)²``; and for
+    each learner its pair with itself (a, a): per loss kind that is not the 0/1 loss,
+    ``Σ l_a²``."""
     names = list(losses)
     out: Pairs = {}
     for i, a in enumerate(names):
+        own = {k: _squares(loss) for k, loss in losses[a].items() if loss.dtype != bool}
+        if own:
+            out[a, a] = own
         for b in names[i + 1 :]:
             kinds = [k for k in losses[a] if k in losses[b]]
             out[a, b] = {k: _diff_squares(losses[a][k], losses[b][k]) for k in kinds}
@@ -72,7 +79,10 @@ def pair_sums(losses: Mapping[str, Mapping[str, np.ndarray]]) -> Pairs:
 def _diff_squares(x: np.ndarray, y: np.ndarray) -> int | ExactSum:
     if x.dtype == bool:  # the 0/1 loss: its squared differences count the rows that differ
         return int(np.count_nonzero(x != y))
-    d = x - y
+    return _squares(x - y)
+
+
+def _squares(d: np.ndarray) -> ExactSum:
     # Each row's square rounded once, then summed exactly: the same whatever the partitions,
     # at a third of the cost of summing the squares' rounding errors too (``of_squares``).
     return ExactSum.of(d * d)
@@ -98,7 +108,8 @@ def pair_values(
 ) -> dict[str, dict[str, float]]:
     """What a record of ``learner`` on a block stores: ``{measure: {other learner: Σ (l −
     l_other)²}}`` in the measure's units, for its pointwise ``measures`` and the learners
-    ``others`` (those that scored the block)."""
+    ``others`` (those that scored the block); with ``learner`` among ``others``, its pair
+    with itself, ``{measure: {learner: Σ l²}}`` (measures whose loss is not 0/1)."""
     out: dict[str, dict[str, float]] = {}
     for (a, b), kinds in sums.items():
         if learner not in (a, b) or (other := b if learner == a else a) not in others:

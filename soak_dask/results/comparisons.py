@@ -305,7 +305,8 @@ def compare(
           ``n`` rows (``loss_diff_sq_<measure>``, which ``evaluate`` records), ``d̄ ± 1.96
           σ̂/√n``, ``σ̂² = (1/n) Σ (d_i − d̄)²``, ``z = d̄/(σ̂/√n)``; no extra fits. Its null is
           these fitted models' test error, not the learners'. Pointwise measures only
-          (error, accuracy, log loss, MSE, MAE): a row of another gives the ``reason``.
+          (error, accuracy, log loss, MSE, MAE): a row of another gives the ``reason``. Each
+          learner's own interval: ``soak_dask.wald_cv_intervals``.
         - ``"ncv"``: the nested CV interval of Bates, Hastie and Tibshirani (2023; their
           Algorithm 1, as mlr3inferr's ``ci.ncv`` computes it) from the blocks that
           ``evaluate(..., inference="ncv", inference_repeats=R)`` records, run on the per-row

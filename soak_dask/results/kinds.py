@@ -167,7 +167,8 @@ def _default_evaluation_measures(ds: xr.Dataset) -> list[str]:
 
     Each of ``ds.attrs["measures"]`` present, followed by its bootstrap estimates
     (``<m>_632``, ``<m>_632plus``) when the result has them. Without the attr, every float
-    variable with the evaluate dims that is not a split description or a timing.
+    variable with the evaluate dims that is not a split description, a timing or a sum of
+    squared per-row losses (``loss_sq_<measure>``).
     """
     listed = [m for m in as_name_list(ds.attrs.get("measures", [])) if m in ds.data_vars]
     if listed:
@@ -181,6 +182,7 @@ def _default_evaluation_measures(ds: xr.Dataset) -> list[str]:
         str(name)
         for name, var in ds.data_vars.items()
         if name not in NON_MEASURE_VARS
+        and not str(name).startswith("loss_sq_")
         and set(var.dims) == set(EVALUATION_DIMS)
         and np.issubdtype(var.dtype, np.floating)
     ]

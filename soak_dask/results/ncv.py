@@ -3,8 +3,9 @@
 or of two learners' per-row loss differences, and `ncv_intervals`, each learner's interval.
 
 A block's ``Σ l`` is its score times its test rows. Its ``Σ l²`` is recorded for a pair of
-learners (``ncv_loss_diff_sq_<measure>``); for one learner it follows from the score only where
-the per-row loss takes two values: error (0 or 100 points) and accuracy (0 or 1).
+learners (``ncv_loss_diff_sq_<measure>``) and for one learner's log loss, MSE and MAE
+(``ncv_loss_sq_<measure>``); for one learner's error (0 or 100 points) and accuracy (0 or 1),
+whose per-row loss takes two values, it follows from the score.
 """
 
 from __future__ import annotations
@@ -16,17 +17,26 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..schema import MEASURE_RANGES, POINTWISE
-from ..stats.mean_tests import ALPHA
+from ..schema import MEASURE_RANGES, POINTWISE, TWO_VALUED
+from ..stats.mean_tests import ALPHA, sqrt_delta
 from ..stats.nested_cv import NCV_EXTRA, ncv_estimate, ncv_test
 from .kinds import validate_evaluation
 
-__all__ = ["NCV_COLUMNS", "ncv_intervals", "ncv_missing", "ncv_point", "ncv_sums"]
+__all__ = [
+    "NCV_COLUMNS", "RMSE_NEEDS_MSE", "RMSE_NOTE", "ncv_intervals", "ncv_missing", "ncv_point",
+    "ncv_sums",
+]  # fmt: skip
 
 #: Columns of `ncv_intervals`.
-NCV_COLUMNS: list[str] = ["learner", "measure", *NCV_EXTRA, "ci_low", "ci_high", "level", "reason"]
-# Σ l² / Σ l of one learner's per-row loss, where it takes only the values 0 and this.
-_TWO_VALUED = {"error": 100.0, "accuracy": 1.0}
+NCV_COLUMNS: list[str] = [
+    "learner", "measure", *NCV_EXTRA, "ci_low", "ci_high", "level", "note", "reason",
+]  # fmt: skip
+#: The note of a row of RMSE, and its reason where the result lacks MSE.
+RMSE_NOTE = (
+    "RMSE by the delta method from MSE's interval (as mlr3inferr): estimate √mse, se = "
+    "se_mse / (2 √mse)"
+)
+RMSE_NEEDS_MSE = "RMSE's interval is MSE's by the delta method: evaluate with 'mse' among measures"
 _BLOCKS = ("learner", "inference_repeat", "ncv_outer", "ncv_fold")
 
 Sums = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -45,11 +55,11 @@ def ncv_missing(ds: xr.Dataset, m: str, learners: tuple[int, ...]) -> str:
             f"the nested CV interval needs a mean of per-row losses ({', '.join(POINTWISE)}); "
             f"{m!r} is not one"
         )
-    if len(learners) == 1 and m not in _TWO_VALUED:
+    if len(learners) == 1 and m not in TWO_VALUED and f"ncv_loss_sq_{m}" not in ds.data_vars:
         return (
-            f"one learner's nested CV interval of {m!r} needs the sum of its squared per-row "
-            "losses, which evaluate does not record (only error and accuracy, whose losses "
-            "are 0/1, follow from the score): compare two learners' difference instead"
+            f"these results hold no sums of squared per-row {m} losses of the nested CV blocks "
+            f"(ncv_loss_sq_{m}): they come from an earlier soak_dask or were cut down; run "
+            "evaluate(..., inference='ncv') again"
         )
     if len(learners) == 2 and f"ncv_loss_diff_sq_{m}" not in ds.data_vars:
         return f"these results hold no per-row {m} differences of the nested CV blocks"
@@ -68,8 +78,11 @@ def ncv_sums(ds: xr.Dataset, m: str, learners: tuple[int, ...]) -> tuple[Sums, S
     losses of `m` (`learners` one index into ``ds.learner``) or of the pair's per-row
     differences ``l_a − l_b`` (two indices)."""
     n, total = _totals(ds, m, learners[0])
-    if len(learners) == 1:
-        squares = total * _TWO_VALUED[m]
+    if len(learners) == 1 and m in TWO_VALUED:
+        squares = total * TWO_VALUED[m]
+    elif len(learners) == 1:
+        own = ds[f"ncv_loss_sq_{m}"].transpose(*_BLOCKS)
+        squares = np.asarray(own.values[learners[0]], dtype=np.float64)
     else:
         total = total - _totals(ds, m, learners[1])[1]
         pairs = ds[f"ncv_loss_diff_sq_{m}"].transpose("learner", "versus", *_BLOCKS[1:])
@@ -99,16 +112,18 @@ def _split(blocks: tuple[np.ndarray, ...], inner: bool = False) -> tuple[np.ndar
 def ncv_intervals(
     ds: xr.Dataset, measure: str | Iterable[str] | None = None, level: float = 1 - ALPHA
 ) -> pd.DataFrame:
-    """Each learner's nested CV interval of its error (Bates, Hastie and Tibshirani 2023;
-    mlr3inferr's ``ci.ncv``) from the blocks of ``evaluate(..., inference="ncv")``.
+    """Each learner's nested CV interval of its mean per-row loss (Bates, Hastie and
+    Tibshirani 2023; mlr3inferr's ``ci.ncv``) from the blocks of ``evaluate(...,
+    inference="ncv")``.
 
     Parameters
     ----------
     ds : xarray.Dataset
         Results of ``evaluate(..., inference="ncv")``.
     measure : str or iterable of str, optional
-        Default: see ``validate_evaluation``. One learner's interval needs the squares of its
-        per-row losses: error and accuracy only (other rows give the ``reason``).
+        Default: see ``validate_evaluation``. Pointwise measures (error, accuracy, log loss,
+        MSE, MAE) and RMSE (MSE's interval by the delta method; the result must hold MSE); a
+        row of another gives the ``reason``.
     level : float
         The intervals' coverage (default 0.95).
 
@@ -119,7 +134,9 @@ def ncv_intervals(
         estimate), ``se``, ``err_ncv`` (the inner CVs' mean), ``err_cv`` (the outer folds'
         mean), ``mse`` (the estimated mean squared error of the CV estimate), the interval
         ``ci_low``..``ci_high`` (``estimate ± z se``, kept within the measure's range, as
-        mlr3inferr does), ``level`` and ``reason`` ("" where defined).
+        mlr3inferr does), ``level``, ``note`` (RMSE's: the delta method) and ``reason`` (""
+        where defined). RMSE's ``err_ncv`` and ``err_cv`` are the square roots of MSE's, its
+        ``mse`` MSE's divided by 4 × MSE's estimate (the delta method).
 
     Raises
     ------
@@ -131,11 +148,31 @@ def ncv_intervals(
     for m in names:
         for i, learner in enumerate(str(v) for v in ds["learner"].values):
             row = dict.fromkeys(NCV_COLUMNS, math.nan)
-            row.update(learner=learner, measure=m, level=level, reason=ncv_missing(ds, m, (i,)))
+            row.update(learner=learner, measure=m, level=level, note="", reason="")
+            if m == "rmse":
+                row["note"] = RMSE_NOTE
+                row["reason"] = "" if "mse" in ds.data_vars else RMSE_NEEDS_MSE
+            row["reason"] = row["reason"] or ncv_missing(ds, "mse" if m == "rmse" else m, (i,))
             if not row["reason"]:
-                test = ncv_test(*ncv_sums(ds, m, (i,)), level=level)
-                low, high = MEASURE_RANGES.get(m, (-math.inf, math.inf))
-                row.update(test.extra, ci_low=max(test.ci_low, low))
-                row["ci_high"] = min(test.ci_high, high)
+                row.update(_interval(ds, m, i, level))
             rows.append(row)
-    return pd.DataFrame(rows, columns=NCV_COLUMNS).astype({"reason": str})
+    return pd.DataFrame(rows, columns=NCV_COLUMNS).astype({"note": str, "reason": str})
+
+
+def _interval(ds: xr.Dataset, m: str, learner: int, level: float) -> dict[str, float | str]:
+    """One learner's `NCV_EXTRA` and interval of `m` (RMSE: MSE's by the delta method), kept
+    within the measure's range; a ``reason`` where RMSE's MSE estimate is not positive."""
+    test = ncv_test(*ncv_sums(ds, "mse" if m == "rmse" else m, (learner,)), level=level)
+    out: dict[str, float | str] = {**test.extra, "ci_low": test.ci_low, "ci_high": test.ci_high}
+    if m == "rmse":
+        mse = test.extra["estimate"]
+        if not mse > 0:
+            return {"reason": f"the NCV estimate of MSE is {mse:.4g}: RMSE's needs it positive"}
+        out["estimate"], out["se"], out["ci_low"], out["ci_high"] = sqrt_delta(
+            mse, test.extra["se"], level
+        )
+        out.update(err_ncv=math.sqrt(test.extra["err_ncv"]), err_cv=math.sqrt(test.extra["err_cv"]))
+        out["mse"] = test.extra["mse"] / (4 * mse)  # the delta method: se² / (4 mse)
+    low, high = MEASURE_RANGES.get(m, (-math.inf, math.inf))
+    out.update(ci_low=max(float(out["ci_low"]), low), ci_high=min(float(out["ci_high"]), high))
+    return out

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..schema import COUNTS, FIT_INFO, MEASURE_NAMES, POINTWISE, TIMINGS
+from ..schema import COUNTS, FIT_INFO, MEASURE_NAMES, POINTWISE, SQUARED_LOSSES, TIMINGS
 
 #: Title of the results ``soak`` makes (stores of soak_dask 0.1.0 carry it but no mark).
 RESULTS_TITLE = "SOAK: Same/Other/All K-fold cross-validation"
@@ -57,7 +57,8 @@ def build_dataset(
     attrs : mapping
         Run settings stored in ``Dataset.attrs``.
     loss_pairs : bool
-        Also store, per pointwise measure, ``loss_diff_sq_<measure>`` (``with_loss_pairs``).
+        Also store, per pointwise measure, ``loss_sq_<measure>`` and
+        ``loss_diff_sq_<measure>`` (``with_loss_pairs``).
     """
     scores = pd.DataFrame.from_records(list(records))
     rows = splits.merge(scores, on=["fit_id", "block"], how="left", validate="many_to_many")
@@ -95,19 +96,20 @@ def build_dataset(
 
 
 def with_loss_pairs(ds: xr.Dataset, full: pd.DataFrame, measures: Sequence[str]) -> xr.Dataset:
-    """``ds`` with ``loss_diff_sq_<m>`` (learner, versus, the cell's dims) for each pointwise
-    measure ``m`` (``schema.POINTWISE``): ``Σ (l_learner(i) − l_versus(i))²`` over the
-    cell's test rows, l the per-row loss ``m`` averages, from the records' ``loss_pairs``
-    (``full``: the records on every (learner, cell), in ``ds``'s order); NaN where the two
-    learners were not predicted together (fitted by strategies that score apart, or resumed
-    from a checkpoint), where one failed, and on the diagonal. With one learner, ``ds``."""
+    """``ds`` with the records' ``loss_pairs`` (``full``: the records on every (learner,
+    cell), in ``ds``'s order) for each pointwise measure ``m`` (``schema.POINTWISE``), l the
+    per-row loss ``m`` averages: ``loss_sq_<m>`` (learner, the cell's dims; measures of
+    ``schema.SQUARED_LOSSES``), ``Σ l(i)²`` over the cell's test rows; and with two or more
+    learners ``loss_diff_sq_<m>`` (learner, versus, the cell's dims), ``Σ (l_learner(i) −
+    l_versus(i))²``. NaN where not recorded: where the learner failed, and for a pair where
+    the two learners were not predicted together (resumed from a checkpoint), where one
+    failed, and on the diagonal."""
     learners = [str(v) for v in ds["learner"].values]
-    if len(learners) < 2:  # nothing to pair
-        return ds
     dims = [d for d in full.index.names if d != "learner"]
     shape = (len(learners), *(ds.sizes[d] for d in dims))
     found = full["loss_pairs"] if "loss_pairs" in full else pd.Series(np.nan, index=full.index)
     records = np.asarray(found.to_numpy(), dtype=object).reshape(shape)
+    each = np.arange(len(learners))
     for m in measures:
         if m not in POINTWISE:
             continue
@@ -115,6 +117,15 @@ def with_loss_pairs(ds: xr.Dataset, full: pd.DataFrame, measures: Sequence[str])
         for v, versus in enumerate(learners):
             pick = np.vectorize(partial(_pair_value, m=m, versus=versus), otypes=[np.float64])
             sums[:, v] = pick(records)
+        if m in SQUARED_LOSSES:  # each learner's pair with itself
+            name = f"loss_sq_{m}"
+            ds[name] = (("learner", *dims), sums[each, each])
+            ds[name].attrs["long_name"] = (
+                f"sum over the test rows of the square of the learner's per-row {m} loss"
+            )
+        if len(learners) < 2:
+            continue
+        sums[each, each] = np.nan
         # Both learners' records must hold the pair (a resumed one may hold a partner scored
         # again apart, whose record does not): the variable is symmetric either way.
         both = np.isfinite(sums) & np.isfinite(np.swapaxes(sums, 0, 1))
@@ -124,7 +135,7 @@ def with_loss_pairs(ds: xr.Dataset, full: pd.DataFrame, measures: Sequence[str])
             f"sum over the test rows of the squared difference of the learner's and the versus "
             f"learner's per-row {m} loss (Wald CV test)"
         )
-    return ds.assign_coords(versus=np.array(learners, dtype=object))
+    return ds.assign_coords(versus=np.array(learners, dtype=object)) if len(learners) > 1 else ds
 
 
 def _pair_value(record: Any, m: str, versus: str) -> float:

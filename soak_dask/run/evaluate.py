@@ -207,7 +207,11 @@ def evaluate(
         ``fit_seconds``, ``predict_seconds``; ``test_<measure>`` (learner, interval) and
         ``n_test_split`` with a test split, and for classification with two or more learners
         ``test_right_wrong`` (learner, versus: test split rows the learner classifies right
-        and the other wrong, for McNemar's test); for the bootstrap, ``<measure>_632`` (and
+        and the other wrong, for McNemar's test); for log loss, MSE and MAE
+        ``loss_sq_<measure>`` (each block's sum of the learner's squared per-row losses, for
+        ``soak_dask.wald_cv_intervals``), for pointwise measures with two or more learners
+        ``loss_diff_sq_<measure>`` (learner, versus: the sum of the squared per-row
+        differences, for ``compare(method="wald_cv")``); for the bootstrap, ``<measure>_632`` (and
         ``error_632plus``) and ``<measure>_resubstitution``. ``.soak.summary()`` gives mean ±
         SD over folds, ``.soak.by_fold()`` the folds, ``.soak.compare(a, b, measure)`` two
         learners with the design's recommended test and a 95 % interval. Learners that tune
@@ -219,7 +223,8 @@ def evaluate(
         ``ncv_n_test`` (learner, inference_repeat, ncv_outer, ncv_fold): each block's score
         and test rows (``ncv_fold`` 0: outer fold ``ncv_outer`` scored by the model of the
         other folds; 1..K − 1: the folds of the inner CV on those), and for pointwise measures
-        ``ncv_loss_diff_sq_<measure>`` (learner, versus, ...), as ``loss_diff_sq_<measure>``.
+        ``ncv_loss_diff_sq_<measure>`` (learner, versus, ...) and ``ncv_loss_sq_<measure>``,
+        as ``loss_diff_sq_<measure>`` and ``loss_sq_<measure>``.
     """
     options_given = dict(locals())  # inference's extra runs rerun with these
     n_extra = check_inference(inference, inference_repeats, outer, table, outer_folds)

@@ -323,15 +323,13 @@ def predict_blocks(
         by_fit.setdefault(k[0], []).append(k)
     for fit_id, fit_keys in by_fit.items():
         # The learners of one train set, predicted one after the other: their per-row losses
-        # (kept only where two or more predict, and for one fit at a time) pair up per block.
-        losses: dict[str, dict[int, dict[str, np.ndarray]]] | None = (
-            {} if len(fit_keys) > 1 else None
-        )
+        # (kept for one fit at a time) pair up per block, each learner with itself too.
+        losses: dict[str, dict[int, dict[str, np.ndarray]]] = {}
         for k in fit_keys:
             if not fit_message(fitted[k][0]):
-                mine = None if losses is None else losses.setdefault(k[1], {})
+                mine = losses.setdefault(k[1], {})
                 _predict_fit(out, k, fitted[k][0], (X, y, rows, sizes), served[k], run, mine)
-        for i, pairs in block_pairs(losses or {}).items():
+        for i, pairs in block_pairs(losses).items():
             out[i]["pairs"][fit_id] = pairs
     return tuple(out)
 
@@ -460,8 +458,8 @@ def with_pairs(
     records: list[dict[str, Any]], sums: Mapping[int, Any], run: RunSpec
 ) -> list[dict[str, Any]]:
     """``records`` of one block, each with ``loss_pairs``: ``loss_pairs.pair_values`` of its
-    fit's pair ``sums`` (fit -> ``pair_sums``) with the other learners of that fit, for each
-    measure both scored (no failure, not NaN)."""
+    fit's pair ``sums`` (fit -> ``pair_sums``) with the learners of that fit (itself
+    included: its ``Σ l²``), for each measure both scored (no failure, not NaN)."""
     values = {
         (r["fit_id"], r["learner"]): {} if r["message"] else {m: r[m] for m in run.measures}
         for r in records

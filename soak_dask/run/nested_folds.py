@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..schema import POINTWISE
+from ..schema import POINTWISE, SQUARED_LOSSES
 from ..split.outer import key_name, outer_design
 from ..tables.table import FOLD_COLUMN, Table
 from .halves import inference_seed, rerun
@@ -80,7 +80,8 @@ def with_ncv(
 ) -> xr.Dataset:
     """`ds` with the nested CV blocks of `repeats` fresh K-fold splits of `table` (``run``:
     evaluate, with the run's `options`): ``ncv_<measure>`` and ``ncv_n_test`` (`NCV_DIMS`),
-    for pointwise measures with two or more learners ``ncv_loss_diff_sq_<measure>``
+    for log loss, MSE and MAE ``ncv_loss_sq_<measure>`` (`NCV_DIMS`: Σ l² over the block's
+    rows), for pointwise measures with two or more learners ``ncv_loss_diff_sq_<measure>``
     (learner, versus, inference_repeat, ncv_outer, ncv_fold: Σ (l_learner − l_versus)² over
     the block's rows), and ``attrs["inference"]``, ``["inference_repeats"]`` and
     ``["inference_fits"]`` (the fits of every run)."""
@@ -93,6 +94,7 @@ def with_ncv(
     learners = [str(v) for v in ds["learner"].values]
     names = [*ds.attrs["measures"], "n_test"]
     names += [f"loss_diff_sq_{m}" for m in ds.attrs["measures"] if m in POINTWISE]
+    names += [f"loss_sq_{m}" for m in ds.attrs["measures"] if m in SQUARED_LOSSES]
     found: dict[str, np.ndarray] = {}
     fits = 0
     for r in range(repeats):

@@ -42,6 +42,7 @@ __all__ = [
     "right_wrong_counts",
     "soak_method_columns",
     "split_ratios",
+    "sqrt_delta",
 ]
 
 #: The two-sided level of every interval.
@@ -161,6 +162,24 @@ def bayesian_test(diff: np.ndarray, ratio: float, rope: float) -> MeanTest:
     low, high = posterior.ppf([ALPHA / 2, 1 - ALPHA / 2])
     probs = {"p_left": left, "p_rope": max(0.0, 1.0 - left - right), "p_right": right}
     return MeanTest(mean / scale, float(n - 1), math.nan, float(low), float(high), probs)
+
+
+def sqrt_delta(
+    estimate: float, se: float, level: float = 1 - ALPHA
+) -> tuple[float, float, float, float]:
+    """The delta method for the square root of an estimate (RMSE from MSE, as mlr3inferr's
+    intervals of RMSE): ``√estimate``, its se ``se / (2 √estimate)``, and the interval
+    ``√estimate ± z(level)`` times that se.
+
+    Examples
+    --------
+    >>> [round(v, 4) for v in sqrt_delta(4.0, 0.4)]
+    [2.0, 0.1, 1.804, 2.196]
+    """
+    root = math.sqrt(estimate)
+    scaled = se / (2 * root)
+    half = float(sps.norm.ppf(0.5 + level / 2)) * scaled
+    return root, scaled, root - half, root + half
 
 
 def con_z_test(estimate: float, halves: np.ndarray) -> MeanTest:

@@ -2,9 +2,10 @@
 intervals for test error"), on plain per-fold sums, as mlr3inferr's ``ci.wald_cv`` computes it.
 
 From the per-row loss differences ``d_i = l_a(i) − l_b(i)`` of one K-fold cross-validation
-(every row tested once), the estimate is their mean ``d̄`` over all ``n`` rows and the interval
-``d̄ ± z σ̂ / √n``. Its target is the test error of the fitted models (the mean over the K fold
-models of each one's expected loss on a new row), not the learner's expected error.
+(every row tested once), or one learner's per-row losses ``l(i)``, the estimate is their mean
+``d̄`` over all ``n`` rows and the interval ``d̄ ± z σ̂ / √n``. Its target is the test error
+of the fitted models (the mean over the K fold models of each one's expected loss on a new
+row), not the learner's expected error.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from scipy import stats as sps
 
 from .mean_tests import ALPHA, MeanTest
 
-__all__ = ["WALD_CV_VARIANCES", "wald_cv_test"]
+__all__ = ["WALD_CV_EXTRA", "WALD_CV_VARIANCES", "wald_cv_test"]
 
 #: mlr3inferr's two variance estimates (``variance=``; its default first).
 WALD_CV_VARIANCES: tuple[str, ...] = ("all-pairs", "within-fold")
+#: The ``extra`` entries of `wald_cv_test`'s result.
+WALD_CV_EXTRA: tuple[str, ...] = ("estimate", "sd", "se")
 
 
 def wald_cv_test(
@@ -47,7 +50,8 @@ def wald_cv_test(
     Returns
     -------
     MeanTest
-        ``statistic`` z = d̄ / (σ̂/√n), ``df`` inf, two-sided ``p``, the interval.
+        ``statistic`` z = d̄ / (σ̂/√n), ``df`` inf, two-sided ``p``, the interval, and
+        ``extra``: `WALD_CV_EXTRA` (``estimate`` d̄, ``sd`` σ̂, ``se`` σ̂/√n).
 
     Examples
     --------
@@ -72,7 +76,8 @@ def wald_cv_test(
     z = estimate / se if se > 0 else math.copysign(math.inf, estimate) if estimate else math.nan
     half = float(sps.norm.ppf(0.5 + level / 2)) * se
     p = float(2 * sps.norm.sf(abs(z))) if not math.isnan(z) else math.nan
-    return MeanTest(z, math.inf, p, estimate - half, estimate + half)
+    extra = dict(zip(WALD_CV_EXTRA, (estimate, math.sqrt(var), se), strict=True))
+    return MeanTest(z, math.inf, p, estimate - half, estimate + half, extra)
 
 
 def _within_fold(n: np.ndarray, sum_d: np.ndarray, sum_d2: np.ndarray) -> float:

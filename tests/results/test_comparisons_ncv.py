@@ -144,8 +144,66 @@ def test_ncv_intervals_of_each_learner(with_ncv: xr.Dataset) -> None:
     acc = table.set_index(["measure", "learner"]).loc[("accuracy", "tree")]
     assert acc["estimate"] == pytest.approx(1 - tree["estimate"] / 100)
     assert acc["se"] == pytest.approx(tree["se"] / 100)
-    log_loss = table[table["measure"] == "log_loss"]
-    assert log_loss["reason"].str.contains("compare two learners").all()
+    # Log loss: Σ l² of each block recorded (ncv_loss_sq_log_loss).
+    lr = table.set_index(["measure", "learner"]).loc[("log_loss", "lr")]
+    n = _blocks(ds, "ncv_n_test", 0)
+    s, s2 = n * _blocks(ds, "ncv_log_loss", 0), _blocks(ds, "ncv_loss_sq_log_loss", 0)
+    want = ncv_test(
+        (n[..., 0], s[..., 0], s2[..., 0]), (n[..., 1:], s[..., 1:], s2[..., 1:]), level=0.9
+    )
+    assert lr["reason"] == ""
+    assert (lr["estimate"], lr["se"], lr["ci_low"]) == pytest.approx(
+        (want.extra["estimate"], want.extra["se"], max(want.ci_low, 0.0))
+    )
+    assert (s2 > s * s / n).all()  # Σ l² > (Σ l)² / n: the losses vary within each block
+
+
+def test_one_learners_ncv_blocks_of_squared_losses_by_hand() -> None:
+    """One learner of a regression: every nested CV block's Σ l² of MSE and MAE, against
+    scikit-learn's fits on the same folds, and its interval of each (Σ l, Σ l² by hand)."""
+    from sklearn.linear_model import LinearRegression
+
+    from soak_dask.run.halves import inference_seed
+
+    df = _frame(60).assign(y=lambda d: d["x1"] + np.random.default_rng(1).normal(size=60))
+    table = sd.load_table(df, label="y", features=["x1", "x2"])
+    ds = sd.evaluate(
+        table, ["linear"], outer_folds=K, inference="ncv", inference_repeats=R,
+        measures=["mse", "rmse", "mae"], progress=False,
+    )  # fmt: skip
+    assert ds["ncv_loss_sq_mse"].dims == NCV_DIMS and "ncv_loss_diff_sq_mse" not in ds
+    options = {"outer_folds": K, "balance": "class", "group_assignment": "rows"}
+    by_hand = {m: np.zeros((R, K, K, 3)) for m in ("mse", "mae")}  # rows, Σ l, Σ l²
+    x, y = df[["x1", "x2"]].to_numpy(), df["y"].to_numpy()
+    for r in range(R):
+        split = ncv_split(table, options, inference_seed(1, "ncv_folds", r + 1))
+        fold = split.data.compute()[FOLD_COLUMN].sort_index().to_numpy()
+        for j in range(1, K + 1):
+            others = [f for f in range(1, K + 1) if f != j]
+            # Block 0: outer fold j by the model of the other folds; i: inner fold i of them.
+            for i, test in enumerate([j, *others]):
+                train = (fold != j) & (fold != test) if i else fold != j
+                residual = y[fold == test] - LinearRegression().fit(x[train], y[train]).predict(
+                    x[fold == test]
+                )
+                for m, loss in (("mse", residual**2), ("mae", np.abs(residual))):
+                    by_hand[m][r, j - 1, i] = len(loss), loss.sum(), (loss * loss).sum()
+    rows = sd.ncv_intervals(ds).set_index("measure")
+    for m in ("mse", "mae"):
+        recorded = _blocks(ds, f"ncv_loss_sq_{m}", 0)
+        np.testing.assert_allclose(recorded, by_hand[m][..., 2], rtol=1e-9)
+        n, s, s2 = np.moveaxis(by_hand[m], -1, 0)
+        want = ncv_test((n[..., 0], s[..., 0], s2[..., 0]), (n[..., 1:], s[..., 1:], s2[..., 1:]))
+        assert rows.loc[m, "reason"] == ""
+        got = rows.loc[m, ["estimate", "se", "ci_high"]].tolist()
+        assert got == pytest.approx([want.extra["estimate"], want.extra["se"], want.ci_high])
+        if m == "mse":  # RMSE: √mse ± z se_mse / (2 √mse)
+            root, se = math.sqrt(want.extra["estimate"]), want.extra["se"]
+            se /= 2 * root
+            got = rows.loc["rmse", ["estimate", "se", "ci_low", "ci_high"]].tolist()
+            assert got == pytest.approx([root, se, root - 1.959963984540054 * se,
+                                         root + 1.959963984540054 * se])  # fmt: skip
+            assert "delta method" in rows.loc["rmse", "note"] and rows.loc["mse", "note"] == ""
 
 
 def test_compare_ncv_without_the_blocks_names_the_option(with_ncv: xr.Dataset) -> None:

@@ -1,6 +1,7 @@
 """The Wald CV test (Bayle et al. 2020; mlr3inferr's ``ci.wald_cv``): its formula, the per-row
-loss differences the scoring paths sum (``loss_diff_sq_<measure>``) against scikit-learn's
-per-row predictions of the same fits, and ``compare(method="wald_cv")``."""
+loss differences and squared losses the scoring paths sum (``loss_diff_sq_<measure>``,
+``loss_sq_<measure>``) against scikit-learn's per-row predictions of the same fits,
+``compare(method="wald_cv")`` and one learner's ``wald_cv_intervals``."""
 
 from __future__ import annotations
 
@@ -95,6 +96,13 @@ def test_sums_are_the_same_whatever_the_partitions() -> None:
         # with the batch of rows predicted at once.
         first = runs[0]["loss_diff_sq_log_loss"].values
         np.testing.assert_allclose(other["loss_diff_sq_log_loss"].values, first, rtol=1e-13)
+        first = runs[0]["loss_sq_log_loss"]
+        np.testing.assert_allclose(other["loss_sq_log_loss"].values, first.values, rtol=1e-13)
+        # The featureless model's class shares are ratios of counts: its per-row losses are
+        # the same bits whatever the partitions, so their exact sums are identical.
+        np.testing.assert_array_equal(
+            other["loss_sq_log_loss"].sel(learner="featureless"), first.sel(learner="featureless")
+        )
 
 
 def test_batched_paths_pair_their_learners_too() -> None:
@@ -112,6 +120,8 @@ def test_batched_paths_pair_their_learners_too() -> None:
         d = (ds[m].sel(learner="featureless") - ds[m].sel(learner="lda")).values.ravel()
         squares = ds[f"loss_diff_sq_{m}"].sel(learner="featureless", versus="lda").values.ravel()
         assert squares == pytest.approx(d * d, rel=1e-12, abs=1e-12)
+    own = ds["loss_sq_log_loss"].sel(learner="lda").values.ravel()
+    assert own == pytest.approx(ds["log_loss"].sel(learner="lda").values.ravel() ** 2, rel=1e-12)
     row = compare(ds, "lda", "featureless", "error", method="wald_cv").iloc[0]
     assert row["reason"] == "" and row["n"] == 30
 
@@ -206,10 +216,15 @@ def test_pair_sums_of_pieces_add_up_to_the_whole(n, cuts, seed) -> None:
 
     edges = [0, *sorted(c % (n + 1) for c in cuts), n]
     pieces = [sums(slice(a, b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
-    whole = pair_values(sums(slice(0, n)), "a", measures, "bc")
-    assert pair_values(merge_pairs(pieces[::-1]), "a", measures, "bc") == whole
+    whole = pair_values(sums(slice(0, n)), "a", measures, "abc")
+    assert pair_values(merge_pairs(pieces[::-1]), "a", measures, "abc") == whole
     wrong = {k: preds[k] != y for k in "abc"}
     assert whole["error"]["b"] == 1e4 * np.sum(wrong["a"] != wrong["b"])
+    # Its pair with itself: Σ l² of the log loss (each square rounded once, summed exactly);
+    # none of the 0/1 loss, whose squares follow from the score.
+    loss = row_losses(measures, y, preds["a"], proba["a"], 3)["log_loss"]
+    assert whole["log_loss"]["a"] == math.fsum(loss * loss)
+    assert "a" not in whole["error"] and "a" not in whole["accuracy"]
 
 
 @pytest.mark.slow
@@ -259,3 +274,75 @@ def test_leave_one_out_from_statistics_pairs_by_selection() -> None:
     rows = compare(ds, "linear", "featureless", ["mse", "rmse"], method="wald_cv")
     assert rows["n"].tolist() == [40, 0] and rows["reason"][0] == ""
     assert "compare 'mse' (its square)" in rows["reason"][1]
+
+
+@pytest.mark.parametrize(
+    ("task", "learners", "measures"),
+    [
+        ("classification", {"lda": LinearDiscriminantAnalysis()}, ("error", "log_loss")),
+        ("regression", {"linear": LinearRegression(), "featureless": DummyRegressor()},
+         ("mse", "rmse", "mae", "r2")),
+    ],
+)  # fmt: skip
+def test_one_learners_squared_losses_and_wald_interval_by_hand(task, learners, measures) -> None:
+    """``loss_sq_<m>`` is Σ l² of each fold's per-row losses (one learner alone, or two), and
+    ``wald_cv_intervals`` the mean of all n per-row losses ± z σ̂/√n (RMSE: the delta method)."""
+    df = _frame(200, task, seed=6)
+    ds = _evaluate(df, list(learners), measures=list(measures))
+    table = sd.wald_cv_intervals(ds).set_index(["measure", "learner"])
+    for m in [m for m in measures if m not in ("rmse", "r2")]:
+        losses = _by_hand(df, learners, m)
+        for name in learners:
+            if m == "error":  # 0/1: Σ l² follows from the score, none recorded
+                assert "loss_sq_error" not in ds
+            else:
+                recorded = ds[f"loss_sq_{m}"].sel(learner=name).values.ravel()
+                assert recorded == pytest.approx([np.sum(v * v) for v in losses[name]], rel=1e-9)
+            loss = np.concatenate(losses[name])
+            mean, sd_ = loss.mean(), loss.std()  # all pairs: divide by n
+            row = table.loc[(m, name)]
+            assert row["reason"] == "" and row["n"] == 200
+            assert (row["estimate"], row["sd"]) == pytest.approx((mean, sd_), rel=1e-9)
+            half = 1.959963984540054 * sd_ / math.sqrt(len(loss))
+            assert (row["ci_low"], row["ci_high"]) == pytest.approx(
+                (max(mean - half, 0.0), mean + half), rel=1e-9
+            )
+            if m == "mse":  # RMSE: √mse ± z se_mse / (2 √mse)
+                rmse = table.loc[("rmse", name)]
+                se = sd_ / math.sqrt(len(loss)) / (2 * math.sqrt(mean))
+                assert (rmse["estimate"], rmse["se"]) == pytest.approx((math.sqrt(mean), se))
+                assert rmse["ci_high"] == pytest.approx(math.sqrt(mean) + 1.959963984540054 * se)
+                assert "delta method" in rmse["note"]
+    if task == "regression":
+        assert "'r2' is not one" in table.loc[("r2", "linear"), "reason"]
+        assert "loss_sq_r2" not in ds and "loss_sq_rmse" not in ds
+
+
+def test_one_learners_within_fold_interval_by_hand() -> None:
+    df = _frame(120, "regression", seed=7)
+    ds = _evaluate(df, ["linear"], measures=["mae"])
+    assert "versus" not in ds.coords and "loss_diff_sq_mae" not in ds
+    losses = _by_hand(df, {"linear": LinearRegression()}, "mae")["linear"]
+    within = np.mean([np.var(v, ddof=1) for v in losses])
+    row = sd.wald_cv_intervals(ds, "mae", level=0.9, variance="within-fold").iloc[0]
+    mean, half = np.concatenate(losses).mean(), 1.6448536269514722 * math.sqrt(within / 120)
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((mean - half, mean + half))
+    assert row["variance"] == "within-fold" and row["level"] == 0.9
+
+
+def test_squared_losses_kept_by_the_store_and_the_checkpoint(tmp_path) -> None:
+    df = _frame(120, "classification", seed=9)
+    ds = _evaluate(df, ["lda"], measures=["log_loss"], checkpoint=tmp_path / "ck")
+    assert np.isfinite(ds["loss_sq_log_loss"].values).all()
+    # Resumed: every record read back from the checkpoint's JSON files.
+    resumed = _evaluate(df, ["lda"], measures=["log_loss"], checkpoint=tmp_path / "ck")
+    np.testing.assert_array_equal(resumed["loss_sq_log_loss"].values, ds["loss_sq_log_loss"])
+    sd.save_results(ds, tmp_path / "res.zarr")
+    back = sd.open_results(tmp_path / "res.zarr")
+    np.testing.assert_array_equal(back["loss_sq_log_loss"].values, ds["loss_sq_log_loss"])
+    assert back["loss_sq_log_loss"].dims == ("learner", "repeat", "fold")
+    pd.testing.assert_frame_equal(sd.wald_cv_intervals(back), sd.wald_cv_intervals(ds))
+    # Without the sums (an earlier store), the row says why.
+    row = sd.wald_cv_intervals(back.drop_vars("loss_sq_log_loss")).iloc[0]
+    assert "no sums of squared per-row log_loss losses" in row["reason"]
+    assert math.isnan(row["ci_low"])
