@@ -1,5 +1,6 @@
 """Coverage of the Wald CV interval (Bayle et al. 2020; ``compare(method="wald_cv")``) of two
-learners' difference, against the truth on a large independent test set.
+learners' difference, and of one learner's (``wald_cv_intervals``), against the truth on a large
+independent test set.
 
 Each replicate draws a table of n = 300 rows (ten standard normal features, a binary label
 ``y ~ Bernoulli(sigmoid(x1 + x2/2 + x3/4))``), deals it into class-stratified 5-fold CV and fits
@@ -7,19 +8,23 @@ two learners on each train set: ``a`` logistic regression (C = 0.05, all ten fea
 LDA on the first three features. Per row of each test fold, the learners' losses
 (``loss_pairs.row_losses``: the 0/1 loss of ``error`` in percent, the log loss) give the
 fold's Σd and Σd² (d = l_a − l_b), and ``stats.wald_cv.wald_cv_test`` (the function
-``compare`` calls) gives the 90 % and 95 % intervals, with mlr3inferr's two variance estimates.
+``compare`` calls) gives the 90 % and 95 % intervals, with mlr3inferr's two variance estimates;
+each learner's own Σl and Σl² give its own intervals (targets ``a`` and ``b``). A regression
+table of the same rows (``y = x1 + x2/2 + x3/4 + ε``, ε standard normal), 5-fold CV of linear
+regression on all ten features, gives its one-learner intervals of MSE and MAE (target
+``linear``).
 
 The target is Bayle et al.'s *test error* of these fitted models: the mean, over the 5 fold
 models, of each one's expected loss on a new row (weighted by its fold's rows), estimated on a
 fresh independent test set of 10⁵ rows drawn per replicate. (The learners' expected error over
 new training samples is another target, which the interval is known to undercover.) Coverage
-is the share of replicates whose interval holds the true difference, with its Wilson 95 %
+is the share of replicates whose interval holds the true value, with its Wilson 95 %
 interval.
 
-    python -m benchmarks.wald_cv_coverage                      # 200 replicates (~20 CPU s)
+    python -m benchmarks.wald_cv_coverage                      # 200 replicates (~30 CPU s)
     python -m benchmarks.wald_cv_coverage --replicates 1000    # the issue's target
 
-Writes the Markdown table to stdout.
+Writes the Markdown tables to stdout.
 """
 
 from __future__ import annotations
@@ -31,8 +36,8 @@ import time
 import numpy as np
 from scipy import stats as sps
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.model_selection import KFold, StratifiedKFold
 
 from soak_dask.learn.loss_pairs import row_losses
 from soak_dask.stats.wald_cv import WALD_CV_VARIANCES, wald_cv_test
@@ -66,14 +71,21 @@ def losses(model, cols: slice, x: np.ndarray, y: np.ndarray) -> dict[str, np.nda
 
 
 def replicate(seed: int, n: int, folds: int, n_test: int) -> dict[tuple, float]:
-    """Whether each (measure, variance, level) interval of one table covers the truth, and
-    per measure (key ``(measure, "z")``) the estimate's error in standard errors,
-    (d̄ − truth) / (σ̂/√n) (all-pairs σ̂): standard normal if the interval is right."""
+    """Whether each (target, measure, variance, level) interval of one table covers the truth
+    (target ``a − b``: the difference; ``a``, ``b``, ``linear``: one learner's loss), and per
+    target and measure (key ``(target, measure, "z")``) the estimate's error in standard
+    errors, (mean − truth) / (σ̂/√n) (all-pairs σ̂): standard normal if the interval is right."""
     rng = np.random.default_rng(seed)
     x, y = draw(rng, n)
     x_new, y_new = draw(rng, n_test)
-    sums = {m: np.zeros((folds, 3)) for m in MEASURES}  # per fold: rows, Σd, Σd²
-    truth = dict.fromkeys(MEASURES, 0.0)
+    # Per target and measure, per fold: rows, Σ loss, Σ loss²; and the truth.
+    sums: dict[tuple[str, str], np.ndarray] = {}
+    truth: dict[tuple[str, str], float] = {}
+
+    def add(key: tuple[str, str], k: int, loss: np.ndarray, new: np.ndarray) -> None:
+        sums.setdefault(key, np.zeros((folds, 3)))[k] = len(loss), loss.sum(), loss @ loss
+        truth[key] = truth.get(key, 0.0) + len(loss) / n * float(np.mean(new))
+
     split = StratifiedKFold(folds, shuffle=True, random_state=seed)
     for k, (train, test) in enumerate(split.split(x, y)):
         fold, new = {}, {}
@@ -82,19 +94,31 @@ def replicate(seed: int, n: int, folds: int, n_test: int) -> dict[tuple, float]:
             fold[name] = losses(model, cols, x[test], y[test])
             new[name] = losses(model, cols, x_new, y_new)
         for m in MEASURES:
-            d = fold["a"][m] - fold["b"][m]
-            sums[m][k] = len(d), d.sum(), (d * d).sum()
-            truth[m] += len(test) / n * float(np.mean(new["a"][m] - new["b"][m]))
+            add(("a − b", m), k, fold["a"][m] - fold["b"][m], new["a"][m] - new["b"][m])
+            for name in fold:
+                add((name, m), k, fold[name][m], new[name][m])
+    # The regression table: the same features, a linear signal plus standard normal noise.
+    signal, signal_new = x[:, :3] @ _BETA, x_new[:, :3] @ _BETA
+    y, y_new = signal + rng.standard_normal(n), signal_new + rng.standard_normal(n_test)
+    for k, (train, test) in enumerate(KFold(folds, shuffle=True, random_state=seed).split(x)):
+        model = LinearRegression().fit(x[train], y[train])
+        r, r_new = y[test] - model.predict(x[test]), y_new - model.predict(x_new)
+        add(("linear", "mse"), k, r * r, r_new * r_new)
+        add(("linear", "mae"), k, np.abs(r), np.abs(r_new))
+    return _covered(sums, truth)
+
+
+def _covered(sums: dict[tuple[str, str], np.ndarray], truth: dict) -> dict[tuple, float]:
+    """`replicate`'s answer from each target's per-fold sums and its truth."""
     out = {}
-    for m in MEASURES:
-        rows, sum_d, sum_d2 = sums[m].T
+    for key, per_fold in sums.items():
+        rows, total, squares = per_fold.T
         for variance in WALD_CV_VARIANCES:
             for level in LEVELS:
-                r = wald_cv_test(rows, sum_d, sum_d2, level=level, variance=variance)
-                out[m, variance, level] = r.ci_low <= truth[m] <= r.ci_high
-        r = wald_cv_test(rows, sum_d, sum_d2)
-        se = (r.ci_high - r.ci_low) / (2 * sps.norm.ppf(0.975))
-        out[m, "z"] = ((r.ci_high + r.ci_low) / 2 - truth[m]) / se
+                r = wald_cv_test(rows, total, squares, level=level, variance=variance)
+                out[(*key, variance, level)] = r.ci_low <= truth[key] <= r.ci_high
+        r = wald_cv_test(rows, total, squares)
+        out[(*key, "z")] = (r.extra["estimate"] - truth[key]) / r.extra["se"]
     return out
 
 
@@ -123,19 +147,19 @@ def main(argv: list[str] | None = None) -> None:
     print(f"Wald CV coverage: {args.replicates} replicates, n = {args.n}, {args.folds}-fold CV, "
           f"truth on {args.test_rows:,} new rows; {time.perf_counter() - wall:.0f} s wall, "
           f"{time.process_time() - cpu:.0f} s CPU\n")  # fmt: skip
-    print("| measure | variance | nominal | coverage | Wilson 95 % interval |")
-    print("|---|---|---|---|---|")
-    for key in [k for k in runs[0] if k[1] != "z"]:
+    print("| target | measure | variance | nominal | coverage | Wilson 95 % interval |")
+    print("|---|---|---|---|---|---|")
+    for key in [k for k in runs[0] if k[-1] != "z"]:
         hits = sum(run[key] for run in runs)
         low, high = wilson(hits, len(runs))
-        m, variance, level = key
+        target, m, variance, level = key
         share = hits / len(runs)
-        print(f"| {m} | {variance} | {level:.2f} | {share:.3f} | {low:.3f}–{high:.3f} |")
-    print("\n| measure | mean of (d̄ − truth)/(σ̂/√n) | its SD (1 if σ̂ is right) |")
-    print("|---|---|---|")
-    for m in MEASURES:
-        z = np.array([run[m, "z"] for run in runs])
-        print(f"| {m} | {z.mean():+.3f} | {z.std(ddof=1):.3f} |")
+        print(f"| {target} | {m} | {variance} | {level:.2f} | {share:.3f} | {low:.3f}–{high:.3f} |")
+    print("\n| target | measure | mean of (estimate − truth)/(σ̂/√n) | its SD (1 if σ̂ is right) |")
+    print("|---|---|---|---|")
+    for key in [k for k in runs[0] if k[-1] == "z"]:
+        z = np.array([run[key] for run in runs])
+        print(f"| {key[0]} | {key[1]} | {z.mean():+.3f} | {z.std(ddof=1):.3f} |")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
-"""What summing the learners' per-row loss differences (for ``compare(method="wald_cv")``)
-costs the scoring pass: ``evaluate(["featureless", "lda"], outer="cv")`` on a generated table,
-with the pairs summed and with them switched off (``fitting.row_losses`` returning nothing, as
-before they existed), alternated in one process, wall and CPU seconds.
+"""What summing the learners' per-row loss differences (for ``compare(method="wald_cv")``) and
+squared losses (for ``wald_cv_intervals``) costs the scoring pass: ``evaluate(["featureless",
+"lda"], outer="cv")`` (or ``--learners``) on a generated table, with the sums and with them
+switched off (``fitting.row_losses`` returning nothing, as before they existed), alternated in
+one process, wall and CPU seconds.
 
     python -m benchmarks.wald_cv_overhead                  # 200,000 rows, 3 runs each
     python -m benchmarks.wald_cv_overhead --rows 50000 --runs 1
+    python -m benchmarks.wald_cv_overhead --learners lda   # one learner: its Σ l² alone
 """
 
 from __future__ import annotations
@@ -38,13 +40,13 @@ def cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def run(data: sd.Table, pairs: bool) -> tuple[float, float, bool]:
-    """Wall and CPU seconds of one evaluate, and whether it recorded the pairs."""
+def run(data: sd.Table, learners: list[str], pairs: bool) -> tuple[float, float, bool]:
+    """Wall and CPU seconds of one evaluate, and whether it recorded the sums."""
     patch = mock.patch.object(fitting, "row_losses", lambda *a, **k: {}) if not pairs else None
     wall, used = time.perf_counter(), cpu()
     with patch or mock.patch.object(fitting, "row_losses", fitting.row_losses):
-        ds = sd.evaluate(data, ["featureless", "lda"], outer="cv", progress=False)
-    recorded = bool(np.isfinite(ds["loss_diff_sq_error"].values).any())
+        ds = sd.evaluate(data, learners, outer="cv", progress=False)
+    recorded = bool(np.isfinite(ds["loss_sq_log_loss"].values).any())
     return time.perf_counter() - wall, cpu() - used, recorded
 
 
@@ -52,15 +54,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--learners", default="featureless,lda", help="comma-separated")
     args = parser.parse_args(argv)
     data = table(args.rows)
-    run(data, True)  # warm up: imports, compiled kernels
-    print(f"evaluate(['featureless', 'lda'], outer='cv') on {args.rows:,} rows\n")
-    print("| run | pairs summed | wall s | CPU s |")
+    learners = args.learners.split(",")
+    run(data, learners, True)  # warm up: imports, compiled kernels
+    print(f"evaluate({learners}, outer='cv') on {args.rows:,} rows\n")
+    print("| run | sums recorded | wall s | CPU s |")
     print("|---|---|---|---|")
     for i in range(args.runs):
         for pairs in (False, True):
-            wall, used, recorded = run(data, pairs)
+            wall, used, recorded = run(data, learners, pairs)
             assert recorded == pairs
             print(f"| {i + 1} | {'yes' if pairs else 'no'} | {wall:.2f} | {used:.2f} |")
 

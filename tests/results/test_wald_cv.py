@@ -19,6 +19,7 @@ from sklearn.linear_model import LinearRegression
 import soak_dask as sd
 from soak_dask.learn.loss_pairs import merge_pairs, pair_sums, pair_values, row_losses
 from soak_dask.results.comparisons import WALD_CV_COVERAGE, compare
+from soak_dask.results.wald_cv_intervals import WALD_CV_ONE_COVERAGE
 from soak_dask.stats.wald_cv import wald_cv_test
 from tests.conftest import n_examples
 
@@ -302,6 +303,7 @@ def test_one_learners_squared_losses_and_wald_interval_by_hand(task, learners, m
             mean, sd_ = loss.mean(), loss.std()  # all pairs: divide by n
             row = table.loc[(m, name)]
             assert row["reason"] == "" and row["n"] == 200
+            assert f"{WALD_CV_ONE_COVERAGE[m]:.1%} of simulations" in row["note"]
             assert (row["estimate"], row["sd"]) == pytest.approx((mean, sd_), rel=1e-9)
             half = 1.959963984540054 * sd_ / math.sqrt(len(loss))
             assert (row["ci_low"], row["ci_high"]) == pytest.approx(
