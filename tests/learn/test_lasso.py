@@ -13,7 +13,7 @@ from sklearn.model_selection import cross_validate
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import soak_dask as sd
-from soak_dask.learn.lasso import _exp_log1p, _fold_ids
+from soak_dask.learn.lasso import LOGIT_MAX, _exp_log1p, _fold_ids, _held_out_deviance
 
 from ..conftest import AZTREES_FEATURES, toy_table
 
@@ -186,6 +186,23 @@ def test_vectorised_exp_and_log1p_match_numpy():
     _exp_log1p(e, z, log1p_z, np.empty(e.size, dtype=np.int64))
     np.testing.assert_allclose(z, np.exp(-np.abs(e)), rtol=1e-14, atol=1e-300)
     np.testing.assert_allclose(log1p_z, np.log1p(np.exp(-np.abs(e))), rtol=1e-14, atol=1e-300)
+
+
+def test_held_out_deviance_is_the_clipped_binomial_deviance():
+    """The compiled held-out deviance of a path's fits equals numpy's weighted sum of
+    2 log(1 + e^(sη)), η clipped to ±logit(1 − 1e-5), over blocks of rows and fits (600
+    rows: a partial last block), large coefficients included (the clipping)."""
+    rng = np.random.default_rng(3)
+    XT = np.vstack([np.ones(600), rng.normal(size=(5, 600))])
+    coefs = rng.normal(scale=[[0.3], [3.0], [30.0]], size=(3, 6))
+    sign = 1.0 - 2.0 * (rng.random(600) < 0.4)
+    w = rng.random(600) / 600
+    out = np.empty(3)
+    _held_out_deviance(XT, coefs, sign, w, out)
+    eta = np.clip(XT.T @ coefs.T, -LOGIT_MAX, LOGIT_MAX)
+    expected = w @ (2.0 * np.log1p(np.exp(sign[:, None] * eta)))
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+    assert np.mean(np.abs(XT.T @ coefs[2]) > LOGIT_MAX) > 0.5  # the clip matters
 
 
 def test_folds_are_stratified_and_seeded():
