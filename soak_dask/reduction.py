@@ -1,4 +1,5 @@
-"""Tree reductions of delayed values: combine a few at a time, so no task holds them all."""
+"""Tree reductions of delayed values: combine a few at a time, so no task holds them all; and
+`list_call`, the delayed call of a function of a list of delayed values."""
 
 from __future__ import annotations
 
@@ -6,7 +7,33 @@ from collections.abc import Callable
 from typing import Any
 
 import dask
-from dask.delayed import Delayed
+from dask.delayed import Delayed, tokenize
+from dask.utils import funcname
+
+__all__ = ["list_call", "tree_reduce"]
+
+
+def list_call(func: Callable[..., Any], items: list[Any], *args: Any, **delayed_kwargs: Any) -> Any:
+    """``dask.delayed(func)(items, *args)``, one task, with the delayed ``items`` handed to dask
+    one by one: dask optimises and culls the whole graph of every delayed value it finds inside
+    a list argument, once per call (``dask.delayed.unpack_collections``), which made a run's
+    graph cost its size times its tasks to build. ``delayed_kwargs`` go to ``dask.delayed``
+    (``pure``, ``nout``) and to the call (``dask_key_name``, named after `func` by default).
+
+    >>> parts = [dask.delayed(n) for n in range(3)]
+    >>> list_call(lambda values, k: k * sum(values), parts, 10).compute()
+    30
+    """
+    key = delayed_kwargs.pop("dask_key_name", None)
+    pure = delayed_kwargs.get("pure")  # impure (the default): a unique key, as dask makes one
+    key = key or f"{funcname(func)}-{tokenize(func, *items, *args, pure=pure)}"
+    call = dask.delayed(_listed, **delayed_kwargs)
+    return call(func, len(items), *items, *args, dask_key_name=key)
+
+
+def _listed(func: Callable[..., Any], n: int, *values: Any) -> Any:
+    """`func` of the first `n` values as a list, and of the others."""
+    return func(list(values[:n]), *values[n:])
 
 
 def tree_reduce(
@@ -21,7 +48,7 @@ def tree_reduce(
     ``keep`` values remain; ``delayed_kwargs`` go to ``dask.delayed`` (e.g. ``nout``)."""
     while len(level) > keep:
         level = [
-            dask.delayed(combine, pure=True, **delayed_kwargs)(level[i : i + split_every])
+            list_call(combine, level[i : i + split_every], pure=True, **delayed_kwargs)
             for i in range(0, len(level), split_every)
         ]
     return level

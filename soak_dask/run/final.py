@@ -23,6 +23,7 @@ from ..learn.across_workers import trains_across_workers
 from ..learn.groups import fit_with_groups
 from ..learn.measures import finish, merge, partial_scores
 from ..learn.tuning import fit_info
+from ..reduction import list_call
 from ..split.folds import table_class_rows
 from ..split.plan import Fit, Selection
 from ..workers import WorkerMemory, worker_memory
@@ -284,8 +285,8 @@ def final_tasks(
         parts = train.to_delayed()
         if exact:
             cap = (max_rows, class_rows) if max_rows is not None else None
-            fit = dask.delayed(fit_final, pure=True, nout=2)
-            state, piece = fit(parts, est, run, resubstitution, name, cap)
+            args = (est, run, resubstitution, name, cap)
+            state, piece = list_call(fit_final, parts, *args, pure=True, nout=2)
             pieces = [piece] if resubstitution else None
         else:
             state = (
@@ -310,10 +311,10 @@ def _scored(state: Any, test: list, pieces: list | None, run: RunSpec, name: str
     state = dask.delayed(state, pure=True)  # a fitted state becomes one key; a delayed stays
     outcome = dask.delayed(partition_outcome, pure=True)
     outcomes = [outcome(state, part, run, name) for part in test]
-    split = dask.delayed(split_scores, pure=True)(outcomes, run, name)
+    split = list_call(split_scores, outcomes, run, name, pure=True)
     resub = None
     if pieces is not None:
-        resub = dask.delayed(resubstitution_scores, pure=True)(pieces, run, name)
+        resub = list_call(resubstitution_scores, pieces, run, name, pure=True)
     return dask.delayed(score_final, pure=True)(state, split, resub, run, name)
 
 

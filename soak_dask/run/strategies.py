@@ -34,7 +34,7 @@ import pandas as pd
 from dask.base import normalize_token, tokenize
 from sklearn.base import BaseEstimator
 
-from ..reduction import tree_reduce
+from ..reduction import list_call, tree_reduce
 from ..split.plan import FIT_COLUMNS, Fit, Plan
 from ..tables.table import Table
 from ..workers import WorkerMemory
@@ -179,8 +179,8 @@ class WholeTrainSet:
             rows = ctx.rows(spec, test=False, rates=ctx.rates(fit_id, exact=True))
             estimator = ctx.estimators[learner]
             key = f"soak-fit-{fit_id}-{learner}-{ctx.token(spec, estimator, 'whole')}"
-            state = dask.delayed(fit_parts, pure=True)(
-                rows.to_delayed(), estimator, spec, ctx.run, dask_key_name=key
+            state = list_call(
+                fit_parts, rows.to_delayed(), estimator, spec, ctx.run, pure=True, dask_key_name=key
             )
             fitted[fit_id, learner] = (state, spec)
         return fitted, []
@@ -203,7 +203,7 @@ class Batched:
         for start, batch in fit_batches(pairs, self.size):
             jobs = [(ctx.estimators[n], ctx.spec(f, n)) for f, n in batch]
             key = f"soak-batch-{start}-{ctx.token(jobs)}"
-            out.append(dask.delayed(fit_many, pure=True)(parts, jobs, ctx.run, dask_key_name=key))
+            out.append(list_call(fit_many, parts, jobs, ctx.run, pure=True, dask_key_name=key))
         return out, []
 
 
@@ -392,26 +392,34 @@ def scoring_pass(
         parts = ctx.data[columns]
         parts = parts.map_partitions(after, barrier, meta=parts._meta)
         wave = [blocks[i] for i in ids]
+        # The wave's blocks and the run's options as one graph node each, read by every
+        # partition's task: passed as they are, dask would walk (and embed) them per partition.
+        held = [
+            dask.delayed(value, name=f"soak-{what}-{w}-{token}", traverse=False)
+            for what, value in [("wave", wave), ("options", run)]
+        ]
         level = [
             dask.delayed(score, nout=len(wave), pure=True)(
-                part, shared, wave, run, dask_key_name=f"soak-predict-{i}-{w}-{token}"
+                part, shared, *held, dask_key_name=f"soak-predict-{i}-{w}-{token}"
             )
             for i, part in enumerate(parts.to_delayed())
         ]
         # A tree of merges keeps few pieces alive (tasks and keys hold memory on a worker too).
         level = tree_reduce(level, merge_pieces, split_every, keep=split_every, nout=len(wave))
         last = [
-            dask.delayed(score_block, pure=True)(
+            list_call(
+                score_block,
                 [node[j] for node in level],
                 shared,
                 ordered[i],
                 blocks[i][-1],
                 run,
+                pure=True,
                 dask_key_name=f"soak-score-{i}-{token}",
             )
             for j, i in enumerate(ids)
         ]
-        barrier = dask.delayed(len, pure=True)(last, dask_key_name=f"soak-wave-{w + 1}-{token}")
+        barrier = list_call(len, last, pure=True, dask_key_name=f"soak-wave-{w + 1}-{token}")
         out += last
     return out
 
