@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
@@ -189,6 +190,8 @@ def test_wald_cv_refused_on_other_designs() -> None:
     )
     with pytest.raises(ValueError, match="one K-fold CV.*outer='repeated_cv'"):
         compare(ds, "lda", "featureless", method="wald_cv")
+    with pytest.raises(ValueError, match="one K-fold CV.*outer='repeated_cv'"):
+        sd.wald_cv_intervals(ds)
     df["plot"] = np.arange(len(df)) // 4
     grouped = sd.load_table(df, label="y", features=["x1", "x2"], group="plot")
     ds = sd.evaluate(grouped, ["featureless", "lda"], progress=False)
@@ -248,8 +251,6 @@ def test_same_sums_on_two_worker_processes(cluster) -> None:
 def test_a_pair_needs_both_learners_records() -> None:
     """A record resumed from a checkpoint may hold a partner that was scored again apart (its
     own record without the pair): the pair is then not recorded, in either direction."""
-    import xarray as xr
-
     from soak_dask.run.assemble import with_loss_pairs
 
     index = pd.MultiIndex.from_product([["a", "b"], [1, 2]], names=["learner", "fold"])
@@ -344,7 +345,27 @@ def test_squared_losses_kept_by_the_store_and_the_checkpoint(tmp_path) -> None:
     np.testing.assert_array_equal(back["loss_sq_log_loss"].values, ds["loss_sq_log_loss"])
     assert back["loss_sq_log_loss"].dims == ("learner", "repeat", "fold")
     pd.testing.assert_frame_equal(sd.wald_cv_intervals(back), sd.wald_cv_intervals(ds))
-    # Without the sums (an earlier store), the row says why.
+    # Without the sums (an earlier store), or without a fold's (a failed fit), the row says why.
     row = sd.wald_cv_intervals(back.drop_vars("loss_sq_log_loss")).iloc[0]
     assert "no sums of squared per-row log_loss losses" in row["reason"]
     assert math.isnan(row["ci_low"])
+    back["loss_sq_log_loss"][0, 0, 1] = np.nan
+    row = sd.wald_cv_intervals(back).iloc[0]
+    assert "lda has no log_loss sums in some fold" in row["reason"] and math.isnan(row["se"])
+
+
+def test_one_learners_interval_undefined_where_every_loss_is_equal() -> None:
+    """Error 0 on every row (accuracy 1): σ̂ is 0, so there is no interval; the row says why."""
+    cells = {"learner": ["a"], "repeat": [1], "fold": [1, 2]}
+    ds = xr.Dataset(
+        {
+            "error": (("learner", "repeat", "fold"), [[[0.0, 0.0]]]),
+            "accuracy": (("learner", "repeat", "fold"), [[[1.0, 1.0]]]),
+            "n_test": (("learner", "repeat", "fold"), [[[5, 4]]]),
+        },
+        coords=cells,
+        attrs={"design": "evaluate", "outer": "cv", "measures": ["error", "accuracy"]},
+    )
+    rows = sd.wald_cv_intervals(ds)
+    assert rows["reason"].str.contains("all 9 per-row losses of .* are equal").all()
+    assert rows["estimate"].tolist() == [0.0, 1.0] and rows["ci_low"].isna().all()
