@@ -27,6 +27,7 @@ ValueError: seed=1.5: need an integer from 0 to 2**32 - 1
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 from collections.abc import Callable, Mapping
@@ -87,6 +88,8 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
 
         @functools.wraps(func)
         def door(*args: Any, **kwargs: Any) -> Any:
+            if not renamed:
+                refuse_unknown(func.__name__, signature, kwargs)
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             values = bound.arguments
@@ -106,6 +109,24 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
         return door  # type: ignore[return-value]
 
     return decorate
+
+
+def refuse_unknown(name: str, signature: inspect.Signature, given: Mapping[str, Any]) -> None:
+    """Refuse a keyword that function `name` (of `signature`) does not take, as Python does
+    (a TypeError), naming the parameter it is closest to, if any.
+
+    >>> def evaluate(table, *, outer_folds=None, seed=1): ...
+    >>> refuse_unknown("evaluate", inspect.signature(evaluate), {"folds": 4})
+    Traceback (most recent call last):
+    ...
+    TypeError: evaluate() got an unexpected keyword argument 'folds'; did you mean 'outer_folds'?
+    """
+    names = list(signature.parameters)
+    for key in given:
+        if key not in names:
+            near = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; it takes {', '.join(names)}"
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}{hint}")
 
 
 def _options(

@@ -49,9 +49,20 @@ MEASURES: dict[str, tuple[str, ...]] = {
     "regression": ("mse", "rmse", "mae", "r2"),
 }
 
-#: A measure's long name (the variable's ``long_name`` attr).
-MEASURE_NAMES: dict[str, str] = {
-    "error": "test error (percent)",
+#: A measure's unit (or range, where it has none), as its axes and tables name it.
+MEASURE_UNITS: dict[str, str] = {
+    "error": "percent",
+    "accuracy": "share of rows, 0 to 1",
+    "balanced_accuracy": "0 to 1",
+    "auc": "0 to 1",
+    "log_loss": "nats a row",
+    "mse": "label's unit²",
+    "rmse": "label's unit",
+    "mae": "label's unit",
+    "r2": "no unit, at most 1",
+}
+_NAMES = {
+    "error": "test error",
     "accuracy": "accuracy",
     "balanced_accuracy": "balanced accuracy",
     "auc": "area under the ROC curve",
@@ -61,6 +72,8 @@ MEASURE_NAMES: dict[str, str] = {
     "mae": "mean absolute error",
     "r2": "coefficient of determination R²",
 }
+#: A measure's long name with its unit (the variable's ``long_name`` attr).
+MEASURE_NAMES: dict[str, str] = {m: f"{name} ({MEASURE_UNITS[m]})" for m, name in _NAMES.items()}
 
 #: The measures that are the mean of a per-row loss (the others, AUC, balanced accuracy, R²
 #: and RMSE, are not, so their blocks have no per-row differences to sum: ``learn.loss_pairs``).

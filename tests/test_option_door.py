@@ -104,6 +104,22 @@ def test_a_former_keyword_is_refused_at_the_door(untouchable):
         sd.compare_sampling(untouchable, None, k=3)
 
 
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda t: sd.evaluate(t, folds=4), r"argument 'folds'; did you mean 'outer_folds'\?$"),
+        (
+            lambda t: sd.soak(t, n_fold=4),
+            r"^soak\(\) got an unexpected .* 'n_fold'; did you mean 'n_folds'",
+        ),
+        (lambda t: sd.transfer(t, zzz=1), r"argument 'zzz'; it takes table, learners, "),
+    ],
+)
+def test_an_unknown_keyword_names_the_nearest_parameter(untouchable, call, match):
+    with pytest.raises(TypeError, match=match):
+        call(untouchable)
+
+
 def test_the_body_gets_the_checked_values():
     @checked("run")
     def run(table, *, seed=1, train_types=("same", "other", "all"), error_score=np.nan):

@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURE_RANGES, RESULT_DIMS
+from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURE_RANGES, MEASURE_UNITS, RESULT_DIMS
 from .stats import no_tests_reason, pvalues, validate_evaluation, validate_results
 from .store import from_dataframe
 
@@ -42,6 +42,7 @@ __all__ = [
     "LOWER_IS_BETTER",
     "MEASURE_RANGES",
     "ORDERS",
+    "axis_label",
     "check_choice",
     "datasets_table",
     "format_comparison",
@@ -110,6 +111,20 @@ def format_comparison(compare: str, mean_diff: float, p: float) -> str:
 def _measure_label(ds: xr.Dataset, measure: str) -> str:
     """Axis label of a measure: its long_name attr, else the package's name for it."""
     return str(ds[measure].attrs.get("long_name", MEASURE_NAMES.get(measure, measure)))
+
+
+def axis_label(ds: xr.Dataset, measure: str) -> str:
+    """A measure's axis label: its name and unit (`measure_label`), and which way is better,
+    in one parenthesis.
+
+    >>> axis_label(xr.Dataset(), "auc")
+    'area under the ROC curve (0 to 1; higher is better)'
+    """
+    label = measure_label(ds, measure)
+    better = "lower" if _base_measure(measure) in LOWER_IS_BETTER else "higher"
+    if label.endswith(")"):
+        return f"{label[:-1]}; {better} is better)"
+    return f"{label} ({better} is better)"
 
 
 def mean_sd_bar(values: np.ndarray, measure: str) -> tuple[float, float, float] | None:
@@ -533,8 +548,7 @@ def plot_learners(
         ax.remove()
     axes.flat[0].set_yticks(range(len(chosen)), chosen)
     axes.flat[0].set_ylim(len(chosen) - 0.5, -0.5)
-    better = "lower" if measure in LOWER_IS_BETTER else "higher"
-    fig.supxlabel(f"{_measure_label(ds, measure)} ({better} is better)", fontsize=9)
+    fig.supxlabel(axis_label(ds, measure), fontsize=9)
     handles = [
         Line2D([], [], ls="none", marker="o", mfc="none", color="#555555", label="one test fold"),
         Line2D([], [], lw=2, marker="D", ms=4, color="#555555", label="mean ± SD over folds"),
@@ -713,8 +727,7 @@ def _label_evaluation(fig: Figure, ax: Axes, ds: xr.Dataset, measure: str, test:
     if a.get("group"):
         title += f", groups of {a['group']} kept whole"
     ax.set_title(title, fontsize=9)
-    better = "lower" if base in LOWER_IS_BETTER else "higher"
-    ax.set_xlabel(f"{measure_label(ds, measure)} ({better} is better)", fontsize=9)
+    ax.set_xlabel(axis_label(ds, measure), fontsize=9)
     if outer == "bootstrap":
         one = "one resample" + (" (out of bag)" if measure == base else "")
     else:
@@ -931,7 +944,8 @@ def plot_datasets(
     )
     ax_diff.set_yticks(range(len(names)), names)
     ax_diff.set_ylim(len(names) - 0.5, -0.5)
-    unit = " (percent)" if measure == "error" else ""
+    unit = MEASURE_UNITS.get(measure)
+    unit = f" ({unit})" if unit else ""
     ax_diff.set_xlabel(f"mean difference in {measure}{unit}, compare {_MINUS} same")
     ax_p.set_xlabel("log10(p), paired t-test over folds")
     fig.legend(

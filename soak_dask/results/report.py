@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..schema import MEASURE_NAMES
 from ..tables.checks import UNEQUAL_FOLDS, unequal_folds_warning
 from ..tables.roles import coordinates_warning
 from ..tables.spatial_record import made_from_coordinates
@@ -50,7 +49,7 @@ from .html import (
 from .kinds import is_evaluation, no_tests_reason, validate_evaluation, validate_results
 from .pages import write_parts
 from .paired_tests import PVALUE_COLUMNS, pvalues
-from .plot import ORDERS, check_choice, format_pvalue, plot_learners, plot_soak
+from .plot import ORDERS, check_choice, format_pvalue, measure_label, plot_learners, plot_soak
 from .summaries import summary
 
 __all__ = ["group_assignment_text", "report_parts", "soak_parts", "write_report"]
@@ -290,9 +289,7 @@ def _measure_section(
     first: bool,
 ) -> str:
     """The figures and tables of one measure: open for the first, folded for the others."""
-    label = html.escape(
-        str(ds[measure].attrs.get("long_name", MEASURE_NAMES.get(measure, measure)))
-    )
+    label = html.escape(measure_label(ds, measure))
     plain = bool(no_tests_reason(ds))
     k = ds.sizes["fold"]
     learners_png = write_figure(out, plot_learners(ds, measure), f"soak_{measure}_learners")

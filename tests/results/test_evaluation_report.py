@@ -139,13 +139,14 @@ def test_plot_draws_cells_mean_sd_and_the_test_split(repeated):
     assert split.get_color() == TEST_SPLIT_COLOR
     assert split.get_ydata()[0] > lines["mean_sd:logistic"].get_ydata()[0]  # under the folds
     assert [t.get_text() for t in ax.get_yticklabels()] == LEARNERS
-    assert "(higher is better)" in ax.get_xlabel() and "4-fold CV × 2 repeats" in ax.get_title()
+    assert ax.get_xlabel() == "area under the ROC curve (0 to 1; higher is better)"
+    assert "4-fold CV × 2 repeats" in ax.get_title()
     assert "test split, 95 % interval" in [t.get_text() for t in fig.legends[0].get_texts()]
     # The featureless error bar stops at 0 % and 100 %, as the SOAK figures' do.
     error = plot_evaluation(repeated, "error").axes[0]
     bar = next(line for line in error.get_lines() if line.get_gid() == "mean_sd:featureless")
     assert 0 <= min(bar.get_xdata()) and max(bar.get_xdata()) <= 100
-    assert "(lower is better)" in error.get_xlabel()
+    assert error.get_xlabel() == "test error (percent; lower is better)"
     matplotlib.pyplot.close("all")
 
 

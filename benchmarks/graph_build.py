@@ -1,0 +1,118 @@
+"""Graph building: a run's client-side CPU with ``reduction.list_call`` against a list argument.
+
+A fit task reads its train rows from every partition, a test block's scoring task merges the
+pieces of every partition, a tree merge takes a few pieces: each is a delayed call of a list
+of delayed values. Handed to dask inside a list, those values make dask optimise and cull the
+whole graph once per call (``dask.delayed.unpack_collections``); ``list_call`` hands them to
+dask one by one. Compared in one run: the same SOAK runs (``decision_tree``, one task per fit,
+scored partition by partition; and ``featureless``, one pass of statistics) on a generated
+pixel table cut into ``--partitions`` partitions, with Dask's local scheduler, each run's CPU
+seconds on the client (the process's, threads included) and its wall seconds, with
+``list_call`` and with it replaced by the list-argument call it replaced. Results equal.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+
+import soak_dask as sd
+from soak_dask import reduction
+from soak_dask.run import final, strategies
+
+from .common import Ratio, finish, header, load_pixels, parser, pixel_parquet
+
+MODULE = "benchmarks.graph_build"
+#: Modules that call ``list_call`` by name (patched together for the alternative).
+CALLERS = (reduction, strategies, final)
+TARGET_CPU_RATIO = 1.2
+
+
+def list_argument(func: Callable[..., Any], items: list[Any], *args: Any, **kwargs: Any) -> Any:
+    """The alternative: ``dask.delayed(func)(items, *args)``, the list handed to dask whole."""
+    key = kwargs.pop("dask_key_name", None)
+    return dask.delayed(func, **kwargs)(items, *args, dask_key_name=key)
+
+
+@contextmanager
+def calls_with(call: Callable[..., Any]) -> Iterator[None]:
+    """Every caller of ``list_call`` uses `call` instead, for the block."""
+    kept = [module.list_call for module in CALLERS]
+    for module in CALLERS:
+        module.list_call = call
+    try:
+        yield
+    finally:
+        for module, original in zip(CALLERS, kept, strict=True):
+            module.list_call = original
+
+
+def time_run(table: sd.Table, learner: str, folds: int, seed: int) -> tuple[float, float, Any]:
+    """CPU and wall seconds of one soak run with the local scheduler, and its errors."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    res = sd.soak(table, [learner], n_folds=folds, seed=seed, progress=False)
+    return time.process_time() - cpu, time.perf_counter() - wall, res["error"].values
+
+
+def compare(table: sd.Table, learner: str, args: Any) -> list[dict[str, Any]]:
+    """Both forms, alternating, ``--repeat`` times each after a warm-up run of each."""
+    forms = {"list_call": reduction.list_call, "list argument": list_argument}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in forms}
+    errors = {}
+    for i in range(args.repeat + 1):
+        for name, call in forms.items():
+            with calls_with(call):
+                cpu, wall, errors[name] = time_run(table, learner, args.folds, args.seed)
+            if i:  # the first round warms imports and caches up: dropped
+                times[name].append((cpu, wall))
+    same = np.array_equal(*errors.values(), equal_nan=True)
+    return [
+        {
+            "learner": learner,
+            "graph": name,
+            "cpu_s": round(statistics.median(c for c, _ in times[name]), 3),
+            "wall_s": round(statistics.median(w for _, w in times[name]), 3),
+            "same_errors": same,
+        }
+        for name in forms
+    ]
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=40_000, help="rows (default 40k)")
+    p.add_argument("--partitions", type=int, default=32, help="partitions (default 32)")
+    p.add_argument("--folds", type=int, default=10, help="K (default 10)")
+    p.add_argument("--repeat", type=int, default=3, help="runs per form (default 3)")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.rows, args.partitions, args.folds, args.repeat = 4_000, 8, 3, 1
+    facts = header("graph building: list_call against a list argument", MODULE, argv, args)
+    loaded = load_pixels(pixel_parquet(args.workdir, args.rows, args.seed))
+    data = dd.from_pandas(loaded.data.compute(), npartitions=args.partitions)
+    table = sd.load_table(data, label="label", subset="region", features=loaded.features)
+    rows = []
+    with dask.config.set(scheduler="sync"):
+        for learner in ("decision_tree", "featureless"):
+            rows += compare(table, learner, args)
+    ratios = [
+        Ratio(
+            f"{row['learner']}: CPU of a run, list argument / list_call",
+            other["cpu_s"] / row["cpu_s"],
+            TARGET_CPU_RATIO,
+            higher_is_better=True,
+        )
+        for row, other in zip(rows[::2], rows[1::2], strict=True)
+    ]
+    return finish("graph_build", args, facts, rows, ratios)
+
+
+if __name__ == "__main__":
+    main()
