@@ -37,6 +37,14 @@ def add_spatial_flags(parser: argparse.ArgumentParser) -> None:
         "--spatial-model", choices=MODELS, default="exponential", help="semivariogram model"
     )
     group.add_argument(
+        "--spatial-max-distance",
+        type=float,
+        default=None,
+        metavar="D",
+        help="largest distance of the semivariogram, in the coordinates' unit (a third of the "
+        "sample's diagonal)",
+    )
+    group.add_argument(
         "--unit", default=None, help="unit of the coordinates, for the printout (e.g. m)"
     )
 
@@ -50,6 +58,7 @@ def spatial_options(args: argparse.Namespace) -> dict[str, Any] | None:
             for flag, value, default in (
                 ("--spatial-sample", args.spatial_sample, 1_000_000),
                 ("--spatial-model", args.spatial_model, "exponential"),
+                ("--spatial-max-distance", args.spatial_max_distance, None),
                 ("--unit", args.unit, None),
             )
             if value != default
@@ -57,7 +66,12 @@ def spatial_options(args: argparse.Namespace) -> dict[str, Any] | None:
         if given:
             raise ValueError(f"{', '.join(given)} without --spatial does nothing: add --spatial")
         return None
-    return {"sample": args.spatial_sample, "model": args.spatial_model, "unit": args.unit}
+    return {
+        "sample": args.spatial_sample,
+        "model": args.spatial_model,
+        "max_distance": args.spatial_max_distance,
+        "unit": args.unit,
+    }
 
 
 #: The table settings kNNDM has no use for: it makes the folds (subsets play no part), and

@@ -523,8 +523,8 @@ def range_notes(range_: float, cutoff: float, xy: np.ndarray, unit: str) -> tupl
     if range_ > 0.9 * cutoff:
         notes.append(
             f"the range is at or beyond the largest distance measured ({cutoff:.3g} {unit}): the "
-            "correlation may reach further; give a larger max_distance (the block size is "
-            "then a lower bound)"
+            "correlation may reach further; give a larger max_distance (soak info "
+            "--spatial-max-distance; the block size is then a lower bound)"
         )
     # Degrees: within ±180 / ±90, and rows closer than 0.1 (11 km of latitude) to their
     # neighbours, where a grid of unit cells or metres has them 1 or more apart.

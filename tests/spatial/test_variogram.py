@@ -211,6 +211,10 @@ def test_soak_info_spatial_prints_the_range_and_the_blocks(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "rows:     1,600" in out and "spatial range of 'value'" in out
     assert "suggested --blocks" in out and " m of a training row" in out
+    # The note a short semivariogram gives names the flag that lengthens it.
+    assert main([*argv, "--spatial", "--spatial-max-distance", "5", "--unit", "m"]) == 0
+    out = capsys.readouterr().out
+    assert "largest distance measured (5 m)" in out and "--spatial-max-distance" in out
     assert main([*argv, "--spatial-model", "gaussian"]) == 2
     assert "--spatial-model without --spatial does nothing" in capsys.readouterr().err
     assert main(["info", str(path), "--label", "value", "--spatial"]) == 2
