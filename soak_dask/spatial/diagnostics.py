@@ -23,6 +23,7 @@ from ..dask_client import current_client
 from ..option_checks import checked
 from ..split.fold_options import MAX_FOLDS
 from ..split.neighbours import point_hashes
+from ..tables.crs import metric_only
 from ..tables.table import Table, check_table
 from .blocks import coordinate_extent
 
@@ -66,6 +67,7 @@ def fold_summary(
         raise ValueError(f"sample={sample!r}: need a positive number of test rows per fold")
     out = _counts(table, column)
     if table.coords:
+        metric_only(table.crs, "fold_summary")
         coordinate_extent(table, "fold_summary")  # a missing coordinate has no distance
         client = current_client() if client is None else client
         out = out.join(_distances(table, column, out.index.to_numpy(), sample, seed, client))

@@ -113,7 +113,7 @@ def nndm_folds(
         )
     transform = standardiser(raw, columns) if space == "feature" else None
     points = raw if transform is None else (raw - transform[0]) / transform[1]
-    parts, crs = prediction_parts(prediction, columns, space, table)
+    parts, crs = prediction_parts(prediction, columns, space, table, "nndm_folds")
     gij = sampled_distances(parts, points, sample, seed, transform, client)
     warn_if_far(gij, points, columns, space)
     dist = cdist(points, points)

@@ -346,7 +346,7 @@ def knndm_folds(
     codes, groups = group_codes(table, shares.n_folds)
     transform = standardiser(raw, columns) if space == "feature" else None
     points = raw if transform is None else (raw - transform[0]) / transform[1]
-    parts, crs = prediction_parts(prediction, columns, space, table)
+    parts, crs = prediction_parts(prediction, columns, space, table, "knndm_folds")
     gij = sampled_distances(parts, points, sample, seed, transform, client)
     warn_if_far(gij, points, columns, space)
     grid = cluster_grid(shares.n_folds, len(points), n_candidates, max_clusters)

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..tables.crs import as_crs, crs_name, crs_unit, parquet_crs, raster_crs
+from ..tables.crs import as_crs, crs_name, crs_unit, metric_only, parquet_crs, raster_crs
 from ..tables.table import Table
 from .knndm_shares import refuse_prediction
 from .neighbours import table_parts
@@ -60,16 +60,26 @@ def open_prediction(path: str | os.PathLike) -> dd.DataFrame | xr.Dataset:
     raise FileNotFoundError(f"prediction {text!r} does not exist")
 
 
+#: How to leave degrees when either input of kNNDM or NNDM carries a geographic CRS.
+PROJECT_BOTH = (
+    "project the training table and the prediction area to one CRS in metres (e.g. their UTM "
+    "zone: a table with pyproj or soak extract's --crs, a raster with rioxarray's "
+    "raster.rio.reproject(crs))"
+)
+
+
 def prediction_parts(
-    prediction: Any, columns: Sequence[str], space: str, training: Table
+    prediction: Any, columns: Sequence[str], space: str, training: Table, what: str
 ) -> tuple[list[Any], Any]:
     """Delayed point arrays of ``prediction``, one per block, with the values of
     ``columns`` (the training coordinates or features); and the coordinates' CRS where
     either input carries one (geographical space; else None). In geographical space, a CRS
-    carried by both ``training`` and ``prediction`` must agree."""
+    carried by both ``training`` and ``prediction`` must agree, and a geographic one
+    (degrees) is refused, naming ``what`` (the caller)."""
     crs = None
     if space == "geographical":
         crs = same_crs(table_crs(training), prediction_crs(prediction))
+        metric_only(crs, what, PROJECT_BOTH)
     if isinstance(prediction, str | os.PathLike):
         prediction = open_prediction(prediction)
     return _parts(prediction, columns, space), crs

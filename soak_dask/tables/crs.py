@@ -83,17 +83,24 @@ def crs_unit(crs: Any) -> str | None:
     return str(axes[0].unit_name)
 
 
-def metric_only(crs_value: str | None, what: str) -> None:
+#: How to leave degrees: metric_only's default fix.
+PROJECT_TABLE = (
+    "project the table to a CRS in metres (e.g. its UTM zone, with pyproj or soak extract's "
+    "--crs) and load it again"
+)
+
+
+def metric_only(crs_value: Any, what: str, fix: str = PROJECT_TABLE) -> None:
     """Refuse geographic coordinates (degrees of longitude and latitude) for `what`, which
     measures Euclidean distances or squares in coordinate units: a degree of longitude is
-    shorter than one of latitude away from the equator."""
+    shorter than one of latitude away from the equator. ``crs_value``: a CRS as text (a
+    Table's), a pyproj CRS, or None (unknown: nothing is refused); ``fix`` ends the message."""
     crs = None if crs_value is None else as_crs(crs_value)
     if crs is not None and crs.is_geographic:
         raise ValueError(
             f"{what}: the coordinates are longitude and latitude in degrees ({crs_name(crs)}), "
             "and its distances would be in degrees, which are not the same length east and "
-            "north: project the table to a CRS in metres (e.g. its UTM zone, with pyproj or "
-            "soak extract's --crs) and load it again"
+            f"north: {fix}"
         )
 
 

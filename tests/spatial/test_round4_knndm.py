@@ -106,6 +106,10 @@ def test_utm_table_against_wgs84_raster_refused_naming_both_crs(
         sd.knndm_folds(t, wgs84_tif, n_folds=5, seed=2)
     with pytest.raises(ValueError, match=r"EPSG:26911 .* EPSG:4326"):
         sd.nndm_folds(t, wgs84_tif)
+    # A table without a CRS takes the raster's: degrees are refused, saying to project both.
+    plain = sd.load_table(sensors, label="VW", coords=["Easting", "Northing"])
+    with pytest.raises(ValueError, match=r"^knndm_folds: .* degrees \(EPSG:4326\).*rio\.reproject"):
+        sd.knndm_folds(plain, wgs84_tif, n_folds=5, seed=2)
     with warnings.catch_warnings():
         warnings.simplefilter("error", FarPredictionWarning)  # the farm's own case is near
         res = sd.knndm_folds(t, farm_tif, n_folds=5, seed=2)  # one CRS on both sides
@@ -117,7 +121,6 @@ def test_utm_table_against_wgs84_raster_refused_naming_both_crs(
     [
         "N,E order",
         "lon/lat table, UTM raster",
-        "UTM table, lon/lat raster",
         "lon/lat prediction table",
     ],
 )
@@ -134,8 +137,6 @@ def test_far_prediction_area_warns_naming_both_distances(
             sensors["Easting"].to_numpy(), sensors["Northing"].to_numpy()
         )
         frame = sensors.assign(Easting=lon, Northing=lat)
-    elif case == "UTM table, lon/lat raster":
-        area = wgs84_tif
     else:  # a lon/lat prediction table (no CRS in either)
         area = tmp_path / "area.parquet"
         pd.DataFrame({"Easting": [-117.08, -117.07], "Northing": [46.78, 46.79]}).to_parquet(area)

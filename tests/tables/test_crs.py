@@ -91,9 +91,16 @@ def test_degrees_are_refused_where_metres_are_needed():
         (lambda: sd.spatial_blocks(lonlat, 0.1), "spatial_blocks"),
         (lambda: sd.spatial_clusters(lonlat, 3), "spatial_clusters"),
         (lambda: sd.spatial_range(lonlat, n_boot=0), "spatial_range"),
+        (lambda: sd.fold_summary(sd.assign_folds(lonlat, n_folds=2)), "fold_summary"),
+        (lambda: sd.knndm_folds(lonlat, frame(scale=1.0), n_folds=3), "knndm_folds"),
+        (lambda: sd.nndm_folds(lonlat, frame(scale=1.0)), "nndm_folds"),
     ]:
         with pytest.raises(ValueError, match=rf"^{name}: the coordinates are longitude and "):
             call()
+    # kNNDM takes the CRS of either input: a table without one against degrees is refused.
+    plain = sd.load_table(frame(scale=1.0), label="label", coords=["x", "y"])
+    with pytest.raises(ValueError, match=r"^knndm_folds: the coordinates are longitude"):
+        sd.knndm_folds(plain, lonlat, n_folds=3)
     metric_only("EPSG:32632", "x")  # a projected CRS passes
     metric_only(None, "x")  # and so does an unknown one
 
