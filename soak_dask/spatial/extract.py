@@ -21,6 +21,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from ..tables.crs import CRS_KEY
 from .extract_out import KEY, check_extract_out, write_extracted
 from .extract_points import Points, open_points, select_points, transformer
 from .extract_raster import Grid, grid_of, nodata_of, open_raster
@@ -552,7 +553,10 @@ def _summary(
 
 
 def _concat(frames: list[pd.DataFrame], record: dict) -> pd.DataFrame:
-    """The computed partitions as one frame, with the record in its attrs."""
+    """The computed partitions as one frame, with the record in its attrs, and the raster's
+    CRS, which its coordinates are in, under `CRS_KEY` (``load_table`` reads it)."""
     result = pd.concat(frames) if len(frames) > 1 else frames[0]
     result.attrs[KEY] = record
+    if record["raster_crs"] is not None:
+        result.attrs[CRS_KEY.decode()] = record["raster_crs"]
     return result

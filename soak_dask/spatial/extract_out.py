@@ -79,9 +79,9 @@ def _foreign(path: Path) -> str | None:
 
 
 def _crs_key(record: dict[str, Any]) -> dict[bytes, bytes]:
-    """The `CRS_KEY` of the written table: the CRS its points' coordinates are in (the points'
-    own, else the raster's, whose coordinates they then are), which ``load_table`` reads."""
-    crs = record.get("points_crs") or record.get("raster_crs")
+    """The `CRS_KEY` of the written table, which ``load_table`` reads: the raster's CRS, which
+    its points' coordinates are in (points given in another CRS were transformed into it)."""
+    crs = record.get("raster_crs")
     return {} if crs is None else {CRS_KEY: str(crs).encode()}
 
 

@@ -124,10 +124,13 @@ def parquet_crs(fs: Any, path: str) -> Any:
         return geoparquet_crs(pq.read_schema(f).metadata or {})
 
 
-def source_crs(files: Any, given: Any, coords: tuple[str, ...], name: str) -> str | None:
+def source_crs(
+    files: Any, given: Any, coords: tuple[str, ...], name: str, source: Any = None
+) -> str | None:
     """The CRS text of a table's coordinates: ``given`` (``load_table(crs=)``), else the one
-    its Parquet files name (GeoParquet ``geo``, `CRS_KEY`); two that differ are refused, and
-    so is a CRS given without coordinate columns. None where neither says."""
+    its Parquet files name (GeoParquet ``geo``, `CRS_KEY`) or an in-memory ``source`` frame
+    holds in its attrs under `CRS_KEY` (``soak_dask.extract``'s result); two that differ are
+    refused, and so is a CRS given without coordinate columns. None where neither says."""
     if given is not None and not coords:
         raise ValueError(
             f"crs={given!r} names the CRS of the coordinate columns, and {name} was loaded "
@@ -138,6 +141,9 @@ def source_crs(files: Any, given: Any, coords: tuple[str, ...], name: str) -> st
     if coords and files is not None and files.kind == "parquet" and files.paths:
         read = parquet_crs(files.fs, files.paths[0])
         found = None if read is None else crs_text(read)
+    attrs = getattr(source, "attrs", None)
+    if coords and found is None and isinstance(attrs, dict) and attrs.get(CRS_KEY.decode()):
+        found = crs_text(attrs[CRS_KEY.decode()])
     if stated is not None and found is not None and as_crs(stated) != as_crs(found):
         raise ValueError(
             f"crs={given!r}, and {name} says its coordinates are in {found}: leave crs out "

@@ -131,7 +131,7 @@ def load_table(
     roles = {"label": label, "subset": subset, "group": group, "fold": fold}
     check_roles(source, ddf, roles, exclude, name)
     coords = check_coords(coords, ddf, roles, name)
-    crs = source_crs(files, crs, coords, name)
+    crs = source_crs(files, crs, coords, name, source)
     used = {c for c in roles.values() if c is not None} | set(coords)
     given = features is not None
     features, skipped = _features(ddf, features, used, coords, exclude, coordinates, name)

@@ -134,7 +134,7 @@ def test_buffer_mean_takes_cells_whose_centres_are_within_the_radius(tif):
     np.testing.assert_allclose(got[["B1", "B2"]].to_numpy(), want, rtol=1e-12)
 
 
-def test_points_in_lon_lat_are_transformed_to_the_rasters_utm(tif):
+def test_points_in_lon_lat_are_transformed_to_the_rasters_utm(tif, tmp_path):
     rows, cols = np.array([0, 4, 11, 19]), np.array([1, 9, 17, 28])
     utm = points_in(rows, cols, seed=4)
     to_lonlat = pyproj.Transformer.from_crs("EPSG:32632", "EPSG:4326", always_xy=True)
@@ -148,6 +148,15 @@ def test_points_in_lon_lat_are_transformed_to_the_rasters_utm(tif):
     record = got.attrs[KEY]
     assert record["points_crs"] == "EPSG:4326" and record["raster_crs"] == "EPSG:32632"
     assert "proj=utm" in record["transform"] and "zone=32" in record["transform"]
+    # The table's coordinates are in the raster's CRS, and a Table of it (in memory or
+    # written) says so: degrees would be refused by every distance.
+    roles = {"label": "label", "coords": ("lon", "lat"), "exclude": ["id"]}
+    labelled = pts.assign(label=[0.1, 0.2, 0.3, 0.4])
+    assert load_table(extract(tif, labelled, coords=("lon", "lat"), crs=4326), **roles).crs == (
+        "EPSG:32632"
+    )
+    extract(tif, labelled, coords=("lon", "lat"), crs=4326, out=tmp_path / "t.parquet")
+    assert load_table(tmp_path / "t.parquet", **roles).crs == "EPSG:32632"
 
 
 def geoparquet(path, x, y, crs: str, extra: dict) -> None:
