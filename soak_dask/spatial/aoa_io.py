@@ -49,6 +49,8 @@ def write_aoa(
     overwrite: bool = False,
     sources: Sequence[Any] = (),
     flag: str = "overwrite=True",
+    points: Any = None,
+    profile: Any = None,
 ) -> Path:
     """Write the result of ``soak_dask.aoa`` to ``path``, computing it chunk by chunk.
 
@@ -69,6 +71,13 @@ def write_aoa(
         Inputs (training table, raster): ``path`` must lie apart from each.
     flag : str
         How messages name ``overwrite`` (``--overwrite`` for the CLI).
+    points : array-like, optional
+        The training points' x and y, one row each (n, 2), kept in a Zarr store so that its
+        page (``soak report``, ``render_path``) draws them on the maps, as ``soak aoa
+        --points`` does.
+    profile : ErrorProfile, optional
+        The ``soak_dask.error_profile`` whose ``expected_error`` layer ``ds`` holds: its CV
+        predictions and windows are kept in a Zarr store, for the page's profile figure.
 
     Returns
     -------
@@ -79,6 +88,15 @@ def write_aoa(
     for source in sources:
         check_apart(path, source, "AOA")
     tif = path.suffix.lower() in GEOTIFF_SUFFIXES
+    if points is not None or profile is not None:
+        if tif:
+            raise ValueError(
+                f"points= and profile= are kept in a Zarr store only; {path} is a GeoTIFF, "
+                "which holds the layers: write to a Zarr path (e.g. aoa.zarr) to keep them"
+            )
+        from .aoa_record import with_record  # scipy and the AOA code: only when asked
+
+        ds = with_record(ds, points, profile)
     _check_format(ds, path, tif)
     _check_target(path, overwrite, flag)
     path.parent.mkdir(parents=True, exist_ok=True)

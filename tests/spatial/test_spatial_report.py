@@ -161,7 +161,7 @@ def test_aoa_page_holds_the_numbers_figures_and_training_di(scene, result, tmp_p
 def test_the_store_records_the_points_and_profile_to_draw_the_page_again(scene, result, tmp_path):
     _, train = scene
     ds, profile = result
-    store = sd.write_aoa(with_record(ds, points(train), profile), tmp_path / "aoa.zarr")
+    store = sd.write_aoa(ds, tmp_path / "aoa.zarr", points=points(train), profile=profile)
     back = sd.open_aoa(store)
     np.testing.assert_array_equal(recorded_points(back), points(train))
     again = recorded_profile(back)
@@ -177,6 +177,9 @@ def test_the_store_records_the_points_and_profile_to_draw_the_page_again(scene, 
     assert recorded_profile(ds) is None and recorded_points(ds) is None  # nothing recorded
     with pytest.raises(ValueError, match="the AOA has 30 training points"):
         with_record(ds, points(train)[:5])
+    with pytest.raises(ValueError, match=r"kept in a Zarr store only; .*aoa.tif is a GeoTIFF"):
+        sd.write_aoa(ds, tmp_path / "aoa.tif", points=points(train))
+    assert not (tmp_path / "aoa.tif").exists()
 
 
 # ---------------------------------------------------------------------------- the commands
