@@ -302,12 +302,20 @@ assert err.xs("lda", level="learner").iloc[0] < err.xs("featureless", level="lea
 
 SPATIAL_CLAIMS = """
 assert len(sensors) == 42 and farm_aoa["di"].dims == ("y", "x")
+# sd.extract: the sensors' means, in the raster's CRS, which the table keeps
+assert sensors["SOURCEID"].is_unique and farm_table.crs == "EPSG:26911"
 assert 0.85 < farm_share < 0.95, farm_share  # about nine cells in ten inside
 assert int((farm_aoa["aoa"] == 0).sum()) > 0
 # the sensors are spread: Gij below Gj, the KS rule keeps random folds, W equals random W
 assert np.median(farm_folds.Gij) < np.median(farm_folds.Gj)
 assert farm_folds.method == "random CV" and farm_folds.ks_pvalue >= 0.05
 assert farm_folds.W == farm_folds.W_random and sum(farm_folds.fold_sizes) == 42
+# the range of VW in metres: beyond the default semivariogram's reach, and so noted
+assert farm_range.unit == "m" and farm_range.block_size == 500, farm_range
+assert any("largest distance measured" in note for note in farm_range.notes)
+assert longer.block_size == 400 and not longer.notes, longer
+assert farm_range.share_random == farm_range.share_blocks == 1.0
+assert farm_range.median_blocks > 2 * np.median(farm_folds.Gij)
 assert 2000 < len(pixels) < 2600
 assert len(cluster_sizes) == 5 and cluster_sizes.between(400, 500).all(), cluster_sizes
 assert block_sizes.max() > 2 * block_sizes.min()
@@ -330,7 +338,11 @@ assert abs(lin["kNNDM"] / rmse_in - 1) < 0.1  # kNNDM close to the error inside 
 # the farm's three outputs on one page, a section each
 html = page.read_text()
 assert page.name == "report.html" and html.count('<section class="store"') == 3, html[:500]
-assert farm_eval.attrs["fold"] == farm_folds.column  # the kNNDM folds, as they are
+assert "Error profile" in html and "training points" in html  # recorded by write_aoa
+assert farm_eval.attrs["fold"] == folded.fold == farm_folds.column  # the fold file, as it is
+# the command-line walk's numbers (docs/spatial.md): the same threshold and profile
+assert abs(page_aoa.attrs["threshold"] - 0.7186) < 5e-5, page_aoa.attrs["threshold"]
+assert abs(low - 0.03414) < 5e-6 and abs(high - 0.05727) < 5e-6, (low, high)
 farm_rmse = farm_eval["rmse"].mean("fold").sel(repeat=1)
 assert farm_rmse.sel(learner="random_forest") > farm_rmse.sel(learner="featureless")
 assert 0.035 < float(farm_rmse.sel(learner="featureless")) < 0.045, farm_rmse
@@ -534,7 +546,8 @@ def test_transfer_on_aztrees(kernel: str, tmp_path: Path) -> None:
 def test_09_spatial_on_cast_and_a_scene(kernel: str, tmp_path: Path) -> None:
     nb = run_notebook("09_spatial.ipynb", kernel, tmp_path)
     assert "method 'random CV'" in stream_text(nb) and "method 'kmeans'" in stream_text(nb)
-    assert n_images(nb) == 4  # farm AOA, farm kNNDM, scene kNNDM, scene AOA
+    assert n_images(nb) == 5  # farm AOA, farm kNNDM, scene kNNDM, scene AOA, farm workflow AOA
+    assert "distances in m)" in stream_text(nb)  # spatial_range in the raster CRS's metres
 
 
 def _cell_source(nb_name: str, cell_id: str) -> str:
