@@ -173,6 +173,18 @@ def fit_parts(
     return fit_train(concat(list(parts)), estimator, fit, run)
 
 
+def select_and_fit(
+    parts: Sequence[pd.DataFrame],
+    selection: tuple,
+    estimator: BaseEstimator,
+    fit: FitSpec,
+    run: RunSpec,
+) -> FitState:
+    """``fit_parts`` on the rows ``select_rows(part, *selection)`` of each partition
+    (``parts``), selected in this task."""
+    return fit_parts([select_rows(part, *selection) for part in parts], estimator, fit, run)
+
+
 def fit_many(
     parts: list[pd.DataFrame], jobs: list[tuple[BaseEstimator, FitSpec]], run: RunSpec
 ) -> list[dict[str, Any]]:

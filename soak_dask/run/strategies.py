@@ -52,6 +52,7 @@ from .fitting import (
     score_block,
     score_partition,
     score_selections,
+    select_and_fit,
     select_rows,
     takes_weights,
 )
@@ -128,6 +129,14 @@ class Context:
         reads (features, label, group, weights and its selections' keys), reach the worker that
         fits: a design with a key column per repeat or trial would otherwise ship them all.
         """
+        data, selection = self.selection(spec, train=train, test=test, rates=rates)
+        return data.map_partitions(select_rows, *selection, meta=data._meta)
+
+    def selection(
+        self, spec: FitSpec, *, train: bool = True, test: bool = True, rates=None
+    ) -> tuple[dd.DataFrame, tuple]:
+        """The columns of the data one fit reads (``rows``) and the arguments after the
+        partition of ``fitting.select_rows``, which picks the fit's rows in a partition."""
         run = self.run
         train_rows = spec.train if train else None
         tests = tuple(test for _, test, _ in spec.tests) if test else ()
@@ -135,17 +144,8 @@ class Context:
         roles = [*run.features, run.label, *filter(None, (run.group, spec.weights))]
         columns = list(dict.fromkeys([*roles, *keys]))
         data = self.data if len(columns) == len(self.data.columns) else self.data[columns]
-        return data.map_partitions(
-            select_rows,
-            train_rows,
-            tests,
-            rates,
-            run.seed,
-            run.label,
-            run.classes,
-            spec.weights,
-            meta=data._meta,
-        )
+        selection = (train_rows, tests, rates, run.seed, run.label, run.classes, spec.weights)
+        return data, selection
 
     def token(self, *parts: Any) -> str:
         """Names tasks for the dashboard; the token keeps runs on one client apart."""
@@ -174,14 +174,22 @@ class WholeTrainSet:
         fitted = {}
         for fit_id, learner in pairs:
             spec = ctx.spec(fit_id, learner)
-            # One task per partition reads it and selects this fit's train rows there (a read
-            # shared by every fit would be held until the last of them had its rows).
-            rows = ctx.rows(spec, test=False, rates=ctx.rates(fit_id, exact=True))
+            rates = ctx.rates(fit_id, exact=True)
             estimator = ctx.estimators[learner]
             key = f"soak-fit-{fit_id}-{learner}-{ctx.token(spec, estimator, 'whole')}"
-            state = list_call(
-                fit_parts, rows.to_delayed(), estimator, spec, ctx.run, pure=True, dask_key_name=key
-            )
+            if ctx.data.npartitions == 1:
+                # The fit's task selects its rows in the partition: a task selecting them
+                # apart would run where the (persisted) partition is, behind the fits there,
+                # while the other workers waited for their rows.
+                data, selection = ctx.selection(spec, test=False, rates=rates)
+                parts, args = data.to_delayed(), (selection, estimator, spec, ctx.run)
+                state = list_call(select_and_fit, parts, *args, pure=True, dask_key_name=key)
+            else:
+                # One task per partition reads it and selects this fit's train rows there (a
+                # read shared by every fit would be held until the last of them had its rows).
+                rows = ctx.rows(spec, test=False, rates=rates).to_delayed()
+                args = (estimator, spec, ctx.run)
+                state = list_call(fit_parts, rows, *args, pure=True, dask_key_name=key)
             fitted[fit_id, learner] = (state, spec)
         return fitted, []
 

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 from dask.callbacks import Callback
+from dask.utils import key_split
 from sklearn import metrics
 from sklearn.base import clone
 
@@ -127,6 +128,32 @@ def test_scores_are_the_same_whatever_the_partitions():
         for var in ("error", "auc", "n_train", "n_test"):
             xr.testing.assert_identical(res[var], first[var].drop_attrs())
         np.testing.assert_allclose(res["log_loss"], first["log_loss"], rtol=1e-14)
+
+
+class TaskNames(Callback):
+    """How many tasks of each name (``key_split``) Dask's local scheduler ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: dict[str, int] = {}
+
+    def _pretask(self, key, dsk, state):
+        self.names[key_split(key)] = self.names.get(key_split(key), 0) + 1
+
+
+@pytest.mark.parametrize("npartitions", [1, 3])
+def test_a_fit_of_a_one_partition_table_selects_its_rows_in_its_own_task(npartitions):
+    """With the table in one partition, each fit's task selects its train rows in it: no task
+    apart selects them (on a cluster it would run where the partition is, behind the fits
+    there, while another worker waited for the rows). With more partitions, a task per
+    partition and train set selects them next to the data, as before. The scores are the same
+    either way (``test_scores_are_the_same_whatever_the_partitions``)."""
+    with TaskNames() as seen, dask.config.set(scheduler="sync"):
+        sd.soak(_table(_frame(n=600), npartitions), ["decision_tree", "lda"], progress=False)
+    # The tree's fits: 3 folds × 3 distinct train sets (s0's rows, s1's, both); LDA is fitted
+    # from one pass of statistics.
+    assert seen.names["soak-fit"] == 9
+    assert seen.names.get("select_rows", 0) == (0 if npartitions == 1 else 9 * npartitions)
 
 
 @pytest.mark.slow  # a LocalCluster of two workers: about 6 s on 2 busy cores
