@@ -199,17 +199,21 @@ def clustered_scene(seed: int, range_: float = 15.0) -> tuple[pd.DataFrame, pd.D
     return df, df.iloc[take].reset_index(drop=True)
 
 
-@pytest.mark.slow  # about 8 s: eight scenes, a forest cross-validated twice on each
+@pytest.mark.slow  # about 12 s: eight scenes, their range, a forest cross-validated twice
 def test_block_cv_interval_holds_the_map_error_where_random_cv_does_not():
-    """Issue 42's scene of known range: on clustered samples the map error (the forest fitted
-    on every training cell, scored on every cell of the scene) lies inside the block-CV
-    error's block-bootstrap interval in most scenes, and inside the random-CV error's row
-    bootstrap interval in none, random CV being optimistic in each. Over 100 scenes the
-    benchmark measures 0.69 against 0.01 (docs/benchmarks.md)."""
+    """Issue 42's scene of known range: ``spatial_range`` of the scene's values proposes a
+    block size within a factor of 1.5 of the range; on clustered samples the map error (the
+    forest fitted on every training cell, scored on every cell of the scene) lies inside the
+    block-CV error's block-bootstrap interval (blocks of the range) in most scenes, and
+    inside the random-CV error's row bootstrap interval in none, random CV being optimistic
+    in each. Over 100 scenes the benchmark measures 0.69 against 0.01 (docs/benchmarks.md)."""
     features = ["a", "b", "x", "y"]
     held = {"block": 0, "random": 0}
     for seed in range(8):
         df, train = clustered_scene(seed)
+        scene = sd.load_table(df, label="value", coords=["x", "y"], features=["a"])
+        proposed = sd.spatial_range(scene, n_boot=0, seed=seed).block_size
+        assert 15.0 / 1.5 <= proposed <= 15.0 * 1.5, (seed, proposed)
         forest = RandomForestRegressor(40, min_samples_leaf=2, random_state=seed, n_jobs=1)
         fitted = forest.fit(train[features], train["value"])
         map_error = np.sqrt(np.mean((fitted.predict(df[features]) - df["value"]) ** 2))
