@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from .spatial.knndm_plot import plot_knndm
     from .spatial.nndm import NNDMResult, nndm_folds
     from .spatial.random_field import gaussian_random_field
+    from .spatial.random_vs_block import random_vs_block_cv
     from .spatial.variogram import SpatialRange, spatial_range
     from .spatial.variogram_plot import plot_variogram
     from .split.balance import overlap_folds

@@ -43,7 +43,8 @@ from .spatial_flags import spatial_options
 if TYPE_CHECKING:
     from ..spatial.variogram import SpatialRange
 
-#: Default K, as in ``soak_dask.soak``.
+#: The settings of ``soak info`` that are not ``open_table``'s.
+_NOT_TABLE = ("data", "n_folds", "group_assignment")
 
 
 @dataclass(frozen=True)
@@ -445,17 +446,39 @@ def spatial_info(table: Table, n_folds: int | None = None, **options: Any) -> Sp
     return spatial_range(table, n_folds=fold_count(n_folds), **options)
 
 
+def compared_info(
+    table: Table, learners: list[str], ranged: SpatialRange, values: dict[str, Any]
+) -> str:
+    """``soak info --spatial --learner L``: ``random_vs_block_cv`` of the learners with the
+    run's K (``--n-folds``, default 10) and blocks (``--blocks`` and its shape, else the size
+    ``ranged`` suggests), in words."""
+    from ..spatial.random_vs_block import flattery_text, random_vs_block_cv
+
+    size = values["blocks"] if values["blocks"] is not None else ranged.block_size
+    frame = random_vs_block_cv(
+        table, learners, block_size=size, shape=values["block_shape"] or "square",
+        n_folds=fold_count(values["n_folds"]), unit=ranged.unit, progress=False,
+    )  # fmt: skip
+    return flattery_text(frame)
+
+
 def info_command(args: argparse.Namespace) -> None:
     """``soak info``: print `describe_table` of the table (and `spatial_info` with
-    ``--spatial``)."""
+    ``--spatial``, `compared_info` with ``--learner`` too)."""
+    from ..learn.builtin import resolve_learners
     from .table_input import open_table
 
     values = checked_flags(args, INFO_SETTINGS)
     spatial = spatial_options(args)
-    n_folds, assignment = values.pop("n_folds"), values.pop("group_assignment")
-    table = open_table(values.pop("data"), values)
+    learners = None if spatial is None else spatial.pop("learners")
+    n_folds, assignment = values["n_folds"], values["group_assignment"]
+    table = open_table(values["data"], {k: v for k, v in values.items() if k not in _NOT_TABLE})
+    if learners:
+        resolve_learners(learners, table.task)  # an unknown learner: before any pass
     # The range first: a table without coordinates is refused before the pass of describe.
     ranged = None if spatial is None else spatial_info(table, n_folds, **spatial)
     print(describe_table(table, n_folds=n_folds, group_assignment=assignment))
     if ranged is not None:
         print(f"\n{ranged}")
+    if learners:
+        print(compared_info(table, learners, ranged, values), flush=True)

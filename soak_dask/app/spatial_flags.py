@@ -6,6 +6,7 @@ library (``soak_dask.app.commands`` names each command's flags)."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 from ..settings import SETTINGS
@@ -47,11 +48,15 @@ def add_spatial_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--unit", default=None, help="unit of the coordinates, for the printout (e.g. m)"
     )
+    compared = "also its error under random K-fold CV and K-fold CV of whole blocks (--blocks, "
+    compared += "else the suggested size; K: --n-folds), side by side (random_vs_block_cv)"
+    add_setting(group, replace(SETTINGS["learners"], help=compared), None)
 
 
 def spatial_options(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``spatial_range``'s options from the flags, or None without ``--spatial``; a spatial
-    option given without ``--spatial`` is refused (it would do nothing)."""
+    """``spatial_range``'s options from the flags, and ``learners`` (``--learner``, for
+    ``random_vs_block_cv``), or None without ``--spatial``; a spatial option given without
+    ``--spatial`` is refused (it would do nothing)."""
     if not args.spatial:
         given = [
             flag
@@ -60,6 +65,7 @@ def spatial_options(args: argparse.Namespace) -> dict[str, Any] | None:
                 ("--spatial-model", args.spatial_model, "exponential"),
                 ("--spatial-max-distance", args.spatial_max_distance, None),
                 ("--unit", args.unit, None),
+                ("--learner", args.learner_specs, None),
             )
             if value != default
         ]
@@ -71,6 +77,7 @@ def spatial_options(args: argparse.Namespace) -> dict[str, Any] | None:
         "model": args.spatial_model,
         "max_distance": args.spatial_max_distance,
         "unit": args.unit,
+        "learners": args.learner_specs,
     }
 
 
