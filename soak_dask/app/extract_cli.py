@@ -27,6 +27,7 @@ def extract_command(args: argparse.Namespace) -> None:
         "outside": args.outside,
         "keep": None if args.keep is None else [c.strip() for c in args.keep.split(",")],
         "mean_by": args.mean_by,
+        "layer": args.layer,
     }
     sources = {"raster": args.raster, "points": args.points}
     check_extract_out(args.out, args.overwrite, sources, "--overwrite")  # before the cluster

@@ -257,15 +257,21 @@ def add_extract_flags(sub: argparse.ArgumentParser) -> None:
     )
     sub.add_argument(
         "points",
-        help="the points: Parquet or CSV with coordinate columns, or GeoParquet of points",
+        help="the points: Parquet or CSV with coordinate columns, GeoParquet of points, or a "
+        "GeoPackage (.gpkg) layer of points (needs pip install soak_dask[vector])",
+    )
+    sub.add_argument(
+        "--layer",
+        metavar="NAME",
+        help="the GeoPackage's layer of points, when it has several",
     )
     sub.add_argument("--x", default="x", help="the points' x (easting, longitude) column (x)")
     sub.add_argument("--y", default="y", help="the points' y (northing, latitude) column (y)")
     sub.add_argument(
         "--crs",
         metavar="CRS",
-        help="the points' CRS, e.g. EPSG:4326, when not the raster's (a GeoParquet file's "
-        "own is read from it); they are transformed into the raster's",
+        help="the points' CRS, e.g. EPSG:4326, when not the raster's (a GeoParquet file's or "
+        "GeoPackage layer's own is read from it); they are transformed into the raster's",
     )
     sub.add_argument(
         "--method",

@@ -122,6 +122,7 @@ def extract(
     outside: str | None = None,
     keep: Any = None,
     mean_by: str | None = None,
+    layer: str | None = None,
     chunks: int | None = None,
     out: Any = None,
     overwrite: bool = False,
@@ -136,13 +137,17 @@ def extract(
         (y, x) band variables or a rioxarray (band, y, x) DataArray. Opened lazily; only the
         chunks holding points (and the cells around them) are read.
     points : path, pandas or Dask DataFrame
-        A table with coordinate columns ``coords`` (Parquet or CSV), or a GeoParquet file of
-        points (WKB geometry, its CRS from the file's ``geo`` metadata).
+        A table with coordinate columns ``coords`` (Parquet or CSV), a GeoParquet file of
+        points (WKB geometry, its CRS from the file's ``geo`` metadata), or a GeoPackage
+        (``.gpkg``) layer of points, read with pyogrio (``pip install soak_dask[vector]``),
+        its CRS from the layer.
     coords : (str, str)
-        The x and y columns. For GeoParquet, the names of the columns made from the geometry.
+        The x and y columns. For GeoParquet and GeoPackage, the names of the columns made
+        from the geometry.
     crs : str, int or pyproj.CRS, optional
         The points' CRS (e.g. ``"EPSG:4326"``) when not the raster's. Points are transformed
-        into the raster's CRS with pyproj. Default: the GeoParquet file's, else the
+        into the raster's CRS with pyproj. Default: the GeoParquet file's or GeoPackage
+        layer's, else the
         raster's (no transform); points then all off the raster are refused, with a hint.
     method : {"nearest", "window", "buffer"}
         The value of the cell holding the point; the mean of the ``window`` × ``window``
@@ -165,6 +170,8 @@ def extract(
         One point per value of this column: the mean of its rows' numeric columns kept,
         coordinates included (CAST's farm: the readings of each sensor, ``SOURCEID``),
         before the raster is read; recorded as ``mean_by``.
+    layer : str, optional
+        The GeoPackage's layer of points; needed when it has several (they are listed).
     chunks : int, optional
         Chunk size (cells a side) to read a GeoTIFF or a raster held in memory in; default
         1024. A Zarr store's or Dask-backed raster's own chunks are kept.
@@ -179,10 +186,10 @@ def extract(
     pandas.DataFrame, dask.dataframe.DataFrame or ExtractSummary
         The points' columns then one float column per band, in the points' row order
         (pandas points give a pandas frame, computed; others a lazy Dask frame). The
-        coordinates are in the raster's CRS (a GeoParquet geometry column is replaced by the
-        ``coords`` columns). The record of what was done (``raster_crs``, ``points_crs``,
-        the pyproj ``transform``, method, bands) is in ``attrs[KEY]`` of each computed frame
-        and in each Parquet part's metadata under ``KEY``.
+        coordinates are in the raster's CRS (a GeoParquet or GeoPackage geometry column is
+        replaced by the ``coords`` columns). The record of what was done (``raster_crs``,
+        ``points_crs``, the pyproj ``transform``, method, bands) is in ``attrs[KEY]`` of each
+        computed frame and in each Parquet part's metadata under ``KEY``.
 
     Examples
     --------
@@ -202,7 +209,7 @@ def extract(
     path = None if out is None else check_extract_out(out, overwrite, sources, "overwrite=True")
     ds, names, raster_name = open_raster(raster, bands, chunks)
     grid = grid_of(ds, raster_name)
-    frame, pts, points_crs, points_name = open_points(points, coords, crs)
+    frame, pts, points_crs, points_name = open_points(points, coords, crs, layer)
     frame = select_points(frame, pts, keep, mean_by, points_name)
     pts, record = _crs_record(ds, pts, points_crs, raster_name, crs is not None)
     _check_clash(frame, pts, names, points_name)
@@ -265,7 +272,7 @@ def _crs_record(
 
     raster_crs = prediction_crs(ds)
     if points_crs is not None and raster_crs is None:
-        how = "crs= was given" if given else "the points' GeoParquet metadata names one"
+        how = "crs= was given" if given else "the points' file names one"
         raise ValueError(
             f"{raster_name} has no CRS but {how} ({points_crs.to_string()}): the points cannot "
             "be placed on it. Write the raster's CRS first (e.g. raster.rio.write_crs("

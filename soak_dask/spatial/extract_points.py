@@ -1,10 +1,12 @@
-"""The points of ``soak_dask.extract``: a table with coordinate columns or a GeoParquet file of
-points, and the coordinate reference system (CRS) their coordinates are in.
+"""The points of ``soak_dask.extract``: a table with coordinate columns, a GeoParquet file of
+points or a GeoPackage layer of them, and the coordinate reference system (CRS) their
+coordinates are in.
 
 The points stay a lazy Dask frame; each task turns its partition's coordinates into the
 raster's CRS (pyproj, one transformer per process) when the two CRSs differ. A GeoParquet
-file's geometry column (WKB points, 21 bytes each) is decoded with numpy, so shapely is not
-needed; its CRS comes from the file's ``geo`` metadata.
+file's geometry column (WKB points, with Z or M or not) is decoded with numpy, so shapely
+is not needed; its CRS comes from the file's ``geo`` metadata. A GeoPackage layer is read
+with pyogrio (``extract_vector``) into the same geometry column and CRS.
 """
 
 from __future__ import annotations
@@ -22,10 +24,14 @@ import pandas as pd
 
 from ..tables.crs import as_crs, geoparquet_crs
 
-#: Bytes of a 2-D WKB point: byte order (1), geometry type (4), x and y (8 each).
+#: Bytes of a 2-D WKB point: byte order (1), geometry type (4), x and y (8 each); a Z or M
+#: coordinate adds 8 bytes each.
 WKB_POINT_SIZE = 21
-#: Endings of a GeoPackage, which is not read (converted to GeoParquet first).
-_GPKG = (".gpkg",)
+#: EWKB's (PostGIS) flags of a Z and an M coordinate in the geometry type.
+_EWKB_Z, _EWKB_M = 0x80000000, 0x40000000
+#: The names of WKB geometry types, for messages.
+_WKB_NAMES = {1: "Point", 2: "LineString", 3: "Polygon", 4: "MultiPoint"}
+_WKB_NAMES |= {5: "MultiLineString", 6: "MultiPolygon", 7: "GeometryCollection"}
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,8 @@ class Points:
     coords : (str, str)
         The x and y columns (of the table, or made from the geometry column).
     geometry : str or None
-        The GeoParquet geometry column holding WKB points, or None for coordinate columns.
+        The geometry column (GeoParquet or GeoPackage) holding WKB points, or None for
+        coordinate columns.
     source_crs, target_crs : str or None
         The points' CRS and the raster's (WKT); coordinates are transformed where both are
         known and differ.
@@ -81,93 +88,135 @@ def transformer(source: str, target: str) -> Any:
 
 
 def decode_wkb_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """x and y of WKB-encoded 2-D points (either byte order), as float arrays.
+    """x and y of WKB-encoded points (either byte order; 2-D, or with Z, M or both, as ISO
+    WKB's types 1001, 2001, 3001 or EWKB's flags), as float arrays; Z and M are left out.
 
-    A missing geometry, or one that is not a 2-D point (a line, a polygon, a point with Z or
-    M), is refused, naming its position in ``values`` and its WKB geometry type.
+    A missing geometry, one that is not a point (a line, a polygon, a multipoint) or an
+    empty point is refused, naming its position in ``values`` and its WKB geometry type.
 
     >>> import struct
-    >>> decode_wkb_points(np.array([struct.pack("<BIdd", 1, 1, 2.5, -1.0)], dtype=object))
-    (array([2.5]), array([-1.]))
+    >>> wkb = [struct.pack("<BIdd", 1, 1, 2.5, -1.0), struct.pack(">BIddd", 0, 1001, 3, 4, 9)]
+    >>> decode_wkb_points(np.array(wkb, dtype=object))
+    (array([2.5, 3. ]), array([-1.,  4.]))
     """
     n = len(values)
     sizes = np.fromiter((len(v) if isinstance(v, bytes) else -1 for v in values), int, n)
-    wrong = np.flatnonzero(sizes != WKB_POINT_SIZE)
+    wrong = np.flatnonzero(sizes < WKB_POINT_SIZE)
     if len(wrong):
         raise ValueError(_not_points(values, wrong))
-    raw = np.frombuffer(b"".join(values), dtype=np.uint8).reshape(n, WKB_POINT_SIZE)
+    head = b"".join(v[:WKB_POINT_SIZE] for v in values)  # x and y come first
+    raw = np.frombuffer(head, dtype=np.uint8).reshape(n, WKB_POINT_SIZE)
     little = raw[:, 0] == 1
     kinds = np.where(
         little,
         raw[:, 1:5].copy().view("<u4")[:, 0],
         raw[:, 1:5].copy().view(">u4")[:, 0],
-    )
-    wrong = np.flatnonzero(kinds != 1)
+    ).astype(np.int64)
+    wrong = np.flatnonzero(sizes != _point_size(kinds))
     if len(wrong):
         raise ValueError(_not_points(values, wrong, kinds))
     body = raw[:, 5:].copy()
     xy = np.where(little[:, None], body.view("<f8"), body.view(">f8"))
+    empty = np.flatnonzero(np.isnan(xy).all(axis=1))  # WKB's POINT EMPTY
+    if len(empty):
+        raise ValueError(
+            f"{len(empty)} points are empty (the one at position {empty[0]} of its partition "
+            "has no coordinates): drop those rows"
+        )
     return xy[:, 0].astype(np.float64), xy[:, 1].astype(np.float64)
+
+
+def _point_size(kinds: np.ndarray) -> np.ndarray:
+    """Bytes of a WKB point of each geometry type (-1 where the type is not a point)."""
+    plain = kinds & ~(_EWKB_Z | _EWKB_M)
+    iso = plain // 1000  # 1: Z, 2: M, 3: ZM
+    extra = np.array([0, 1, 1, 2])[np.clip(iso, 0, 3)]
+    extra += (kinds & _EWKB_Z > 0).astype(int) + (kinds & _EWKB_M > 0).astype(int)
+    point = (plain % 1000 == 1) & (iso <= 3)
+    return np.where(point, WKB_POINT_SIZE + 8 * extra, -1)
+
+
+def _wkb_name(kind: int) -> str:
+    return _WKB_NAMES.get((kind & ~(_EWKB_Z | _EWKB_M)) % 1000, "unknown")
 
 
 def _not_points(values: np.ndarray, wrong: np.ndarray, kinds: np.ndarray | None = None) -> str:
     first = int(wrong[0])
+    kind = None if kinds is None else int(kinds[first])
     what = (
         "is missing"
         if not isinstance(values[first], bytes)
-        else f"has WKB geometry type {int(kinds[first])}"
-        if kinds is not None
+        else f"has WKB geometry type {kind} ({_wkb_name(kind)})"
+        if kind is not None
         else f"is {len(values[first])} bytes of WKB"
     )
     return (
-        f"{len(wrong)} geometries are not 2-D points (the one at position {first} of its "
+        f"{len(wrong)} geometries are not points (the one at position {first} of its "
         f"partition {what}); extract reads points only: take the centroids or drop those rows"
     )
 
 
 def open_points(
-    points: Any, coords: tuple[str, str], crs: Any
+    points: Any, coords: tuple[str, str], crs: Any, layer: str | None = None
 ) -> tuple[dd.DataFrame, Points, Any, str]:
     """The points as a lazy frame, how to read their coordinates, their CRS (pyproj, or None
-    when neither given nor in the file) and a name for messages."""
+    when neither given nor in the file) and a name for messages. ``layer``: a GeoPackage's."""
+    is_path = isinstance(points, str | os.PathLike)
+    if layer is not None and not (is_path and _is_vector(os.fspath(points))):
+        raise ValueError(
+            f"layer={layer!r} names a layer of a GeoPackage, and the points are not one: "
+            "leave layer out (soak extract: --layer)"
+        )
     if isinstance(points, pd.DataFrame):
         frame, geo, name = dd.from_pandas(points, npartitions=1, sort=False), None, "points"
     elif isinstance(points, dd.DataFrame):
         frame, geo, name = points, None, "points"
-    elif isinstance(points, str | os.PathLike):
-        frame, geo = _read_points(os.fspath(points))
-        name = os.fspath(points)
+    elif is_path:
+        frame, geo, name = _read_points(os.fspath(points), layer)
     else:
         raise TypeError(
             f"points is a {type(points).__name__}: give a pandas or Dask DataFrame, or the "
-            "path of a Parquet, GeoParquet or CSV table"
+            "path of a Parquet, GeoParquet or CSV table or of a GeoPackage"
         )
     file_crs, geometry = geo if geo else (None, None)
     given = None if crs is None else as_crs(crs, "crs")
     if file_crs is not None and given is not None and file_crs != given:
         raise ValueError(
-            f"{name} is GeoParquet in {file_crs.to_string()} but crs={crs!r} was given: "
+            f"{name} says its points are in {file_crs.to_string()} but crs={crs!r} was given: "
             "leave crs out (the file's CRS is used) or fix the file's metadata"
         )
     _check_columns(frame, coords, geometry, name)
     return frame, Points(tuple(coords), geometry), file_crs or given, name
 
 
-def _read_points(path: str) -> tuple[dd.DataFrame, tuple[Any, str] | None]:
-    """A Parquet or CSV table of points; for GeoParquet, its (CRS, geometry column)."""
+def _is_vector(path: str) -> bool:
+    from .extract_vector import VECTOR_ENDINGS
+
+    return path.lower().endswith(VECTOR_ENDINGS)
+
+
+def _read_points(path: str, layer: str | None) -> tuple[dd.DataFrame, tuple[Any, str] | None, str]:
+    """A Parquet or CSV table of points or a GeoPackage layer; for GeoParquet and GeoPackage,
+    their (CRS, geometry column); and a name for messages."""
     from ..tables.delimited import is_delimited_source, open_delimited
     from ..tables.parquet import ROWS_PER_PARTITION, open_parquet
 
-    if path.lower().endswith(_GPKG):
-        raise ValueError(
-            f"{path} is a GeoPackage, which extract does not read: convert the layer to "
-            f"GeoParquet first, e.g. ogr2ogr -f Parquet points.parquet {path} LAYER"
-        )
+    if _is_vector(path):
+        from .extract_vector import read_vector_layer
+
+        table, crs, geometry, name = read_vector_layer(path, layer)
+        try:
+            decode_wkb_points(table[geometry].to_numpy())  # every row a point, before any work
+        except ValueError as err:
+            raise ValueError(f"{name}: {err}") from None
+        parts = max(1, -(-len(table) // ROWS_PER_PARTITION))
+        with dask.config.set({"dataframe.convert-string": False}):  # WKB bytes stay bytes
+            return dd.from_pandas(table, npartitions=parts, sort=False), (crs, geometry), name
     if is_delimited_source(path, None):
-        return open_delimited(path, None, ROWS_PER_PARTITION)[0], None
+        return open_delimited(path, None, ROWS_PER_PARTITION)[0], None, path
     with dask.config.set({"dataframe.convert-string": False}):  # WKB bytes stay bytes
         frame, files = open_parquet(path, None, ROWS_PER_PARTITION)
-    return frame, _geoparquet(files.fs, files.paths[0])
+    return frame, _geoparquet(files.fs, files.paths[0]), path
 
 
 def _geoparquet(fs: Any, path: str) -> tuple[Any, str] | None:
@@ -196,7 +245,7 @@ def _check_columns(frame: dd.DataFrame, coords: tuple, geometry: str | None, nam
         clash = [c for c in coords if c in frame.columns]
         if clash:
             raise ValueError(
-                f"{name} is GeoParquet (geometry column {geometry!r}) and already has columns "
+                f"{name} has a geometry column ({geometry!r}) and already has columns "
                 f"{clash}, which would hold the points' coordinates: pass coords= with other "
                 "names"
             )
@@ -228,7 +277,7 @@ def select_points(
         return frame[columns] if keep is not None else frame
     if pts.geometry is not None:
         raise ValueError(
-            f"mean_by={mean_by!r}: {name} is GeoParquet, whose WKB points have no mean; give "
+            f"mean_by={mean_by!r}: {name} has WKB points, which have no mean; give "
             "a table with coordinate columns"
         )
     if mean_by not in frame.columns:

@@ -4,8 +4,10 @@ nodata reported; chunks read only where points are; CAST's sensors against its r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
+import sys
 import warnings
 
 import dask
@@ -185,8 +187,119 @@ def test_geoparquet_points_with_their_crs(tif, tmp_path):
     np.testing.assert_array_equal(got["B1"], cell_values()[0, rows, cols])
     np.testing.assert_allclose(got[["x", "y"]].to_numpy(), utm[["x", "y"]].to_numpy(), atol=1e-6)
     assert got.attrs[KEY]["points_crs"] == "EPSG:4326"
-    with pytest.raises(ValueError, match="GeoParquet in EPSG:4326 but crs='EPSG:3857'"):
+    with pytest.raises(ValueError, match="says its points are in EPSG:4326 but crs='EPSG:3857'"):
         extract(tif, str(path), crs="EPSG:3857")
+
+
+def wkb_points(x, y, z=None) -> list[bytes]:
+    """ISO WKB points, 2-D or with Z (type 1001), little and big endian mixed."""
+    if z is None:
+        return [
+            struct.pack("<BIdd", 1, 1, a, b) if i % 2 else struct.pack(">BIdd", 0, 1, a, b)
+            for i, (a, b) in enumerate(zip(x, y, strict=True))
+        ]
+    return [
+        struct.pack("<BIddd", 1, 1001, a, b, c)
+        if i % 2
+        else struct.pack(">BIddd", 0, 1001, a, b, c)
+        for i, (a, b, c) in enumerate(zip(x, y, z, strict=True))
+    ]
+
+
+def gpkg_layer(path, layer: str, wkb: list, kind: str, extra: dict, crs: str = "EPSG:4326"):
+    """A layer of ``wkb`` geometries (declared ``kind``) written into the GeoPackage ``path``."""
+    pyogrio = pytest.importorskip("pyogrio")
+    table = pa.table({**extra, "geometry": pa.array(wkb, pa.binary())})
+    pyogrio.write_arrow(
+        table,
+        str(path),
+        layer=layer,
+        geometry_name="geometry",
+        geometry_type=kind,
+        crs=pyproj.CRS(crs).to_wkt(),
+        append=path.exists(),
+    )
+
+
+def test_geopackage_points_give_the_values_of_the_same_points_in_a_csv(tif, tmp_path, monkeypatch):
+    rows, cols = np.array([1, 8, 15, 19]), np.array([2, 20, 27, 0])
+    utm = points_in(rows, cols, seed=6)
+    to_lonlat = pyproj.Transformer.from_crs("EPSG:32632", "EPSG:4326", always_xy=True)
+    lon, lat = to_lonlat.transform(utm.x, utm.y)
+    names = {"name": ["a", "b", "c", "d"], "n": [1, 2, 3, 4]}
+    path = tmp_path / "sensors.gpkg"
+    gpkg_layer(path, "sensors", wkb_points(lon, lat, z=[5.0] * 4), "Point Z", names)
+    pd.DataFrame({"lon": lon, "lat": lat, **names}).to_csv(tmp_path / "s.csv", index=False)
+    want = extract(tif, str(tmp_path / "s.csv"), coords=("lon", "lat"), crs=4326).compute()
+    got = extract(tif, str(path), coords=("lon", "lat")).compute()
+    assert list(got.columns) == ["name", "n", "lon", "lat", "B1", "B2"]
+    pd.testing.assert_frame_equal(got, want[got.columns], check_dtype=False)
+    np.testing.assert_array_equal(got["B1"], cell_values()[0, rows, cols])
+    np.testing.assert_allclose(got[["lon", "lat"]].to_numpy(), utm[["x", "y"]], atol=1e-6)
+    record = got.attrs[KEY]
+    assert record["points_crs"] == "EPSG:4326" and record["points"].endswith("(layer 'sensors')")
+    with pytest.raises(ValueError, match="says its points are in EPSG:4326 but crs='EPSG:3857'"):
+        extract(tif, str(path), crs="EPSG:3857")
+    # A second layer: the points' layer must be named, here or on the command line.
+    gpkg_layer(path, "roads", [struct.pack("<BIIdddd", 1, 2, 2, 0, 0, 1, 1)], "LineString", {})
+    with pytest.raises(ValueError, match=r"has several layers: \['sensors', 'roads'\]; choose"):
+        extract(tif, str(path))
+    with pytest.raises(ValueError, match=r"layer 'roads' of .* holds LineString geometries"):
+        extract(tif, str(path), layer="roads")
+    with pytest.raises(ValueError, match=r"has no layer 'sensor': \['sensors', 'roads'\]"):
+        extract(tif, str(path), layer="sensor")
+    with pytest.raises(ValueError, match="layer='sensors' names a layer of a GeoPackage"):
+        extract(tif, str(tmp_path / "s.csv"), layer="sensors")
+    monkeypatch.setattr("soak_dask.run.cluster.connect", lambda *a, **k: contextlib.nullcontext())
+    argv = ["extract", tif, str(path), "--out", str(tmp_path / "t.parquet")]
+    assert main(argv) == 2 and not (tmp_path / "t.parquet").exists()
+    assert main([*argv, "--layer", "sensors"]) == 0
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "t.parquet")[["x", "B1"]],
+        got[["lon", "B1"]].set_axis(["x", "B1"], axis=1),
+    )
+
+
+def test_a_geopackage_of_other_geometries_or_empty_points_is_refused(tif, tmp_path):
+    line = struct.pack("<BIIdddd", 1, 2, 2, 0, 0, 1, 1)
+    mixed = tmp_path / "mixed.gpkg"  # a layer of no declared type: each row is checked
+    gpkg_layer(mixed, "things", [*wkb_points([7.0], [45.0]), line], "Unknown", {"k": [1, 2]})
+    with pytest.raises(
+        ValueError,
+        match=r"layer 'things'\): 1 geometries are not points .*"
+        r"position 1 .*type 2 \(LineString\)",
+    ):
+        extract(tif, str(mixed))
+    empty = tmp_path / "empty.gpkg"
+    gpkg_layer(empty, "e", wkb_points([7.0, np.nan], [45.0, np.nan]), "Point", {"k": [1, 2]})
+    with pytest.raises(ValueError, match=r"1 points are empty \(the one at position 1"):
+        extract(tif, str(empty))
+
+
+def test_wkb_points_with_z_or_m_are_read_as_x_y_and_other_shapes_refused():
+    from soak_dask.spatial.extract_points import decode_wkb_points
+
+    wkb = [
+        struct.pack("<BIddd", 1, 2001, 1.0, 2.0, 7.0),  # ISO M
+        struct.pack(">BIdddd", 0, 3001, 3.0, 4.0, 7.0, 8.0),  # ISO ZM
+        struct.pack("<BIddd", 1, 0x80000001, 5.0, 6.0, 7.0),  # EWKB Z
+        struct.pack("<BIdddd", 1, 0xC0000001, 7.0, 8.0, 7.0, 8.0),  # EWKB ZM
+    ]
+    x, y = decode_wkb_points(np.array(wkb, dtype=object))
+    assert x.tolist() == [1.0, 3.0, 5.0, 7.0] and y.tolist() == [2.0, 4.0, 6.0, 8.0]
+    short_z = struct.pack("<BIdd", 1, 1001, 1.0, 2.0)  # a Z point without its Z
+    multi = struct.pack("<BII", 1, 4, 1) + struct.pack("<BIdd", 1, 1, 1.0, 2.0)
+    for bad, what in [(short_z, r"type 1001 \(Point\)"), (multi, r"type 4 \(MultiPoint\)")]:
+        with pytest.raises(ValueError, match=rf"1 geometries are not points .*position 1 .*{what}"):
+            decode_wkb_points(np.array([wkb[0], bad], dtype=object))
+
+
+def test_a_geopackage_without_pyogrio_says_which_extra_to_install(tif, tmp_path, monkeypatch):
+    path = tmp_path / "p.gpkg"
+    gpkg_layer(path, "p", wkb_points([7.0], [45.0]), "Point", {"k": [1]})
+    monkeypatch.setitem(sys.modules, "pyogrio", None)
+    with pytest.raises(ImportError, match=r"pip install soak_dask\[vector\]"):
+        extract(tif, str(path))
 
 
 def test_points_off_the_raster_are_refused_kept_or_dropped_never_silently(tif):
