@@ -404,7 +404,7 @@ def scoring_pass(
         # partition's task: passed as they are, dask would walk (and embed) them per partition.
         held = [
             dask.delayed(value, name=f"soak-{what}-{w}-{token}", traverse=False)
-            for what, value in [("wave", wave), ("options", run)]
+            for what, value in [("wave-blocks", wave), ("wave-options", run)]
         ]
         level = [
             dask.delayed(score, nout=len(wave), pure=True)(

@@ -151,9 +151,14 @@ def test_a_wave_reads_its_partitions_after_the_last_waves_scores():
     assert len(predict) == 3 * ctx.data.npartitions  # each wave reads every partition
     for key in predict:
         wave = int(name(key).split("-")[3])
-        (part,) = [d for d in get_dependencies(graph, key) if "fitted" not in name(d)]
-        barriers = {name(d) for d in get_dependencies(graph, part) if "soak-wave" in name(d)}
+        held = ("fitted", "wave-blocks", "wave-options")  # the models, the wave's arguments
+        (part,) = [d for d in get_dependencies(graph, key) if not any(h in name(d) for h in held)]
+        barriers = {d for d in get_dependencies(graph, part) if "soak-wave" in name(d)}
         assert len(barriers) == (1 if wave else 0), (key, barriers)
+        # The barrier is the last wave's block scores, not a node of the same key.
+        for barrier in barriers:
+            scores = [d for d in get_dependencies(graph, barrier) if "soak-score-" in name(d)]
+            assert scores, (barrier, get_dependencies(graph, barrier))
     assert len({name(k) for k in predict}) == 3 * ctx.data.npartitions
     assert dask.compute(tasks[0])[0][0]["n_test"] == 30
 
