@@ -257,16 +257,19 @@ def partition_node(xs, order, n1, n2, feature, spoint, below_first, first):  # p
     for f in range(order.shape[0]):
         a = n1
         b = 0
+        # Branch-free (the sons' rows interleave unpredictably): each row is written to both
+        # places and only the right place advances; a row written at ``a`` by mistake is
+        # overwritten by the next first-son row or by the second son's rows below.
         for i in range(n1, n2):
             r = order[f, i]
-            if first[r]:
-                order[f, a] = r
-                xs[f, a] = xs[f, i]
-                a += 1
-            else:
-                buf_rows[b] = r
-                buf_x[b] = xs[f, i]
-                b += 1
+            x = xs[f, i]
+            go = np.intp(first[r])
+            order[f, a] = r
+            xs[f, a] = x
+            buf_rows[b] = r
+            buf_x[b] = x
+            a += go
+            b += 1 - go
         for j in range(b):
             order[f, a + j] = buf_rows[j]
             xs[f, a + j] = buf_x[j]

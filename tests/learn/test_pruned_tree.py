@@ -41,6 +41,32 @@ def root(model) -> tuple[int, float]:
     return int(tree.feature[0]), float(np.nextafter(tree.threshold[0], np.inf))
 
 
+def _check_partition(X, order, xs, n1, n2, feature, point, below_first) -> int:
+    """Partition ``[n1, n2)`` and check it against numpy's stable selection; the first son's
+    rows."""
+    before = order[:, n1:n2].copy()
+    first = np.zeros(len(X), dtype=np.bool_)
+    n_left = rk.partition_node(xs, order, n1, n2, feature, point, below_first, first)
+    for f in range(X.shape[1]):
+        goes_first = (X[before[f], feature] < point) == below_first
+        expected = np.concatenate([before[f][goes_first], before[f][~goes_first]])
+        np.testing.assert_array_equal(order[f, n1:n2], expected)
+        np.testing.assert_array_equal(xs[f, n1:n2], X[expected, f])
+        assert n_left == goes_first.sum()
+    return n_left
+
+
+def test_partition_keeps_each_sons_rows_in_their_sorted_order():
+    """``partition_node`` (branch-free) leaves each feature's range as the first son's rows
+    and then the second son's, each in the order it had (nodesplit's stable partition), the
+    values with their rows: on the root's range, then on its second son's."""
+    X = np.random.default_rng(4).normal(size=(500, 3)).round(1)  # tied values too
+    order, xs = rk.presort(X)
+    n_left = _check_partition(X, order, xs, 0, 500, 1, 0.3, True)
+    assert 0 < n_left < 500
+    assert 0 < _check_partition(X, order, xs, n_left, 500, 2, -0.2, False) < 500 - n_left
+
+
 def test_gini_improvement_split_point_and_ties_between_points():
     improve, point, direction = splits(X8, Y8, edge=1)
     assert improve[0] == pytest.approx(2.4)
