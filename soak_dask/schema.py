@@ -99,6 +99,19 @@ MEASURE_RANGES: dict[str, tuple[float, float]] = {
     "r2": (-math.inf, 1.0),
 }
 
+
+def within_range(measure: str, low: float, high: float) -> tuple[float, float]:
+    """``low``..``high`` (an interval or a bar of `measure`) cut to the values the measure can
+    take (`MEASURE_RANGES`; unbounded for a measure it does not list), as mlr3inferr's
+    ``within_range``.
+
+    >>> within_range("error", -3.0, 40.0)
+    (0.0, 40.0)
+    """
+    bottom, top = MEASURE_RANGES.get(measure, (-math.inf, math.inf))
+    return max(low, bottom), min(high, top)
+
+
 #: Measures where a smaller value is a better model.
 LOWER_IS_BETTER: frozenset[str] = frozenset({"error", "log_loss", "mse", "rmse", "mae"})
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..schema import MEASURE_RANGES, POINTWISE, TWO_VALUED
+from ..schema import POINTWISE, TWO_VALUED, within_range
 from ..stats.mean_tests import ALPHA, sqrt_delta
 from ..stats.nested_cv import NCV_EXTRA, ncv_estimate, ncv_test
 from .kinds import validate_evaluation
@@ -173,6 +173,5 @@ def _interval(ds: xr.Dataset, m: str, learner: int, level: float) -> dict[str, f
         )
         out.update(err_ncv=math.sqrt(test.extra["err_ncv"]), err_cv=math.sqrt(test.extra["err_cv"]))
         out["mse"] = test.extra["mse"] / (4 * mse)  # the delta method: se² / (4 mse)
-    low, high = MEASURE_RANGES.get(m, (-math.inf, math.inf))
-    out.update(ci_low=max(float(out["ci_low"]), low), ci_high=min(float(out["ci_high"]), high))
+    out["ci_low"], out["ci_high"] = within_range(m, float(out["ci_low"]), float(out["ci_high"]))
     return out

@@ -33,7 +33,14 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from ..schema import LOWER_IS_BETTER, MEASURE_NAMES, MEASURE_RANGES, MEASURE_UNITS, RESULT_DIMS
+from ..schema import (
+    LOWER_IS_BETTER,
+    MEASURE_NAMES,
+    MEASURE_RANGES,
+    MEASURE_UNITS,
+    RESULT_DIMS,
+    within_range,
+)
 from .stats import no_tests_reason, pvalues, validate_evaluation, validate_results
 from .store import from_dataframe
 
@@ -142,8 +149,8 @@ def mean_sd_bar(values: np.ndarray, measure: str) -> tuple[float, float, float] 
         return None
     mean = float(finite.mean())
     sd = float(finite.std(ddof=1)) if finite.size > 1 else 0.0
-    low, high = MEASURE_RANGES.get(measure, (-math.inf, math.inf))
-    return max(mean - sd, low), mean, min(mean + sd, high)
+    low, high = within_range(measure, mean - sd, mean + sd)
+    return low, mean, high
 
 
 # ------------------------------------------------------------------------------ plot_soak

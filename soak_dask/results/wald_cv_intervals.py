@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..schema import MEASURE_RANGES, POINTWISE, TWO_VALUED
+from ..schema import POINTWISE, TWO_VALUED, within_range
 from ..stats.mean_tests import ALPHA, evaluation_values, sqrt_delta
 from ..stats.wald_cv import WALD_CV_EXTRA, wald_cv_test
 from .comparisons import check_wald_cv_design
@@ -117,8 +117,7 @@ def _interval(ds: xr.Dataset, m: str, learner: int, level: float, variance: str)
     if m == "rmse":
         out["sd"] /= 2 * math.sqrt(out["estimate"])
         out["estimate"], out["se"], low, high = sqrt_delta(out["estimate"], out["se"], level)
-    bounds = MEASURE_RANGES.get(m, (-math.inf, math.inf))
-    out.update(ci_low=max(low, bounds[0]), ci_high=min(high, bounds[1]))
+    out["ci_low"], out["ci_high"] = within_range(m, low, high)
     return out
 
 
