@@ -4,7 +4,7 @@ before its body runs, as scikit-learn's ``@validate_params`` checks ``cross_vali
 ``@checked("evaluate")`` above ``evaluate`` checks each of its parameters that
 ``soak_dask.settings`` declares for the command ``evaluate`` (`Setting.checked`: the declared
 check, its message), refuses keywords the function does not take (naming the new name of a
-former one, ``refuse_renamed``), the options of ``evaluate`` its outer strategy would ignore
+former one, ``refuse_unknown``), the options of ``evaluate`` its outer strategy would ignore
 (``check_design_options``), and beside a table those a fold column makes moot
 (``check_fold_column_options``) or a group assignment without a group column; then the body runs
 with the checked, canonical values (plain ints, the train types as a tuple, a strategy's own
@@ -39,7 +39,7 @@ from .settings import (
     check_design_options,
     check_fold_column_options,
     command_settings,
-    refuse_renamed,
+    renamed_names,
 )
 from .split.fold_options import check_assignment_groups
 
@@ -84,18 +84,16 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
     def decorate(func: _F) -> _F:
         signature = inspect.signature(func)
         options = _options(func, signature, declared, only)
-        renamed = [p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD]
+        catches = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+        # ``**renamed`` only catches former names, to say their new ones.
+        former = renamed_names(command) if catches else None
 
         @functools.wraps(func)
         def door(*args: Any, **kwargs: Any) -> Any:
-            if not renamed:
-                refuse_unknown(func.__name__, signature, kwargs)
+            refuse_unknown(func.__name__, signature, kwargs, former)
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             values = bound.arguments
-            if renamed:
-                refuse_renamed(command, values.pop(renamed[0]))
-                values[renamed[0]] = {}
             strategy = _strategy_values(values) if only is None and "outer" in values else {}
             for name in options:
                 values[name] = declared[name].checked(values[name])
@@ -111,9 +109,15 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
     return decorate
 
 
-def refuse_unknown(name: str, signature: inspect.Signature, given: Mapping[str, Any]) -> None:
+def refuse_unknown(
+    name: str,
+    signature: inspect.Signature,
+    given: Mapping[str, Any],
+    renamed: Mapping[str, str] | None = None,
+) -> None:
     """Refuse a keyword that function `name` (of `signature`) does not take, as Python does
-    (a TypeError), naming the parameter it is closest to, if any.
+    (a TypeError): a former name in `renamed` names its new one (``k= is now
+    n_neighbors=``), any other the parameter it is closest to, if any.
 
     >>> def evaluate(table, *, outer_folds=None, seed=1): ...
     >>> refuse_unknown("evaluate", inspect.signature(evaluate), {"folds": 4})
@@ -121,8 +125,10 @@ def refuse_unknown(name: str, signature: inspect.Signature, given: Mapping[str, 
     ...
     TypeError: evaluate() got an unexpected keyword argument 'folds'; did you mean 'outer_folds'?
     """
-    names = list(signature.parameters)
+    names = [p.name for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
     for key in given:
+        if key in (renamed or {}):
+            raise TypeError(f"{name}(): {key}= is now {renamed[key]}=")
         if key not in names:
             near = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
             hint = f"; did you mean {near[0]!r}?" if near else f"; it takes {', '.join(names)}"

@@ -16,7 +16,7 @@ setting's ``variants`` say so, and `command_settings` gives each command its own
 holds the shared settings at its top level and each function's own in its table
 (`RUN_FILE_TABLES`: ``[evaluation]``, ``[search_subsets]``, ``[split_sensitivity]``,
 ``[compare_sampling]``). Names that changed (``k`` is now ``n_neighbors``) are ``renamed``:
-refused with a message that names the new one (`refuse_renamed`).
+refused with a message that names the new one (``option_checks.refuse_unknown``).
 
 Examples
 --------
@@ -984,22 +984,6 @@ def renamed_names(command: Command | str) -> dict[str, str]:
             if not s.negated_by(old):
                 out[old] = s.name
     return out
-
-
-def refuse_renamed(command: Command | str, given: Mapping[str, Any]) -> None:
-    """Refuse keywords that `command`'s function does not take, naming the new name of a
-    former one (``k= is now n_neighbors=``): a TypeError, as Python's for an unknown keyword.
-
-    >>> refuse_renamed("compare-sampling", {"k": 3})
-    Traceback (most recent call last):
-    ...
-    TypeError: compare_sampling(): k= is now n_neighbors=
-    """
-    function, renamed = FUNCTIONS[command], renamed_names(command)
-    for key in given:
-        if key in renamed:
-            raise TypeError(f"{function}(): {key}= is now {renamed[key]}=")
-        raise TypeError(f"{function}() got an unexpected keyword argument {key!r}")
 
 
 def canonical(key: str, value: Any) -> tuple[Setting, Any]:
