@@ -20,6 +20,7 @@ from distributed.client import AllExit
 from distributed.comm import connect as open_comm
 from distributed.core import Status
 from distributed.diagnostics.plugin import WorkerPlugin
+from distributed.gc import disable_gc_diagnosis
 from distributed.security import Security
 
 #: The only interface a LocalCluster started by `connect` listens on (scheduler, workers and
@@ -342,6 +343,10 @@ def connect(
     options = {"threads_per_worker": threads_per_worker, "memory_limit": memory_limit}
     with _sigint_deferred() as interrupted:
         cluster = _local_cluster(n_workers, {**options, **cluster_kwargs})
+    # The in-process scheduler turned on distributed's GC diagnosis, a gc callback: a Ctrl-C
+    # that lands while it runs is "ignored" by Python (exceptions in gc callbacks are), and
+    # the run went on to its end. It only logs long collections; off in this process.
+    disable_gc_diagnosis(force=True)
     try:
         if interrupted:
             raise KeyboardInterrupt
