@@ -4,6 +4,7 @@ figure, and the HTML page in headless Chromium."""
 from __future__ import annotations
 
 import re
+import shutil
 import warnings
 from pathlib import Path
 
@@ -240,9 +241,9 @@ def test_report_screenshot_shows_the_figure_and_tables(report, tmp_path):
     assert blue[:1000].sum() > 200
 
 
-def test_rewriting_drops_the_previous_reports_figures(repeated, tmp_path):
+def test_rewriting_drops_the_previous_reports_figures(report, repeated, tmp_path):
     out = tmp_path / "rep"
-    write_report(repeated, out)
+    shutil.copytree(report.parent, out)  # the module's report of every measure, as before
     write_report(repeated, out, "error", overwrite=True)
     assert not (out / "evaluation_auc.png").exists() and (out / "evaluation_error.png").exists()
     (out / "notes.txt").write_text("keep me")  # a file soak_dask did not write: refused, kept

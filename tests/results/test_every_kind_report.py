@@ -9,9 +9,12 @@ refused, one of the older name of search_subsets opens."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import json
 import re
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -65,6 +68,23 @@ def results(table) -> dict[str, xr.Dataset]:
     return {kind: run(table) for kind, run in RUNS.items()}
 
 
+@pytest.fixture(scope="module")
+def rendered(results, tmp_path_factory) -> Callable[[str], tuple[Path, xr.Dataset, str, Path]]:
+    """A kind's results saved, opened back and rendered, once for the module (on first use):
+    ``(store, results opened, text printed, page)``. Tests only read them; a test that writes
+    into a report directory copies it first."""
+    base = tmp_path_factory.mktemp("rendered")
+
+    @functools.cache
+    def of(kind: str) -> tuple[Path, xr.Dataset, str, Path]:
+        store = sd.save_results(results[kind], base / f"{kind}.zarr")
+        back = sd.open_results(store)
+        text, page = render(back, base / kind)
+        return store, back, text, page
+
+    return of
+
+
 def check_page(out: Path, kind: str) -> str:
     """The page in ``out``: self-contained, with the kind's tables (as CSV beside it and as
     HTML in it) and at least one figure embedded; every file the manifest lists is there."""
@@ -86,31 +106,29 @@ def cells(page: str) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", list(RUNS))
-def test_api_save_open_render_every_kind(results, kind, tmp_path):
+def test_api_save_open_render_every_kind(results, rendered, kind):
     res = results[kind]
     assert res.attrs["design"] == kind and res.soak.kind == kind
-    store = sd.save_results(res, tmp_path / f"{kind}.zarr")
-    back = sd.open_results(store)
+    store, back, text, page = rendered(kind)
     xr.testing.assert_equal(back, res)  # values, dims and coordinates
     xr.testing.assert_identical(sd.load_results(store), back)  # the alias
     assert back.attrs["design"] == kind and isinstance(back.soak.summary(), pd.DataFrame)
-    text, page = render(back, tmp_path / "report")
-    assert page == tmp_path / "report" / "report.html" and text.strip()
-    shown = cells(check_page(tmp_path / "report", kind))
+    assert page == store.parent / kind / "report.html" and text.strip()
+    shown = cells(check_page(page.parent, kind))
     for learner in [str(v) for v in res["learner"].values] if "learner" in res.dims else []:
         assert learner in shown, learner
 
 
-def test_split_sensitivity_page_holds_its_tables(results, tmp_path):
+def test_split_sensitivity_page_holds_its_tables(results, rendered):
     ds = results["split_sensitivity"]
-    render(ds, tmp_path)
+    out = rendered("split_sensitivity")[3].parent
     summary = sd.split_sensitivity_summary(ds)
-    written = pd.read_csv(tmp_path / "summary.csv")
+    written = pd.read_csv(out / "summary.csv")
     pd.testing.assert_frame_equal(written, summary, check_dtype=False)
     pd.testing.assert_frame_equal(
-        pd.read_csv(tmp_path / "trials.csv"), sd.split_sensitivity_trials(ds), check_dtype=False
+        pd.read_csv(out / "trials.csv"), sd.split_sensitivity_trials(ds), check_dtype=False
     )
-    page = (tmp_path / "report.html").read_text()
+    page = (out / "report.html").read_text()
     shown = cells(page)
     mean, sd_ = summary.loc[0, "cv_estimate_mean"], summary.loc[0, "cv_estimate_sd"]
     assert f"{mean:.4f} ± {sd_:.4f}" in shown  # the per-ratio table, formatted as printed
@@ -118,23 +136,23 @@ def test_split_sensitivity_page_holds_its_tables(results, tmp_path):
     assert f"<b>Recommended ratio(s)</b>: {chosen}." in page
 
 
-def test_compare_sampling_and_search_pages_hold_their_tables(results, tmp_path):
+def test_compare_sampling_and_search_pages_hold_their_tables(results, rendered):
     ds = results["compare_sampling"]
-    render(ds, tmp_path / "mai")
+    mai = rendered("compare_sampling")[3].parent
     frame = sd.mai_table({"pandas DataFrame": ds})
-    written = pd.read_csv(tmp_path / "mai" / "mai.csv", index_col=[0, 1])
+    written = pd.read_csv(mai / "mai.csv", index_col=[0, 1])
     pd.testing.assert_frame_equal(
         written, frame, check_dtype=False, check_names=False, check_index_type=False
     )
-    shown = cells((tmp_path / "mai" / "report.html").read_text())
+    shown = cells((mai / "report.html").read_text())
     assert f"{frame.iloc[1]['MAI stratified']:.4g}" in shown
     found = results["search_subsets"]
-    render(found, tmp_path / "search")
+    search = rendered("search_subsets")[3].parent
     from soak_dask.pooling.search import search_pvalues
 
     tests = search_pvalues(found)
     pd.testing.assert_frame_equal(
-        pd.read_csv(tmp_path / "search" / "search_pvalues.csv")[["learner", "compare", "p"]],
+        pd.read_csv(search / "search_pvalues.csv")[["learner", "compare", "p"]],
         tests[["learner", "compare", "p"]].reset_index(drop=True),
         check_dtype=False,
     )
@@ -158,9 +176,11 @@ def test_stores_of_the_older_search_name_still_open(results, tmp_path):
     assert back.soak.kind == "search_subsets" and not back.soak.pvalues().empty
 
 
-def test_a_report_directory_is_checked_first_and_replaced_only_when_asked(results, tmp_path):
+def test_a_report_directory_is_checked_first_and_replaced_only_when_asked(
+    results, rendered, tmp_path
+):
     ds = results["split_sensitivity"]
-    render(ds, tmp_path / "r")
+    shutil.copytree(rendered("split_sensitivity")[3].parent, tmp_path / "r")  # an earlier report
     with pytest.raises(FileExistsError, match="--overwrite"):
         render(ds, tmp_path / "r")
     render(results["compare_sampling"], tmp_path / "r", overwrite=True)  # one report replaces

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import shutil
 import subprocess
 import warnings
 from pathlib import Path
@@ -210,9 +211,9 @@ def test_refuses_a_foreign_directory_even_with_overwrite(small_run, tmp_path):
 
 
 @pytest.mark.slow
-def test_rewrites_a_previous_report_and_drops_its_stale_figures(small_run, tmp_path):
+def test_rewrites_a_previous_report_and_drops_its_stale_figures(report, small_run, tmp_path):
     out = tmp_path / "rep"
-    write_report(small_run, out, ["error", "auc"])
+    shutil.copytree(report.parent, out)  # the module's report of error and auc, as before
     with pytest.raises(FileExistsError, match="earlier output.*overwrite=True"):
         write_report(small_run, out, "error")
     write_report(small_run, out, "error", overwrite=True)
@@ -248,13 +249,14 @@ def run_chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def probe_page(page: Path, tmp_path: Path) -> tuple[dict, list[str]]:
-    """Open a probed copy of `page` in headless Chromium: (probe result, console lines)."""
+    """Open a probed copy of `page` (in `tmp_path`: the page's directory is left as it is) in
+    headless Chromium: (probe result, console lines)."""
     text = page.read_text(encoding="utf-8")
     # The page's policy allows no script at all; the copy allows inline ones, nothing else.
     text = text.replace(CSP, CSP + "; script-src 'unsafe-inline'")
     head = text.index("<head>") + len("<head>")
     text = text[:head] + PROBE_HEAD + text[head:].replace("</body>", PROBE_BODY + "</body>")
-    copy = page.with_name("probed_" + page.name)
+    copy = tmp_path / f"probed_{page.name}"  # self-contained: it reads nothing beside it
     copy.write_text(text, encoding="utf-8")
     done = run_chromium(tmp_path, "--dump-dom", copy.as_uri())
     assert done.returncode == 0, done.stderr[-2000:]

@@ -6,6 +6,9 @@ and refuses a bad value naming the option, before any work."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -25,14 +28,23 @@ def scene():
     return df, area, sd.load_table(df, label="label", coords=["x", "y"])
 
 
-def reference(table, area, clustering):
-    return sd.knndm_folds(table, area, n_folds=4, seed=1, clustering=clustering)
+@pytest.fixture(scope="module")
+def reference(scene) -> Callable[[str], sd.KNNDMResult]:
+    """``knndm_folds`` of the scene with a clustering: computed once per clustering for the
+    module (tests only read it)."""
+    _, area, table = scene
+
+    @functools.cache
+    def of(clustering: str) -> sd.KNNDMResult:
+        return sd.knndm_folds(table, area, n_folds=4, seed=1, clustering=clustering)
+
+    return of
 
 
 @pytest.mark.parametrize("clustering", ["hierarchical", "kmeans"])
-def test_design_and_evaluate_pass_the_clustering_on(scene, clustering):
+def test_design_and_evaluate_pass_the_clustering_on(scene, reference, clustering):
     _, area, table = scene
-    expected = reference(table, area, clustering)
+    expected = reference(clustering)
     design = sd.KNNDMFolds(area, n_folds=4, seed=1, clustering=clustering)
     by_design = sd.run_design(table, design, LEARNER, progress=False)
     by_evaluate = sd.evaluate(
@@ -47,10 +59,9 @@ def test_design_and_evaluate_pass_the_clustering_on(scene, clustering):
     np.testing.assert_allclose(by_design["rmse"].values, by_evaluate["rmse"].values)
 
 
-def test_the_clusterings_differ_on_this_scene(scene):
+def test_the_clusterings_differ_on_this_scene(reference):
     """The test above would not see a clustering dropped on the way: here they differ."""
-    _, area, table = scene
-    ward, kmeans = (reference(table, area, c) for c in ("hierarchical", "kmeans"))
+    ward, kmeans = (reference(c) for c in ("hierarchical", "kmeans"))
     assert ward.W != pytest.approx(kmeans.W)
 
 
@@ -73,8 +84,10 @@ def test_bad_clustering_refused_naming_the_option(scene):
 
 
 @pytest.mark.slow  # a few seconds: two commands on an in-process cluster
-def test_soak_evaluate_takes_clustering_from_flag_and_run_file(scene, tmp_path, capsys, scheduler):
-    df, area, table = scene
+def test_soak_evaluate_takes_clustering_from_flag_and_run_file(
+    scene, reference, tmp_path, capsys, scheduler
+):
+    df, area, _ = scene
     data, pred = tmp_path / "train.parquet", tmp_path / "area.parquet"
     df.to_parquet(data)
     area.to_parquet(pred)
@@ -89,7 +102,7 @@ def test_soak_evaluate_takes_clustering_from_flag_and_run_file(scene, tmp_path, 
     code, _, err = run_cli([*base, "--config", config, "--out", tmp_path / "file.zarr"],
                            scheduler, capsys)  # fmt: skip
     assert code == 0, err
-    expected = reference(table, area, "hierarchical")
+    expected = reference("hierarchical")
     for store in ("flag.zarr", "file.zarr"):
         stored = sd.open_results(tmp_path / store)
         assert stored.attrs["knndm_clustering"] == "hierarchical"

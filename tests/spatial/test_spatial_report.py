@@ -145,16 +145,26 @@ def check_aoa_page(out: Path, ds: xr.Dataset, profile: sd.ErrorProfile | None) -
     return page
 
 
-def test_aoa_page_holds_the_numbers_figures_and_training_di(scene, result, tmp_path):
+@pytest.fixture(scope="module")
+def aoa_report(scene, result, tmp_path_factory) -> Path:
+    """The AOA's page of the scene, written once for the module: tests only read it."""
     _, train = scene
     ds, profile = result
-    path = write_page(aoa_page(ds, points=points(train), profile=profile), tmp_path / "r")
-    assert path == tmp_path / "r" / "report.html"
-    check_aoa_page(tmp_path / "r", ds, profile)
-    written = pd.read_csv(tmp_path / "r" / "training_di.csv")
+    out = tmp_path_factory.mktemp("aoa_report") / "r"
+    path = write_page(aoa_page(ds, points=points(train), profile=profile), out)
+    assert path == out / "report.html"
+    return path
+
+
+def test_aoa_page_holds_the_numbers_figures_and_training_di(scene, result, aoa_report):
+    _, train = scene
+    ds, profile = result
+    out = aoa_report.parent
+    check_aoa_page(out, ds, profile)
+    written = pd.read_csv(out / "training_di.csv")
     np.testing.assert_allclose(written["train_di"], ds["train_di"].values)
     np.testing.assert_allclose(written[["train_x", "train_y"]], points(train))
-    windows = pd.read_csv(tmp_path / "r" / "error_profile_windows.csv")
+    windows = pd.read_csv(out / "error_profile_windows.csv")
     np.testing.assert_allclose(windows.to_numpy(), profile.windows.to_numpy())
 
 
@@ -306,11 +316,8 @@ def test_soak_knndm_page_and_soak_report_of_its_directory(knndm_scene, tmp_path,
 
 
 # ---------------------------------------------------------------------------- in a browser
-def test_the_aoa_page_opens_in_chromium_without_errors(scene, result, tmp_path):
-    _, train = scene
-    ds, profile = result
-    page = write_page(aoa_page(ds, points=points(train), profile=profile), tmp_path / "r")
-    found, console = probe_page(page, tmp_path)
+def test_the_aoa_page_opens_in_chromium_without_errors(aoa_report, tmp_path):
+    found, console = probe_page(aoa_report, tmp_path)
     assert found == {"images": 2, "loaded": 2, "errors": []} and console == []
 
 
