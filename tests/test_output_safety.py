@@ -52,7 +52,8 @@ def load(path: Path | str) -> sd.Table:
 
 @pytest.fixture
 def results(data) -> object:
-    return sd.soak(load(data), "featureless", n_folds=2, progress=False)
+    # One measure: a report's figures are per measure, and the rule is the same for each.
+    return sd.soak(load(data), "featureless", n_folds=2, measures="error", progress=False)
 
 
 def soak(argv: list, capsys) -> tuple[int, str, str]:
@@ -266,7 +267,7 @@ def test_save_results_refuses_the_input_and_what_it_did_not_write(results, data,
 
 
 TRANSFER = ["--label", "y", "--subset", "subset", "--n-folds", "2", "--learner", "featureless",
-            "--no-search", "--no-progress"]  # fmt: skip
+            "--measures", "error", "--no-search", "--no-progress"]  # fmt: skip
 
 
 def test_transfer_refuses_its_earlier_output_without_overwrite(data, tmp_path, capsys, monkeypatch):
@@ -317,7 +318,7 @@ def test_transfer_overwrite_replaces_its_own_output(data, tmp_path, capsys):
 def test_write_transfer_report_refuses_its_input_and_earlier_report(data, tmp_path):
     from soak_dask.pooling.report import write_transfer_report
 
-    matrix = sd.transfer(load(data), "featureless", n_folds=2, progress=False)
+    matrix = sd.transfer(load(data), "featureless", n_folds=2, measures="error", progress=False)
     write_transfer_report(matrix, tmp_path / "t")
     with pytest.raises(FileExistsError, match="earlier output"):
         write_transfer_report(matrix, tmp_path / "t")

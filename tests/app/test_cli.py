@@ -371,7 +371,8 @@ def user_error_cases(pixels: Path, tmp: Path, scheduler: str) -> list[tuple[list
         ([*base, "--label", "nope"], "label column 'nope' is not in"),
         ([*base, "--features", "B01,nope"], "features names columns that are not in"),
         ([*base, "--exclude", "x,yy"], "'yy' (did you mean 'y'?)"),
-        (["run", tmp / "none.parquet", "--label", "y", "--out", tmp / "r"], "no file or dir"),
+        # Given a scheduler: no LocalCluster is started to find the path missing.
+        ([*base[:1], tmp / "none.parquet", "--label", "y", *base[-4:]], "no file or dir"),
         ([*base, "--folds", "abc"], "argument --folds: invalid int value: 'abc'"),
         ([*base, "--train-types", "same,sometimes"], "unknown train_types ['sometimes']"),
         ([*base, "--measures", "error,mse"], "are not all classification measures"),
@@ -489,6 +490,7 @@ def tls(tmp_path_factory):
         host="127.0.0.1",
         n_workers=1,
         threads_per_worker=1,
+        processes=False,  # a worker thread talks TLS too, without a new interpreter to start
         dashboard_address=":0",
     ) as cluster:
         yield files, cluster.scheduler_address
