@@ -27,7 +27,7 @@ from soak_dask.run.fit_stats import fit_stats
 from soak_dask.run.onepass import Moments
 from soak_dask.run.strategies import OnePass
 from soak_dask.split.plan import Fit
-from tests.conftest import toy_table
+from tests.conftest import n_examples, toy_table
 
 CLASSIFIERS = ["lda", "gaussian_nb", "featureless"]
 REGRESSORS = {
@@ -94,6 +94,7 @@ DESIGNS = [
 
 @pytest.mark.parametrize("task", ["classification", "regression"])
 @pytest.mark.parametrize(("outer", "options"), DESIGNS, ids=[f"{o}-{len(k)}" for o, k in DESIGNS])
+@pytest.mark.usefixtures("few_interval_draws")
 def test_evaluate_designs_equal_fits_on_rows(monkeypatch, made, outer, options, task):
     classify = task == "classification"
     table = _classification() if classify else _regression()
@@ -127,7 +128,7 @@ def test_split_sensitivity_and_compare_sampling_equal_fits_on_rows(monkeypatch, 
         lambda: sd.split_sensitivity(table, "lda", ratios=[0.5, 0.7], n_repeats=3, n_folds=3,
                                      progress=False),
         lambda: sd.compare_sampling(table, {"lda": "lda", "nb": "gaussian_nb"},
-                                    methods=["random", "stratified"], n_repeats=3, progress=False),
+                                    methods=["random", "stratified"], n_repeats=2, progress=False),
     ):  # fmt: skip
         got = run()
         assert made
@@ -174,7 +175,7 @@ FITS = {
 }
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=n_examples(10), deadline=None)
 @given(n=st.integers(5, 80), seed=st.integers(0, 2**16), npartitions=st.integers(2, 4))
 def test_weighted_fit_stats_are_those_of_the_repeated_rows_whatever_the_partitioning(
     n, seed, npartitions
@@ -210,7 +211,7 @@ CODED = {
 }
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=n_examples(10), deadline=None)
 @given(n=st.integers(5, 80), seed=st.integers(0, 2**16), npartitions=st.integers(1, 4))
 def test_cell_sums_equal_the_row_products_and_the_rows_moments(n, seed, npartitions):
     """Rows summed by (class, code) cells give the fits' moments the row products give, and
@@ -291,6 +292,7 @@ def test_ten_fits_from_one_pass(monkeypatch):
 
 @pytest.mark.parametrize("outer", [{"outer": "bootstrap", "outer_repeats": 10},
                                    {"outer": "cv", "test_split": 0.25}])  # fmt: skip
+@pytest.mark.usefixtures("few_interval_draws")
 def test_the_outer_fits_and_the_final_model_share_one_pass_of_statistics(monkeypatch, outer):
     """Unpersisted, the final model's statistics come with the outer fits' (one more fit in
     their pass): the run reads the table's 4 partitions once less than with a pass apiece,
@@ -312,6 +314,7 @@ def test_the_outer_fits_and_the_final_model_share_one_pass_of_statistics(monkeyp
 
 @pytest.mark.parametrize("outer", [{"outer": "bootstrap", "outer_repeats": 3},
                                    {"outer": "cv", "test_split": 0.25}])  # fmt: skip
+@pytest.mark.usefixtures("few_interval_draws")
 def test_final_models_of_additive_learners_come_from_statistics(monkeypatch, tmp_path, outer):
     """The final model (test split, .632 estimates, saved model) of an additive learner is
     fitted from one pass of statistics, not on its gathered rows, and scores as that fit."""
