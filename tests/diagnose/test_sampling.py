@@ -90,14 +90,20 @@ def test_stratified_sizes_and_partitioning(n, n_classes, ratio, seed, parts):
     np.testing.assert_array_equal(pd.Series(one).groupby(df["y"]).sum().to_numpy(), expected)
 
 
+@pytest.fixture(scope="module")
+def overlap_rows() -> tuple[pd.DataFrame, np.ndarray]:
+    """200 rows and their degrees of overlap (5 folds): the same for every example below."""
+    df = frame(200, seed=1)
+    return df, overlap_degrees(table_of(df), 5).data.compute()[DO_COLUMN].to_numpy()
+
+
 @pytest.mark.slow
 @settings(max_examples=n_examples(2), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ratio=st.sampled_from([0.6, 0.75]), seed=st.integers(0, 2**32 - 1), parts=st.integers(2, 4))
-def test_overlap_split_per_level(ratio, seed, parts):
+def test_overlap_split_per_level(overlap_rows, ratio, seed, parts):
     """Algorithm 4: within each degree of overlap, the share t trains (exactly, by largest
     remainder); the same split with any partitioning; overlap_class also per class."""
-    df = frame(200, seed=1)
-    degrees = overlap_degrees(table_of(df), 5).data.compute()[DO_COLUMN].to_numpy()
+    df, degrees = overlap_rows
     got = split_of("overlap", df, 1, ratio, seed)
     np.testing.assert_array_equal(got, split_of("overlap", df, parts, ratio, seed))
     rows = np.bincount(degrees, minlength=6)

@@ -141,8 +141,8 @@ def test_far_prediction_area_warns_naming_both_distances(
         area = tmp_path / "area.parquet"
         pd.DataFrame({"Easting": [-117.08, -117.07], "Northing": [46.78, 46.79]}).to_parquet(area)
     t = sd.load_table(frame, label="VW", coords=coords)
-    with pytest.warns(FarPredictionWarning) as caught:
-        res = sd.knndm_folds(t, area, n_folds=5, seed=2)
+    with pytest.warns(FarPredictionWarning) as caught:  # distances, whatever the candidates
+        res = sd.knndm_folds(t, area, n_folds=5, seed=2, n_candidates=5)
     (text,) = [str(w.message) for w in caught if w.category is FarPredictionWarning]
     typical, extent = np.median(res.Gij), np.linalg.norm(np.ptp(t.data[coords].compute(), 0))
     assert f"{typical:.4g}" in text and f"{extent:.4g}" in text and "CRS" in text
