@@ -4,6 +4,8 @@ whatever the partitioning, however the model was fitted."""
 
 from __future__ import annotations
 
+from functools import cache
+
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -29,7 +31,6 @@ from soak_dask.split.outer import reserve
 from soak_dask.workers import WorkerMemory, worker_memory
 
 FEATURES = ("x0", "x1", "x2")
-N_BOOT = 1000  # the record's interval: final_scores.N_BOOT resamples
 
 
 def _frame(task: str, n: int = 160, seed: int = 0, n_features: int = 3) -> pd.DataFrame:
@@ -43,9 +44,9 @@ def _frame(task: str, n: int = 160, seed: int = 0, n_features: int = 3) -> pd.Da
     return df
 
 
-def _reference(y, pred, score, groups, seed, task):
+def _reference(y, pred, score, groups, seed, task, n_boot):
     """The gathered record's numbers from the whole split: each measure by scikit-learn, and
-    its 95 % interval over N_BOOT resamples of the rows (or of whole groups, in their order
+    its 95 % interval over ``n_boot`` resamples of the rows (or of whole groups, in their order
     of first appearance) drawn from the run's seeded generator, measured with numpy."""
     if task == "classification":
         estimate = {
@@ -67,7 +68,7 @@ def _reference(y, pred, score, groups, seed, task):
         order = np.argsort(codes, kind="stable")
         units = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
     draws = {m: [] for m in estimate}
-    for _ in range(N_BOOT):
+    for _ in range(n_boot):
         if units is not None:
             rows = np.concatenate([units[u] for u in rng.integers(0, len(units), len(units))])
         elif task == "regression":
@@ -121,15 +122,34 @@ LEARNERS = {
 }
 
 
-@pytest.mark.parametrize("n_parts", [1, 3])
-@pytest.mark.parametrize("group", [None, "g"])
-@pytest.mark.parametrize("kind", ["additive", "row by row"])
-@pytest.mark.parametrize("task", ["classification", "regression"])
-def test_the_partition_wise_record_equals_the_gathered_one(task, kind, group, n_parts):
+@cache
+def _gathered(task: str, kind: str, group: str | None, n_boot: int) -> tuple:
+    """The test split, its model, the label and predicted codes and the reference record of
+    the whole split (its interval over ``n_boot`` resamples): the same for every partitioning
+    (shared, read only)."""
     df = _frame(task)
     train, test = df.iloc[:100], df.iloc[100:]
     X = test[list(FEATURES)].to_numpy()
     model = LEARNERS[task, kind]().fit(train[list(FEATURES)].to_numpy(), train["y"])
+    pred = model.predict(X)
+    if task == "classification":
+        y, pred = (pd.Index(("no", "yes")).get_indexer(v) for v in (test["y"], pred))
+        score = model.predict_proba(X)
+    else:
+        y, score = test["y"].to_numpy(), None
+    groups = None if group is None else test[group].to_numpy()
+    return test, model, y, pred, _reference(y, pred, score, groups, 7, task, n_boot)
+
+
+@pytest.mark.parametrize("n_parts", [1, 3])
+@pytest.mark.parametrize("group", [None, "g"])
+@pytest.mark.parametrize("kind", ["additive", "row by row"])
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_the_partition_wise_record_equals_the_gathered_one(
+    task, kind, group, n_parts, few_interval_draws
+):
+    # the record and the reference draw the same resamples, whatever their number
+    test, model, y, pred, want = _gathered(task, kind, group, few_interval_draws)
     classes = ("no", "yes") if task == "classification" else None
     run = RunSpec(FEATURES, "y", "subset", "", MEASURES[task], classes, group, seed=7)
     parts = dd.from_pandas(test, npartitions=n_parts).to_delayed()
@@ -138,16 +158,10 @@ def test_the_partition_wise_record_equals_the_gathered_one(task, kind, group, n_
     split = dask.delayed(split_scores)(outcomes, run)
     record = dask.delayed(score_final)(state, split, None, run).compute()
     assert record["message"] == "" and record["n_test"] == 60 and record["n_train"] == 100
-    pred = model.predict(X)
     if task == "classification":
-        y, pred = (pd.Index(classes).get_indexer(v) for v in (test["y"], pred))
-        score = model.predict_proba(X)
         np.testing.assert_array_equal(np.unpackbits(record["test_right"])[:60], pred == y)
     else:
-        y, score = test["y"].to_numpy(), None
         assert "test_right" not in record
-    groups = None if group is None else test[group].to_numpy()
-    want = _reference(y, pred, score, groups, 7, task)
     assert list(record["test"]) == list(run.measures)
     for m in run.measures:
         np.testing.assert_allclose(record["test"][m], want[m], rtol=1e-12, atol=1e-12, err_msg=m)
@@ -160,6 +174,7 @@ def _table(task: str, n_parts: int, n: int = 240, n_features: int = 3) -> sd.Tab
 
 @pytest.mark.slow  # 3-8 s at a load of 16 on 2 cores: two evaluate runs with saved models
 @pytest.mark.parametrize("task", ["classification", "regression"])
+@pytest.mark.usefixtures("few_interval_draws")
 def test_evaluate_scores_its_test_split_as_its_saved_models_predict_it(task, tmp_path):
     """Through ``evaluate``, a final model from statistics (lda, linear) and one fitted on its
     rows (logistic, knn): the test split's record at 1 and 3 partitions is the same, and is
@@ -196,6 +211,7 @@ def test_evaluate_scores_its_test_split_as_its_saved_models_predict_it(task, tmp
 
 
 @pytest.mark.slow  # 8 s at a load of 16 on 2 cores: a LocalCluster and an evaluate run
+@pytest.mark.usefixtures("few_interval_draws")
 def test_a_test_split_larger_than_the_workers_memory_limit_completes(tmp_path, monkeypatch):
     """A LocalCluster whose worker's memory limit is below the test split's estimated size
     (``fit_bytes`` of its rows) but above a partition's: evaluate with a test split and saved
