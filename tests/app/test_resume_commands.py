@@ -84,7 +84,7 @@ def test_transfer_and_search_resume_to_the_undisturbed_result(
 ):
     argv = [
         "transfer", pixels, "--label", "label", "--subset", "region", "--exclude",
-        "x,y,polygon", "--n-folds", 2, "--learner", "logistic",
+        "x,y,polygon", "--n-folds", 2, "--learner", "logistic", "--measures", "error",
         "--scheduler", cluster.scheduler_address,
     ]  # fmt: skip
     # The matrix's 6 fits save 18 task files (one per test subset), then the search's rounds
