@@ -45,6 +45,12 @@ def fitted_on_rows(table):
                    onepass=False)  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def unfitted(table):
+    """A run of the featureless learner: the train and test sets' sizes (read only)."""
+    return sd.soak(table, "featureless", n_folds=4, progress=False)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("npartitions", [1, 20])
 def test_one_pass_equals_fitting_on_rows(table, fitted_on_rows, npartitions):
@@ -104,9 +110,9 @@ def _stratified(counts: tuple[int, ...], total: int) -> tuple[int, ...]:
 
 
 @pytest.mark.parametrize("npartitions", [1, pytest.param(7, marks=pytest.mark.slow)])
-def test_max_train_rows_is_an_exact_stratified_sample(table, npartitions):
-    table = sd.Table(**{**table.__dict__, "data": table.data.repartition(npartitions=npartitions)})
-    full = sd.soak(table, "featureless", n_folds=4, progress=False)
+def test_max_train_rows_is_an_exact_stratified_sample(table, unfitted, npartitions):
+    full = unfitted  # its sizes at any partitioning
+    table = partitioned(table, npartitions)
     CLASS_COUNTS.clear()
     capped = sd.soak(
         table, {"count": ClassCounter()}, n_folds=4, max_train_rows=500, progress=False

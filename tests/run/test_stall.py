@@ -28,8 +28,11 @@ def test_a_run_whose_workers_stay_paused_is_stopped_naming_their_memory(monkeypa
     monkeypatch.setattr(stall, "STALL_SECONDS", 1.5)
     monkeypatch.setattr(stall, "POLL_SECONDS", 0.25)
     table = sd.load_table(toy_table(n=120), label="y", subset="subset")
+    # The worker in this process: the guard reads its state as a worker process's.
     with (
-        LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster,
+        LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
         Client(cluster) as client,
     ):
         # Paused at any memory: as a worker whose libraries alone pass 80 % of its limit.
