@@ -91,7 +91,7 @@ def test_ties_go_to_the_earlier_row():
     assert degrees_of(df, 2, 1).tolist() == [1, 2, 1, 1]
 
 
-@settings(max_examples=n_examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     values=st.lists(st.integers(0, 30), min_size=8, max_size=60),
     flips=st.lists(st.booleans(), min_size=60, max_size=60),

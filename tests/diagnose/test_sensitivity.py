@@ -171,7 +171,7 @@ def test_keys_do_not_depend_on_the_partitioning(frame, table):
     assert not one[names].equals(other[names])
 
 
-@settings(max_examples=n_examples(15), deadline=None)
+@settings(max_examples=n_examples(8), deadline=None)
 @given(
     labels=st.lists(st.integers(0, 2), min_size=12, max_size=120),
     parts=st.integers(2, 6),

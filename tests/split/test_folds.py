@@ -72,7 +72,7 @@ def test_row_folds_balanced(data, k, seed):
         assert full.max() - full.min() <= 1
 
 
-@settings(max_examples=n_examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 7), st.integers(0, 2**31), st.integers(1, 7))
 def test_row_folds_on_the_cluster_are_the_same_whatever_the_partitioning(data, k, seed, nparts):
     subset, y, _ = data
@@ -80,7 +80,7 @@ def test_row_folds_on_the_cluster_are_the_same_whatever_the_partitioning(data, k
     assert _folds(df, nparts, k, seed, subset="s").equals(_memory_folds(df, k, seed))
 
 
-@settings(max_examples=n_examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 7), st.integers(0, 2**31), st.integers(1, 5), st.integers(1, 4))
 def test_repeats_folds_from_one_function_equal_each_repeat_assigned_alone(
     data, k, seed, nparts, repeats
@@ -96,7 +96,7 @@ def test_repeats_folds_from_one_function_equal_each_repeat_assigned_alone(
         assert keyed[key_name("fold", r)].equals(alone.rename(key_name("fold", r))), r
 
 
-@settings(max_examples=n_examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 4), st.integers(0, 2**31), st.integers(1, 4), st.integers(1, 3),
        st.sampled_from(["rows", "mlr3resampling"]))  # fmt: skip
 def test_repeats_group_folds_from_one_count_equal_each_repeat_assigned_alone(
@@ -168,7 +168,7 @@ def test_fold_counts_from_the_strata_sizes_equal_counted(data, k, seed, regressi
     )
 
 
-@settings(max_examples=n_examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 7), st.integers(0, 2**31), st.booleans())
 def test_block_counts_without_a_pass_equal_counted(data, k, seed, regression):
     subset, y, _ = data
@@ -190,7 +190,7 @@ def test_block_counts_without_a_pass_equal_counted(data, k, seed, regression):
         assert sd.assign_folds(table, k, seed, stratify=False).fold_counts is None
 
 
-@settings(max_examples=n_examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(6), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 5), st.integers(0, 2**31), st.integers(1, 4),
        st.sampled_from(["rows", "mlr3resampling"]))  # fmt: skip
 def test_group_folds_keep_groups_whole(data, k, seed, nparts, assignment):
@@ -328,7 +328,7 @@ def test_repeats_balanced_by_overlap_share_one_neighbour_search(monkeypatch):
         assert keyed[key_name("fold", r)].equals(alone.sort_index().rename(key_name("fold", r)))
 
 
-@settings(max_examples=n_examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 7), st.integers(0, 2**31), st.integers(1, 4), st.booleans())
 def test_one_repeat_s_block_counts_without_a_pass_equal_counted(data, k, seed, nparts, regression):
     """K-fold's ``counts_`` (from the strata's sizes) are the rows of each (subset, fold[,

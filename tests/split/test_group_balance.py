@@ -91,7 +91,7 @@ def test_group_folds_invariants(groups, k, seed, rng, assignment):
             assert n_groups.is_monotonic_decreasing
 
 
-@settings(max_examples=n_examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=n_examples(4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     grouped_frames,
     st.integers(2, 4),

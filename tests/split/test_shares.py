@@ -230,7 +230,7 @@ def test_keys_per_partition_without_repartitioning(name):
 
 
 @pytest.mark.slow
-@settings(max_examples=n_examples(6), deadline=None)
+@settings(max_examples=n_examples(3), deadline=None)
 @given(parts=st.integers(2, 6), seed=st.integers(0, 2**32 - 1))
 def test_design_keys_equal_across_partitionings(parts, seed):
     df = frame(300, seed=1)
