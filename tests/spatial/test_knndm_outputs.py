@@ -100,9 +100,15 @@ def test_attach_folds_refuses_another_table(tmp_path):
 
 
 # ---------------------------------------------------------------------------- candidates
-def test_every_candidate_has_its_w_when_random_folds_are_kept(sensors, farm_tif):
+@pytest.fixture(scope="module")
+def farm_folds(sensors, farm_tif) -> tuple[sd.Table, sd.KNNDMResult]:
+    """The farm's sensors and their kNNDM folds (5, seed 2), computed once: tests read them."""
     t = sd.load_table(sensors, label="VW", coords=["Easting", "Northing"])
-    res = sd.knndm_folds(t, farm_tif, n_folds=5, seed=2)
+    return t, sd.knndm_folds(t, farm_tif, n_folds=5, seed=2)
+
+
+def test_every_candidate_has_its_w_when_random_folds_are_kept(sensors, farm_tif, farm_folds):
+    t, res = farm_folds
     assert res.method == "random CV"
     cand = res.candidates
     assert cand["W_folds"].notna().all() and len(cand) > 10
@@ -175,15 +181,16 @@ def test_cli_outputs_complete_and_evaluate_uses_the_fold_file(tmp_path, capsys, 
 
 
 @pytest.mark.slow
-def test_cli_farm_random_folds_kept_printed_with_w(sensors, farm_tif, tmp_path, capsys, scheduler):
+def test_cli_farm_random_folds_kept_printed_with_w(
+    sensors, farm_tif, farm_folds, tmp_path, capsys, scheduler
+):
     data = tmp_path / "sensors.parquet"
     sensors.to_parquet(data)
     argv = ["knndm", data, farm_tif, "--label", "VW", "--coords", "Easting,Northing",
             "--n-folds", "5", "--seed", "2", "--out", tmp_path / "o"]  # fmt: skip
     code, printed, err = run_cli(argv, scheduler, capsys)
     assert code == 0, err
-    t = sd.load_table(sensors, label="VW", coords=["Easting", "Northing"])
-    res = sd.knndm_folds(t, farm_tif, n_folds=5, seed=2)
+    _, res = farm_folds
     assert "random folds kept (training points not clustered" in printed
     assert f"W = {res.W:.4g} (metre, EPSG:26911)" in printed
     cells = no_empty_cell(tmp_path / "o" / "candidates.csv")
