@@ -123,9 +123,9 @@ def test_compare_sampling_resumes_to_the_undisturbed_result(
 ):
     argv = [
         "compare-sampling", pixels, "--label", "label", "--exclude", "x,y,polygon,region",
-        "--learner", "logistic", "--methods", "random,stratified", "--n-repeats", 20,
+        "--learner", "logistic", "--methods", "random,stratified", "--n-repeats", 5,
         "--scheduler", cluster.scheduler_address,
     ]  # fmt: skip
-    out, plain, _ = resumed_and_plain(argv, tmp_path, 1, monkeypatch, capsys)  # 22 fits
+    out, plain, _ = resumed_and_plain(argv, tmp_path, 1, monkeypatch, capsys)  # 7 fits
     for name in ("mai.csv", "summary.csv", "random_accuracy.csv", "compare_sampling.json"):
         assert (out / name).read_text() == (plain / name).read_text(), name
