@@ -7,6 +7,7 @@ import re
 import shutil
 import time
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 import xarray as xr
@@ -74,9 +75,25 @@ def test_resume_computes_only_missing_fits(tmp_path, monkeypatch):
     xr.testing.assert_identical(resumed.drop_vars(TIMINGS), full.drop_vars(TIMINGS))
 
 
-def test_other_settings_are_refused(tmp_path):
+FAST = {"n_folds": 3, "progress": False}
+
+
+@pytest.fixture(scope="module")
+def featureless(tmp_path_factory) -> tuple[xr.Dataset, Path]:
+    """A featureless run of ``_table()`` and its checkpoint, made once: each test that damages,
+    resumes or removes it takes a copy of its own (``copied``)."""
+    ck = tmp_path_factory.mktemp("featureless") / "ck"
+    return sd.soak(_table(), "featureless", checkpoint=ck, **FAST), ck
+
+
+def copied(run: tuple[xr.Dataset, Path], tmp_path: Path) -> Path:
+    """A copy in ``tmp_path`` of the checkpoint of ``run``, as that run left it."""
+    return Path(shutil.copytree(run[1], tmp_path / "ck"))
+
+
+def test_other_settings_are_refused(tmp_path, featureless):
     table = _table()
-    sd.soak(table, "featureless", n_folds=3, progress=False, checkpoint=tmp_path / "ck")
+    copied(featureless, tmp_path)
     with pytest.raises(ValueError, match=r"other settings \(seed: 1 then, 2 now"):
         sd.soak(table, "featureless", n_folds=3, seed=2, progress=False, checkpoint=tmp_path / "ck")
     with pytest.raises(ValueError, match="learners"):
@@ -90,14 +107,10 @@ def test_other_settings_are_refused(tmp_path):
         sd.soak(table, "featureless", n_folds=3, progress=False, checkpoint=tmp_path / "busy")
 
 
-FAST = {"n_folds": 3, "progress": False}
-
-
 @pytest.mark.parametrize("damage", ["truncated", "empty", "binary", "wrong keys", "settings"])
-def test_a_damaged_checkpoint_file_is_named_with_the_way_out(tmp_path, damage):
+def test_a_damaged_checkpoint_file_is_named_with_the_way_out(tmp_path, featureless, damage):
     table = _table()
-    ck = tmp_path / "ck"
-    sd.soak(table, "featureless", checkpoint=ck, **FAST)
+    ck = copied(featureless, tmp_path)
     target = ck / "settings.json" if damage == "settings" else sorted(ck.glob("task-*"))[0]
     text = target.read_text()
     target.write_bytes(
@@ -114,10 +127,9 @@ def test_a_damaged_checkpoint_file_is_named_with_the_way_out(tmp_path, damage):
     assert f"delete the checkpoint {ck} to start over" in str(info.value)
 
 
-def test_forged_or_foreign_records_are_refused(tmp_path):
+def test_forged_or_foreign_records_are_refused(tmp_path, featureless):
     table = _table()
-    ck = tmp_path / "ck"
-    full = sd.soak(table, "featureless", checkpoint=ck, **FAST)
+    full, ck = featureless[0], copied(featureless, tmp_path)
     task_file = sorted(ck.glob("task-*"))[0]
     task = json.loads(task_file.read_text())
     task["records"][0]["error"] = 0.0  # a better score, written by hand
@@ -135,12 +147,11 @@ def test_forged_or_foreign_records_are_refused(tmp_path):
     xr.testing.assert_identical(resumed.drop_vars(TIMINGS), full.drop_vars(TIMINGS))
 
 
-def test_one_pass_fits_rescored_alone_score_like_the_full_run(tmp_path):
+def test_one_pass_fits_rescored_alone_score_like_the_full_run(tmp_path, featureless):
     """A resumed run may score one test block of one fit from block statistics: rows of the
     subsets it does not test must stay out of that block."""
     table = _table()
-    ck = tmp_path / "ck"
-    full = sd.soak(table, "featureless", checkpoint=ck, **FAST)
+    full, ck = featureless[0], copied(featureless, tmp_path)
     for task in sorted(ck.glob("task-*"))[:2]:
         task.unlink()
     resumed = sd.soak(table, "featureless", checkpoint=ck, **FAST)
@@ -191,9 +202,8 @@ def test_a_checkpoint_inside_the_input_is_refused(tmp_path):
     assert [p.name for p in data.iterdir()] == ["a.parquet"]
 
 
-def test_removing_a_checkpoint_deletes_only_its_own_files(tmp_path):
-    ck = tmp_path / "ck"
-    sd.soak(_table(), "featureless", checkpoint=ck, **FAST)
+def test_removing_a_checkpoint_deletes_only_its_own_files(tmp_path, featureless):
+    ck = copied(featureless, tmp_path)
     (ck / "notes.txt").write_text("mine")
     remove_checkpoint(ck)
     assert [p.name for p in ck.iterdir()] == ["notes.txt"]
