@@ -100,6 +100,7 @@ class FailsOnAllRows(LinearDiscriminantAnalysis):
         return super().fit(X, y)
 
 
+@pytest.mark.usefixtures("few_interval_draws")
 def test_a_failing_final_model_scores_nan_and_the_good_models_are_saved(table, tmp_path):
     learners = {"lda": LinearDiscriminantAnalysis(), "late": FailsOnAllRows()}
     run = {"outer_folds": 3, "test_split": 0.2, "progress": False}
