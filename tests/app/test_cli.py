@@ -371,8 +371,8 @@ def user_error_cases(pixels: Path, tmp: Path, scheduler: str) -> list[tuple[list
         ([*base, "--label", "nope"], "label column 'nope' is not in"),
         ([*base, "--features", "B01,nope"], "features names columns that are not in"),
         ([*base, "--exclude", "x,yy"], "'yy' (did you mean 'y'?)"),
-        # Given a scheduler: no LocalCluster is started to find the path missing.
-        ([*base[:1], tmp / "none.parquet", "--label", "y", *base[-4:]], "no file or dir"),
+        # No --scheduler: soak's own LocalCluster, closed around the error with its logs dropped.
+        (["run", tmp / "none.parquet", "--label", "y", "--out", tmp / "r"], "no file or dir"),
         ([*base, "--folds", "abc"], "argument --folds: invalid int value: 'abc'"),
         ([*base, "--train-types", "same,sometimes"], "unknown train_types ['sometimes']"),
         ([*base, "--measures", "error,mse"], "are not all classification measures"),
