@@ -50,6 +50,7 @@ from soak_dask.stats.mean_tests import (
     mcnemar_test,
     paired_test,
 )
+from soak_dask.stats.nested_cv import ncv_test
 
 N_ROWS = 200
 K_NEIGHBOURS = 7
@@ -60,6 +61,7 @@ EFFECTS = {"null": 1.0, "alternative": 0.5}
 TEST_SPLIT = 0.25
 N_BOOT = 20
 HALF_PAIRS = 10  # R of the conservative Z test (--pairs)
+NCV_REPEATS = 10  # R of the nested CV test: evaluate's default inference_repeats
 
 
 def table(rng: np.random.Generator, effect: float) -> tuple[np.ndarray, np.ndarray]:
@@ -209,6 +211,32 @@ def reserved_split(X, y, rng) -> dict[str, MeanTest]:
     }
 
 
+def nested_cv(X, y, rng, k: int = 10) -> dict[str, MeanTest]:
+    """The nested CV test (Bates et al. 2023) of the per-row differences of a's and b's 0/1
+    losses, as ``evaluate(..., outer="cv", inference="ncv")`` makes its blocks
+    (``run.nested_folds``): `NCV_REPEATS` fresh class-stratified K-fold splits, each fold
+    scored by the models of the other K − 1 folds (outer) and those other folds' own
+    (K − 1)-fold CV (inner, its folds the other outer folds)."""
+    outer = np.zeros((3, NCV_REPEATS, k))
+    inner = np.zeros((3, NCV_REPEATS, k, k - 1))
+    for r in range(NCV_REPEATS):
+        fold = np.empty(len(y), dtype=int)
+        for j, (_, test) in enumerate(kfold_splits(X, y, rng, k)):
+            fold[test] = j
+        for f in range(k):
+            outer[:, r, f] = _loss_sums(X, y, fold != f, fold == f)
+            for i, other in enumerate(o for o in range(k) if o != f):
+                inner[:, r, f, i] = _loss_sums(X, y, (fold != f) & (fold != other), fold == other)
+    return {"ncv": ncv_test(tuple(outer), tuple(inner))}
+
+
+def _loss_sums(X, y, train: np.ndarray, test: np.ndarray) -> tuple[int, float, float]:
+    """(rows, Σ d, Σ d²) of the per-row loss differences d = a's − b's on `test`."""
+    w = wrong(X, y, np.flatnonzero(train), np.flatnonzero(test))
+    d = (w[0] - w[1]).astype(float)
+    return d.size, float(d.sum()), float((d * d).sum())
+
+
 DESIGNS: dict[str, Callable] = {
     "10-fold CV": cv10,
     "5 × 10-fold CV": repeated_cv,
@@ -216,12 +244,13 @@ DESIGNS: dict[str, Callable] = {
     "5×2cv": five_by_two,
     f"bootstrap ({N_BOOT} resamples, out of bag)": bootstrap,
     f"test split ({TEST_SPLIT:.0%}), final models": reserved_split,
+    f"nested CV (10-fold, R = {NCV_REPEATS})": nested_cv,
 }
 
 
 def decided(test: MeanTest) -> bool:
     """Rejection (p < 0.05), or for the Bayesian test a declared winner."""
-    if test.extra:
+    if "p_left" in test.extra:  # the Bayesian test (ncv's extra holds its estimates)
         return max(test.extra["p_left"], test.extra["p_right"]) > DECIDE
     return test.rejects()
 

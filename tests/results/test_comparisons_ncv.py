@@ -116,7 +116,8 @@ def test_compare_ncv_is_the_algorithm_on_the_loss_differences(with_ncv: xr.Datas
         (want.ci_low, want.ci_high, want.p)
     )
     assert row["n"] == 120 and row["df"] == math.inf
-    assert math.isnan(row["level"]) and "82.3%" in row["note"] and "not measured" in row["note"]
+    assert row["level"] == pytest.approx(0.043) and "95.7%" in row["note"]
+    assert "8.6%" in row["note"] and "82.3% (85.5% with a penalty per row)" in row["note"]
     each = sd.ncv_intervals(ds, "error").set_index("learner")["estimate"]
     assert row["compare_mean"] == pytest.approx(each["lr"])
     assert row["mean_diff"] == pytest.approx(each["lr"] - each["tree"])
