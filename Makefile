@@ -51,7 +51,8 @@ test-notebooks: $(STAMP)
 	$(ONE_THREAD) $(VENV)/bin/python -m pytest -rs $(PYTEST_XDIST) $(NOTEBOOK_TESTS)
 
 # For iterating: lint and the tests not marked slow, with a fifth of the hypothesis examples
-# (tests/conftest.py), on the same two processes (aim: about 2 minutes on 2 idle cores).
+# (tests/conftest.py), on the same two processes (aim: under 2 minutes on 2 idle cores; a test
+# function whose ids take over ~0.7 s each in `--durations=0` is marked slow to keep it so).
 # PYTEST_ARGS passes more, e.g. `make test-fast PYTEST_ARGS="-x tests/split"`.
 test-fast: $(STAMP)
 	$(VENV)/bin/ruff check .

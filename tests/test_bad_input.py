@@ -186,6 +186,7 @@ def test_seed_not_an_integer_from_0_to_2_to_the_32(seed):
         sd.SameOtherAllCV(np.zeros(10), n_splits=3, random_state=seed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [np.int64(7), np.uint32(2**32 - 1)])
 def test_numpy_integer_seeds_equal_python_ints(seed):
     table = sd.load_table(toy_table(n=90), label="y", subset="subset")
@@ -436,6 +437,7 @@ def _fingerprint(folder: Path) -> dict[str, tuple[str, int, int]]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("persist", [True, False])
 def test_source_files_are_never_written_or_moved(tmp_path, persist):
     pixels = write_pixel_parquet(tmp_path / "pixels", n_files=3, n_pixels=1_500, n_bands=3)

@@ -30,11 +30,13 @@ def found() -> dict:
     return {(v.rule, v.key): v for v in house.scan(ROOT)}
 
 
+@pytest.mark.slow
 def test_no_new_violation(found):
     new = [str(found[k]) for k in sorted(set(found) - KNOWN)]
     assert not new, "new house-rule violations (scripts/house.py):\n" + "\n".join(new)
 
 
+@pytest.mark.slow
 def test_known_list_is_current(found):
     fixed = sorted(KNOWN - set(found))
     assert not fixed, f"fixed, well done: strike them from KNOWN in tests/test_house.py: {fixed}"

@@ -164,6 +164,7 @@ def test_engine_row_selection_invariants(case):
     assert splits == splitter_splits(case)
 
 
+@pytest.mark.slow
 @settings(max_examples=n_examples(4), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(min_rows=40, max_rows=90))
 def test_distinct_fit_plan_scores_like_the_naive_loop(case):

@@ -45,6 +45,7 @@ def test_import_soak_dask_loads_no_heavy_library():
     assert loaded("import soak_dask") == []
 
 
+@pytest.mark.slow
 def test_the_command_line_parses_and_prints_help_without_heavy_libraries():
     code = """
 import contextlib, io
@@ -59,6 +60,7 @@ assert run_settings(build_parser().parse_args(argv)).learners() == {"featureless
     assert loaded(code) == []
 
 
+@pytest.mark.slow
 def test_a_mistake_in_the_flags_or_out_is_refused_before_the_engine_loads(tmp_path):
     # (a measure of no task too: which task's measures a name must be needs the table)
     (tmp_path / "t.csv").write_text("x,y\n1,a\n2,b\n")

@@ -270,6 +270,7 @@ TRANSFER = ["--label", "y", "--subset", "subset", "--n-folds", "2", "--learner",
             "--measures", "error", "--no-search", "--no-progress"]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_transfer_refuses_its_earlier_output_without_overwrite(data, tmp_path, capsys, monkeypatch):
     out = tmp_path / "t"
     code, _, err = soak(["transfer", data, *TRANSFER, "--out", out], capsys)
@@ -315,6 +316,7 @@ def test_transfer_overwrite_replaces_its_own_output(data, tmp_path, capsys):
     assert set(listing(out)) == set(first)
 
 
+@pytest.mark.slow
 def test_write_transfer_report_refuses_its_input_and_earlier_report(data, tmp_path):
     from soak_dask.pooling.report import write_transfer_report
 
@@ -337,6 +339,7 @@ SAMPLING = ["--label", "y", "--features", "x0,x1,x2", "--learner", "featureless"
             "--methods", "random,stratified", "--n-repeats", "3"]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "flags", "module", "function"),
     [
@@ -437,6 +440,7 @@ def test_models_at_a_file_the_input_or_a_users_files_are_refused_before_any_fit(
     assert listing(data) == before and (users / "featureless.skops").read_bytes().startswith(b"PK")
 
 
+@pytest.mark.slow
 def test_models_cli_refuses_a_file_a_users_model_and_earlier_models(data, tmp_path, capsys):
     base = ["evaluate", data, "--label", "y", "--learners", "featureless", "--outer-folds", "2",
             "--no-progress"]  # fmt: skip
@@ -552,6 +556,7 @@ def test_an_older_unsigned_model_loads_only_when_trusted(tmp_path):
 # --- checkpoints: the same data by a relative and an absolute path ---------------------------
 
 
+@pytest.mark.slow
 def test_a_checkpoint_accepts_the_same_data_by_a_relative_then_absolute_path(
     data, tmp_path, monkeypatch
 ):
@@ -661,6 +666,7 @@ def test_models_and_checkpoint_must_be_apart(data, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
 
 
+@pytest.mark.slow
 def test_links_never_lead_a_write_elsewhere(results, data, tmp_path):
     (tmp_path / "to_data").symlink_to(data, target_is_directory=True)
     with pytest.raises(ValueError, match="is the input table"):

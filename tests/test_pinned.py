@@ -10,6 +10,7 @@ import warnings
 
 import dask.dataframe as dd
 import numpy as np
+import pytest
 from sklearn.tree import DecisionTreeClassifier
 
 import soak_dask as sd
@@ -238,6 +239,7 @@ ERROR = [
 ]
 
 
+@pytest.mark.slow
 def test_pinned_result_is_bit_identical():
     df = make_pixel_table(600, n_regions=3, n_bands=4, seed=5)
     table = sd.load_table(

@@ -71,6 +71,7 @@ def manifest(out: Path, files: dict, **more) -> None:
 # --- item 7: a file listed without a digest is never deleted ---------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("more", [{}, {"finished": True}, {"finished": False}])
 def test_a_users_file_listed_without_a_digest_is_kept(results, store, more, tmp_path, capsys):
     out = tmp_path / "rep"
@@ -84,6 +85,7 @@ def test_a_users_file_listed_without_a_digest_is_kept(results, store, more, tmp_
     assert (out / "report.html").read_bytes() == b"<p>the user's own report</p>"
 
 
+@pytest.mark.slow
 def test_a_manifest_with_a_digest_that_is_not_text_is_damaged(tmp_path):
     out = tmp_path / "out"
     manifest(out, {"report.html": 1}, finished=True)

@@ -269,6 +269,7 @@ def test_cli_refuses_each_case_in_one_line(csv, tmp_path, capsys, scheduler):
     assert not (tmp_path / "r.zarr").exists()
 
 
+@pytest.mark.slow
 def test_cli_honours_an_extreme_ratio(csv, tmp_path, capsys, scheduler):
     out = tmp_path / "s"
     argv = ["split-sensitivity", csv["plain"], "--label", "y", "--features", "a,b", "--out",

@@ -24,6 +24,7 @@ print(len(kept), freed, given_back)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
 def test_memory_freed_in_the_middle_of_the_heap_is_given_back():
     # In a fresh process: one whose heap already has free holes (earlier tests') places the

@@ -83,6 +83,7 @@ def flag_run(pixels, cluster, tmp_path_factory):
     return code, store
 
 
+@pytest.mark.slow
 def test_run_with_flags_on_a_scheduler(flag_run):
     code, store = flag_run
     assert code == 0
@@ -116,6 +117,7 @@ def test_run_shows_progress_and_overwrites_only_when_asked(pixels, cluster, tmp_
     assert open_results(store).attrs["n_fits"] == N_FITS
 
 
+@pytest.mark.slow
 def test_run_file_with_flag_override_and_estimator_learner(
     pixels, cluster, tmp_path, monkeypatch, capsys
 ):
@@ -394,6 +396,7 @@ def test_user_errors_print_one_line_and_exit_2(pixels, cluster, tmp_path, capsys
     assert not (tmp_path / "r.zarr").exists()
 
 
+@pytest.mark.slow
 def test_debug_raises_with_traceback(pixels, cluster, tmp_path):
     argv = ["run", *table_flags(pixels), "--label", "nope", "--out", tmp_path / "r.zarr"]
     # The first on a LocalCluster of its own, closed around the error; the second on the shared.
@@ -458,6 +461,7 @@ def test_demo_no_progress(cluster, tmp_path, capsys):
     assert "soak_error.png" in {p.name for p in report.parent.iterdir()}
 
 
+@pytest.mark.slow
 def test_report_writes_html(flag_run, tmp_path, capsys):
     pytest.importorskip("soak_dask.results.report")
     _, store = flag_run

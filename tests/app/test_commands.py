@@ -96,6 +96,7 @@ def test_a_new_record_is_a_new_command(tmp_path, capsys, monkeypatch):
     assert "describe a table, by another name" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_help_imports_no_command_s_module():
     code = """
 import contextlib, io, sys

@@ -199,6 +199,7 @@ def test_run_file_design_options_refused_before_the_engine(tmp_path):
                        {"group_assignment": "--group-assignment"}, "evaluate")  # fmt: skip
 
 
+@pytest.mark.slow
 def test_cli_refuses_what_the_design_ignores(tmp_path, data_csv, cluster, capsys):
     base = ["evaluate", data_csv, "--label", "y", "--features", "a,b", "--out", tmp_path / "r.zarr"]
     base += ["--scheduler", cluster.scheduler_address]  # the fold column's check reads the table

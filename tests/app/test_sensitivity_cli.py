@@ -59,6 +59,7 @@ def soak(argv: list, capsys) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 def test_writes_the_python_api_results(data, scheduler, tmp_path, capsys):
     out = tmp_path / "sens"
     argv = ["split-sensitivity", data, *FLAGS, "--scheduler", scheduler, "--out", out]
@@ -87,6 +88,7 @@ def test_writes_the_python_api_results(data, scheduler, tmp_path, capsys):
         check_command_out(WRITER, str(out), False, str(data))  # but only with --overwrite
 
 
+@pytest.mark.slow
 def test_run_file_gives_the_same_run(data, scheduler, tmp_path, capsys):
     """``--config``: the shared settings at the top level, the diagnostic's own in its
     ``[split_sensitivity]`` table; the files equal the Python API's."""

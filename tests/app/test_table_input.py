@@ -51,6 +51,7 @@ def test_a_fold_file_is_told_from_a_column(scene, tmp_path):
     np.testing.assert_array_equal(table.data["fold"].compute(), 1 + np.arange(240) % 4)
 
 
+@pytest.mark.slow
 def test_evaluate_reads_the_fold_file_given_as_fold_column(scene, scheduler, capsys, tmp_path):  # noqa: F811
     df, root = scene
     out = tmp_path / "eval.zarr"
@@ -139,6 +140,7 @@ def dd_of(path):
     return open_input(str(path))
 
 
+@pytest.mark.slow
 def test_results_record_the_blocks(scene, scheduler, capsys, tmp_path):  # noqa: F811
     _, root = scene
     out = tmp_path / "blocks.zarr"
@@ -150,6 +152,7 @@ def test_results_record_the_blocks(scene, scheduler, capsys, tmp_path):  # noqa:
     assert res.attrs["group"] == "block"
 
 
+@pytest.mark.slow
 def test_split_sensitivity_takes_blocks(scene, scheduler, capsys, tmp_path):  # noqa: F811
     _, root = scene
     frame = pd.read_parquet(root / "train.parquet")

@@ -73,6 +73,7 @@ def test_train_sizes(rows, ratio, seed):
     assert (sizes >= np.floor(rows * ratio)).all() and (sizes <= np.ceil(rows * ratio)).all()
 
 
+@pytest.mark.slow
 @settings(max_examples=n_examples(3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     n=st.integers(20, 300),
@@ -216,6 +217,7 @@ def compared():
     return df, res
 
 
+@pytest.mark.slow
 def test_mai_formula_and_refits(compared):
     df, res = compared
     X, y = df[["b0", "b1", "b2"]].to_numpy(), df["y"].to_numpy()
@@ -270,6 +272,7 @@ def test_compare_sampling_refusals():
 # --- overlap-balanced folds ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_overlap_folds_balance_levels():
     df = frame(300, seed=10).assign(region=np.repeat(["N", "S"], 150))
     with pytest.warns(UserWarning, match="overlap level"):

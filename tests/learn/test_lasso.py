@@ -265,6 +265,7 @@ def test_bad_input_is_named():
         sd.LassoCVClassifier(selection="best").fit(X, y)
 
 
+@pytest.mark.slow
 def test_soak_runs_lasso_cv_end_to_end():
     """lasso_cv in soak scores what cross_validate scores on the same splits."""
     df = toy_table(n=360, n_subsets=3, seed=2)

@@ -86,6 +86,7 @@ def _overconfident(n: int = 400, seed: int = 2) -> pd.DataFrame:
     return _frame(X, np.where(y == 1, "pos", "neg"))
 
 
+@pytest.mark.slow
 def test_platt_lowers_log_loss_of_an_overconfident_learner():
     table = sd.load_table(_overconfident(), label="y")
     learners = {"nb": GaussianNB()}
@@ -220,6 +221,7 @@ def _noise(n: int = 100, p: int = 400, seed: int = 0) -> pd.DataFrame:
     return _frame(rng.normal(size=(n, p)), rng.choice(["a", "b"], n))
 
 
+@pytest.mark.slow
 def test_nested_selection_is_honest_and_the_shortcut_is_optimistic():
     """Pure noise: selection on all rows finds features that 'predict' the outer test folds."""
     table = sd.load_table(_noise(), label="y")

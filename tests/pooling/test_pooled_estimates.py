@@ -146,6 +146,7 @@ def aztrees_runs():
     return matrix, found
 
 
+@pytest.mark.slow
 def test_aztrees_fold_mean_and_pooled_estimate_of_se(aztrees_runs):
     matrix, found = aztrees_runs
     cells = transfer_summary(matrix).set_index(["train_subset", "test_subset"])

@@ -81,6 +81,7 @@ def test_plan_has_s_times_k_fits_each_scoring_every_subset(n_subsets, n_folds):
         assert set(plan.blocks.loc[list(blocks), "fold"]) == set(left_out)
 
 
+@pytest.mark.slow
 def test_diagonal_is_soaks_same_and_fits_are_counted(runs):
     matrix, soak, _ = runs
     assert matrix.attrs["n_distinct_train_sets"] == 3 * K
@@ -92,6 +93,7 @@ def test_diagonal_is_soaks_same_and_fits_are_counted(runs):
             np.testing.assert_array_equal(diagonal[var].values, same[var].values, err_msg=var)
 
 
+@pytest.mark.slow
 def test_tests_against_the_diagonal_and_the_clustering(runs):
     matrix = runs[0]
     tests = transfer_pvalues(matrix)
@@ -185,6 +187,7 @@ def test_inner_plans_never_touch_the_outer_fold():
         assert plan.blocks.loc[split["block"], "fold"] == split["inner_fold"] != split["outer_fold"]
 
 
+@pytest.mark.slow
 def test_poisoned_outer_test_fold_does_not_change_its_pools():
     """Flip every label of fold 1: the searches of outer fold 1 must choose the same pools
     (they never see fold 1), while the other folds' inner errors change (they train on it).

@@ -88,6 +88,7 @@ def with_halves() -> xr.Dataset:
     )
 
 
+@pytest.mark.slow
 def test_evaluate_records_the_halves_and_compare_tests_them(with_halves: xr.Dataset) -> None:
     ds = with_halves
     assert ds["con_z_error"].dims == ("learner", "inference_repeat", "half")
@@ -108,6 +109,7 @@ def test_evaluate_records_the_halves_and_compare_tests_them(with_halves: xr.Data
     assert row["mean_diff"] == pytest.approx(mean)
 
 
+@pytest.mark.slow
 def test_compare_con_z_without_the_halves_names_the_option(with_halves: xr.Dataset) -> None:
     plain = with_halves.drop_vars(["con_z_error", "con_z_accuracy"], errors="ignore")
     plain.attrs = {k: v for k, v in plain.attrs.items() if k != "inference"}

@@ -88,6 +88,7 @@ def _blocks(ds: xr.Dataset, name: str, *index: object) -> np.ndarray:
     return np.asarray(ds[name].transpose(..., *NCV_DIMS[1:]).values[index], dtype=float)
 
 
+@pytest.mark.slow
 def test_evaluate_records_the_nested_blocks(with_ncv: xr.Dataset) -> None:
     ds = with_ncv
     assert ds["ncv_error"].dims == NCV_DIMS and ds["ncv_error"].shape == (2, R, K, K)
@@ -102,6 +103,7 @@ def test_evaluate_records_the_nested_blocks(with_ncv: xr.Dataset) -> None:
     assert not np.array_equal(_blocks(ds, "ncv_error", 0)[0], _blocks(ds, "ncv_error", 0)[1])
 
 
+@pytest.mark.slow
 def test_compare_ncv_is_the_algorithm_on_the_loss_differences(with_ncv: xr.Dataset) -> None:
     ds = with_ncv
     row = compare(ds, "lr", "tree", "error", "ncv").iloc[0]
@@ -125,6 +127,7 @@ def test_compare_ncv_is_the_algorithm_on_the_loss_differences(with_ncv: xr.Datas
     assert "mean of per-row losses" in auc["reason"] and math.isnan(auc["p"])
 
 
+@pytest.mark.slow
 def test_ncv_intervals_of_each_learner(with_ncv: xr.Dataset) -> None:
     ds = with_ncv
     table = sd.ncv_intervals(ds, ["error", "accuracy", "log_loss"], level=0.9)
@@ -159,6 +162,7 @@ def test_ncv_intervals_of_each_learner(with_ncv: xr.Dataset) -> None:
     assert (s2 > s * s / n).all()  # Σ l² > (Σ l)² / n: the losses vary within each block
 
 
+@pytest.mark.slow
 def test_one_learners_ncv_blocks_of_squared_losses_by_hand() -> None:
     """One learner of a regression: every nested CV block's Σ l² of MSE and MAE, against
     scikit-learn's fits on the same folds, and its interval of each (Σ l, Σ l² by hand)."""

@@ -74,6 +74,7 @@ def read_csv(path: Path) -> pd.DataFrame:
 # --- files and tables ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_writes_every_file(report):
     out = report.parent
     expected = {"report.html", MANIFEST}  # the manifest marks the directory as ours
@@ -87,6 +88,7 @@ def test_report_writes_every_file(report):
         assert (out / f"evaluation_{m}.svg").read_text(encoding="utf-8").lstrip().startswith("<?x")
 
 
+@pytest.mark.slow
 def test_tables_equal_the_statistics(report, repeated):
     out = report.parent
     pd.testing.assert_frame_equal(
@@ -151,6 +153,7 @@ def test_plot_draws_cells_mean_sd_and_the_test_split(repeated):
     matplotlib.pyplot.close("all")
 
 
+@pytest.mark.slow
 def test_bootstrap_report_explains_the_632_estimates(bootstrap, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -219,12 +222,14 @@ def test_page_says_what_was_run_and_how_to_read_it(report, repeated):
     assert settings["Fits"] == f"{repeated.attrs['n_fits']}: 8 train sets × 3 learners"
 
 
+@pytest.mark.slow
 def test_report_opens_in_chromium_without_errors(report, tmp_path):
     result, console = probe_page(report, tmp_path)
     assert result == {"images": len(MEASURES), "loaded": len(MEASURES), "errors": []}
     assert console == []
 
 
+@pytest.mark.slow
 def test_report_screenshot_shows_the_figure_and_tables(report, tmp_path):
     shot = tmp_path / "shot.png"
     done = run_chromium(

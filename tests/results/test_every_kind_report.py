@@ -105,6 +105,7 @@ def cells(page: str) -> list[str]:
     return [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", page, re.S)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(RUNS))
 def test_api_save_open_render_every_kind(results, rendered, kind):
     res = results[kind]
@@ -119,6 +120,7 @@ def test_api_save_open_render_every_kind(results, rendered, kind):
         assert learner in shown, learner
 
 
+@pytest.mark.slow
 def test_split_sensitivity_page_holds_its_tables(results, rendered):
     ds = results["split_sensitivity"]
     out = rendered("split_sensitivity")[3].parent
@@ -136,6 +138,7 @@ def test_split_sensitivity_page_holds_its_tables(results, rendered):
     assert f"<b>Recommended ratio(s)</b>: {chosen}." in page
 
 
+@pytest.mark.slow
 def test_compare_sampling_and_search_pages_hold_their_tables(results, rendered):
     ds = results["compare_sampling"]
     mai = rendered("compare_sampling")[3].parent
@@ -237,6 +240,7 @@ COMMANDS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", list(COMMANDS))
 def test_each_command_then_soak_report(kind, data, local, tmp_path, capsys):
     """``soak <command> --out OUT`` then ``soak report``: of the store, or of the output

@@ -282,6 +282,7 @@ def real_run() -> xr.Dataset:
     return sd.soak(table, learners, n_folds=3, seed=2, progress=False)
 
 
+@pytest.mark.slow
 def test_real_soak_run_ranks_the_learners_over_its_subsets(real_run):
     r = friedman_nemenyi(real_run)
     # Each subset's score is its fold mean, the summary's mean of train type same.

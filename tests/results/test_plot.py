@@ -100,6 +100,7 @@ def parse_text(text: str) -> tuple[str, float, float]:
 # --- plot_soak on a real run ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_soak_figure_dots_are_the_fold_values(small_run):
     fig = plot_soak(small_run, "error")
     assert isinstance(fig, Figure)
@@ -308,6 +309,7 @@ def segments(ax, gid: str, names: list[str]) -> dict[str, tuple[float, float]]:
     return out
 
 
+@pytest.mark.slow
 def test_datasets_figure_of_the_paper(paper_results):
     fig = plot_datasets(paper_results, "error")
     ax_diff, ax_p = fig.axes

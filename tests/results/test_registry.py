@@ -165,6 +165,7 @@ def matrix() -> xr.Dataset:
     return sd.transfer(table, ["featureless", "logistic"], n_folds=3, progress=False)
 
 
+@pytest.mark.slow
 def test_the_tests_take_the_kind_s_own_options_and_refuse_others(matrix):
     from soak_dask.pooling.matrix import transfer_pvalues
 
@@ -205,6 +206,7 @@ def test_an_import_from_results_into_a_design_package_climbs_a_floor(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_the_package_s_kind_of_knows_the_built_in_kinds_in_a_fresh_process():
     """``sd.kind_of`` right after ``import soak_dask`` (no accessor used yet) finds every
     built-in kind: the package exports it from ``soak_dask.result_kinds``."""

@@ -81,6 +81,7 @@ def read_markdown(path: Path) -> list[list[str]]:
 # --- files and tables ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_writes_every_file(report):
     out = report.parent
     assert report.name == "report.html"
@@ -95,6 +96,7 @@ def test_report_writes_every_file(report):
         assert (out / f"{name}.svg").read_text(encoding="utf-8").lstrip().startswith("<?xml")
 
 
+@pytest.mark.slow
 def test_csv_tables_equal_the_statistics(report, small_run):
     out = report.parent
     read = lambda name: pd.read_csv(out / name, keep_default_na=False, na_values=[""])  # noqa: E731
@@ -281,6 +283,7 @@ def test_probe_detects_broken_pages(tmp_path):
     assert any("Content Security Policy" in line for line in console)  # the blocked URL
 
 
+@pytest.mark.slow
 def test_report_opens_in_chromium_without_errors(report, tmp_path):
     result, console = probe_page(report, tmp_path)
     assert result == {"images": 2 * len(MEASURES), "loaded": 2 * len(MEASURES), "errors": []}
@@ -424,6 +427,7 @@ def plain_run():
     return sd.soak(table, ["featureless", "logistic"], n_folds=4, progress=False)
 
 
+@pytest.mark.slow
 def test_plain_kfold_report_gives_mean_sd_without_pvalues(plain_run, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "no p-values" warning from the report itself

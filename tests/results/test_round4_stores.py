@@ -224,6 +224,7 @@ sd.write_aoa(sd.aoa(train, raster, features=["a", "b"]), sys.argv[1])
 """
 
 
+@pytest.mark.slow
 def test_an_aoa_store_killed_mid_write_is_absent_not_nan(tmp_path):
     store = tmp_path / "aoa.zarr"
     proc = subprocess.run(

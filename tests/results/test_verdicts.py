@@ -151,6 +151,7 @@ def toy():
     return sd.load_table(toy_table(240, 3, seed=4), label="y", subset="subset")
 
 
+@pytest.mark.slow
 def test_transfer_and_search_verdicts_never_say_similar(toy):
     with dask.config.set(scheduler="synchronous"):
         matrix = transfer(toy, ["featureless", "lda"], n_folds=3, progress=False)

@@ -88,6 +88,7 @@ def test_pass_sums_equal_per_row_losses_by_hand(task, learners, measures) -> Non
         assert np.isnan(ds[f"loss_diff_sq_{m}"].sel(learner=a, versus=a)).all()
 
 
+@pytest.mark.slow
 def test_sums_are_the_same_whatever_the_partitions() -> None:
     df = _frame(400, "classification", seed=3)
     runs = [_evaluate(df, ["featureless", "lda"], rows) for rows in (None, 37, 150)]
@@ -354,6 +355,7 @@ def test_squared_losses_kept_by_the_store_and_the_checkpoint(tmp_path) -> None:
     assert "lda has no log_loss sums in some fold" in row["reason"] and math.isnan(row["se"])
 
 
+@pytest.mark.slow
 def test_one_learners_interval_undefined_where_every_loss_is_equal() -> None:
     """Error 0 on every row (accuracy 1): σ̂ is 0, so there is no interval; the row says why."""
     cells = {"learner": ["a"], "repeat": [1], "fold": [1, 2]}

@@ -49,6 +49,7 @@ def _in_memory(frame: pd.DataFrame, test_subset: str, fold: int, regression: boo
     return float(100 * np.mean(model.predict(test[features]) != (test["y"] == "yes")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("regression", [False, True])
 def test_trained_across_the_workers_within_noise_of_in_memory(client, regression):
     frame = _frame(regression=regression)
@@ -70,6 +71,7 @@ def test_trained_across_the_workers_within_noise_of_in_memory(client, regression
     assert n_train.values.tolist() == [int((frame["fold"] != k).sum()) for k in (1, 2, 3)]
 
 
+@pytest.mark.slow
 def test_its_final_model_predicts_labels_prior_corrected_and_is_saved(client, tmp_path):
     frame = _frame(n=2000)
     table = sd.load_table(frame.drop(columns="region"), label="y", fold="fold")

@@ -29,6 +29,7 @@ def _table():
     return sd.load_table(toy_table(n=300, n_subsets=3, seed=8), label="y", subset="subset")
 
 
+@pytest.mark.slow
 def test_resume_computes_only_missing_fits(tmp_path, monkeypatch):
     table = _table()
     learners = {"count": CountingClassifier(), "base": "featureless"}
@@ -91,6 +92,7 @@ def copied(run: tuple[xr.Dataset, Path], tmp_path: Path) -> Path:
     return Path(shutil.copytree(run[1], tmp_path / "ck"))
 
 
+@pytest.mark.slow
 def test_other_settings_are_refused(tmp_path, featureless):
     table = _table()
     copied(featureless, tmp_path)

@@ -71,6 +71,7 @@ def test_run_design_of_knndm_folds_is_evaluate_outer_knndm():
     assert got.attrs["notes"] == [n for n in want.attrs["notes"] if n.startswith("kNNDM")]
 
 
+@pytest.mark.slow
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=st.sampled_from([7, 20, 45]), seed=st.integers(0, 2**32 - 1))
 def test_same_seed_same_knndm_folds_whatever_the_partitions(rows, seed):
@@ -83,6 +84,7 @@ def test_same_seed_same_knndm_folds_whatever_the_partitions(rows, seed):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("option", "value"),
     [

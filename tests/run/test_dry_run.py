@@ -82,6 +82,7 @@ def test_soak_cost_is_what_the_run_does_and_no_fit_runs(table):
     check_against(cost, res)
 
 
+@pytest.mark.slow
 def test_the_passes_are_the_sweeps_the_run_makes(monkeypatch):
     """Each pass is a task on every partition: count those of the real run."""
     from soak_dask.run import executor, strategies
@@ -163,6 +164,7 @@ def test_every_entry_point_stops_at_its_plan(table, tmp_path):
         sd.dry_run(sd.load_table, rows.data, label="y")
 
 
+@pytest.mark.slow
 def test_the_predicted_refusal_is_the_real_one(table, monkeypatch):
     from distributed import Client, LocalCluster
 

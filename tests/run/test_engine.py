@@ -63,6 +63,7 @@ def test_one_subset_equals_scikit_learn_cross_val_score():
     np.testing.assert_allclose(res["error"].values.ravel(), 100 * (1 - expected), atol=1e-9)
 
 
+@pytest.mark.slow
 def test_distinct_fit_plan_equals_naive_loop():
     """The scores of the 3·S·K loop over every split equal the distinct-fit run's."""
     df = toy_table(n=360, n_subsets=3, seed=2)

@@ -230,6 +230,7 @@ def test_final_model_is_a_fit_on_all_training_rows_and_saves_safely(tmp_path):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("few_interval_draws")
 def test_folds_from_assign_folds_beside_a_test_split():
     table = sd.assign_folds(_table(_frame(n=200), group="g"), 4, stratify=False)

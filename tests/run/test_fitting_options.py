@@ -149,6 +149,7 @@ def test_k_fold_caps_its_fits_from_the_fold_counts_without_a_counting_pass(table
     assert sorted(RECORDED) == sorted(_stratified(c, cap) for c in whole)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("design", PARAMS)
 def test_the_capped_sample_is_the_same_whatever_the_partitioning(table, design):
     run = DESIGNS[design]
@@ -161,6 +162,7 @@ def test_the_capped_sample_is_the_same_whatever_the_partitioning(table, design):
     xr.testing.assert_allclose(one.drop_vars(timings), three.drop_vars(timings))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("design", PARAMS)
 def test_incremental_feeds_partial_fit_learners_every_train_row(table, design):
     run = DESIGNS[design]
@@ -214,6 +216,7 @@ def test_a_final_model_too_large_is_refused_before_any_fit(table, monkeypatch):
     assert np.isfinite(res["test_error"].values).all()
 
 
+@pytest.mark.slow
 def test_a_test_split_larger_than_a_worker_is_scored_a_partition_at_a_time(table, monkeypatch):
     """A final model scores its test split partition by partition: a split a worker cannot
     hold runs, and only a single partition a worker cannot hold is refused before any fit."""

@@ -23,6 +23,7 @@ def planned():
     return table, counts, plan
 
 
+@pytest.mark.slow
 def test_fit_rows_are_the_rows_each_task_gathers(planned):
     table, counts, plan = planned
     rows = fit_rows(plan, counts, table.label, sorted(counts[table.label].unique()))

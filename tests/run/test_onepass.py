@@ -164,6 +164,7 @@ def _compare(got, ref, X_test: np.ndarray) -> None:
         assert np.all(diff <= 1e-10 * _term_size(ref, X_test)), diff.max()
 
 
+@pytest.mark.slow
 def test_every_learner_on_every_train_set_equals_scikit_learn(case):
     rows, stats, label, fold_col = case
     learners = REGRESSORS if label == "target" else CLASSIFIERS

@@ -122,6 +122,7 @@ def test_prior_correction_over_an_additive_learner_is_one_pass(monkeypatch, made
     _assert_same(got, ref)
 
 
+@pytest.mark.slow
 def test_split_sensitivity_and_compare_sampling_equal_fits_on_rows(monkeypatch, made):
     table = _classification(300)
     for run in (
@@ -290,6 +291,7 @@ def test_ten_fits_from_one_pass(monkeypatch):
     assert passes == {"statistics": 4, "fits": 0, "scoring": 4}  # a read of the 4 partitions
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("outer", [{"outer": "bootstrap", "outer_repeats": 10},
                                    {"outer": "cv", "test_split": 0.25}])  # fmt: skip
 @pytest.mark.usefixtures("few_interval_draws")
@@ -312,6 +314,7 @@ def test_the_outer_fits_and_the_final_model_share_one_pass_of_statistics(monkeyp
         np.testing.assert_allclose(shared[name].values, apart[name].values, rtol=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("outer", [{"outer": "bootstrap", "outer_repeats": 3},
                                    {"outer": "cv", "test_split": 0.25}])  # fmt: skip
 @pytest.mark.usefixtures("few_interval_draws")

@@ -66,6 +66,7 @@ def _soak(table, client, **kw):
     return sd.soak(table, ["featureless", "lda"], n_folds=3, seed=2, client=client, **kw)
 
 
+@pytest.mark.slow
 def test_a_run_decides_says_why_and_gives_the_same_result_either_way(client, monkeypatch, capsys):
     table = sd.load_table(toy_table(n=300, n_subsets=2, seed=5), label="y", subset="subset")
     kept = _soak(table, client)

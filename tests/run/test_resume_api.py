@@ -47,6 +47,7 @@ def _plain(ds: xr.Dataset) -> xr.Dataset:
     return ds.drop_vars(TIMINGS, errors="ignore").drop_attrs()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(RUNS))
 def test_a_resumed_run_fits_only_what_is_missing_and_ends_identical(name, tmp_path):
     table, ck, run = _table(), tmp_path / "ck", RUNS[name]

@@ -45,6 +45,7 @@ def scheduler_file(tmp_path: Path, address: str) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)  # it waited forever
 @pytest.mark.parametrize("as_file", [False, True])
 def test_a_silent_scheduler_is_refused_naming_its_address(silent_address, tmp_path, as_file):
@@ -58,6 +59,7 @@ def test_a_silent_scheduler_is_refused_naming_its_address(silent_address, tmp_pa
     assert "distributed.comm.timeouts.connect" in str(info.value)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_soak_run_with_a_silent_scheduler_fails_in_one_line(silent_address, tmp_path, capsys):
     data = write_pixel_parquet(tmp_path / "pixels", n_files=1, n_pixels=200, n_regions=2, seed=1)

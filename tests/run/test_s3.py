@@ -129,6 +129,7 @@ def test_a_run_reads_writes_and_resumes_on_s3(s3, client):
         _soak(s3, client, table, checkpoint=f"s3://{BUCKET}/pixels/ckpt")
 
 
+@pytest.mark.slow
 def test_data_soak_dask_did_not_write_is_never_written_over(s3):
     ours = results(source=f"s3://{BUCKET}/pixels")
     notes = f"s3://{BUCKET}/notes"

@@ -182,6 +182,7 @@ WAVED = {  # a call, the workers' limit, the waves of its largest pass and its e
 }
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("shares_of_the_examples")
 @pytest.mark.parametrize("call", WAVED)
 def test_a_run_in_waves_reports_them_and_gives_the_records_of_one(monkeypatch, capsys, call):

@@ -85,6 +85,7 @@ class LargestInput(Callback):
                 self.most = max(self.most, len(value))
 
 
+@pytest.mark.slow
 def test_a_whole_train_set_fit_scores_as_scikit_learn_in_memory():
     """Before: fitted and scored in one task holding its test blocks; the scores are the
     same, scikit-learn's on the same rows."""
@@ -93,6 +94,7 @@ def test_a_whole_train_set_fit_scores_as_scikit_learn_in_memory():
     _reference(df, res, "logistic", None)
 
 
+@pytest.mark.slow
 def test_a_capped_fit_holds_no_test_set_and_scores_as_scikit_learn():
     """Under max_train_rows, no task receives more rows than a partition or a capped train
     set's sample: a test block (500 or more rows here) is never gathered."""
@@ -104,6 +106,7 @@ def test_a_capped_fit_holds_no_test_set_and_scores_as_scikit_learn():
     _reference(df, res, "logistic", 200)
 
 
+@pytest.mark.slow
 def test_scores_are_the_same_whatever_the_partitions():
     df = _frame(n=900, seed=3)
     runs = [

@@ -74,6 +74,7 @@ DESIGNS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("npartitions", [1, 3])
 @pytest.mark.parametrize("design", DESIGNS)
 def test_a_fed_model_scored_by_partition_scores_as_on_its_gathered_rows(design, npartitions):

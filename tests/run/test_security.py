@@ -73,6 +73,7 @@ def test_soak_over_tls_equals_local_scheduler(certs, tls_address):
     xr.testing.assert_equal(res.drop_vars(TIMINGS), local.drop_vars(TIMINGS))
 
 
+@pytest.mark.slow
 def test_connect_without_certificates_says_what_is_missing(tls_address):
     with pytest.raises(ValueError, match="make_security") as info:
         with connect(tls_address):

@@ -265,6 +265,7 @@ def test_train_di_object(farm):
 # --- writing, the figure, the cluster -----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_write_zarr_and_geotiff(farm, tmp_path):
     pytest.importorskip("rioxarray")
     from soak_dask.spatial.aoa_io import is_aoa_output
@@ -364,6 +365,7 @@ def regions():
     return table, result, sd.aoa_coverage(result, table)
 
 
+@pytest.mark.slow
 def test_coverage_of_soak_train_sets(regions):
     table, result, covered = regions
     share = covered["aoa_share"]
@@ -383,6 +385,7 @@ def test_coverage_of_soak_train_sets(regions):
     assert int(cell["aoa_train_rows"]) == len(train)
 
 
+@pytest.mark.slow
 def test_coverage_sentences(regions):
     _, _, covered = regions
     lines = sd.aoa_sentences(covered)

@@ -169,6 +169,7 @@ def farm():
     return raster, train, profile
 
 
+@pytest.mark.slow
 def test_cast_farm_profile_is_monotone(farm):
     """CAST records no error profile for its farm (its test uses splotdata): the shape is
     checked -- non-decreasing, within the windows' range, rising from the lowest DI to the
@@ -182,6 +183,7 @@ def test_cast_farm_profile_is_monotone(farm):
     assert errors.min() - 1e-9 <= values.min() and values.max() <= errors.max() + 1e-9
 
 
+@pytest.mark.slow
 def test_expected_error_map_lazy_equals_in_memory(farm):
     raster, train, profile = farm
     lazy = sd.aoa(train, raster.chunk({"y": 20, "x": 50}), features=CAST_FEATURES, folds="fold")
@@ -215,6 +217,7 @@ def test_write_expected_error_beside_di_and_aoa(farm, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_figures(farm):
     import matplotlib.pyplot as plt
 

@@ -221,6 +221,7 @@ def gpkg_layer(path, layer: str, wkb: list, kind: str, extra: dict, crs: str = "
     )
 
 
+@pytest.mark.slow
 def test_geopackage_points_give_the_values_of_the_same_points_in_a_csv(tif, tmp_path, monkeypatch):
     rows, cols = np.array([1, 8, 15, 19]), np.array([2, 20, 27, 0])
     utm = points_in(rows, cols, seed=6)

@@ -41,6 +41,7 @@ def reference(scene) -> Callable[[str], sd.KNNDMResult]:
     return of
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clustering", ["hierarchical", "kmeans"])
 def test_design_and_evaluate_pass_the_clustering_on(scene, reference, clustering):
     _, area, table = scene
@@ -59,12 +60,14 @@ def test_design_and_evaluate_pass_the_clustering_on(scene, reference, clustering
     np.testing.assert_allclose(by_design["rmse"].values, by_evaluate["rmse"].values)
 
 
+@pytest.mark.slow
 def test_the_clusterings_differ_on_this_scene(reference):
     """The test above would not see a clustering dropped on the way: here they differ."""
     ward, kmeans = (reference(c) for c in ("hierarchical", "kmeans"))
     assert ward.W != pytest.approx(kmeans.W)
 
 
+@pytest.mark.slow
 def test_default_is_kmeans_in_geographical_space(scene):
     _, area, table = scene
     res = sd.evaluate(table, LEARNER, outer="knndm", outer_folds=4, prediction=area, progress=False)

@@ -50,6 +50,7 @@ def no_empty_cell(path):
 
 
 # ---------------------------------------------------------------------------- the fold file
+@pytest.mark.slow
 def test_fold_file_holds_position_keys_and_fold_and_attaches_back(tmp_path):
     df, pred, table = scene_table(group="g")
     res = sd.knndm_folds(table, pred, n_folds=4, sample=2000, seed=3, n_candidates=10)
@@ -107,6 +108,7 @@ def farm_folds(sensors, farm_tif) -> tuple[sd.Table, sd.KNNDMResult]:
     return t, sd.knndm_folds(t, farm_tif, n_folds=5, seed=2)
 
 
+@pytest.mark.slow
 def test_every_candidate_has_its_w_when_random_folds_are_kept(sensors, farm_tif, farm_folds):
     t, res = farm_folds
     assert res.method == "random CV"

@@ -171,6 +171,7 @@ def test_hierarchical_refused_above_its_rows_naming_rows_and_bytes():
 
 
 # ---------------------------------------------------------------------------- soak knndm
+@pytest.mark.slow
 @pytest.mark.parametrize("clustering", ["hierarchical", "kmeans"])
 def test_cli_clustering_flag_end_to_end(clustering, tmp_path, capsys, scheduler):
     df, area = feature_scene(n=200, seed=9)

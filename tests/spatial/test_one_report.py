@@ -82,6 +82,7 @@ def farm(stores, tmp_path_factory) -> tuple[Path, str]:
     return out, text
 
 
+@pytest.mark.slow
 def test_one_page_with_a_section_per_output(stores, farm):
     out, text = farm
     page = (out / "report.html").read_text(encoding="utf-8")
@@ -123,6 +124,7 @@ def test_one_page_with_a_section_per_output(stores, farm):
     assert "W = " in text and "threshold " in text and "Folds: column 'knndm_fold'" in text
 
 
+@pytest.mark.slow
 def test_the_evaluation_settings_and_the_error_axis_in_words(stores, farm):
     out, _ = farm
     page = (out / "report.html").read_text(encoding="utf-8")
@@ -138,6 +140,7 @@ def test_the_evaluation_settings_and_the_error_axis_in_words(stores, farm):
     assert fig.axes[0].get_ylabel() == "RMSE of label"
 
 
+@pytest.mark.slow
 def test_one_output_keeps_its_own_page(stores, tmp_path, capsys):
     code, printed, err = soak(["report", stores["knndm"], "--out", tmp_path / "one"], capsys)
     assert code == 0, err
@@ -149,6 +152,7 @@ def test_one_output_keeps_its_own_page(stores, tmp_path, capsys):
     assert page_numbers(again.read_text(encoding="utf-8")) == page_numbers(page)
 
 
+@pytest.mark.slow
 def test_two_outputs_of_one_kind_are_two_labelled_sections(stores, tmp_path, capsys):
     again = tmp_path / "eval_again.zarr"
     shutil.copytree(stores["eval"], again)
@@ -161,6 +165,7 @@ def test_two_outputs_of_one_kind_are_two_labelled_sections(stores, tmp_path, cap
     assert (tmp_path / "both" / "eval_again_summary.csv").is_file()
 
 
+@pytest.mark.slow
 def test_refusals_name_the_path_and_write_nothing(stores, tmp_path, capsys):
     out = tmp_path / "r"
     table = stores["aoa"].parent / "train.csv"
@@ -189,6 +194,7 @@ def test_refusals_name_the_path_and_write_nothing(stores, tmp_path, capsys):
     assert soak(["report", *pair, "--out", out, "--overwrite"], capsys)[0] == 0
 
 
+@pytest.mark.slow
 def test_the_page_opens_in_chromium_without_errors(farm, tmp_path):
     out, _ = farm
     found, console = probe_page(out / "report.html", tmp_path)  # its copy in tmp_path

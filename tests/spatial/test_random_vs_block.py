@@ -22,6 +22,7 @@ def field(shape=(24, 24), seed=3) -> pd.DataFrame:
     return df
 
 
+@pytest.mark.slow
 def test_block_cv_error_is_larger_than_random_cv_error():
     """k nearest neighbours on the coordinates: random folds test each cell beside training
     cells of nearly its value; blocks of the range hold whole patches out."""
@@ -42,6 +43,7 @@ def test_block_cv_error_is_larger_than_random_cv_error():
     assert random["mean"] == pytest.approx(float(by_fold["error"].mean()))
 
 
+@pytest.mark.slow
 def test_regression_pools_the_rmse_of_every_test_row_and_proposes_the_block_size():
     """Without block_size: spatial_range's proposal; the pooled RMSE is √(pooled MSE)."""
     t = sd.load_table(field(), label="value", coords=["x", "y"], features=["band", "x", "y"])
@@ -61,6 +63,7 @@ def test_regression_pools_the_rmse_of_every_test_row_and_proposes_the_block_size
     assert "random CV flatters the model: ×" in text
 
 
+@pytest.mark.slow
 def test_soak_info_prints_the_comparison(tmp_path, capsys):
     path = tmp_path / "field.parquet"
     field().to_parquet(path)

@@ -97,6 +97,7 @@ def write_geoparquet(frame, path, epsg):
     return path
 
 
+@pytest.mark.slow
 def test_utm_table_against_wgs84_raster_refused_naming_both_crs(
     sensors, farm_tif, wgs84_tif, tmp_path
 ):
@@ -116,6 +117,7 @@ def test_utm_table_against_wgs84_raster_refused_naming_both_crs(
     assert res.method == "random CV" and sum(res.fold_sizes) == 42
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "case",
     [
@@ -153,6 +155,7 @@ def test_far_prediction_area_warns_naming_both_distances(
         knndm_outer(t, area, 5, 2)
 
 
+@pytest.mark.slow
 def test_far_warning_threshold_spares_normal_cases(sensors, farm_tif):
     df, pred = clustered_scene()
     t = sd.load_table(sensors, label="VW", coords=["Easting", "Northing"], features=["DEM"])
@@ -222,6 +225,7 @@ def test_knndm_keeps_groups_whole(rows_per_partition):
     np.testing.assert_allclose(res.Gjstar, hand_gjstar(df[["x", "y"]].to_numpy(), folds))
 
 
+@pytest.mark.slow
 def test_evaluate_outer_knndm_keeps_groups_whole():
     df, pred = grouped_scene()
     t = sd.load_table(df, label="label", coords=["x", "y"], group="g")

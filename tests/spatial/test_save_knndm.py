@@ -24,6 +24,7 @@ def folds():
     return sd.knndm_folds(table, pred, n_folds=4, sample=2000, seed=3, n_candidates=5)
 
 
+@pytest.mark.slow
 def test_saved_as_the_command_saves_them_and_drawn_on_a_page(folds, tmp_path):
     out = sd.save_knndm(folds, tmp_path / "knndm")
     assert out == tmp_path / "knndm" and {*FILES} <= {p.name for p in out.iterdir()}
@@ -40,6 +41,7 @@ def test_saved_as_the_command_saves_them_and_drawn_on_a_page(folds, tmp_path):
     assert page.name == "report.html" and "kNNDM" in page.read_text()
 
 
+@pytest.mark.slow
 def test_the_directory_is_checked_before_anything_is_written(folds, tmp_path):
     sd.save_knndm(folds, tmp_path / "knndm")
     with pytest.raises(FileExistsError, match="pass overwrite=True to replace it"):

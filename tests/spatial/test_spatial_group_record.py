@@ -43,6 +43,7 @@ def utm(df, label="label"):
     return sd.load_table(df, label=label, coords=["x", "y"], crs="EPSG:26911")
 
 
+@pytest.mark.slow
 def test_blocks_recorded_in_attrs_text_store_and_report(pixels, tmp_path):
     table = sd.spatial_blocks(utm(pixels), 250, shape="hex")
     res = sd.evaluate(table, "lda", progress=False)
@@ -59,6 +60,7 @@ def test_blocks_recorded_in_attrs_text_store_and_report(pixels, tmp_path):
     assert HEX in page
 
 
+@pytest.mark.slow
 def test_clusters_recorded_in_soak_results(pixels, tmp_path):
     table = sd.spatial_clusters(utm(pixels.drop(columns="label"), "z"), 4)
     res = sd.soak(table, "linear", n_folds=3, progress=False)

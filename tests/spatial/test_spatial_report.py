@@ -156,6 +156,7 @@ def aoa_report(scene, result, tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_aoa_page_holds_the_numbers_figures_and_training_di(scene, result, aoa_report):
     _, train = scene
     ds, profile = result
@@ -213,6 +214,7 @@ AOA_FLAGS = ["--features", "a,b,c", "--folds", "fold", "--points", "E,N", "--err
              "--label", "label", "--predictions", "cv_pred"]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("local")
 def test_soak_aoa_writes_the_page_and_soak_report_draws_it_again(
     result,
@@ -248,6 +250,7 @@ def test_soak_aoa_writes_the_page_and_soak_report_draws_it_again(
     assert not (out / "aoa.zarr" / "r").exists() and not (out / "r").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("local")
 def test_a_geotiff_aoa_has_its_page_but_soak_report_says_what_to_give(
     inputs,
@@ -277,6 +280,7 @@ def knndm_scene() -> tuple[pd.DataFrame, pd.DataFrame]:
     return train, pd.DataFrame({"x": gx.ravel(), "y": gy.ravel()})
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("local")
 def test_soak_knndm_page_and_soak_report_of_its_directory(knndm_scene, tmp_path, capsys):
     train, area = knndm_scene
@@ -316,12 +320,14 @@ def test_soak_knndm_page_and_soak_report_of_its_directory(knndm_scene, tmp_path,
 
 
 # ---------------------------------------------------------------------------- in a browser
+@pytest.mark.slow
 def test_the_aoa_page_opens_in_chromium_without_errors(aoa_report, tmp_path):
     found, console = probe_page(aoa_report, tmp_path)
     assert found == {"images": 2, "loaded": 2, "errors": []} and console == []
 
 
 # ---------------------------------------------------------------------------- CAST's farm
+@pytest.mark.slow
 def test_cast_farm_page_in_metres_with_the_sensors(tmp_path):
     """CAST's farm: its 42 sensors against its raster (EPSG:26911) -- the maps in metres with
     the sensors drawn, the page with its threshold and share."""

@@ -42,6 +42,7 @@ def test_the_field_has_the_covariance_it_is_drawn_with():
     assert np.mean(cov) / np.mean(var) == pytest.approx(np.exp(-3 * 4 / RANGE), abs=0.08)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 4])
 def test_the_proposed_block_size_is_within_a_factor_of_1_5_of_the_true_range(seed):
     res = sd.spatial_range(field_table(seed=seed), n_boot=20, seed=seed)
@@ -81,6 +82,7 @@ def test_the_variogram_frame_and_the_printout(fitted):
     assert "longitude" not in text  # a grid of unit cells is not degrees
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_result_whatever_the_partitions():
     shape = (36, 36)
     one = sd.spatial_range(field_table(shape, seed=2), sample=1000, n_boot=10, seed=3)
@@ -93,6 +95,7 @@ def test_the_same_seed_gives_the_same_result_whatever_the_partitions():
     assert not other.variogram.equals(one.variogram)  # another seed, another sample
 
 
+@pytest.mark.slow
 def test_a_class_label_is_the_indicator_semivariogram():
     """Two classes: half the share of differing pairs, which is the 0/1 label's
     semivariogram; its range still finds the field's."""
@@ -201,6 +204,7 @@ def test_plot_marks_the_range_and_the_block_size(fitted):
         sd.plot_variogram(fitted.variogram)
 
 
+@pytest.mark.slow
 def test_soak_info_spatial_prints_the_range_and_the_blocks(tmp_path, capsys):
     df = sd.gaussian_random_field((40, 40), RANGE, seed=3)
     df["band"] = 1.0

@@ -158,6 +158,7 @@ def test_search_bytes_bound_a_search_tasks_measured_peak():
     assert 0.7 * search_bytes(rows, 4, 5) <= peak <= search_bytes(rows, 4, 5)
 
 
+@pytest.mark.slow
 def test_groups_are_cut_finer_where_the_largest_would_not_fit_a_worker():
     n, per_part = 20_000, 1_000
     lengths = np.full(n // per_part, per_part)
@@ -177,6 +178,7 @@ def test_groups_are_cut_finer_where_the_largest_would_not_fit_a_worker():
         sized_groups(sample, centres, np.full(400, 50), 5, 2, 10**9, WorkerMemory(limit=10**5))
 
 
+@pytest.mark.slow
 def test_overlap_degrees_sizes_its_search_by_the_workers_memory(monkeypatch):
     """End to end: groups cut finer for a small worker (3 groups, not 1) give the same
     degrees; a worker too small for a partition's routing is refused before any search."""

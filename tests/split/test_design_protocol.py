@@ -180,6 +180,7 @@ def test_design_keeps_the_protocol(design):
         assert made.get_params()["seed"] == params.get("seed", 1)
 
 
+@pytest.mark.slow
 def test_run_design_of_same_other_all_is_a_soak_result():
     """One result, one kind (issue 39): the generic run path records SameOtherAll's results
     as soak() does, so every reader of soak results (pvalues, the report) takes them."""

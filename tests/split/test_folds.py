@@ -307,6 +307,7 @@ def test_na_subset_is_an_error():
         sd.assign_folds(sd.load_table(df, label="y", subset="s"), 2)
 
 
+@pytest.mark.slow
 def test_repeats_balanced_by_overlap_share_one_neighbour_search(monkeypatch):
     """Repeated K-fold with balance="overlap": one (exact, so unseeded) search of the degrees
     for every repeat, and each repeat's folds those of ``overlap_folds`` with its seed."""
@@ -328,6 +329,7 @@ def test_repeats_balanced_by_overlap_share_one_neighbour_search(monkeypatch):
         assert keyed[key_name("fold", r)].equals(alone.sort_index().rename(key_name("fold", r)))
 
 
+@pytest.mark.slow
 @settings(max_examples=n_examples(5), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames, st.integers(2, 7), st.integers(0, 2**31), st.integers(1, 4), st.booleans())
 def test_one_repeat_s_block_counts_without_a_pass_equal_counted(data, k, seed, nparts, regression):

@@ -211,6 +211,7 @@ def test_aztrees_folds_and_warning(aztrees):
             assert s.groupby(FOLD_COLUMN)["y"].nunique().eq(2).sum() == min(k, 8)
 
 
+@pytest.mark.slow
 def test_option_reaches_soak_and_evaluate_and_is_recorded():
     df = _frame((["A", "B"] * 6, ["p", "q"] * 6, [30, 2, 3, 40, 5, 6, 7, 8, 9, 10, 11, 12]))
     table = sd.load_table(df, label="y", subset="s", group="g", features=["x1"])
@@ -263,6 +264,7 @@ def test_soak_and_evaluate_agree_on_the_same_folds(prior_correction):
     assert said in evaluation_text(evaluated)
 
 
+@pytest.mark.slow
 def test_reports_show_the_pooled_difference_and_the_prediction(tmp_path):
     from soak_dask.results.report import write_report
 
@@ -291,6 +293,7 @@ def test_reports_show_the_pooled_difference_and_the_prediction(tmp_path):
     assert "Row-weighted difference" in page and "<b>Uneven folds</b>" in page
 
 
+@pytest.mark.slow
 def test_evaluation_report_says_the_correction_and_opens_balanced_accuracy(tmp_path):
     from soak_dask.results.report import write_report
 

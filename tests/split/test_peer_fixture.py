@@ -19,6 +19,7 @@ def _ids(text: str) -> set[int]:
     return {int(v) for v in text.split()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixture", FIXTURES)
 def test_splits_equal_reference(aztrees, fixture):
     folds = pd.read_csv(shared_file("mlr3resampling", f"{fixture}_folds.csv"))

@@ -78,6 +78,7 @@ def test_describe_table_reports_the_huge_fold_without_sizing_it():
     assert not [w for w in info.warnings if "blocks of" in w]  # no empty-block list of 10**9
 
 
+@pytest.mark.slow
 def test_cli_info_and_run_refuse_the_huge_fold(tmp_path, capsys, cluster):
     data = tmp_path / "t.parquet"
     stray_fold_frame().to_parquet(data)

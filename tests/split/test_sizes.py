@@ -50,6 +50,7 @@ def test_downsample_keeps_groups_and_label_shares():
     assert len(rows) == 100 and rows.index.is_monotonic_increasing
 
 
+@pytest.mark.slow
 def test_soak_with_sizes_compares_at_equal_size():
     table = sd.load_table(toy_table(n=360, n_subsets=3, seed=3), label="y", subset="subset")
     res = sd.soak(table, "featureless", n_folds=3, sizes=1, ratio=0.5, size_seeds=2, progress=False)

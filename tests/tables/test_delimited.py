@@ -27,6 +27,7 @@ def _load(source, **kwargs) -> sd.Table:
     return sd.load_table(source, label="y", subset="subset", group="polygon", **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "sep"), [("t.csv", ","), ("t.tsv", "\t"), ("t.txt", ";"), ("t.csv.gz", ",")]
 )
@@ -41,6 +42,7 @@ def test_delimited_file_gives_the_results_of_its_frame(frame, tmp_path, name, se
     xr.testing.assert_identical(sd.soak(table, **RUN).error, expected.error)
 
 
+@pytest.mark.slow
 def test_directory_and_glob_of_csv_files(frame, tmp_path):
     folder = tmp_path / "parts"
     folder.mkdir()

@@ -177,6 +177,7 @@ def _table(name: str, n_folds: int) -> tuple[object, dict]:
     return toy.rename(columns={"x": "lon"}).assign(n=n), {"label": "label"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["aztrees", "toy", "regression", "fold column"])
 @pytest.mark.parametrize("n_folds", [5, 10])
 def test_info_lists_the_warnings_a_run_gives(name, n_folds):
