@@ -88,7 +88,7 @@ def random_vs_block_cv(
     >>> df = sd.gaussian_random_field((24, 24), 8.0, seed=3)
     >>> df["band"] = sd.gaussian_random_field((24, 24), 8.0, seed=4)["value"]
     >>> t = sd.load_table(df, label="value", coords=["x", "y"], features=["band", "x", "y"])
-    >>> res = sd.random_vs_block_cv(t, "random_forest", block_size=8, n_folds=4, progress=False)
+    >>> res = sd.random_vs_block_cv(t, "linear", block_size=8, n_folds=4, progress=False)
     >>> res[["design", "block_size", "n_folds"]].values.tolist()
     [['random', nan, 4], ['blocks', 8.0, 4]]
     """
