@@ -78,22 +78,31 @@ def test_soak_run_with_a_silent_scheduler_fails_in_one_line(silent_address, tmp_
 #: A child that interrupts its own main thread (as Ctrl-C does) while it waits in
 #: ``Client.gather``, on a threads-only LocalCluster started by `connect`.
 _GATHER_INTERRUPTED = """
-import signal, threading, time
+import signal, sys, threading, time
 from soak_dask.run.cluster import connect
+
+START, SENT = time.monotonic(), []
 
 def slow(i):
     time.sleep(2)
     return i
 
+def ctrl_c():
+    SENT.append(time.monotonic() - START)
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
 def gather(client):
     futures = client.map(slow, range(4))
-    ctrl_c = (threading.main_thread().ident, signal.SIGINT)
-    threading.Timer(0.5, signal.pthread_kill, ctrl_c).start()
+    threading.Timer(0.5, ctrl_c).start()
     return client.gather(futures)
 
 try:
     with connect(n_workers=1, threads_per_worker=4, processes=False, log_failures=False) as c:
         gather(c)
+        # Not interrupted: say when the Ctrl-C went and what would have caught it.
+        print(f"gather returned at {time.monotonic() - START:.2f} s; Ctrl-C sent at {SENT}; "
+              f"SIGINT handler {signal.getsignal(signal.SIGINT)!r}, blocked "
+              f"{signal.pthread_sigmask(signal.SIG_BLOCK, [])}", file=sys.stderr)
 except KeyboardInterrupt:
     print("interrupted")
 """
