@@ -23,7 +23,7 @@ from soak_dask.app import cli
 from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.run.cluster import SchedulerUnreachable, connect, quiet_orphaned_waits
 
-from ..app.test_cli import soak_process
+from ..app.test_cli import default_ctrl_c, soak_process
 
 #: The connect timeout the tests set through Dask's own key, as a user would.
 SHORT = {"distributed.comm.timeouts.connect": "1s"}
@@ -115,6 +115,7 @@ def test_ctrl_c_during_a_gather_leaves_no_unretrieved_tasks():
         capture_output=True,
         text=True,
         timeout=120,
+        preexec_fn=default_ctrl_c,  # pytest started in the background hands on SIGINT ignored
     )
     assert child.returncode == 0 and child.stdout == "interrupted\n", child.stderr
     assert "Task exception was never retrieved" not in child.stderr, child.stderr
