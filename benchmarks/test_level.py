@@ -13,7 +13,10 @@ on the other rows -- with scikit-learn on in-memory numpy, and the tests of
 ``soak_dask.stats.mean_tests`` (the functions ``compare`` calls) run on the error
 differences. The conservative Z test (``con_z``, Nadeau and Bengio 2003) also runs each design
 inside R = 10 (``--pairs``) class-stratified random pairs of disjoint halves of the table, as
-``evaluate(..., inference="con_z")`` does. A test rejects when its p < 0.05; the Bayesian test
+``evaluate(..., inference="con_z")`` does. The nested CV test (``compare(method="ncv")``) runs on
+its own design, 10-fold CV in R = 10 fresh splits with each fold's inner CV (``nested_cv``); its
+null is another (the all-rows models: ``benchmarks/ncv_difference.py`` measures its level there).
+A test rejects when its p < 0.05; the Bayesian test
 "declares" when P(a better) or P(b better) > 0.95, with a rope of 1 point of error.
 
     python -m benchmarks.test_level                     # 1000 nulls, 500 alternatives
