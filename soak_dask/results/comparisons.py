@@ -427,16 +427,22 @@ def compare(
         elif chosen == "mcnemar":
             rows.append(_unsupported_mcnemar(m))
     for row in rows:
-        row.update(_about(ds, outer, row["method"], (ia, ib)))
-        if row["method"] == "wald_cv":
-            row["level"] = 1 - WALD_CV_COVERAGE.get(row["measure"], math.nan)
+        row.update(_about(ds, outer, row["method"], row["measure"], (ia, ib)))
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS).assign(reference=b, compare=a)
     return out.astype({"n": "int64", "note": str, "reason": str, "null": str})
 
 
-def _about(ds: xr.Dataset, outer: str, method: str, pair: tuple[int, int]) -> dict[str, Any]:
-    """A row's `ABOUT` columns: the null its test is about, its measured level, its extra fits."""
-    level = MEASURED.get((TEST_SPLIT if method == "mcnemar" else outer, method), (math.nan,))[0]
+def _about(
+    ds: xr.Dataset, outer: str, method: str, measure: str, pair: tuple[int, int]
+) -> dict[str, Any]:
+    """A row's `ABOUT` columns: the null its test is about, its measured level (on that null:
+    for wald_cv and ncv 1 − the coverage of their interval), its extra fits."""
+    if method == "wald_cv":
+        level = 1 - WALD_CV_COVERAGE.get(measure, math.nan)
+    elif method == "ncv":  # on one or repeated K-fold CV, the only designs NCV runs on
+        level = 1 - NCV_DIFFERENCE["covers"]
+    else:
+        level = MEASURED.get((TEST_SPLIT if method == "mcnemar" else outer, method), (math.nan,))[0]
     extra = float(ds.attrs.get("inference_fits", math.nan)) if method in EXTRA_FITS else 0.0
     if method == "mcnemar":
         return {"null": "these two fitted models, on new rows like the test split's",
@@ -445,10 +451,10 @@ def _about(ds: xr.Dataset, outer: str, method: str, pair: tuple[int, int]) -> di
         return {"null": "these fitted models: each learner's K fold models, their mean loss on "
                 "new rows of the same population (Bayle et al.'s test error)",
                 "level": level, "extra_fits": extra}  # fmt: skip
-    if method == "ncv":  # its level on its own null (NCV runs on one or repeated K-fold CV)
+    if method == "ncv":
         return {"null": "the learners fitted on all these rows: each one's model of the whole "
                 "table, its loss on new rows of the population (Bates et al.'s Err_XY)",
-                "level": 1 - NCV_DIFFERENCE["covers"], "extra_fits": extra}  # fmt: skip
+                "level": level, "extra_fits": extra}  # fmt: skip
     size = "the train sets' size"
     if "n_train" in ds.data_vars:
         rows = ds["n_train"].transpose("learner", ...).values[list(pair)]
