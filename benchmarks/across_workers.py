@@ -42,7 +42,8 @@ from .common import (
 )
 
 MODULE = "benchmarks.across_workers"
-OPTIONS = {"n_folds": 2, "train_types": ["all"], "progress": False, "persist": False}
+OPTIONS = {"n_folds": 2, "train_types": ["all"]}
+OPTIONS["options"] = sd.RunOptions(progress=False, persist=False)
 
 
 def larger_than_a_worker(source: str, learner: str, args: Any) -> dict[str, Any]:
@@ -89,7 +90,7 @@ def within_noise(client: Any, n: int, seed: int) -> dict[str, Any]:
     frame = pd.DataFrame(X, columns=[f"b{i}" for i in range(8)])
     frame = frame.assign(y=np.where(signal > 0, "yes", "no"), fold=rng.integers(1, 6, n))
     table = sd.load_table(frame, label="y", fold="fold")
-    res = sd.soak(table, ["xgboost"], seed=seed, progress=False)
+    res = sd.soak(table, ["xgboost"], seed=seed, options=sd.RunOptions(progress=False))
     across = res["error"].sel(learner="xgboost", train_type="same").values.ravel()
     features = [f"b{i}" for i in range(8)]
     local = []

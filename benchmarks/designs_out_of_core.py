@@ -49,7 +49,7 @@ def designs(
 ) -> dict[str, Callable[[sd.Table], Any]]:
     """Each design of the issue's table, as a call on the loaded table (``measures``: each
     design's default when None; ``test_split``: the share the test split design reserves)."""
-    base = {"client": client, "progress": False, "persist": False}
+    base = {"options": sd.RunOptions(client=client, progress=False, persist=False)}
     # compare_sampling scores the error its MAI is built on: it takes no measures
     run = {**base, "measures": measures} if measures else base
 

@@ -57,7 +57,7 @@ def calls_with(call: Callable[..., Any]) -> Iterator[None]:
 def time_run(table: sd.Table, learner: str, folds: int, seed: int) -> tuple[float, float, Any]:
     """CPU and wall seconds of one soak run with the local scheduler, and its errors."""
     cpu, wall = time.process_time(), time.perf_counter()
-    res = sd.soak(table, [learner], n_folds=folds, seed=seed, progress=False)
+    res = sd.soak(table, [learner], n_folds=folds, seed=seed, options=sd.RunOptions(progress=False))
     return time.process_time() - cpu, time.perf_counter() - wall, res["error"].values
 
 

@@ -62,7 +62,9 @@ def logistic_differences(df: pd.DataFrame) -> pd.DataFrame:
     parts = []
     for name, table in _tables(df, 1).items():
         learners = ["featureless", "logistic"]
-        res = sd.soak(table, learners, seed=1, measures=["error"], progress=False)
+        res = sd.soak(
+            table, learners, seed=1, measures=["error"], options=sd.RunOptions(progress=False)
+        )
         tests = pvalues(res, "error")
         keep = ["learner", "test_subset", "compare", "mean_diff", "weighted_diff", "p"]
         parts.append(tests[keep].assign(folds=name))

@@ -29,6 +29,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 import soak_dask as sd
+from soak_dask import RunOptions
 from soak_dask.diagnose.mai import compare_sampling, mai_summary, mai_table
 from soak_dask.diagnose.sampling_plot import plot_mai
 from soak_dask.split.sampling import METHODS
@@ -75,7 +76,7 @@ def validate(n_repeats: int) -> pd.DataFrame:
         methods=["random"],
         train_ratio=RATIO,
         n_repeats=n_repeats,
-        progress=False,
+        options=RunOptions(progress=False),
     )
     rows = []
     for name, (aev, sd_) in PAPER_WDBC.items():
@@ -100,17 +101,26 @@ def tables(names: list[str], n_repeats: int, seeds: int) -> tuple[pd.DataFrame, 
         start = time.perf_counter()
         table = bundled(name)
         res = compare_sampling(
-            table, learners(1), methods=METHODS, train_ratio=RATIO, n_repeats=n_repeats,
-            progress=False,
-        )  # fmt: skip
+            table,
+            learners(1),
+            methods=METHODS,
+            train_ratio=RATIO,
+            n_repeats=n_repeats,
+            options=RunOptions(progress=False),
+        )
         results[name] = res
         repeats.append(_mai_frame(res, res, name, 1))
         for seed in range(2, seeds + 1):
             # Only the methods' splits are new; AEV and SD are seed 1's estimates.
             again = compare_sampling(
-                table, learners(seed), methods=METHODS, train_ratio=RATIO, n_repeats=2,
-                seed=seed, progress=False,
-            )  # fmt: skip
+                table,
+                learners(seed),
+                methods=METHODS,
+                train_ratio=RATIO,
+                n_repeats=2,
+                seed=seed,
+                options=RunOptions(progress=False),
+            )
             repeats.append(_mai_frame(again, res, name, seed))
         print(f"   {name}: {time.perf_counter() - start:.0f} s", flush=True)
     return mai_table(results), pd.concat(repeats, ignore_index=True)

@@ -49,10 +49,8 @@ def run_evaluate(client: Any, source: str, outer: str, onepass: bool, args: Any)
             {"lda": "lda"},
             outer=outer,
             seed=args.seed,
-            client=client,
-            progress=False,
-            persist=args.persist,
             **DESIGNS[outer],
+            options=sd.RunOptions(client=client, progress=False, persist=args.persist),
         )
 
     with task_seconds(client) as by_task:

@@ -46,11 +46,8 @@ def run_soak(client: Any, source: str, learners: list[str], args: Any, persist: 
                 {name: name for name in learners},
                 n_folds=args.folds,
                 seed=args.seed,
-                client=client,
-                progress=False,
-                persist=persist,
-                onepass=True,
                 measures=None if args.measures == "all" else args.measures,
+                options=sd.RunOptions(client=client, progress=False, persist=persist, onepass=True),
             )
         )
     errors = res["error"].mean(["test_subset", "fold"]).to_pandas().round(2)

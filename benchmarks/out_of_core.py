@@ -69,10 +69,7 @@ def run(client: Any, source: str, learners: dict[str, Any], args: Any, **kwargs:
                     seed=args.seed,
                     measures=args.measures,
                     train_types=args.train_types,
-                    client=client,
-                    progress=False,
-                    persist=False,
-                    **kwargs,
+                    options=sd.RunOptions(client=client, progress=False, persist=False, **kwargs),
                 )
             )
             row.update(completed=True, seconds=round(seconds, 1), fits=int(res.attrs["n_fits"]))

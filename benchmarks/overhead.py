@@ -29,9 +29,7 @@ def time_soak(source: str, args: Any, client: Any, onepass: bool) -> dict[str, A
                 {"featureless": "featureless"},
                 n_folds=args.folds,
                 seed=args.seed,
-                client=client,
-                progress=False,
-                onepass=onepass,
+                options=sd.RunOptions(client=client, progress=False, onepass=onepass),
             )
         )
         seconds.append(s)

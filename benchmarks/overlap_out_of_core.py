@@ -55,9 +55,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         def run() -> Any:  # the call measured, on a fresh load of the files
             fresh = load_pixels(source, duplicates="allow")
             methods = ["random", "overlap"]
-            return sd.compare_sampling(fresh, LDA, methods=methods, n_repeats=args.repeats,
-                                       knn="blockwise", persist=False, client=client,
-                                       progress=False)  # fmt: skip
+            return sd.compare_sampling(
+                fresh,
+                LDA,
+                methods=methods,
+                n_repeats=args.repeats,
+                knn="blockwise",
+                options=sd.RunOptions(persist=False, client=client, progress=False),
+            )
 
         features = table.data[list(table.features)]
         scan = attempt(client, lambda: features.sum().compute(), args.timeout, limit)

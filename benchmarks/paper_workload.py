@@ -159,8 +159,7 @@ def run_soak(
             learners,
             n_folds=args.folds,
             seed=args.seed,
-            client=client,
-            progress=False,
+            options=sd.RunOptions(client=client, progress=False),
         )
         wall = time.perf_counter() - start
     fits = res["fit_seconds"].to_dataframe().reset_index()

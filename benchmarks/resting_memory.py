@@ -42,9 +42,7 @@ def run(client: Any, source: str) -> Any:
         outer="cv",
         outer_folds=5,
         measures=["error"],
-        persist=False,
-        progress=False,
-        client=client,
+        options=sd.RunOptions(persist=False, progress=False, client=client),
     )
 
 

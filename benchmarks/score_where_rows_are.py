@@ -40,8 +40,9 @@ N_WORKERS = 2
 
 def capped_run(client: Any, source: str, args: Any) -> dict[str, Any]:
     """The issue's row-capped soak under the memory sampler, beside one scan of the files."""
-    options = {"n_folds": 5, "max_train_rows": args.max_train_rows, "client": client}
-    options.update(progress=False, persist=False, measures=["error", "auc"])
+    how = sd.RunOptions(max_train_rows=args.max_train_rows, client=client, progress=False,
+                        persist=False)  # fmt: skip
+    options = {"n_folds": 5, "measures": ["error", "auc"], "options": how}
     table = load_pixels(source, duplicates="allow")
     scan = timed(lambda: table.data[list(table.features)].sum().compute())[1]
     row = {"run": f"soak logistic, 5 folds, max_train_rows={args.max_train_rows:,}"}
@@ -91,7 +92,7 @@ def batched_runs(client: Any, source: str, args: Any) -> list[dict[str, Any]]:
     small = part.sample(n=args.loo_rows, random_state=args.seed).drop(columns="region")
     frame = sd.load_table(small.reset_index(drop=True), label="label")
     learners = ["logistic", "decision_tree"]
-    options = {"outer": "loo", "client": client, "progress": False}
+    options = {"outer": "loo", "options": sd.RunOptions(client=client, progress=False)}
     rows, results = [], {}
     for name, strategy in [("in the batch's task", Batched), ("by a scoring pass", BatchedPass)]:
         with mock.patch("soak_dask.run.evaluate.Batched", strategy):

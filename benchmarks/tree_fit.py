@@ -67,7 +67,7 @@ def soak_errors(rows: int, seed: int) -> pd.DataFrame:
     """Mean test error (%) of both trees in benchmark f's design (its table and seed)."""
     table = sd.load_table(simulated_table(rows, seed), label="y", subset="subset")
     learners = {"previous tree": PreviousTree(), "rpart rules": sd.PrunedTreeClassifier()}
-    res = sd.soak(table, learners, n_folds=10, seed=seed, progress=False)
+    res = sd.soak(table, learners, n_folds=10, seed=seed, options=sd.RunOptions(progress=False))
     return mean_errors(res)
 
 

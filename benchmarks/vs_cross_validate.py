@@ -74,8 +74,7 @@ def soak_side(client: Any, source: str, learner: str, args, profile: bool) -> di
             outer="cv",
             outer_folds=args.folds,
             seed=args.seed,
-            client=client,
-            progress=False,
+            options=sd.RunOptions(client=client, progress=False),
             prior_correction=False,  # argmax, as cross_validate predicts
             measures=args.measures,
         )

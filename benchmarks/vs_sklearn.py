@@ -121,8 +121,7 @@ def compare(
             {learner: learner},
             n_folds=args.folds,
             seed=args.seed,
-            client=client,
-            progress=False,
+            options=sd.RunOptions(client=client, progress=False),
         )
     )
     loops.update({threads: loop(threads) for threads in others})

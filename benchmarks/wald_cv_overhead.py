@@ -45,7 +45,7 @@ def run(data: sd.Table, learners: list[str], pairs: bool) -> tuple[float, float,
     patch = mock.patch.object(fitting, "row_losses", lambda *a, **k: {}) if not pairs else None
     wall, used = time.perf_counter(), cpu()
     with patch or mock.patch.object(fitting, "row_losses", fitting.row_losses):
-        ds = sd.evaluate(data, learners, outer="cv", progress=False)
+        ds = sd.evaluate(data, learners, outer="cv", options=sd.RunOptions(progress=False))
     recorded = bool(np.isfinite(ds["loss_sq_log_loss"].values).any())
     return time.perf_counter() - wall, cpu() - used, recorded
 

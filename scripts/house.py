@@ -61,7 +61,7 @@ MAX_LINES = 60
 FLOORS: list[set[str]] = [
     {"version", "hashing", "reduction", "schema", "stats", "dask_client", "workers"},
     {"tables", "io"},
-    {"learn", "split", "compiled", "settings", "option_checks"},
+    {"learn", "split", "compiled", "settings", "option_checks", "run_options"},
     {"run"},
     {"results"},
     {"diagnose", "pooling", "spatial"},

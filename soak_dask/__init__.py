@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from .run.engine import soak
     from .run.evaluate import evaluate
     from .run.run_design import run_design
+    from .run_options import RunOptions
     from .schema import TRAIN_TYPES
     from .spatial.aoa import aoa
     from .spatial.aoa_coverage import aoa_coverage, aoa_sentences

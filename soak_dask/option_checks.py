@@ -3,14 +3,16 @@ before its body runs, as scikit-learn's ``@validate_params`` checks ``cross_vali
 
 ``@checked("evaluate")`` above ``evaluate`` checks each of its parameters that
 ``soak_dask.settings`` declares for the command ``evaluate`` (`Setting.checked`: the declared
-check, its message), refuses keywords the function does not take (naming the new name of a
-former one, ``refuse_unknown``), the options of ``evaluate`` its outer strategy would ignore
-(``check_design_options``), and beside a table those a fold column makes moot
-(``check_fold_column_options``) or a group assignment without a group column; then the body runs
-with the checked, canonical values (plain ints, the train types as a tuple, a strategy's own
-``outer_repeats``...). The command line and run files check the same declarations before the
-engine loads (``soak_dask.app.config``, messages naming the flag as typed); their values then
-pass this door unchanged. Nothing below the door checks an option again.
+check, its message), gives an entry point's body its ``options`` as a ``RunOptions`` (default
+``RunOptions()``; its values were checked when it was made), refuses keywords the function does
+not take (naming the new name of a former one, ``refuse_unknown``), the options of
+``evaluate`` its outer strategy would ignore (``check_design_options``), and beside a table
+those a fold column makes moot (``check_fold_column_options``) or a group assignment without
+a group column; then the body runs with the checked, canonical values (plain ints, the train
+types as a tuple, a strategy's own ``outer_repeats``...). The command line and run files check
+the same declarations before the engine loads (``soak_dask.app.config``, messages naming the
+flag as typed); their values then pass this door unchanged. Nothing below the door checks an
+option again.
 
 Examples
 --------
@@ -33,6 +35,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from .run_options import RUN_OPTIONS, RunOptions
 from .settings import (
     SETTINGS,
     Command,
@@ -49,8 +52,9 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 #: what it runs on and where (the table by ``check_table``, the learners by
 #: ``resolve_learners``, the design by ``run_design``), and the prediction area of
 #: ``outer="knndm"`` (a table, frame, raster or path: ``check_prediction``), which the door
-#: refuses only beside a strategy that does not read it.
-NOT_OPTIONS = frozenset({"table", "learners", "design", "client", "prediction"})
+#: refuses only beside a strategy that does not read it; an entry point's ``options`` (a
+#: ``RunOptions``, checked when made) and a function's own ``client``.
+NOT_OPTIONS = frozenset({"table", "learners", "design", "client", "prediction", "options"})
 #: The command each decorated function checks its options as, by the function's qualified name
 #: (``soak_dask.run.engine.soak`` -> ``"run"``): the door's register, which the tests read.
 DOORS: dict[str, str] = {}
@@ -75,7 +79,9 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
     ------
     TypeError
         When decorating: a parameter neither declared for `command` nor in `NOT_OPTIONS`.
-        When called: a keyword the function does not take (``**renamed`` catches former names).
+        When called: a keyword the function does not take (``**renamed`` catches former names;
+        a run option is named as one: it goes in ``options=RunOptions(...)``), ``options`` not
+        a ``RunOptions``.
     ValueError
         When called: a bad value, named as the function's keyword, before any work.
     """
@@ -87,10 +93,13 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
         catches = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
         # ``**renamed`` only catches former names, to say their new ones.
         former = renamed_names(command) if catches else None
+        runs = "options" in signature.parameters  # an entry point: it takes RunOptions
 
         @functools.wraps(func)
         def door(*args: Any, **kwargs: Any) -> Any:
             refuse_unknown(func.__name__, signature, kwargs, former)
+            if runs:
+                kwargs["options"] = run_options(func.__name__, kwargs.get("options"))
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             values = bound.arguments
@@ -107,6 +116,19 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
         return door  # type: ignore[return-value]
 
     return decorate
+
+
+def run_options(name: str, options: Any) -> RunOptions:
+    """An entry point's ``options`` (default ``RunOptions()``: its values were checked when
+    it was made)."""
+    if options is None:
+        return RunOptions()
+    if not isinstance(options, RunOptions):
+        raise TypeError(
+            f"{name}(): options={options!r}: need a soak_dask.RunOptions, e.g. "
+            "options=sd.RunOptions(progress=False)"
+        )
+    return options
 
 
 def refuse_unknown(
@@ -129,6 +151,11 @@ def refuse_unknown(
     for key in given:
         if key in (renamed or {}):
             raise TypeError(f"{name}(): {key}= is now {renamed[key]}=")
+        if key in RUN_OPTIONS and "options" in names:
+            raise TypeError(
+                f"{name}(): {key}= is a run option: pass options=RunOptions({key}=...) "
+                "(soak_dask.RunOptions)"
+            )
         if key not in names:
             near = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
             hint = f"; did you mean {near[0]!r}?" if near else f"; it takes {', '.join(names)}"

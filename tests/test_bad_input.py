@@ -6,7 +6,6 @@ one warning listing them. The user's source files are never written or moved.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,7 +29,11 @@ from soak_dask.learn.builtin import resolve_learners
 from .conftest import toy_table
 
 PACKAGE = Path(sd.__file__).parent
-FAST = {"learners": {"featureless": "featureless"}, "measures": ["error"], "progress": False}
+FAST = {
+    "learners": {"featureless": "featureless"},
+    "measures": ["error"],
+    "options": sd.RunOptions(progress=False),
+}
 
 
 @contextmanager
@@ -49,7 +52,8 @@ def soak_warnings(table: sd.Table, **kwargs) -> tuple[object, list[str]]:
     """Run SOAK recording every warning; return the result and the warning messages."""
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        res = sd.soak(table, **{**FAST, **kwargs})
+        options, rest = sd.RunOptions.among({"progress": False, **kwargs})
+        res = sd.soak(table, **{**FAST, **rest, "options": options})
     return res, [str(w.message) for w in record]
 
 
@@ -95,7 +99,13 @@ def test_missing_values_in_regression_label():
         sd.load_table(df, label="target", subset="subset")  # before the task is inferred
     table = sd.load_table(df, label="target", subset="subset", task="regression")
     with clear_error(ValueError, "'target'", "1 missing values"):
-        sd.soak(table, n_folds=3, learners="featureless", measures=["mse"], progress=False)
+        sd.soak(
+            table,
+            n_folds=3,
+            learners="featureless",
+            measures=["mse"],
+            options=sd.RunOptions(progress=False),
+        )
 
 
 def test_duplicate_column_names():
@@ -117,7 +127,9 @@ def test_infinite_feature_values_are_named():
     df.loc[9, "x2"] = -np.inf
     table = sd.load_table(df, label="y", subset="subset")
     with clear_error(ValueError, "infinite", "x1", "x2"):
-        sd.soak(table, {"lr": LogisticRegression()}, n_folds=3, progress=False)
+        sd.soak(
+            table, {"lr": LogisticRegression()}, n_folds=3, options=sd.RunOptions(progress=False)
+        )
 
 
 def test_soak_needs_a_table():
@@ -190,8 +202,12 @@ def test_seed_not_an_integer_from_0_to_2_to_the_32(seed):
 @pytest.mark.parametrize("seed", [np.int64(7), np.uint32(2**32 - 1)])
 def test_numpy_integer_seeds_equal_python_ints(seed):
     table = sd.load_table(toy_table(n=90), label="y", subset="subset")
-    as_int = sd.soak(table, "decision_tree", n_folds=3, seed=int(seed), progress=False)
-    as_numpy = sd.soak(table, "decision_tree", n_folds=3, seed=seed, progress=False)
+    as_int = sd.soak(
+        table, "decision_tree", n_folds=3, seed=int(seed), options=sd.RunOptions(progress=False)
+    )
+    as_numpy = sd.soak(
+        table, "decision_tree", n_folds=3, seed=seed, options=sd.RunOptions(progress=False)
+    )
     assert as_numpy["error"].notnull().all()
     np.testing.assert_array_equal(as_numpy["error"], as_int["error"])
     assert as_numpy.attrs["seed"] == as_int.attrs["seed"]
@@ -371,29 +387,36 @@ def test_one_missing_feature_value_scores_nan_where_that_row_is_used(incremental
 def test_unknown_learner_measure_and_train_type():
     table = sd.load_table(toy_table(n=60), label="y", subset="subset")
     with clear_error(ValueError, "'svm_magic'", "featureless"):
-        sd.soak(table, {"m": "svm_magic"}, n_folds=3, progress=False)
+        sd.soak(table, {"m": "svm_magic"}, n_folds=3, options=sd.RunOptions(progress=False))
     with clear_error(ValueError, "'linear'", "classification"):
-        sd.soak(table, "linear", n_folds=3, progress=False)
+        sd.soak(table, "linear", n_folds=3, options=sd.RunOptions(progress=False))
     with clear_error(ValueError, "'ols'", "regressor"):
-        sd.soak(table, {"ols": LinearRegression()}, n_folds=3, progress=False)
+        sd.soak(
+            table, {"ols": LinearRegression()}, n_folds=3, options=sd.RunOptions(progress=False)
+        )
     with clear_error(TypeError, "'bad'", "fit and predict"):
-        sd.soak(table, {"bad": object()}, n_folds=3, progress=False)
+        sd.soak(table, {"bad": object()}, n_folds=3, options=sd.RunOptions(progress=False))
     with clear_error(ValueError, "r3", "error"):
-        sd.soak(table, "featureless", n_folds=3, measures=["r3"], progress=False)
+        sd.soak(
+            table, "featureless", n_folds=3, measures=["r3"], options=sd.RunOptions(progress=False)
+        )
     with clear_error(ValueError, "'some'", "same"):
-        sd.soak(table, "featureless", n_folds=3, train_types="some,all", progress=False)
+        sd.soak(
+            table,
+            "featureless",
+            n_folds=3,
+            train_types="some,all",
+            options=sd.RunOptions(progress=False),
+        )
 
 
 def test_results_store_of_another_configuration(tmp_path):
-    params = inspect.signature(sd.soak).parameters
-    name = next((p for p in ("checkpoint", "resume") if p in params), None)
-    if name is None:
-        pytest.skip("resume not implemented yet")
     table = sd.load_table(toy_table(n=90), label="y", subset="subset")
     store = tmp_path / "run.zarr"
-    sd.soak(table, n_folds=3, seed=1, **{name: store}, **FAST)
+    stored = {**FAST, "options": sd.RunOptions(progress=False, checkpoint=store)}
+    sd.soak(table, n_folds=3, seed=1, **stored)
     with clear_error(ValueError, str(store), "seed"):
-        sd.soak(table, n_folds=3, seed=2, **{name: store}, **FAST)
+        sd.soak(table, n_folds=3, seed=2, **stored)
 
 
 # --- files ----------------------------------------------------------------------------------
@@ -445,7 +468,8 @@ def test_source_files_are_never_written_or_moved(tmp_path, persist):
     table = sd.load_table(
         pixels, label="label", subset="region", group="polygon", exclude=["x", "y"]
     )
-    res = sd.soak(table, n_folds=3, persist=persist, **{**FAST, "learners": None})
+    options = sd.RunOptions(progress=False, persist=persist)
+    res = sd.soak(table, n_folds=3, **{**FAST, "learners": None, "options": options})
     assert int(res["n_test"].sel(learner="featureless", train_type="same").sum()) == 1_500
     sd.save_results(res, tmp_path / "results.zarr")
     assert _fingerprint(pixels) == before

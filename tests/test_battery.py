@@ -207,7 +207,11 @@ def hostile_results() -> xr.Dataset:
     names = {"s0": "<script>alert(1)</script>", "s1": "a|b *c*"}
     table = sd.load_table(df.assign(subset=df["subset"].map(names)), label="y", subset="subset")
     return sd.soak(
-        table, ["featureless", "logistic"], n_folds=3, measures=["error"], progress=False
+        table,
+        ["featureless", "logistic"],
+        n_folds=3,
+        measures=["error"],
+        options=sd.RunOptions(progress=False),
     )
 
 
@@ -288,7 +292,8 @@ class Shared:
 
 def ck_run(path: Path) -> dict[str, Any]:
     """``soak`` arguments (after the table, `toy`) of a run checkpointed at ``path``."""
-    return {"learners": "featureless", "n_folds": 3, "progress": False, "checkpoint": path}
+    options = sd.RunOptions(progress=False, checkpoint=path)
+    return {"learners": "featureless", "n_folds": 3, "options": options}
 
 
 def cli_run(data: Path, ck: Path) -> list:
@@ -430,7 +435,8 @@ def toy(**kwargs: Any) -> sd.Table:
 def run(table: sd.Table, learners: Any = "featureless", **kwargs: Any) -> xr.Dataset:
     """soak with 3 drawn folds, or a fold column's own (n_folds beside one is refused)."""
     drawn = {} if table.fold else {"n_folds": 3}
-    return sd.soak(table, learners, **{**drawn, "progress": False, **kwargs})
+    options, rest = sd.RunOptions.among({"progress": False, **kwargs})
+    return sd.soak(table, learners, **{**drawn, **rest}, options=options)
 
 
 def folded(df: pd.DataFrame | None = None, **kwargs: Any) -> sd.Table:

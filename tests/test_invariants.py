@@ -180,7 +180,7 @@ def test_distinct_fit_plan_scores_like_the_naive_loop(case):
         {"tree": learner},
         train_types=case.train_types,
         measures=["accuracy"],
-        progress=False,
+        options=sd.RunOptions(progress=False),
     )
     cv = case.cv()
     X = df[["row_id", "x"]].to_numpy()

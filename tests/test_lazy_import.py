@@ -132,7 +132,13 @@ def store(tmp_path_factory) -> Path:
     from .conftest import toy_table
 
     table = sd.load_table(toy_table(n=120), label="y", subset="subset")
-    res = sd.soak(table, {"featureless": "featureless"}, n_folds=2, seed=1, progress=False)
+    res = sd.soak(
+        table,
+        {"featureless": "featureless"},
+        n_folds=2,
+        seed=1,
+        options=sd.RunOptions(progress=False),
+    )
     return sd.save_results(res, tmp_path_factory.mktemp("lazy") / "res.zarr")
 
 

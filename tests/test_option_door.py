@@ -5,6 +5,7 @@ checked values."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import dask
 import dask.dataframe as dd
@@ -88,7 +89,10 @@ def test_every_public_entry_point_carries_the_door():
         (lambda t: sd.search_subsets(t, threshold=2), r"^threshold=2: need a relative"),
         (lambda t: sd.split_sensitivity(t, alpha=0.6), r"^alpha=0.6: need a level in"),
         (lambda t: sd.compare_sampling(t, None, n_repeats=1), r"^n_repeats=1: need an integer"),
-        (lambda t: sd.run_design(t, sd.SameOtherAll(), error_score="x"), r"^error_score='x'"),
+        (
+            lambda t: sd.run_design(t, sd.SameOtherAll(), options=sd.RunOptions(error_score="x")),
+            r"^error_score='x'",
+        ),
         (lambda t: describe_table(t, 1), r"^n_folds=1: need an integer of at least 2$"),
         (lambda t: random_split(t, 0.5, seed=1.0), r"^seed=1.0: need an integer"),
     ],
@@ -122,15 +126,26 @@ def test_an_unknown_keyword_names_the_nearest_parameter(untouchable, call, match
 
 def test_the_body_gets_the_checked_values():
     @checked("run")
-    def run(table, *, seed=1, train_types=("same", "other", "all"), error_score=np.nan):
-        return seed, train_types, error_score
+    def run(table, *, seed=1, train_types=("same", "other", "all")):
+        return seed, train_types
 
-    seed, train_types, error_score = run(None, seed=np.int64(7), train_types="all,same")
+    seed, train_types = run(None, seed=np.int64(7), train_types="all,same")
     assert type(seed) is int and seed == 7
     assert train_types == ("same", "all")
-    assert np.isnan(error_score)
     with pytest.raises(ValueError, match=r"^seed=True: need an integer"):
         run(None, seed=True)
+
+
+def test_run_options_are_checked_when_made_and_reach_the_body_as_keywords():
+    made = sd.RunOptions(max_train_rows=np.int64(50), error_score=np.nan)
+    assert type(made.max_train_rows) is int and np.isnan(made.error_score)
+    with pytest.raises(ValueError, match=r"^progress='no': need"):
+        sd.RunOptions(progress="no")
+    assert list(inspect.signature(sd.soak).parameters)[-1] == "options"
+    with pytest.raises(TypeError, match=r"^soak\(\): progress= is a run option: pass "):
+        sd.soak(None, progress=False)
+    with pytest.raises(TypeError, match=r"options=\{'progress': False\}: need a soak_dask"):
+        sd.soak(None, options={"progress": False})
 
 
 def test_evaluate_gets_its_strategy_values():

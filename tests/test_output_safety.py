@@ -53,7 +53,13 @@ def load(path: Path | str) -> sd.Table:
 @pytest.fixture
 def results(data) -> object:
     # One measure: a report's figures are per measure, and the rule is the same for each.
-    return sd.soak(load(data), "featureless", n_folds=2, measures="error", progress=False)
+    return sd.soak(
+        load(data),
+        "featureless",
+        n_folds=2,
+        measures="error",
+        options=sd.RunOptions(progress=False),
+    )
 
 
 def soak(argv: list, capsys) -> tuple[int, str, str]:
@@ -216,10 +222,14 @@ def test_a_users_report_html_and_summary_csv_are_never_replaced(results, tmp_pat
 def test_an_evaluation_report_replaces_a_soak_report_not_a_transfer_report(data, results, tmp_path):
     out = tmp_path / "rep"
     sd.write_report(results, out, "error")
-    ev = sd.evaluate(load(data), "featureless", outer_folds=2, progress=False)
+    ev = sd.evaluate(
+        load(data), "featureless", outer_folds=2, options=sd.RunOptions(progress=False)
+    )
     sd.write_report(ev, out, "error", overwrite=True)  # one writer: soak_dask's report
     assert not list(out.glob("soak_*.png")) and list(out.glob("evaluation_*"))
-    matrix = sd.transfer(load(data), "featureless", n_folds=2, progress=False)
+    matrix = sd.transfer(
+        load(data), "featureless", n_folds=2, options=sd.RunOptions(progress=False)
+    )
     with pytest.raises(FileExistsError, match="written by soak_dask's report, not"):
         from soak_dask.pooling.report import write_transfer_report
 
@@ -320,7 +330,13 @@ def test_transfer_overwrite_replaces_its_own_output(data, tmp_path, capsys):
 def test_write_transfer_report_refuses_its_input_and_earlier_report(data, tmp_path):
     from soak_dask.pooling.report import write_transfer_report
 
-    matrix = sd.transfer(load(data), "featureless", n_folds=2, measures="error", progress=False)
+    matrix = sd.transfer(
+        load(data),
+        "featureless",
+        n_folds=2,
+        measures="error",
+        options=sd.RunOptions(progress=False),
+    )
     write_transfer_report(matrix, tmp_path / "t")
     with pytest.raises(FileExistsError, match="earlier output"):
         write_transfer_report(matrix, tmp_path / "t")
@@ -402,7 +418,12 @@ def test_two_names_for_one_model_file_are_refused(data, tmp_path):
 
 
 def test_any_learner_name_is_fine_without_models(data):
-    res = sd.evaluate(load(data), {"sub/dir name": "featureless"}, outer_folds=2, progress=False)
+    res = sd.evaluate(
+        load(data),
+        {"sub/dir name": "featureless"},
+        outer_folds=2,
+        options=sd.RunOptions(progress=False),
+    )
     assert list(res["learner"].values) == ["sub/dir name"]
 
 
@@ -468,8 +489,12 @@ def test_models_cli_refuses_a_file_a_users_model_and_earlier_models(data, tmp_pa
 def test_evaluate_replaces_only_its_own_model_files(data, tmp_path):
     models = tmp_path / "m"
     table = load(data)
-    sd.evaluate(table, "featureless", outer_folds=2, models=models, progress=False)
-    sd.evaluate(table, "featureless", outer_folds=2, models=models, progress=False)
+    sd.evaluate(
+        table, "featureless", outer_folds=2, models=models, options=sd.RunOptions(progress=False)
+    )
+    sd.evaluate(
+        table, "featureless", outer_folds=2, models=models, options=sd.RunOptions(progress=False)
+    )
     assert check_models_dir(models, ["featureless"]) == models
     with pytest.raises(FileExistsError, match="pass --overwrite"):
         check_models_dir(models, ["featureless"], overwrite=False)
@@ -562,9 +587,16 @@ def test_a_checkpoint_accepts_the_same_data_by_a_relative_then_absolute_path(
 ):
     monkeypatch.chdir(tmp_path)
     ck = tmp_path / "ck"
-    first = sd.soak(load("data"), "featureless", n_folds=2, progress=False, checkpoint=ck)
+    first = sd.soak(
+        load("data"), "featureless", n_folds=2, options=sd.RunOptions(progress=False, checkpoint=ck)
+    )
     ev = tmp_path / "ev"
-    sd.evaluate(load("data"), "featureless", outer_folds=2, progress=False, checkpoint=ev)
+    sd.evaluate(
+        load("data"),
+        "featureless",
+        outer_folds=2,
+        options=sd.RunOptions(progress=False, checkpoint=ev),
+    )
     from soak_dask.run import executor
 
     run = executor.execute
@@ -574,23 +606,53 @@ def test_a_checkpoint_accepts_the_same_data_by_a_relative_then_absolute_path(
         return run(tasks, *args)
 
     monkeypatch.setattr(executor, "execute", resumed)
-    again = sd.soak(load(data.resolve()), "featureless", n_folds=2, progress=False, checkpoint=ck)
+    again = sd.soak(
+        load(data.resolve()),
+        "featureless",
+        n_folds=2,
+        options=sd.RunOptions(progress=False, checkpoint=ck),
+    )
     keep = [v for v in first.data_vars if "seconds" not in v]
     xr.testing.assert_equal(first[keep], again[keep])
     (tmp_path / "link").symlink_to(data, target_is_directory=True)
-    sd.soak(load(tmp_path / "link"), "featureless", n_folds=2, progress=False, checkpoint=ck)
-    sd.evaluate(load(data.resolve()), "featureless", outer_folds=2, progress=False, checkpoint=ev)
+    sd.soak(
+        load(tmp_path / "link"),
+        "featureless",
+        n_folds=2,
+        options=sd.RunOptions(progress=False, checkpoint=ck),
+    )
+    sd.evaluate(
+        load(data.resolve()),
+        "featureless",
+        outer_folds=2,
+        options=sd.RunOptions(progress=False, checkpoint=ev),
+    )
 
 
 def test_a_checkpoint_accepts_a_csv_by_either_path_and_refuses_other_data(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     toy_table(80, 2, seed=3).to_csv(tmp_path / "t.csv", index=False)
     ck = tmp_path / "ck"
-    sd.soak(load("t.csv"), "featureless", n_folds=2, progress=False, checkpoint=ck)
-    sd.soak(load(tmp_path / "t.csv"), "featureless", n_folds=2, progress=False, checkpoint=ck)
+    sd.soak(
+        load("t.csv"),
+        "featureless",
+        n_folds=2,
+        options=sd.RunOptions(progress=False, checkpoint=ck),
+    )
+    sd.soak(
+        load(tmp_path / "t.csv"),
+        "featureless",
+        n_folds=2,
+        options=sd.RunOptions(progress=False, checkpoint=ck),
+    )
     toy_table(80, 2, seed=4).to_csv(tmp_path / "u.csv", index=False)
     with pytest.raises(ValueError, match="other settings"):
-        sd.soak(load("u.csv"), "featureless", n_folds=2, progress=False, checkpoint=ck)
+        sd.soak(
+            load("u.csv"),
+            "featureless",
+            n_folds=2,
+            options=sd.RunOptions(progress=False, checkpoint=ck),
+        )
 
 
 def test_soak_run_resumes_when_the_data_is_named_by_another_path(data, tmp_path, capsys,
@@ -662,7 +724,12 @@ def test_models_and_checkpoint_must_be_apart(data, tmp_path):
     pairs = ((tmp_path / "m", tmp_path / "m"), (tmp_path / "c" / "m", tmp_path / "c"))
     for models, checkpoint in pairs:
         with pytest.raises(ValueError, match="and checkpoint .* overlap"):
-            sd.evaluate(load(data), "featureless", models=models, checkpoint=checkpoint)
+            sd.evaluate(
+                load(data),
+                "featureless",
+                models=models,
+                options=sd.RunOptions(checkpoint=checkpoint),
+            )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]
 
 

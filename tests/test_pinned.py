@@ -252,7 +252,13 @@ def test_pinned_result_is_bit_identical():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # one-class test blocks, by design of the tiny table
         res = sd.soak(
-            table, learners, n_folds=3, seed=11, sizes=0, measures=["error"], progress=False
+            table,
+            learners,
+            n_folds=3,
+            seed=11,
+            sizes=0,
+            measures=["error"],
+            options=sd.RunOptions(progress=False),
         )
     assert res["n_train"].values.ravel().tolist() == N_TRAIN
     np.testing.assert_array_equal(res["error"].values.ravel(), np.array(ERROR))

@@ -42,7 +42,7 @@ def synchronous(monkeypatch):
 @pytest.fixture(scope="module")
 def results():
     table = sd.load_table(toy_table(80, 2, seed=3), label="y", subset="subset")
-    return sd.soak(table, "featureless", n_folds=2, progress=False)
+    return sd.soak(table, "featureless", n_folds=2, options=sd.RunOptions(progress=False))
 
 
 @pytest.fixture
@@ -170,7 +170,9 @@ def test_models_at_a_link_to_a_missing_target_are_refused_before_any_fit(tmp_pat
     link.symlink_to(target, target_is_directory=True)
     table = sd.load_table(toy_table(40, 2), label="y", subset="subset")
     with pytest.raises(FileExistsError, match="symbolic link to a missing target"):
-        sd.evaluate(table, "featureless", outer_folds=2, models=link, progress=False)
+        sd.evaluate(
+            table, "featureless", outer_folds=2, models=link, options=sd.RunOptions(progress=False)
+        )
     model, _ = _fitted()
     with pytest.raises(FileExistsError, match="symbolic link to a missing target"):
         sd.save_model(model, link, features=FEATURES)

@@ -94,23 +94,36 @@ def soak(argv, capsys, scheduler) -> tuple[int, str]:
 def test_nan_probabilities_score_nan_naming_the_learner(prior_correction):
     with pytest.warns(UserWarning, match="nanny .*predict_proba returned NaN"):
         ds = sd.evaluate(
-            table(), {"nanny": NaNProba(), "featureless": "featureless"},
-            measures=["error", "log_loss"], prior_correction=prior_correction, progress=False,
-        )  # fmt: skip
+            table(),
+            {"nanny": NaNProba(), "featureless": "featureless"},
+            measures=["error", "log_loss"],
+            prior_correction=prior_correction,
+            options=sd.RunOptions(progress=False),
+        )
     assert ds["error"].sel(learner="nanny").isnull().all()
     assert ds["error"].sel(learner="featureless").notnull().all()
 
 
 def test_nan_probabilities_in_soak_and_split_sensitivity():
     with pytest.warns(UserWarning, match="nanny .*predict_proba returned NaN"):
-        ds = sd.soak(table(subset="s"), {"nanny": NaNProba()}, n_folds=3, progress=False)
+        ds = sd.soak(
+            table(subset="s"),
+            {"nanny": NaNProba()},
+            n_folds=3,
+            options=sd.RunOptions(progress=False),
+        )
     assert ds["error"].isnull().all()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         ds = sd.split_sensitivity(
-            table(), {"nanny": NaNProba()}, ratios=(0.7,), n_repeats=3, n_folds=2,
-            measures="log_loss", progress=False,
-        )  # fmt: skip
+            table(),
+            {"nanny": NaNProba()},
+            ratios=(0.7,),
+            n_repeats=3,
+            n_folds=2,
+            measures="log_loss",
+            options=sd.RunOptions(progress=False),
+        )
     assert any("predict_proba returned NaN" in str(w.message) for w in caught)
     assert ds["test_score"].isnull().all()
 
@@ -123,14 +136,22 @@ ONE_CLASS = "label column 'y' holds one class ('p') in every row"
 @pytest.mark.parametrize(
     "call",
     [
-        lambda t: sd.evaluate(t, ["featureless"], progress=False),
-        lambda t: sd.soak(t, ["featureless"], n_folds=3, progress=False),
-        lambda t: sd.split_sensitivity(t, "featureless", n_repeats=3, n_folds=2, progress=False),
+        lambda t: sd.evaluate(t, ["featureless"], options=sd.RunOptions(progress=False)),
+        lambda t: sd.soak(t, ["featureless"], n_folds=3, options=sd.RunOptions(progress=False)),
+        lambda t: sd.split_sensitivity(
+            t, "featureless", n_repeats=3, n_folds=2, options=sd.RunOptions(progress=False)
+        ),
         lambda t: sd.compare_sampling(
-            t, ["featureless"], methods=["random"], n_repeats=3, progress=False
+            t,
+            ["featureless"],
+            methods=["random"],
+            n_repeats=3,
+            options=sd.RunOptions(progress=False),
         ),  # fmt: skip
-        lambda t: sd.transfer(t, ["featureless"], n_folds=3, progress=False),
-        lambda t: sd.search_subsets(t, ["featureless"], n_folds=3, progress=False),
+        lambda t: sd.transfer(t, ["featureless"], n_folds=3, options=sd.RunOptions(progress=False)),
+        lambda t: sd.search_subsets(
+            t, ["featureless"], n_folds=3, options=sd.RunOptions(progress=False)
+        ),
     ],
     ids=["evaluate", "soak", "split_sensitivity", "compare_sampling", "transfer", "search"],
 )
@@ -143,18 +164,18 @@ def test_one_class_refused(call):
 def test_lodo_with_one_group_refused():
     one = table(frame().assign(g=1), group="g")
     with pytest.raises(ValueError, match="outer='lodo' .* has 1 group: need at least 2"):
-        sd.evaluate(one, ["featureless"], outer="lodo", progress=False)
+        sd.evaluate(one, ["featureless"], outer="lodo", options=sd.RunOptions(progress=False))
     with pytest.raises(ValueError, match="the table has 1 groups"):  # as cv already did
-        sd.evaluate(one, ["featureless"], progress=False)
+        sd.evaluate(one, ["featureless"], options=sd.RunOptions(progress=False))
 
 
 def test_transfer_needs_two_subsets():
     for call in (sd.transfer, sd.search_subsets):
         with pytest.raises(ValueError, match="load the table with subset=COLUMN"):
-            call(table(), ["featureless"], n_folds=3, progress=False)
+            call(table(), ["featureless"], n_folds=3, options=sd.RunOptions(progress=False))
         with pytest.raises(ValueError, match="holds one subset \\('u'\\)"):
             call(table(frame().assign(s="u"), subset="s"), ["featureless"], n_folds=3,
-                 progress=False)  # fmt: skip
+                 options=sd.RunOptions(progress=False))  # fmt: skip
 
 
 # --- duplicates and options a design ignores ---------------------------------------------------
@@ -184,7 +205,7 @@ def test_duplicate_features_refused():
 )
 def test_options_a_design_ignores_refused(options, match):
     with pytest.raises(ValueError, match=match):
-        sd.evaluate(table(), ["featureless"], progress=False, **options)
+        sd.evaluate(table(), ["featureless"], **options, options=sd.RunOptions(progress=False))
 
 
 @pytest.mark.parametrize(
@@ -197,11 +218,14 @@ def test_options_a_design_ignores_refused(options, match):
 )
 def test_soak_options_it_would_ignore_refused(options, match):
     with pytest.raises(ValueError, match=match):
-        sd.soak(table(subset="s"), ["featureless"], n_folds=3, progress=False, **options)
+        run, rest = sd.RunOptions.among(options, progress=False)
+        sd.soak(table(subset="s"), ["featureless"], n_folds=3, **rest, options=run)
 
 
 def test_lodo_ignores_nothing_it_is_given():
-    ds = sd.evaluate(table(group="g"), ["featureless"], outer="lodo", progress=False)
+    ds = sd.evaluate(
+        table(group="g"), ["featureless"], outer="lodo", options=sd.RunOptions(progress=False)
+    )
     assert ds.sizes["fold"] == 8
 
 
@@ -211,23 +235,37 @@ def test_lodo_ignores_nothing_it_is_given():
 def test_share_extremes_refused_or_honoured():
     t = table()
     with pytest.raises(ValueError, match=r"test_split=0.001 draws 0 of the table's 160 rows"):
-        sd.evaluate(t, ["featureless"], test_split=0.001, progress=False)
-    ds = sd.evaluate(t, ["featureless"], test_split=0.01, progress=False)
+        sd.evaluate(t, ["featureless"], test_split=0.001, options=sd.RunOptions(progress=False))
+    ds = sd.evaluate(t, ["featureless"], test_split=0.01, options=sd.RunOptions(progress=False))
     assert int(ds["n_test_split"].item()) == 2 and ds.attrs["test_split"] == 2 / 160
     with pytest.raises(ValueError, match="train_ratio=0.999 draws 160 of the table's 160"):
-        sd.evaluate(t, ["featureless"], outer="subsampling", train_ratio=0.999,
-                    outer_repeats=2, progress=False)  # fmt: skip
+        sd.evaluate(
+            t,
+            ["featureless"],
+            outer="subsampling",
+            train_ratio=0.999,
+            outer_repeats=2,
+            options=sd.RunOptions(progress=False),
+        )
     with pytest.raises(ValueError, match="train_ratio=0.001 draws 0 of the table's 160"):
-        sd.compare_sampling(t, ["featureless"], methods=["random"], train_ratio=0.001,
-                            n_repeats=3, progress=False)  # fmt: skip
+        sd.compare_sampling(
+            t,
+            ["featureless"],
+            methods=["random"],
+            train_ratio=0.001,
+            n_repeats=3,
+            options=sd.RunOptions(progress=False),
+        )
     with pytest.raises(ValueError, match="ratio=0.999 draws 160 of the table's 160 rows"):
-        sd.split_sensitivity(t, "featureless", ratios=(0.999,), n_repeats=3, progress=False)
+        sd.split_sensitivity(
+            t, "featureless", ratios=(0.999,), n_repeats=3, options=sd.RunOptions(progress=False)
+        )
 
 
 def test_grouped_share_extremes_refused():
     t = table(group="g")
     with pytest.raises(ValueError, match="test_split=0.01 draws 0 of the table's 8 groups"):
-        sd.evaluate(t, ["featureless"], test_split=0.01, progress=False)
+        sd.evaluate(t, ["featureless"], test_split=0.01, options=sd.RunOptions(progress=False))
 
 
 # --- the same cases from the command line ------------------------------------------------------
@@ -297,8 +335,14 @@ def test_cli_honours_an_extreme_ratio(csv, tmp_path, capsys, scheduler):
 )
 def test_compare_sampling_options_no_method_uses_refused(options, match):
     with pytest.raises(ValueError, match=match):
-        sd.compare_sampling(table(), ["featureless"], methods=["random", "stratified"],
-                            n_repeats=3, progress=False, **options)  # fmt: skip
+        sd.compare_sampling(
+            table(),
+            ["featureless"],
+            methods=["random", "stratified"],
+            n_repeats=3,
+            **options,
+            options=sd.RunOptions(progress=False),
+        )
 
 
 def test_compare_sampling_cli_option_no_method_uses(csv, tmp_path, capsys, scheduler):

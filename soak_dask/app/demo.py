@@ -39,6 +39,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..run_options import RunOptions
 from ..schema import DEFAULT_N_FOLDS
 from .commands import DEMO_SETTINGS
 
@@ -630,7 +631,8 @@ def run_demo(
             pixels, label="label", subset="region", group="polygon", exclude=["x", "y"]
         )
         print(table)
-        res = soak(table, learners, n_folds=n_folds, seed=seed, progress=progress, client=client)
+        how = RunOptions(progress=progress, client=client)
+        res = soak(table, learners, n_folds=n_folds, seed=seed, options=how)
     store = save_results(res, out.claim("results.zarr"))
     res.soak.pvalues(measures=["error"]).to_csv(out.claim("pvalues.csv"), index=False)
     report = write_report(res, out.claim("report"))

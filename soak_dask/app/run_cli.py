@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from ..run_options import RunOptions
 from ..settings import Command
 from .flags import UsageError, run_settings, setting_values
 
@@ -49,7 +50,8 @@ def _run(
     # file's check) are read by the workers, not by this process.
     with table_on_cluster(settings, command, debug) as (table, client):
         call = engine()  # once the TLS files are checked too
-        res = call(table, **options, client=client)  # the measures checked for its task there
+        run, given = RunOptions.among(options, client=client)
+        res = call(table, **given, options=run)  # the measures checked for its task there
     measures = as_name_list(res.attrs["measures"])
     # A concurrent run may have written --out since the check at the start: name the flag.
     store = save_results(res, settings.out, overwrite=settings.overwrite, flag="--overwrite")

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..run_options import RunOptions
 from .flags import run_settings, setting_values
 from .resume import command_paths, discard
 
@@ -43,7 +44,8 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     options = setting_values(settings, COMMAND, ("run", COMMAND))
     options.update(learners=settings.learners(), checkpoint=checkpoint)  # None: the defaults
     with table_on_cluster(settings, COMMAND, args.debug) as (table, client):
-        res = compare_sampling(table, **options, client=client)
+        run, given = RunOptions.among(options, client=client)
+        res = compare_sampling(table, **given, options=run)
     frame = mai_table({Path(os.fspath(data)).name: res})
     write_outputs(out, res, frame, mai_summary(frame))
     discard(settings.checkpoint, checkpoint)

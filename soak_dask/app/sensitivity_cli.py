@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..run_options import RunOptions
 from .flags import UsageError, check_command_out, run_settings, setting_values
 from .resume import command_paths, discard
 
@@ -52,7 +53,8 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     options = setting_values(settings, COMMAND, ("run", COMMAND))
     options.update(learners=learners, checkpoint=checkpoint)
     with table_on_cluster(settings, COMMAND, getattr(args, "debug", False)) as (table, client):
-        ds = run(table, **options, client=client)
+        how, given = RunOptions.among(options, client=client)
+        ds = run(table, **given, options=how)
     write_outputs(ds, out)
     discard(settings.checkpoint, checkpoint)
     print(sensitivity_text(ds))

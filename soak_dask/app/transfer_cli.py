@@ -8,8 +8,10 @@ the settings of ``soak_dask.settings`` it takes).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
+from ..run_options import RunOptions
 from .flags import UsageError, run_settings, setting_values
 from .resume import command_paths, discard
 
@@ -88,12 +90,12 @@ def _compute(
     def where(part: str) -> str | None:  # a dry run given no --out has no checkpoint
         return None if checkpoint is None else part_path(checkpoint, part)
 
-    matrix = call(transfer, table, client=client, checkpoint=where("transfer"), **run)
+    how, given = RunOptions.among(run, client=client, checkpoint=where("transfer"))
+    matrix = call(transfer, table, **given, options=how)
     found = None
     if search is not None:
-        found = call(
-            search_subsets, table, client=client, checkpoint=where("search"), **run, **search
-        )
+        how = dataclasses.replace(how, checkpoint=where("search"))
+        found = call(search_subsets, table, **given, **search, options=how)
     if dry:  # the outer dry run (soak_dask.app.cli) has both costs
         raise DryRunStop
     return matrix, found

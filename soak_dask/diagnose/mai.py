@@ -15,7 +15,6 @@ Every split is a key column computed on the cluster (``soak_dask.split.sampling_
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -28,9 +27,9 @@ from sklearn.base import BaseEstimator
 from ..option_checks import checked
 from ..run.assemble import build_dataset
 from ..run.entry import entry_point
-from ..run.fitting_options import FittingOptions
 from ..run.session import persisted, result_attrs, start
 from ..run.strategies import Batched, WholeTrainSet
+from ..run_options import RunOptions
 from ..split.overlap import (
     DEFAULT_K,
     POSITION,
@@ -67,15 +66,7 @@ def compare_sampling(
     knn: str = "exact",
     mdc_max_rows: int = MDC_MAX_ROWS,
     doptimal_repeats: int = D_OPTIMAL_REPEATS,
-    persist: bool | None = None,
-    client: Any = None,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
-    error_score: float | str = np.nan,
-    onepass: bool = True,
-    max_train_rows: int | None = None,
-    incremental: bool = False,
-    epochs: int = 1,
+    options: RunOptions | None = None,
     **renamed: Any,
 ) -> xr.Dataset:
     """Test accuracy of each sampling method's split, AEV, SD and MAI, per learner.
@@ -107,20 +98,18 @@ def compare_sampling(
         MDC runs on a seeded stratified sample of this many rows of a larger table.
     doptimal_repeats : int
         Random candidate training sets of D-optimal sampling.
-    persist : bool, optional
-        Keep the table's feature and label columns in cluster memory for the fits (None, the
-        default: when they fit, as ``soak_dask.soak`` decides; the key
-        columns are kept whatever this says: they are small and costly to recompute).
-    client, progress, checkpoint, error_score
-        As for ``soak_dask.soak``: finished fits are saved in the checkpoint as they arrive
-        (the splits are drawn again on resume: seeded, they are the same); a learner that
-        fails to fit scores NaN with a warning (or stops the run with ``"raise"``).
-    onepass, max_train_rows, incremental, epochs
-        As for ``soak_dask.soak`` (``FittingOptions``), for every split's fit: additive
-        learners from one pass of block statistics where the engine can; a train side larger
-        than ``max_train_rows`` fitted on a seeded, stratified sample of exactly that many rows
-        (``n_train`` records them; ``n_test`` is the whole test side); ``partial_fit`` learners
-        fed one block of train rows per task, ``epochs`` times.
+    options : RunOptions, optional
+        How the run runs (``soak_dask.RunOptions``, default ``RunOptions()``): its client,
+        progress bar, checkpoint, ``persist``, ``error_score`` and fitting strategy
+        (``onepass``, ``max_train_rows``, ``incremental``, ``epochs``), as for
+        ``soak_dask.soak``. ``persist`` keeps the table's feature and label columns in cluster
+        memory for the fits (the key columns are kept whatever it says: they are small and
+        costly to recompute); on resume the splits are drawn again (seeded, they are the same).
+        The fitting options apply to every split's fit: additive learners from one pass of block
+        statistics where the engine can; a train side larger than ``max_train_rows`` fitted on a
+        seeded, stratified sample of exactly that many rows (``n_train`` records them;
+        ``n_test`` is the whole test side); ``partial_fit`` learners fed one block of train rows
+        per task, ``epochs`` times.
 
     Returns
     -------
@@ -138,28 +127,26 @@ def compare_sampling(
     >>> frame = load_iris(as_frame=True).frame
     >>> table = sd.load_table(frame, label="target")
     >>> res = compare_sampling(table, "lda", methods=["random", "overlap"], n_repeats=5,
-    ...                        progress=False)
+    ...                        options=sd.RunOptions(progress=False))
     >>> res["mai"].dims, int(res["n_train"].sel(sampling="overlap"))
     (('learner', 'sampling'), 105)
     """
-    fitting = FittingOptions.from_options(locals())
     check_table(table, "compare_sampling")
     check_classification(table, "compare_sampling")
     _refuse_groups(table)
-    options = {"n_neighbors": n_neighbors, "n_levels": n_levels, "knn": knn}
-    options["mdc_max_rows"] = mdc_max_rows
+    knns = {"n_neighbors": n_neighbors, "n_levels": n_levels, "knn": knn}
+    knns["mdc_max_rows"] = mdc_max_rows
     design = SamplingSplits(
-        methods, train_ratio, n_repeats, seed, doptimal_repeats=doptimal_repeats, **options
+        methods, train_ratio, n_repeats, seed, doptimal_repeats=doptimal_repeats, **knns
     )
     seed, ratio, methods = design.seed, design.train_ratio, design.methods
-    shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     session = start(
-        table, "compare_sampling", learners, measures=["accuracy"], checkpoint=checkpoint,
-        fitting=fitting, **shared,
-    )  # fmt: skip
+        table, "compare_sampling", learners, measures=["accuracy"], seed=seed, options=options
+    )
+    fitting = session.fitting
     base = replace(table, data=table.data[[*table.features, table.label]], files=None)
     base = ensure_positions(base)
-    kept, _ = persisted(base.data, persist, session.client, table, session.progress)
+    kept, _ = persisted(base.data, options.persist, session.client, table, session.progress)
     base = replace(base, data=kept)
     classes = tuple(classes_of(base))  # a one-class table is refused before any split
     keyed = design.add_keys(base)

@@ -16,7 +16,6 @@ against the CV folds' prediction interval for a new score.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,8 +29,8 @@ from ..learn.builtin import resolve_learners
 from ..option_checks import checked
 from ..run.assemble import build_dataset
 from ..run.entry import entry_point
-from ..run.fitting_options import FittingOptions
 from ..run.session import persisted, result_attrs, start
+from ..run_options import RunOptions
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES
 from ..split.trials import SplitTrials
 from ..tables.table import Table, check_table
@@ -60,15 +59,7 @@ def split_sensitivity(
     measures: Sequence[str] | str | None = None,
     alpha: float = 0.05,
     seed: int = 1,
-    client: Any = None,
-    progress: bool = True,
-    persist: bool | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    error_score: float | str = np.nan,
-    onepass: bool = True,
-    max_train_rows: int | None = None,
-    incremental: bool = False,
-    epochs: int = 1,
+    options: RunOptions | None = None,
     **renamed: Any,
 ) -> xr.Dataset:
     """Compare K-fold CV on the train part with the test score, over random splits per ratio.
@@ -108,20 +99,17 @@ def split_sensitivity(
     seed : int
         Seed of every split and of built-in learners: same seed, same results, whatever the
         partitioning or the number of workers.
-    client, progress, persist
-        As for ``soak_dask.evaluate``. ``persist`` keeps the table and its ``len(ratios) ×
-        trials`` one-byte key columns in cluster memory; pass False for a table near the
-        cluster's memory.
-    checkpoint, error_score
-        As for ``soak_dask.soak``: finished fits saved as they arrive, so a run given the same
-        checkpoint and settings computes only the missing ones; a fit that raises scores NaN
-        with a warning (or stops the run with ``"raise"``).
-    onepass, max_train_rows, incremental, epochs
-        As for ``soak_dask.soak`` (``FittingOptions``), for the CV fits and the fits on the
-        whole train part: additive learners from one pass of block statistics where the
-        engine can; a train set larger than ``max_train_rows`` fitted on a seeded, stratified
-        sample of exactly that many rows (``n_train``, ``cv_n_train`` record them);
-        ``partial_fit`` learners fed one block of train rows per task, ``epochs`` times.
+    options : RunOptions, optional
+        How the run runs (``soak_dask.RunOptions``, default ``RunOptions()``): its client,
+        progress bar, checkpoint, ``persist``, ``error_score`` and fitting strategy
+        (``onepass``, ``max_train_rows``, ``incremental``, ``epochs``), as for
+        ``soak_dask.soak``. ``persist`` keeps the table and its ``len(ratios) × trials``
+        one-byte key columns in cluster memory; pass False for a table near the cluster's
+        memory. The fitting options apply to the CV fits and the fits on the whole train part:
+        additive learners from one pass of block statistics where the engine can; a train set
+        larger than ``max_train_rows`` fitted on a seeded, stratified sample of exactly that
+        many rows (``n_train``, ``cv_n_train`` record them); ``partial_fit`` learners fed one
+        block of train rows per task, ``epochs`` times.
 
     Returns
     -------
@@ -139,7 +127,6 @@ def split_sensitivity(
     >>> ds = sd.split_sensitivity(table, "logistic", n_repeats=10)  # doctest: +SKIP
     >>> split_sensitivity_summary(ds)  # doctest: +SKIP
     """
-    fitting = FittingOptions.from_options(locals())
     check_table(table, "split_sensitivity")
     design = SplitTrials(ratios, n_repeats, n_folds, seed, names={"trials": "n_repeats"})
     learner, measure = DEFAULTS[table.task]
@@ -149,15 +136,12 @@ def split_sensitivity(
         one_learner(learner if learners is None else learners, table.task, seed),
         measures=measure if measures is None else measures,
         seed=seed,
-        error_score=error_score,
-        client=client,
-        progress=progress,
-        checkpoint=checkpoint,
-        fitting=fitting,
+        options=options,
     )
+    fitting = session.fitting
     keyed = design.add_keys(table)
     used = design.learned_
-    data, _ = persisted(keyed.data, persist, session.client, table, session.progress)
+    data, _ = persisted(keyed.data, options.persist, session.client, table, session.progress)
     plan = design.plan(keyed)
     # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
     ctx = session.context(keyed, data, plan, used["classes"], fold_column="")

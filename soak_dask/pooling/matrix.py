@@ -9,7 +9,6 @@ diagonal says whether it does worse than σ's own model.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +24,6 @@ from ..results.estimates import ESTIMATE_COLUMNS, fold_estimates
 from ..results.stats import pvalues
 from ..results.verdicts import MARKS, SAME, check_margin, with_verdicts
 from ..run.entry import entry_point
-from ..run.fitting_options import FittingOptions
 from ..run.session import (
     Session,
     assemble,
@@ -36,6 +34,7 @@ from ..run.session import (
     stratum_rows,
 )
 from ..run.strategies import Context
+from ..run_options import RunOptions
 from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import check_alpha
 from ..split.folds import check_fold_values
@@ -137,22 +136,21 @@ def prepare(
     caller: str,
     *,
     n_folds: int | None,
+    seed: int,
     measures: Sequence[str] | str | None,
     stratify: bool,
-    persist: bool | None,
-    **shared: Any,
+    options: RunOptions,
 ) -> Prepared:
     """Assign SOAK's folds, persist the columns and check the blocks, as ``soak`` does before
-    it plans (the options checked at the door: ``option_checks.checked``). ``shared``:
-    ``session.start``'s options (seed, error_score, client, progress, checkpoint, fitting)."""
-    session = start(table, caller, learners, measures=measures, **shared)
+    it plans (the options checked at the door: ``option_checks.checked``)."""
+    session = start(table, caller, learners, measures=measures, seed=seed, options=options)
     if table.subset == SUBSET_COLUMN:
         raise ValueError(
             f"{caller} trains on each subset and tests on every subset: load the table with "
             "subset=COLUMN (without subsets, use soak_dask.soak or soak_dask.evaluate)"
         )
     design = Transfer(n_folds, seed=session.seed, stratify=stratify)
-    keyed, data = prepared(design.add_keys(table), persist, session, table)
+    keyed, data = prepared(design.add_keys(table), options.persist, session, table)
     counts, classes = checked_counts(keyed, n_folds, table.fold is not None)
     subsets = sorted(counts[keyed.subset].unique().tolist())
     if len(subsets) < 2:
@@ -174,15 +172,7 @@ def transfer(
     seed: int = 1,
     measures: Sequence[str] | str | None = None,
     stratify: bool = True,
-    persist: bool | None = None,
-    error_score: float | str = np.nan,
-    client: Any = None,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
-    onepass: bool = True,
-    max_train_rows: int | None = None,
-    incremental: bool = False,
-    epochs: int = 1,
+    options: RunOptions | None = None,
 ) -> xr.Dataset:
     """Train each learner on each single subset and test it on every subset.
 
@@ -196,13 +186,16 @@ def transfer(
         K (default 10; with a fold column, read from it, and ``n_folds`` or ``stratify``
         refused). The folds are those ``soak`` assigns with this seed: the diagonal equals
         ``soak``'s ``same``.
-    seed, measures, stratify, persist, error_score, client, progress, checkpoint
+    seed, measures, stratify
         As for ``soak_dask.soak``.
-    onepass, max_train_rows, incremental, epochs
-        As for ``soak_dask.soak`` (``FittingOptions``): additive learners from one pass of
-        block statistics; a train set larger than ``max_train_rows`` fitted on a seeded,
-        stratified sample of exactly that many rows (``n_train`` records them);
-        ``partial_fit`` learners fed one block of train rows per task, ``epochs`` times.
+    options : RunOptions, optional
+        How the run runs (``soak_dask.RunOptions``, default ``RunOptions()``): its client,
+        progress bar, checkpoint, ``persist``, ``error_score`` and fitting strategy
+        (``onepass``, ``max_train_rows``, ``incremental``, ``epochs``), as for
+        ``soak_dask.soak``: additive learners from one pass of block statistics; a train set
+        larger than ``max_train_rows`` fitted on a seeded, stratified sample of exactly that
+        many rows (``n_train`` records them); ``partial_fit`` learners fed one block of train
+        rows per task, ``epochs`` times.
 
     Returns
     -------
@@ -221,20 +214,11 @@ def transfer(
     >>> res = transfer(table, ["featureless", "lda"], n_folds=5)  # doctest: +SKIP
     >>> res["error"].mean("fold").sel(learner="lda").to_pandas()  # doctest: +SKIP
     """
-    fitting = FittingOptions.from_options(locals())
-    shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     run = prepare(
-        table,
-        learners,
-        "transfer",
-        fitting=fitting,
-        n_folds=n_folds,
-        measures=measures,
-        stratify=stratify,
-        persist=persist,
-        checkpoint=checkpoint,
-        **shared,
-    )
+        table, learners, "transfer", n_folds=n_folds, seed=seed, measures=measures,
+        stratify=stratify, options=options,
+    )  # fmt: skip
+    fitting = run.session.fitting
     plan = Transfer(run.n_folds).plan(run.table, run.counts)
     n_fits = len(plan.fits) * len(run.estimators)
     settings = run.settings(TITLE, "transfer", n_fits=n_fits, n_distinct_train_sets=len(plan.fits))

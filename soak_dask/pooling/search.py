@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import os
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -40,10 +39,10 @@ from ..results.verdicts import check_margin, with_verdicts
 from ..run.closed_form import is_additive
 from ..run.entry import entry_point
 from ..run.fitting import FitState
-from ..run.fitting_options import FittingOptions
 from ..run.onepass import BlockStats, TrainStats, block_stats
 from ..run.session import assemble, result_attrs
 from ..run.strategies import Fitted, OnePass, fit_pooled
+from ..run_options import RunOptions
 from ..schema import LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import SETTINGS, check_alpha
 from ..split.plan import Plan, Selection
@@ -130,15 +129,7 @@ def search_subsets(
     measures: Sequence[str] | str | None = None,
     max_inner_fits: int = MAX_INNER_FITS,
     stratify: bool = True,
-    persist: bool | None = None,
-    error_score: float | str = np.nan,
-    client: Any = None,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
-    onepass: bool = True,
-    max_train_rows: int | None = None,
-    incremental: bool = False,
-    epochs: int = 1,
+    options: RunOptions | None = None,
     **renamed: Any,
 ) -> xr.Dataset:
     """For each test subset, choose the train subsets to pool by greedy forward selection,
@@ -172,19 +163,21 @@ def search_subsets(
         Budget of inner fits per learner that is not additive: a ValueError before any fit
         when ``inner_fit_bound`` exceeds it. Additive learners are not counted (no inner fit
         reads rows).
-    stratify, persist, error_score, client, progress
-        As for ``soak_dask.soak``. A failed inner fit makes its candidate ineligible.
-    onepass, max_train_rows, incremental, epochs
-        As for ``soak_dask.soak`` (``FittingOptions``), for the inner and the outer fits:
-        additive learners from one pass of block statistics (not under a row cap, whose
-        samples have none: their inner fits then count against ``max_inner_fits``); a train
-        set larger than ``max_train_rows`` fitted on a seeded, stratified sample of exactly
-        that many rows; ``partial_fit`` learners fed one block of train rows per task,
+    stratify
+        As for ``soak_dask.soak``.
+    options : RunOptions, optional
+        How the run runs (``soak_dask.RunOptions``, default ``RunOptions()``): its client,
+        progress bar, checkpoint, ``persist``, ``error_score`` and fitting strategy
+        (``onepass``, ``max_train_rows``, ``incremental``, ``epochs``), as for
+        ``soak_dask.soak``. A failed inner fit makes its candidate ineligible. The checkpoint
+        keeps each greedy round's fits and the outer fits as they finish, and a run given the
+        same checkpoint and settings computes only the fits missing (the rounds replay from the
+        saved scores, so they choose the same pools). The fitting options apply to the inner and
+        the outer fits: additive learners from one pass of block statistics (not under a row
+        cap, whose samples have none: their inner fits then count against ``max_inner_fits``); a
+        train set larger than ``max_train_rows`` fitted on a seeded, stratified sample of
+        exactly that many rows; ``partial_fit`` learners fed one block of train rows per task,
         ``epochs`` times.
-    checkpoint : path, optional
-        As for ``soak_dask.soak``: each greedy round's fits and the outer fits are saved as
-        they finish, and a run given the same checkpoint and settings computes only the fits
-        missing (the rounds replay from the saved scores, so they choose the same pools).
 
     Returns
     -------
@@ -197,20 +190,20 @@ def search_subsets(
         ``search_seconds`` per learner. ``search_pvalues``, ``search_pools`` and
         ``search_stability`` read it.
     """
-    fitting = FittingOptions.from_options(locals())
-    shared = {"seed": seed, "error_score": error_score, "client": client, "progress": progress}
     measures = MEASURES[table.task][:1] if measures is None else measures
-    shared.update(n_folds=n_folds, measures=measures, stratify=stratify, persist=persist)
-    shared.update(fitting=fitting, checkpoint=checkpoint)
-    run = prepare(table, learners, "search_subsets", **shared)
+    run = prepare(
+        table, learners, "search_subsets", n_folds=n_folds, seed=seed, measures=measures,
+        stratify=stratify, options=options,
+    )  # fmt: skip
+    fitting = run.session.fitting
     n_subsets = len(run.subsets)
     max_pool = _check_max_pool(max_pool, n_subsets, run.subsets)
     wanted = fitting.from_statistics and any(is_additive(e) for e in run.estimators.values())
     stats = _stats(run) if wanted else None
     additive = {n: stats is not None and bool(is_additive(e)) for n, e in run.estimators.items()}
     check_budget(additive, inner_fit_bound(n_subsets, run.n_folds, max_pool), max_inner_fits)
-    options = {"threshold": threshold, "max_pool": max_pool, "max_inner_fits": max_inner_fits}
-    settings = run.settings(TITLE, "search_subsets", search_measure=run.measures[0], **options)
+    own = {"threshold": threshold, "max_pool": max_pool, "max_inner_fits": max_inner_fits}
+    settings = run.settings(TITLE, "search_subsets", search_measure=run.measures[0], **own)
     settings.update(fitting.settings())
     run.session.open_parts(settings)
     parts = []

@@ -160,9 +160,9 @@ def dry_run(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> PlanCosts
     ``func`` is an entry point (``soak``, ``evaluate``, ``transfer``, ``search_subsets``,
     ``split_sensitivity``, ``compare_sampling``) or anything that calls one. It runs as it would
     up to its first plan's fits (the table's checks, the design's keys and their counts, and the
-    memory the workers have for a task, from ``client``), then stops: no fit task is made,
-    nothing is written (no checkpoint). ``search_subsets`` plans round by round, each round from
-    the last one's scores: its cost is the first round's, and says so.
+    memory the workers have for a task, from the client of its ``options``), then stops: no fit
+    task is made, nothing is written (no checkpoint). ``search_subsets`` plans round by round,
+    each round from the last one's scores: its cost is the first round's, and says so.
 
     Returns
     -------

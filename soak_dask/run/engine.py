@@ -3,25 +3,22 @@ scores gathered into an ``xarray.Dataset``."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..learn.procedure import Procedure
 from ..option_checks import checked
+from ..run_options import RunOptions
 from ..schema import TRAIN_TYPES
-from ..settings import SETTINGS, identity
+from ..settings import SETTINGS, identity, refuse_ignored
 from ..split.designs import SameOtherAll
 from ..split.plan import Plan
-from ..tables.checks import refuse_ignored
 from ..tables.table import Table
 from .assemble import RESULTS_TITLE
 from .entry import entry_point
-from .fitting_options import FittingOptions
 from .session import assemble, checked_counts, prepared, result_attrs, start, stratum_rows
 
 
@@ -36,18 +33,9 @@ def soak(
     train_types: Sequence[str] | str = TRAIN_TYPES,
     measures: Sequence[str] | str | None = None,
     stratify: bool = True,
-    persist: bool | None = None,
-    error_score: float | str = np.nan,
-    client: Any = None,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
     sizes: int = -1,
     ratio: float = 0.5,
     size_seeds: int = 1,
-    max_train_rows: int | None = None,
-    incremental: bool = False,
-    epochs: int = 1,
-    onepass: bool = True,
     prior_correction: bool = False,
     calibration: str | None = None,
     inner: str = "auto",
@@ -55,6 +43,7 @@ def soak(
     inner_repeats: int = 1,
     balance: str = "class",
     group_assignment: str = "rows",
+    options: RunOptions | None = None,
 ) -> xr.Dataset:
     """Same/Other/All K-fold cross-validation of ``learners`` on ``table``.
 
@@ -82,25 +71,6 @@ def soak(
         log_loss; regression: mse, rmse, mae, r2).
     stratify : bool
         Balance folds within subset × label (classification).
-    persist : bool, optional
-        True keeps the columns the run reads in cluster memory for its passes (one read of
-        the source); False reads them from storage at each pass (a table larger than the
-        cluster's memory). None (default): kept when their estimated size is at most half the
-        memory the workers have for tasks (``run.persist_choice``); the run prints which and
-        why.
-    error_score : float or "raise"
-        Score of a fit that raises, as in scikit-learn's ``cross_validate``: NaN and one warning
-        listing the failures, or ``"raise"`` to stop.
-    client : distributed.Client, optional
-        Default: the current client, if any; otherwise Dask's local scheduler.
-    progress : bool
-        Show a progress bar of the fits: (fit, learner) pairs, as counted by ``n_fits``.
-    checkpoint : path, optional
-        Directory where each finished fit's scores are saved as it arrives. Running again with
-        the same checkpoint and settings, in this process or another, computes only the missing
-        fits; other settings (data, seed, folds, learners and their parameters, measures…) are
-        refused, never mixed. Files are identified by their sizes, modification times and
-        Parquet footers (see docs/scaling.md, "Checkpoints"); edited records are refused.
     sizes : int
         Down-sampled train sizes (mlr3resampling's ResamplingSameOtherSizesCV): -1 none;
         0 also every train set down-sampled to the smallest train set of its test subset and
@@ -110,23 +80,6 @@ def soak(
         Ratio between successive down-sampled sizes.
     size_seeds : int
         Independent down-samples of each size (the ``sample`` dim).
-    max_train_rows : int, optional
-        Fit a train set larger than this on a seeded sample of exactly this many of its rows,
-        each class keeping its share of the train set (largest remainder); ``n_train`` records
-        the rows used. Each task gathers only slightly more rows than that, so it bounds the
-        memory of a fit. Incremental learners get a sample of this size and these shares in
-        expectation (each row kept with its class's rate); down-sampled train sizes are capped
-        after down-sampling (those fits gather their train set whole).
-    incremental : bool
-        Feed learners that have ``partial_fit`` (SGDClassifier, MultinomialNB, MLPClassifier…)
-        one block of train rows per task, so no worker holds a whole train set.
-    epochs : int
-        Passes over the train blocks for incremental learners (block order reshuffled, seeded).
-    onepass : bool
-        Fit learners whose fit needs only additive statistics (featureless, LinearRegression,
-        Ridge, RidgeClassifier, LinearDiscriminantAnalysis, GaussianNB, optionally after a
-        StandardScaler) from one pass of per-block statistics, instead of one pass per fit.
-        Coefficients equal scikit-learn's fit on the rows up to rounding.
     prior_correction : bool
         Predict the class of largest probability divided by its share of the train set
         (classifiers with ``predict_proba``; see docs/nesting.md). Off by default here: SOAK's
@@ -148,6 +101,13 @@ def soak(
         gives every fold the same number of groups, as the R package does
         (``soak_dask.assign_folds``; docs/method.md, "Grouped folds").
 
+    options : RunOptions, optional
+        How the run runs (``soak_dask.RunOptions``, default ``RunOptions()``): its client,
+        progress bar, checkpoint, ``persist``, ``error_score`` and fitting strategy
+        (``onepass``, ``max_train_rows``, ``incremental``, ``epochs``). Under ``sizes``,
+        down-sampled train sets are capped by ``max_train_rows`` after down-sampling (those fits
+        gather their train set whole), and ``incremental`` is refused.
+
     Returns
     -------
     xarray.Dataset
@@ -156,28 +116,26 @@ def soak(
         ``.soak.pvalues()`` and ``.soak.summary()`` compare the train types.
     """
     # Every option checked at the door (option_checks.checked), then recorded in the results.
-    options = {k: v for k, v in locals().items() if k in SETTINGS and k != "learners"}
-    _refuse_ignored(options)
-    fitting = FittingOptions.from_options(options)
-    shared = {k: options[k] for k in ("seed", "error_score", "progress", "checkpoint")}
+    given = {k: v for k, v in locals().items() if k in SETTINGS and k != "learners"}
+    given.update(options.settings())
+    _refuse_ignored(given)
     session = start(
-        table, "soak", learners, measures=measures, client=client,
-        prior_correction=prior_correction, fitting=fitting, **shared,
+        table, "soak", learners, measures=measures, seed=seed, options=options,
+        prior_correction=prior_correction,
     )  # fmt: skip
-    n_folds = options["n_folds"]
+    fitting = session.fitting
     sized = {
-        k: options[k]
-        for k in ("sizes", "ratio", "size_seeds", "seed", "balance", "group_assignment")
+        k: given[k] for k in ("sizes", "ratio", "size_seeds", "seed", "balance", "group_assignment")
     }
     design = SameOtherAll(n_folds, train_types, stratify=stratify, **sized)
     fitting.check_learners(session.estimators, sizes=sizes)
-    keyed, data = prepared(design.add_keys(table), persist, session, table)
+    keyed, data = prepared(design.add_keys(table), options.persist, session, table)
     counts, classes = checked_counts(keyed, n_folds, table.fold is not None)
-    procedure = Procedure.from_options(options)
+    procedure = Procedure.from_options(given)
     estimators, notes = procedure.apply(session.estimators, classes, session.measures[0])
     session = session.with_estimators(estimators)
     plan = design.plan(keyed, counts)
-    settings = _settings(keyed, options, plan, session.measures, classes, estimators)
+    settings = _settings(keyed, given, plan, session.measures, classes, estimators)
     settings.update({"notes": notes} if notes else {})
     ctx = session.context(keyed, data, plan, classes)
     rows = stratum_rows(counts, keyed)
@@ -187,7 +145,7 @@ def soak(
 
 def _refuse_ignored(options: dict[str, Any]) -> None:
     """Options SOAK would ignore: the down-sampling's without ``sizes`` (``epochs`` without
-    ``incremental``: ``FittingOptions.from_options``)."""
+    ``incremental``: ``RunOptions``)."""
     if options["sizes"] == -1:
         for name in ("ratio", "size_seeds"):
             default = SETTINGS[name].default

@@ -16,14 +16,14 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def entry_point(func: _F) -> _F:
-    """``func`` (taking ``client=``; else the default client) run as one run: the same data
-    counted by the same keys once (``shares.counts_shared``), its facts gathered for its
-    result (``facts.run_facts``), and stopped if every worker stays paused by its memory
-    limit (``stall.stall_guard``)."""
+    """``func`` (taking ``options=RunOptions(client=...)``; else the default client) run as one
+    run: the same data counted by the same keys once (``shares.counts_shared``), its facts
+    gathered for its result (``facts.run_facts``), and stopped if every worker stays paused by
+    its memory limit (``stall.stall_guard``)."""
 
     @functools.wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
-        client = kwargs.get("client") or current_client()
+        client = getattr(kwargs.get("options"), "client", None) or current_client()
         with counts_shared(), run_facts(), stall_guard(client):
             return func(*args, **kwargs)
 

@@ -21,6 +21,7 @@ from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
 from ..learn.tuning import freeze, has_selection
 from ..option_checks import checked, strategy_options
+from ..run_options import RunOptions
 from ..schema import FIT_INFO
 from ..split.folds import table_classes
 from ..split.inner import Inner
@@ -32,7 +33,6 @@ from .assemble import build_dataset, encode_attrs
 from .cost import dry_running
 from .entry import entry_point
 from .final import FINAL_FIT, final_tasks
-from .fitting_options import FittingOptions
 from .halves import check_inference, with_halves
 from .nested_folds import with_ncv
 from .session import Session, keyed_by, persisted, result_attrs, start
@@ -57,12 +57,7 @@ def evaluate(
     test_split: float = 0.0,
     seed: int = 1,
     measures: Sequence[str] | str | None = None,
-    client: Any = None,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
-    error_score: float | str = np.nan,
     train_ratio: float | None = None,
-    persist: bool | None = None,
     models: str | os.PathLike | None = None,
     nested: bool = True,
     inner: str = "auto",
@@ -74,12 +69,9 @@ def evaluate(
     group_assignment: str = "rows",
     prediction: Any = None,
     clustering: str | None = None,
-    onepass: bool = True,
-    max_train_rows: int | None = None,
-    incremental: bool = False,
-    epochs: int = 1,
     inference: str | None = None,
     inference_repeats: int | None = None,
+    options: RunOptions | None = None,
 ) -> xr.Dataset:
     """Estimate how well ``learners`` predict new rows of ``table``'s population.
 
@@ -122,10 +114,6 @@ def evaluate(
         Seed of every split, resample and built-in learner: same seed, same results.
     measures : sequence of str, optional
         Default: all for the task.
-    client, progress, checkpoint, persist, error_score
-        As for ``soak_dask.soak``. A final model that fails to fit (with a test split,
-        ``models``, the bootstrap or a selecting learner) scores NaN in the same way, with a
-        warning naming the learner, and has no model to save.
     train_ratio : float, optional
         Share of the rows that train in each subsampling split (default 0.8): exactly
         round(share·N) rows (whole groups: to within half a group); ``attrs["train_ratio"]``
@@ -173,18 +161,24 @@ def evaluate(
         How ``outer="knndm"``'s candidates cluster the training points (as for
         ``soak_dask.knndm_folds``; default k-means); the one used is in
         ``attrs["knndm_clustering"]``.
-    onepass, max_train_rows, incremental, epochs
-        As for ``soak_dask.soak`` (``FittingOptions``), for every strategy's fits and the
-        final models: additive learners from one pass of block statistics where the engine
-        can; a train set larger than ``max_train_rows`` fitted on a seeded, stratified sample
-        of exactly that many rows, ``n_train`` recording them -- a bootstrap resample's rows
-        counted with their weights (exactly that many of its draws, each class keeping its
-        share of them), a final model's resubstitution score on its sample; ``partial_fit``
-        learners fed one block of train rows per task, ``epochs`` times, a bootstrap's row
-        weights given as ``sample_weight`` (to learners whose ``partial_fit`` takes it; the
-        others' weighted fits, and weighted fits under a row cap, are fitted whole); a learner
-        wrapped for prior correction or calibration is refused, as it would be fitted whole.
-        A final model too large for a worker's memory is refused before any fit, as any fit is.
+    options : RunOptions, optional
+        How the run runs (``soak_dask.RunOptions``, default ``RunOptions()``): its client,
+        progress bar, checkpoint, ``persist``, ``error_score`` and fitting strategy
+        (``onepass``, ``max_train_rows``, ``incremental``, ``epochs``), as for
+        ``soak_dask.soak``. A final model that fails to fit (with a test split, ``models``, the
+        bootstrap or a selecting learner) scores NaN as any fit does (with ``error_score``),
+        with a warning naming the learner, and has no model to save. The fitting options apply
+        to every strategy's fits and the final models: additive learners from one pass of block
+        statistics where the engine can; a train set larger than ``max_train_rows`` fitted on a
+        seeded, stratified sample of exactly that many rows, ``n_train`` recording them -- a
+        bootstrap resample's rows counted with their weights (exactly that many of its draws,
+        each class keeping its share of them), a final model's resubstitution score on its
+        sample; ``partial_fit`` learners fed one block of train rows per task, ``epochs`` times,
+        a bootstrap's row weights given as ``sample_weight`` (to learners whose ``partial_fit``
+        takes it; the others' weighted fits, and weighted fits under a row cap, are fitted
+        whole); a learner wrapped for prior correction or calibration is refused, as it would be
+        fitted whole. A final model too large for a worker's memory is refused before any fit,
+        as any fit is.
     inference : {None, "con_z", "ncv"}
         Extra fits a comparison test needs. ``"con_z"``: the design is also run, with the
         same options, inside ``inference_repeats`` random pairs of disjoint halves of the
@@ -228,29 +222,29 @@ def evaluate(
     """
     options_given = dict(locals())  # inference's extra runs rerun with these
     n_extra = check_inference(inference, inference_repeats, outer, table, outer_folds)
-    options = strategy_options(outer, options_given)  # resolved at the door
-    design = outer_design(outer, seed, options)
+    read = strategy_options(outer, options_given)  # resolved at the door
+    design = outer_design(outer, seed, read)
     procedure = Procedure(
         Inner(inner, inner_folds, inner_repeats, seed), prior_correction, calibration
     )
-    fitting = FittingOptions.from_options(options_given)
-    shared = {"seed": seed, "error_score": error_score, "progress": progress}
     session = start(
-        table, "evaluate", learners, measures=measures, client=client, checkpoint=checkpoint,
-        prior_correction=prior_correction, fitting=fitting, **shared,
+        table, "evaluate", learners, measures=measures, seed=seed, options=options,
+        prior_correction=prior_correction,
     )  # fmt: skip
-    check_models_dir(models, session.estimators, table.source, apart={"checkpoint": checkpoint})
+    fitting = session.fitting
+    apart = {"checkpoint": options.checkpoint}
+    check_models_dir(models, session.estimators, table.source, apart=apart)
     train, held, share = _reserved(table, test_split, seed)
     keyed = keyed_by(design, train, session.client)
     used = design.learned_
     # From the counts K and the folds were drawn from: no pass of its own, and no wait for the
     # persisted keys, so the first fits' pass follows the keys' at once.
     classes = table_classes(train)
-    data, kept = persisted(keyed.data, persist, session.client, train, session.progress)
+    data, kept = persisted(keyed.data, options.persist, session.client, train, session.progress)
     estimators, notes = procedure.apply(session.estimators, classes, session.measures[0])
     session = session.with_estimators(estimators)
     plan = design.plan(keyed)
-    asked = options.get("outer_folds", "")
+    asked = read.get("outer_folds", "")
     settings = _settings(
         keyed, outer, asked, used, share, session.measures, classes, estimators, seed, plan
     )

@@ -4,8 +4,8 @@
 seeded, stratified sample of a larger train set: ``run.rowcap``), ``incremental`` and ``epochs``
 (``partial_fit`` learners fed one block of train rows per task) mean the same in ``soak``,
 ``evaluate``, ``transfer``, ``search_subsets``, ``split_sensitivity`` and ``compare_sampling``:
-each entry point gets them checked at its door (``option_checks.checked``), builds them here
-(``FittingOptions.from_options``), takes its strategies from
+each entry point gets them in its ``RunOptions`` (checked when made), ``session.start`` builds
+them here (``FittingOptions.from_options``), the entry point takes its strategies from
 ``FittingOptions.strategies`` and records ``FittingOptions.settings`` in its results and
 checkpoint identity; ``Session.run`` caps each fit and checks its memory from one count of
 its rows (``session.with_fit_rows``).
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..learn.across_workers import trains_across_workers
-from ..tables.checks import refuse_ignored
 from .across_workers import AcrossWorkers
 from .strategies import OnePass, PartialFit, WholeTrainSet
 
@@ -49,10 +48,8 @@ class FittingOptions:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> FittingOptions:
-        """From options checked already (at the entry point's door), refusing ``epochs``
-        without ``incremental`` (it would be ignored)."""
-        if not options["incremental"]:
-            refuse_ignored("epochs", options["epochs"], 1, "incremental=False", "incremental=True")
+        """From options checked already (``RunOptions``: ``epochs`` without ``incremental``
+        refused there)."""
         return cls(**{name: options[name] for name in FITTING_OPTIONS})
 
     def settings(self) -> dict[str, Any]:

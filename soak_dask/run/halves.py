@@ -50,7 +50,7 @@ NCV_DESIGNS = ("cv", "repeated_cv")
 #: Dims of the ``con_z_<measure>`` variables.
 HALF_DIMS = ("learner", "inference_repeat", "half")
 # What a half's run does not repeat: it only scores the design.
-_NOT_IN_HALVES = {"test_split": 0.0, "models": None, "checkpoint": None, "progress": False}
+_NOT_IN_HALVES = {"test_split": 0.0, "models": None}  # nor a checkpoint or a progress bar
 
 
 def check_inference(
@@ -129,7 +129,8 @@ def rerun(
     design's own run does: no test split, saved models, checkpoint, progress or inference),
     seeded by `seed`, with the options `changed`."""
     kwargs = {**options, **_NOT_IN_HALVES, "inference": None, "inference_repeats": None}
-    return run(part, **{**kwargs, **changed, "seed": seed})
+    how = dataclasses.replace(options["options"], checkpoint=None, progress=False)
+    return run(part, **{**kwargs, **changed, "seed": seed, "options": how})
 
 
 def halves(table: Table, seed: int) -> tuple[Table, Table]:

@@ -5,21 +5,19 @@ and assemble."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..option_checks import checked
+from ..run_options import RunOptions
 from ..split.design import Design
 from ..split.folds import table_classes
 from ..split.plan import Plan
 from ..tables.table import Table
 from .entry import entry_point
-from .fitting_options import FittingOptions
 from .session import Session, assemble, keyed_by, persisted, result_attrs, start
 from .strategies import Batched
 
@@ -33,15 +31,7 @@ def run_design(
     *,
     measures: Sequence[str] | str | None = None,
     seed: int = 1,
-    persist: bool | None = None,
-    error_score: float | str = np.nan,
-    client: Any = None,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
-    onepass: bool = True,
-    max_train_rows: int | None = None,
-    incremental: bool = False,
-    epochs: int = 1,
+    options: RunOptions | None = None,
 ) -> xr.Dataset:
     """Fit each learner on each distinct train set of ``design``'s plan and score its test
     blocks, on the cluster.
@@ -52,17 +42,20 @@ def run_design(
         From ``soak_dask.load_table``.
     design : Design
         Any design: one of the package's or your own (``docs/plans.md`` writes one).
-    learners, measures, seed, persist, error_score, client, progress, checkpoint
+    learners, measures, seed
         As for ``soak_dask.soak``.
-    onepass, max_train_rows, incremental, epochs
-        How the fits are made, as for ``soak_dask.soak`` (``FittingOptions``, checked before
-        anything is read): additive learners from one pass of statistics (per (subset, fold)
-        cell where the plan is made of them, else per fit, weighted by a fit's row weights);
-        a train set over ``max_train_rows`` on a seeded, stratified sample of that many
-        rows; ``partial_fit`` learners fed one block of train rows per task, ``epochs``
-        times. Every other fit gathers its train rows in one task (many per task for a
-        design of many small fits, ``Design.batched``). ``incremental`` beside a design that
-        down-samples its train sets is refused, as ``soak`` refuses it beside ``sizes``.
+    options : RunOptions, optional
+        How the run runs (``soak_dask.RunOptions``, default ``RunOptions()``): its client,
+        progress bar, checkpoint, ``persist``, ``error_score`` and fitting strategy
+        (``onepass``, ``max_train_rows``, ``incremental``, ``epochs``), as for
+        ``soak_dask.soak``. The fitting options say how the fits are made: additive learners
+        from one pass of statistics (per (subset, fold) cell where the plan is made of them,
+        else per fit, weighted by a fit's row weights); a train set over ``max_train_rows`` on a
+        seeded, stratified sample of that many rows; ``partial_fit`` learners fed one block of
+        train rows per task, ``epochs`` times. Every other fit gathers its train rows in one
+        task (many per task for a design of many small fits, ``Design.batched``).
+        ``incremental`` beside a design that down-samples its train sets is refused, as ``soak``
+        refuses it beside ``sizes``.
 
     Returns
     -------
@@ -80,13 +73,10 @@ def run_design(
             f"design={design!r}: need a soak_dask.Design (a class with add_keys and plan)"
         )
     caller = type(design).__name__
-    fitting = FittingOptions.from_options(locals())
-    session = start(
-        table, caller, learners, measures=measures, seed=seed, error_score=error_score,
-        client=client, progress=progress, checkpoint=checkpoint, fitting=fitting,
-    )  # fmt: skip
+    session = start(table, caller, learners, measures=measures, seed=seed, options=options)
+    fitting = session.fitting
     keyed = keyed_by(design, table, session.client)
-    data, _ = persisted(keyed.data, persist, session.client, table, session.progress)
+    data, _ = persisted(keyed.data, options.persist, session.client, table, session.progress)
     plan = design.plan(keyed)
     _check_incremental(session, design, plan)
     classes = table_classes(table)

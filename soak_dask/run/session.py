@@ -33,7 +33,7 @@ from ..io.locations import locate
 from ..learn.builtin import resolve_learners
 from ..learn.lasso import prepare_kernels
 from ..learn.measures import check_measures
-from ..settings import SETTINGS
+from ..run_options import RunOptions
 from ..split import folds as _folds
 from ..split.design import Design
 from ..split.plan import Plan
@@ -214,31 +214,27 @@ def start(
     *,
     measures: Sequence[str] | str | None = None,
     seed: int = 1,
-    error_score: float | str = SETTINGS["error_score"].default,
-    client: Any = None,
-    progress: bool = True,
-    checkpoint: str | os.PathLike | None = None,
+    options: RunOptions | None = None,
     prior_correction: bool = False,
-    fitting: FittingOptions | None = None,
 ) -> Session:
     """Check what every run checks first that needs the table, before any pass over the data:
     the table (for ``caller``), the measures of its task and the learners, and the checkpoint
     directory (then the data's fingerprint, which identifies the run's checkpoint); the options
-    themselves are checked at the entry point's door (``option_checks.checked``). With
-    ``prior_correction`` the default measures lead with balanced accuracy (the measure the
-    correction maximises). ``fitting``: the checked fitting options (default: soak's
-    defaults)."""
+    themselves are checked at the entry point's door (``option_checks.checked``) and when its
+    ``RunOptions`` was made (default ``RunOptions()``). With ``prior_correction`` the default
+    measures lead with balanced accuracy (the measure the correction maximises)."""
+    options = RunOptions() if options is None else options
+    fitting = FittingOptions.from_options(options.settings())
     check_table(table, caller)
     measures = check_measures(measures, table.task, prior_correction=prior_correction)
     estimators = resolve_learners(learners, table.task, seed)
     # lasso_cv's kernels compile here, said when not cached, not silently in the first fits.
-    prepare_kernels(estimators, print if progress else (lambda message: None))
-    client = current_client() if client is None else client
-    data_id = data_identity(checkpoint, table)
-    fitting = FittingOptions() if fitting is None else fitting
+    prepare_kernels(estimators, print if options.progress else (lambda message: None))
+    client = current_client() if options.client is None else options.client
+    data_id = data_identity(options.checkpoint, table)
     return Session(
-        table, estimators, measures, seed, error_score, client, progress, checkpoint, data_id,
-        caller, fitting,
+        table, estimators, measures, seed, options.error_score, client, options.progress,
+        options.checkpoint, data_id, caller, fitting,
     )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ from ..option_checks import checked
 from ..results.estimates import UNTESTED_BASIS, estimate_banner, estimates_differ
 from ..results.summaries import evaluation_summary
 from ..run.evaluate import evaluate
+from ..run_options import RunOptions
 from ..schema import DEFAULT_N_FOLDS
 from ..split.neighbours import coords_of
 from ..tables.crs import metric_only, unit_symbol
@@ -102,7 +103,8 @@ def random_vs_block_cv(
         block_size = spatial_range(base, n_folds=n_folds, n_boot=0, seed=seed).block_size
     blocked = spatial_blocks(base, block_size, shape=shape, column=BLOCK)
     measures = ["error"] if table.task == "classification" else ["mse", "rmse"]
-    options = {"seed": seed, "measures": measures, "client": client, "progress": progress}
+    options = {"seed": seed, "measures": measures}
+    options["options"] = RunOptions(client=client, progress=progress)
     # Blocks first: fewer blocks than K cap K (evaluate warns), and random CV then takes the
     # same K, so that both train on the same share of the rows.
     by_blocks = evaluate(blocked, learners, outer_folds=n_folds, **options)

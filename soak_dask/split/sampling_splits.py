@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..tables.checks import refuse_ignored
+from ..settings import refuse_ignored
 from ..tables.table import Table
 from .design import Design
 from .overlap import DEFAULT_K, SEARCHES, attach, check_k, degree_frame, overlap_levels

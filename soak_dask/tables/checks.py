@@ -133,27 +133,6 @@ def check_classes(classes: Sequence | None, label: str) -> None:
     )
 
 
-def refuse_ignored(name: str, value: object, default: object, here: str, users: str) -> None:
-    """Refuse option ``name`` given (other than its ``default``) where it has no effect:
-    ``here`` says where it was given, ``users`` what uses it. Options a design ignores are
-    never dropped silently.
-
-    Examples
-    --------
-    >>> refuse_ignored("epochs", 1, 1, "incremental=False", "incremental=True")
-    >>> refuse_ignored("e", 3, 1, "a", "b")
-    Traceback (most recent call last):
-    ...
-    ValueError: e=3 has no effect with a: it is used only by b; leave e out, or use it there
-    """
-    if value is None or value == default:
-        return
-    raise ValueError(
-        f"{name}={value!r} has no effect with {here}: it is used only by {users}; leave "
-        f"{name} out, or use it there"
-    )
-
-
 def _plain(value: object) -> object:
     """A NumPy scalar as the Python value it holds (which prints as itself)."""
     return value.item() if isinstance(value, np.generic) else value

@@ -68,7 +68,10 @@ def test_evaluate_by_flags_equals_the_python_api(flag_run, pixels, cluster, tmp_
     table = sd.load_table(str(pixels), label="label", group="polygon", exclude=["x", "y", "region"])
     with Client(cluster) as client:
         res = sd.evaluate(
-            table, ["featureless", "logistic"], **KEYWORDS, client=client, progress=False
+            table,
+            ["featureless", "logistic"],
+            **KEYWORDS,
+            options=sd.RunOptions(client=client, progress=False),
         )
     expected = sd.open_results(sd.save_results(res, tmp_path / "python.zarr"))
     timings = [*TIMINGS, "final_fit_seconds"]

@@ -19,7 +19,7 @@ from soak_dask.app.info import describe_table
 from soak_dask.pooling.matrix import transfer
 from soak_dask.pooling.search import search_subsets
 
-QUIET = {"progress": False}
+QUIET = {"options": sd.RunOptions(progress=False)}
 FOLD_COLUMN = "the table's fold column 'k' gives the folds"
 
 

@@ -114,11 +114,20 @@ def test_dry_run_of_a_run_file_allowing_itself_imports_nothing(tmp_path, evil, d
 
 def test_5x2cv_repeats_are_honoured_or_refused():
     t = table()
-    assert sd.evaluate(t, "featureless", outer="5x2cv", progress=False).sizes["repeat"] == 5
-    three = sd.evaluate(t, "featureless", outer="5x2cv", outer_repeats=3, progress=False)
+    assert (
+        sd.evaluate(t, "featureless", outer="5x2cv", options=sd.RunOptions(progress=False)).sizes[
+            "repeat"
+        ]
+        == 5
+    )
+    three = sd.evaluate(
+        t, "featureless", outer="5x2cv", outer_repeats=3, options=sd.RunOptions(progress=False)
+    )
     assert three.sizes["repeat"] == 3 and three.attrs["outer_repeats"] == 3
     with pytest.raises(ValueError, match="outer_repeats=1 with outer='5x2cv'.*outer='cv', outer_"):
-        sd.evaluate(t, "featureless", outer="5x2cv", outer_repeats=1, progress=False)
+        sd.evaluate(
+            t, "featureless", outer="5x2cv", outer_repeats=1, options=sd.RunOptions(progress=False)
+        )
 
 
 @pytest.mark.parametrize("outer", ["lodo", "bootstrap", "subsampling", "knndm", "loo"])
@@ -126,16 +135,31 @@ def test_group_assignment_refused_where_not_read(outer):
     with pytest.raises(ValueError, match=rf"group_assignment='mlr3resampling' has no effect with "
                        rf"outer='{outer}': it is used only by outer='cv', 'repeated_cv' or "
                        "'5x2cv'"):  # fmt: skip
-        sd.evaluate(table(group="g"), "featureless", outer=outer,
-                    group_assignment="mlr3resampling", progress=False)  # fmt: skip
+        sd.evaluate(
+            table(group="g"),
+            "featureless",
+            outer=outer,
+            group_assignment="mlr3resampling",
+            options=sd.RunOptions(progress=False),
+        )
 
 
 def test_group_assignment_needs_a_group(tmp_path, data_csv, capsys):
     told = "group_assignment='mlr3resampling' says how whole groups are dealt.*no group column"
     with pytest.raises(ValueError, match=told):
-        sd.evaluate(table(), "featureless", group_assignment="mlr3resampling", progress=False)
+        sd.evaluate(
+            table(),
+            "featureless",
+            group_assignment="mlr3resampling",
+            options=sd.RunOptions(progress=False),
+        )
     with pytest.raises(ValueError, match=told):
-        sd.soak(table(), "featureless", group_assignment="mlr3resampling", progress=False)
+        sd.soak(
+            table(),
+            "featureless",
+            group_assignment="mlr3resampling",
+            options=sd.RunOptions(progress=False),
+        )
     argv = ["run", data_csv, "--label", "y", "--group-assignment", "mlr3resampling", "--out",
             tmp_path / "r.zarr"]  # fmt: skip
     code, _, err = soak(argv, capsys)
@@ -144,7 +168,7 @@ def test_group_assignment_needs_a_group(tmp_path, data_csv, capsys):
 
 def test_5x2cv_deals_groups_as_asked():
     t = table(group="g")
-    asked = {"group_assignment": "mlr3resampling", "progress": False}
+    asked = {"group_assignment": "mlr3resampling", "options": sd.RunOptions(progress=False)}
     five = sd.evaluate(t, "featureless", outer="5x2cv", **asked)
     same = sd.evaluate(t, "featureless", outer="repeated_cv", outer_folds=2, outer_repeats=5,
                        **asked)  # fmt: skip
@@ -163,18 +187,22 @@ def test_5x2cv_deals_groups_as_asked():
 )
 def test_design_options_given_as_their_defaults_refused(options, match):
     with pytest.raises(ValueError, match=match):
-        sd.evaluate(table(group="g"), "featureless", progress=False, **options)
+        sd.evaluate(
+            table(group="g"), "featureless", **options, options=sd.RunOptions(progress=False)
+        )
 
 
 def test_evaluate_fold_column_refused_as_soak_refuses_it():
     with pytest.raises(ValueError, match=r"fold column 'f' has no rows in folds \[3\]"):
-        sd.evaluate(table(fold="f"), "featureless", progress=False)
+        sd.evaluate(table(fold="f"), "featureless", options=sd.RunOptions(progress=False))
     with pytest.raises(ValueError, match="outer_folds=3: the table's fold column 'f' gives"):
-        sd.evaluate(table(fold="f"), "featureless", outer_folds=3, progress=False)
+        sd.evaluate(
+            table(fold="f"), "featureless", outer_folds=3, options=sd.RunOptions(progress=False)
+        )
 
 
 def test_rope_refused_for_tests_without_one():
-    ds = sd.evaluate(table(), ["featureless", "logistic"], progress=False)
+    ds = sd.evaluate(table(), ["featureless", "logistic"], options=sd.RunOptions(progress=False))
     for method, which in (("paired", "method='paired'"), (None, "the recommended test")):
         with pytest.raises(ValueError, match=f"rope=5 is the Bayesian test's.*{which}"):
             sd.compare(ds, "logistic", "featureless", "error", method, rope=5)

@@ -14,6 +14,7 @@ import pytest
 from distributed import LocalCluster
 
 import soak_dask as sd
+from soak_dask import RunOptions
 from soak_dask.app import cli
 from soak_dask.app.flags import check_command_out
 from soak_dask.app.sensitivity_cli import FILES, WRITER
@@ -69,7 +70,13 @@ def test_writes_the_python_api_results(data, scheduler, tmp_path, capsys):
     table = sd.load_table(str(data), label="y", features=FEATURES)
     with dask.config.set(scheduler="synchronous"):
         ds = split_sensitivity(
-            table, "gaussian_nb", ratios=(0.6, 0.8), n_repeats=3, n_folds=3, seed=4, progress=False
+            table,
+            "gaussian_nb",
+            ratios=(0.6, 0.8),
+            n_repeats=3,
+            n_folds=3,
+            seed=4,
+            options=RunOptions(progress=False),
         )
     pd.testing.assert_frame_equal(
         pd.read_csv(out / "summary.csv"), split_sensitivity_summary(ds), check_dtype=False
@@ -103,7 +110,13 @@ def test_run_file_gives_the_same_run(data, scheduler, tmp_path, capsys):
     table = sd.load_table(str(data), label="y", features=FEATURES)
     with dask.config.set(scheduler="synchronous"):
         ds = split_sensitivity(
-            table, "gaussian_nb", ratios=(0.6, 0.8), n_repeats=3, n_folds=3, seed=4, progress=False
+            table,
+            "gaussian_nb",
+            ratios=(0.6, 0.8),
+            n_repeats=3,
+            n_folds=3,
+            seed=4,
+            options=RunOptions(progress=False),
         )
     pd.testing.assert_frame_equal(
         pd.read_csv(tmp_path / "sens" / "summary.csv"),

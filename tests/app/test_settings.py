@@ -9,6 +9,7 @@ flags all come from ``SETTINGS``; older spellings (``--folds``, ``fold_column``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 import math
 import re
@@ -94,12 +95,34 @@ def test_defaults_come_from_the_schema():
     assert defaults("table")["label"] is REQUIRED
 
 
+#: The run options' defaults, as every entry point's ``options=RunOptions()`` gives them (the
+#: Dask client is an object, not a setting).
+RUN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(sd.RunOptions) if f.name != "client"}
+
+
+def options_of(func) -> dict:
+    """The defaults of `func`'s options as its callers give them: its own keywords (in order;
+    not the table, an object) and then the fields of its ``options=RunOptions()``."""
+    params = inspect.signature(func).parameters
+    assert (
+        params["options"].default is None
+        and params["options"].kind is params["options"].KEYWORD_ONLY
+    )
+    own = {
+        k: p.default
+        for k, p in params.items()
+        if k not in ("table", "options") and p.kind is not p.VAR_KEYWORD
+    }
+    assert not set(own) & set(RUN_DEFAULTS), "a run option is a keyword of its own"
+    return {**own, **RUN_DEFAULTS}
+
+
 def test_soak_signature_is_the_run_settings():
-    params = inspect.signature(sd.soak).parameters
     declared = defaults("run")
-    # The table and the Dask client are objects, not settings.
-    given_ = {k: p.default for k, p in params.items() if k not in ("table", "client")}
-    assert list(given_) == list(declared)
+    given_ = options_of(sd.soak)
+    own = [k for k in declared if k not in RUN_DEFAULTS]
+    assert list(given_)[: len(own)] == own  # the declared order
+    assert set(given_) == set(declared)
     assert all(same(given_[k], declared[k]) for k in declared), (given_, declared)
 
 
@@ -116,8 +139,7 @@ def test_load_table_signature_is_the_table_settings():
 
 
 def test_evaluate_signature_is_its_settings():
-    params = inspect.signature(sd.evaluate).parameters
-    given_ = {k: p.default for k, p in params.items() if k not in ("table", "client")}
+    given_ = options_of(sd.evaluate)
     declared = {
         s.name: s.default_in("evaluate") for s in command_settings("evaluate") if s.scope != "table"
     }
@@ -141,12 +163,7 @@ FUNCTIONS = {
 @pytest.mark.parametrize("command", FUNCTIONS)
 def test_function_signatures_are_their_settings(command):
     """Every option of the four newer functions is declared, with the function's default."""
-    params = inspect.signature(FUNCTIONS[command]).parameters
-    given_ = {
-        k: p.default
-        for k, p in params.items()
-        if k not in ("table", "client") and p.kind is not p.VAR_KEYWORD
-    }
+    given_ = options_of(FUNCTIONS[command])
     declared = {
         s.name: s.default for s in command_settings(command) if s.scope not in ("table", "app")
     }

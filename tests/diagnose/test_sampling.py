@@ -20,6 +20,7 @@ from scipy.spatial.distance import cdist
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
 import soak_dask as sd
+from soak_dask import RunOptions
 from soak_dask.diagnose import mai
 from soak_dask.split import balance, sampling
 from soak_dask.split.overlap import DO_COLUMN, POSITION, overlap_degrees
@@ -212,7 +213,7 @@ def compared():
             n_repeats=6,
             train_ratio=0.75,
             seed=2,
-            progress=False,
+            options=RunOptions(progress=False),
         )
     return df, res
 
@@ -293,7 +294,7 @@ def test_overlap_folds_balance_levels():
     pd.testing.assert_frame_equal(
         known.sort_values(["r", "fold", "y"]).reset_index(drop=True), counts, check_dtype=False
     )
-    res = sd.soak(folded, "lda", train_types=["same"], progress=False)
+    res = sd.soak(folded, "lda", train_types=["same"], options=sd.RunOptions(progress=False))
     assert res.sizes["fold"] == 4
 
 
@@ -385,9 +386,13 @@ def test_mdc_on_a_sample_says_it_changes_the_method():
     with pytest.warns(UserWarning, match="mdc: MDC needs all rows"):
         with dask.config.set(scheduler="synchronous"):
             res = mai.compare_sampling(
-                table_of(frame(300, seed=8)), "lda", methods=["random", "mdc"], n_repeats=2,
-                mdc_max_rows=100, progress=False,
-            )  # fmt: skip
+                table_of(frame(300, seed=8)),
+                "lda",
+                methods=["random", "mdc"],
+                n_repeats=2,
+                mdc_max_rows=100,
+                options=RunOptions(progress=False),
+            )
     note = json.loads(res.attrs["notes"])["mdc"]
     assert "the table has 300 rows" in note and "sample of 100 rows" in note
     assert "This changes the method" in note and "not those of the paper's MDC" in note

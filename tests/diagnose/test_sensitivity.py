@@ -19,6 +19,7 @@ from sklearn.metrics import accuracy_score
 from sklearn.model_selection import PredefinedSplit, cross_val_score
 
 import soak_dask as sd
+from soak_dask import RunOptions
 from soak_dask.diagnose.sensitivity import (
     recommend,
     split_sensitivity,
@@ -51,7 +52,12 @@ def table(frame):
 def result(table) -> xr.Dataset:
     with dask.config.set(scheduler="synchronous"):
         return split_sensitivity(
-            table, LEARNER, ratios=RATIOS, n_repeats=TRIALS, n_folds=K, progress=False
+            table,
+            LEARNER,
+            ratios=RATIOS,
+            n_repeats=TRIALS,
+            n_folds=K,
+            options=RunOptions(progress=False),
         )
 
 
@@ -215,7 +221,8 @@ def test_grouped_run_and_same_results_on_two_workers(frame):
     (one worker, one partition): the splits depend on the seed and the data only. (The CLI
     test compares a two-worker LocalCluster with the synchronous run too.)"""
     grouped = sd.load_table(frame, label="y", features=FEATURES, group="group")
-    options = {"ratios": (0.7,), "n_repeats": 3, "n_folds": 3, "progress": False}
+    quiet = RunOptions(progress=False)
+    options = {"ratios": (0.7,), "n_repeats": 3, "n_folds": 3, "options": quiet}
     with dask.config.set(scheduler="synchronous"):
         one = split_sensitivity(grouped, LEARNER, **options)
     parts = dd.from_pandas(frame, npartitions=3)
@@ -233,9 +240,14 @@ def test_regression_and_an_estimator(frame):
     reg = sd.load_table(df, label="target", features=["x0", "x2"])
     with dask.config.set(scheduler="synchronous"):
         ds = split_sensitivity(
-            reg, {"ridge": Ridge()}, ratios=(0.5,), n_repeats=3, n_folds=3, measures="rmse",
-            progress=False,
-        )  # fmt: skip
+            reg,
+            {"ridge": Ridge()},
+            ratios=(0.5,),
+            n_repeats=3,
+            n_folds=3,
+            measures="rmse",
+            options=RunOptions(progress=False),
+        )
     assert ds.attrs["learner"] == "ridge" and ds.attrs["classes"] == ""
     assert ds["cv_score"].notnull().all() and (ds["cv_score"] > 0).all()
 
@@ -287,9 +299,14 @@ def test_several_measures_the_first_decides(table, result):
     """Every measure is scored; the statistics are the first's, as with one measure."""
     with dask.config.set(scheduler="synchronous"):
         both = split_sensitivity(
-            table, LEARNER, ratios=RATIOS, n_repeats=TRIALS, n_folds=K, progress=False,
+            table,
+            LEARNER,
+            ratios=RATIOS,
+            n_repeats=TRIALS,
+            n_folds=K,
             measures=["accuracy", "error"],
-        )  # fmt: skip
+            options=RunOptions(progress=False),
+        )
     xr.testing.assert_identical(both[list(result.data_vars)].drop_attrs(), result.drop_attrs())
     np.testing.assert_allclose(both["test_error"], 100 * (1 - both["test_score"]))  # percent
     assert both.attrs["measures"] == ["accuracy", "error"] and both.attrs["measure"] == "accuracy"

@@ -270,7 +270,9 @@ def test_soak_runs_lasso_cv_end_to_end():
     """lasso_cv in soak scores what cross_validate scores on the same splits."""
     df = toy_table(n=360, n_subsets=3, seed=2)
     table = sd.load_table(df, label="y", subset="subset")
-    res = sd.soak(table, ["lasso_cv", "featureless"], n_folds=4, seed=9, progress=False)
+    res = sd.soak(
+        table, ["lasso_cv", "featureless"], n_folds=4, seed=9, options=sd.RunOptions(progress=False)
+    )
     cv = sd.SameOtherAllCV(df["subset"], n_splits=4, random_state=9)
     X, y = df[["x0", "x1", "x2"]].to_numpy(), df["y"].to_numpy()
     naive = cross_validate(sd.LassoCVClassifier(random_state=9), X, y, cv=cv, scoring="accuracy")

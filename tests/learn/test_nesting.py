@@ -24,7 +24,7 @@ from soak_dask.split.inner import Inner
 
 from ..conftest import n_examples
 
-QUIET = {"progress": False}
+QUIET = {"options": sd.RunOptions(progress=False)}
 
 
 def _frame(X: np.ndarray, y: np.ndarray, **extra) -> pd.DataFrame:

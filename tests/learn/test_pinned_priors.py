@@ -96,6 +96,12 @@ def test_evaluate_featureless_with_the_majority_sorting_last():
     y = _labels({"a": 45, "b": 105})
     df = pd.DataFrame({"f0": rng.normal(size=len(y)), "y": rng.permutation(y)})
     table = sd.load_table(df, label="y")
-    on = sd.evaluate(table, "featureless", measures=["error"], outer_folds=3, progress=False)
+    on = sd.evaluate(
+        table,
+        "featureless",
+        measures=["error"],
+        outer_folds=3,
+        options=sd.RunOptions(progress=False),
+    )
     assert on.attrs["prior_correction"] == 1
     np.testing.assert_allclose(on["error"].values, 30.0, rtol=0, atol=1e-9)

@@ -15,6 +15,7 @@ import pytest
 import xarray as xr
 
 import soak_dask as sd
+from soak_dask import RunOptions
 from soak_dask.pooling import (
     search_subsets,
     search_summary,
@@ -41,8 +42,10 @@ def toy_runs():
     frame = toy_table(300, 3, seed=3, n_groups=4)
     table = sd.load_table(frame, label="y", subset="subset", group="group")
     with dask.config.set(scheduler="synchronous"):
-        matrix = transfer(table, ["featureless", "lda"], n_folds=3, progress=False)
-        found = search_subsets(table, "lda", n_folds=3, progress=False)
+        matrix = transfer(
+            table, ["featureless", "lda"], n_folds=3, options=RunOptions(progress=False)
+        )
+        found = search_subsets(table, "lda", n_folds=3, options=RunOptions(progress=False))
     return matrix, found
 
 
@@ -141,8 +144,12 @@ def aztrees_runs():
         path, label="y", subset="region4", group="polygon", features=AZTREES_FEATURES
     )
     with dask.config.set(scheduler="synchronous"), pytest.warns(UserWarning):
-        matrix = transfer(table, "featureless", n_folds=10, seed=1, progress=False)
-        found = search_subsets(table, "featureless", n_folds=10, seed=1, progress=False)
+        matrix = transfer(
+            table, "featureless", n_folds=10, seed=1, options=RunOptions(progress=False)
+        )
+        found = search_subsets(
+            table, "featureless", n_folds=10, seed=1, options=RunOptions(progress=False)
+        )
     return matrix, found
 
 

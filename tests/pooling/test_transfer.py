@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import soak_dask as sd
+from soak_dask import RunOptions
 from soak_dask.app import cli, transfer_cli
 from soak_dask.app.flags import UsageError
 from soak_dask.io.outdir import MANIFEST
@@ -62,9 +63,18 @@ def table():
 def runs(table):
     """The matrix, SOAK (same and all) and the search, on one table and seed."""
     with dask.config.set(scheduler="synchronous"):
-        matrix = transfer(table, LEARNERS, n_folds=K, seed=3, progress=False)
-        soak = sd.soak(table, LEARNERS, n_folds=K, seed=3, train_types="same,all", progress=False)
-        found = search_subsets(table, ["featureless", "lda"], n_folds=K, seed=3, progress=False)
+        matrix = transfer(table, LEARNERS, n_folds=K, seed=3, options=RunOptions(progress=False))
+        soak = sd.soak(
+            table,
+            LEARNERS,
+            n_folds=K,
+            seed=3,
+            train_types="same,all",
+            options=sd.RunOptions(progress=False),
+        )
+        found = search_subsets(
+            table, ["featureless", "lda"], n_folds=K, seed=3, options=RunOptions(progress=False)
+        )
     return matrix, soak, found
 
 
@@ -121,8 +131,8 @@ def test_tests_against_the_diagonal_and_the_clustering(runs):
 @pytest.mark.slow
 def test_two_subset_soak_is_a_transfer_matrix():
     table = sd.load_table(toy_table(200, 2, seed=5), label="y", subset="subset")
-    res = sd.soak(table, ["featureless", "lda"], n_folds=3, progress=False)
-    matrix = transfer(table, ["featureless", "lda"], n_folds=3, progress=False)
+    res = sd.soak(table, ["featureless", "lda"], n_folds=3, options=sd.RunOptions(progress=False))
+    matrix = transfer(table, ["featureless", "lda"], n_folds=3, options=RunOptions(progress=False))
     converted = transfer_from_soak(res)
     np.testing.assert_array_equal(
         converted["error"].transpose(*matrix["error"].dims).values, matrix["error"].values
@@ -168,7 +178,9 @@ def test_search_scores_same_and_all_as_soak(runs):
 @pytest.mark.slow
 def test_one_pass_search_equals_refits_from_rows(table, runs):
     found = runs[2].sel(learner=["lda"])
-    refit = search_subsets(table, ["lda"], n_folds=K, seed=3, progress=False, onepass=False)
+    refit = search_subsets(
+        table, ["lda"], n_folds=K, seed=3, options=RunOptions(progress=False, onepass=False)
+    )
     assert (refit["one_pass"] == 0).all()
     assert (found["chosen"].sum("train_subset") > 1).any()  # the search did pool subsets
     assert (refit["pool"] == found["pool"]).all()
@@ -204,7 +216,7 @@ def test_poisoned_outer_test_fold_does_not_change_its_pools():
             sd.load_table(data, label="y", subset="subset", fold=base.fold),
             "lda",
             threshold=0.0,
-            progress=False,
+            options=RunOptions(progress=False),
         )
         for data in (frame, poisoned)
     ]
@@ -218,14 +230,20 @@ def test_poisoned_outer_test_fold_does_not_change_its_pools():
 def test_budget_and_bad_options_are_refused_before_fitting(table):
     assert inner_fit_bound(4, 10, 4) == 1530
     with pytest.raises(ValueError, match="max_inner_fits=10"):
-        search_subsets(table, ["decision_tree"], n_folds=3, max_inner_fits=10, progress=False)
+        search_subsets(
+            table,
+            ["decision_tree"],
+            n_folds=3,
+            max_inner_fits=10,
+            options=RunOptions(progress=False),
+        )
     with pytest.raises(ValueError, match="threshold"):
         search_subsets(table, "lda", threshold=-0.1)
     with pytest.raises(ValueError, match="max_pool=1"):
-        search_subsets(table, "lda", n_folds=3, max_pool=1, progress=False)
+        search_subsets(table, "lda", n_folds=3, max_pool=1, options=RunOptions(progress=False))
     single = sd.load_table(toy_table(60, 1), label="y", subset="subset")
     with pytest.raises(ValueError, match="one subset"):
-        search_subsets(single, "lda", n_folds=3, progress=False)
+        search_subsets(single, "lda", n_folds=3, options=RunOptions(progress=False))
 
 
 def test_stability_table(runs):

@@ -18,7 +18,13 @@ from ..conftest import toy_table
 @pytest.fixture(scope="module")
 def matrix():
     table = sd.load_table(toy_table(n=600, n_subsets=4, seed=2), label="y", subset="subset")
-    return sd.transfer(table, ["featureless", "lda"], n_folds=3, measures=["error"], progress=False)
+    return sd.transfer(
+        table,
+        ["featureless", "lda"],
+        n_folds=3,
+        measures=["error"],
+        options=sd.RunOptions(progress=False),
+    )
 
 
 def _panels(fig):

@@ -401,7 +401,9 @@ def test_evaluate_5x2cv_with_a_test_split_end_to_end() -> None:
         "tree": DecisionTreeClassifier(max_depth=1, random_state=0),
         "lr": LogisticRegression(),
     }
-    ds = sd.evaluate(table, learners, outer="5x2cv", test_split=0.25, progress=False)
+    ds = sd.evaluate(
+        table, learners, outer="5x2cv", test_split=0.25, options=sd.RunOptions(progress=False)
+    )
     assert dict(ds.sizes)["repeat"] == 5 and dict(ds.sizes)["fold"] == 2
     # Each repeat's two folds split the 120 training rows.
     assert (ds["n_test"].sum("fold") == 120).all()

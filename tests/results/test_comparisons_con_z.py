@@ -55,7 +55,11 @@ def test_inference_options_refused_naming_the_option(inference, repeats, match) 
         check_inference(inference, repeats)
     with pytest.raises(ValueError, match=match):  # before any fit
         sd.evaluate(
-            _toy_table(), "lr", inference=inference, inference_repeats=repeats, progress=False
+            _toy_table(),
+            "lr",
+            inference=inference,
+            inference_repeats=repeats,
+            options=sd.RunOptions(progress=False),
         )
 
 
@@ -84,7 +88,11 @@ def with_halves() -> xr.Dataset:
 
     learners = {"lr": LogisticRegression(), "tree": DecisionTreeClassifier(random_state=0)}
     return sd.evaluate(
-        _toy_table(), learners, inference="con_z", inference_repeats=3, progress=False
+        _toy_table(),
+        learners,
+        inference="con_z",
+        inference_repeats=3,
+        options=sd.RunOptions(progress=False),
     )
 
 

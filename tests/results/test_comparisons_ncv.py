@@ -43,7 +43,9 @@ def _toy_table() -> sd.Table:
 )
 def test_ncv_refused_before_any_fit_naming_the_option(kwargs, match) -> None:
     with pytest.raises(ValueError, match=match):
-        sd.evaluate(_toy_table(), "lr", inference="ncv", progress=False, **kwargs)
+        sd.evaluate(
+            _toy_table(), "lr", inference="ncv", **kwargs, options=sd.RunOptions(progress=False)
+        )
 
 
 def test_ncv_refuses_a_table_with_a_fold_or_group_column() -> None:
@@ -79,9 +81,13 @@ def with_ncv() -> xr.Dataset:
 
     learners = {"lr": LogisticRegression(), "tree": DecisionTreeClassifier(random_state=0)}
     return sd.evaluate(
-        _toy_table(), learners, outer_folds=K, inference="ncv", inference_repeats=R,
-        progress=False,
-    )  # fmt: skip
+        _toy_table(),
+        learners,
+        outer_folds=K,
+        inference="ncv",
+        inference_repeats=R,
+        options=sd.RunOptions(progress=False),
+    )
 
 
 def _blocks(ds: xr.Dataset, name: str, *index: object) -> np.ndarray:
@@ -173,9 +179,14 @@ def test_one_learners_ncv_blocks_of_squared_losses_by_hand() -> None:
     df = _frame(60).assign(y=lambda d: d["x1"] + np.random.default_rng(1).normal(size=60))
     table = sd.load_table(df, label="y", features=["x1", "x2"])
     ds = sd.evaluate(
-        table, ["linear"], outer_folds=K, inference="ncv", inference_repeats=R,
-        measures=["mse", "rmse", "mae"], progress=False,
-    )  # fmt: skip
+        table,
+        ["linear"],
+        outer_folds=K,
+        inference="ncv",
+        inference_repeats=R,
+        measures=["mse", "rmse", "mae"],
+        options=sd.RunOptions(progress=False),
+    )
     assert ds["ncv_loss_sq_mse"].dims == NCV_DIMS and "ncv_loss_diff_sq_mse" not in ds
     options = {"outer_folds": K, "balance": "class", "group_assignment": "rows"}
     by_hand = {m: np.zeros((R, K, K, 3)) for m in ("mse", "mae")}  # rows, Σ l, Σ l²

@@ -47,17 +47,27 @@ def pixel_table(n_pixels: int = 1500) -> sd.Table:
 def repeated():
     """Grouped 4-fold CV × 2 repeats with a 20 % test split: 8 cells per learner."""
     return sd.evaluate(
-        pixel_table(), LEARNERS, outer="repeated_cv", outer_folds=4, outer_repeats=2,
-        test_split=0.2, measures=MEASURES, progress=False,
-    )  # fmt: skip
+        pixel_table(),
+        LEARNERS,
+        outer="repeated_cv",
+        outer_folds=4,
+        outer_repeats=2,
+        test_split=0.2,
+        measures=MEASURES,
+        options=sd.RunOptions(progress=False),
+    )
 
 
 @pytest.fixture(scope="module")
 def bootstrap():
     return sd.evaluate(
-        pixel_table(800), LEARNERS[:2], outer="bootstrap", outer_repeats=4, measures=MEASURES,
-        progress=False,
-    )  # fmt: skip
+        pixel_table(800),
+        LEARNERS[:2],
+        outer="bootstrap",
+        outer_repeats=4,
+        measures=MEASURES,
+        options=sd.RunOptions(progress=False),
+    )
 
 
 @pytest.fixture(scope="module")

@@ -31,17 +31,32 @@ from ..conftest import toy_table
 
 LEARNERS = ["featureless", "logistic"]
 RUNS = {
-    "soak": lambda t: sd.soak(t, LEARNERS, n_folds=3, measures="error", progress=False),
-    "evaluate": lambda t: sd.evaluate(t, LEARNERS, outer_folds=3, measures="error", progress=False),
-    "transfer": lambda t: sd.transfer(t, LEARNERS, n_folds=3, measures="error", progress=False),
+    "soak": lambda t: sd.soak(
+        t, LEARNERS, n_folds=3, measures="error", options=sd.RunOptions(progress=False)
+    ),
+    "evaluate": lambda t: sd.evaluate(
+        t, LEARNERS, outer_folds=3, measures="error", options=sd.RunOptions(progress=False)
+    ),
+    "transfer": lambda t: sd.transfer(
+        t, LEARNERS, n_folds=3, measures="error", options=sd.RunOptions(progress=False)
+    ),
     "search_subsets": lambda t: sd.search_subsets(
-        t, LEARNERS, n_folds=3, measures="error", progress=False
+        t, LEARNERS, n_folds=3, measures="error", options=sd.RunOptions(progress=False)
     ),
     "split_sensitivity": lambda t: sd.split_sensitivity(
-        t, "logistic", ratios=(0.5, 0.7), n_repeats=3, n_folds=3, progress=False
+        t,
+        "logistic",
+        ratios=(0.5, 0.7),
+        n_repeats=3,
+        n_folds=3,
+        options=sd.RunOptions(progress=False),
     ),
     "compare_sampling": lambda t: sd.compare_sampling(
-        t, LEARNERS, methods=["random", "stratified"], n_repeats=3, progress=False
+        t,
+        LEARNERS,
+        methods=["random", "stratified"],
+        n_repeats=3,
+        options=sd.RunOptions(progress=False),
     ),
 }
 #: Per kind: tables written beside the page (CSV), and a heading the page shows above them.

@@ -279,7 +279,7 @@ def real_run() -> xr.Dataset:
     )
     table = sd.load_table(df, label="label", subset="region", group="polygon", exclude=["x", "y"])
     learners = {"featureless": "featureless", "logistic": "logistic", "tree": "decision_tree"}
-    return sd.soak(table, learners, n_folds=3, seed=2, progress=False)
+    return sd.soak(table, learners, n_folds=3, seed=2, options=sd.RunOptions(progress=False))
 
 
 @pytest.mark.slow

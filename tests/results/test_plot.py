@@ -38,7 +38,7 @@ def run_small_soak() -> xr.Dataset:
     df = make_pixel_table(n_pixels=3000, n_bands=6, tree_fraction=0.3, seed=0)
     table = sd.load_table(df, label="label", subset="region", group="polygon", exclude=["x", "y"])
     learners = {"featureless": "featureless", "logistic": "logistic"}
-    return sd.soak(table, learners, n_folds=3, seed=1, progress=False)
+    return sd.soak(table, learners, n_folds=3, seed=1, options=sd.RunOptions(progress=False))
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,9 @@ def run(groups: bool) -> sd.Table:
     table = sd.load_table(df, label="y", group="g" if groups else None, exclude=["g"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the uneven-folds warning of the run itself
-        return sd.evaluate(table, ["featureless", "lda"], outer_folds=4, progress=False)
+        return sd.evaluate(
+            table, ["featureless", "lda"], outer_folds=4, options=sd.RunOptions(progress=False)
+        )
 
 
 @pytest.fixture(scope="module")

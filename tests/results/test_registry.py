@@ -162,7 +162,9 @@ def test_a_new_kind_is_served_by_the_accessor_render_and_open_results(coins, tmp
 @pytest.fixture(scope="module")
 def matrix() -> xr.Dataset:
     table = sd.load_table(toy_table(n=160, n_subsets=2, seed=5), label="y", subset="subset")
-    return sd.transfer(table, ["featureless", "logistic"], n_folds=3, progress=False)
+    return sd.transfer(
+        table, ["featureless", "logistic"], n_folds=3, options=sd.RunOptions(progress=False)
+    )
 
 
 @pytest.mark.slow

@@ -424,7 +424,9 @@ def plain_run():
     df = make_pixel_table(n_pixels=1500, n_bands=4, tree_fraction=0.3, seed=2)
     with pytest.warns(UserWarning, match="coordinate columns"):
         table = sd.load_table(df, label="label", exclude=["region", "polygon"])
-    return sd.soak(table, ["featureless", "logistic"], n_folds=4, progress=False)
+    return sd.soak(
+        table, ["featureless", "logistic"], n_folds=4, options=sd.RunOptions(progress=False)
+    )
 
 
 @pytest.mark.slow

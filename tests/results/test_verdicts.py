@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 import soak_dask as sd
+from soak_dask import RunOptions
 from soak_dask.pooling import search_pvalues, search_subsets, transfer, transfer_pvalues
 from soak_dask.results.comparisons import compare, comparison_text
 from soak_dask.results.text import pvalues_text
@@ -154,8 +155,10 @@ def toy():
 @pytest.mark.slow
 def test_transfer_and_search_verdicts_never_say_similar(toy):
     with dask.config.set(scheduler="synchronous"):
-        matrix = transfer(toy, ["featureless", "lda"], n_folds=3, progress=False)
-        found = search_subsets(toy, "lda", n_folds=3, progress=False)
+        matrix = transfer(
+            toy, ["featureless", "lda"], n_folds=3, options=RunOptions(progress=False)
+        )
+        found = search_subsets(toy, "lda", n_folds=3, options=RunOptions(progress=False))
     tests = transfer_pvalues(matrix)
     off = tests[tests["train_subset"] != tests["test_subset"]]
     assert set(off["verdict"]) <= {BETTER, WORSE, NO_EVIDENCE}

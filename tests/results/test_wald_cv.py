@@ -40,7 +40,8 @@ def _evaluate(df: pd.DataFrame, learners, rows_per_partition=None, **options):
     table = sd.load_table(
         df, label="y", features=["x1", "x2"], fold="fold", rows_per_partition=rows_per_partition
     )
-    return sd.evaluate(table, learners, prior_correction=False, progress=False, **options)
+    run, rest = sd.RunOptions.among(options, progress=False)
+    return sd.evaluate(table, learners, prior_correction=False, **rest, options=run)
 
 
 def _by_hand(df: pd.DataFrame, models: dict, measure: str) -> dict[str, np.ndarray]:
@@ -113,9 +114,13 @@ def test_batched_paths_pair_their_learners_too() -> None:
     df = _frame(30, "classification", seed=5).drop(columns="fold")
     table = sd.load_table(df, label="y", features=["x1", "x2"])
     ds = sd.evaluate(
-        table, ["featureless", "lda"], outer="loo", onepass=False, prior_correction=False,
-        measures=["error", "log_loss"], progress=False,
-    )  # fmt: skip
+        table,
+        ["featureless", "lda"],
+        outer="loo",
+        prior_correction=False,
+        measures=["error", "log_loss"],
+        options=sd.RunOptions(onepass=False, progress=False),
+    )
     rows = ds["n_test"].sel(learner="lda").values.ravel()
     assert (rows == 1).all()
     # One row per fold: Σ d² is (the loss difference)², the measures' difference squared.
@@ -187,7 +192,11 @@ def test_wald_cv_refused_on_other_designs() -> None:
     df = _frame(120, "classification").drop(columns="fold")
     table = sd.load_table(df, label="y", features=["x1", "x2"])
     ds = sd.evaluate(
-        table, ["featureless", "lda"], outer="repeated_cv", outer_repeats=2, progress=False
+        table,
+        ["featureless", "lda"],
+        outer="repeated_cv",
+        outer_repeats=2,
+        options=sd.RunOptions(progress=False),
     )
     with pytest.raises(ValueError, match="one K-fold CV.*outer='repeated_cv'"):
         compare(ds, "lda", "featureless", method="wald_cv")
@@ -195,7 +204,7 @@ def test_wald_cv_refused_on_other_designs() -> None:
         sd.wald_cv_intervals(ds)
     df["plot"] = np.arange(len(df)) // 4
     grouped = sd.load_table(df, label="y", features=["x1", "x2"], group="plot")
-    ds = sd.evaluate(grouped, ["featureless", "lda"], progress=False)
+    ds = sd.evaluate(grouped, ["featureless", "lda"], options=sd.RunOptions(progress=False))
     with pytest.raises(ValueError, match="group column 'plot'.*method='corrected'"):
         compare(ds, "lda", "featureless", method="wald_cv")
 
@@ -270,7 +279,9 @@ def test_leave_one_out_from_statistics_pairs_by_selection() -> None:
     blocks are ``Selection``s (``score_selections``)."""
     df = _frame(40, "regression", seed=4).drop(columns="fold")
     table = sd.load_table(df, label="y", features=["x1", "x2"])
-    ds = sd.evaluate(table, ["featureless", "linear"], outer="loo", progress=False)
+    ds = sd.evaluate(
+        table, ["featureless", "linear"], outer="loo", options=sd.RunOptions(progress=False)
+    )
     d = (ds["mse"].sel(learner="linear") - ds["mse"].sel(learner="featureless")).values.ravel()
     squares = ds["loss_diff_sq_mse"].sel(learner="linear", versus="featureless").values.ravel()
     assert squares == pytest.approx(d * d, rel=1e-12, abs=1e-12)

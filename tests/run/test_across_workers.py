@@ -17,7 +17,7 @@ from tests.conftest import task_memory
 
 xgboost = pytest.importorskip("xgboost")
 
-QUIET = {"progress": False, "seed": 3}
+QUIET = {"seed": 3, "options": sd.RunOptions(progress=False)}
 
 
 def _frame(n: int = 3000, regression: bool = False, seed: int = 0) -> pd.DataFrame:

@@ -33,7 +33,7 @@ def _table():
 def test_resume_computes_only_missing_fits(tmp_path, monkeypatch):
     table = _table()
     learners = {"count": CountingClassifier(), "base": "featureless"}
-    full = sd.soak(table, learners, n_folds=4, progress=False)
+    full = sd.soak(table, learners, n_folds=4, options=sd.RunOptions(progress=False))
     total = full.attrs["n_fits"]
 
     real_run = executor._run
@@ -47,7 +47,12 @@ def test_resume_computes_only_missing_fits(tmp_path, monkeypatch):
 
     monkeypatch.setattr(executor, "_run", dies_after_ten)
     with pytest.raises(KeyboardInterrupt):
-        sd.soak(table, learners, n_folds=4, progress=False, checkpoint=tmp_path / "ck")
+        sd.soak(
+            table,
+            learners,
+            n_folds=4,
+            options=sd.RunOptions(progress=False, checkpoint=tmp_path / "ck"),
+        )
     monkeypatch.setattr(executor, "_run", real_run)
     fitted = len(FITS)
     time.sleep(0.5)
@@ -67,7 +72,12 @@ def test_resume_computes_only_missing_fits(tmp_path, monkeypatch):
     assert 0 < len(before) < total  # stopped mid-run (fits are scored per test block)
 
     FITS.clear()
-    resumed = sd.soak(table, learners, n_folds=4, progress=False, checkpoint=tmp_path / "ck")
+    resumed = sd.soak(
+        table,
+        learners,
+        n_folds=4,
+        options=sd.RunOptions(progress=False, checkpoint=tmp_path / "ck"),
+    )
     after = records_saved()
     assert len(after) == total
     # Only the counting learner's fits not saved in full (every test block) ran again.
@@ -76,7 +86,7 @@ def test_resume_computes_only_missing_fits(tmp_path, monkeypatch):
     xr.testing.assert_identical(resumed.drop_vars(TIMINGS), full.drop_vars(TIMINGS))
 
 
-FAST = {"n_folds": 3, "progress": False}
+FAST = {"n_folds": 3}
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +94,9 @@ def featureless(tmp_path_factory) -> tuple[xr.Dataset, Path]:
     """A featureless run of ``_table()`` and its checkpoint, made once: each test that damages,
     resumes or removes it takes a copy of its own (``copied``)."""
     ck = tmp_path_factory.mktemp("featureless") / "ck"
-    return sd.soak(_table(), "featureless", checkpoint=ck, **FAST), ck
+    return sd.soak(
+        _table(), "featureless", **FAST, options=sd.RunOptions(progress=False, checkpoint=ck)
+    ), ck
 
 
 def copied(run: tuple[xr.Dataset, Path], tmp_path: Path) -> Path:
@@ -97,16 +109,37 @@ def test_other_settings_are_refused(tmp_path, featureless):
     table = _table()
     copied(featureless, tmp_path)
     with pytest.raises(ValueError, match=r"other settings \(seed: 1 then, 2 now"):
-        sd.soak(table, "featureless", n_folds=3, seed=2, progress=False, checkpoint=tmp_path / "ck")
+        sd.soak(
+            table,
+            "featureless",
+            n_folds=3,
+            seed=2,
+            options=sd.RunOptions(progress=False, checkpoint=tmp_path / "ck"),
+        )
     with pytest.raises(ValueError, match="learners"):
-        sd.soak(table, "logistic", n_folds=3, progress=False, checkpoint=tmp_path / "ck")
+        sd.soak(
+            table,
+            "logistic",
+            n_folds=3,
+            options=sd.RunOptions(progress=False, checkpoint=tmp_path / "ck"),
+        )
     other_data = sd.load_table(toy_table(n=300, n_subsets=3, seed=9), label="y", subset="subset")
     with pytest.raises(ValueError, match="data"):
-        sd.soak(other_data, "featureless", n_folds=3, progress=False, checkpoint=tmp_path / "ck")
+        sd.soak(
+            other_data,
+            "featureless",
+            n_folds=3,
+            options=sd.RunOptions(progress=False, checkpoint=tmp_path / "ck"),
+        )
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     with pytest.raises(FileExistsError, match="not a SOAK checkpoint"):
-        sd.soak(table, "featureless", n_folds=3, progress=False, checkpoint=tmp_path / "busy")
+        sd.soak(
+            table,
+            "featureless",
+            n_folds=3,
+            options=sd.RunOptions(progress=False, checkpoint=tmp_path / "busy"),
+        )
 
 
 @pytest.mark.parametrize("damage", ["truncated", "empty", "binary", "wrong keys", "settings"])
@@ -125,7 +158,7 @@ def test_a_damaged_checkpoint_file_is_named_with_the_way_out(tmp_path, featurele
         }[damage]
     )
     with pytest.raises(ValueError, match=re.escape(f"checkpoint file {target} ")) as info:
-        sd.soak(table, "featureless", checkpoint=ck, **FAST)
+        sd.soak(table, "featureless", **FAST, options=sd.RunOptions(progress=False, checkpoint=ck))
     assert f"delete the checkpoint {ck} to start over" in str(info.value)
 
 
@@ -138,14 +171,22 @@ def test_forged_or_foreign_records_are_refused(tmp_path, featureless):
     task_file.write_text(json.dumps(task))
     forged = re.escape(f"checkpoint file {task_file} does not match this run's settings")
     with pytest.raises(ValueError, match=forged):
-        sd.soak(table, "featureless", checkpoint=ck, **FAST)
+        sd.soak(table, "featureless", **FAST, options=sd.RunOptions(progress=False, checkpoint=ck))
     # The same task of a run with another seed, under the name this run gives it.
-    sd.soak(table, "featureless", seed=2, checkpoint=tmp_path / "other", **FAST)
+    sd.soak(
+        table,
+        "featureless",
+        seed=2,
+        **FAST,
+        options=sd.RunOptions(progress=False, checkpoint=tmp_path / "other"),
+    )
     shutil.copy(tmp_path / "other" / task_file.name, task_file)
     with pytest.raises(ValueError, match=forged):
-        sd.soak(table, "featureless", checkpoint=ck, **FAST)
+        sd.soak(table, "featureless", **FAST, options=sd.RunOptions(progress=False, checkpoint=ck))
     task_file.unlink()  # as the message says: that file's fits are computed again
-    resumed = sd.soak(table, "featureless", checkpoint=ck, **FAST)
+    resumed = sd.soak(
+        table, "featureless", **FAST, options=sd.RunOptions(progress=False, checkpoint=ck)
+    )
     xr.testing.assert_identical(resumed.drop_vars(TIMINGS), full.drop_vars(TIMINGS))
 
 
@@ -156,7 +197,9 @@ def test_one_pass_fits_rescored_alone_score_like_the_full_run(tmp_path, featurel
     full, ck = featureless[0], copied(featureless, tmp_path)
     for task in sorted(ck.glob("task-*"))[:2]:
         task.unlink()
-    resumed = sd.soak(table, "featureless", checkpoint=ck, **FAST)
+    resumed = sd.soak(
+        table, "featureless", **FAST, options=sd.RunOptions(progress=False, checkpoint=ck)
+    )
     xr.testing.assert_identical(resumed.drop_vars(TIMINGS), full.drop_vars(TIMINGS))
 
 
@@ -167,9 +210,19 @@ def test_a_changed_parameter_shows_where_the_settings_differ(tmp_path):
         )
 
     table = _table()
-    sd.soak(table, {"lr": learner(0.5)}, checkpoint=tmp_path / "ck", **FAST)
+    sd.soak(
+        table,
+        {"lr": learner(0.5)},
+        **FAST,
+        options=sd.RunOptions(progress=False, checkpoint=tmp_path / "ck"),
+    )
     with pytest.raises(ValueError, match="other settings") as info:
-        sd.soak(table, {"lr": learner(2.0)}, checkpoint=tmp_path / "ck", **FAST)
+        sd.soak(
+            table,
+            {"lr": learner(2.0)},
+            **FAST,
+            options=sd.RunOptions(progress=False, checkpoint=tmp_path / "ck"),
+        )
     message = str(info.value)
     # The reprs are alike for their first 80 characters: the part shown is where they differ.
     assert "learners.lr: " in message and "C=0.5" in message and "C=2.0" in message
@@ -183,7 +236,12 @@ def test_a_rewritten_parquet_file_is_refused_not_resumed(tmp_path, rewrite):
     df.iloc[:150].to_parquet(data / "a.parquet")
     df.iloc[150:].to_parquet(data / "b.parquet")
     table = sd.load_table(data, label="y", subset="subset")
-    sd.soak(table, "featureless", checkpoint=tmp_path / "ck", **FAST)
+    sd.soak(
+        table,
+        "featureless",
+        **FAST,
+        options=sd.RunOptions(progress=False, checkpoint=tmp_path / "ck"),
+    )
     part = df.iloc[150:]
     part = part.assign(x0=part["x0"] + 1) if rewrite == "values" else part.iloc[::-1]
     part.to_parquet(data / "b.parquet")
@@ -191,7 +249,12 @@ def test_a_rewritten_parquet_file_is_refused_not_resumed(tmp_path, rewrite):
     # The table loaded before the rewrite (its files are stat'ed when the run starts), or anew.
     for again in (table, sd.load_table(data, label="y", subset="subset")):
         with pytest.raises(ValueError, match=changed):
-            sd.soak(again, "featureless", checkpoint=tmp_path / "ck", **FAST)
+            sd.soak(
+                again,
+                "featureless",
+                **FAST,
+                options=sd.RunOptions(progress=False, checkpoint=tmp_path / "ck"),
+            )
 
 
 def test_a_checkpoint_inside_the_input_is_refused(tmp_path):
@@ -200,7 +263,12 @@ def test_a_checkpoint_inside_the_input_is_refused(tmp_path):
     toy_table(n=90).to_parquet(data / "a.parquet")
     table = sd.load_table(data, label="y", subset="subset")
     with pytest.raises(ValueError, match="is inside the input table's directory"):
-        sd.soak(table, "featureless", checkpoint=data / "ck", **FAST)
+        sd.soak(
+            table,
+            "featureless",
+            **FAST,
+            options=sd.RunOptions(progress=False, checkpoint=data / "ck"),
+        )
     assert [p.name for p in data.iterdir()] == ["a.parquet"]
 
 
@@ -210,7 +278,7 @@ def test_removing_a_checkpoint_deletes_only_its_own_files(tmp_path, featureless)
     remove_checkpoint(ck)
     assert [p.name for p in ck.iterdir()] == ["notes.txt"]
     (ck / "notes.txt").unlink()
-    sd.soak(_table(), "featureless", checkpoint=ck, **FAST)
+    sd.soak(_table(), "featureless", **FAST, options=sd.RunOptions(progress=False, checkpoint=ck))
     remove_checkpoint(ck)
     assert not ck.exists()
     other = tmp_path / "other"

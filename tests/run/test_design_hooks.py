@@ -55,9 +55,16 @@ def test_run_design_of_knndm_folds_is_evaluate_outer_knndm():
     t = sd.load_table(df, label="label", coords=["x", "y"])
     design = sd.KNNDMFolds(pred, n_folds=4, seed=2)
     with dask.config.set(scheduler="sync"):
-        got = sd.run_design(t, design, "linear", progress=False)
-        want = sd.evaluate(t, "linear", outer="knndm", outer_folds=4, prediction=pred, seed=2,
-                           progress=False)  # fmt: skip
+        got = sd.run_design(t, design, "linear", options=sd.RunOptions(progress=False))
+        want = sd.evaluate(
+            t,
+            "linear",
+            outer="knndm",
+            outer_folds=4,
+            prediction=pred,
+            seed=2,
+            options=sd.RunOptions(progress=False),
+        )
     folds = sd.knndm_folds(t, pred, n_folds=4, seed=2)
     assert design.W_ == pytest.approx(folds.W) and design.W_random_ == pytest.approx(folds.W_random)
     assert design.learned_ == {"outer_folds": 4}
@@ -144,8 +151,12 @@ def test_run_design_fits_as_every_entry_point(design, fitting, monkeypatch):
     else:  # var_smoothing 0: partial_fit would take its epsilon from the first block alone
         learners = {"nb": GaussianNB(var_smoothing=0.0)}
     with dask.config.set(scheduler="sync"):
-        got = sd.run_design(table, design, learners, progress=False, **fitting)
-        whole = sd.run_design(table, design, learners, progress=False, onepass=False)
+        got = sd.run_design(
+            table, design, learners, options=sd.RunOptions(progress=False, **fitting)
+        )
+        whole = sd.run_design(
+            table, design, learners, options=sd.RunOptions(progress=False, onepass=False)
+        )
     kind = strategies.OnePass if fitting["onepass"] else strategies.PartialFit
     n_pairs = len(got["fit_seconds"].values.ravel())  # one (fit, learner) pair a cell, or less
     assert {type(s) for s, _ in made} == {kind} and 0 < sum(n for _, n in made) <= n_pairs
@@ -169,17 +180,26 @@ def spy(tasks, made):
 def test_run_design_checks_its_fitting_options_first():
     table = sd.load_table(toy_table(n=60), label="y", subset="subset")
     with pytest.raises(ValueError, match="epochs=3"):
-        sd.run_design(table, KFoldDesign(3), "lda", epochs=3, progress=False)
+        sd.run_design(table, KFoldDesign(3), "lda", options=sd.RunOptions(epochs=3, progress=False))
     with pytest.raises(ValueError, match="max_train_rows"):
-        sd.run_design(table, KFoldDesign(3), "lda", max_train_rows=0, progress=False)
+        sd.run_design(
+            table, KFoldDesign(3), "lda", options=sd.RunOptions(max_train_rows=0, progress=False)
+        )
     sized = sd.SameOtherAll(n_folds=3, sizes=0)
     with pytest.raises(ValueError, match=r"incremental=True with sizes=0"):
-        sd.run_design(table, sized, {"nb": GaussianNB()}, incremental=True, progress=False)
+        sd.run_design(
+            table,
+            sized,
+            {"nb": GaussianNB()},
+            options=sd.RunOptions(incremental=True, progress=False),
+        )
 
 
 def test_run_design_caps_train_rows():
     table = sd.load_table(toy_table(n=120), label="y", subset="subset")
-    res = sd.run_design(table, KFoldDesign(3), "lda", max_train_rows=30, progress=False)
+    res = sd.run_design(
+        table, KFoldDesign(3), "lda", options=sd.RunOptions(max_train_rows=30, progress=False)
+    )
     assert (res["n_train"].values == 30).all() and res.attrs["max_train_rows"] == 30
 
 

@@ -17,7 +17,7 @@ from soak_dask.workers import FitMemoryError, WorkerMemory
 
 from ..conftest import toy_table
 
-RUN = {"measures": ["error"], "progress": False}
+RUN = {"measures": ["error"]}
 
 
 class FailsToFit(LogisticRegression):
@@ -58,7 +58,14 @@ def check_against(cost, res) -> None:
 def test_soak_cost_is_what_the_run_does_and_no_fit_runs(table):
     learners = {"featureless": "featureless", "lda": "lda", "logistic": FailsToFit()}
     with Keys() as seen:
-        costs = sd.dry_run(sd.soak, table, learners, n_folds=3, error_score="raise", **RUN)
+        costs = sd.dry_run(
+            sd.soak,
+            table,
+            learners,
+            n_folds=3,
+            **RUN,
+            options=sd.RunOptions(progress=False, error_score="raise"),
+        )
     assert seen.keys  # the dry run computed its keys and counts on this scheduler
     # No fit, batch, prediction or scoring task started (the learner's fit would have raised).
     assert not [k for k in seen.keys if "soak-" in k], seen.keys
@@ -78,7 +85,13 @@ def test_soak_cost_is_what_the_run_does_and_no_fit_runs(table):
     assert cost.n_passes == 2 + cost.n_train_sets
     assert "soak: 27 fits (9 train sets × 3 learners)" in str(cost)
     assert set(costs.table()["learner"]) == set(learners)
-    res = sd.soak(table, ["featureless", "lda", "logistic"], n_folds=3, **RUN)
+    res = sd.soak(
+        table,
+        ["featureless", "lda", "logistic"],
+        n_folds=3,
+        **RUN,
+        options=sd.RunOptions(progress=False),
+    )
     check_against(cost, res)
 
 
@@ -110,9 +123,10 @@ def test_the_passes_are_the_sweeps_the_run_makes(monkeypatch):
     table = sd.load_table(frame, label="y", subset="subset", rows_per_partition=150)
     n_parts = table.data.npartitions
     assert n_parts > 1
+    unpersisted = sd.RunOptions(persist=False, progress=False)
     for run in (
-        partial(sd.soak, table, ["featureless", "logistic"], n_folds=3, persist=False, **RUN),
-        partial(sd.evaluate, table, ["logistic", "lda"], outer_folds=3, persist=False, **RUN),
+        partial(sd.soak, table, ["featureless", "logistic"], n_folds=3, **RUN, options=unpersisted),
+        partial(sd.evaluate, table, ["logistic", "lda"], outer_folds=3, **RUN, options=unpersisted),
     ):
         calls.clear()
         (cost,) = sd.dry_run(run)
@@ -123,32 +137,56 @@ def test_the_passes_are_the_sweeps_the_run_makes(monkeypatch):
 
 
 def test_capped_rows_are_what_each_task_gathers(table):
-    (cost,) = sd.dry_run(sd.soak, table, ["logistic"], n_folds=3, max_train_rows=150, **RUN)
+    (cost,) = sd.dry_run(
+        sd.soak,
+        table,
+        ["logistic"],
+        n_folds=3,
+        **RUN,
+        options=sd.RunOptions(progress=False, max_train_rows=150),
+    )
     assert (cost.fits["gathered"] == cost.fits["train"].clip(upper=150)).all()
-    res = sd.soak(table, ["logistic"], n_folds=3, max_train_rows=150, **RUN)
+    res = sd.soak(
+        table,
+        ["logistic"],
+        n_folds=3,
+        **RUN,
+        options=sd.RunOptions(progress=False, max_train_rows=150),
+    )
     assert (pair_rows(res)["n_train"] == cost.fits["train"].clip(upper=150).to_numpy()).all()
 
 
 @pytest.mark.parametrize("outer", [{"outer": "cv", "outer_folds": 4}, {"outer": "bootstrap"}])
 def test_evaluate_cost_is_what_the_run_does(table, outer):
-    options = {**outer, "outer_repeats": 3, **RUN} if outer["outer"] != "cv" else {**outer, **RUN}
-    (cost,) = sd.dry_run(sd.evaluate, table, ["lda", "logistic"], **options)
+    design = {**outer, "outer_repeats": 3, **RUN} if outer["outer"] != "cv" else {**outer, **RUN}
+    quiet = sd.RunOptions(progress=False)
+    (cost,) = sd.dry_run(sd.evaluate, table, ["lda", "logistic"], **design, options=quiet)
     strategy = cost.fits.set_index("learner")["strategy"]
     assert set(strategy["lda"]) == {"one-pass statistics"}
     assert set(strategy["logistic"]) == {"whole train set"}
     assert any("final models" in note for note in cost.notes)
-    check_against(cost, sd.evaluate(table, ["lda", "logistic"], **options))
+    check_against(cost, sd.evaluate(table, ["lda", "logistic"], **design, options=quiet))
 
 
 def test_every_entry_point_stops_at_its_plan(table, tmp_path):
     three = sd.load_table(toy_table(n=450, n_subsets=3, seed=2), label="y", subset="subset")
     checkpoint = tmp_path / "ck"
-    (matrix,) = sd.dry_run(sd.transfer, three, ["lda"], n_folds=3, checkpoint=checkpoint, **RUN)
+    (matrix,) = sd.dry_run(
+        sd.transfer,
+        three,
+        ["lda"],
+        n_folds=3,
+        **RUN,
+        options=sd.RunOptions(progress=False, checkpoint=checkpoint),
+    )
     assert matrix.design == "transfer" and matrix.n_fits == 9
     (search,) = sd.dry_run(
-        sd.search_subsets, three, ["lda", "logistic"], n_folds=3, checkpoint=checkpoint,
-        progress=False,
-    )  # fmt: skip
+        sd.search_subsets,
+        three,
+        ["lda", "logistic"],
+        n_folds=3,
+        options=sd.RunOptions(checkpoint=checkpoint, progress=False),
+    )
     assert search.design == "search_subsets" and search.part is not None
     assert "first round" in str(search)
     (trials,) = sd.dry_run(sd.split_sensitivity, table, "logistic", n_repeats=3, n_folds=3)
@@ -156,7 +194,12 @@ def test_every_entry_point_stops_at_its_plan(table, tmp_path):
     rows = sd.load_table(toy_table(n=300, n_subsets=1, seed=3).drop(columns="subset"), label="y")
     methods = ["random", "stratified"]
     (sampling,) = sd.dry_run(
-        sd.compare_sampling, rows, "lda", methods=methods, n_repeats=3, progress=False
+        sd.compare_sampling,
+        rows,
+        "lda",
+        methods=methods,
+        n_repeats=3,
+        options=sd.RunOptions(progress=False),
     )
     assert sampling.design == "compare_sampling" and sampling.n_fits == len(methods) + 3
     assert not checkpoint.exists()  # a dry run writes no checkpoint
@@ -170,32 +213,36 @@ def test_the_predicted_refusal_is_the_real_one(table, monkeypatch):
 
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster:
         with Client(cluster) as client:
-            run = {"client": client, "outer_folds": 3, **RUN}
+            run = {"outer_folds": 3, **RUN}
+            quiet = sd.RunOptions(client=client, progress=False)
+            raising = sd.RunOptions(client=client, progress=False, error_score="raise")
             monkeypatch.setattr(
                 "soak_dask.run.session.worker_memory", lambda c: WorkerMemory(50_000) if c else None
             )
             learners = {"logistic": FailsToFit()}
-            (cost,) = sd.dry_run(sd.evaluate, table, learners, error_score="raise", **run)
+            (cost,) = sd.dry_run(sd.evaluate, table, learners, **run, options=raising)
             assert cost.refused and cost.over_limit and cost.memory == WorkerMemory(50_000)
             # Nothing persisted by the dry run: at most its row counts, still being released.
             held = [key for keys in client.has_what().values() for key in keys]
             assert all(key.startswith("_count_part") for key in held), held
             assert "REFUSED before any fit" in str(cost)
             with pytest.raises(FitMemoryError) as err:
-                sd.evaluate(table, learners, error_score="raise", **run)
+                sd.evaluate(table, learners, **run, options=raising)
             assert cost.refusal == str(err.value)
             monkeypatch.setattr(
                 "soak_dask.run.session.worker_memory", lambda c: WorkerMemory(2**34)
             )
-            (cost,) = sd.dry_run(sd.evaluate, table, ["logistic"], **run)
+            (cost,) = sd.dry_run(sd.evaluate, table, ["logistic"], **run, options=quiet)
             assert not cost.refused and not cost.over_limit
             # one repeat of K-fold knows its blocks' rows from the strata's sizes; repeats'
             # joint counts are counted in a pass of their own
             assert "counting each fit's rows" not in [what for _, what in cost.passes]
             (again,) = sd.dry_run(sd.evaluate, table, ["logistic"], outer_repeats=2,
-                                  **{**run, "outer": "repeated_cv"})  # fmt: skip
+                                  **{**run, "outer": "repeated_cv"}, options=quiet)  # fmt: skip
             assert again.passes[0] == (1, "counting each fit's rows")
-            assert np.isfinite(sd.evaluate(table, ["logistic"], **run)["error"]).all()
+            assert np.isfinite(
+                sd.evaluate(table, ["logistic"], **run, options=quiet)["error"]
+            ).all()
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,9 @@ class CountingClassifier(ClassifierMixin, BaseEstimator):
 def test_only_distinct_train_sets_are_fitted(n_subsets, expected):
     FITS.clear()
     table = sd.load_table(toy_table(n_subsets=n_subsets), label="y", subset="subset")
-    res = sd.soak(table, {"count": CountingClassifier()}, n_folds=10, progress=False)
+    res = sd.soak(
+        table, {"count": CountingClassifier()}, n_folds=10, options=sd.RunOptions(progress=False)
+    )
     assert len(FITS) == expected
     assert res.attrs["n_distinct_train_sets"] == expected
     assert res.sizes["train_type"] == (1 if n_subsets == 1 else 3)
@@ -54,7 +56,9 @@ def test_one_subset_equals_scikit_learn_cross_val_score():
     df["fold"] = np.random.default_rng(1).integers(1, 6, len(df))
     est = LogisticRegression()
     table = sd.load_table(df, label="y", fold="fold")
-    res = sd.soak(table, {"lr": est}, measures=["accuracy", "error"], progress=False)
+    res = sd.soak(
+        table, {"lr": est}, measures=["accuracy", "error"], options=sd.RunOptions(progress=False)
+    )
     assert list(res.train_type.values) == ["same"]
     X, y = df[["x0", "x1", "x2"]].to_numpy(), df["y"].to_numpy()
     expected = cross_val_score(est, X, y, cv=PredefinedSplit(df["fold"] - 1), scoring="accuracy")
@@ -68,7 +72,13 @@ def test_distinct_fit_plan_equals_naive_loop():
     """The scores of the 3·S·K loop over every split equal the distinct-fit run's."""
     df = toy_table(n=360, n_subsets=3, seed=2)
     table = sd.load_table(df, label="y", subset="subset")
-    res = sd.soak(table, {"lr": LogisticRegression()}, n_folds=4, seed=9, progress=False)
+    res = sd.soak(
+        table,
+        {"lr": LogisticRegression()},
+        n_folds=4,
+        seed=9,
+        options=sd.RunOptions(progress=False),
+    )
     cv = sd.SameOtherAllCV(df["subset"], n_splits=4, random_state=9)
     X, y = df[["x0", "x1", "x2"]].to_numpy(), df["y"].to_numpy()
     naive = cross_validate(LogisticRegression(), X, y, cv=cv, scoring="accuracy")
@@ -87,7 +97,10 @@ def test_regression_measures():
     table = sd.load_table(df, label="target", subset="s")
     assert table.task == "regression"
     res = sd.soak(
-        table, {"ols": LinearRegression(), "mean": "featureless"}, n_folds=3, progress=False
+        table,
+        {"ols": LinearRegression(), "mean": "featureless"},
+        n_folds=3,
+        options=sd.RunOptions(progress=False),
     )
     assert res.attrs["measures"] == ["mse", "rmse", "mae", "r2"]
     np.testing.assert_allclose(res["rmse"] ** 2, res["mse"])
@@ -102,14 +115,21 @@ def test_failed_fit_scores_nan_with_one_warning():
     df.loc[df["subset"] == "s0", "y"] = "yes"  # one class: "same" fits on s0 cannot be made
     table = sd.load_table(df, label="y", subset="subset")
     with pytest.warns(UserWarning, match="fits failed and score NaN") as record:
-        res = sd.soak(table, {"lr": LogisticRegression()}, n_folds=3, progress=False)
+        res = sd.soak(
+            table, {"lr": LogisticRegression()}, n_folds=3, options=sd.RunOptions(progress=False)
+        )
     assert len([w for w in record if "fits failed" in str(w.message)]) == 1
     assert res["error"].sel(test_subset="s0", train_type="same").isnull().all()
     # With two subsets other(s1) is same(s0): the same failed fit.
     assert res["error"].sel(test_subset="s1", train_type="other").isnull().all()
     assert res["error"].sel(test_subset="s1", train_type=["same", "all"]).notnull().all()
     with pytest.raises(ValueError, match="class"):
-        sd.soak(table, {"lr": LogisticRegression()}, n_folds=3, progress=False, error_score="raise")
+        sd.soak(
+            table,
+            {"lr": LogisticRegression()},
+            n_folds=3,
+            options=sd.RunOptions(progress=False, error_score="raise"),
+        )
 
 
 @pytest.mark.slow
@@ -121,7 +141,7 @@ def test_aztrees_on_local_cluster_round_trips_through_zarr(aztrees, cluster, tmp
     )
     learners = {"featureless": "featureless", "logistic": "logistic"}
     with distributed.Client(cluster):
-        res = sd.soak(table, learners, n_folds=5, seed=1, progress=False)
+        res = sd.soak(table, learners, n_folds=5, seed=1, options=sd.RunOptions(progress=False))
     assert dict(res.sizes) == {"learner": 2, "test_subset": 3, "fold": 5, "train_type": 3}
     assert res.attrs["group"] == "polygon" and res.attrs["n_distinct_train_sets"] == 35
     # Pixels of a polygon never straddle train and test: sizes add up per fold.
@@ -143,14 +163,16 @@ def test_aztrees_on_local_cluster_round_trips_through_zarr(aztrees, cluster, tmp
         warnings.simplefilter("error")
         # Real data: region S's polygons make its test folds differ in size, and SOAK says so.
         warnings.filterwarnings("ignore", message=r"test folds differ in size")
-        local = sd.soak(table, learners, n_folds=5, seed=1, progress=False)
+        local = sd.soak(table, learners, n_folds=5, seed=1, options=sd.RunOptions(progress=False))
     timing = ["fit_seconds", "predict_seconds"]
     xr.testing.assert_equal(local.drop_vars(timing), res.drop_vars(timing))
 
 
 def test_pvalues_on_a_run():
     table = sd.load_table(toy_table(n=600, seed=5), label="y", subset="subset")
-    res = sd.soak(table, {"lr": LogisticRegression()}, n_folds=5, progress=False)
+    res = sd.soak(
+        table, {"lr": LogisticRegression()}, n_folds=5, options=sd.RunOptions(progress=False)
+    )
     p = res.soak.pvalues(measures=["error"])
     assert len(p) == 3 * 2
     assert p["p"].between(0, 1).all()
@@ -172,10 +194,10 @@ class ThreadRecorder(CountingClassifier):
 def test_a_configured_local_scheduler_is_used():
     table = sd.load_table(toy_table(n=400, n_subsets=2, seed=3), label="y", subset="subset")
     learners = {"rec": ThreadRecorder(), "base": "featureless"}
-    threaded = sd.soak(table, learners, n_folds=3, progress=False)
+    threaded = sd.soak(table, learners, n_folds=3, options=sd.RunOptions(progress=False))
     ThreadRecorder.threads.clear()
     with dask.config.set(scheduler="sync"):
-        synchronous = sd.soak(table, learners, n_folds=3, progress=False)
+        synchronous = sd.soak(table, learners, n_folds=3, options=sd.RunOptions(progress=False))
     assert len(ThreadRecorder.threads) == 1  # every fit in the one scheduler thread
     timings = ["fit_seconds", "predict_seconds"]
     xr.testing.assert_identical(threaded.drop_vars(timings), synchronous.drop_vars(timings))
@@ -207,7 +229,9 @@ def test_progress_bar_counts_the_fits_of_n_fits(bars, tmp_path, capsys):
     # fit's test blocks (three for an "all" fit). The bar counts (fit, learner) pairs.
     table = sd.load_table(toy_table(n=300, n_subsets=3, seed=8), label="y", subset="subset")
     learners = {"count": CountingClassifier(), "base": "featureless"}
-    res = sd.soak(table, learners, n_folds=4, progress=True, checkpoint=tmp_path / "ck")
+    res = sd.soak(
+        table, learners, n_folds=4, options=sd.RunOptions(progress=True, checkpoint=tmp_path / "ck")
+    )
     (bar,) = bars
     assert bar.total == bar.n == res.attrs["n_fits"] == 2 * 4 * 7
     assert f"{bar.total}/{bar.total}" in capsys.readouterr().err
@@ -223,7 +247,9 @@ def test_progress_bar_counts_the_fits_of_n_fits(bars, tmp_path, capsys):
             lost.setdefault(key, []).append(file)
     for lost_files in lost.values():
         lost_files[0].unlink()
-    resumed = sd.soak(table, learners, n_folds=4, progress=True, checkpoint=tmp_path / "ck")
+    resumed = sd.soak(
+        table, learners, n_folds=4, options=sd.RunOptions(progress=True, checkpoint=tmp_path / "ck")
+    )
     bar = bars[-1]
     # Every learner of a train set that lost one is made again (they are scored together).
     again = len(learners) * len({fit_id for fit_id, _ in lost})
@@ -243,7 +269,9 @@ def test_unequal_test_folds_are_warned_and_summarised():
     df["group"] = df["subset"] + "-" + df["y"] + "-" + np.where(big, "big", (row // 5).astype(str))
     table = sd.load_table(df, label="y", subset="subset", group="group")
     with pytest.warns(UserWarning, match="test folds differ in size") as caught:
-        res = sd.soak(table, {"lr": LogisticRegression()}, n_folds=3, progress=False)
+        res = sd.soak(
+            table, {"lr": LogisticRegression()}, n_folds=3, options=sd.RunOptions(progress=False)
+        )
     n_test = res["n_test"].sel(learner="lr", train_type="same")
     s0, s1 = n_test.sel(test_subset="s0").values, n_test.sel(test_subset="s1").values
     assert s0.max() > 3 * s0.min() and s1.max() <= 3 * s1.min()

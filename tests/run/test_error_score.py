@@ -42,13 +42,21 @@ def _check_nan_and_good(res, measure: str, record) -> None:
 
 
 RUNS = {
-    "evaluate": lambda t, **kw: sd.evaluate(t, LEARNERS, outer_folds=3, progress=False, **kw),
-    "transfer": lambda t, **kw: sd.transfer(t, LEARNERS, n_folds=3, progress=False, **kw),
+    "evaluate": lambda t, **kw: sd.evaluate(
+        t, LEARNERS, outer_folds=3, options=sd.RunOptions(progress=False, **kw)
+    ),
+    "transfer": lambda t, **kw: sd.transfer(
+        t, LEARNERS, n_folds=3, options=sd.RunOptions(progress=False, **kw)
+    ),
     "search_subsets": lambda t, **kw: sd.search_subsets(
-        t, LEARNERS, n_folds=3, progress=False, **kw
+        t, LEARNERS, n_folds=3, options=sd.RunOptions(progress=False, **kw)
     ),
     "compare_sampling": lambda t, **kw: sd.compare_sampling(
-        t, LEARNERS, methods=["random", "stratified"], n_repeats=3, progress=False, **kw
+        t,
+        LEARNERS,
+        methods=["random", "stratified"],
+        n_repeats=3,
+        options=sd.RunOptions(progress=False, **kw),
     ),
 }
 MEASURE = {"evaluate": "error", "transfer": "error", "search_subsets": "error"}
@@ -68,14 +76,23 @@ def test_error_score_raise_stops_with_the_learners_error(table, name):
 
 
 def test_split_sensitivity_error_score(table):
-    run = {"ratios": (0.5, 0.7), "n_repeats": 3, "n_folds": 3, "progress": False}
+    run = {"ratios": (0.5, 0.7), "n_repeats": 3, "n_folds": 3}
     with pytest.warns(UserWarning, match="fits failed and score NaN") as record:
-        res = sd.split_sensitivity(table, {"broken": Broken()}, **run)
+        res = sd.split_sensitivity(
+            table, {"broken": Broken()}, **run, options=sd.RunOptions(progress=False)
+        )
     assert any("broken" in str(w.message) for w in record)
     assert res["cv_score"].isnull().all() and res["test_score"].isnull().all()
     with pytest.raises(ValueError, match=MESSAGE):
-        sd.split_sensitivity(table, {"broken": Broken()}, **run, error_score="raise")
-    good = sd.split_sensitivity(table, "lda", **run, error_score="raise")
+        sd.split_sensitivity(
+            table,
+            {"broken": Broken()},
+            **run,
+            options=sd.RunOptions(progress=False, error_score="raise"),
+        )
+    good = sd.split_sensitivity(
+        table, "lda", **run, options=sd.RunOptions(progress=False, error_score="raise")
+    )
     assert np.isfinite(good["cv_score"]).all()
 
 
@@ -103,9 +120,15 @@ class FailsOnAllRows(LinearDiscriminantAnalysis):
 @pytest.mark.usefixtures("few_interval_draws")
 def test_a_failing_final_model_scores_nan_and_the_good_models_are_saved(table, tmp_path):
     learners = {"lda": LinearDiscriminantAnalysis(), "late": FailsOnAllRows()}
-    run = {"outer_folds": 3, "test_split": 0.2, "progress": False}
+    run = {"outer_folds": 3, "test_split": 0.2}
     with pytest.warns(UserWarning, match="final models of 1 learners failed") as record:
-        res = sd.evaluate(table, learners, models=tmp_path / "models", **run)
+        res = sd.evaluate(
+            table,
+            learners,
+            models=tmp_path / "models",
+            **run,
+            options=sd.RunOptions(progress=False),
+        )
     text = next(str(w.message) for w in record if "final models" in str(w.message))
     assert "late" in text and MESSAGE in text and "lda" not in text.split(":", 1)[1]
     assert res["error"].notnull().all()  # the outer folds' fits are small enough
@@ -113,4 +136,6 @@ def test_a_failing_final_model_scores_nan_and_the_good_models_are_saved(table, t
     assert res["test_error"].sel(learner="lda").notnull().all()
     assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["lda.skops"]
     with pytest.raises(ValueError, match=f"learner 'late', final model.*{MESSAGE}"):
-        sd.evaluate(table, learners, error_score="raise", **run)
+        sd.evaluate(
+            table, learners, **run, options=sd.RunOptions(progress=False, error_score="raise")
+        )

@@ -68,7 +68,7 @@ def test_outer_designs_equal_scikit_learn(outer):
         outer=outer,
         measures=["accuracy"],
         prior_correction=False,
-        progress=False,
+        options=sd.RunOptions(progress=False),
     )
     expected = cross_val_score(TREE, X, y, cv=cv, groups=groups, scoring="accuracy")
     np.testing.assert_allclose(_accuracy(ds), expected, rtol=0, atol=1e-12)
@@ -78,7 +78,7 @@ def test_outer_designs_equal_scikit_learn(outer):
 def test_loo_refuses_large_tables():
     table = _table(_frame(n=2100))
     with pytest.raises(ValueError, match=r"2,100 rows \(limit 2,000\); use outer='cv'"):
-        sd.evaluate(table, "featureless", outer="loo", progress=False)
+        sd.evaluate(table, "featureless", outer="loo", options=sd.RunOptions(progress=False))
 
 
 class Recording(ClassifierMixin, BaseEstimator):
@@ -110,7 +110,7 @@ def test_repeated_cv_and_the_test_split():
         outer_repeats=3,
         test_split=0.2,
         measures=["error"],
-        progress=False,
+        options=sd.RunOptions(progress=False),
     )
     assert dict(ds.sizes) == {"learner": 1, "repeat": 3, "fold": 4, "interval": 3}
     assert ds.attrs["test_split"] == 0.2 and int(ds["n_test_split"].item()) == 40
@@ -127,11 +127,16 @@ def test_fold_caps_warn_and_record_the_value_used():
     df = _frame(n=60)
     df.loc[:3, "y"] = "rare"
     with pytest.warns(UserWarning, match=r"outer_folds=10 is more than the 4 rows of the rarest"):
-        ds = sd.evaluate(_table(df), "featureless", outer_folds=10, progress=False)
+        ds = sd.evaluate(
+            _table(df), "featureless", outer_folds=10, options=sd.RunOptions(progress=False)
+        )
     assert ds.attrs["outer_folds"] == ds.sizes["fold"] == 4
     with pytest.warns(UserWarning, match=r"outer_folds=10 is more than the 3 groups"):
         ds = sd.evaluate(
-            _table(_frame(n_groups=3), group="g"), "featureless", outer_folds=10, progress=False
+            _table(_frame(n_groups=3), group="g"),
+            "featureless",
+            outer_folds=10,
+            options=sd.RunOptions(progress=False),
         )
     assert ds.attrs["outer_folds"] == 3
 
@@ -140,7 +145,12 @@ def test_lodo_warns_of_single_class_groups():
     df = _frame()
     df.loc[df["g"] == 2, "y"] = "a"
     with pytest.warns(UserWarning, match=r"1 of 8 groups hold a single class \(2\).*outer='cv'"):
-        sd.evaluate(_table(df, group="g"), "featureless", outer="lodo", progress=False)
+        sd.evaluate(
+            _table(df, group="g"),
+            "featureless",
+            outer="lodo",
+            options=sd.RunOptions(progress=False),
+        )
 
 
 def test_bootstrap_out_of_bag_and_632():
@@ -151,7 +161,7 @@ def test_bootstrap_out_of_bag_and_632():
         outer="bootstrap",
         outer_repeats=4,
         measures=["error"],
-        progress=False,
+        options=sd.RunOptions(progress=False),
     )
     oob_share = ds["n_test"].values / len(df)
     np.testing.assert_allclose(oob_share, np.exp(-1), atol=0.03)
@@ -175,11 +185,11 @@ def test_same_seed_same_results_whatever_the_partitioning():
                     table,
                     {"tree": TREE},
                     outer=outer,
-                    **({"outer_folds": 3} if outer == "repeated_cv" else {}),
+                    **{"outer_folds": 3} if outer == "repeated_cv" else {},
                     outer_repeats=2,
                     test_split=0.25,
                     seed=5,
-                    progress=False,
+                    options=sd.RunOptions(progress=False),
                 )
                 runs.append(ds.drop_vars([v for v in ds.data_vars if v.endswith("_seconds")]))
     for a, b in zip(runs[:3], runs[3:], strict=True):
@@ -189,13 +199,13 @@ def test_same_seed_same_results_whatever_the_partitioning():
 def test_bad_options_are_named():
     table = _table(_frame())
     with pytest.raises(ValueError, match="outer='kfold' is not a strategy"):
-        sd.evaluate(table, outer="kfold", progress=False)
+        sd.evaluate(table, outer="kfold", options=sd.RunOptions(progress=False))
     with pytest.raises(ValueError, match=r"test_split=0.8: need a share from 0"):
-        sd.evaluate(table, test_split=0.8, progress=False)
+        sd.evaluate(table, test_split=0.8, options=sd.RunOptions(progress=False))
     with pytest.raises(ValueError, match="outer_folds=1: need an integer of at least 2"):
-        sd.evaluate(table, outer_folds=1, progress=False)
+        sd.evaluate(table, outer_folds=1, options=sd.RunOptions(progress=False))
     with pytest.raises(ValueError, match="load the table with group="):
-        sd.evaluate(table, outer="lodo", progress=False)
+        sd.evaluate(table, outer="lodo", options=sd.RunOptions(progress=False))
 
 
 def test_final_model_is_a_fit_on_all_training_rows_and_saves_safely(tmp_path):
@@ -209,8 +219,8 @@ def test_final_model_is_a_fit_on_all_training_rows_and_saves_safely(tmp_path):
         test_split=0.2,
         measures=["accuracy"],
         prior_correction=False,
-        progress=False,
         models=tmp_path / "models",
+        options=sd.RunOptions(progress=False),
     )
     train_ids = sorted(Recording.seen[-1])  # the final fit saw every training row
     train = df.set_index("row_id", drop=False).loc[train_ids]
@@ -235,7 +245,9 @@ def test_final_model_is_a_fit_on_all_training_rows_and_saves_safely(tmp_path):
 def test_folds_from_assign_folds_beside_a_test_split():
     table = sd.assign_folds(_table(_frame(n=200), group="g"), 4, stratify=False)
     with pytest.warns(UserWarning, match="cut out of the folds of assign_folds"):
-        ds = sd.evaluate(table, "featureless", test_split=0.25, progress=False)
+        ds = sd.evaluate(
+            table, "featureless", test_split=0.25, options=sd.RunOptions(progress=False)
+        )
     assert ds.sizes["fold"] == 4  # whole groups: the share of rows to within a group
     assert abs(ds.attrs["test_split"] - 0.25) * 200 <= _frame(n=200)["g"].value_counts().max()
 

@@ -180,7 +180,12 @@ def test_evaluate_scores_its_test_split_as_its_saved_models_predict_it(task, tmp
     rows (logistic, knn): the test split's record at 1 and 3 partitions is the same, and is
     what the saved models' own predictions of the split's rows score."""
     learners = ["lda", "logistic"] if task == "classification" else ["linear", "knn"]
-    run = {"outer_folds": 2, "test_split": 0.25, "seed": 5, "progress": False}
+    run = {
+        "outer_folds": 2,
+        "test_split": 0.25,
+        "seed": 5,
+        "options": sd.RunOptions(progress=False),
+    }
     got = {}
     for n_parts in (1, 3):
         table = _table(task, n_parts)
@@ -242,8 +247,15 @@ def test_a_test_split_larger_than_the_workers_memory_limit_completes(tmp_path, m
                           memory_limit=limit, dashboard_address=None) as cluster:  # fmt: skip
             with Client(cluster) as client:
                 assert worker_memory(client).limit == limit
-                res = sd.evaluate(table, ["lda"], outer_folds=3, test_split=0.25, seed=1,
-                                  client=client, models=tmp_path / "m", progress=False)  # fmt: skip
+                res = sd.evaluate(
+                    table,
+                    ["lda"],
+                    outer_folds=3,
+                    test_split=0.25,
+                    seed=1,
+                    models=tmp_path / "m",
+                    options=sd.RunOptions(client=client, progress=False),
+                )
     assert int(res["n_test_split"].item()) == n_test
     assert np.isfinite(res["test_error"].values).all()
     assert (tmp_path / "m" / "lda.skops").exists()

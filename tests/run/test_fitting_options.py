@@ -51,32 +51,48 @@ class PartialOnly(SGDClassifier):
 
 
 def _soak(table, learners, **kw):
-    return sd.soak(table, learners, n_folds=3, measures=["error"], progress=False, **kw)
+    return sd.soak(
+        table, learners, n_folds=3, measures=["error"], options=sd.RunOptions(progress=False, **kw)
+    )
 
 
 def _evaluate(table, learners, **kw):
+    options, kw = sd.RunOptions.among(kw, progress=False)
     kw = {"outer": "bootstrap", "outer_repeats": 2, **kw}
-    return sd.evaluate(table, learners, test_split=0.2, measures=["error"], progress=False, **kw)
+    return sd.evaluate(table, learners, test_split=0.2, measures=["error"], **kw, options=options)
 
 
 def _transfer(table, learners, **kw):
-    return sd.transfer(table, learners, n_folds=3, measures=["error"], progress=False, **kw)
+    return sd.transfer(
+        table, learners, n_folds=3, measures=["error"], options=sd.RunOptions(progress=False, **kw)
+    )
 
 
 def _search(table, learners, **kw):
-    return sd.search_subsets(table, learners, n_folds=3, measures="error", progress=False, **kw)
+    return sd.search_subsets(
+        table, learners, n_folds=3, measures="error", options=sd.RunOptions(progress=False, **kw)
+    )
 
 
 def _sensitivity(table, learners, **kw):
     return sd.split_sensitivity(
-        table, learners, ratios=(0.5, 0.8), n_repeats=3, n_folds=3, measures="error",
-        progress=False, **kw,
-    )  # fmt: skip
+        table,
+        learners,
+        ratios=(0.5, 0.8),
+        n_repeats=3,
+        n_folds=3,
+        measures="error",
+        options=sd.RunOptions(progress=False, **kw),
+    )
 
 
 def _sampling(table, learners, **kw):
     return sd.compare_sampling(
-        table, learners, methods=["random", "stratified"], n_repeats=2, progress=False, **kw
+        table,
+        learners,
+        methods=["random", "stratified"],
+        n_repeats=2,
+        options=sd.RunOptions(progress=False, **kw),
     )
 
 
@@ -137,15 +153,20 @@ def test_max_train_rows_caps_every_fit_exactly_with_its_class_shares(table, desi
 def test_k_fold_caps_its_fits_from_the_fold_counts_without_a_counting_pass(table, monkeypatch):
     """One repeat of K-fold knows each fit's rows per class from the strata's sizes
     (``KFoldDesign.counts_``): capped exactly, with no pass counting the fits' rows."""
-    run = {"outer": "cv", "outer_folds": 4, "measures": ["error"], "progress": False}
+    run = {"outer": "cv", "outer_folds": 4, "measures": ["error"]}
     RECORDED.clear()
-    sd.evaluate(table, {"count": ClassCounter()}, **run)
+    sd.evaluate(table, {"count": ClassCounter()}, **run, options=sd.RunOptions(progress=False))
     whole = sorted(RECORDED)
     cap = sorted(sum(c) for c in whole)[0] - 7
     fail = lambda *a, **k: pytest.fail("a pass counted the fits' rows")  # noqa: E731
     monkeypatch.setattr("soak_dask.run.session.count_fit_rows", fail)
     RECORDED.clear()
-    sd.evaluate(table, {"count": ClassCounter()}, max_train_rows=cap, **run)
+    sd.evaluate(
+        table,
+        {"count": ClassCounter()},
+        **run,
+        options=sd.RunOptions(progress=False, max_train_rows=cap),
+    )
     assert sorted(RECORDED) == sorted(_stratified(c, cap) for c in whole)
 
 
@@ -191,7 +212,7 @@ def test_epochs_without_incremental_is_refused(table, design):
 def test_incremental_is_refused_for_a_learner_the_run_wraps(table):
     sgd = {"sgd": SGDClassifier(loss="log_loss", random_state=0)}  # prior correction wraps it
     with pytest.raises(ValueError, match=r"learners \['sgd'\] have partial_fit.*prior_correction"):
-        sd.evaluate(table, sgd, incremental=True, progress=False)
+        sd.evaluate(table, sgd, options=sd.RunOptions(incremental=True, progress=False))
 
 
 class FailsToFit(LogisticRegression):
@@ -207,12 +228,22 @@ def test_a_final_model_too_large_is_refused_before_any_fit(table, monkeypatch):
     limit = int(fit_bytes(n_train - 40, n_features) / 0.8)
     for module in ("session", "final"):
         monkeypatch.setattr(f"soak_dask.run.{module}.worker_memory", lambda c: WorkerMemory(limit))
-    run = {"test_split": 0.2, "measures": ["error"], "progress": False}
+    run = {"test_split": 0.2, "measures": ["error"]}
     with pytest.raises(FitMemoryError, match=r"final model of learner 'logistic'.*\(480\)") as err:
-        sd.evaluate(table, {"logistic": FailsToFit()}, error_score="raise", **run)
+        sd.evaluate(
+            table,
+            {"logistic": FailsToFit()},
+            **run,
+            options=sd.RunOptions(progress=False, error_score="raise"),
+        )
     assert "gathers 480 rows" in str(err.value) and "max_train_rows=" in str(err.value)
     # a cap brings the final model under the limit
-    res = sd.evaluate(table, {"logistic": LogisticRegression()}, max_train_rows=300, **run)
+    res = sd.evaluate(
+        table,
+        {"logistic": LogisticRegression()},
+        **run,
+        options=sd.RunOptions(progress=False, max_train_rows=300),
+    )
     assert np.isfinite(res["test_error"].values).all()
 
 
@@ -225,7 +256,11 @@ def test_a_test_split_larger_than_a_worker_is_scored_a_partition_at_a_time(table
     for module in ("session", "final"):
         monkeypatch.setattr(f"soak_dask.run.{module}.worker_memory", lambda c: WorkerMemory(limit))
     # (no class scores: with 3 features, a row's outcomes would weigh as much as its features)
-    run = {"test_split": 0.2, "measures": ["error", "balanced_accuracy"], "progress": False}
+    run = {
+        "test_split": 0.2,
+        "measures": ["error", "balanced_accuracy"],
+        "options": sd.RunOptions(progress=False),
+    }
     res = sd.evaluate(_partitioned(table, 4), ["lda"], **run)
     assert int(res["n_test_split"].item()) == 120 and np.isfinite(res["test_error"].values).all()
     whole = _partitioned(table, 1)  # its one partition holds the 120 rows

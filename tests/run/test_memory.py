@@ -159,14 +159,20 @@ def test_soak_refuses_before_any_fit_and_one_pass_learners_pass(monkeypatch):
             monkeypatch.setattr(
                 "soak_dask.run.session.worker_memory", lambda c: WorkerMemory(limit) if c else None
             )
-            run = {"n_folds": 3, "measures": ["error"], "progress": False, "client": client}
+            run = {"n_folds": 3, "measures": ["error"]}
+            quiet = sd.RunOptions(client=client, progress=False)
             # A learner whose fit raises, with error_score="raise": had any fit run before the
             # check, its error would surface instead of the refusal.
             learners = {"featureless": "featureless", "logistic": FailsToFit()}
             with pytest.raises(FitMemoryError, match=r"learner 'logistic'.* kiB at its peak"):
-                sd.soak(table, learners, error_score="raise", **run)
+                sd.soak(
+                    table,
+                    learners,
+                    **run,
+                    options=sd.RunOptions(client=client, progress=False, error_score="raise"),
+                )
             # one-pass learners never gather their rows: nothing to refuse
-            res = sd.soak(table, ["featureless", "lda"], **run)
+            res = sd.soak(table, ["featureless", "lda"], **run, options=quiet)
             assert np.isfinite(res["error"].values).all()
 
 
@@ -190,7 +196,8 @@ def test_every_design_is_checked_from_one_count_of_its_keys(monkeypatch):
             monkeypatch.setattr(
                 "soak_dask.run.session.worker_memory", lambda c: WorkerMemory(50_000) if c else None
             )
-            run = {"outer_repeats": 3, "measures": ["error"], "progress": False, "client": client}
+            quiet = sd.RunOptions(client=client, progress=False)
+            run = {"outer_repeats": 3, "measures": ["error"], "options": quiet}
             with pytest.raises(FitMemoryError, match=r"learner 'logistic'"):
                 sd.evaluate(table, ["logistic"], outer="bootstrap", **run)
             rows, plan, data = seen["rows"], seen["plan"], seen["data"].compute()

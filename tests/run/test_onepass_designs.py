@@ -99,7 +99,7 @@ def test_evaluate_designs_equal_fits_on_rows(monkeypatch, made, outer, options, 
     classify = task == "classification"
     table = _classification() if classify else _regression()
     learners = CLASSIFIERS if classify else REGRESSORS
-    options = {**options, "prior_correction": False, "progress": False}
+    options = {**options, "prior_correction": False, "options": sd.RunOptions(progress=False)}
     got = sd.evaluate(table, learners, outer=outer, **options)
     assert len(made) == got.attrs["n_fits"]  # every fit from statistics
     made.clear()
@@ -115,7 +115,7 @@ def test_prior_correction_over_an_additive_learner_is_one_pass(monkeypatch, made
     the train set, so the wrapped LDA still fits from statistics, and the same."""
     assert is_additive(PriorCorrected(LinearDiscriminantAnalysis())) == "lda"
     table = _classification()
-    options = {"outer": "bootstrap", "outer_repeats": 2, "progress": False}
+    options = {"outer": "bootstrap", "outer_repeats": 2, "options": sd.RunOptions(progress=False)}
     got = sd.evaluate(table, ["lda", "featureless"], **options)
     assert made == ["PriorCorrected"] * 4
     ref = _on_rows(monkeypatch, lambda: sd.evaluate(table, ["lda", "featureless"], **options))
@@ -126,11 +126,22 @@ def test_prior_correction_over_an_additive_learner_is_one_pass(monkeypatch, made
 def test_split_sensitivity_and_compare_sampling_equal_fits_on_rows(monkeypatch, made):
     table = _classification(300)
     for run in (
-        lambda: sd.split_sensitivity(table, "lda", ratios=[0.5, 0.7], n_repeats=3, n_folds=3,
-                                     progress=False),
-        lambda: sd.compare_sampling(table, {"lda": "lda", "nb": "gaussian_nb"},
-                                    methods=["random", "stratified"], n_repeats=2, progress=False),
-    ):  # fmt: skip
+        lambda: sd.split_sensitivity(
+            table,
+            "lda",
+            ratios=[0.5, 0.7],
+            n_repeats=3,
+            n_folds=3,
+            options=sd.RunOptions(progress=False),
+        ),
+        lambda: sd.compare_sampling(
+            table,
+            {"lda": "lda", "nb": "gaussian_nb"},
+            methods=["random", "stratified"],
+            n_repeats=2,
+            options=sd.RunOptions(progress=False),
+        ),
+    ):
         got = run()
         assert made
         made.clear()
@@ -139,8 +150,14 @@ def test_split_sensitivity_and_compare_sampling_equal_fits_on_rows(monkeypatch, 
 
 def test_a_learner_that_is_not_additive_still_fits_on_rows(made):
     table = _classification()
-    res = sd.evaluate(table, ["lda", "knn"], outer="cv", outer_folds=3,
-                      prior_correction=False, progress=False)  # fmt: skip
+    res = sd.evaluate(
+        table,
+        ["lda", "knn"],
+        outer="cv",
+        outer_folds=3,
+        prior_correction=False,
+        options=sd.RunOptions(progress=False),
+    )
     assert made == ["LinearDiscriminantAnalysis"] * 3
     assert np.isfinite(res["error"].values).all()
 
@@ -151,8 +168,14 @@ def test_non_finite_features_hand_the_fits_back():
     df.loc[5, "x1"] = np.nan
     table = sd.load_table(dd.from_pandas(df, npartitions=2), label="y")
     with pytest.warns(UserWarning, match=r"one-pass statistics unavailable .*\['x1'\]"):
-        res = sd.evaluate(table, "lda", outer="cv", outer_folds=3, prior_correction=False,
-                          progress=False, error_score=np.nan)  # fmt: skip
+        res = sd.evaluate(
+            table,
+            "lda",
+            outer="cv",
+            outer_folds=3,
+            prior_correction=False,
+            options=sd.RunOptions(progress=False, error_score=np.nan),
+        )
     assert res["error"].isnull().any()  # the rows' fit failed on the NaN, as without one pass
 
 
@@ -285,8 +308,14 @@ def test_ten_fits_from_one_pass(monkeypatch):
     monkeypatch.setattr(OnePass, "shared", counting("statistics", OnePass.shared))
     monkeypatch.setattr(OnePass, "models", counting("fits", OnePass.models))
     monkeypatch.setattr(executor, "execute", counting("scoring", executor.execute))
-    res = sd.evaluate(table, "lda", outer="bootstrap", outer_repeats=10, persist=False,
-                      prior_correction=False, progress=False)  # fmt: skip
+    res = sd.evaluate(
+        table,
+        "lda",
+        outer="bootstrap",
+        outer_repeats=10,
+        prior_correction=False,
+        options=sd.RunOptions(persist=False, progress=False),
+    )
     assert res.attrs["n_fits"] == 10 and np.isfinite(res["error"].values).all()
     assert passes == {"statistics": 4, "fits": 0, "scoring": 4}  # a read of the 4 partitions
 
@@ -301,7 +330,11 @@ def test_the_outer_fits_and_the_final_model_share_one_pass_of_statistics(monkeyp
     and gives the same results."""
     reads = []
     table = _read_counted(reads)
-    run = {"persist": False, "prior_correction": False, "progress": False, **outer}
+    run = {
+        "prior_correction": False,
+        **outer,
+        "options": sd.RunOptions(persist=False, progress=False),
+    }
     shared = sd.evaluate(table, "lda", **run)
     n_shared, reads[:] = len(reads), []
     monkeypatch.setattr(OnePass, "shared", lambda *args: None)
@@ -329,9 +362,13 @@ def test_final_models_of_additive_learners_come_from_statistics(monkeypatch, tmp
     spy = lambda *a, **k: whole.append(a[1]) or fit_final(*a, **k)  # noqa: E731
     monkeypatch.setattr(final, "fit_final", spy)
     learners = ["lda", "gaussian_nb", "logistic"]
-    got = sd.evaluate(table, learners, progress=False, models=tmp_path / "m", **outer)
+    got = sd.evaluate(
+        table, learners, models=tmp_path / "m", **outer, options=sd.RunOptions(progress=False)
+    )
     assert len(whole) == 1  # only the row learner, logistic regression, fitted on its rows
-    rows = sd.evaluate(table, learners, progress=False, onepass=False, **outer)
+    rows = sd.evaluate(
+        table, learners, **outer, options=sd.RunOptions(progress=False, onepass=False)
+    )
     for name in [v for v in got.data_vars if str(v).startswith(("test_", "n_train", "error"))]:
         np.testing.assert_allclose(got[name].values, rows[name].values, atol=1e-8, err_msg=name)
     model = sd.load_model(tmp_path / "m" / "lda.skops")

@@ -63,7 +63,9 @@ def client(cluster):
 
 
 def _soak(table, client, **kw):
-    return sd.soak(table, ["featureless", "lda"], n_folds=3, seed=2, client=client, **kw)
+    return sd.soak(
+        table, ["featureless", "lda"], n_folds=3, seed=2, options=sd.RunOptions(client=client, **kw)
+    )
 
 
 @pytest.mark.slow

@@ -99,7 +99,12 @@ def test_evaluate_632plus_of_a_tree_that_fits_every_row():
     table = sd.load_table(df, label="y", features=["x0", "x1"])
     learners = {"tree": DecisionTreeClassifier(random_state=0)}
     ds = sd.evaluate(
-        table, learners, outer="bootstrap", outer_repeats=6, measures=["error"], progress=False
+        table,
+        learners,
+        outer="bootstrap",
+        outer_repeats=6,
+        measures=["error"],
+        options=sd.RunOptions(progress=False),
     )
     assert float(ds["error_resubstitution"].item()) == 0.0
     oob = ds["error"].sel(learner="tree").values.ravel()

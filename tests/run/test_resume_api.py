@@ -51,7 +51,8 @@ def _plain(ds: xr.Dataset) -> xr.Dataset:
 @pytest.mark.parametrize("name", list(RUNS))
 def test_a_resumed_run_fits_only_what_is_missing_and_ends_identical(name, tmp_path):
     table, ck, run = _table(), tmp_path / "ck", RUNS[name]
-    full = run(table, progress=False, checkpoint=ck)
+    options = sd.RunOptions(progress=False, checkpoint=ck)
+    full = run(table, options=options)
     done = _tasks(ck, "count")
     lost = done[::2]  # as if the run had stopped before these fits finished
     # A fit's test blocks may be saved by several scoring tasks: a fit lost one of them is
@@ -60,14 +61,14 @@ def test_a_resumed_run_fits_only_what_is_missing_and_ends_identical(name, tmp_pa
     for path in lost:
         path.unlink()
     FITS.clear()
-    resumed = run(table, progress=False, checkpoint=ck)
+    resumed = run(table, options=options)
     assert len(FITS) == len(missing) > 0  # only the lost fits ran again
     xr.testing.assert_identical(_plain(resumed), _plain(full))
     assert resumed.attrs["design"] == full.attrs["design"] == name
     with pytest.raises(ValueError, match="other settings"):
-        run(table, progress=False, checkpoint=ck, seed=2)
+        run(table, seed=2, options=options)
     with pytest.raises(ValueError, match="other settings"):
-        run(_table(seed=6), progress=False, checkpoint=ck)  # other data
+        run(_table(seed=6), options=options)  # other data
     remove_run_checkpoint(ck)
     assert not ck.exists()
 
@@ -78,7 +79,7 @@ def test_the_same_data_by_a_relative_then_an_absolute_path_resumes(tmp_path, mon
     toy_table(n=180, n_subsets=3, seed=5).to_parquet(data / "a.parquet")
     monkeypatch.chdir(tmp_path)
     ck = tmp_path / "ck"
-    run = {"n_folds": 3, "progress": False, "checkpoint": ck}
+    run = {"n_folds": 3, "options": sd.RunOptions(progress=False, checkpoint=ck)}
     first = sd.soak(sd.load_table("data", label="y", subset="subset"), LEARNERS, **run)
     FITS.clear()
     again = sd.soak(sd.load_table(str(data), label="y", subset="subset"), LEARNERS, **run)

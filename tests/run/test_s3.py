@@ -88,10 +88,11 @@ def _table(s3: SimpleNamespace) -> sd.Table:
     )
 
 
-def _soak(s3: SimpleNamespace, client: Client, table: sd.Table, **options) -> xr.Dataset:
+def _soak(s3: SimpleNamespace, client: Client, table: sd.Table, **kw) -> xr.Dataset:
     learners = {"count": CountingClassifier(), "base": "featureless"}
+    options, kw = sd.RunOptions.among(kw, client=client, progress=False)
     with endpoint(s3):
-        return sd.soak(table, learners, n_folds=2, client=client, progress=False, **options)
+        return sd.soak(table, learners, n_folds=2, **kw, options=options)
 
 
 @pytest.mark.slow
@@ -151,7 +152,12 @@ def test_data_soak_dask_did_not_write_is_never_written_over(s3):
     # A checkpoint's removal deletes its own files only.
     ckpt = f"{BUCKET}/other-ckpt"
     with endpoint(s3):
-        sd.soak(_table(s3), "featureless", n_folds=2, progress=False, checkpoint=f"s3://{ckpt}")
+        sd.soak(
+            _table(s3),
+            "featureless",
+            n_folds=2,
+            options=sd.RunOptions(progress=False, checkpoint=f"s3://{ckpt}"),
+        )
     s3.fs.pipe_file(f"{ckpt}/notes.txt", b"mine")
     remove_checkpoint(f"s3://{ckpt}", **options)
     assert s3.fs.ls(ckpt, refresh=True) == [f"{ckpt}/notes.txt"]

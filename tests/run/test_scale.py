@@ -41,21 +41,30 @@ def partitioned(table: sd.Table, npartitions: int) -> sd.Table:
 def fitted_on_rows(table):
     """The learners fitted on their rows, one partition (scores do not depend on the
     partitions: tests/run/test_score_where_rows_are.py)."""
-    return sd.soak(partitioned(table, 1), ONE_PASS_LEARNERS, n_folds=4, progress=False,
-                   onepass=False)  # fmt: skip
+    return sd.soak(
+        partitioned(table, 1),
+        ONE_PASS_LEARNERS,
+        n_folds=4,
+        options=sd.RunOptions(progress=False, onepass=False),
+    )
 
 
 @pytest.fixture(scope="module")
 def unfitted(table):
     """A run of the featureless learner: the train and test sets' sizes (read only)."""
-    return sd.soak(table, "featureless", n_folds=4, progress=False)
+    return sd.soak(table, "featureless", n_folds=4, options=sd.RunOptions(progress=False))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("npartitions", [1, 20])
 def test_one_pass_equals_fitting_on_rows(table, fitted_on_rows, npartitions):
     # 20 partitions: the partial scores go through a tree of merges (fan-in 8).
-    fast = sd.soak(partitioned(table, npartitions), ONE_PASS_LEARNERS, n_folds=4, progress=False)
+    fast = sd.soak(
+        partitioned(table, npartitions),
+        ONE_PASS_LEARNERS,
+        n_folds=4,
+        options=sd.RunOptions(progress=False),
+    )
     slow = fitted_on_rows
     assert fast.attrs["onepass"] == 1 and slow.attrs["onepass"] == 0
     for name in ["error", "accuracy", "auc", "log_loss", "n_train", "n_test"]:
@@ -69,13 +78,22 @@ def test_incremental_partial_fit(table):
     learners = {"sgd": SGDClassifier(loss="log_loss", random_state=0), "base": "featureless"}
     data = table.data.repartition(npartitions=4)
     parts = sd.Table(**{**table.__dict__, "data": data})
-    one = sd.soak(parts, learners, n_folds=3, incremental=True, progress=False)
-    again = sd.soak(parts, learners, n_folds=3, incremental=True, progress=False)
+    one = sd.soak(
+        parts, learners, n_folds=3, options=sd.RunOptions(incremental=True, progress=False)
+    )
+    again = sd.soak(
+        parts, learners, n_folds=3, options=sd.RunOptions(incremental=True, progress=False)
+    )
     xr.testing.assert_identical(one.drop_vars(TIMINGS), again.drop_vars(TIMINGS))
-    full = sd.soak(parts, learners, n_folds=3, progress=False)
+    full = sd.soak(parts, learners, n_folds=3, options=sd.RunOptions(progress=False))
     # Every train row reached partial_fit exactly once per epoch.
     xr.testing.assert_equal(one["n_train"], full["n_train"])
-    two = sd.soak(parts, learners, n_folds=3, incremental=True, epochs=2, progress=False)
+    two = sd.soak(
+        parts,
+        learners,
+        n_folds=3,
+        options=sd.RunOptions(incremental=True, epochs=2, progress=False),
+    )
     xr.testing.assert_equal(two["n_train"], full["n_train"])
     assert not np.allclose(two["log_loss"].sel(learner="sgd"), one["log_loss"].sel(learner="sgd"))
     err = one["error"].sel(train_type="same").mean("fold")
@@ -115,7 +133,10 @@ def test_max_train_rows_is_an_exact_stratified_sample(table, unfitted, npartitio
     table = partitioned(table, npartitions)
     CLASS_COUNTS.clear()
     capped = sd.soak(
-        table, {"count": ClassCounter()}, n_folds=4, max_train_rows=500, progress=False
+        table,
+        {"count": ClassCounter()},
+        n_folds=4,
+        options=sd.RunOptions(max_train_rows=500, progress=False),
     )
     assert capped.attrs["max_train_rows"] == 500
     # Every train set here has more than 500 rows: each is fitted on exactly 500, each class
@@ -132,21 +153,41 @@ def test_max_train_rows_is_an_exact_stratified_sample(table, unfitted, npartitio
         counts = tuple(int((train["label"] == c).sum()) for c in ("other", "tree"))
         expected.append(_stratified(counts, 500))
     assert sorted(CLASS_COUNTS) == sorted(expected)
-    again = sd.soak(table, {"count": ClassCounter()}, n_folds=4, max_train_rows=500, progress=False)
+    again = sd.soak(
+        table,
+        {"count": ClassCounter()},
+        n_folds=4,
+        options=sd.RunOptions(max_train_rows=500, progress=False),
+    )
     xr.testing.assert_identical(capped.drop_vars(TIMINGS), again.drop_vars(TIMINGS))
     with pytest.raises(ValueError, match="max_train_rows=0"):
-        sd.soak(table, "featureless", n_folds=4, max_train_rows=0, progress=False)
+        sd.soak(
+            table, "featureless", n_folds=4, options=sd.RunOptions(max_train_rows=0, progress=False)
+        )
 
 
 @pytest.mark.slow
 def test_max_train_rows_with_incremental_learners_and_sizes(table):
     sgd = {"sgd": SGDClassifier(random_state=0)}
-    res = sd.soak(table, sgd, n_folds=4, incremental=True, max_train_rows=500, progress=False)
+    res = sd.soak(
+        table,
+        sgd,
+        n_folds=4,
+        options=sd.RunOptions(incremental=True, max_train_rows=500, progress=False),
+    )
     n = res["n_train"].values  # each row kept with its class's rate: 500 in expectation
     assert (n > 400).all() and (n < 600).all()
     with pytest.raises(ValueError, match="incremental=True with sizes=0"):
-        sd.soak(table, sgd, n_folds=4, incremental=True, sizes=0, progress=False)
+        sd.soak(
+            table, sgd, n_folds=4, sizes=0, options=sd.RunOptions(incremental=True, progress=False)
+        )
     # Down-sampled train sets are capped after down-sampling (and never above their size).
-    sized = sd.soak(table, "featureless", n_folds=4, sizes=0, max_train_rows=300, progress=False)
+    sized = sd.soak(
+        table,
+        "featureless",
+        n_folds=4,
+        sizes=0,
+        options=sd.RunOptions(max_train_rows=300, progress=False),
+    )
     n = sized["n_train"]
     assert (n.sel(train_size="full") == 300).all() and (n <= 300).all()

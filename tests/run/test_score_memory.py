@@ -163,10 +163,11 @@ def test_a_wave_reads_its_partitions_after_the_last_waves_scores():
     assert dask.compute(tasks[0])[0][0]["n_test"] == 30
 
 
-WAVED = {  # a call, the workers' limit, the waves of its largest pass and its extra reads
-    "soak": (partial(sd.soak, learners=["lda", "featureless"], n_folds=3), 100_000, 2, 1),
+WAVED = {  # a call, its run options, the workers' limit, its largest pass's waves, extra reads
+    "soak": (partial(sd.soak, learners=["lda", "featureless"], n_folds=3), {}, 100_000, 2, 1),
     "evaluate": (
         partial(sd.evaluate, learners=["lda"], outer="repeated_cv", outer_repeats=3),
+        {},
         20_000,
         5,
         4,
@@ -174,7 +175,8 @@ WAVED = {  # a call, the workers' limit, the waves of its largest pass and its e
     # One-pass and incremental models share one scoring pass, and its whole budget: 2 waves,
     # one more read (two passes of two waves each read the table twice more).
     "soak, fed and one-pass": (
-        partial(sd.soak, learners={"lda": "lda", "sgd": SGD}, n_folds=3, incremental=True),
+        partial(sd.soak, learners={"lda": "lda", "sgd": SGD}, n_folds=3),
+        {"incremental": True},
         100_000,
         2,
         1,
@@ -190,10 +192,11 @@ def test_a_run_in_waves_reports_them_and_gives_the_records_of_one(monkeypatch, c
 
     table = sd.load_table(toy_table(n=600, n_subsets=2, seed=2), label="y", subset="subset",
                           rows_per_partition=100)  # fmt: skip
-    design, limit, n_waves, extra = WAVED[call]
+    design, fitting, limit, n_waves, extra = WAVED[call]
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster:
         with Client(cluster) as client:
-            both = {"measures": ["error", "auc"], "progress": True, "client": client}
+            options = sd.RunOptions(client=client, progress=True, **fitting)
+            both = {"measures": ["error", "auc"], "options": options}
             whole = design(table, **both)
             monkeypatch.setattr(
                 "soak_dask.run.session.worker_memory", lambda c: task_memory(limit) if c else None
@@ -224,7 +227,8 @@ def test_a_pass_too_large_for_its_auc_is_refused_before_any_fit(monkeypatch, cal
             monkeypatch.setattr(
                 "soak_dask.run.session.worker_memory", lambda c: task_memory(10_000) if c else None
             )
-            both = {"measures": ["error", "auc"], "client": client, "progress": False}
+            quiet = sd.RunOptions(client=client, progress=False)
+            both = {"measures": ["error", "auc"], "options": quiet}
             (cost,) = sd.dry_run(run, **both)  # the dry run shows the refusal
             assert cost.refused and "AUC is scored exactly" in cost.refusal  # no wave holds it
             real = strategies.OnePass.models
@@ -232,7 +236,7 @@ def test_a_pass_too_large_for_its_auc_is_refused_before_any_fit(monkeypatch, cal
             with pytest.raises(FitMemoryError, match=r"AUC is scored exactly.*measures=\['error'"):
                 run(**both)
             monkeypatch.setattr(strategies.OnePass, "models", real)
-            res = run(measures=["error"], client=client, progress=False)
+            res = run(measures=["error"], options=quiet)
             assert np.isfinite(res["error"].values).all()
 
 
@@ -250,7 +254,10 @@ def test_a_final_models_resubstitution_is_checked_before_any_fit(monkeypatch):
             monkeypatch.setattr(
                 "soak_dask.run.final.worker_memory", lambda c: task_memory(50_000) if c else None
             )
-            run = {"measures": ["error", "auc"], "client": client, "progress": False}
+            run = {
+                "measures": ["error", "auc"],
+                "options": sd.RunOptions(client=client, progress=False),
+            }
             with pytest.raises(FitMemoryError, match=r"'lda', final model: its resubstitution"):
                 sd.evaluate(table, ["lda"], outer="bootstrap", outer_repeats=3, **run)
 

@@ -90,7 +90,12 @@ def test_a_whole_train_set_fit_scores_as_scikit_learn_in_memory():
     """Before: fitted and scored in one task holding its test blocks; the scores are the
     same, scikit-learn's on the same rows."""
     df = _frame()
-    res = sd.soak(_table(df, 5), ["logistic"], measures=["error", "auc"], progress=False)
+    res = sd.soak(
+        _table(df, 5),
+        ["logistic"],
+        measures=["error", "auc"],
+        options=sd.RunOptions(progress=False),
+    )
     _reference(df, res, "logistic", None)
 
 
@@ -100,8 +105,12 @@ def test_a_capped_fit_holds_no_test_set_and_scores_as_scikit_learn():
     set's sample: a test block (500 or more rows here) is never gathered."""
     df = _frame()
     with LargestInput() as seen, dask.config.set(scheduler="sync"):
-        res = sd.soak(_table(df, 12), ["logistic"], max_train_rows=200,
-                      measures=["error", "auc"], progress=False)  # fmt: skip
+        res = sd.soak(
+            _table(df, 12),
+            ["logistic"],
+            measures=["error", "auc"],
+            options=sd.RunOptions(max_train_rows=200, progress=False),
+        )
     assert 250 <= seen.most < 500  # a partition (250 rows) or a sample of about 200 + margin
     _reference(df, res, "logistic", 200)
 
@@ -113,9 +122,8 @@ def test_scores_are_the_same_whatever_the_partitions():
         sd.soak(
             _table(df, n),
             ["logistic", "decision_tree"],
-            max_train_rows=120,
             measures=["error", "auc", "log_loss"],
-            progress=False,
+            options=sd.RunOptions(max_train_rows=120, progress=False),
         )  # fmt: skip
         for n in (1, 4, 9)
     ]
@@ -152,7 +160,11 @@ def test_a_fit_of_a_one_partition_table_selects_its_rows_in_its_own_task(npartit
     partition and train set selects them next to the data, as before. The scores are the same
     either way (``test_scores_are_the_same_whatever_the_partitions``)."""
     with TaskNames() as seen, dask.config.set(scheduler="sync"):
-        sd.soak(_table(_frame(n=600), npartitions), ["decision_tree", "lda"], progress=False)
+        sd.soak(
+            _table(_frame(n=600), npartitions),
+            ["decision_tree", "lda"],
+            options=sd.RunOptions(progress=False),
+        )
     # The tree's fits: 3 folds × 3 distinct train sets (s0's rows, s1's, both); LDA is fitted
     # from one pass of statistics.
     assert seen.names["soak-fit"] == 9
@@ -168,8 +180,13 @@ def test_a_capped_fit_whose_test_set_exceeded_the_gather_check_completes(monkeyp
 
     df = _frame()
     cap = 200
-    (cost,) = sd.dry_run(sd.soak, _table(df, 12), ["logistic"], max_train_rows=cap,
-                         measures=["error", "auc"], progress=False)  # fmt: skip
+    (cost,) = sd.dry_run(
+        sd.soak,
+        _table(df, 12),
+        ["logistic"],
+        measures=["error", "auc"],
+        options=sd.RunOptions(max_train_rows=cap, progress=False),
+    )
     largest_test = int(cost.fits["test"].max())
     assert (cost.fits["gathered"] == cap).all()  # the train sample alone, never its test rows
     free = fit_bytes(2 * cap, N_FEATURES)
@@ -185,8 +202,12 @@ def test_a_capped_fit_whose_test_set_exceeded_the_gather_check_completes(monkeyp
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                           memory_limit=limit, dashboard_address=None) as cluster:  # fmt: skip
             with Client(cluster) as client:
-                res = sd.soak(_table(df, 12), ["logistic"], max_train_rows=cap, client=client,
-                              measures=["error", "auc"], progress=False)  # fmt: skip
+                res = sd.soak(
+                    _table(df, 12),
+                    ["logistic"],
+                    measures=["error", "auc"],
+                    options=sd.RunOptions(max_train_rows=cap, client=client, progress=False),
+                )
     _reference(df, res, "logistic", cap)
     # a cap the workers cannot hold is still refused up front, by its train rows alone
     with pytest.raises(sd.FitMemoryError, match=r"its train rows .* gathers 500 rows"):
@@ -194,5 +215,9 @@ def test_a_capped_fit_whose_test_set_exceeded_the_gather_check_completes(monkeyp
             with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                               memory_limit=limit, dashboard_address=None) as cluster:  # fmt: skip
                 with Client(cluster) as client:
-                    sd.soak(_table(df, 12), ["logistic"], max_train_rows=500, client=client,
-                            measures=["error", "auc"], progress=False)  # fmt: skip
+                    sd.soak(
+                        _table(df, 12),
+                        ["logistic"],
+                        measures=["error", "auc"],
+                        options=sd.RunOptions(max_train_rows=500, client=client, progress=False),
+                    )

@@ -79,9 +79,12 @@ DESIGNS = {
 @pytest.mark.parametrize("design", DESIGNS)
 def test_a_fed_model_scored_by_partition_scores_as_on_its_gathered_rows(design, npartitions):
     run = DESIGNS[design]
-    kw = {"measures": MEASURES, "progress": False, "error_score": "raise"}
-    fed = run(_table(npartitions), incremental=True, **kw)
-    whole = run(_table(npartitions), **kw)  # fitted and scored on its gathered rows
+    raising = {"progress": False, "error_score": "raise"}
+    fed = run(
+        _table(npartitions), measures=MEASURES, options=sd.RunOptions(incremental=True, **raising)
+    )
+    # fitted and scored on its gathered rows
+    whole = run(_table(npartitions), measures=MEASURES, options=sd.RunOptions(**raising))
     assert fed.attrs["incremental"] == 1
     for name in (v for v in COMPARED if v in fed):
         assert np.isfinite(fed[name].values).all(), name
@@ -111,7 +114,9 @@ def _rows(value) -> bool:
 def test_no_task_of_an_incremental_run_receives_more_than_one_partition():
     """Before, a fed model was scored on its test blocks gathered in one task."""
     with RowInputs() as inputs, dask.config.set(scheduler="sync"):
-        res = DESIGNS["soak"](_table(3), incremental=True, measures=MEASURES, progress=False)
+        res = DESIGNS["soak"](
+            _table(3), measures=MEASURES, options=sd.RunOptions(incremental=True, progress=False)
+        )
     assert np.isfinite(res["auc"].values).all()
     assert inputs.most == 1, inputs.gathering
 

@@ -55,7 +55,12 @@ def client_security(files: tls_certs.TLSFiles) -> distributed.security.Security:
 def test_soak_over_tls_equals_local_scheduler(certs, tls_address):
     assert tls_address.startswith("tls://127.0.0.1:")
     table = sd.load_table(toy_table(n=200, n_subsets=2, seed=7), label="y", subset="subset")
-    kwargs = {"learners": ["featureless", "logistic"], "n_folds": 3, "seed": 2, "progress": False}
+    kwargs = {
+        "learners": ["featureless", "logistic"],
+        "n_folds": 3,
+        "seed": 2,
+        "options": sd.RunOptions(progress=False),
+    }
     with connect(tls_address, security=client_security(certs)) as client:
         with distributed.get_task_stream(client) as stream:
             res = sd.soak(table, **kwargs)

@@ -39,11 +39,18 @@ def test_a_run_whose_workers_stay_paused_is_stopped_naming_their_memory(monkeypa
         client.run(_pause_at(1e-6))
         start = time.monotonic()
         with pytest.raises(WorkerMemoryStall, match=r"paused by its memory limit for 1.5 s") as err:
-            sd.soak(table, "featureless", n_folds=2, client=client, progress=False)
+            sd.soak(
+                table,
+                "featureless",
+                n_folds=2,
+                options=sd.RunOptions(client=client, progress=False),
+            )
         assert time.monotonic() - start < 60
         assert "of no limit" not in str(err.value) and "memory_limit=" in str(err.value)
         client.run(_pause_at(0.8))  # resumed: the same client runs the same run
-        res = sd.soak(table, "featureless", n_folds=2, client=client, progress=False)
+        res = sd.soak(
+            table, "featureless", n_folds=2, options=sd.RunOptions(client=client, progress=False)
+        )
         assert res.sizes["fold"] == 2
 
 

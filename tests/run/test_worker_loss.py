@@ -74,7 +74,7 @@ def test_killed_worker_run_equals_undisturbed_run():
     table = sd.load_table(toy_table(n=400, n_subsets=2, seed=3), label="y", subset="subset")
     # 3K = 12 distinct fits, each sleeping 0.3 s: about 2 s of fits on two workers.
     learners = {"slow": SlowClassifier(seconds=0.3), "featureless": "featureless"}
-    kwargs = {"n_folds": 4, "seed": 5, "progress": False}
+    kwargs = {"n_folds": 4, "seed": 5, "options": sd.RunOptions(progress=False)}
     undisturbed = sd.soak(table, learners, **kwargs)
     with (
         distributed.LocalCluster(

@@ -361,7 +361,9 @@ def regions_table(n: int = 360) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def regions():
     table = sd.load_table(regions_table(), label="y", subset="region")
-    result = sd.soak(table, ["featureless", "linear"], n_folds=4, progress=False)
+    result = sd.soak(
+        table, ["featureless", "linear"], n_folds=4, options=sd.RunOptions(progress=False)
+    )
     return table, result, sd.aoa_coverage(result, table)
 
 
@@ -410,7 +412,7 @@ def test_coverage_in_the_report(regions, tmp_path):
 
 def test_coverage_of_a_transfer_matrix(regions):
     table, _, _ = regions
-    result = sd.transfer(table, "linear", n_folds=4, progress=False)
+    result = sd.transfer(table, "linear", n_folds=4, options=sd.RunOptions(progress=False))
     covered = sd.aoa_coverage(result, table, train_folds=False)
     share = covered["aoa_share"].mean("fold")
     assert share.dims == ("train_subset", "test_subset")
@@ -436,7 +438,7 @@ def test_coverage_refusals(regions):
         sd.aoa_coverage(result, other)
     with pytest.raises(ValueError, match="roles differ"):
         sd.aoa_coverage(result, sd.load_table(regions_table(), label="x1", subset="region"))
-    two = sd.soak(table, "featureless", n_folds=2, progress=False)
+    two = sd.soak(table, "featureless", n_folds=2, options=sd.RunOptions(progress=False))
     with pytest.raises(ValueError, match="pass train_folds=False"):
         sd.aoa_coverage(two, table)
 

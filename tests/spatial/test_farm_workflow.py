@@ -101,10 +101,12 @@ def scene():
 
 def test_a_user_fold_column_is_recorded_by_name():
     table = sd.load_table(scene(), label="label", fold="k", coords=["x", "y"])
-    res = sd.evaluate(table, "linear", progress=False)
+    res = sd.evaluate(table, "linear", options=sd.RunOptions(progress=False))
     assert res.attrs["fold"] == "k" and res.attrs["outer_folds"] == 3
     assert "Folds:" not in evaluation_text(res)  # a column of the table, no file
-    drawn = sd.evaluate(sd.load_table(scene(), label="label"), "linear", progress=False)
+    drawn = sd.evaluate(
+        sd.load_table(scene(), label="label"), "linear", options=sd.RunOptions(progress=False)
+    )
     assert drawn.attrs["fold"] == ""  # folds drawn here: none of the user's
 
 
@@ -116,7 +118,9 @@ def test_a_fold_file_is_recorded_and_printed(tmp_path):
     res = sd.knndm_folds(table, area, n_folds=3, sample=10, n_candidates=3)
     fold_file = str(tmp_path / "folds.parquet")
     write_fold_file(res.table, res.column, fold_file)  # as soak knndm writes it
-    folded = sd.evaluate(sd.attach_folds(table, fold_file), "linear", progress=False)
+    folded = sd.evaluate(
+        sd.attach_folds(table, fold_file), "linear", options=sd.RunOptions(progress=False)
+    )
     assert (folded.attrs["fold"], folded.attrs["fold_file"]) == ("knndm_fold", fold_file)
     assert f"Folds: column 'knndm_fold' of the fold file {fold_file}" in evaluation_text(folded)
 

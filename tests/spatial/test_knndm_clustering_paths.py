@@ -47,11 +47,16 @@ def test_design_and_evaluate_pass_the_clustering_on(scene, reference, clustering
     _, area, table = scene
     expected = reference(clustering)
     design = sd.KNNDMFolds(area, n_folds=4, seed=1, clustering=clustering)
-    by_design = sd.run_design(table, design, LEARNER, progress=False)
+    by_design = sd.run_design(table, design, LEARNER, options=sd.RunOptions(progress=False))
     by_evaluate = sd.evaluate(
-        table, LEARNER, outer="knndm", outer_folds=4, prediction=area, clustering=clustering,
-        progress=False,
-    )  # fmt: skip
+        table,
+        LEARNER,
+        outer="knndm",
+        outer_folds=4,
+        prediction=area,
+        clustering=clustering,
+        options=sd.RunOptions(progress=False),
+    )
     for res in (by_design, by_evaluate):
         assert res.attrs["knndm_clustering"] == clustering
         assert res.attrs["knndm_W"] == pytest.approx(expected.W)
@@ -70,7 +75,14 @@ def test_the_clusterings_differ_on_this_scene(reference):
 @pytest.mark.slow
 def test_default_is_kmeans_in_geographical_space(scene):
     _, area, table = scene
-    res = sd.evaluate(table, LEARNER, outer="knndm", outer_folds=4, prediction=area, progress=False)
+    res = sd.evaluate(
+        table,
+        LEARNER,
+        outer="knndm",
+        outer_folds=4,
+        prediction=area,
+        options=sd.RunOptions(progress=False),
+    )
     assert res.attrs["knndm_clustering"] == "kmeans"
     assert sd.KNNDMFolds(area).clustering is None
 

@@ -172,12 +172,12 @@ def test_cli_outputs_complete_and_evaluate_uses_the_fold_file(tmp_path, capsys, 
     attached = sd.attach_folds(
         sd.load_table(data, label="label", coords=["x", "y"]), out / "folds.parquet"
     )
-    ev = sd.evaluate(attached, "linear", progress=False)
+    ev = sd.evaluate(attached, "linear", options=sd.RunOptions(progress=False))
     by_hand = sd.evaluate(
-        sd.load_table(res.table.data.compute(), label="label", coords=["x", "y"],
-                      fold=res.column),
-        "linear", progress=False,
-    )  # fmt: skip
+        sd.load_table(res.table.data.compute(), label="label", coords=["x", "y"], fold=res.column),
+        "linear",
+        options=sd.RunOptions(progress=False),
+    )
     np.testing.assert_allclose(ev["rmse"].values, by_hand["rmse"].values)
     np.testing.assert_array_equal(ev["n_test"].values.ravel(), res.fold_sizes)
 
@@ -204,7 +204,9 @@ def test_cli_farm_random_folds_kept_printed_with_w(
 @pytest.mark.slow
 def test_evaluate_outer_knndm_prints_both_w(sensors, farm_tif):
     t = sd.load_table(sensors, label="VW", coords=["Easting", "Northing"])
-    ds = sd.evaluate(t, "linear", outer="knndm", prediction=farm_tif, progress=False)
+    ds = sd.evaluate(
+        t, "linear", outer="knndm", prediction=farm_tif, options=sd.RunOptions(progress=False)
+    )
     folds = sd.knndm_folds(t, farm_tif, n_folds=5, seed=1)
     text = evaluation_printout(ds)
     assert "Note: kNNDM: random folds kept" in text

@@ -211,7 +211,12 @@ def test_an_evaluation_on_knndm_folds_says_how_they_were_chosen(tmp_path):
     table = sd.load_table(points().drop(columns="k"), label="label", coords=["x", "y"])
     with dask.config.set(scheduler="sync"):
         res = sd.evaluate(
-            table, "linear", outer="knndm", prediction=area, outer_folds=3, progress=False
+            table,
+            "linear",
+            outer="knndm",
+            prediction=area,
+            outer_folds=3,
+            options=sd.RunOptions(progress=False),
         )
     page = write_evaluation_report(res, tmp_path / "r").read_text(encoding="utf-8")
     settings = page[page.index('<table class="settings">') :]

@@ -39,7 +39,9 @@ def test_block_cv_error_is_larger_than_random_cv_error():
     # Every row is tested once in each design; error's pooled estimate is the row-weighted mean.
     for _, row in res.iterrows():
         assert sum(row["n_test"]) == 24 * 24 and len(row["n_test"]) == 5
-    by_fold = sd.evaluate(t, "knn", outer_folds=5, measures=["error"], progress=False)
+    by_fold = sd.evaluate(
+        t, "knn", outer_folds=5, measures=["error"], options=sd.RunOptions(progress=False)
+    )
     assert random["mean"] == pytest.approx(float(by_fold["error"].mean()))
 
 
@@ -55,7 +57,14 @@ def test_regression_pools_the_rmse_of_every_test_row_and_proposes_the_block_size
     assert res.loc[1, "ratio"] > 1.2  # knn: random CV flatters it
     assert res.loc[3, "ratio"] < res.loc[1, "ratio"]  # featureless learns no place
     blocked = sd.spatial_blocks(t, proposed)
-    ds = sd.evaluate(blocked, "knn", outer_folds=4, seed=2, measures=["mse"], progress=False)
+    ds = sd.evaluate(
+        blocked,
+        "knn",
+        outer_folds=4,
+        seed=2,
+        measures=["mse"],
+        options=sd.RunOptions(progress=False),
+    )
     mse, n = ds["mse"].values.ravel(), ds["n_test"].values.ravel()
     assert res.loc[1, "weighted_mean"] == pytest.approx(np.sqrt(np.sum(mse * n) / n.sum()))
     text = flattery_text(res)

@@ -340,22 +340,31 @@ def test_nndm_excludes_neighbours_on_a_clustered_scene():
 def test_evaluate_outer_knndm_is_cv_on_the_knndm_folds():
     df, pred = clustered_scene(per=12)
     t = sd.load_table(df, label="label", coords=["x", "y"])
-    res = sd.evaluate(t, "linear", outer="knndm", outer_folds=4, prediction=pred, progress=False)
+    res = sd.evaluate(
+        t,
+        "linear",
+        outer="knndm",
+        outer_folds=4,
+        prediction=pred,
+        options=sd.RunOptions(progress=False),
+    )
     folds = sd.knndm_folds(t, pred, n_folds=4, seed=1)
     assert res.attrs["outer"] == "knndm" and res.attrs["outer_folds"] == 4
     assert res.attrs["knndm_W"] == pytest.approx(folds.W)
     assert res.attrs["knndm_W_random"] == pytest.approx(folds.W_random)
     np.testing.assert_array_equal(res["n_test"].values.ravel(), folds.fold_sizes)
     by_hand = sd.evaluate(
-        sd.load_table(folds.table.data.compute(), label="label", coords=["x", "y"],
-                      fold=folds.column),
-        "linear", progress=False,
-    )  # fmt: skip
+        sd.load_table(
+            folds.table.data.compute(), label="label", coords=["x", "y"], fold=folds.column
+        ),
+        "linear",
+        options=sd.RunOptions(progress=False),
+    )
     np.testing.assert_allclose(res["rmse"].values, by_hand["rmse"].values)
     with pytest.raises(ValueError, match="needs prediction="):
-        sd.evaluate(t, "linear", outer="knndm", progress=False)
+        sd.evaluate(t, "linear", outer="knndm", options=sd.RunOptions(progress=False))
     with pytest.raises(ValueError, match="prediction=<DataFrame> has no effect with outer='cv'"):
-        sd.evaluate(t, "linear", prediction=pred, progress=False)
+        sd.evaluate(t, "linear", prediction=pred, options=sd.RunOptions(progress=False))
 
 
 def test_fold_summary_hand_checked():

@@ -46,7 +46,7 @@ def utm(df, label="label"):
 @pytest.mark.slow
 def test_blocks_recorded_in_attrs_text_store_and_report(pixels, tmp_path):
     table = sd.spatial_blocks(utm(pixels), 250, shape="hex")
-    res = sd.evaluate(table, "lda", progress=False)
+    res = sd.evaluate(table, "lda", options=sd.RunOptions(progress=False))
     a = res.attrs
     assert (a["group"], a["blocks"], a["block_shape"], a["block_column"]) == (
         "block", 250.0, "hex", "block",
@@ -63,7 +63,7 @@ def test_blocks_recorded_in_attrs_text_store_and_report(pixels, tmp_path):
 @pytest.mark.slow
 def test_clusters_recorded_in_soak_results(pixels, tmp_path):
     table = sd.spatial_clusters(utm(pixels.drop(columns="label"), "z"), 4)
-    res = sd.soak(table, "linear", n_folds=3, progress=False)
+    res = sd.soak(table, "linear", n_folds=3, options=sd.RunOptions(progress=False))
     a = res.attrs
     assert (a["group"], a["clusters"], a["cluster_seed"], a["cluster_column"]) == (
         "cluster", 4, 1, "cluster",
@@ -87,7 +87,7 @@ def test_size_words_without_a_crs_and_other_origins(pixels):
 
 def test_plain_groups_print_no_groups_line(pixels):
     table = sd.load_table(pixels.assign(g=np.arange(len(pixels)) % 10), label="label", group="g")
-    res = sd.evaluate(table, "lda", progress=False)
+    res = sd.evaluate(table, "lda", options=sd.RunOptions(progress=False))
     assert "Groups:" not in evaluation_text(res) and "blocks" not in res.attrs
 
 

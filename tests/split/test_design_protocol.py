@@ -186,8 +186,10 @@ def test_run_design_of_same_other_all_is_a_soak_result():
     as soak() does, so every reader of soak results (pvalues, the report) takes them."""
     table = sd.load_table(toy_table(n=120, n_subsets=2, seed=4), label="y", subset="subset")
     learners = ["featureless", "lda"]
-    res = sd.run_design(table, sd.SameOtherAll(n_folds=3), learners, progress=False)
-    ref = sd.soak(table, learners, n_folds=3, progress=False)
+    res = sd.run_design(
+        table, sd.SameOtherAll(n_folds=3), learners, options=sd.RunOptions(progress=False)
+    )
+    ref = sd.soak(table, learners, n_folds=3, options=sd.RunOptions(progress=False))
     assert res.attrs["design"] == ref.attrs["design"] == "soak" and res.soak.kind == "soak"
     np.testing.assert_array_equal(res["error"].transpose(*ref["error"].dims), ref["error"])
     cols = ["learner", "test_subset", "compare", "p"]
@@ -255,8 +257,8 @@ def test_split_modules_import_no_cycle():
 @pytest.mark.parametrize(
     ("design", "entry"),
     [
-        (sd.SameOtherAll(n_folds=3, seed=2), lambda t: sd.soak(t, **KW, n_folds=3, seed=2)),
-        (Transfer(n_folds=3, seed=2), lambda t: sd.transfer(t, **KW, n_folds=3, seed=2)),
+        (sd.SameOtherAll(n_folds=3, seed=2), lambda t: sd.soak(t, "lda", **KW, n_folds=3, seed=2)),
+        (Transfer(n_folds=3, seed=2), lambda t: sd.transfer(t, "lda", **KW, n_folds=3, seed=2)),
     ],
     ids=["soak", "transfer"],
 )
@@ -266,10 +268,10 @@ def test_run_design_gives_the_entry_points_numbers(design, entry):
 
     table = sd.load_table(toy_table(120), label="y", subset="subset")
     with dask.config.set(scheduler="sync"):
-        got = sd.run_design(table, design, "lda", progress=False)
+        got = sd.run_design(table, design, "lda", options=sd.RunOptions(progress=False))
         expected = entry(table)
     np.testing.assert_allclose(got["error"].values, expected["error"].values, rtol=1e-12)
     np.testing.assert_array_equal(got["n_train"].values, expected["n_train"].values)
 
 
-KW = {"learners": "lda", "onepass": False, "progress": False}
+KW = {"options": sd.RunOptions(onepass=False, progress=False)}

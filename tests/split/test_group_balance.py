@@ -23,7 +23,7 @@ from soak_dask.tables.table import FOLD_COLUMN
 
 from ..conftest import AZTREES_FEATURES, n_examples
 
-QUIET = {"progress": False}
+QUIET = {"options": sd.RunOptions(progress=False)}
 
 
 def _grouped(df: pd.DataFrame, npartitions: int, k: int, seed: int, assignment: str):

@@ -57,7 +57,7 @@ def test_a_huge_fold_number_is_refused_before_folds_are_sized():
     with capped_memory():
         for run in (sd.soak, sd.evaluate):
             with pytest.raises(ValueError, match=REFUSED):
-                run(t, "featureless", progress=False)
+                run(t, "featureless", options=sd.RunOptions(progress=False))
 
 
 def test_check_fold_values_names_the_largest_value_and_refuses_infinity():

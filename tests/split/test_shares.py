@@ -136,7 +136,9 @@ def test_check_sides_names_the_possible_shares():
 )
 def test_evaluate_test_split_honoured(share):
     df = frame(400)
-    ds = sd.evaluate(table(df), ["featureless"], test_split=share, progress=False)
+    ds = sd.evaluate(
+        table(df), ["featureless"], test_split=share, options=sd.RunOptions(progress=False)
+    )
     assert int(ds["n_test_split"].item()) == round(400 * share)
     assert ds.attrs["test_split"] == round(400 * share) / 400
     assert (ds["n_train"] + ds["n_test"] == 400 - round(400 * share)).all()
@@ -148,7 +150,7 @@ def test_subsampling_train_ratio_honoured(ratio):
     m = round(400 * ratio)
     call = lambda: sd.evaluate(  # noqa: E731
         table(df), ["featureless"], outer="subsampling", train_ratio=ratio, outer_repeats=3,
-        progress=False,
+        options=sd.RunOptions(progress=False),
     )  # fmt: skip
     if m == 0:
         with pytest.raises(ValueError, match="train_ratio=0.001 draws 0 of the table's 400"):
@@ -163,7 +165,12 @@ def test_subsampling_train_ratio_honoured(ratio):
 def test_split_sensitivity_ratio_honoured(ratio):
     df = frame(400)
     ds = sd.split_sensitivity(
-        table(df), "featureless", ratios=(ratio,), n_repeats=3, n_folds=2, progress=False
+        table(df),
+        "featureless",
+        ratios=(ratio,),
+        n_repeats=3,
+        n_folds=2,
+        options=sd.RunOptions(progress=False),
     )
     m = round(400 * ratio)
     assert (ds["n_train"] == m).all() and float(ds["ratio_used"].item()) == m / 400
@@ -281,8 +288,15 @@ def test_evaluate_counts_the_strata_once(monkeypatch, outer):
     monkeypatch.setattr(shares, "_count_strata", lambda d, k, r: calls.append(k) or real(d, k, r))
     table = sd.load_table(dd.from_pandas(frame(), npartitions=3), label="y", subset="s")
     repeats = {"outer_repeats": 3} if outer == "repeated_cv" else {}
-    res = sd.evaluate(table, "featureless", outer=outer, outer_folds=4, **repeats,
-                      progress=False, measures="error")  # fmt: skip
+    res = sd.evaluate(
+        table,
+        "featureless",
+        outer=outer,
+        outer_folds=4,
+        **repeats,
+        measures="error",
+        options=sd.RunOptions(progress=False),
+    )
     assert calls == [("s", "y")]
     assert res.attrs["classes"] == ["p", "q", "r"]
     assert res.sizes["repeat"] == repeats.get("outer_repeats", 1)

@@ -53,7 +53,15 @@ def test_downsample_keeps_groups_and_label_shares():
 @pytest.mark.slow
 def test_soak_with_sizes_compares_at_equal_size():
     table = sd.load_table(toy_table(n=360, n_subsets=3, seed=3), label="y", subset="subset")
-    res = sd.soak(table, "featureless", n_folds=3, sizes=1, ratio=0.5, size_seeds=2, progress=False)
+    res = sd.soak(
+        table,
+        "featureless",
+        n_folds=3,
+        sizes=1,
+        ratio=0.5,
+        size_seeds=2,
+        options=sd.RunOptions(progress=False),
+    )
     assert list(res["train_size"].values) == ["full", "smallest", "smallest*0.5"]
     assert res.sizes["sample"] == 2
     n = res["n_train"].sel(learner="featureless")
@@ -74,4 +82,11 @@ def test_soak_with_sizes_compares_at_equal_size():
     assert list(p.columns[:3]) == ["learner", "test_subset", "train_size"]
     assert len(p) == 3 * 3 * 2
     with pytest.raises(ValueError, match="ratio=1.5"):
-        sd.soak(table, "featureless", n_folds=3, sizes=0, ratio=1.5, progress=False)
+        sd.soak(
+            table,
+            "featureless",
+            n_folds=3,
+            sizes=0,
+            ratio=1.5,
+            options=sd.RunOptions(progress=False),
+        )

@@ -80,7 +80,7 @@ def test_a_given_crs_is_kept_and_checked(tmp_path):
 def test_results_record_the_crs_beside_the_coordinates():
     table = sd.load_table(frame(), label="label", coords=["x", "y"], crs=32632)
     assert table.roles["coords"] == ["x", "y"] and table.roles["crs"] == "EPSG:32632"
-    res = sd.evaluate(table, "featureless", outer_folds=2, progress=False)
+    res = sd.evaluate(table, "featureless", outer_folds=2, options=sd.RunOptions(progress=False))
     assert (res.attrs["coords"], res.attrs["crs"]) == (["x", "y"], "EPSG:32632")
     assert "crs" not in sd.load_table(frame(), label="label", coords=["x", "y"]).roles
 

@@ -11,7 +11,12 @@ import soak_dask as sd
 
 from ..conftest import toy_table
 
-RUN = {"learners": ["featureless", "lda"], "n_folds": 3, "measures": ["error"], "progress": False}
+RUN = {
+    "learners": ["featureless", "lda"],
+    "n_folds": 3,
+    "measures": ["error"],
+    "options": sd.RunOptions(progress=False),
+}
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +62,11 @@ def test_directory_and_glob_of_csv_files(frame, tmp_path):
 def test_csv_checkpoint_refuses_a_rewritten_file(frame, tmp_path):
     path = tmp_path / "t.csv"
     frame.to_csv(path, index=False)
-    ckpt = tmp_path / "ckpt"
-    sd.soak(_load(path), checkpoint=ckpt, **RUN)
+    stored = {**RUN, "options": sd.RunOptions(progress=False, checkpoint=tmp_path / "ckpt")}
+    sd.soak(_load(path), **stored)
     frame.iloc[::-1].to_csv(path, index=False)  # reordered rows: other folds, other scores
     with pytest.raises(ValueError, match="t.csv"):
-        sd.soak(_load(path), checkpoint=ckpt, **RUN)
+        sd.soak(_load(path), **stored)
 
 
 def test_empty_csv_and_unknown_delimiter_are_named(tmp_path):

@@ -190,7 +190,7 @@ def test_info_lists_the_warnings_a_run_gives(name, n_folds):
         task_measure = "error" if table.task == "classification" else "mse"
         res = sd.soak(
             table, "featureless", n_folds=None if table.fold else n_folds,  # the column's K
-            measures=[task_measure], onepass=False, progress=False,
+            measures=[task_measure], options=sd.RunOptions(onepass=False, progress=False),
         )  # fmt: skip
     ran = [str(w.message) for w in record]
     info = describe_table(table, n_folds=n_folds)

@@ -277,7 +277,7 @@ def test_soak_end_to_end_on_raster_table(raw):
     ds = make_dataset(raw)
     table = raster_table(ds, "label", tiles=(2, 2), group="polygon", bands=BANDS, nodata=nodata)
     with dask.config.set(scheduler="sync"):
-        res = sd.soak(table, "featureless", n_folds=3, progress=False)
+        res = sd.soak(table, "featureless", n_folds=3, options=sd.RunOptions(progress=False))
     assert list(res.test_subset.values) == ["r0c0", "r0c1", "r1c0", "r1c1"]
     expected = reference(raw, group=True, tiles=(2, 2))["tile"].value_counts().sort_index()
     n_test = res["n_test"].sel(learner="featureless", train_type="same").sum("fold")
@@ -348,7 +348,7 @@ def test_geotiff_bands_give_the_table_and_results_of_the_xarray_path(raw, geotif
     pd.testing.assert_frame_equal(got, computed(from_xarray, list(expected.columns)))
     with dask.config.set(scheduler="sync"):
         runs = [
-            sd.soak(t, "logistic", n_folds=2, seed=1, progress=False)
+            sd.soak(t, "logistic", n_folds=2, seed=1, options=sd.RunOptions(progress=False))
             for t in (from_files, from_xarray)
         ]
     for measure in ["error", "n_test"]:

@@ -240,7 +240,7 @@ def test_source_files_are_never_modified(frame, tmp_path):
     directory = _write_files(frame, tmp_path / "pixels")
     before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in directory.iterdir()}
     table = sd.load_table(directory, label="y", subset="region", group="poly", exclude=["xcoord"])
-    sd.soak(table, "featureless", n_folds=3, progress=False)
+    sd.soak(table, "featureless", n_folds=3, options=sd.RunOptions(progress=False))
     after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in directory.iterdir()}
     assert before == after
 
@@ -263,7 +263,7 @@ def test_parquet_without_rows_is_refused_by_name(frame, tmp_path):
     empty = dd.from_pandas(frame.iloc[:0], npartitions=1)
     table = sd.load_table(empty, label="y", subset="region")
     with pytest.raises(ValueError, match=r"the table \(dask DataFrame\) has no rows"):
-        sd.soak(table, "featureless", n_folds=3, progress=False)
+        sd.soak(table, "featureless", n_folds=3, options=sd.RunOptions(progress=False))
 
 
 def test_a_file_corrupt_in_the_middle_is_named(frame, tmp_path):
