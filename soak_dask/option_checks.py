@@ -72,16 +72,16 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
     only : tuple of str, optional
         The parameters to check, for a function that is no command's but takes some of its
         options (``random_split``'s ``train_ratio`` and ``seed``). Default: every parameter
-        `command` declares; any other parameter (but `NOT_OPTIONS` and ``**renamed``) is an
+        `command` declares; any other parameter (but `NOT_OPTIONS`) is an
         error when the function is decorated.
 
     Raises
     ------
     TypeError
         When decorating: a parameter neither declared for `command` nor in `NOT_OPTIONS`.
-        When called: a keyword the function does not take (``**renamed`` catches former names;
-        a run option is named as one: it goes in ``options=RunOptions(...)``), ``options`` not
-        a ``RunOptions``.
+        When called: a keyword the function does not take (a former name or a run option is
+        named as one: a run option goes in ``options=RunOptions(...)``), ``options`` not a
+        ``RunOptions``.
     ValueError
         When called: a bad value, named as the function's keyword, before any work.
     """
@@ -90,9 +90,8 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
     def decorate(func: _F) -> _F:
         signature = inspect.signature(func)
         options = _options(func, signature, declared, only)
-        catches = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
-        # ``**renamed`` only catches former names, to say their new ones.
-        former = renamed_names(command) if catches else None
+        # An entry point's former keywords are refused saying their new names.
+        former = renamed_names(command) if only is None else None
         runs = "options" in signature.parameters  # an entry point: it takes RunOptions
 
         @functools.wraps(func)
@@ -149,7 +148,7 @@ def refuse_unknown(
     """
     names = [p.name for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
     for key in given:
-        if key in (renamed or {}):
+        if key in (renamed or {}) and key not in names:
             raise TypeError(f"{name}(): {key}= is now {renamed[key]}=")
         if key in RUN_OPTIONS and "options" in names:
             raise TypeError(

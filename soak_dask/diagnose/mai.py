@@ -67,7 +67,6 @@ def compare_sampling(
     mdc_max_rows: int = MDC_MAX_ROWS,
     doptimal_repeats: int = D_OPTIMAL_REPEATS,
     options: RunOptions | None = None,
-    **renamed: Any,
 ) -> xr.Dataset:
     """Test accuracy of each sampling method's split, AEV, SD and MAI, per learner.
 

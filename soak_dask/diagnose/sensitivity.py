@@ -60,7 +60,6 @@ def split_sensitivity(
     alpha: float = 0.05,
     seed: int = 1,
     options: RunOptions | None = None,
-    **renamed: Any,
 ) -> xr.Dataset:
     """Compare K-fold CV on the train part with the test score, over random splits per ratio.
 

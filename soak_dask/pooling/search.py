@@ -130,7 +130,6 @@ def search_subsets(
     max_inner_fits: int = MAX_INNER_FITS,
     stratify: bool = True,
     options: RunOptions | None = None,
-    **renamed: Any,
 ) -> xr.Dataset:
     """For each test subset, choose the train subsets to pool by greedy forward selection,
     and estimate the error of doing so by nested cross-validation.
