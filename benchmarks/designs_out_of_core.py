@@ -67,13 +67,16 @@ def designs(
         "transfer 5 folds": lambda t: sd.transfer(t, LDA, n_folds=5, **run),
         "search_subsets 5 folds": lambda t: sd.search_subsets(t, LDA, n_folds=5, **run),
         "split_sensitivity 5 trials x 5 folds": lambda t: sd.split_sensitivity(
-            t, LDA, n_repeats=5, n_folds=5, **run
+            t, LDA, design=sd.SplitTrials(n_repeats=5, n_folds=5), **run
         ),
         "compare_sampling random x10": lambda t: sd.compare_sampling(
-            t, LDA, methods=["random"], n_repeats=10, **base
+            t, LDA, design=sd.SamplingSplits(methods=["random"], n_repeats=10), **base
         ),
         "compare_sampling random x10 + overlap (blockwise)": lambda t: sd.compare_sampling(
-            t, LDA, methods=["random", "overlap"], n_repeats=10, knn="blockwise", **base
+            t,
+            LDA,
+            design=sd.SamplingSplits(methods=["random", "overlap"], n_repeats=10, knn="blockwise"),
+            **base,
         ),
     }
 

@@ -29,7 +29,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 import soak_dask as sd
-from soak_dask import RunOptions
+from soak_dask import RunOptions, SamplingSplits
 from soak_dask.diagnose.mai import compare_sampling, mai_summary, mai_table
 from soak_dask.diagnose.sampling_plot import plot_mai
 from soak_dask.split.sampling import METHODS
@@ -73,9 +73,7 @@ def validate(n_repeats: int) -> pd.DataFrame:
     res = compare_sampling(
         bundled("breast_cancer"),
         {"knn6": KNeighborsClassifier(n_neighbors=6), "rf": learners(1, trees=500)["rf"]},
-        methods=["random"],
-        train_ratio=RATIO,
-        n_repeats=n_repeats,
+        design=SamplingSplits(methods=["random"], train_ratio=RATIO, n_repeats=n_repeats),
         options=RunOptions(progress=False),
     )
     rows = []
@@ -103,9 +101,7 @@ def tables(names: list[str], n_repeats: int, seeds: int) -> tuple[pd.DataFrame, 
         res = compare_sampling(
             table,
             learners(1),
-            methods=METHODS,
-            train_ratio=RATIO,
-            n_repeats=n_repeats,
+            design=SamplingSplits(methods=METHODS, train_ratio=RATIO, n_repeats=n_repeats),
             options=RunOptions(progress=False),
         )
         results[name] = res
@@ -115,10 +111,7 @@ def tables(names: list[str], n_repeats: int, seeds: int) -> tuple[pd.DataFrame, 
             again = compare_sampling(
                 table,
                 learners(seed),
-                methods=METHODS,
-                train_ratio=RATIO,
-                n_repeats=2,
-                seed=seed,
+                design=SamplingSplits(methods=METHODS, train_ratio=RATIO, n_repeats=2, seed=seed),
                 options=RunOptions(progress=False),
             )
             repeats.append(_mai_frame(again, res, name, seed))

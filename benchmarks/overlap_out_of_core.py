@@ -58,9 +58,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             return sd.compare_sampling(
                 fresh,
                 LDA,
-                methods=methods,
-                n_repeats=args.repeats,
-                knn="blockwise",
+                design=sd.SamplingSplits(methods=methods, n_repeats=args.repeats, knn="blockwise"),
                 options=sd.RunOptions(persist=False, client=client, progress=False),
             )
 

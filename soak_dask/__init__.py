@@ -94,7 +94,9 @@ if TYPE_CHECKING:
     from .split.knndm import KNNDMResult, knndm_folds
     from .split.outer import KNNDMFolds
     from .split.plan import Plan, Selection, Term
+    from .split.sampling_splits import SamplingSplits
     from .split.splitter import SameOtherAllCV
+    from .split.trials import SplitTrials
     from .tables.load import load_table
     from .tables.raster import NodataWarning, raster_table
     from .tables.table import Table

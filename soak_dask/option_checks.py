@@ -60,7 +60,9 @@ NOT_OPTIONS = frozenset({"table", "learners", "design", "client", "prediction", 
 DOORS: dict[str, str] = {}
 
 
-def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Callable[[_F], _F]:
+def checked(
+    command: Command | str, only: tuple[str, ...] | None = None, design: type | None = None
+) -> Callable[[_F], _F]:
     """Decorator: check `command`'s declared options among the function's parameters (`only`
     those, if given) before its body runs, and call it with the checked values.
 
@@ -74,14 +76,18 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
         options (``random_split``'s ``train_ratio`` and ``seed``). Default: every parameter
         `command` declares; any other parameter (but `NOT_OPTIONS`) is an
         error when the function is decorated.
+    design : type, optional
+        The class of the function's ``design`` parameter (``SamplingSplits``...), whose
+        ``__init__`` checks the design's options: the body gets an instance (``design()`` when
+        None is given), and the class's options given as keywords are refused naming the way.
 
     Raises
     ------
     TypeError
         When decorating: a parameter neither declared for `command` nor in `NOT_OPTIONS`.
         When called: a keyword the function does not take (a former name or a run option is
-        named as one: a run option goes in ``options=RunOptions(...)``), ``options`` not a
-        ``RunOptions``.
+        named as one: a run option goes in ``options=RunOptions(...)``, an option of the
+        design in ``design=``), ``options`` not a ``RunOptions``, ``design`` not a `design`.
     ValueError
         When called: a bad value, named as the function's keyword, before any work.
     """
@@ -96,12 +102,14 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
 
         @functools.wraps(func)
         def door(*args: Any, **kwargs: Any) -> Any:
-            refuse_unknown(func.__name__, signature, kwargs, former)
+            refuse_unknown(func.__name__, signature, kwargs, former, design)
             if runs:
                 kwargs["options"] = run_options(func.__name__, kwargs.get("options"))
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             values = bound.arguments
+            if design is not None:
+                values["design"] = design_of(func.__name__, design, values["design"])
             strategy = _strategy_values(values) if only is None and "outer" in values else {}
             for name in options:
                 values[name] = declared[name].checked(values[name])
@@ -111,6 +119,7 @@ def checked(command: Command | str, only: tuple[str, ...] | None = None) -> Call
             return func(*bound.args, **bound.kwargs)
 
         DOORS[f"{func.__module__}.{func.__qualname__}"] = command
+        door.design_class = design  # type: ignore[attr-defined]
         door.__signature__ = signature  # type: ignore[attr-defined]
         return door  # type: ignore[return-value]
 
@@ -130,15 +139,29 @@ def run_options(name: str, options: Any) -> RunOptions:
     return options
 
 
+def design_of(name: str, design: type, given: Any) -> Any:
+    """An entry point's ``design``: `given`, or ``design()`` (its defaults) for None."""
+    if given is None:
+        return design()
+    if not isinstance(given, design):
+        raise TypeError(
+            f"{name}(): design={given!r}: need a soak_dask.{design.__name__}, e.g. "
+            f"design=sd.{design.__name__}(...)"
+        )
+    return given
+
+
 def refuse_unknown(
     name: str,
     signature: inspect.Signature,
     given: Mapping[str, Any],
     renamed: Mapping[str, str] | None = None,
+    design: type | None = None,
 ) -> None:
     """Refuse a keyword that function `name` (of `signature`) does not take, as Python does
     (a TypeError): a former name in `renamed` names its new one (``k= is now
-    n_neighbors=``), any other the parameter it is closest to, if any.
+    n_neighbors=``), an option of its `design` class the way to give it, any other the
+    parameter it is closest to, if any.
 
     >>> def evaluate(table, *, outer_folds=None, seed=1): ...
     >>> refuse_unknown("evaluate", inspect.signature(evaluate), {"folds": 4})
@@ -147,9 +170,16 @@ def refuse_unknown(
     TypeError: evaluate() got an unexpected keyword argument 'folds'; did you mean 'outer_folds'?
     """
     names = [p.name for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    of_design = set(inspect.signature(design).parameters) if design is not None else set()
     for key in given:
-        if key in (renamed or {}) and key not in names:
-            raise TypeError(f"{name}(): {key}= is now {renamed[key]}=")
+        new = (renamed or {}).get(key, key) if key not in names else key
+        if new in of_design:
+            raise TypeError(
+                f"{name}(): {key}= is an option of its design: pass "
+                f"design={design.__name__}({new}=...) (soak_dask.{design.__name__})"
+            )
+        if new != key:
+            raise TypeError(f"{name}(): {key}= is now {new}=")
         if key in RUN_OPTIONS and "options" in names:
             raise TypeError(
                 f"{name}(): {key}= is a run option: pass options=RunOptions({key}=...) "

@@ -118,10 +118,8 @@ def test_nan_probabilities_in_soak_and_split_sensitivity():
         ds = sd.split_sensitivity(
             table(),
             {"nanny": NaNProba()},
-            ratios=(0.7,),
-            n_repeats=3,
-            n_folds=2,
             measures="log_loss",
+            design=sd.SplitTrials(ratios=(0.7,), n_repeats=3, n_folds=2),
             options=sd.RunOptions(progress=False),
         )
     assert any("predict_proba returned NaN" in str(w.message) for w in caught)
@@ -139,13 +137,15 @@ ONE_CLASS = "label column 'y' holds one class ('p') in every row"
         lambda t: sd.evaluate(t, ["featureless"], options=sd.RunOptions(progress=False)),
         lambda t: sd.soak(t, ["featureless"], n_folds=3, options=sd.RunOptions(progress=False)),
         lambda t: sd.split_sensitivity(
-            t, "featureless", n_repeats=3, n_folds=2, options=sd.RunOptions(progress=False)
+            t,
+            "featureless",
+            design=sd.SplitTrials(n_repeats=3, n_folds=2),
+            options=sd.RunOptions(progress=False),
         ),
         lambda t: sd.compare_sampling(
             t,
             ["featureless"],
-            methods=["random"],
-            n_repeats=3,
+            design=sd.SamplingSplits(methods=["random"], n_repeats=3),
             options=sd.RunOptions(progress=False),
         ),  # fmt: skip
         lambda t: sd.transfer(t, ["featureless"], n_folds=3, options=sd.RunOptions(progress=False)),
@@ -251,14 +251,15 @@ def test_share_extremes_refused_or_honoured():
         sd.compare_sampling(
             t,
             ["featureless"],
-            methods=["random"],
-            train_ratio=0.001,
-            n_repeats=3,
+            design=sd.SamplingSplits(methods=["random"], train_ratio=0.001, n_repeats=3),
             options=sd.RunOptions(progress=False),
         )
     with pytest.raises(ValueError, match="ratio=0.999 draws 160 of the table's 160 rows"):
         sd.split_sensitivity(
-            t, "featureless", ratios=(0.999,), n_repeats=3, options=sd.RunOptions(progress=False)
+            t,
+            "featureless",
+            design=sd.SplitTrials(ratios=(0.999,), n_repeats=3),
+            options=sd.RunOptions(progress=False),
         )
 
 
@@ -335,14 +336,7 @@ def test_cli_honours_an_extreme_ratio(csv, tmp_path, capsys, scheduler):
 )
 def test_compare_sampling_options_no_method_uses_refused(options, match):
     with pytest.raises(ValueError, match=match):
-        sd.compare_sampling(
-            table(),
-            ["featureless"],
-            methods=["random", "stratified"],
-            n_repeats=3,
-            **options,
-            options=sd.RunOptions(progress=False),
-        )
+        sd.SamplingSplits(methods=["random", "stratified"], n_repeats=3, **options)
 
 
 def test_compare_sampling_cli_option_no_method_uses(csv, tmp_path, capsys, scheduler):

@@ -37,6 +37,7 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     settings = run_settings(args, COMMAND)  # checked before the engine loads
     from ..diagnose.mai import compare_sampling, mai_summary, mai_table
     from ..diagnose.sampling_report import notes_text
+    from ..split.sampling_splits import SamplingSplits
     from .table_input import table_on_cluster
 
     data = settings.data
@@ -45,7 +46,8 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     options.update(learners=settings.learners(), checkpoint=checkpoint)  # None: the defaults
     with table_on_cluster(settings, COMMAND, args.debug) as (table, client):
         run, given = RunOptions.among(options, client=client)
-        res = compare_sampling(table, **given, options=run)
+        design, given = SamplingSplits.among(given)
+        res = compare_sampling(table, **given, design=design, options=run)
     frame = mai_table({Path(os.fspath(data)).name: res})
     write_outputs(out, res, frame, mai_summary(frame))
     discard(settings.checkpoint, checkpoint)

@@ -41,6 +41,7 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     settings = run_settings(args, COMMAND)  # checked before the engine loads
     from ..diagnose.sensitivity import split_sensitivity as run
     from ..diagnose.sensitivity_report import sensitivity_text
+    from ..split.trials import SplitTrials
     from .table_input import table_on_cluster
 
     learners = settings.learners()
@@ -54,7 +55,8 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     options.update(learners=learners, checkpoint=checkpoint)
     with table_on_cluster(settings, COMMAND, getattr(args, "debug", False)) as (table, client):
         how, given = RunOptions.among(options, client=client)
-        ds = run(table, **given, options=how)
+        design, given = SplitTrials.among(given)
+        ds = run(table, **given, design=design, options=how)
     write_outputs(ds, out)
     discard(settings.checkpoint, checkpoint)
     print(sensitivity_text(ds))

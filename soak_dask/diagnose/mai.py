@@ -30,18 +30,9 @@ from ..run.entry import entry_point
 from ..run.session import persisted, result_attrs, start
 from ..run.strategies import Batched, WholeTrainSet
 from ..run_options import RunOptions
-from ..split.overlap import (
-    DEFAULT_K,
-    POSITION,
-    check_classification,
-    ensure_positions,
-)
-from ..split.sampling import (
-    D_OPTIMAL_REPEATS,
-    MDC_MAX_ROWS,
-    classes_of,
-)
-from ..split.sampling_splits import DEFAULT_METHODS, SamplingSplits
+from ..split.overlap import POSITION, check_classification, ensure_positions
+from ..split.sampling import classes_of
+from ..split.sampling_splits import SamplingSplits
 from ..split.shares import count_strata
 from ..tables.table import Table, check_table
 
@@ -52,20 +43,12 @@ BATCH_MAX_ROWS = 100_000
 
 
 @entry_point
-@checked("compare-sampling")
+@checked("compare-sampling", design=SamplingSplits)
 def compare_sampling(
     table: Table,
-    learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None,
+    learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
+    design: SamplingSplits | None = None,
     *,
-    methods: Sequence[str] = DEFAULT_METHODS,
-    train_ratio: float = 0.7,
-    n_repeats: int = 100,
-    seed: int = 1,
-    n_neighbors: int = DEFAULT_K,
-    n_levels: int | None = None,
-    knn: str = "exact",
-    mdc_max_rows: int = MDC_MAX_ROWS,
-    doptimal_repeats: int = D_OPTIMAL_REPEATS,
     options: RunOptions | None = None,
 ) -> xr.Dataset:
     """Test accuracy of each sampling method's split, AEV, SD and MAI, per learner.
@@ -79,24 +62,12 @@ def compare_sampling(
     learners : dict, list, estimator, str or None
         As for ``soak_dask.soak`` (built-in names or scikit-learn classifiers; None: the
         featureless baseline and logistic regression).
-    methods : sequence of str
-        From "random", "stratified", "clustering", "mdc", "doptimal", "overlap" and
-        "overlap_class" (overlap levels × classes); see ``soak_dask.split.sampling``.
-    train_ratio : float
-        Share t of the rows that train (the paper uses 0.75).
-    n_repeats : int
-        Random splits whose mean test accuracy is the AEV and whose SD scales MAI (paper: 100).
-        Formerly ``n_random``.
-    seed : int
-        Seed of every split and of the learners' randomness.
-    n_neighbors, n_levels, knn
-        Neighbours of the degree of overlap (formerly ``k``), levels of it (None: the paper's
-        n_neighbors + 1) and its search ("exact", "nndescent" or "blockwise"); see
-        ``overlap_split``.
-    mdc_max_rows : int
-        MDC runs on a seeded stratified sample of this many rows of a larger table.
-    doptimal_repeats : int
-        Random candidate training sets of D-optimal sampling.
+    design : SamplingSplits, optional
+        The sampling methods compared, the random splits' share ``train_ratio`` and number
+        ``n_repeats`` (their mean test accuracy is the AEV, their SD scales MAI; paper: 100),
+        the ``seed`` of every split and of the learners' randomness, and the methods' own
+        options (``soak_dask.SamplingSplits``, checked when made; default
+        ``SamplingSplits()``).
     options : RunOptions, optional
         How the run runs (``soak_dask.RunOptions``, default ``RunOptions()``): its client,
         progress bar, checkpoint, ``persist``, ``error_score`` and fitting strategy
@@ -125,20 +96,15 @@ def compare_sampling(
     >>> from sklearn.datasets import load_iris
     >>> frame = load_iris(as_frame=True).frame
     >>> table = sd.load_table(frame, label="target")
-    >>> res = compare_sampling(table, "lda", methods=["random", "overlap"], n_repeats=5,
-    ...                        options=sd.RunOptions(progress=False))
+    >>> design = sd.SamplingSplits(["random", "overlap"], n_repeats=5)
+    >>> res = compare_sampling(table, "lda", design, options=sd.RunOptions(progress=False))
     >>> res["mai"].dims, int(res["n_train"].sel(sampling="overlap"))
     (('learner', 'sampling'), 105)
     """
     check_table(table, "compare_sampling")
     check_classification(table, "compare_sampling")
     _refuse_groups(table)
-    knns = {"n_neighbors": n_neighbors, "n_levels": n_levels, "knn": knn}
-    knns["mdc_max_rows"] = mdc_max_rows
-    design = SamplingSplits(
-        methods, train_ratio, n_repeats, seed, doptimal_repeats=doptimal_repeats, **knns
-    )
-    seed, ratio, methods = design.seed, design.train_ratio, design.methods
+    seed, methods, n_repeats = design.seed, design.methods, design.n_repeats
     session = start(
         table, "compare_sampling", learners, measures=["accuracy"], seed=seed, options=options
     )
@@ -157,9 +123,8 @@ def compare_sampling(
     # The rows per class classes_of counted: no pass of its own.
     n_rows = int(count_strata(base.data, [base.label], base.key_roles).rows.sum())
     strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()
-    given = {"methods": list(methods), "train_ratio": ratio, "n_repeats": n_repeats, "seed": seed}
-    given.update(n_neighbors=n_neighbors, n_levels=n_levels, knn=knn, mdc_max_rows=mdc_max_rows)
-    given.update(doptimal_repeats=doptimal_repeats, notes={m: t for m, t in notes.items() if t})
+    given = {**design.get_params(), "methods": list(methods)}
+    given["notes"] = {m: t for m, t in notes.items() if t}
     settings = {**_settings(table, given, classes, session.estimators), **fitting.settings()}
     records = session.run(ctx, fitting.strategies(last=strategy), settings)
     learners = list(session.estimators)

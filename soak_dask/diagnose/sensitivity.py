@@ -48,17 +48,14 @@ RULE = (
 
 
 @entry_point
-@checked("split-sensitivity")
+@checked("split-sensitivity", design=SplitTrials)
 def split_sensitivity(
     table: Table,
     learners: Mapping[str, Any] | Sequence[Any] | BaseEstimator | str | None = None,
+    design: SplitTrials | None = None,
     *,
-    ratios: Sequence[float] = (0.5, 0.7, 0.8, 0.9),
-    n_repeats: int = 20,
-    n_folds: int = 5,
     measures: Sequence[str] | str | None = None,
     alpha: float = 0.05,
-    seed: int = 1,
     options: RunOptions | None = None,
 ) -> xr.Dataset:
     """Compare K-fold CV on the train part with the test score, over random splits per ratio.
@@ -79,15 +76,13 @@ def split_sensitivity(
         (several are refused: the statistics and the recommended ratio are one learner's; call
         once per learner). Default: logistic regression (linear for regression). Formerly
         ``learner``.
-    ratios : sequence of float
-        Shares of the rows that train, each in (0, 1): round(r·N) rows train (whole groups
-        with a group column: r of the rows to within a group); the share drawn is
-        ``ratio_used``. A ratio that leaves no row on a side, or fewer train rows than
-        ``n_folds``, is refused.
-    n_repeats : int
-        Random splits per ratio, at least 3 (formerly ``trials``).
-    n_folds : int
-        K of the CV inside each train part.
+    design : SplitTrials, optional
+        The train ``ratios``, the random splits per ratio ``n_repeats`` (at least 3), K of the
+        CV inside each train part ``n_folds`` and the ``seed`` of every split and of built-in
+        learners (``soak_dask.SplitTrials``, checked when made; default ``SplitTrials()``:
+        ratios 0.5, 0.7, 0.8, 0.9, 20 splits each, 5 folds). Same seed, same results,
+        whatever the partitioning or the number of workers. The share of each ratio drawn is
+        ``ratio_used``.
     measures : str or list of str, optional
         Measures of the task (``soak_dask.schema.MEASURES``) to score; the first is the one
         the statistics and the recommendation use (``cv_score``, ``test_score``...), the others
@@ -95,14 +90,11 @@ def split_sensitivity(
         regression). Formerly ``measure``.
     alpha : float
         Level of the prediction intervals and of the variance tests, in (0, 0.5].
-    seed : int
-        Seed of every split and of built-in learners: same seed, same results, whatever the
-        partitioning or the number of workers.
     options : RunOptions, optional
         How the run runs (``soak_dask.RunOptions``, default ``RunOptions()``): its client,
         progress bar, checkpoint, ``persist``, ``error_score`` and fitting strategy
         (``onepass``, ``max_train_rows``, ``incremental``, ``epochs``), as for
-        ``soak_dask.soak``. ``persist`` keeps the table and its ``len(ratios) × trials``
+        ``soak_dask.soak``. ``persist`` keeps the table and its ``len(ratios) × n_repeats``
         one-byte key columns in cluster memory; pass False for a table near the cluster's
         memory. The fitting options apply to the CV fits and the fits on the whole train part:
         additive learners from one pass of block statistics where the engine can; a train set
@@ -123,11 +115,11 @@ def split_sensitivity(
     Examples
     --------
     >>> table = sd.load_table("aztrees.parquet", label="y", group="polygon")  # doctest: +SKIP
-    >>> ds = sd.split_sensitivity(table, "logistic", n_repeats=10)  # doctest: +SKIP
+    >>> ds = sd.split_sensitivity(table, "logistic", sd.SplitTrials(n_repeats=10))  # doctest: +SKIP
     >>> split_sensitivity_summary(ds)  # doctest: +SKIP
     """
     check_table(table, "split_sensitivity")
-    design = SplitTrials(ratios, n_repeats, n_folds, seed, names={"trials": "n_repeats"})
+    seed = design.seed
     learner, measure = DEFAULTS[table.task]
     session = start(
         table,
@@ -180,12 +172,12 @@ def _settings(
         "measure_name": MEASURE_NAMES[measures[0]],
         "measures": list(measures),
         "ratios": [f"{r:g}" for r in design.ratios],
-        "n_repeats": design.trials,
+        "n_repeats": design.n_repeats,
         "n_folds": design.n_folds,
         "alpha": alpha,
         "seed": design.seed,
         "classes": [str(c) for c in classes] if classes else None,
-        "n_fits": len(design.ratios) * design.trials * (design.n_folds + 1),
+        "n_fits": len(design.ratios) * design.n_repeats * (design.n_folds + 1),
     }
 
 

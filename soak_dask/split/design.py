@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import dask.dataframe as dd
@@ -106,6 +107,25 @@ class Design(ABC):
             for name, p in signature.parameters.items()
             if name != "self" and p.kind not in kinds
         }
+
+    @classmethod
+    def among(cls, values: Mapping[str, Any]) -> tuple[Design, dict[str, Any]]:
+        """The design made of its parameters among `values` (a command's settings, as the
+        command line and run files check them), and the other values: what a command hands
+        an entry point that takes its design (as ``RunOptions.among`` splits the run
+        options).
+
+        >>> class Halves(Design):
+        ...     def __init__(self, seed: int = 1):
+        ...         self.seed = seed
+        ...     def add_keys(self, table): ...
+        ...     def plan(self, table, counts=None): ...
+        >>> Halves.among({"seed": 2, "alpha": 0.1})
+        (Halves(seed=2), {'alpha': 0.1})
+        """
+        names = cls.parameters()
+        mine = {name: value for name, value in values.items() if name in names}
+        return cls(**mine), {name: value for name, value in values.items() if name not in names}
 
     def get_params(self) -> dict[str, Any]:
         """Each parameter's validated value, by name (``design_class(**params)`` makes the

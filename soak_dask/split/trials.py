@@ -1,4 +1,4 @@
-"""Split-ratio trials, the design of ``split_sensitivity``: ``trials`` seeded random
+"""Split-ratio trials, the design of ``split_sensitivity``: ``n_repeats`` seeded random
 train/test splits per train ratio, with K folds inside each train part.
 
 Each trial is an exact-share draw of ``soak_dask.split.shares`` -- exactly round(r·N) rows to
@@ -9,7 +9,7 @@ k, scored on fold k) and one fit on the whole train part, scored on the test par
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from numbers import Real
 from typing import Any
@@ -21,7 +21,7 @@ from ..hashing import salt, seeded_hash
 from ..tables.checks import check_classes
 from ..tables.table import Table
 from .design import Design
-from .fold_options import check_n_folds, check_seed
+from .fold_options import check_n_folds
 from .folds import group_folds
 from .plan import Fit, Plan, Selection, Term, build_plan
 from .shares import (
@@ -37,8 +37,10 @@ from .shares import (
     with_columns,
 )
 
-#: Fewest trials: the variance tests and the correlation compare ``trials`` values per ratio.
+#: Fewest trials: the variance tests and the correlation compare ``n_repeats`` values per ratio.
 MIN_TRIALS = 3
+#: The train ratios of ``SplitTrials()``.
+DEFAULT_RATIOS = (0.5, 0.7, 0.8, 0.9)
 
 # A trial's keys: its column, its ratio, its trial number and the seeds of its two draws.
 Trial = tuple[str, float, int, int, int]
@@ -75,7 +77,7 @@ def check_ratios(ratios: Any, name: str = "ratios") -> tuple[float, ...]:
     return out
 
 
-def check_trials(trials: Any, name: str = "trials") -> int:
+def check_trials(trials: Any, name: str = "n_repeats") -> int:
     if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < MIN_TRIALS:
         raise ValueError(
             f"{name}={trials!r}: need an integer of at least {MIN_TRIALS}; per ratio the "
@@ -86,7 +88,7 @@ def check_trials(trials: Any, name: str = "trials") -> int:
 
 
 class SplitTrials(Design):
-    """``trials`` random train/test splits per train ratio, with K folds in each train part.
+    """``n_repeats`` random train/test splits per train ratio, with K folds in each train part.
 
     Each (ratio, trial) gets one int8 key column: 0 for the test part, 1..K for the fold of a
     train row. Computed on the cluster, every trial in one pass, after one pass counting rows
@@ -94,29 +96,37 @@ class SplitTrials(Design):
     ``soak_dask.split.shares``, so the same seed gives the same keys whatever the partitioning
     or the number of workers.
 
+    Parameters
+    ----------
+    ratios : sequence of float
+        Shares of the rows that train, each in (0, 1): round(r·N) rows train (whole groups
+        with a group column: r of the rows to within a group). A ratio that leaves no row on
+        a side, or fewer train rows than ``n_folds``, is refused when the keys are drawn.
+    n_repeats : int
+        Random splits per ratio, at least 3 (``split_sensitivity``'s statistics compare them).
+    n_folds : int
+        K of the CV inside each train part.
+    seed : int
+        Seed of every split and fold (and, in ``split_sensitivity``, of the learner): the same
+        seed draws the same keys whatever the partitioning or the number of workers.
+
     Examples
     --------
-    >>> SplitTrials([0.7, 0.9], trials=10)
-    SplitTrials(ratios=(0.7, 0.9), trials=10)
+    >>> SplitTrials([0.7, 0.9], n_repeats=10)
+    SplitTrials(ratios=(0.7, 0.9), n_repeats=10)
     """
 
     def __init__(
         self,
-        ratios: Sequence[float],
-        trials: int = 20,
+        ratios: Sequence[float] = DEFAULT_RATIOS,
+        n_repeats: int = 20,
         n_folds: int = 5,
         seed: int = 1,
-        *,
-        names: Mapping[str, str] | None = None,
     ) -> None:
-        # ``names``: how messages spell the options (the command's flags), if not as here.
-        spell = {"ratios": "ratios", "trials": "trials", "n_folds": "n_folds", "seed": "seed"}
-        spell.update(names or {})
-        self.ratios = check_ratios(ratios, spell["ratios"])
-        self.trials = check_trials(trials, spell["trials"])
-        self.n_folds = check_n_folds(n_folds, spell["n_folds"])
-        self.seed = check_seed(seed, spell["seed"])
-        self.names = None if names is None else dict(names)
+        self.ratios = check_ratios(ratios)
+        self.n_repeats = check_trials(n_repeats)
+        self.n_folds = check_n_folds(n_folds)
+        self.seed = seed
 
     def draws(self) -> dict[tuple[int, int], Trial]:
         """(ratio index, trial) -> its key column, ratio, trial and the seeds of its split and
@@ -124,7 +134,7 @@ class SplitTrials(Design):
         out = {}
         for i, ratio in enumerate(self.ratios, start=1):
             bits = np.float64(ratio).view(np.uint64)
-            for t in range(1, self.trials + 1):
+            for t in range(1, self.n_repeats + 1):
                 split = seeded_hash(self.seed, salt("sensitivity split"), bits, np.uint64(t))[0]
                 folds = seeded_hash(self.seed, salt("sensitivity folds"), bits, np.uint64(t))[0]
                 column = f"__soak_sensitivity_{i}_{t}__"
@@ -157,7 +167,7 @@ class SplitTrials(Design):
                 rows.append(({"ratio": i, "trial": t, "fold": fold}, train, (i, t, fold)))
         coords = {
             "ratio": list(range(1, len(self.ratios) + 1)),
-            "trial": list(range(1, self.trials + 1)),
+            "trial": list(range(1, self.n_repeats + 1)),
             "fold": list(range(self.n_folds + 1)),
         }
         return build_plan(rows, tests, coords)

@@ -14,7 +14,7 @@ import pytest
 from distributed import LocalCluster
 
 import soak_dask as sd
-from soak_dask import RunOptions
+from soak_dask import RunOptions, SplitTrials
 from soak_dask.app import cli
 from soak_dask.app.flags import check_command_out
 from soak_dask.app.sensitivity_cli import FILES, WRITER
@@ -72,10 +72,7 @@ def test_writes_the_python_api_results(data, scheduler, tmp_path, capsys):
         ds = split_sensitivity(
             table,
             "gaussian_nb",
-            ratios=(0.6, 0.8),
-            n_repeats=3,
-            n_folds=3,
-            seed=4,
+            design=SplitTrials(ratios=(0.6, 0.8), n_repeats=3, n_folds=3, seed=4),
             options=RunOptions(progress=False),
         )
     pd.testing.assert_frame_equal(
@@ -112,10 +109,7 @@ def test_run_file_gives_the_same_run(data, scheduler, tmp_path, capsys):
         ds = split_sensitivity(
             table,
             "gaussian_nb",
-            ratios=(0.6, 0.8),
-            n_repeats=3,
-            n_folds=3,
-            seed=4,
+            design=SplitTrials(ratios=(0.6, 0.8), n_repeats=3, n_folds=3, seed=4),
             options=RunOptions(progress=False),
         )
     pd.testing.assert_frame_equal(

@@ -102,7 +102,8 @@ RUN_DEFAULTS = {f.name: f.default for f in dataclasses.fields(sd.RunOptions) if 
 
 def options_of(func) -> dict:
     """The defaults of `func`'s options as its callers give them: its own keywords (in order;
-    not the table, an object) and then the fields of its ``options=RunOptions()``."""
+    not the table, an object), the parameters of its ``design=`` class, if it takes one, and
+    then the fields of its ``options=RunOptions()``."""
     params = inspect.signature(func).parameters
     assert (
         params["options"].default is None
@@ -111,10 +112,12 @@ def options_of(func) -> dict:
     own = {
         k: p.default
         for k, p in params.items()
-        if k not in ("table", "options") and p.kind is not p.VAR_KEYWORD
+        if k not in ("table", "design", "options") and p.kind is not p.VAR_KEYWORD
     }
+    design = func.design_class.parameters() if "design" in params else {}
     assert not set(own) & set(RUN_DEFAULTS), "a run option is a keyword of its own"
-    return {**own, **RUN_DEFAULTS}
+    assert not set(own) & set(design), "a design's option is a keyword of its own"
+    return {**own, **design, **RUN_DEFAULTS}
 
 
 def test_soak_signature_is_the_run_settings():
@@ -522,9 +525,6 @@ def test_bad_flags_of_every_command_are_one_line(tmp_path, capsys, command, flag
 @pytest.mark.parametrize(
     ("function", "old", "new"),
     [
-        (sd.compare_sampling, "k", "n_neighbors"),
-        (sd.compare_sampling, "n_random", "n_repeats"),
-        (sd.split_sensitivity, "trials", "n_repeats"),
         (sd.split_sensitivity, "measure", "measures"),
         (sd.split_sensitivity, "learner", "learners"),
         (sd.search_subsets, "measure", "measures"),
@@ -537,6 +537,32 @@ def test_former_keywords_are_refused_naming_the_new_one(function, old, new):
         function(None, "lda", **{old: 3})
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
         function(None, "lda", bogus=3)
+
+
+@pytest.mark.parametrize(
+    ("function", "old", "design"),
+    [
+        (sd.compare_sampling, "k", "SamplingSplits(n_neighbors=...)"),
+        (sd.compare_sampling, "n_random", "SamplingSplits(n_repeats=...)"),
+        (sd.compare_sampling, "methods", "SamplingSplits(methods=...)"),
+        (sd.compare_sampling, "seed", "SamplingSplits(seed=...)"),
+        (sd.split_sensitivity, "trials", "SplitTrials(n_repeats=...)"),
+        (sd.split_sensitivity, "ratios", "SplitTrials(ratios=...)"),
+    ],
+)
+def test_a_design_option_as_a_keyword_is_refused_naming_its_design(function, old, design):
+    """A former name of a design's option names the design's option, before any work."""
+    name = function.__name__
+    message = rf"^{name}\(\): {old}= is an option of its design: pass design={re.escape(design)}"
+    with pytest.raises(TypeError, match=message):
+        function(None, "lda", **{old: 3})
+
+
+@pytest.mark.parametrize("function", [sd.compare_sampling, sd.split_sensitivity])
+def test_a_design_of_another_class_is_refused(function):
+    want = function.design_class.__name__
+    with pytest.raises(TypeError, match=rf"design=SameOtherAll\(\): need a soak_dask\.{want}"):
+        function(None, "lda", design=sd.SameOtherAll())
 
 
 def test_variants_keep_one_meaning():

@@ -20,7 +20,7 @@ from scipy.spatial.distance import cdist
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
 import soak_dask as sd
-from soak_dask import RunOptions
+from soak_dask import RunOptions, SamplingSplits
 from soak_dask.diagnose import mai
 from soak_dask.split import balance, sampling
 from soak_dask.split.overlap import DO_COLUMN, POSITION, overlap_degrees
@@ -209,10 +209,9 @@ def compared():
         res = mai.compare_sampling(
             table,
             {"lda": LinearDiscriminantAnalysis()},
-            methods=["stratified", "overlap"],
-            n_repeats=6,
-            train_ratio=0.75,
-            seed=2,
+            design=SamplingSplits(
+                methods=["stratified", "overlap"], train_ratio=0.75, n_repeats=6, seed=2
+            ),
             options=RunOptions(progress=False),
         )
     return df, res
@@ -259,13 +258,15 @@ def test_compare_sampling_refusals():
     with pytest.raises(ValueError, match="group column 'g'"):
         mai.compare_sampling(table_of(df.assign(g=np.arange(40) // 4), group="g"), "lda")
     with pytest.raises(ValueError, match=r"\['bogus'\] are not sampling methods"):
-        mai.compare_sampling(table_of(df), "lda", methods=["random", "bogus"])
+        mai.compare_sampling(
+            table_of(df), "lda", design=SamplingSplits(methods=["random", "bogus"])
+        )
     with pytest.raises(ValueError, match="n_repeats=1"):
-        mai.compare_sampling(table_of(df), "lda", n_repeats=1)
-    with pytest.raises(TypeError, match="k= is now n_neighbors="):
+        mai.compare_sampling(table_of(df), "lda", design=SamplingSplits(n_repeats=1))
+    with pytest.raises(TypeError, match=r"k= is an option of its design: .*\(n_neighbors="):
         mai.compare_sampling(table_of(df), "lda", k=3)
     with pytest.raises(ValueError, match="train_ratio=1.5"):
-        mai.compare_sampling(table_of(df), "lda", train_ratio=1.5)
+        mai.compare_sampling(table_of(df), "lda", design=SamplingSplits(train_ratio=1.5))
     with pytest.raises(ValueError, match="regression"):
         mai.compare_sampling(sd.load_table(df.assign(y=np.linspace(0, 1, 40)), label="y"), "lda")
 
@@ -388,9 +389,7 @@ def test_mdc_on_a_sample_says_it_changes_the_method():
             res = mai.compare_sampling(
                 table_of(frame(300, seed=8)),
                 "lda",
-                methods=["random", "mdc"],
-                n_repeats=2,
-                mdc_max_rows=100,
+                design=SamplingSplits(methods=["random", "mdc"], n_repeats=2, mdc_max_rows=100),
                 options=RunOptions(progress=False),
             )
     note = json.loads(res.attrs["notes"])["mdc"]

@@ -54,9 +54,7 @@ def result(table) -> xr.Dataset:
         return split_sensitivity(
             table,
             LEARNER,
-            ratios=RATIOS,
-            n_repeats=TRIALS,
-            n_folds=K,
+            design=SplitTrials(ratios=RATIOS, n_repeats=TRIALS, n_folds=K),
             options=RunOptions(progress=False),
         )
 
@@ -222,7 +220,7 @@ def test_grouped_run_and_same_results_on_two_workers(frame):
     test compares a two-worker LocalCluster with the synchronous run too.)"""
     grouped = sd.load_table(frame, label="y", features=FEATURES, group="group")
     quiet = RunOptions(progress=False)
-    options = {"ratios": (0.7,), "n_repeats": 3, "n_folds": 3, "options": quiet}
+    options = {"design": SplitTrials(ratios=(0.7,), n_repeats=3, n_folds=3), "options": quiet}
     with dask.config.set(scheduler="synchronous"):
         one = split_sensitivity(grouped, LEARNER, **options)
     parts = dd.from_pandas(frame, npartitions=3)
@@ -242,10 +240,8 @@ def test_regression_and_an_estimator(frame):
         ds = split_sensitivity(
             reg,
             {"ridge": Ridge()},
-            ratios=(0.5,),
-            n_repeats=3,
-            n_folds=3,
             measures="rmse",
+            design=SplitTrials(ratios=(0.5,), n_repeats=3, n_folds=3),
             options=RunOptions(progress=False),
         )
     assert ds.attrs["learner"] == "ridge" and ds.attrs["classes"] == ""
@@ -273,11 +269,21 @@ def test_any_ratio_drawn_exactly(ratio):
         ({"n_repeats": 2}, "n_repeats=2: need an integer of at least 3"),
         ({"n_repeats": 2.5}, "n_repeats=2.5"),
         ({"n_folds": 1}, "n_folds=1: need an integer of at least 2"),
+        ({"seed": -1}, "seed=-1"),
+    ],
+)
+def test_bad_design_options_refused(options, match):
+    with pytest.raises(ValueError, match=match):
+        SplitTrials(**options)
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
         ({"alpha": 0}, "alpha=0: need a level in"),
         ({"alpha": 0.6}, "alpha=0.6"),
         ({"measures": "mse"}, r"measures \['mse'\] are not all classification measures"),
         ({"measures": []}, "are not all classification measures"),
-        ({"seed": -1}, "seed=-1"),
     ],
 )
 def test_bad_options_refused(table, options, match):
@@ -285,9 +291,7 @@ def test_bad_options_refused(table, options, match):
         split_sensitivity(table, "logistic", **options)
 
 
-@pytest.mark.parametrize(
-    ("old", "new"), [("trials", "n_repeats"), ("measure", "measures"), ("learner", "learners")]
-)
+@pytest.mark.parametrize(("old", "new"), [("measure", "measures"), ("learner", "learners")])
 def test_former_keywords_name_the_new_one(table, old, new):
     with pytest.raises(TypeError, match=f"^split_sensitivity\\(\\): {old}= is now {new}=$"):
         split_sensitivity(table, **{old: 3})
@@ -301,10 +305,8 @@ def test_several_measures_the_first_decides(table, result):
         both = split_sensitivity(
             table,
             LEARNER,
-            ratios=RATIOS,
-            n_repeats=TRIALS,
-            n_folds=K,
             measures=["accuracy", "error"],
+            design=SplitTrials(ratios=RATIOS, n_repeats=TRIALS, n_folds=K),
             options=RunOptions(progress=False),
         )
     xr.testing.assert_identical(both[list(result.data_vars)].drop_attrs(), result.drop_attrs())
@@ -333,21 +335,27 @@ def test_too_little_data_refused(frame):
     tiny = sd.load_table(frame.head(12), label="y", features=FEATURES)  # 7 yes, 5 no
     match = r"ratio=0.3 trains on 4 of the 12 rows \(at most 2 of one class\) and n_folds=5"
     with pytest.raises(ValueError, match=match):
-        split_sensitivity(tiny, "logistic", ratios=(0.3,), n_repeats=3, n_folds=5)
+        split_sensitivity(
+            tiny, "logistic", design=SplitTrials(ratios=(0.3,), n_repeats=3, n_folds=5)
+        )
     with pytest.raises(ValueError, match="ratio=0.01 draws 0 of the table's 12 rows"):
-        split_sensitivity(tiny, "logistic", ratios=(0.01,), n_repeats=3, n_folds=2)
+        split_sensitivity(
+            tiny, "logistic", design=SplitTrials(ratios=(0.01,), n_repeats=3, n_folds=2)
+        )
     # One group per class: the test part or a train fold is left without groups.
     grouped = sd.load_table(frame.assign(group=frame["y"]), label="y", features=FEATURES,
                             group="group")  # fmt: skip
     with pytest.raises(ValueError, match="ratio=0.8 draws 2 of the table's 2 groups of 'group'"):
-        split_sensitivity(grouped, "logistic", ratios=(0.8,), n_repeats=3, n_folds=3)
+        split_sensitivity(
+            grouped, "logistic", design=SplitTrials(ratios=(0.8,), n_repeats=3, n_folds=3)
+        )
 
 
 def test_missing_labels_refused(frame):
     holes = sd.load_table(frame.assign(y=frame["y"].where(frame.index % 50 > 0)), label="y",
                           features=FEATURES)  # fmt: skip
     with pytest.raises(ValueError, match="label column 'y' has 6 missing values"):
-        split_sensitivity(holes, "logistic", ratios=(0.5,), n_repeats=3)
+        split_sensitivity(holes, "logistic", design=SplitTrials(ratios=(0.5,), n_repeats=3))
 
 
 def test_figure(result, tmp_path):

@@ -46,16 +46,13 @@ RUNS = {
     "split_sensitivity": lambda t: sd.split_sensitivity(
         t,
         "logistic",
-        ratios=(0.5, 0.7),
-        n_repeats=3,
-        n_folds=3,
+        design=sd.SplitTrials(ratios=(0.5, 0.7), n_repeats=3, n_folds=3),
         options=sd.RunOptions(progress=False),
     ),
     "compare_sampling": lambda t: sd.compare_sampling(
         t,
         LEARNERS,
-        methods=["random", "stratified"],
-        n_repeats=3,
+        design=sd.SamplingSplits(methods=["random", "stratified"], n_repeats=3),
         options=sd.RunOptions(progress=False),
     ),
 }

@@ -189,7 +189,8 @@ def test_every_entry_point_stops_at_its_plan(table, tmp_path):
     )
     assert search.design == "search_subsets" and search.part is not None
     assert "first round" in str(search)
-    (trials,) = sd.dry_run(sd.split_sensitivity, table, "logistic", n_repeats=3, n_folds=3)
+    design = sd.SplitTrials(n_repeats=3, n_folds=3)
+    (trials,) = sd.dry_run(sd.split_sensitivity, table, "logistic", design)
     assert trials.n_fits == 4 * 3 * (3 + 1)  # ratios × trials × (K + the whole train part)
     rows = sd.load_table(toy_table(n=300, n_subsets=1, seed=3).drop(columns="subset"), label="y")
     methods = ["random", "stratified"]
@@ -197,8 +198,7 @@ def test_every_entry_point_stops_at_its_plan(table, tmp_path):
         sd.compare_sampling,
         rows,
         "lda",
-        methods=methods,
-        n_repeats=3,
+        sd.SamplingSplits(methods, n_repeats=3),
         options=sd.RunOptions(progress=False),
     )
     assert sampling.design == "compare_sampling" and sampling.n_fits == len(methods) + 3

@@ -54,8 +54,7 @@ RUNS = {
     "compare_sampling": lambda t, **kw: sd.compare_sampling(
         t,
         LEARNERS,
-        methods=["random", "stratified"],
-        n_repeats=3,
+        design=sd.SamplingSplits(methods=["random", "stratified"], n_repeats=3),
         options=sd.RunOptions(progress=False, **kw),
     ),
 }
@@ -76,7 +75,7 @@ def test_error_score_raise_stops_with_the_learners_error(table, name):
 
 
 def test_split_sensitivity_error_score(table):
-    run = {"ratios": (0.5, 0.7), "n_repeats": 3, "n_folds": 3}
+    run = {"design": sd.SplitTrials(ratios=(0.5, 0.7), n_repeats=3, n_folds=3)}
     with pytest.warns(UserWarning, match="fits failed and score NaN") as record:
         res = sd.split_sensitivity(
             table, {"broken": Broken()}, **run, options=sd.RunOptions(progress=False)

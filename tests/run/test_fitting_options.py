@@ -78,10 +78,8 @@ def _sensitivity(table, learners, **kw):
     return sd.split_sensitivity(
         table,
         learners,
-        ratios=(0.5, 0.8),
-        n_repeats=3,
-        n_folds=3,
         measures="error",
+        design=sd.SplitTrials(ratios=(0.5, 0.8), n_repeats=3, n_folds=3),
         options=sd.RunOptions(progress=False, **kw),
     )
 
@@ -90,8 +88,7 @@ def _sampling(table, learners, **kw):
     return sd.compare_sampling(
         table,
         learners,
-        methods=["random", "stratified"],
-        n_repeats=2,
+        design=sd.SamplingSplits(methods=["random", "stratified"], n_repeats=2),
         options=sd.RunOptions(progress=False, **kw),
     )
 

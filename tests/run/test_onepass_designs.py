@@ -129,16 +129,13 @@ def test_split_sensitivity_and_compare_sampling_equal_fits_on_rows(monkeypatch, 
         lambda: sd.split_sensitivity(
             table,
             "lda",
-            ratios=[0.5, 0.7],
-            n_repeats=3,
-            n_folds=3,
+            design=sd.SplitTrials(ratios=[0.5, 0.7], n_repeats=3, n_folds=3),
             options=sd.RunOptions(progress=False),
         ),
         lambda: sd.compare_sampling(
             table,
             {"lda": "lda", "nb": "gaussian_nb"},
-            methods=["random", "stratified"],
-            n_repeats=2,
+            design=sd.SamplingSplits(methods=["random", "stratified"], n_repeats=2),
             options=sd.RunOptions(progress=False),
         ),
     ):

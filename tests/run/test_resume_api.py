@@ -23,11 +23,18 @@ RUNS = {
     "evaluate": lambda t, **kw: sd.evaluate(t, LEARNERS, outer_folds=3, **kw),
     "transfer": lambda t, **kw: sd.transfer(t, LEARNERS, n_folds=3, **kw),
     "search_subsets": lambda t, **kw: sd.search_subsets(t, LEARNERS, n_folds=3, **kw),
-    "split_sensitivity": lambda t, **kw: sd.split_sensitivity(
-        t, {"count": CountingClassifier()}, ratios=(0.5, 0.7), n_repeats=3, n_folds=3, **kw
+    # The seed of these two is their design's.
+    "split_sensitivity": lambda t, seed=1, **kw: sd.split_sensitivity(
+        t,
+        {"count": CountingClassifier()},
+        design=sd.SplitTrials(ratios=(0.5, 0.7), n_repeats=3, n_folds=3, seed=seed),
+        **kw,
     ),
-    "compare_sampling": lambda t, **kw: sd.compare_sampling(
-        t, LEARNERS, methods=["random", "stratified"], n_repeats=3, **kw
+    "compare_sampling": lambda t, seed=1, **kw: sd.compare_sampling(
+        t,
+        LEARNERS,
+        design=sd.SamplingSplits(methods=["random", "stratified"], n_repeats=3, seed=seed),
+        **kw,
     ),
 }
 

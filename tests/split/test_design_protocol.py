@@ -149,7 +149,7 @@ CASES = {
     ),
     "SearchOuter": ({"pools": {(1, "a"): ("a", "b")}}, ({"pools": {(1, "a"): ()}}, "pools")),
     "SearchRound": ({"asked": {(2, "b"): [("b",), ("a", "b")]}}, ({"asked": [1]}, "asked")),
-    "SplitTrials": ({"ratios": (0.6, 0.8), "trials": 4}, ({"ratios": [1.5]}, "ratios")),
+    "SplitTrials": ({"ratios": (0.6, 0.8), "n_repeats": 4}, ({"ratios": [1.5]}, "ratios")),
     "Subsampling": ({"n_repeats": 2, "train_ratio": 0.6}, ({"train_ratio": 1.5}, "train_ratio")),
     "Transfer": ({"n_folds": 4, "stratify": False}, ({"stratify": "yes"}, "stratify")),
 }

@@ -167,9 +167,7 @@ def test_split_sensitivity_ratio_honoured(ratio):
     ds = sd.split_sensitivity(
         table(df),
         "featureless",
-        ratios=(ratio,),
-        n_repeats=3,
-        n_folds=2,
+        design=sd.SplitTrials(ratios=(ratio,), n_repeats=3, n_folds=2),
         options=sd.RunOptions(progress=False),
     )
     m = round(400 * ratio)
