@@ -91,18 +91,18 @@ class FittingOptions:
         streamed = [name for name, est in estimators.items() if hasattr(est, "partial_fit")]
         if sizes >= 0 and streamed:
             raise ValueError(
-                f"incremental=True with sizes={sizes}: down-sampling to a train size needs each "
-                f"train set whole, which learners {streamed} are not given when fed block by "
-                "block; use sizes=-1, or incremental=False"
+                f"RunOptions(incremental=True) with sizes={sizes}: down-sampling to a train "
+                f"size needs each train set whole, which learners {streamed} are not given when "
+                "fed block by block; use sizes=-1, or RunOptions(incremental=False)"
             )
         wrapped = {} if wrapped is None else wrapped
         lost = [n for n in streamed if n in wrapped and not hasattr(wrapped[n], "partial_fit")]
         if lost:
             raise ValueError(
-                f"incremental=True: learners {lost} have partial_fit, but this run wraps them "
-                "(prior correction or calibration), and a wrapped learner is fitted on its "
-                "whole train set; pass prior_correction=False and calibration=None to feed them "
-                "block by block, or incremental=False"
+                f"RunOptions(incremental=True): learners {lost} have partial_fit, but this run "
+                "wraps them (prior correction or calibration), and a wrapped learner is fitted "
+                "on its whole train set; pass prior_correction=False and calibration=None to "
+                "feed them block by block, or RunOptions(incremental=False)"
             )
 
 

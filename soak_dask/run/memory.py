@@ -252,11 +252,17 @@ def refusal(what: str, n: int, n_features: int, memory: WorkerMemory) -> str:
     """The message refusing ``what``, which gathers ``n`` rows: the estimate, the memory a
     worker has for a task, the rows it holds and the remedies."""
     most = memory.free // fit_bytes(1, n_features)
-    sample = f"fit on a sample (max_train_rows={most:,} or less), " if most > 0 else ""
+    sample = (
+        f"fit on a sample of at most {most:,} rows (RunOptions(max_train_rows={most}), "
+        f"--max-train-rows {most}), "
+        if most > 0
+        else ""
+    )
     return (
         f"{what} gathers {n:,} rows × {n_features} features: about "
         f"{format_bytes(fit_bytes(n, n_features))} at its peak, more than the {memory}, "
         f"which holds about {most:,} such rows; {sample}use a learner fitted from one pass of "
         "block statistics (featureless, linear, ridge, lda, gaussian_nb) or fed block by block "
-        "(incremental=True with a partial_fit learner), or give each worker more memory"
+        "(a partial_fit learner with RunOptions(incremental=True), --incremental), or give each "
+        "worker more memory"
     )

@@ -74,7 +74,7 @@ def choose_persist(
     what = (
         "kept in cluster memory for the run's passes"
         if keep
-        else "read from storage at each pass (persist=True keeps them in memory anyway)"
+        else "read from storage at each pass (RunOptions(persist=True) keeps them in memory anyway)"
     )
     return keep, (
         f"the {rows:,} rows of the columns read, ~{format_bytes(size)}, are {what}: "

@@ -186,7 +186,7 @@ def test_run_design_checks_its_fitting_options_first():
             table, KFoldDesign(3), "lda", options=sd.RunOptions(max_train_rows=0, progress=False)
         )
     sized = sd.SameOtherAll(n_folds=3, sizes=0)
-    with pytest.raises(ValueError, match=r"incremental=True with sizes=0"):
+    with pytest.raises(ValueError, match=r"RunOptions\(incremental=True\) with sizes=0"):
         sd.run_design(
             table,
             sized,

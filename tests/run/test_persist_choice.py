@@ -81,7 +81,8 @@ def test_a_run_decides_says_why_and_gives_the_same_result_either_way(client, mon
     monkeypatch.setattr(persist_choice, "PERSIST_SHARE", 1e-12)  # nothing fits
     streamed = _soak(table, client)
     said = capsys.readouterr().err
-    assert "are read from storage at each pass (persist=True keeps them in memory anyway)" in said
+    streams = "are read from storage at each pass (RunOptions(persist=True) keeps them in memory"
+    assert streams in said
     assert persisted == []
     assert _soak(table, client, persist=True, progress=False) is not None and len(persisted) == 1
     assert "Persist:" not in capsys.readouterr().err  # a given value is not announced

@@ -177,7 +177,7 @@ def test_max_train_rows_with_incremental_learners_and_sizes(table):
     )
     n = res["n_train"].values  # each row kept with its class's rate: 500 in expectation
     assert (n > 400).all() and (n < 600).all()
-    with pytest.raises(ValueError, match="incremental=True with sizes=0"):
+    with pytest.raises(ValueError, match=r"RunOptions\(incremental=True\) with sizes=0"):
         sd.soak(
             table, sgd, n_folds=4, sizes=0, options=sd.RunOptions(incremental=True, progress=False)
         )
