@@ -27,9 +27,9 @@ from sklearn.base import BaseEstimator
 
 from ..learn.builtin import resolve_learners
 from ..option_checks import checked
-from ..run.assemble import build_dataset
 from ..run.entry import entry_point
-from ..run.session import persisted, result_attrs, start
+from ..run.run_design import run_on
+from ..run.session import result_attrs, start
 from ..run_options import RunOptions
 from ..schema import LOWER_IS_BETTER, MEASURE_NAMES
 from ..split.trials import SplitTrials
@@ -129,19 +129,10 @@ def split_sensitivity(
         seed=seed,
         options=options,
     )
-    fitting = session.fitting
-    keyed = design.add_keys(table)
+    ds, ran = run_on(session, table, design, options.persist)
     used = design.learned_
-    data, _ = persisted(keyed.data, options.persist, session.client, table, session.progress)
-    plan = design.plan(keyed)
-    # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
-    ctx = session.context(keyed, data, plan, used["classes"], fold_column="")
-    estimators, measures = session.estimators, session.measures
-    settings = _settings(table, estimators, measures, design, alpha, used["classes"])
-    settings.update(fitting.settings())
-    records = session.run(ctx, fitting.strategies(), settings)
-    ds = _scores(build_dataset(records, plan.splits, plan.coords, list(estimators), measures, {}))
-    ds = ds.assign_coords(ratio=np.array(design.ratios, dtype=np.float64))
+    settings = _settings(ran, session.estimators, design, alpha)
+    ds = _scores(ds).assign_coords(ratio=np.array(design.ratios, dtype=np.float64))
     ds["ratio_used"] = ("ratio", used["ratio_used"])
     ds["ratio_used"].attrs["long_name"] = "share of the rows that train, as drawn"
     ds = ds.assign(sensitivity_statistics(ds["cv_score"], ds["test_score"], alpha))
@@ -150,34 +141,28 @@ def split_sensitivity(
 
 
 def _settings(
-    table: Table,
+    ran: dict[str, Any],
     estimators: dict[str, BaseEstimator],
-    measures: Sequence[str],
     design: SplitTrials,
     alpha: float,
-    classes: tuple | None,
 ) -> dict[str, Any]:
-    """What the result records of the run (and its checkpoint is identified by), as
+    """What the result records: the settings of its design's run (``run_on``: the table's
+    roles, the seed, the measures, the classes, the fits...) and the diagnostic's own, as
     ``evaluate``'s attrs do."""
     name, estimator = next(iter(estimators.items()))
+    measure = ran["measures"][0]
     return {
+        **ran,
         "title": TITLE,
         "design": "split_sensitivity",
-        "task": table.task,
-        "source": table.source,
-        **table.roles,
         "learner": name,
         "learner_repr": repr(estimator),
-        "measure": measures[0],
-        "measure_name": MEASURE_NAMES[measures[0]],
-        "measures": list(measures),
+        "measure": measure,
+        "measure_name": MEASURE_NAMES[measure],
         "ratios": [f"{r:g}" for r in design.ratios],
         "n_repeats": design.n_repeats,
         "n_folds": design.n_folds,
         "alpha": alpha,
-        "seed": design.seed,
-        "classes": [str(c) for c in classes] if classes else None,
-        "n_fits": len(design.ratios) * design.n_repeats * (design.n_folds + 1),
     }
 
 

@@ -38,8 +38,8 @@ score falls short of the best ratio's.</li>
 # Attrs put in words by _settings; any other attr is listed as it is.
 _KNOWN = frozenset(
     "title design task source label subset group fold features excluded_coordinates learner "
-    "learner_repr measure measure_name measures ratios n_repeats n_folds alpha seed classes "
-    "n_fits recommended rule versions".split()
+    "learner_repr learners measure measure_name measures ratios n_repeats n_folds alpha seed "
+    "classes n_fits recommended rule versions".split()
 )
 
 

@@ -74,17 +74,29 @@ def run_design(
         )
     caller = type(design).__name__
     session = start(table, caller, learners, measures=measures, seed=seed, options=options)
+    ds, settings = run_on(session, table, design, options.persist)
+    return ds.assign_attrs(result_attrs(settings))
+
+
+def run_on(
+    session: Session, table: Table, design: Design, persist: bool | None
+) -> tuple[xr.Dataset, dict[str, Any]]:
+    """``run_design``'s path after its session started: ``design``'s keys, persisted as
+    `persist` says, its plan run by `session` with the fitting strategies that apply,
+    checkpointed; the result (its attrs the measures only) and the settings the run is
+    identified by, which ``run_design`` records. An entry point that shapes the result of its
+    design (``split_sensitivity``) runs it here and records its own settings beside these."""
     fitting = session.fitting
     keyed = keyed_by(design, table, session.client)
-    data, _ = persisted(keyed.data, options.persist, session.client, table, session.progress)
+    data, _ = persisted(keyed.data, persist, session.client, table, session.progress)
     plan = design.plan(keyed)
     _check_incremental(session, design, plan)
     classes = table_classes(table)
     # A plan of (subset, fold) cells (SOAK's) pools per-cell statistics: the fold is its key.
     ctx = session.context(keyed, data, plan, classes, fold_column=keyed.fold or "")
     settings = {
-        "title": f"soak_dask {caller} results",
-        "design": design.kind or caller,
+        "title": f"soak_dask {session.design} results",
+        "design": design.kind or session.design,
         "design_repr": repr(design),
         "task": keyed.task,
         "source": keyed.source,
@@ -102,7 +114,7 @@ def run_design(
     strategies = fitting.strategies(last=Batched() if design.batched else None)
     records = session.run(ctx, strategies, settings, counts=design.counts_)
     learners = list(session.estimators)
-    return assemble(records, plan, learners, session.measures, result_attrs(settings))
+    return assemble(records, plan, learners, session.measures, {}), settings
 
 
 def _check_incremental(session: Session, design: Design, plan: Plan) -> None:
