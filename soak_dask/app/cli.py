@@ -103,8 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     except USER_ERRORS as err:
         if debug:
             raise
-        message = " ".join(str(err).split()) or type(err).__name__
-        print(f"soak: error: {message}", file=sys.stderr)
+        print(f"soak: error: {error_text(err)}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
         if debug:
@@ -114,6 +113,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"soak: interrupted{_RESUME_HINT if resumable else ''}", file=sys.stderr)
         return INTERRUPTED
     return 0
+
+
+def error_text(err: BaseException) -> str:
+    """`err`'s message on one line, or its type's name: an error from a worker whose message
+    cannot be made after its trip back (numpy's ``AxisError`` loses the attributes its
+    ``str`` reads) is still named, not replaced by a traceback of its own.
+
+    >>> class Lost(ValueError):
+    ...     def __str__(self):
+    ...         raise AttributeError("'Lost' object has no attribute 'axis'")
+    >>> error_text(Lost()), error_text(ValueError("spaced   out"))
+    ('Lost', 'spaced out')
+    """
+    try:
+        text = str(err)
+    except Exception:  # noqa: BLE001 -- any failure of a foreign __str__
+        text = ""
+    return " ".join(text.split()) or type(err).__name__
 
 
 if __name__ == "__main__":

@@ -195,7 +195,9 @@ def _lda_svd(est: LinearDiscriminantAnalysis, per_class: Moments, n: float) -> N
     est.xbar_ = est.priors_ @ est.means_
     centres = (np.sqrt(n * est.priors_ * fac) * (est.means_ - est.xbar_).T).T @ scalings
     _, singular, vt = scipy.linalg.svd(centres, full_matrices=False)
-    est.explained_variance_ratio_ = (singular**2 / np.sum(singular**2))[: est._max_components]
+    total = np.sum(singular**2)  # 0 for one class, whose ratios are none (no component)
+    ratios = singular**2 / total if total > 0 else np.zeros_like(singular)
+    est.explained_variance_ratio_ = ratios[: est._max_components]
     rank = int(np.sum(singular > est.tol * singular[0]))
     est.scalings_ = scalings @ vt.T[:, :rank]
     coef = (est.means_ - est.xbar_) @ est.scalings_

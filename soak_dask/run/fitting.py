@@ -399,9 +399,14 @@ def _predict(state: FitState, X: np.ndarray, run: RunSpec) -> tuple[Any, str]:
     the statistics needed them finite) are not checked again by scikit-learn."""
     predict = functools.partial(predict_codes, state.estimator, X, run, coded=state.coded)
     if state.finite:
-        with config_context(assume_finite=True):
-            return predict(), ""
+        predict = functools.partial(_assuming_finite, predict)
+    # A model fitted from statistics can fail to predict too (LDA of a one-class train set).
     return guard(run, predict)
+
+
+def _assuming_finite(call: Callable[[], Any]) -> Any:
+    with config_context(assume_finite=True):
+        return call()
 
 
 def _union(rows: list[slice | np.ndarray], ids: list[int]) -> slice | np.ndarray:

@@ -138,3 +138,28 @@ def test_a_failing_final_model_scores_nan_and_the_good_models_are_saved(table, t
         sd.evaluate(
             table, learners, **run, options=sd.RunOptions(progress=False, error_score="raise")
         )
+
+
+@pytest.mark.parametrize("onepass", [True, False])
+def test_a_model_that_fails_to_predict_scores_nan_from_statistics_too(onepass):
+    """LDA fitted on a one-class train set (scikit-learn's fits too) cannot give
+    probabilities: that fit scores NaN with the warning, whether the model came from one pass
+    of statistics or from its gathered rows, and the run's other cells are kept."""
+    frame = toy_table(n=240, n_subsets=2, seed=4)
+    frame["fold"] = np.arange(len(frame)) % 3 + 1
+    only = frame["subset"] == "s0"
+    # Subset s0's "yes" rows all in fold 1: its same train set of fold 1 holds "no" only.
+    frame.loc[only & (frame["fold"] == 1), "y"] = "yes"
+    frame.loc[only & (frame["fold"] != 1), "y"] = "no"
+    table = sd.load_table(frame, label="y", subset="subset", fold="fold")
+    options = sd.RunOptions(progress=False, onepass=onepass)
+    with pytest.warns(UserWarning, match=r"fits failed and score NaN .*lda fit .*AxisError"):
+        res = sd.soak(table, "lda", measures=["error", "auc"], options=options)
+    error = res["error"].sel(learner="lda")
+    # That train set is s0's same and s1's other of fold 1: its two cells, no other.
+    assert error.sel(test_subset="s0", fold=1, train_type="same").isnull()
+    assert error.sel(test_subset="s1", fold=1, train_type="other").isnull()
+    assert int(error.isnull().sum()) == 2
+    with pytest.raises(ValueError, match="axis 1 is out of bounds"):
+        sd.soak(table, "lda", measures=["error", "auc"], options=sd.RunOptions(
+            progress=False, onepass=onepass, error_score="raise"))  # fmt: skip
