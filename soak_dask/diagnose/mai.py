@@ -25,21 +25,17 @@ import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..option_checks import checked
-from ..run.assemble import build_dataset
 from ..run.entry import entry_point
+from ..run.run_design import run_on
 from ..run.session import persisted, result_attrs, start
-from ..run.strategies import Batched, WholeTrainSet
 from ..run_options import RunOptions
-from ..split.overlap import POSITION, check_classification, ensure_positions
+from ..split.overlap import check_classification, ensure_positions
 from ..split.sampling import classes_of
 from ..split.sampling_splits import SamplingSplits
-from ..split.shares import count_strata
 from ..tables.table import Table, check_table
 
 #: Title of ``compare_sampling``'s results.
 TITLE = "soak_dask sampling comparison: MAI of train/test sampling methods"
-#: Tables of at most this many rows fit many models per task (the table is gathered once).
-BATCH_MAX_ROWS = 100_000
 
 
 @entry_point
@@ -108,29 +104,19 @@ def compare_sampling(
     session = start(
         table, "compare_sampling", learners, measures=["accuracy"], seed=seed, options=options
     )
-    fitting = session.fitting
+    # The features and label, numbered (the keys need the rows' positions), kept in cluster
+    # memory before the keys are drawn: the methods read them several times.
     base = replace(table, data=table.data[[*table.features, table.label]], files=None)
-    base = ensure_positions(base)
+    base = ensure_positions(replace(base, fold=None, fold_counts=None))
     kept, _ = persisted(base.data, options.persist, session.client, table, session.progress)
     base = replace(base, data=kept)
     classes = tuple(classes_of(base))  # a one-class table is refused before any split
-    keyed = design.add_keys(base)
-    notes = design.learned_["notes"]
-    plan = design.plan(keyed)
-    data = keyed.data.drop(columns=[POSITION])
-    # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
-    ctx = session.context(replace(keyed, data=data), data, plan, classes, fold_column="")
-    # The rows per class classes_of counted: no pass of its own.
-    n_rows = int(count_strata(base.data, [base.label], base.key_roles).rows.sum())
-    strategy = Batched(8) if n_rows <= BATCH_MAX_ROWS else WholeTrainSet()
+    ds, ran = run_on(session, base, design, persist=False)
     given = {**design.get_params(), "methods": list(methods)}
+    notes = design.learned_["notes"]
     given["notes"] = {m: t for m, t in notes.items() if t}
-    settings = {**_settings(table, given, classes, session.estimators), **fitting.settings()}
-    records = session.run(ctx, fitting.strategies(last=strategy), settings)
-    learners = list(session.estimators)
-    attrs = result_attrs(settings)
-    ds = build_dataset(records, plan.splits, plan.coords, learners, ["accuracy"], attrs)
-    return mai_dataset(ds, methods, n_repeats)
+    settings = {**ran, **_settings(table, given, classes, session.estimators)}
+    return mai_dataset(ds.assign_attrs(result_attrs(settings)), methods, n_repeats)
 
 
 def _refuse_groups(table: Table) -> None:

@@ -255,7 +255,7 @@ def evaluate(
     ctx = session.context(keyed, data, plan, classes, fold_column="")
     resubstitution = design.resubstitution  # the bootstrap's .632 estimates
     wanted = resubstitution or models is not None or any(map(has_selection, estimators.values()))
-    last = Batched() if design.batched else None
+    last = Batched(design.batch) if design.batch else None
     # The final models read the training table: unpersisted, the keyed rows would compute the
     # design's key columns (a resample's Poisson counts, ...) again in each of their passes.
     final = dataclasses.replace(ctx, table=train, data=data if kept else train.data)

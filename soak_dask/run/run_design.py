@@ -53,7 +53,7 @@ def run_design(
         else per fit, weighted by a fit's row weights); a train set over ``max_train_rows`` on a
         seeded, stratified sample of that many rows; ``partial_fit`` learners fed one block of
         train rows per task, ``epochs`` times. Every other fit gathers its train rows in one
-        task (many per task for a design of many small fits, ``Design.batched``).
+        task (many per task for a design of many small fits, ``Design.batch``).
         ``incremental`` beside a design that down-samples its train sets is refused, as ``soak``
         refuses it beside ``sizes``.
 
@@ -91,7 +91,9 @@ def run_on(
     data, _ = persisted(keyed.data, persist, session.client, table, session.progress)
     plan = design.plan(keyed)
     _check_incremental(session, design, plan)
-    classes = table_classes(table)
+    # The classes, as the design learned them if it did (from the counts it drew its keys by).
+    learned = design.learned_
+    classes = learned["classes"] if "classes" in learned else table_classes(table)
     # A plan of (subset, fold) cells (SOAK's) pools per-cell statistics: the fold is its key.
     ctx = session.context(keyed, data, plan, classes, fold_column=keyed.fold or "")
     settings = {
@@ -111,7 +113,7 @@ def run_on(
     }
     notes = design.notes()
     settings.update({"notes": notes} if notes else {})
-    strategies = fitting.strategies(last=Batched() if design.batched else None)
+    strategies = fitting.strategies(last=Batched(design.batch) if design.batch else None)
     records = session.run(ctx, strategies, settings, counts=design.counts_)
     learners = list(session.estimators)
     return assemble(records, plan, learners, session.measures, {}), settings

@@ -14,7 +14,7 @@ A design is a small class in the scikit-learn splitter style:
 - ``repr`` and ``get_params`` come from the ``__init__`` signature, as scikit-learn's
   ``BaseEstimator`` makes them: one implementation for every design;
 - the hooks the run path reads instead of asking which design it runs: ``resubstitution``
-  and ``batched`` (class attributes), ``recorded()`` and ``notes()`` (what ``add_keys``
+  and ``batch`` (attributes), ``recorded()`` and ``notes()`` (what ``add_keys``
   drew, as a result records and prints it).
 """
 
@@ -73,10 +73,11 @@ class Design(ABC):
         Whether ``evaluate`` scores each final model on its own training rows and gives
         Efron's .632 estimates from them (``Bootstrap``: its out-of-bag scores alone are
         pessimistic).
-    batched : bool
-        Whether the fits are many and small (``LeaveOneOutDesign``, one per row): those no
-        other strategy takes are then made many per task, each task gathering the table once
-        (``run.strategies.Batched``), not one task per fit.
+    batch : int or None
+        Fits made in one task, each task gathering the table once (``run.strategies.Batched``),
+        for the fits no other strategy takes; None: one task per fit. A class's when its fits
+        are many and small (``LeaveOneOutDesign``, one per row: 64), or set by ``add_keys``
+        from the table (``SamplingSplits``: 8 on a table of at most 100,000 rows).
 
     Examples
     --------
@@ -92,7 +93,7 @@ class Design(ABC):
     kind: ClassVar[str | None] = None
     seed = Seed()
     resubstitution: ClassVar[bool] = False
-    batched: ClassVar[bool] = False
+    batch: int | None = None
     learned_: dict[str, Any] = {}  # noqa: RUF012 (read-only default; add_keys sets its own)
     counts_: pd.DataFrame | None = None
 

@@ -354,7 +354,7 @@ class LeaveOneGroupOutDesign(Design):
     """One fold per group (needs a group column); ``loo`` on a grouped table is this."""
 
     n_repeats = 1
-    batched = True  # one fit per group: many small fits
+    batch = 64  # one fit per group: many small fits
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with each group's number as its fold; ``learned_``: the groups."""
@@ -384,7 +384,7 @@ class LeaveOneOutDesign(Design):
     """One fold per row, for very small data (at most ``LOO_MAX_ROWS`` rows)."""
 
     n_repeats = 1
-    batched = True  # one fit per row
+    batch = 64  # one fit per row
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with each row's position as its fold (each group's number with a group

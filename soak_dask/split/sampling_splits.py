@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,15 @@ import pandas as pd
 from ..settings import refuse_ignored
 from ..tables.table import Table
 from .design import Design
-from .overlap import DEFAULT_K, SEARCHES, attach, check_k, degree_frame, overlap_levels
+from .overlap import (
+    DEFAULT_K,
+    POSITION,
+    SEARCHES,
+    attach,
+    check_k,
+    degree_frame,
+    overlap_levels,
+)
 from .plan import Fit, Plan, Selection, Term, build_plan
 from .sampling import (
     D_OPTIMAL_REPEATS,
@@ -22,11 +31,17 @@ from .sampling import (
     METHODS,
     SPLITTERS,
     check_ratio,
+    classes_of,
     random_splits,
 )
+from .shares import count_strata
 
 #: The methods compared by default: the paper's five and stratified sampling.
 DEFAULT_METHODS = ("random", "stratified", "clustering", "mdc", "doptimal", "overlap")
+#: A table of at most this many rows has its fits made ``BATCH`` a task (the table gathered once
+#: a task); a larger one's, one a task.
+BATCH_MAX_ROWS = 100_000
+BATCH = 8
 #: Options of some methods only: their defaults, and the methods that use them.
 METHOD_OPTIONS = {
     "n_neighbors": (DEFAULT_K, ("overlap", "overlap_class")),
@@ -96,9 +111,11 @@ class SamplingSplits(Design):
         return [*self.methods, *(f"random_{r}" for r in range(1, self.n_repeats + 1))]
 
     def add_keys(self, table: Table) -> Table:
-        """``table`` (its features and label, with ``POSITION``) with every split's key
-        column, kept in cluster memory; ``learned_["notes"]``: each method's warnings (given
-        again, prefixed with its name)."""
+        """``table`` (its features and label, with ``POSITION``, which the keys need) with every
+        split's key column, kept in cluster memory, and without ``POSITION``;
+        ``learned_``: each method's warnings (``notes``, given again, prefixed with its name)
+        and the ``classes``;
+        ``batch``: fits made in one task, on a small table (the table gathered once a task)."""
         overlap: dict[str, Any] = {"k": self.n_neighbors, "n_levels": self.n_levels}
         overlap["method"] = self.knn
         if {"overlap", "overlap_class"} <= set(self.methods):  # one search serves both
@@ -114,8 +131,12 @@ class SamplingSplits(Design):
             keyed, notes[method] = _with_split(keyed, table, method, self, options.get(method))
         trials = [split_column(f"random_{r}") for r in range(1, self.n_repeats + 1)]
         drawn = random_splits(table, self.train_ratio, self.seed, trials)
-        self.learned_ = {"notes": notes}
-        return attach(keyed, drawn.data[trials].persist())
+        self.learned_ = {"notes": notes, "classes": tuple(classes_of(table))}
+        # The rows per class the splits counted: no pass of its own.
+        n_rows = int(count_strata(table.data, [table.label], table.key_roles).rows.sum())
+        self.batch = BATCH if n_rows <= BATCH_MAX_ROWS else None
+        keyed = attach(keyed, drawn.data[trials].persist())
+        return replace(keyed, data=keyed.data.drop(columns=[POSITION]))
 
     def plan(self, table: Table | None, counts: pd.DataFrame | None = None) -> Plan:
         """One fit per split, trained on its training rows and scored on its test rows (the

@@ -124,8 +124,8 @@ def test_knndm_folds_refuses_a_missing_or_unusable_area_and_a_fold_column():
 
 def test_the_hooks_evaluate_reads():
     assert Bootstrap.resubstitution and not KFoldDesign.resubstitution
-    assert LeaveOneOutDesign.batched and LeaveOneGroupOutDesign.batched
-    assert not (KFoldDesign.batched or Bootstrap.batched or sd.KNNDMFolds.batched)
+    assert LeaveOneOutDesign.batch == LeaveOneGroupOutDesign.batch == 64
+    assert KFoldDesign.batch is Bootstrap.batch is sd.KNNDMFolds.batch is None
     assert sd.KNNDMFolds("a.parquet").recorded() == {} == KFoldDesign().recorded()
     assert sd.KNNDMFolds("a.parquet").notes() == []
 
