@@ -34,6 +34,8 @@ from ..split.sampling import classes_of
 from ..split.sampling_splits import SamplingSplits
 from ..tables.table import Table, check_table
 
+#: The roles of a table a sampling comparison ignores (a group column is refused).
+UNUSED_ROLES = ("subset", "group", "fold", "excluded_coordinates")
 #: Title of ``compare_sampling``'s results.
 TITLE = "soak_dask sampling comparison: MAI of train/test sampling methods"
 
@@ -115,6 +117,8 @@ def compare_sampling(
     given = {**design.get_params(), "methods": list(methods)}
     notes = design.learned_["notes"]
     given["notes"] = {m: t for m, t in notes.items() if t}
+    # Rows are sampled one by one, whatever the table's subsets or folds: not recorded.
+    ran = {k: v for k, v in ran.items() if k not in UNUSED_ROLES}
     settings = {**ran, **_settings(table, given, classes, session.estimators)}
     return mai_dataset(ds.assign_attrs(result_attrs(settings)), methods, n_repeats)
 
