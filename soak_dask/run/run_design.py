@@ -85,7 +85,8 @@ def run_on(
     `persist` says, its plan run by `session` with the fitting strategies that apply,
     checkpointed; the result (its attrs the measures only) and the settings the run is
     identified by, which ``run_design`` records. An entry point that shapes the result of its
-    design (``split_sensitivity``) runs it here and records its own settings beside these."""
+    design (``split_sensitivity``, ``compare_sampling``) runs it here and records its own
+    settings beside these."""
     fitting = session.fitting
     keyed = keyed_by(design, table, session.client)
     data, _ = persisted(keyed.data, persist, session.client, table, session.progress)
