@@ -22,6 +22,7 @@ from .overlap import (
     attach,
     check_k,
     degree_frame,
+    label_counts,
     overlap_levels,
 )
 from .plan import Fit, Plan, Selection, Term, build_plan
@@ -34,7 +35,6 @@ from .sampling import (
     classes_of,
     random_splits,
 )
-from .shares import count_strata
 
 #: The methods compared by default: the paper's five and stratified sampling.
 DEFAULT_METHODS = ("random", "stratified", "clustering", "mdc", "doptimal", "overlap")
@@ -112,10 +112,10 @@ class SamplingSplits(Design):
 
     def add_keys(self, table: Table) -> Table:
         """``table`` (its features and label, with ``POSITION``, which the keys need) with every
-        split's key column, kept in cluster memory, and without ``POSITION``;
-        ``learned_``: each method's warnings (``notes``, given again, prefixed with its name)
-        and the ``classes``;
-        ``batch``: fits made in one task, on a small table (the table gathered once a task)."""
+        split's key column, kept in cluster memory, and without ``POSITION``; ``learned_``:
+        each method's warnings (``notes``, given again, prefixed with its name) and the
+        ``classes``; ``batch``: fits made in one task, on a small table (the table gathered
+        once a task)."""
         overlap: dict[str, Any] = {"k": self.n_neighbors, "n_levels": self.n_levels}
         overlap["method"] = self.knn
         if {"overlap", "overlap_class"} <= set(self.methods):  # one search serves both
@@ -133,7 +133,7 @@ class SamplingSplits(Design):
         drawn = random_splits(table, self.train_ratio, self.seed, trials)
         self.learned_ = {"notes": notes, "classes": tuple(classes_of(table))}
         # The rows per class the splits counted: no pass of its own.
-        n_rows = int(count_strata(table.data, [table.label], table.key_roles).rows.sum())
+        n_rows = int(label_counts(table).rows.sum())
         self.batch = BATCH if n_rows <= BATCH_MAX_ROWS else None
         keyed = attach(keyed, drawn.data[trials].persist())
         return replace(keyed, data=keyed.data.drop(columns=[POSITION]))
