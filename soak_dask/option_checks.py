@@ -33,7 +33,7 @@ import difflib
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .run_options import RUN_OPTIONS, RunOptions
 from .settings import (
@@ -45,6 +45,9 @@ from .settings import (
     renamed_names,
 )
 from .split.fold_options import check_assignment_groups
+
+if TYPE_CHECKING:
+    from .split.design import Design
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -61,7 +64,9 @@ DOORS: dict[str, str] = {}
 
 
 def checked(
-    command: Command | str, only: tuple[str, ...] | None = None, design: type | None = None
+    command: Command | str,
+    only: tuple[str, ...] | None = None,
+    design: type[Design] | None = None,
 ) -> Callable[[_F], _F]:
     """Decorator: check `command`'s declared options among the function's parameters (`only`
     those, if given) before its body runs, and call it with the checked values.
@@ -139,7 +144,7 @@ def run_options(name: str, options: Any) -> RunOptions:
     return options
 
 
-def design_of(name: str, design: type, given: Any) -> Any:
+def design_of(name: str, design: type[Design], given: Any) -> Design:
     """An entry point's ``design``: `given`, or ``design()`` (its defaults) for None."""
     if given is None:
         return design()
@@ -156,7 +161,7 @@ def refuse_unknown(
     signature: inspect.Signature,
     given: Mapping[str, Any],
     renamed: Mapping[str, str] | None = None,
-    design: type | None = None,
+    design: type[Design] | None = None,
 ) -> None:
     """Refuse a keyword that function `name` (of `signature`) does not take, as Python does
     (a TypeError): a former name in `renamed` names its new one (``k= is now
@@ -170,7 +175,7 @@ def refuse_unknown(
     TypeError: evaluate() got an unexpected keyword argument 'folds'; did you mean 'outer_folds'?
     """
     names = [p.name for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    of_design = set(inspect.signature(design).parameters) if design is not None else set()
+    of_design = set(design.parameters()) if design is not None else set()
     for key in given:
         new = (renamed or {}).get(key, key) if key not in names else key
         if new in of_design:
