@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import dask.dataframe as dd
@@ -24,15 +25,8 @@ from ..results.estimates import ESTIMATE_COLUMNS, fold_estimates
 from ..results.stats import pvalues
 from ..results.verdicts import MARKS, SAME, check_margin, with_verdicts
 from ..run.entry import entry_point
-from ..run.session import (
-    Session,
-    assemble,
-    checked_counts,
-    prepared,
-    result_attrs,
-    start,
-    stratum_rows,
-)
+from ..run.run_design import run_on
+from ..run.session import Session, prepared, result_attrs, start, stratum_rows
 from ..run.strategies import Context
 from ..run_options import RunOptions
 from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
@@ -113,21 +107,50 @@ class Prepared:
 
     def settings(self, title: str, design: str, **extra: Any) -> dict[str, Any]:
         """What a result records of the run (and its checkpoint is identified by)."""
-        return {
-            "title": title,
-            "design": design,
-            "task": self.table.task,
-            "source": self.table.source,
-            **self.table.roles,
-            "seed": self.session.seed,
-            "n_folds": self.n_folds,
-            "stratify": self.stratify,
-            "measures": list(self.measures),
-            "learners": {n: repr(e) for n, e in self.estimators.items()},
-            "classes": [str(c) for c in self.classes] if self.classes else None,
-            "subsets": [str(s) for s in self.subsets],
-            **extra,
-        }
+        return matrix_settings(
+            title, design, self.table, self.session, self.n_folds, self.stratify,
+            self.classes, self.subsets, **extra,
+        )  # fmt: skip
+
+
+def matrix_settings(
+    title: str,
+    design: str,
+    table: Table,
+    session: Session,
+    n_folds: int,
+    stratify: bool,
+    classes: list | None,
+    subsets: Sequence,
+    **extra: Any,
+) -> dict[str, Any]:
+    """What a run on SOAK's folds of each subset (``transfer``, ``search_subsets``) records
+    of itself (and its checkpoint is identified by)."""
+    return {
+        "title": title,
+        "design": design,
+        "task": table.task,
+        "source": table.source,
+        **table.roles,
+        "seed": session.seed,
+        "n_folds": n_folds,
+        "stratify": stratify,
+        "measures": list(session.measures),
+        "learners": {n: repr(e) for n, e in session.estimators.items()},
+        "classes": [str(c) for c in classes] if classes else None,
+        "subsets": [str(s) for s in subsets],
+        **extra,
+    }
+
+
+def check_subsets_given(table: Table, caller: str) -> None:
+    """Refuse a table loaded without a subset column: ``caller`` (the transfer matrix, the
+    search of train subsets) trains on each subset and tests on every subset."""
+    if table.subset == SUBSET_COLUMN:
+        raise ValueError(
+            f"{caller} trains on each subset and tests on every subset: load the table with "
+            "subset=COLUMN (without subsets, use soak_dask.soak or soak_dask.evaluate)"
+        )
 
 
 def prepare(
@@ -144,20 +167,12 @@ def prepare(
     """Assign SOAK's folds, persist the columns and check the blocks, as ``soak`` does before
     it plans (the options checked at the door: ``option_checks.checked``)."""
     session = start(table, caller, learners, measures=measures, seed=seed, options=options)
-    if table.subset == SUBSET_COLUMN:
-        raise ValueError(
-            f"{caller} trains on each subset and tests on every subset: load the table with "
-            "subset=COLUMN (without subsets, use soak_dask.soak or soak_dask.evaluate)"
-        )
+    check_subsets_given(table, caller)
     design = Transfer(n_folds, seed=session.seed, stratify=stratify)
     keyed, data = prepared(design.add_keys(table), options.persist, session, table)
-    counts, classes = checked_counts(keyed, n_folds, table.fold is not None)
+    classes = design.counted(keyed)
+    counts = design.counts_
     subsets = sorted(counts[keyed.subset].unique().tolist())
-    if len(subsets) < 2:
-        raise ValueError(
-            f"{caller}: subset column {keyed.subset!r} holds one subset ({subsets[0]!r}), so "
-            "the matrix would be 1×1; give a column with at least two subsets"
-        )
     k = check_fold_values(counts, keyed.fold, n_folds)
     return Prepared(session, keyed, data, counts, classes, subsets, k, stratify)
 
@@ -214,17 +229,24 @@ def transfer(
     >>> res = transfer(table, ["featureless", "lda"], n_folds=5)  # doctest: +SKIP
     >>> res["error"].mean("fold").sel(learner="lda").to_pandas()  # doctest: +SKIP
     """
-    run = prepare(
-        table, learners, "transfer", n_folds=n_folds, seed=seed, measures=measures,
-        stratify=stratify, options=options,
+    session = start(table, "transfer", learners, measures=measures, seed=seed, options=options)
+    check_subsets_given(table, "transfer")
+    design = Transfer(n_folds, seed=session.seed, stratify=stratify)
+    describe = partial(_transfer_settings, stratify)
+    ds, settings = run_on(session, table, design, options.persist, describe=describe)
+    return ds.assign_attrs(result_attrs(settings))
+
+
+def _transfer_settings(
+    stratify: bool, table: Table, plan: Plan, classes: list | None, session: Session
+) -> dict[str, Any]:
+    """What a transfer result records (``run_on``'s ``describe``)."""
+    n_fits = len(plan.fits) * len(session.estimators)
+    return matrix_settings(
+        TITLE, "transfer", table, session, len(plan.coords["fold"]), stratify, classes,
+        plan.coords["test_subset"], n_fits=n_fits, n_distinct_train_sets=len(plan.fits),
+        **session.fitting.settings(),
     )  # fmt: skip
-    fitting = run.session.fitting
-    plan = Transfer(run.n_folds).plan(run.table, run.counts)
-    n_fits = len(plan.fits) * len(run.estimators)
-    settings = run.settings(TITLE, "transfer", n_fits=n_fits, n_distinct_train_sets=len(plan.fits))
-    settings.update(fitting.settings())
-    records = run.run(plan, fitting.strategies(), settings)
-    return assemble(records, plan, list(run.estimators), run.measures, result_attrs(settings))
 
 
 def default_measure(ds: xr.Dataset) -> str:

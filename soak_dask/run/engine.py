@@ -4,6 +4,7 @@ scores gathered into an ``xarray.Dataset``."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import xarray as xr
@@ -19,7 +20,8 @@ from ..split.plan import Plan
 from ..tables.table import Table
 from .assemble import RESULTS_TITLE
 from .entry import entry_point
-from .session import assemble, checked_counts, prepared, result_attrs, start, stratum_rows
+from .run_design import run_on
+from .session import Session, result_attrs, start
 
 
 @entry_point
@@ -123,24 +125,17 @@ def soak(
         table, "soak", learners, measures=measures, seed=seed, options=options,
         prior_correction=prior_correction,
     )  # fmt: skip
-    fitting = session.fitting
     sized = {
         k: given[k] for k in ("sizes", "ratio", "size_seeds", "seed", "balance", "group_assignment")
     }
     design = SameOtherAll(n_folds, train_types, stratify=stratify, **sized)
-    fitting.check_learners(session.estimators, sizes=sizes)
-    keyed, data = prepared(design.add_keys(table), options.persist, session, table)
-    counts, classes = checked_counts(keyed, n_folds, table.fold is not None)
+    session.fitting.check_learners(session.estimators, sizes=sizes)  # before any pass
     procedure = Procedure.from_options(given)
-    estimators, notes = procedure.apply(session.estimators, classes, session.measures[0])
-    session = session.with_estimators(estimators)
-    plan = design.plan(keyed, counts)
-    settings = _settings(keyed, given, plan, session.measures, classes, estimators)
-    settings.update({"notes": notes} if notes else {})
-    ctx = session.context(keyed, data, plan, classes)
-    rows = stratum_rows(counts, keyed)
-    records = session.run(ctx, fitting.strategies(), settings, rows=rows, counts=counts)
-    return assemble(records, plan, list(estimators), session.measures, result_attrs(settings))
+    describe = partial(_settings, given)
+    ds, settings = run_on(
+        session, table, design, options.persist, procedure=procedure, describe=describe
+    )
+    return ds.assign_attrs(result_attrs(settings))
 
 
 def _refuse_ignored(options: dict[str, Any]) -> None:
@@ -153,20 +148,17 @@ def _refuse_ignored(options: dict[str, Any]) -> None:
 
 
 def _settings(
-    table: Table,
-    options: dict[str, Any],
-    plan: Plan,
-    measures: Sequence[str],
-    classes: list | None,
-    estimators: Mapping[str, Any],
+    options: dict[str, Any], table: Table, plan: Plan, classes: list | None, session: Session
 ) -> dict[str, Any]:
     """The run's settings as results record them (and a checkpoint is identified by): the
-    identifying options of ``soak_dask.settings``, as resolved for the data."""
+    identifying options of ``soak_dask.settings``, as resolved for the data (``run_on``'s
+    ``describe``)."""
+    estimators = session.estimators
     resolved = {
         **options,
         "n_folds": len(plan.coords["fold"]),
         "train_types": list(options["train_types"]),
-        "measures": list(measures),
+        "measures": list(session.measures),
         "learners": {name: repr(est) for name, est in estimators.items()},
     }
     return {

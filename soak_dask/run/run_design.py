@@ -5,20 +5,29 @@ and assemble."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import xarray as xr
 from sklearn.base import BaseEstimator
 
+from ..learn.procedure import Procedure
 from ..option_checks import checked
 from ..run_options import RunOptions
 from ..split.design import Design
-from ..split.folds import table_classes
 from ..split.plan import Plan
 from ..tables.table import Table
 from .entry import entry_point
-from .session import Session, assemble, keyed_by, persisted, result_attrs, start
+from .session import (
+    Session,
+    assemble,
+    keyed_by,
+    prepared,
+    result_attrs,
+    start,
+    stratum_rows,
+)
 from .strategies import Batched
 
 
@@ -78,46 +87,69 @@ def run_design(
     return ds.assign_attrs(result_attrs(settings))
 
 
+#: What a run records of itself (and its checkpoint is identified by): from the keyed table,
+#: the plan, the classes and the session (its learners as the procedure wrapped them).
+Describe = Callable[[Table, Plan, "list | None", Session], dict[str, Any]]
+
+
 def run_on(
-    session: Session, table: Table, design: Design, persist: bool | None
+    session: Session,
+    table: Table,
+    design: Design,
+    persist: bool | None,
+    *,
+    procedure: Procedure | None = None,
+    describe: Describe | None = None,
 ) -> tuple[xr.Dataset, dict[str, Any]]:
-    """``run_design``'s path after its session started: ``design``'s keys, persisted as
-    `persist` says, its plan run by `session` with the fitting strategies that apply,
-    checkpointed; the result (its attrs the measures only) and the settings the run is
-    identified by, which ``run_design`` records. An entry point that shapes the result of its
-    design (``split_sensitivity``, ``compare_sampling``) runs it here and records its own
-    settings beside these."""
-    fitting = session.fitting
+    """``run_design``'s path after its session started, and every entry point's that runs one
+    design: ``design``'s keys, the columns the run reads persisted as `persist` says, what the
+    design counts and checks (``Design.counted``), the learners wrapped by the `procedure`
+    (prior correction, calibration, tuning: ``soak``'s), its plan run by `session` with the
+    fitting strategies that apply, checkpointed. Returns the result (its attrs the measures
+    only) and the settings the run is identified by and records: ``describe``'s (an entry
+    point's own record of its options), by default the design's (``design_settings``)."""
     keyed = keyed_by(design, table, session.client)
-    data, _ = persisted(keyed.data, persist, session.client, table, session.progress)
-    plan = design.plan(keyed)
+    keyed, data = prepared(keyed, persist, session, table)
+    classes = design.counted(keyed)
+    notes = design.notes()
+    if procedure is not None:
+        estimators, wrapped = procedure.apply(session.estimators, classes, session.measures[0])
+        session, notes = session.with_estimators(estimators), [*notes, *wrapped]
+    counts = design.counts_
+    plan = design.plan(keyed, counts)
     _check_incremental(session, design, plan)
-    # The classes, as the design learned them if it did (from the counts it drew its keys by).
-    learned = design.learned_
-    classes = learned["classes"] if "classes" in learned else table_classes(table)
     # A plan of (subset, fold) cells (SOAK's) pools per-cell statistics: the fold is its key.
     ctx = session.context(keyed, data, plan, classes, fold_column=keyed.fold or "")
-    settings = {
+    settings = (describe or partial(design_settings, design))(keyed, plan, classes, session)
+    settings.update({"notes": notes} if notes else {})
+    strategies = session.fitting.strategies(last=Batched(design.batch) if design.batch else None)
+    rows = None if counts is None else stratum_rows(counts, keyed)
+    records = session.run(ctx, strategies, settings, rows=rows, counts=counts)
+    learners = list(session.estimators)
+    return assemble(records, plan, learners, session.measures, {}), settings
+
+
+def design_settings(
+    design: Design, table: Table, plan: Plan, classes: list | None, session: Session
+) -> dict[str, Any]:
+    """What a run of ``design`` records by default: its kind and parameters, the data's roles,
+    the learners and measures, the fitting options and what the design drew
+    (``Design.recorded``)."""
+    return {
         "title": f"soak_dask {session.design} results",
         "design": design.kind or session.design,
         "design_repr": repr(design),
-        "task": keyed.task,
-        "source": keyed.source,
-        **keyed.roles,
+        "task": table.task,
+        "source": table.source,
+        **table.roles,
         "seed": session.seed,
         "measures": list(session.measures),
         "learners": {name: repr(est) for name, est in session.estimators.items()},
         "classes": [str(c) for c in classes] if classes else None,
         "n_fits": len(plan.fits) * len(session.estimators),
-        **fitting.settings(),
+        **session.fitting.settings(),
         **design.recorded(),
     }
-    notes = design.notes()
-    settings.update({"notes": notes} if notes else {})
-    strategies = fitting.strategies(last=Batched(design.batch) if design.batch else None)
-    records = session.run(ctx, strategies, settings, counts=design.counts_)
-    learners = list(session.estimators)
-    return assemble(records, plan, learners, session.measures, {}), settings
 
 
 def _check_incremental(session: Session, design: Design, plan: Plan) -> None:

@@ -4,8 +4,8 @@
 ``compare_sampling`` are each a design plus options composed on this path: ``start`` checks the
 table, resolves the learners and measures, takes the client and identifies the data for a
 checkpoint (before keys are added: folds depend on the seed); the design adds its keys;
-``persisted`` (or ``prepared``, SOAK's columns) keeps the columns in cluster memory when they fit;
-``checked_counts`` counts the blocks and checks them; the design plans; ``Session.context``
+``prepared`` keeps the columns a run reads in cluster memory when they fit; the design
+counts what it needs and checks it (``Design.counted``) and plans; ``Session.context``
 and ``Session.run`` run the plan with the strategies that apply, saving each fit in the
 checkpoint and honouring ``error_score``; ``result_attrs`` and ``assemble`` make the result.
 
@@ -37,14 +37,6 @@ from ..run_options import RunOptions
 from ..split import folds as _folds
 from ..split.design import Design
 from ..split.plan import Plan
-from ..tables.checks import (
-    check_blocks,
-    check_classes,
-    check_folds_within_groups,
-    one_class_warning,
-    unequal_folds_warning,
-    warn,
-)
 from ..tables.table import Table, check_table
 from ..workers import WorkerMemory, worker_memory
 from .assemble import build_dataset, encode_attrs, package_versions
@@ -287,37 +279,12 @@ def persisted(
 def prepared(
     table: Table, persist: bool | None, session: Session, rows_of: Table
 ) -> tuple[Table, dd.DataFrame]:
-    """The columns a SOAK-folds run reads (features, label, subset, fold, group), persisted as
-    ``persisted`` decides, and the table over them."""
-    cols = [*table.features, table.label, table.subset, table.fold]
-    if table.group is not None:
-        cols.append(table.group)
+    """The columns a run reads (every column of the keyed ``table`` but the coordinates left
+    out of its features), persisted as ``persisted`` decides, and the table over them (so the
+    counts before the plan read them from memory too)."""
+    cols = [c for c in table.data.columns if c not in table.excluded_coordinates]
     data, kept = persisted(table.data[cols], persist, session.client, rows_of, session.progress)
-    if kept:
-        table = table.with_fold(data, table.fold, table.fold_counts)
-    return table, data
-
-
-def checked_counts(
-    table: Table, n_folds: int | None, user_folds: bool
-) -> tuple[pd.DataFrame, list | None]:
-    """The table's block counts and classes, after the checks and warnings about its data."""
-    counts = _folds.block_counts(table)
-    if not counts["n"].sum():
-        raise ValueError(f"the table ({table.source}) has no rows")
-    k = _folds.check_fold_values(counts, table.fold, n_folds)
-    subsets = sorted(counts[table.subset].unique().tolist())
-    block_rows = counts.groupby([table.subset, table.fold], observed=True)["n"].sum()
-    check_blocks(block_rows, subsets, k)
-    warn(unequal_folds_warning(block_rows), stacklevel=3)
-    if user_folds:
-        check_folds_within_groups(table)
-    if table.task != "classification":
-        return counts, None
-    classes = sorted(counts[table.label].unique().tolist())
-    check_classes(classes, table.label)  # before the subsets' one-class warning
-    warn(one_class_warning(counts, table.subset, table.label), stacklevel=3)
-    return counts, classes
+    return (dataclasses.replace(table, data=data) if kept else table), data
 
 
 def stratum_rows(counts: pd.DataFrame, table: Table) -> dict[str, int]:

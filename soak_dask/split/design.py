@@ -14,8 +14,9 @@ A design is a small class in the scikit-learn splitter style:
 - ``repr`` and ``get_params`` come from the ``__init__`` signature, as scikit-learn's
   ``BaseEstimator`` makes them: one implementation for every design;
 - the hooks the run path reads instead of asking which design it runs: ``resubstitution``
-  and ``batch`` (attributes), ``recorded()`` and ``notes()`` (what ``add_keys``
-  drew, as a result records and prints it).
+  and ``batch`` (attributes), ``counted()`` (the keyed table's classes, and its blocks
+  counted and checked where the design is made of them), ``recorded()`` and ``notes()``
+  (what ``add_keys`` drew, as a result records and prints it).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import xarray as xr
 
 from ..tables.table import Table
 from .fold_options import check_seed
+from .folds import table_classes
 from .plan import Plan
 
 
@@ -138,6 +140,15 @@ class Design(ABC):
         shown = {k: v for k, v in self.get_params().items() if not _is_default(v, defaults[k])}
         listed = ", ".join(f"{k}={_shown(v)}" for k, v in shown.items())
         return f"{type(self).__name__}({listed})"
+
+    def counted(self, table: Table) -> list | None:
+        """The classes of the keyed ``table`` (None for a regression), called by the run
+        path once the keys are added (and the columns persisted), before the plan: as
+        ``add_keys`` learned them, else from the table's shared strata counts. A design of
+        (subset, fold) blocks counts and checks its blocks here too
+        (``block_design.BlockDesign``)."""
+        classes = self.learned_["classes"] if "classes" in self.learned_ else table_classes(table)
+        return None if classes is None else list(classes)
 
     def recorded(self) -> dict[str, Any]:
         """What a run's result records of the keys ``add_keys`` drew, beyond the plan's

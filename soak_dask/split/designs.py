@@ -12,7 +12,8 @@ import pandas as pd
 from ..schema import SIZE_DIMS, TRAIN_TYPES
 from ..tables.table import Table
 from .balance import balanced_folds
-from .design import Design, check_flag
+from .block_design import BlockDesign
+from .design import check_flag
 from .fold_options import (
     check_group_assignment,
     check_n_folds,
@@ -22,7 +23,6 @@ from .fold_options import (
     fold_count,
 )
 from .folds import (
-    block_counts,
     check_balance,
     check_fold_values,
 )
@@ -46,7 +46,7 @@ def check_train_types(train_types: Iterable[str] | str) -> tuple[str, ...]:
     return tuple(t for t in TRAIN_TYPES if t in chosen)
 
 
-class SameOtherAll(Design):
+class SameOtherAll(BlockDesign):
     """Same/Other/All K-fold: the SOAK design, optionally with down-sampled train sizes.
 
     For each test subset σ and fold κ the test block is {subset = σ, fold = κ} and the train
@@ -113,7 +113,8 @@ class SameOtherAll(Design):
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with its fold column: the user's, or assigned on the cluster."""
-        if table.fold is not None:
+        self.user_folds_ = table.fold is not None
+        if self.user_folds_:
             return table
         k = fold_count(self.n_folds)
         return balanced_folds(
@@ -126,9 +127,9 @@ class SameOtherAll(Design):
         )
 
     def plan(self, table: Table, counts: pd.DataFrame | None = None) -> Plan:
-        """The plan for ``table`` (with its fold column), from its ``block_counts`` (counted
-        here if not given)."""
-        counts = block_counts(table) if counts is None else counts
+        """The plan for ``table`` (with its fold column), from its ``block_counts`` (as
+        ``counted`` counted them, else counted here if not given)."""
+        counts = self.blocks(table, counts)
         n_folds = check_fold_values(counts, table.fold, self.n_folds)
         subsets = sorted(counts[table.subset].unique().tolist())
         groups = None

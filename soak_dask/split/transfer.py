@@ -16,14 +16,15 @@ from typing import Any
 import pandas as pd
 
 from ..tables.table import Table
-from .design import Design, check_flag
+from .block_design import BlockDesign
+from .design import check_flag
 from .designs import SameOtherAll
 from .fold_options import check_n_folds, fold_count
-from .folds import block_counts, check_fold_values
+from .folds import check_fold_values
 from .plan import Fit, Plan, Selection, Term, build_plan
 
 
-class Transfer(Design):
+class Transfer(BlockDesign):
     """Plan builder of the transfer matrix, in the style of ``SameOtherAll``.
 
     Fit (t, κ) trains on {subset = t, fold ≠ κ} and scores the blocks {subset = σ, fold = κ}
@@ -60,12 +61,25 @@ class Transfer(Design):
     def add_keys(self, table: Table) -> Table:
         """``table`` with its fold column: the user's, or assigned on the cluster as ``soak``
         assigns it."""
+        self.user_folds_ = table.fold is not None
         return SameOtherAll(self.n_folds, seed=self.seed, stratify=self.stratify).add_keys(table)
 
+    def counted(self, table: Table) -> list | None:
+        """As for every block design (``BlockDesign.counted``), refusing a single subset: a
+        matrix of one cell compares nothing."""
+        classes = super().counted(table)
+        subsets = self.counts_[table.subset].unique().tolist()
+        if len(subsets) < 2:
+            raise ValueError(
+                f"subset column {table.subset!r} holds one subset ({subsets[0]!r}), so the "
+                "transfer matrix would be 1×1; give a column with at least two subsets"
+            )
+        return classes
+
     def plan(self, table: Table, counts: pd.DataFrame | None = None) -> Plan:
-        """The plan for ``table`` (with its fold column), from its ``block_counts`` (counted
-        here if not given)."""
-        counts = block_counts(table) if counts is None else counts
+        """The plan for ``table`` (with its fold column), from its ``block_counts`` (as
+        ``counted`` counted them, else counted here if not given)."""
+        counts = self.blocks(table, counts)
         n_folds = check_fold_values(counts, table.fold, self.n_folds)
         subsets = sorted(counts[table.subset].unique().tolist())
         return self.plan_for(subsets, n_folds, subset=table.subset, fold=table.fold)
