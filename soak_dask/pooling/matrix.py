@@ -170,7 +170,7 @@ def prepare(
     check_subsets_given(table, caller)
     design = Transfer(n_folds, seed=session.seed, stratify=stratify)
     keyed, data = prepared(design.add_keys(table), options.persist, session, table)
-    classes = design.counted(keyed)
+    classes = design.counted(keyed, table)
     counts = design.counts_
     subsets = sorted(counts[keyed.subset].unique().tolist())
     k = check_fold_values(counts, keyed.fold, n_folds)

@@ -110,7 +110,7 @@ def run_on(
     point's own record of its options), by default the design's (``design_settings``)."""
     keyed = keyed_by(design, table, session.client)
     keyed, data = prepared(keyed, persist, session, table)
-    classes = design.counted(keyed)
+    classes = design.counted(keyed, table)
     notes = design.notes()
     if procedure is not None:
         estimators, wrapped = procedure.apply(session.estimators, classes, session.measures[0])

@@ -33,9 +33,9 @@ class BlockDesign(Design):
     n_folds: int | None = None
     user_folds_: bool = False
 
-    def counted(self, table: Table) -> list | None:
+    def counted(self, table: Table, given: Table) -> list | None:
         """Count the blocks of the keyed ``table`` into ``counts_`` (``folds.block_counts``)
-        and check them (``checked_counts``); the classes."""
+        and check them (``checked_counts``); the classes (of the blocks: ``given`` unread)."""
         self.counts_, classes = checked_counts(table, self.n_folds, self.user_folds_)
         return classes
 

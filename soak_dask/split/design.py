@@ -141,13 +141,14 @@ class Design(ABC):
         listed = ", ".join(f"{k}={_shown(v)}" for k, v in shown.items())
         return f"{type(self).__name__}({listed})"
 
-    def counted(self, table: Table) -> list | None:
-        """The classes of the keyed ``table`` (None for a regression), called by the run
-        path once the keys are added (and the columns persisted), before the plan: as
-        ``add_keys`` learned them, else from the table's shared strata counts. A design of
-        (subset, fold) blocks counts and checks its blocks here too
-        (``block_design.BlockDesign``)."""
-        classes = self.learned_["classes"] if "classes" in self.learned_ else table_classes(table)
+    def counted(self, table: Table, given: Table) -> list | None:
+        """The classes (None for a regression), called by the run path once the keys are
+        added to ``given`` (the table as the run was given it) and the columns of the keyed
+        ``table`` persisted, before the plan: as ``add_keys`` learned them, else from the
+        strata counts of ``given`` its keys were drawn by (shared within a run: no pass of
+        its own). A design of (subset, fold) blocks counts and checks the blocks of ``table``
+        here too (``block_design.BlockDesign``)."""
+        classes = self.learned_["classes"] if "classes" in self.learned_ else table_classes(given)
         return None if classes is None else list(classes)
 
     def recorded(self) -> dict[str, Any]:

@@ -64,10 +64,10 @@ class Transfer(BlockDesign):
         self.user_folds_ = table.fold is not None
         return SameOtherAll(self.n_folds, seed=self.seed, stratify=self.stratify).add_keys(table)
 
-    def counted(self, table: Table) -> list | None:
+    def counted(self, table: Table, given: Table) -> list | None:
         """As for every block design (``BlockDesign.counted``), refusing a single subset: a
         matrix of one cell compares nothing."""
-        classes = super().counted(table)
+        classes = super().counted(table, given)
         subsets = self.counts_[table.subset].unique().tolist()
         if len(subsets) < 2:
             raise ValueError(
