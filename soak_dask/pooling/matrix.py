@@ -169,7 +169,7 @@ def prepare(
     session = start(table, caller, learners, measures=measures, seed=seed, options=options)
     check_subsets_given(table, caller)
     design = Transfer(n_folds, seed=session.seed, stratify=stratify)
-    keyed, data = prepared(design.add_keys(table), options.persist, session, table)
+    keyed, data, _ = prepared(design.add_keys(table), options.persist, session, table)
     classes = design.counted(keyed, table)
     counts = design.counts_
     subsets = sorted(counts[keyed.subset].unique().tolist())

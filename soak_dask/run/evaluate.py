@@ -4,39 +4,36 @@ reserved test split scored once by the final models, on the same engine as SOAK.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import time
 import warnings
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import dask
 import numpy as np
 import xarray as xr
 from sklearn.base import BaseEstimator
 
 from ..learn.model_dir import check_models_dir, model_path
 from ..learn.procedure import Procedure
-from ..learn.tuning import freeze, has_selection
+from ..learn.tuning import has_selection
 from ..option_checks import checked, strategy_options
 from ..run_options import RunOptions
 from ..schema import FIT_INFO
-from ..split.folds import table_classes
+from ..split.design import Design
 from ..split.inner import Inner
 from ..split.outer import outer_design, reserve
-from ..split.plan import Fit, Plan, Selection
+from ..split.plan import Plan
 from ..stats.mean_tests import right_wrong_counts
 from ..tables.table import FOLD_COLUMN, Table
-from .assemble import build_dataset, encode_attrs
-from .cost import dry_running
+from .assemble import encode_attrs
 from .entry import entry_point
-from .final import FINAL_FIT, final_tasks
+from .final_models import FinalModels
 from .halves import check_inference, with_halves
 from .nested_folds import with_ncv
-from .session import Session, keyed_by, persisted, result_attrs, start
-from .strategies import Batched, Context, OnePass
+from .run_design import run_on
+from .session import Session, result_attrs, start
 
 #: Title of evaluate's results.
 TITLE = "soak_dask evaluation: resampling estimates of learners"
@@ -231,51 +228,22 @@ def evaluate(
         table, "evaluate", learners, measures=measures, seed=seed, options=options,
         prior_correction=prior_correction,
     )  # fmt: skip
-    fitting = session.fitting
     apart = {"checkpoint": options.checkpoint}
     check_models_dir(models, session.estimators, table.source, apart=apart)
     train, held, share = _reserved(table, test_split, seed)
-    keyed = keyed_by(design, train, session.client)
-    used = design.learned_
-    # From the counts K and the folds were drawn from: no pass of its own, and no wait for the
-    # persisted keys, so the first fits' pass follows the keys' at once.
-    classes = table_classes(train)
-    data, kept = persisted(keyed.data, options.persist, session.client, train, session.progress)
-    estimators, notes = procedure.apply(session.estimators, classes, session.measures[0])
-    session = session.with_estimators(estimators)
-    plan = design.plan(keyed)
+    finals = FinalModels(train, held, resubstitution=design.resubstitution, save=models is not None)
     asked = read.get("outer_folds", "")
-    settings = _settings(
-        keyed, outer, asked, used, share, session.measures, classes, estimators, seed, plan
-    )
-    nesting = _nesting(procedure, nested, estimators, [*notes, *design.notes()])
-    settings.update(nesting, balance=balance, **design.recorded())
-    settings.update(group_assignment=group_assignment, **fitting.settings())
-    # No (subset, fold) cells: one-pass fits make per-fit statistics (run.fit_stats).
-    ctx = session.context(keyed, data, plan, classes, fold_column="")
-    resubstitution = design.resubstitution  # the bootstrap's .632 estimates
-    wanted = resubstitution or models is not None or any(map(has_selection, estimators.values()))
-    last = Batched(design.batch) if design.batch else None
-    # The final models read the training table: unpersisted, the keyed rows would compute the
-    # design's key columns (a resample's Poisson counts, ...) again in each of their passes.
-    final = dataclasses.replace(ctx, table=train, data=data if kept else train.data)
-    finals_asked = {"wanted": wanted, "resubstitution": resubstitution, "counts": design.counts_}
-    records, finals, timings = _outer_and_finals(
-        session, ctx, final, last, held, settings, **finals_asked
-    )
-    attrs = result_attrs({**settings, **timings})
-    ds = build_dataset(
-        records,
-        plan.splits,
-        plan.coords,
-        list(estimators),
-        session.measures,
-        attrs,
-        loss_pairs=True,
-    )
+    own = {"balance": balance, "group_assignment": group_assignment}
+    describe = partial(_settings, design, outer, asked, share, procedure, nested, own)
+    ds, settings = run_on(
+        session, train, design, options.persist, procedure=procedure, describe=describe,
+        finals=finals, loss_pairs=True,
+    )  # fmt: skip
+    ds.attrs.update(result_attrs({**settings, **finals.seconds_}))
     if models is not None:
-        ds.attrs.update(encode_attrs({"models": _save_models(finals, models, keyed, settings)}))
-    ds = _with_finals(ds, finals, session.measures, resubstitution)
+        saved = _save_models(finals.fitted_, models, train, settings)
+        ds.attrs.update(encode_attrs({"models": saved}))
+    ds = _with_finals(ds, finals.fitted_, session.measures, design.resubstitution)
     if n_extra is None:
         return ds
     options_given.pop("table")
@@ -290,45 +258,6 @@ def _reserved(table: Table, share: float, seed: int) -> tuple[Table, Any, float]
     return reserve(table, share, seed) if share else (table, None, 0.0)
 
 
-def _outer_and_finals(
-    session: Session,
-    ctx: Context,
-    final: Context,
-    last: Any,
-    held: Any,
-    settings: dict[str, Any],
-    wanted: bool,
-    resubstitution: bool,
-    counts: Any = None,
-) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, float]]:
-    """The outer loop's records and the final models (``_final_fits``; first, when
-    ``nested=False`` tunes and selects once on all rows), and the seconds each took. The
-    final models' tasks are made (and their memory checked) before any fit runs; they score
-    their own training rows only with ``resubstitution`` (the bootstrap's .632 estimates, the
-    one reader of those scores: they keep every training row's AUC piece), from ``final``:
-    ``ctx`` on the training table's own rows. Where both the outer fits and the final models
-    are made from statistics, one pass makes them all (``OnePass.shared``). ``last``: the
-    strategy that takes the fits no other does; ``counts``: the rows per block when the
-    design knows them without a pass (``Design.counts_``)."""
-    needed = held is not None or wanted
-    fitting = session.fitting
-    stats = None
-    if needed and fitting.from_statistics and not dry_running():  # a dry run makes neither
-        stats = OnePass().shared(ctx, {FINAL_FIT: Fit(Selection())})
-    tasks = final_tasks(final, held, fitting, resubstitution, stats) if needed else {}
-    strategies = fitting.strategies(onepass=OnePass(stats=stats), last=last)
-    finals, final_seconds = {}, 0.0
-    if not settings["nested"] and "optimistic" in settings:
-        finals, final_seconds = _final_fits(ctx, tasks)
-        ctx = dataclasses.replace(ctx, estimators=_frozen(ctx.estimators, finals))
-    begun = time.perf_counter()
-    records = session.run(ctx, strategies, settings, counts=counts)
-    outer_seconds = time.perf_counter() - begun
-    if not finals and tasks:
-        finals, final_seconds = _final_fits(ctx, tasks)
-    return records, finals, {"outer_seconds": outer_seconds, "final_seconds": final_seconds}
-
-
 def _warn_fold_column(table: Table, share: float) -> None:
     given = f"the fold column {table.fold!r}"
     folds = "the folds of assign_folds" if table.fold == FOLD_COLUMN else given
@@ -340,9 +269,7 @@ def _warn_fold_column(table: Table, share: float) -> None:
     )
 
 
-def _nesting(
-    procedure: Procedure, nested: bool, estimators: Mapping[str, Any], notes: list[str]
-) -> dict[str, Any]:
+def _nesting(procedure: Procedure, nested: bool, estimators: Mapping[str, Any]) -> dict[str, Any]:
     """The nesting settings the result records, with the optimism note of ``nested=False``."""
     out = {
         "nested": nested,
@@ -351,7 +278,6 @@ def _nesting(
         "inner_repeats": procedure.inner.repeats,
         "prior_correction": procedure.prior_correction,
         "calibration": procedure.calibration,
-        "notes": notes,
     }
     selecting = [name for name, est in estimators.items() if has_selection(est)]
     if not nested and selecting:
@@ -364,29 +290,22 @@ def _nesting(
     return out
 
 
-def _frozen(estimators: Mapping[str, Any], finals: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Each learner with the setting and features its all-rows fit chose (non-nested)."""
-    return {
-        name: freeze(est, finals[name]["model"])
-        if has_selection(est) and finals[name]["model"] is not None
-        else est
-        for name, est in estimators.items()
-    }
-
-
 def _settings(
-    table: Table,
+    design: Design,
     outer: str,
     requested: int | str,
-    used: dict[str, Any],
     share: float,
-    measures: Sequence[str],
-    classes: tuple | None,
-    estimators: Mapping[str, Any],
-    seed: int,
+    procedure: Procedure,
+    nested: bool,
+    own: Mapping[str, Any],
+    table: Table,
     plan: Plan,
+    classes: list | None,
+    session: Session,
 ) -> dict[str, Any]:
-    """What the result records of the run (and a checkpoint is identified by)."""
+    """What the result records of the run (and a checkpoint is identified by): ``run_on``'s
+    ``describe``, the learners as the procedure wrapped them."""
+    used, estimators = design.learned_, session.estimators
     return {
         "title": TITLE,
         "design": "evaluate",
@@ -399,34 +318,18 @@ def _settings(
         "outer_repeats": len(plan.coords["repeat"]),
         "train_ratio": used.get("train_ratio", ""),
         "test_split": share,
-        "seed": seed,
-        "measures": list(measures),
+        "seed": session.seed,
+        "measures": list(session.measures),
         "classes": [str(c) for c in classes] if classes else None,
         "learners": {name: repr(est) for name, est in estimators.items()},
         "n_fits": len(plan.fits) * len(estimators),
         "n_distinct_train_sets": len(plan.fits),
+        **_nesting(procedure, nested, estimators),
+        "balance": own["balance"],
+        **design.recorded(),
+        "group_assignment": own["group_assignment"],
+        **session.fitting.settings(),
     }
-
-
-def _final_fits(ctx: Context, tasks: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], float]:
-    """The final models of ``tasks`` (``final.final_tasks``: each learner fitted on all
-    training rows, one task each, when a test split is scored, a bootstrap needs its
-    resubstitution scores, the models are saved, or what a learner selects is reported), and
-    the wall seconds they took."""
-    start = time.perf_counter()
-    lazy = list(tasks.values())
-    done = ctx.client.compute(lazy, sync=True) if ctx.client is not None else dask.compute(*lazy)
-    finals = dict(zip(tasks, done, strict=True))
-    failed = {name: final["message"] for name, final in finals.items() if final["message"]}
-    if failed:
-        listed = "; ".join(f"{name}: {message}" for name, message in failed.items())
-        warnings.warn(
-            f"the final models of {len(failed)} learners failed to fit or score on all training "
-            f"rows and score NaN (error_score), with no model to save: {listed}",
-            UserWarning,
-            stacklevel=3,
-        )
-    return finals, time.perf_counter() - start
 
 
 def _save_models(

@@ -19,6 +19,7 @@ from ..split.design import Design
 from ..split.plan import Plan
 from ..tables.table import Table
 from .entry import entry_point
+from .final_models import FinalModels
 from .session import (
     Session,
     assemble,
@@ -100,21 +101,26 @@ def run_on(
     *,
     procedure: Procedure | None = None,
     describe: Describe | None = None,
+    finals: FinalModels | None = None,
+    loss_pairs: bool = False,
 ) -> tuple[xr.Dataset, dict[str, Any]]:
     """``run_design``'s path after its session started, and every entry point's that runs one
     design: ``design``'s keys, the columns the run reads persisted as `persist` says, what the
     design counts and checks (``Design.counted``), the learners wrapped by the `procedure`
     (prior correction, calibration, tuning: ``soak``'s), its plan run by `session` with the
-    fitting strategies that apply, checkpointed. Returns the result (its attrs the measures
-    only) and the settings the run is identified by and records: ``describe``'s (an entry
-    point's own record of its options), by default the design's (``design_settings``)."""
+    fitting strategies that apply, checkpointed, and with ``finals`` the final models around
+    it (``evaluate``'s: ``FinalModels``, which keeps them). Returns the result (its attrs the
+    measures only; ``loss_pairs``: with each pair of learners' sums of squared per-row loss
+    differences, for the Wald CV test) and the settings the run is identified by and records:
+    ``describe``'s (an entry point's own record of its options), by default the design's
+    (``design_settings``)."""
     keyed = keyed_by(design, table, session.client)
-    keyed, data = prepared(keyed, persist, session, table)
+    keyed, data, kept = prepared(keyed, persist, session, table)
     classes = design.counted(keyed, table)
     notes = design.notes()
     if procedure is not None:
         estimators, wrapped = procedure.apply(session.estimators, classes, session.measures[0])
-        session, notes = session.with_estimators(estimators), [*notes, *wrapped]
+        session, notes = session.with_estimators(estimators), [*wrapped, *notes]
     counts = design.counts_
     plan = design.plan(keyed, counts)
     _check_incremental(session, design, plan)
@@ -122,11 +128,14 @@ def run_on(
     ctx = session.context(keyed, data, plan, classes, fold_column=keyed.fold or "")
     settings = (describe or partial(design_settings, design))(keyed, plan, classes, session)
     settings.update({"notes": notes} if notes else {})
-    strategies = session.fitting.strategies(last=Batched(design.batch) if design.batch else None)
-    rows = None if counts is None else stratum_rows(counts, keyed)
-    records = session.run(ctx, strategies, settings, rows=rows, counts=counts)
-    learners = list(session.estimators)
-    return assemble(records, plan, learners, session.measures, {}), settings
+    last = Batched(design.batch) if design.batch else None
+    counted = {"rows": None if counts is None else stratum_rows(counts, keyed), "counts": counts}
+    if finals is None:
+        records = session.run(ctx, session.fitting.strategies(last=last), settings, **counted)
+    else:
+        records = finals.run(session, ctx, last, settings, data if kept else None, **counted)
+    learners, measures = list(session.estimators), session.measures
+    return assemble(records, plan, learners, measures, {}, loss_pairs=loss_pairs), settings
 
 
 def design_settings(

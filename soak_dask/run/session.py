@@ -278,13 +278,13 @@ def persisted(
 
 def prepared(
     table: Table, persist: bool | None, session: Session, rows_of: Table
-) -> tuple[Table, dd.DataFrame]:
+) -> tuple[Table, dd.DataFrame, bool]:
     """The columns a run reads (every column of the keyed ``table`` but the coordinates left
-    out of its features), persisted as ``persisted`` decides, and the table over them (so the
-    counts before the plan read them from memory too)."""
+    out of its features), persisted as ``persisted`` decides, the table over them (so the
+    counts before the plan read them from memory too), and whether they were kept."""
     cols = [c for c in table.data.columns if c not in table.excluded_coordinates]
     data, kept = persisted(table.data[cols], persist, session.client, rows_of, session.progress)
-    return (dataclasses.replace(table, data=data) if kept else table), data
+    return (dataclasses.replace(table, data=data) if kept else table), data, kept
 
 
 def stratum_rows(counts: pd.DataFrame, table: Table) -> dict[str, int]:
@@ -307,16 +307,18 @@ def assemble(
     learners: list[str],
     measures: Sequence[str],
     attrs: Mapping[str, Any],
+    loss_pairs: bool = False,
 ) -> xr.Dataset:
     """The results Dataset of ``plan``'s records, its subset coordinates (``test_subset``,
-    and ``train_subset`` of a transfer plan) named as strings."""
+    and ``train_subset`` of a transfer plan) named as strings (``loss_pairs``: with each
+    pair of learners' sums of squared per-row loss differences, ``build_dataset``'s)."""
     splits = plan.splits.copy()
     coords = dict(plan.coords)
     for dim in ("train_subset", "test_subset"):
         if dim in coords:
             splits[dim] = splits[dim].map(str)
             coords[dim] = [str(s) for s in coords[dim]]
-    return build_dataset(records, splits, coords, learners, measures, attrs)
+    return build_dataset(records, splits, coords, learners, measures, attrs, loss_pairs=loss_pairs)
 
 
 def part_path(checkpoint: str | os.PathLike, part: str) -> str:
