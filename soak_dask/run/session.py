@@ -282,8 +282,10 @@ def prepared(
     """The columns a run reads (every column of the keyed ``table`` but the coordinates left
     out of its features), persisted as ``persisted`` decides, the table over them (so the
     counts before the plan read them from memory too), and whether they were kept."""
-    cols = [c for c in table.data.columns if c not in table.excluded_coordinates]
-    data, kept = persisted(table.data[cols], persist, session.client, rows_of, session.progress)
+    left_out = set(table.excluded_coordinates) & set(table.data.columns)
+    # A selection of every column would still copy each partition: none unless one is dropped.
+    read = table.data.drop(columns=sorted(left_out)) if left_out else table.data
+    data, kept = persisted(read, persist, session.client, rows_of, session.progress)
     return (dataclasses.replace(table, data=data) if kept else table), data, kept
 
 
