@@ -65,9 +65,9 @@ if TYPE_CHECKING:
     from .results.verdicts import with_verdicts
     from .results.wald_cv_intervals import wald_cv_intervals
     from .run.cost import PlanCost, PlanCosts, dry_run
-    from .run.engine import soak
     from .run.evaluate import evaluate
     from .run.run_design import run_design
+    from .run.soak import soak
     from .run_options import RunOptions
     from .schema import TRAIN_TYPES
     from .spatial.aoa import aoa
@@ -88,12 +88,12 @@ if TYPE_CHECKING:
     from .spatial.variogram_plot import plot_variogram
     from .split.balance import overlap_folds
     from .split.design import Design
-    from .split.designs import SameOtherAll, make_plan
     from .split.fold_file import attach_folds
     from .split.folds import assign_folds, block_counts
     from .split.knndm import KNNDMResult, knndm_folds
     from .split.outer import KNNDMFolds
     from .split.plan import Plan, Selection, Term
+    from .split.same_other_all import SameOtherAll, make_plan
     from .split.sampling_splits import SamplingSplits
     from .split.splitter import SameOtherAllCV
     from .split.trials import SplitTrials

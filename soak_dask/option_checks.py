@@ -59,7 +59,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 #: ``RunOptions``, checked when made) and a function's own ``client``.
 NOT_OPTIONS = frozenset({"table", "learners", "design", "client", "prediction", "options"})
 #: The command each decorated function checks its options as, by the function's qualified name
-#: (``soak_dask.run.engine.soak`` -> ``"run"``): the door's register, which the tests read.
+#: (``soak_dask.run.soak.soak`` -> ``"run"``): the door's register, which the tests read.
 DOORS: dict[str, str] = {}
 
 

@@ -265,7 +265,7 @@ def _one_of(choices: Sequence[str]) -> Check:
 
 
 def _train_types(value: Any, name: str) -> tuple[str, ...]:
-    from .split.designs import check_train_types
+    from .split.same_other_all import check_train_types
 
     if not _is_strings(value):
         raise ValueError(f"{name}={value!r}: need {KINDS['list'][1]}")

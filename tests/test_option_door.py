@@ -20,7 +20,7 @@ from soak_dask.split.sampling import random_split, stratified_split
 
 #: Each public entry point and the command whose declarations it is checked by.
 ENTRY_POINTS = {
-    "soak_dask.run.engine.soak": "run",
+    "soak_dask.run.soak.soak": "run",
     "soak_dask.run.evaluate.evaluate": "evaluate",
     "soak_dask.pooling.matrix.transfer": "transfer",
     "soak_dask.pooling.search.search_subsets": "search",

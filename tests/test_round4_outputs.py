@@ -133,13 +133,13 @@ def test_the_run_that_saves_second_is_told_the_flag(results, tmp_path, monkeypat
     told to pass --overwrite (the CLI's flag), not the API's overwrite=True."""
     data, out = tmp_path / "t.csv", tmp_path / "r.zarr"
     toy_table(80, 2, seed=3).to_csv(data, index=False)
-    engine = importlib.import_module("soak_dask.run.engine")
+    module = importlib.import_module("soak_dask.run.soak")
 
     def the_other_run_saves_first(*args, **kwargs):
         sd.save_results(results, out)
         return results
 
-    monkeypatch.setattr(engine, "soak", the_other_run_saves_first)
+    monkeypatch.setattr(module, "soak", the_other_run_saves_first)
     code, err = soak(["run", data, "--label", "y", "--subset", "subset", "--out", out], capsys)
     assert code == cli.USAGE_ERROR
     one_line(err, str(out), "exists; pass --overwrite to replace it")

@@ -617,7 +617,7 @@ def run_demo(
     from ..results.stats import pvalues_text
     from ..results.store import save_results
     from ..run.cluster import connect
-    from ..run.engine import soak
+    from ..run.soak import soak
     from ..tables.load import load_table
 
     # The rule of every output: a new directory or the demo's own (replaced), nothing else.

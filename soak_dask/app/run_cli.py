@@ -15,7 +15,7 @@ from .flags import UsageError, run_settings, setting_values
 
 
 def _soak() -> Callable[..., Any]:
-    from ..run.engine import soak
+    from ..run.soak import soak
 
     return soak
 

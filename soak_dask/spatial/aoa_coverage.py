@@ -32,9 +32,9 @@ from ..results.applicability import (
 )
 from ..run.fitting import select_rows
 from ..run.session import persisted
-from ..split.designs import SameOtherAll
 from ..split.folds import block_counts
 from ..split.plan import Plan, Selection
+from ..split.same_other_all import SameOtherAll
 from ..split.transfer import Transfer
 from ..tables.arrays import float_array
 from ..tables.table import Table, check_table
@@ -190,7 +190,7 @@ def _check_plan(plan: Plan, result: xr.Dataset) -> None:
 
 def _cells(plan: Plan, values: pd.Series | pd.DataFrame) -> xr.DataArray | xr.Dataset:
     """``values`` (aligned with ``plan.splits``) over the plan's dims, in its coordinate
-    order, subsets named as strings (as ``run.engine.assemble`` names them)."""
+    order, subsets named as strings (as ``run.session.assemble`` names them)."""
     keys = plan.splits[list(plan.dims)].copy()
     coords = dict(plan.coords)
     for dim in ("train_subset", "test_subset"):

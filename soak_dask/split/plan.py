@@ -6,7 +6,8 @@ columns of the table (the subset and fold columns, and whatever a design adds: a
 folds, a reserved flag). A ``Plan`` holds three small tables -- the distinct fits, the test
 blocks and the splits (one per result cell, with its coordinates) -- so one executor runs any
 design, and identical train selections become one fit whatever design asked for them.
-Builders (``soak_dask.split.designs``) add their key columns on the cluster and return a plan.
+Builders (designs: ``soak_dask.split.same_other_all``'s ``SameOtherAll``...) add their key
+columns on the cluster and return a plan.
 """
 
 from __future__ import annotations

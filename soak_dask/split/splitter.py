@@ -11,10 +11,10 @@ from sklearn.utils.multiclass import type_of_target
 
 from ..schema import DEFAULT_N_FOLDS, TRAIN_TYPES
 from ..tables.roles import check_one_type
-from .designs import SameOtherAll, check_train_types
 from .fold_options import check_n_folds, check_seed
 from .folds import group_folds, permuted_block_folds
 from .plan import Plan
+from .same_other_all import SameOtherAll, check_train_types
 
 
 class SameOtherAllCV(BaseCrossValidator):

@@ -18,10 +18,10 @@ import pandas as pd
 from ..tables.table import Table
 from .block_design import BlockDesign
 from .design import check_flag
-from .designs import SameOtherAll
 from .fold_options import check_n_folds, fold_count
 from .folds import check_fold_values
 from .plan import Fit, Plan, Selection, Term, build_plan
+from .same_other_all import SameOtherAll
 
 
 class Transfer(BlockDesign):

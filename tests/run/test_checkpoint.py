@@ -20,7 +20,7 @@ from soak_dask.run import executor
 from soak_dask.run.checkpoint import remove_checkpoint
 
 from ..conftest import toy_table
-from .test_engine import FITS, CountingClassifier
+from .test_soak import FITS, CountingClassifier
 
 TIMINGS = ["fit_seconds", "predict_seconds"]
 

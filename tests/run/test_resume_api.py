@@ -15,7 +15,7 @@ import soak_dask as sd
 from soak_dask.run.session import remove_run_checkpoint
 
 from ..conftest import toy_table
-from .test_engine import FITS, CountingClassifier
+from .test_soak import FITS, CountingClassifier
 
 TIMINGS = ["fit_seconds", "predict_seconds", "search_seconds"]
 LEARNERS = {"count": CountingClassifier(), "base": "featureless"}

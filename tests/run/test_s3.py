@@ -23,7 +23,7 @@ from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.run.checkpoint import check_checkpoint_dir, remove_checkpoint
 
 from ..results.test_results_store import results
-from .test_engine import FITS, CountingClassifier
+from .test_soak import FITS, CountingClassifier
 
 TIMINGS = ["fit_seconds", "predict_seconds"]
 BUCKET = "soak"

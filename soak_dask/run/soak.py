@@ -1,5 +1,6 @@
-"""``soak``: validate, plan, execute, assemble -- one Dask task per (distinct fit, learner),
-scores gathered into an ``xarray.Dataset``."""
+"""``soak``: Same/Other/All K-fold CV -- the ``SameOtherAll`` design run on the run path every
+design takes (``run_design.run_on``), with SOAK's procedure (prior correction, calibration,
+inner tuning) and its record of its options; scores gathered into an ``xarray.Dataset``."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from ..option_checks import checked
 from ..run_options import RunOptions
 from ..schema import TRAIN_TYPES
 from ..settings import SETTINGS, identity, refuse_ignored
-from ..split.designs import SameOtherAll
 from ..split.plan import Plan
+from ..split.same_other_all import SameOtherAll
 from ..tables.table import Table
 from .assemble import RESULTS_TITLE
 from .entry import entry_point
