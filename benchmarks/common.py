@@ -1,8 +1,8 @@
 """Shared helpers of the benchmarks: data, clusters, timing, machine facts and reports.
 
-Every benchmark writes its data with :func:`soak_dask.app.demo.write_pixel_parquet` (20 bands, four
-regions with region-specific band signatures), so subsets really differ. Data sets are cached
-under ``--workdir`` and reused while their parameters are unchanged.
+Every benchmark writes its data with :func:`soak_dask.tables.generated.write_pixel_parquet`
+(20 bands, four regions with region-specific band signatures), so subsets really differ. Data
+sets are cached under ``--workdir`` and reused while their parameters are unchanged.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from dask.utils import key_split
 from distributed import Client, LocalCluster, get_task_stream
 
 import soak_dask as sd
-from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.run.assemble import package_versions
+from soak_dask.tables.generated import write_pixel_parquet
 from soak_dask.tables.parquet import ROWS_PER_PARTITION
 
 DEFAULT_WORKDIR = Path(tempfile.gettempdir()) / "soak_benchmarks"
@@ -71,10 +71,11 @@ def pixel_parquet(
 ) -> str:
     """A glob of Parquet files holding ``rows`` generated pixels; generated once, then cached.
 
-    Each scene is one call of :func:`~soak_dask.app.demo.write_pixel_parquet` (one generator, so
-    its four regions differ consistently), cut into files of about ``rows_per_file`` rows
-    (default :data:`~soak_dask.tables.parquet.ROWS_PER_PARTITION`; each file is one Dask partition).
-    Several scenes (seeds ``seed``, ``seed + 1``, ...) bound the generator's memory.
+    Each scene is one call of :func:`~soak_dask.tables.generated.write_pixel_parquet` (one
+    generator, so its four regions differ consistently), cut into files of about
+    ``rows_per_file`` rows (default :data:`~soak_dask.tables.parquet.ROWS_PER_PARTITION`; each
+    file is one Dask partition). Several scenes (seeds ``seed``, ``seed + 1``, ...) bound the
+    generator's memory.
     """
     if rows < 1 or scenes < 1 or rows < scenes or rows_per_file < 1:
         raise ValueError(

@@ -1,8 +1,8 @@
 """How far a run travels through the package: ``soak run`` and ``sd.evaluate`` traced.
 
 Run ``python scripts/trace_path.py`` from the repository root. It writes a small generated pixel
-table (``soak_dask.app.demo.make_pixel_table``, 2,000 rows) as a CSV in a temporary directory,
-starts a ``LocalCluster`` of two worker threads in this process, and runs on it:
+table (``soak_dask.tables.generated.make_pixel_table``, 2,000 rows) as a CSV in a temporary
+directory, starts a ``LocalCluster`` of two worker threads in this process, and runs on it:
 
 - ``soak run`` through ``soak_dask.app.cli.main`` (featureless and LDA, K = 3, ``--out`` a new
   directory, ``--scheduler`` the cluster), and
@@ -121,7 +121,7 @@ def report(title: str, trace: Trace) -> str:
 def main() -> int:
     import soak_dask as sd
     from soak_dask.app import cli
-    from soak_dask.app.demo import make_pixel_table
+    from soak_dask.tables.generated import make_pixel_table
 
     with tempfile.TemporaryDirectory(prefix="soak-trace-") as tmp:
         csv = Path(tmp) / "pixels.csv"

@@ -22,9 +22,9 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LinearRegression, LogisticRegression, SGDClassifier
 
 import soak_dask as sd
-from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.app.info import describe_table
 from soak_dask.learn.builtin import resolve_learners
+from soak_dask.tables.generated import write_pixel_parquet
 
 from .conftest import toy_table
 

@@ -108,7 +108,7 @@ def test_api_page_documents_the_public_api(site: Path) -> None:
         n for n in _public_callables() if not re.search(rf'id="soak_dask(\.\w+)*\.{n}"', html)
     ]
     assert not missing, f"docs/api.md lacks entries for {missing}"
-    for name in ["soak_dask.app.demo.make_pixel_table", "soak_dask.run.cluster.connect"]:
+    for name in ["soak_dask.tables.generated.make_pixel_table", "soak_dask.run.cluster.connect"]:
         assert f'id="{name}"' in html
     # The rendered entry carries the docstring, not just a heading.
     assert "Open a table lazily and name the role of its columns" in html

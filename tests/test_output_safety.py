@@ -677,7 +677,7 @@ def test_outputdir_is_returned_as_is():
 
 
 def test_write_pixel_parquet_deletes_only_its_own_files(tmp_path):
-    from soak_dask.app.demo import write_pixel_parquet
+    from soak_dask.tables.generated import write_pixel_parquet
 
     mixed = tmp_path / "mixed"
     mixed.mkdir()

@@ -14,7 +14,7 @@ import pytest
 from sklearn.tree import DecisionTreeClassifier
 
 import soak_dask as sd
-from soak_dask.app.demo import make_pixel_table
+from soak_dask.tables.generated import make_pixel_table
 
 # Order: learner (featureless, tree) x test_subset x fold x train_type x train_size.
 N_TRAIN = [

@@ -24,8 +24,8 @@ from distributed import LocalCluster
 from soak_dask import open_results
 from soak_dask.app import cli
 from soak_dask.app.config import RunSettings, load_run_file, merge_settings, setting_names
-from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.app.flags import run_settings
+from soak_dask.tables.generated import write_pixel_parquet
 
 from ..tls_certs import cluster_security, make_tls_files
 

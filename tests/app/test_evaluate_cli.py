@@ -17,8 +17,8 @@ from distributed import Client
 import soak_dask as sd
 from soak_dask.app import cli, flags
 from soak_dask.app.config import EvaluateSettings, evaluation_keys
-from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.settings import OptionError
+from soak_dask.tables.generated import write_pixel_parquet
 
 N_PIXELS = 3000
 TIMINGS = ["fit_seconds", "predict_seconds"]

@@ -26,7 +26,7 @@ from distributed import LocalCluster
 
 from soak_dask import open_results
 from soak_dask.app import cli
-from soak_dask.app.demo import write_pixel_parquet
+from soak_dask.tables.generated import write_pixel_parquet
 
 from .test_cli import default_ctrl_c, not_warnings
 

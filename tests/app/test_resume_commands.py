@@ -17,8 +17,8 @@ import xarray as xr
 
 import soak_dask as sd
 from soak_dask.app import cli
-from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.run import executor
+from soak_dask.tables.generated import write_pixel_parquet
 
 from ..results.test_every_kind_report import check_page
 

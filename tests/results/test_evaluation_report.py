@@ -18,7 +18,6 @@ import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import soak_dask as sd  # noqa: E402
-from soak_dask.app.demo import make_pixel_table  # noqa: E402
 from soak_dask.io.outdir import MANIFEST  # noqa: E402
 from soak_dask.results.comparisons import (  # noqa: E402
     COMPARE_COLUMNS,
@@ -31,6 +30,7 @@ from soak_dask.results.html import CSP  # noqa: E402
 from soak_dask.results.plot import TEST_SPLIT_COLOR, plot_evaluation  # noqa: E402
 from soak_dask.results.report import write_report  # noqa: E402
 from soak_dask.results.stats import by_fold, evaluation_summary  # noqa: E402
+from soak_dask.tables.generated import make_pixel_table  # noqa: E402
 
 from .test_report import probe_page, read_markdown, run_chromium  # noqa: E402
 

@@ -22,7 +22,6 @@ from hypothesis import strategies as st  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
 import soak_dask as sd  # noqa: E402
-from soak_dask.app.demo import make_pixel_table  # noqa: E402
 from soak_dask.results.cd_plot import plot_critical_difference  # noqa: E402
 from soak_dask.results.friedman import friedman_nemenyi, subset_scores  # noqa: E402
 from soak_dask.stats.friedman import (  # noqa: E402
@@ -33,6 +32,7 @@ from soak_dask.stats.friedman import (  # noqa: E402
     nemenyi_cd,
     permutation_p,
 )
+from soak_dask.tables.generated import make_pixel_table  # noqa: E402
 
 from ..conftest import n_examples  # noqa: E402
 

@@ -17,7 +17,6 @@ import xarray as xr  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 import soak_dask as sd  # noqa: E402
-from soak_dask.app.demo import make_pixel_table  # noqa: E402
 from soak_dask.results.plot import (  # noqa: E402
     MEASURE_RANGES,
     datasets_table,
@@ -27,6 +26,7 @@ from soak_dask.results.plot import (  # noqa: E402
     plot_learners,
     plot_soak,
 )
+from soak_dask.tables.generated import make_pixel_table  # noqa: E402
 
 from ..conftest import shared_file  # noqa: E402
 

@@ -21,11 +21,11 @@ import xarray as xr  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import soak_dask as sd  # noqa: E402
-from soak_dask.app.demo import make_pixel_table  # noqa: E402
 from soak_dask.io.outdir import MANIFEST  # noqa: E402
 from soak_dask.results.html import CSP, markdown_table  # noqa: E402
 from soak_dask.results.report import write_report  # noqa: E402
 from soak_dask.results.stats import pvalues_text  # noqa: E402
+from soak_dask.tables.generated import make_pixel_table  # noqa: E402
 
 from .test_plot import results_from, run_small_soak  # noqa: E402
 

@@ -20,8 +20,8 @@ import dask
 import pytest
 
 from soak_dask.app import cli
-from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.run.cluster import SchedulerUnreachable, connect, quiet_orphaned_waits
+from soak_dask.tables.generated import write_pixel_parquet
 
 from ..app.test_cli import default_ctrl_c, soak_process
 

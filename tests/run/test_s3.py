@@ -19,8 +19,8 @@ from distributed import Client, LocalCluster
 from moto.server import ThreadedMotoServer
 
 import soak_dask as sd
-from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.run.checkpoint import check_checkpoint_dir, remove_checkpoint
+from soak_dask.tables.generated import write_pixel_parquet
 
 from ..results.test_results_store import results
 from .test_soak import FITS, CountingClassifier

@@ -14,7 +14,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 import soak_dask as sd
-from soak_dask.app.demo import make_pixel_table
+from soak_dask.tables.generated import make_pixel_table
 
 TIMINGS = ["fit_seconds", "predict_seconds"]
 

@@ -13,8 +13,8 @@ import soak_dask as sd
 import soak_dask.tables.parquet
 from soak_dask import load_table
 from soak_dask.app import cli
-from soak_dask.app.demo import make_pixel_table, write_pixel_parquet
 from soak_dask.app.info import TableInfo, describe_table
+from soak_dask.tables.generated import make_pixel_table, write_pixel_parquet
 
 from ..conftest import shared_file
 

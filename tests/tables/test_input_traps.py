@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import soak_dask as sd
-from soak_dask.app.demo import write_pixel_parquet
 from soak_dask.settings import SETTINGS
 from soak_dask.tables.column_traps import merge_all, summarise
+from soak_dask.tables.generated import write_pixel_parquet
 
 from ..conftest import n_examples, shared_file, toy_table
 

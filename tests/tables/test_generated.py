@@ -1,4 +1,4 @@
-"""Tests of the generated demo pixel table (soak_dask.app.demo)."""
+"""Tests of the generated pixel table (soak_dask.tables.generated)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from soak_dask.app.demo import make_pixel_table, write_pixel_parquet
+from soak_dask.tables.generated import make_pixel_table, write_pixel_parquet
 
 PIXEL = 10.0  # metres per pixel in the generated scene
 
