@@ -60,12 +60,12 @@ def checked_counts(
     subsets = sorted(counts[table.subset].unique().tolist())
     block_rows = counts.groupby([table.subset, table.fold], observed=True)["n"].sum()
     check_blocks(block_rows, subsets, k)
-    warn(unequal_folds_warning(block_rows), stacklevel=4)
+    warn(unequal_folds_warning(block_rows))
     if user_folds:
         check_folds_within_groups(table)
     if table.task != "classification":
         return counts, None
     classes = sorted(counts[table.label].unique().tolist())
     check_classes(classes, table.label)  # before the subsets' one-class warning
-    warn(one_class_warning(counts, table.subset, table.label), stacklevel=4)
+    warn(one_class_warning(counts, table.subset, table.label))
     return counts, classes

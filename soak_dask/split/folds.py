@@ -457,7 +457,7 @@ def _warn_small_strata(
     unit: str = "rows",
     rows: pd.Series | None = None,
 ) -> None:
-    warn(small_strata_warning(strata, keys, n_folds, unit, rows), stacklevel=4)
+    warn(small_strata_warning(strata, keys, n_folds, unit, rows))
 
 
 def assign_group_folds(

@@ -7,6 +7,8 @@ The warnings about the data are written here, once: a run gives them (``soak_das
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -15,6 +17,9 @@ import numpy as np
 import pandas as pd
 
 from .table import SUBSET_COLUMN, Table
+
+#: Where the package's own files are: the frames a data warning is not located in.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 _LISTED = 5  # examples named in one message
 
@@ -26,10 +31,20 @@ def named(items: Iterable[object]) -> str:
     return text + (f", ... ({len(items)} in all)" if len(items) > _LISTED else "")
 
 
-def warn(message: str | None, stacklevel: int = 3) -> None:
-    """Give ``message`` as a UserWarning, if there is one."""
+def warn(message: str | None) -> None:
+    """Give ``message`` as a UserWarning, if there is one, located at the first caller outside
+    the package (the user's line, however deep in the run path the data was checked)."""
     if message:
-        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
+        warnings.warn(message, UserWarning, stacklevel=_outside_level())
+
+
+def _outside_level() -> int:
+    """The ``stacklevel`` (for a ``warnings.warn`` in ``warn``) of the first frame outside
+    soak_dask."""
+    frame, level = sys._getframe(2), 2  # warn's caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def infinite_features_error(n_inf: Mapping[str, int]) -> str | None:

@@ -132,6 +132,24 @@ def test_failed_fit_scores_nan_with_one_warning():
         )
 
 
+def test_data_warnings_point_at_the_callers_line():
+    """A warning about the data, however deep in the run path it was found, names the line
+    that called soak, evaluate or transfer (as pvalues' warning does), not package code."""
+    df = toy_table(n=200, n_subsets=2, seed=1)
+    df.loc[df["subset"] == "s0", "y"] = "yes"  # a subset of one class
+    table = sd.load_table(df, label="y", subset="subset")
+    quiet = sd.RunOptions(progress=False)
+    runs = {
+        "soak": lambda: sd.soak(table, "featureless", n_folds=3, options=quiet),
+        "transfer": lambda: sd.transfer(table, "featureless", n_folds=3, options=quiet),
+    }
+    for name, run in runs.items():
+        with pytest.warns(UserWarning, match="subsets with one class") as record:
+            run()
+        found = [w for w in record if "subsets with one class" in str(w.message)]
+        assert [w.filename for w in found] == [__file__], name
+
+
 @pytest.mark.slow
 def test_aztrees_on_local_cluster_round_trips_through_zarr(aztrees, cluster, tmp_path):
     """Two worker processes, groups = polygon; same results as the local scheduler."""
