@@ -107,13 +107,13 @@ def run_on(
     """``run_design``'s path after its session started, and every entry point's that runs one
     design: ``design``'s keys, the columns the run reads persisted as `persist` says, what the
     design counts and checks (``Design.counted``), the learners wrapped by the `procedure`
-    (prior correction, calibration, tuning: ``soak``'s), its plan run by `session` with the
-    fitting strategies that apply, checkpointed, and with ``finals`` the final models around
-    it (``evaluate``'s: ``FinalModels``, which keeps them). Returns the result (its attrs the
-    measures only; ``loss_pairs``: with each pair of learners' sums of squared per-row loss
-    differences, for the Wald CV test) and the settings the run is identified by and records:
-    ``describe``'s (an entry point's own record of its options), by default the design's
-    (``design_settings``)."""
+    (prior correction, calibration, tuning: ``soak``'s and ``evaluate``'s), its plan run by
+    `session` with the fitting strategies that apply, checkpointed, and with ``finals`` the
+    final models around it (``evaluate``'s: ``FinalModels``, which keeps them). Returns the
+    result (its attrs the measures only; ``loss_pairs``: with each pair of learners' sums of
+    squared per-row loss differences, for the Wald CV test) and the settings the run is
+    identified by and records: ``describe``'s (an entry point's own record of its options), by
+    default the design's (``design_settings``)."""
     keyed = keyed_by(design, table, session.client)
     keyed, data, kept = prepared(keyed, persist, session, table)
     classes = design.counted(keyed, table)
