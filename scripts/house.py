@@ -59,7 +59,16 @@ MAX_LINES = 60
 #: candidates to it, as the run path does; and ``workers`` (what a task may hold on them):
 #: the block-wise neighbour search in ``split/`` sizes its tasks by it, as the run path does.
 FLOORS: list[set[str]] = [
-    {"version", "hashing", "reduction", "schema", "stats", "dask_client", "workers"},
+    {
+        "version",
+        "hashing",
+        "reduction",
+        "schema",
+        "stats",
+        "dask_client",
+        "workers",
+        "user_warning",
+    },
     {"tables", "io"},
     {"learn", "split", "compiled", "settings", "option_checks", "run_options"},
     {"run"},

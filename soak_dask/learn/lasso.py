@@ -48,6 +48,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from ..user_warning import warn_user
+
 __all__ = ["LassoCVClassifier", "LassoCVRegressor"]
 
 #: glmnet's pmin: held-out probabilities are clipped to [PMIN, 1 - PMIN] in the CV deviance,
@@ -767,11 +769,10 @@ class _LassoCVBase(BaseEstimator):
 
     def _warn_unconverged(self, failed: int) -> None:
         if failed:
-            warnings.warn(
+            warn_user(
                 f"{type(self).__name__}: {failed} penalty fit(s) did not converge within "
                 f"max_iter={self.max_iter} coordinate-descent sweeps; raise max_iter or tol",
                 ConvergenceWarning,
-                stacklevel=3,
             )
 
 

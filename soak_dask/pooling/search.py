@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -48,6 +47,7 @@ from ..settings import SETTINGS, check_alpha
 from ..split.plan import Plan, Selection
 from ..split.search import TRAIN_SETS, Key, SearchOuter, SearchRound
 from ..tables.table import Table
+from ..user_warning import warn_user
 from .matrix import Prepared, paired_pvalues, prepare
 
 #: Title of the results of ``search_subsets``.
@@ -270,9 +270,7 @@ def _stats(run: Prepared) -> BlockStats | None:
     try:
         return run.client.compute(lazy).result() if run.client is not None else lazy.compute()
     except ValueError as err:
-        warnings.warn(
-            f"block statistics unavailable ({err}); every learner fits from rows", stacklevel=3
-        )
+        warn_user(f"block statistics unavailable ({err}); every learner fits from rows")
         return None
 
 

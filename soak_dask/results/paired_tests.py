@@ -11,7 +11,6 @@ a paired t-test over folds, exactly as in the reference R implementation (mlr3re
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,6 +27,7 @@ from ..stats.mean_tests import mean_ratio as _mean_ratio
 from ..stats.mean_tests import mean_sd as _mean_sd
 from ..stats.mean_tests import paired_t as _paired_t
 from ..stats.mean_tests import split_ratios as _test_train_ratio
+from ..user_warning import warn_user
 from .kinds import (
     as_name_list,
     coord_values,
@@ -429,11 +429,9 @@ def _pvalue_table(
     columns = _pvalue_columns(corrected)
     reason = no_tests_reason(ds)
     if reason:
-        warnings.warn(
+        warn_user(
             f"no p-values: {reason}; see summary() (ds.soak.summary()) for the mean ± SD over "
-            "folds of each learner",
-            UserWarning,
-            stacklevel=4,  # the caller of pvalues(), above the train-size wrapper
+            "folds of each learner"
         )
         empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
         floats = [*_FLOATS, "weighted_diff", "p_welch", *columns[len(PVALUE_COLUMNS) :]]

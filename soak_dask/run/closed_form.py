@@ -9,7 +9,6 @@ rows up to rounding. ``is_additive`` says which estimators (and parameters) qual
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Real
@@ -27,6 +26,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import LabelBinarizer, StandardScaler
 
 from ..learn.priors import PriorCorrected
+from ..user_warning import warn_user
 from .onepass import Moments, TrainStats
 
 _EPS = np.finfo(np.float64).eps
@@ -141,7 +141,7 @@ def _lda_priors(est: LinearDiscriminantAnalysis, counts: np.ndarray) -> np.ndarr
     if np.any(priors < 0):
         raise ValueError("priors must be non-negative")
     if abs(priors.sum() - 1.0) > 1e-5:
-        warnings.warn("The priors do not sum to 1. Renormalizing", UserWarning, stacklevel=4)
+        warn_user("The priors do not sum to 1. Renormalizing")
         priors = priors / priors.sum()
     return priors
 

@@ -5,7 +5,6 @@ reserved test split scored once by the final models, on the same engine as SOAK.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -27,6 +26,7 @@ from ..split.outer import outer_design, reserve
 from ..split.plan import Plan
 from ..stats.mean_tests import right_wrong_counts
 from ..tables.table import FOLD_COLUMN, Table
+from ..user_warning import warn_user
 from .assemble import encode_attrs
 from .entry import entry_point
 from .final_models import FinalModels
@@ -261,11 +261,9 @@ def _reserved(table: Table, share: float, seed: int) -> tuple[Table, Any, float]
 def _warn_fold_column(table: Table, share: float) -> None:
     given = f"the fold column {table.fold!r}"
     folds = "the folds of assign_folds" if table.fold == FOLD_COLUMN else given
-    warnings.warn(
+    warn_user(
         f"test_split={share} is cut out of {folds}, which may then lose their balance; "
-        "let evaluate draw the folds of the other rows instead (no fold column)",
-        UserWarning,
-        stacklevel=3,
+        "let evaluate draw the folds of the other rows instead (no fold column)"
     )
 
 

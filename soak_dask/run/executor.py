@@ -7,7 +7,6 @@ import hashlib
 import os
 import queue
 import threading
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -25,6 +24,7 @@ from ..split.plan import Plan
 from ..tables.checks import check_classes, check_features
 from ..tables.fingerprint import data_fingerprint
 from ..tables.table import Table
+from ..user_warning import warn_user
 from .checkpoint import check_checkpoint_dir, open_checkpoint, run_key, save_task
 from .facts import record_most
 from .progress import progress_bar
@@ -227,8 +227,4 @@ def warn_failures(records: list[dict[str, Any]]) -> None:
         listed = "; ".join(
             f"{lrn} fit {fid}: {msg}" for (lrn, fid), msg in list(failed.items())[:10]
         )
-        warnings.warn(
-            f"{len(failed)} fits failed and score NaN (error_score): {listed}",
-            UserWarning,
-            stacklevel=3,
-        )
+        warn_user(f"{len(failed)} fits failed and score NaN (error_score): {listed}")

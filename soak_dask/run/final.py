@@ -8,7 +8,6 @@ on its gathered rows), the test split is scored partition by partition (``final_
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -26,6 +25,7 @@ from ..learn.tuning import fit_info
 from ..reduction import list_call
 from ..split.folds import table_class_rows
 from ..split.plan import Fit, Selection
+from ..user_warning import warn_user
 from ..workers import WorkerMemory, worker_memory
 from .across_workers import check_across_memory, check_client, fit_across
 from .closed_form import fit_from_stats, is_additive
@@ -343,8 +343,7 @@ def stats_states(
         try:
             stats = ctx.compute(lazy)
         except ValueError as err:
-            warnings.warn(f"one-pass statistics unavailable ({err}); final models fitted on rows",
-                          stacklevel=4)  # fmt: skip
+            warn_user(f"one-pass statistics unavailable ({err}); final models fitted on rows")
             return {}
     pooled, out = stats.train(FINAL_FIT), {}
     for name in names:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +16,7 @@ import dask.dataframe as dd
 from ..learn.tuning import freeze, has_selection
 from ..split.plan import Fit, Selection
 from ..tables.table import Table
+from ..user_warning import warn_user
 from .cost import dry_running
 from .final import FINAL_FIT, final_tasks
 from .session import Session
@@ -107,11 +107,9 @@ def _final_fits(ctx: Context, tasks: dict[str, Any]) -> tuple[dict[str, dict[str
     failed = {name: final["message"] for name, final in finals.items() if final["message"]}
     if failed:
         listed = "; ".join(f"{name}: {message}" for name, message in failed.items())
-        warnings.warn(
+        warn_user(
             f"the final models of {len(failed)} learners failed to fit or score on all training "
-            f"rows and score NaN (error_score), with no model to save: {listed}",
-            UserWarning,
-            stacklevel=3,
+            f"rows and score NaN (error_score), with no model to save: {listed}"
         )
     return finals, time.perf_counter() - start
 

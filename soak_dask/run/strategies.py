@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property, partial
@@ -37,6 +36,7 @@ from sklearn.base import BaseEstimator
 from ..reduction import list_call, tree_reduce
 from ..split.plan import FIT_COLUMNS, Fit, Plan
 from ..tables.table import Table
+from ..user_warning import warn_user
 from ..workers import WorkerMemory
 from .closed_form import fit_from_stats, is_additive
 from .fit_stats import FitStats, fit_stats
@@ -294,9 +294,7 @@ class OnePass:
             try:
                 stats = ctx.compute(self._stats(ctx, fit_ids))
             except ValueError as err:
-                warnings.warn(
-                    f"one-pass statistics unavailable ({err}); fitting on rows", stacklevel=4
-                )
+                warn_user(f"one-pass statistics unavailable ({err}); fitting on rows")
                 return {}, pairs
         return {pair: (self._fit(ctx, stats, *pair), ctx.spec(*pair)) for pair in pairs}, []
 

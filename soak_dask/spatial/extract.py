@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..tables.crs import CRS_KEY
+from ..user_warning import warn_user
 from .extract_out import KEY, check_extract_out, write_extracted
 from .extract_points import Points, open_points, select_points, transformer
 from .extract_raster import Grid, grid_of, nodata_of, open_raster
@@ -405,7 +406,7 @@ def _check_located(
             "(--outside keep|drop)"
         )
     verb = "kept with NaN values" if outside == "keep" else "dropped"
-    warnings.warn(f"{where}; {verb} (outside={outside!r})", ExtractWarning, stacklevel=3)
+    warn_user(f"{where}; {verb} (outside={outside!r})", ExtractWarning)
 
 
 def _all_off(box: tuple, grid: Grid, name: str) -> str:
@@ -548,11 +549,10 @@ def _summary(
     if nodata:  # without ``outside`` a partition with any was refused already
         rows = [row for r in reports for row in r["rows"]][:_SHOWN]
         verb = "kept with NaN values" if outside == "keep" else "dropped"
-        warnings.warn(
+        warn_user(
             f"{nodata} of {located['n']} points lie on nodata cells (NaN or the band's nodata "
             f"value in some band), rows {rows}; {verb} (outside={outside!r})",
             ExtractWarning,
-            stacklevel=3,
         )
     kept = sum(r["kept"] for r in reports)
     written = kept if outside == "drop" else located["n"]

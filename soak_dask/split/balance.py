@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..schema import DEFAULT_N_FOLDS
 from ..tables.table import FOLD_COLUMN, Table, check_table
+from ..user_warning import warn_user
 from .fold_options import check_n_folds, check_seed
 from .folds import (
     assign_folds,
@@ -169,5 +170,5 @@ def _renamed_warnings(call: Callable[[], Any]) -> Any:
             text = text.replace(LEVEL, "overlap level") + (
                 "; fewer overlap levels (n_levels=3, say) make larger strata"
             )
-        warnings.warn(text, w.category, stacklevel=4)
+        warn_user(text, w.category)
     return out

@@ -36,6 +36,7 @@ from scipy.spatial import cKDTree
 from ..dask_client import current_client
 from ..hashing import salt, seeded_hash
 from ..tables.table import Table
+from ..user_warning import warn_user
 from .fold_options import check_clustering
 from .kmeans import fit_centres, nearest_centre
 from .knndm_merge import merge_clusters, whole_groups
@@ -498,14 +499,13 @@ def warn_if_far(gij: np.ndarray, points: np.ndarray, columns: Sequence[str], spa
         if space == "geographical"
         else "the prediction area's features in other units than the training table's"
     )
-    warnings.warn(
+    warn_user(
         f"the prediction area is far from the training points: the median distance from a "
         f"prediction point to its nearest training point is {typical:.4g}, over "
         f"{FAR_FACTOR} times the {extent:.4g} across all training points (their bounding "
         f"box's diagonal, columns {list(columns)}). Likely causes: {causes}. The folds "
         "match those distances only as well as W says: check both inputs",
         FarPredictionWarning,
-        stacklevel=3,
     )
 
 

@@ -14,7 +14,6 @@ partitioning or number of workers.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from scipy import stats as sps
 from ..hashing import salt, seeded_hash, uniform
 from ..tables.arrays import category_codes
 from ..tables.table import FOLD_COLUMN, Table
+from ..user_warning import warn_user
 from .balance import balanced_folds
 from .design import Design
 from .fold_options import (
@@ -169,11 +169,7 @@ def capped_folds(table: Table, n_folds: int) -> int:
     if limit < 2:
         raise ValueError(f"the table has {limit} {what}: need at least 2 for any resampling")
     if n_folds > limit:
-        warnings.warn(
-            f"outer_folds={n_folds} is more than the {limit} {what}; using {limit} folds",
-            UserWarning,
-            stacklevel=4,
-        )
+        warn_user(f"outer_folds={n_folds} is more than the {limit} {what}; using {limit} folds")
         return limit
     return n_folds
 
@@ -581,13 +577,11 @@ def _warn_single_class(groups: list, n_groups: int) -> None:
     if not groups:
         return
     listed = ", ".join(map(repr, groups[:10])) + (" …" if len(groups) > 10 else "")
-    warnings.warn(
+    warn_user(
         f"{len(groups)} of {n_groups} groups hold a single class ({listed}): leaving one of "
         "them out scores one class only, so balanced accuracy is that class's recall and AUC is "
         "undefined (NaN). Use outer='cv' with outer_folds at most the rarest class's number of "
-        "groups: grouped folds keep whole groups together and then hold every class",
-        UserWarning,
-        stacklevel=5,
+        "groups: grouped folds keep whole groups together and then hold every class"
     )
 
 

@@ -18,7 +18,6 @@ the split depends on the seed and the rows only -- not on the partitioning or th
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -35,6 +34,7 @@ from ..reduction import tree_reduce
 from ..tables.arrays import category_codes, float_array
 from ..tables.checks import check_classes
 from ..tables.table import Table, check_table
+from ..user_warning import warn_user
 from .overlap import (
     DEFAULT_K,
     DO_COLUMN,
@@ -471,11 +471,9 @@ def sample_rows(
     columns = [*table.features, table.label, POSITION]
     if total <= n:
         return table.data[columns].compute().sort_values(POSITION)
-    warnings.warn(
+    warn_user(
         f"{what} needs all rows in one place and the table has {total:,} rows: it runs on a "
-        f"seeded class-stratified sample of {n:,} rows (max_rows={n}){rest}",
-        UserWarning,
-        stacklevel=3,
+        f"seeded class-stratified sample of {n:,} rows (max_rows={n}){rest}"
     )
     coded = _with_codes(table, lambda part: category_codes(part[table.label], classes))
     picked = hash_split(coded, n / total, seed, f"sample:{what}", [_SAMPLED], STRATUM)

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..settings import refuse_ignored
 from ..tables.table import Table
+from ..user_warning import warn_user
 from .design import Design
 from .overlap import (
     DEFAULT_K,
@@ -161,7 +162,7 @@ def _with_split(
             base, design.train_ratio, design.seed, column=column, **(options or {})
         )
     for w in caught:
-        warnings.warn(f"{method}: {w.message}", w.category, stacklevel=4)
+        warn_user(f"{method}: {w.message}", w.category)
     return attach(keyed, split.data[[column]].persist()), " ".join(str(w.message) for w in caught)
 
 

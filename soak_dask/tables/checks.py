@@ -7,19 +7,14 @@ The warnings about the data are written here, once: a run gives them (``soak_das
 
 from __future__ import annotations
 
-import os
-import sys
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from ..user_warning import warn_user
 from .table import SUBSET_COLUMN, Table
-
-#: Where the package's own files are: the frames a data warning is not located in.
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 _LISTED = 5  # examples named in one message
 
@@ -33,18 +28,10 @@ def named(items: Iterable[object]) -> str:
 
 def warn(message: str | None) -> None:
     """Give ``message`` as a UserWarning, if there is one, located at the first caller outside
-    the package (the user's line, however deep in the run path the data was checked)."""
+    the package (``user_warning.warn_user``: the user's line, however deep in the run path the
+    data was checked)."""
     if message:
-        warnings.warn(message, UserWarning, stacklevel=_outside_level())
-
-
-def _outside_level() -> int:
-    """The ``stacklevel`` (for a ``warnings.warn`` in ``warn``) of the first frame outside
-    soak_dask."""
-    frame, level = sys._getframe(2), 2  # warn's caller
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    return level
+        warn_user(message)
 
 
 def infinite_features_error(n_inf: Mapping[str, int]) -> str | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +11,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..user_warning import warn_user
 from .column_traps import check_column_traps
 from .crs import source_crs
 from .duplicates import Duplicates, check_duplicates
@@ -145,7 +145,7 @@ def load_table(
         ddf = ddf.assign(**{SUBSET_COLUMN: SINGLE_SUBSET})
     for message in (coordinates_warning(skipped) if skipped else None, ids):
         if message:
-            warnings.warn(message, UserWarning, stacklevel=2)
+            warn_user(message)
     return Table(
         data=ddf,
         label=label,

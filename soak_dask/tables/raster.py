@@ -12,7 +12,6 @@ Cloud-Optimised ones) are opened lazily by ``open_geotiffs`` with rioxarray, the
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,6 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..user_warning import warn_user
 from .crs import raster_crs
 from .load import load_table
 from .table import Table, Task
@@ -632,11 +632,10 @@ def _warn_dropped(labelled, keep, valid, window, spec: _Spec) -> None:
         f"{var!r} ({n})" for var, ok in valid.items() if (n := int((labelled & ~ok).sum()))
     )
     unit = "(pixel, time) rows" if spec.times is not None else "pixels"
-    warnings.warn(
+    warn_user(
         f"{lost} labelled {unit} of y[{y0}:{y0 + len(ys)}], x[{x0}:{x0 + len(xs)}] dropped: "
         f"NaN or nodata in {why}",
         NodataWarning,
-        stacklevel=2,
     )
 
 

@@ -148,6 +148,13 @@ def test_data_warnings_point_at_the_callers_line():
             run()
         found = [w for w in record if "subsets with one class" in str(w.message)]
         assert [w.filename for w in found] == [__file__], name
+    # Any warning of the package (``user_warning.warn_user``): evaluate's, of a test split cut
+    # out of the user's folds.
+    df = toy_table(n=200, n_subsets=1, seed=2).assign(fold=np.arange(200) % 4 + 1)
+    folded = sd.load_table(df, label="y", fold="fold")
+    with pytest.warns(UserWarning, match="is cut out of") as record:
+        sd.evaluate(folded, "featureless", test_split=0.2, options=quiet)
+    assert {w.filename for w in record if "is cut out of" in str(w.message)} == {__file__}
 
 
 @pytest.mark.slow
