@@ -279,12 +279,13 @@ def persisted(
 def prepared(
     table: Table, persist: bool | None, session: Session, rows_of: Table
 ) -> tuple[Table, dd.DataFrame, bool]:
-    """The columns a run reads (every column of the keyed ``table`` but the coordinates left
-    out of its features), persisted as ``persisted`` decides, the table over them (so the
-    counts before the plan read them from memory too), and whether they were kept."""
-    left_out = set(table.excluded_coordinates) & set(table.data.columns)
+    """The columns a run reads (every column of the keyed ``table`` but its coordinates that
+    are not features: only the keys, drawn already, read them), persisted as ``persisted``
+    decides, the table over them (so the counts before the plan read them from memory too), and
+    whether they were kept."""
+    unread = [c for c in table.coords if c not in table.features and c in table.data.columns]
     # A selection of every column would still copy each partition: none unless one is dropped.
-    read = table.data.drop(columns=sorted(left_out)) if left_out else table.data
+    read = table.data.drop(columns=unread) if unread else table.data
     data, kept = persisted(read, persist, session.client, rows_of, session.progress)
     return (dataclasses.replace(table, data=data) if kept else table), data, kept
 
