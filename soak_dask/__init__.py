@@ -91,11 +91,21 @@ if TYPE_CHECKING:
     from .split.fold_file import attach_folds
     from .split.folds import assign_folds, block_counts
     from .split.knndm import KNNDMResult, knndm_folds
-    from .split.outer import KNNDMFolds
+    from .split.outer import (
+        Bootstrap,
+        FiveByTwoCV,
+        KFoldDesign,
+        KNNDMFolds,
+        LeaveOneGroupOutDesign,
+        LeaveOneOutDesign,
+        OuterDesign,
+        Subsampling,
+    )
     from .split.plan import Plan, Selection, Term
     from .split.same_other_all import SameOtherAll, make_plan
     from .split.sampling_splits import SamplingSplits
     from .split.splitter import SameOtherAllCV
+    from .split.transfer import Transfer
     from .split.trials import SplitTrials
     from .tables.load import load_table
     from .tables.raster import NodataWarning, raster_table

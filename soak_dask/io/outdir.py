@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -170,9 +171,9 @@ def _check(od: OutputDir) -> list[str]:
     present -= leftovers
     if foreign := sorted(present - set(listed)):
         raise FileExistsError(
-            f"{what} holds {_names(foreign)}, which {od.writer} did not write; soak_dask never "
-            "writes over or beside files it did not write: choose a new or empty directory, "
-            "or move those files away"
+            f"{what} holds {shown_names(foreign)}, which {od.writer} did not write; soak_dask "
+            "never writes over or beside files it did not write: choose a new or empty "
+            "directory, or move those files away"
         )
     if not finished:
         raise FileExistsError(_unfinished(od, sorted(present)))
@@ -180,7 +181,7 @@ def _check(od: OutputDir) -> list[str]:
     changed = [n for n in sorted(present) if digest(path / n) != listed[n]]
     if changed:
         raise FileExistsError(
-            f"{what}: {_names(changed)} changed since {od.writer} wrote them, so they are "
+            f"{what}: {shown_names(changed)} changed since {od.writer} wrote them, so they are "
             "not replaced; choose another directory, or move them away"
         )
     if present and not od.overwrite:
@@ -194,7 +195,7 @@ def _check(od: OutputDir) -> list[str]:
 
 def _unfinished(od: OutputDir, present: list[str]) -> str:
     """Why a directory whose manifest is not marked finished is refused."""
-    held = f"; it holds {_names(present)}, listed with no digest" if present else ""
+    held = f"; it holds {shown_names(present)}, listed with no digest" if present else ""
     return (
         f"{od.name} {str(od.path)!r}: another run of {od.writer} is writing to it now, or one "
         f"stopped before it finished (its {MANIFEST} is not marked finished{held}). soak_dask "
@@ -214,7 +215,7 @@ def _manifest(od: OutputDir) -> tuple[dict[str, str | None], bool]:
         shown = sorted(entry.name for entry in od.path.iterdir())
         raise FileExistsError(
             f"{what} is a non-empty directory that soak_dask did not write (it holds "
-            f"{_names(shown)} and no {MANIFEST}); soak_dask writes only into a new or empty "
+            f"{shown_names(shown)} and no {MANIFEST}); soak_dask writes only into a new or empty "
             "directory, or one it wrote: choose another directory"
         )
     try:
@@ -263,6 +264,20 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def _names(names: list[str]) -> str:
+def self_marked(
+    path: Path, suffix: str, is_ours: Callable[[Path], bool]
+) -> tuple[list[Path], list[str]]:
+    """The rule for a directory whose files carry their own mark instead of a manifest (the
+    demo's Parquet files, saved models: a reader would take a manifest for data): the files
+    of directory ``path`` with ``suffix`` that ``is_ours`` recognises, and the names of every
+    other entry (none of either where ``path`` is no directory: the caller refuses a
+    file)."""
+    entries = sorted(path.iterdir()) if path.is_dir() else []
+    ours = [e for e in entries if e.suffix == suffix and e.is_file() and is_ours(e)]
+    return ours, [e.name for e in entries if e not in ours]
+
+
+def shown_names(names: list[str]) -> str:
+    """The first few ``names``, and how many more, for a message."""
     shown = ", ".join(names[:_SHOWN])
     return shown + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..io.locations import check_apart, check_writable, locate, overlaps
-from ..io.outdir import local_path
+from ..io.outdir import local_path, self_marked, shown_names
 
 #: The zip member holding soak_dask's metadata, and the value of its ``format`` key.
 METADATA_MEMBER = "soak_dask.json"
@@ -94,17 +94,16 @@ def check_models_dir(
         raise FileExistsError(
             f"{shown} is a file; give a new directory (or one of soak_dask's model files)"
         )
-    entries = sorted(path.iterdir()) if path.is_dir() else []
-    ours = [e for e in entries if e.suffix == MODEL_SUFFIX and e.is_file() and _is_ours(e)]
-    if foreign := [e.name for e in entries if e not in ours]:
+    ours, foreign = self_marked(path, MODEL_SUFFIX, _is_ours)
+    if foreign:
         raise FileExistsError(
-            f"{shown} holds {', '.join(foreign[:5])}{' …' if len(foreign) > 5 else ''}, which "
+            f"{shown} holds {shown_names(foreign)}, which "
             "soak_dask did not write (only model files saved by soak_dask.save_model may be "
             "there); choose a new or empty directory, or move those files away"
         )
     if ours and not overwrite:
         raise FileExistsError(
-            f"{shown} holds models an earlier run saved ({', '.join(e.name for e in ours[:5])}); "
+            f"{shown} holds models an earlier run saved ({shown_names([e.name for e in ours])}); "
             f"pass {flag} to replace them, or choose another directory"
         )
     check_writable(locate(path))

@@ -20,9 +20,8 @@ from ..learn.tuning import has_selection
 from ..option_checks import checked, strategy_options
 from ..run_options import RunOptions
 from ..schema import FIT_INFO
-from ..split.design import Design
 from ..split.inner import Inner
-from ..split.outer import outer_design, reserve
+from ..split.outer import OuterDesign, outer_design, reserve
 from ..split.plan import Plan
 from ..stats.mean_tests import right_wrong_counts
 from ..tables.table import FOLD_COLUMN, Table
@@ -289,7 +288,7 @@ def _nesting(procedure: Procedure, nested: bool, estimators: Mapping[str, Any]) 
 
 
 def _settings(
-    design: Design,
+    design: OuterDesign,
     outer: str,
     requested: int | str,
     share: float,
@@ -303,18 +302,16 @@ def _settings(
 ) -> dict[str, Any]:
     """What the result records of the run (and a checkpoint is identified by): ``run_on``'s
     ``describe``, the learners as the procedure wrapped them."""
-    used, estimators = design.learned_, session.estimators
+    estimators = session.estimators
     return {
         "title": TITLE,
         "design": "evaluate",
         "task": table.task,
         "source": table.source,
         **table.roles,
-        "outer": outer,
-        "outer_folds": used.get("outer_folds", 1),
+        **design.recorded(),  # K and repeats drawn, the share to train; kNNDM's W ...
+        "outer": outer,  # as asked: "repeated_cv" of one repeat stays so
         "outer_folds_requested": requested,
-        "outer_repeats": len(plan.coords["repeat"]),
-        "train_ratio": used.get("train_ratio", ""),
         "test_split": share,
         "seed": session.seed,
         "measures": list(session.measures),
@@ -324,7 +321,6 @@ def _settings(
         "n_distinct_train_sets": len(plan.fits),
         **_nesting(procedure, nested, estimators),
         "balance": own["balance"],
-        **design.recorded(),
         "group_assignment": own["group_assignment"],
         **session.fitting.settings(),
     }

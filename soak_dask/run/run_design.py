@@ -72,11 +72,13 @@ def run_design(
     xarray.Dataset
         Dims (learner, *the plan's dims*): one variable per measure plus ``n_train``,
         ``n_test``, ``fit_seconds``, ``predict_seconds``; ``attrs["design"]`` is the
-        design's kind of result (``Design.kind``: ``"soak"`` for ``SameOtherAll``, as
-        ``soak()`` records it) or else its class name, and ``attrs["design_repr"]`` gives it
-        with its parameters; the fitting options, and what the design records of its keys
-        (``Design.recorded``: kNNDM's ``knndm_W`` ...) and prints (``Design.notes``), are
-        in the attrs too.
+        design's kind of result (``Design.kind``, as the entry point that runs the design
+        records it: ``"soak"`` for ``SameOtherAll``, ``"transfer"`` for ``Transfer``,
+        ``"evaluate"`` for the outer designs) or else its class name, and
+        ``attrs["design_repr"]`` gives it with its parameters; the fitting options, and what
+        the design records of its keys (``Design.recorded``: an outer design's ``outer``,
+        ``outer_folds`` and ``outer_repeats``, kNNDM's ``knndm_W`` ...) and prints
+        (``Design.notes``), are in the attrs too.
     """
     if not isinstance(design, Design):
         raise TypeError(
@@ -114,6 +116,7 @@ def run_on(
     squared per-row loss differences, for the Wald CV test) and the settings the run is
     identified by and records: ``describe``'s (an entry point's own record of its options), by
     default the design's (``design_settings``)."""
+    _check_incremental(session, design)  # before any pass, where the design says so
     keyed = keyed_by(design, table, session.client)
     keyed, data, kept = prepared(keyed, persist, session, table)
     classes = design.counted(keyed, table)
@@ -144,9 +147,10 @@ def design_settings(
     """What a run of ``design`` records by default: its kind and parameters, the data's roles,
     the learners and measures, the fitting options and what the design drew
     (``Design.recorded``)."""
+    kind = design.kind or session.design
     return {
-        "title": f"soak_dask {session.design} results",
-        "design": design.kind or session.design,
+        "title": f"soak_dask {kind} results",
+        "design": kind,
         "design_repr": repr(design),
         "task": table.task,
         "source": table.source,
@@ -156,15 +160,18 @@ def design_settings(
         "learners": {name: repr(est) for name, est in session.estimators.items()},
         "classes": [str(c) for c in classes] if classes else None,
         "n_fits": len(plan.fits) * len(session.estimators),
+        "n_distinct_train_sets": len(plan.fits),
         **session.fitting.settings(),
         **design.recorded(),
     }
 
 
-def _check_incremental(session: Session, design: Design, plan: Plan) -> None:
-    """Refuse ``incremental`` where a plan's fits are down-sampled (a down-sample needs its
-    train set whole: ``FittingOptions.check_learners``, as ``soak`` refuses it beside
-    ``sizes``)."""
-    if plan.fits["n_groups"].gt(0).any():
-        sizes = design.get_params().get("sizes", 0)  # as the design names them, if it does
-        session.fitting.check_learners(session.estimators, sizes=sizes)
+def _check_incremental(session: Session, design: Design, plan: Plan | None = None) -> None:
+    """Refuse ``incremental`` where the fits are down-sampled (a down-sample needs its train
+    set whole: ``FittingOptions.check_learners``): before any pass where the design's own
+    ``sizes`` say so (``SameOtherAll``'s), and once a ``plan`` whose fits are down-sampled
+    shows it (a design of your own that names no sizes)."""
+    sizes = design.get_params().get("sizes", -1)
+    if plan is not None and sizes < 0 and plan.fits["n_groups"].gt(0).any():
+        sizes = 0
+    session.fitting.check_learners(session.estimators, sizes=sizes)

@@ -130,7 +130,6 @@ def soak(
         k: given[k] for k in ("sizes", "ratio", "size_seeds", "seed", "balance", "group_assignment")
     }
     design = SameOtherAll(n_folds, train_types, stratify=stratify, **sized)
-    session.fitting.check_learners(session.estimators, sizes=sizes)  # before any pass
     procedure = Procedure.from_options(given)
     describe = partial(_settings, given)
     ds, settings = run_on(

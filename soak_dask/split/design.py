@@ -63,8 +63,10 @@ class Design(ABC):
         learn nothing): read by ``plan`` and recorded in a run's settings.
     kind : str or None
         The kind of result (``schema.DESIGN_DIMS``) that ``run_design`` records for this
-        design, so the same results get the same name whichever entry point ran them
-        (``SameOtherAll``: ``"soak"``); None: a design of its own, named by its class.
+        design, so the same results get the same name whichever path ran them
+        (``SameOtherAll``: ``"soak"``, ``Transfer``: ``"transfer"``, every
+        ``outer.OuterDesign``: ``"evaluate"``); None: a design of its own, named by its
+        class.
     counts_ : DataFrame or None
         Rows per combination of the key columns ``add_keys`` added (column ``n``, beside the
         subset and, for classification, the label) when it knows them without a pass over

@@ -174,7 +174,39 @@ def capped_folds(table: Table, n_folds: int) -> int:
     return n_folds
 
 
-class KFoldDesign(Design):
+class OuterDesign(Design):
+    """A design of ``evaluate``'s outer resampling. Run by ``run_design`` as by ``evaluate``,
+    its results are of evaluate's kind (``kind``) and record the strategy as evaluate records
+    it (``recorded``), so ``ds.soak`` and ``soak report`` read them whichever ran them.
+
+    Attributes
+    ----------
+    outer : str
+        The strategy's name among ``evaluate``'s ``outer`` values.
+    n_repeats : int
+        Repeats (resamples, splits) of the design: 1 unless the design has more.
+    """
+
+    kind = "evaluate"
+    outer: str
+    n_repeats: int = 1
+
+    def recorded(self) -> dict[str, Any]:
+        """The strategy, K as drawn (1 for a design without folds), the repeats and the share
+        of the rows drawn to train (``""`` for a design that draws none); nothing before
+        ``add_keys`` drew them."""
+        if "learned_" not in vars(self):
+            return {}
+        used = self.learned_
+        return {
+            "outer": self.outer,
+            "outer_folds": used.get("outer_folds", 1),
+            "outer_repeats": self.n_repeats,
+            "train_ratio": used.get("train_ratio", ""),
+        }
+
+
+class KFoldDesign(OuterDesign):
     """K-fold cross-validation, ``n_repeats`` times with fresh fold assignments (class-
     stratified; grouped K-fold with a group column). A user fold column is used as is.
 
@@ -250,9 +282,16 @@ class KFoldDesign(Design):
         self.learned_ = {"outer_folds": k}
         return replace(table, data=data, fold_counts=None, files=None)
 
+    @property
+    def outer(self) -> str:
+        """``"cv"``, or ``"repeated_cv"`` with more than one repeat."""
+        return "cv" if self.n_repeats == 1 else "repeated_cv"
+
     def recorded(self) -> dict[str, Any]:
-        """The user's fold column, where ``add_keys`` used one (its keys renamed it)."""
-        return {} if self.given_fold_ is None else {"fold": self.given_fold_}
+        """As every outer design's (``OuterDesign.recorded``), with the user's fold column
+        where ``add_keys`` used one (its keys renamed it)."""
+        fold = {} if self.given_fold_ is None else {"fold": self.given_fold_}
+        return {**super().recorded(), **fold}
 
     def plan(self, table: Table, counts: pd.DataFrame | None = None) -> Plan:
         """A fit per (repeat, fold): trained on the other folds of the repeat, scored on the
@@ -281,6 +320,8 @@ class Subsampling(KFoldDesign):
     """Repeated random train/test splits (``n_repeats``): exactly round(``train_ratio``·N) rows
     to train, class-stratified within each subset (whole groups with a group column, the share
     of rows to within a group); every repeat's key in one pass."""
+
+    outer = "subsampling"
 
     def __init__(self, n_repeats: int = 5, train_ratio: float = 0.8, seed: int = 1) -> None:
         if not (isinstance(train_ratio, float | int) and 0 < train_ratio < 1):
@@ -328,6 +369,8 @@ class FiveByTwoCV(KFoldDesign):
     (FiveByTwoCV(), FiveByTwoCV(seed=2, n_repeats=10))
     """
 
+    outer = "5x2cv"
+
     def __init__(
         self,
         seed: int = 1,
@@ -346,10 +389,10 @@ class FiveByTwoCV(KFoldDesign):
         super().__init__(2, n_repeats, seed, balance, group_assignment)
 
 
-class LeaveOneGroupOutDesign(Design):
+class LeaveOneGroupOutDesign(OuterDesign):
     """One fold per group (needs a group column); ``loo`` on a grouped table is this."""
 
-    n_repeats = 1
+    outer = "lodo"
     batch = 64  # one fit per group: many small fits
 
     def add_keys(self, table: Table) -> Table:
@@ -376,10 +419,10 @@ class LeaveOneGroupOutDesign(Design):
     plan = KFoldDesign.plan
 
 
-class LeaveOneOutDesign(Design):
+class LeaveOneOutDesign(OuterDesign):
     """One fold per row, for very small data (at most ``LOO_MAX_ROWS`` rows)."""
 
-    n_repeats = 1
+    outer = "loo"
     batch = 64  # one fit per row
 
     def add_keys(self, table: Table) -> Table:
@@ -407,11 +450,12 @@ class LeaveOneOutDesign(Design):
     plan = KFoldDesign.plan
 
 
-class Bootstrap(Design):
+class Bootstrap(OuterDesign):
     """``n_repeats`` bootstrap resamples: each row (each group, with a group column) is used
     Poisson(1) times -- the row weights of an unbounded bootstrap, drawn row by row from a
     seeded hash, so no task needs the whole table; models are scored out of bag."""
 
+    outer = "bootstrap"
     resubstitution = True  # the .632 estimates weigh the out-of-bag scores with these
 
     def __init__(self, n_repeats: int = 10, seed: int = 1) -> None:
@@ -438,7 +482,7 @@ class Bootstrap(Design):
         return build_plan(rows, tests, {"repeat": list(range(1, self.n_repeats + 1)), "fold": [1]})
 
 
-class KNNDMFolds(Design):
+class KNNDMFolds(OuterDesign):
     """K-fold cross-validation on kNNDM folds (Linnenbrink et al. 2024): folds whose test
     -> train nearest-neighbour distances match those from ``prediction``, the area the
     model will predict, to the training points (``soak_dask.knndm_folds`` chooses them in
@@ -477,7 +521,7 @@ class KNNDMFolds(Design):
     ValueError: maxp=0.1: need 1/n_folds < maxp < 1 (CAST's default 0.5)
     """
 
-    n_repeats = 1
+    outer = "knndm"
     W_: float
     W_random_: float
     result_: KNNDMResult | None = None
@@ -521,9 +565,10 @@ class KNNDMFolds(Design):
     plan = KFoldDesign.plan
 
     def recorded(self) -> dict[str, Any]:
-        """The folds' ``knndm_*`` attrs (``KNNDMResult.attrs``: W, W of random folds, the
-        clusters, the unit ...), once ``add_keys`` drew them."""
-        return {} if self.result_ is None else self.result_.attrs()
+        """As every outer design's (``OuterDesign.recorded``), with the folds' ``knndm_*``
+        attrs (``KNNDMResult.attrs``: W, W of random folds, the clusters, the unit ...), once
+        ``add_keys`` drew them."""
+        return {**super().recorded(), **({} if self.result_ is None else self.result_.attrs())}
 
     def notes(self) -> list[str]:
         """The W of the folds chosen beside random folds' (``knndm_note``)."""
@@ -534,7 +579,7 @@ class KNNDMFolds(Design):
         return [knndm_note(self.recorded())]
 
 
-def outer_design(outer: str, seed: int, options: Mapping[str, Any]) -> Design:
+def outer_design(outer: str, seed: int, options: Mapping[str, Any]) -> OuterDesign:
     """The builder of ``evaluate``'s ``outer`` strategy from the options it reads: as
     ``soak_dask.settings.check_design_options(outer, ...)`` returns them (it refuses those the
     strategy would ignore and gives those not given the strategy's value)."""

@@ -53,6 +53,8 @@ class Transfer(BlockDesign):
                A           B     1 subset == A & fold != 1 subset == B & fold == 1
     """
 
+    kind = "transfer"
+
     def __init__(self, n_folds: int | None = None, *, seed: int = 1, stratify: bool = True):
         self.n_folds = None if n_folds is None else check_n_folds(n_folds)
         self.seed = seed

@@ -39,6 +39,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..io.outdir import self_marked, shown_names
+
 __all__ = ["make_pixel_table", "write_pixel_parquet"]
 
 #: Region names by number of regions, laid out as rows of tiles from north to south.
@@ -211,11 +213,10 @@ def _check_pixel_dir(path: Path, overwrite: bool) -> list[Path]:
     anything else, and without ``overwrite`` the demo's own earlier files; those files."""
     if path.exists() and not path.is_dir():
         raise FileExistsError(f"path={str(path)!r} exists and is not a directory.")
-    entries = sorted(path.iterdir()) if path.is_dir() else []
-    ours = [e for e in entries if e.suffix == ".parquet" and e.is_file() and _is_demo_file(e)]
-    if foreign := [e.name for e in entries if e not in ours]:
+    ours, foreign = self_marked(path, ".parquet", _is_demo_file)
+    if foreign:
         raise FileExistsError(
-            f"Directory {str(path)!r} holds {', '.join(foreign[:5])}, which write_pixel_parquet "
+            f"Directory {str(path)!r} holds {shown_names(foreign)}, which write_pixel_parquet "
             "did not write; it writes only into a new or empty directory or over its own "
             "files: choose another path."
         )

@@ -73,7 +73,9 @@ def test_run_design_of_knndm_folds_is_evaluate_outer_knndm():
     np.testing.assert_array_equal(got["n_test"].values.ravel(), folds.fold_sizes)
     for key in ("knndm_W", "knndm_W_random", "knndm_n_clusters", "knndm_method"):
         assert got.attrs[key] == want.attrs[key]
-    assert got.attrs["design"] == "KNNDMFolds"
+    assert got.attrs["design"] == want.attrs["design"] == "evaluate"  # one kind, either path
+    for key in ("outer", "outer_folds", "outer_repeats", "train_ratio", "n_distinct_train_sets"):
+        assert got.attrs[key] == want.attrs[key], key
     assert got.attrs["design_repr"] == "KNNDMFolds(prediction=<DataFrame>, n_folds=4, seed=2)"
     assert got.attrs["notes"] == [n for n in want.attrs["notes"] if n.startswith("kNNDM")]
 

@@ -199,6 +199,40 @@ def test_run_design_of_same_other_all_is_a_soak_result():
     pd.testing.assert_frame_equal(got, want)
 
 
+#: A design an entry point runs, that entry point and its options for the same design.
+ENTRY_DESIGNS = {
+    "transfer": (lambda: sd.Transfer(n_folds=3), "transfer", {"n_folds": 3}),
+    "repeated_cv": (
+        lambda: sd.KFoldDesign(3, n_repeats=2),
+        "evaluate",
+        {"outer": "repeated_cv", "outer_folds": 3, "outer_repeats": 2},
+    ),
+    "bootstrap": (lambda: sd.Bootstrap(3), "evaluate", {"outer": "bootstrap", "outer_repeats": 3}),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(ENTRY_DESIGNS))
+def test_run_design_records_the_kind_its_entry_point_records(case, tmp_path):
+    """One result, one kind (issue 39), for every design an entry point runs: run_design's
+    result is read, summarised and rendered as that entry point's."""
+    design, kind, options = ENTRY_DESIGNS[case]
+    table = sd.load_table(toy_table(n=120, n_subsets=2, seed=4), label="y", subset="subset")
+    if kind == "evaluate":
+        table = sd.load_table(toy_table(n=120, seed=4).drop(columns="subset"), label="y")
+    quiet = sd.RunOptions(progress=False)
+    res = sd.run_design(table, design(), "lda", options=quiet)
+    ref = getattr(sd, kind)(table, "lda", **options, options=quiet)
+    assert res.attrs["design"] == ref.attrs["design"] == kind and res.soak.kind == kind
+    shared = ("outer", "outer_folds", "outer_repeats", "train_ratio", "n_distinct_train_sets")
+    for key in shared if kind == "evaluate" else shared[-1:]:
+        assert res.attrs[key] == ref.attrs[key], key
+    assert set(res.soak.summary()["learner"]) == {"lda"}
+    sd.save_results(res, tmp_path / "r.zarr")
+    page = sd.kind_of(sd.open_results(tmp_path / "r.zarr")).report(res, tmp_path / "rep", False)
+    assert page.name == "report.html" and "outer=None" not in page.read_text()
+
+
 def test_a_plan_before_its_keys_is_refused_clearly():
     from soak_dask.split.outer import KFoldDesign
 
