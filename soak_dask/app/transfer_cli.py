@@ -36,8 +36,6 @@ def transfer_command(args: argparse.Namespace) -> None:
     del run["checkpoint"]  # each part has its own, in the command's
     search = setting_values(settings, COMMAND, ("search",)) if settings.search else None
     with table_on_cluster(settings, COMMAND, getattr(args, "debug", False)) as (table, client):
-        if search is not None:
-            _check_budget(table, run, search)
         matrix, found = _compute(table, run, search, client, checkpoint)
     page = _write(out, matrix, found)
     discard(settings.checkpoint, checkpoint)
@@ -45,37 +43,14 @@ def transfer_command(args: argparse.Namespace) -> None:
     print(f"\nReport: {page}")
 
 
-def _check_budget(table: Any, values: dict[str, Any], search: dict[str, Any]) -> None:
-    """Refuse, before the matrix is computed, a search over its budget: one pass over the
-    subset (and fold) columns gives S (and K)."""
-    import dask
-
-    from ..learn.builtin import resolve_learners
-    from ..pooling.search import check_budget, inner_fit_bound
-    from ..run.closed_form import is_additive
-    from ..split.fold_options import fold_count
-
-    estimators = resolve_learners(values["learners"], table.task, values["seed"])
-    if all(is_additive(e) for e in estimators.values()):
-        return
-    n_subsets = table.data[table.subset].nunique(split_out=1)  # a tree reduction, no shuffle
-    k = table.data[table.fold].max() if table.fold is not None else None
-    n_subsets, k = dask.compute(n_subsets, k)
-    n_folds = fold_count(values["n_folds"], k)
-    max_pool = min(search["max_pool"] or n_subsets, n_subsets)
-    if n_subsets >= 2:
-        additive = {n: bool(is_additive(e)) for n, e in estimators.items()}
-        check_budget(
-            additive, inner_fit_bound(n_subsets, n_folds, max_pool), search["max_inner_fits"]
-        )
-
-
 def _compute(
     table: Any, run: dict, search: dict | None, client: Any, checkpoint: str | None
 ) -> tuple:
-    """The matrix and the search, each in its part of the command's checkpoint; the search
-    scores the matrix's measures and minimises the first (under ``--dry-run``: the cost of
-    the matrix's plan and of the search's first round, nothing written)."""
+    """The search (if asked) and the matrix, each in its part of the command's checkpoint;
+    the search scores the matrix's measures and minimises the first. The search runs first,
+    so its refusals (a budget of inner fits exceeded: ``search_subsets``' own check) come
+    before any fit of the matrix. Under ``--dry-run``: the cost of the search's first round
+    and of the matrix's plan, nothing written."""
     from ..pooling.matrix import transfer
     from ..pooling.search import search_subsets
     from ..run.checkpoint import open_checkpoint
@@ -90,12 +65,12 @@ def _compute(
     def where(part: str) -> str | None:  # a dry run given no --out has no checkpoint
         return None if checkpoint is None else part_path(checkpoint, part)
 
-    how, given = RunOptions.among(run, client=client, checkpoint=where("transfer"))
-    matrix = call(transfer, table, **given, options=how)
+    how, given = RunOptions.among(run, client=client, checkpoint=where("search"))
     found = None
     if search is not None:
-        how = dataclasses.replace(how, checkpoint=where("search"))
         found = call(search_subsets, table, **given, **search, options=how)
+    how = dataclasses.replace(how, checkpoint=where("transfer"))
+    matrix = call(transfer, table, **given, options=how)
     if dry:  # the outer dry run (soak_dask.app.cli) has both costs
         raise DryRunStop
     return matrix, found

@@ -56,10 +56,12 @@ def interrupt_after(argv: list, checkpoint: Path, n_files: int, monkeypatch, cap
     return saved(checkpoint)
 
 
-def resumed_and_plain(argv: list, tmp_path: Path, n_files: int, monkeypatch, capsys):
+def resumed_and_plain(
+    argv: list, tmp_path: Path, n_files: int, monkeypatch, capsys, resumes: str | None = None
+):
     """``argv`` stopped after ``n_files`` task files, then resumed (``--checkpoint`` given,
-    kept), and run undisturbed (its own checkpoint, removed): the two ``--out`` and the resumed
-    output."""
+    kept; the run that ``resumes``, by default the command's own design, says so), and run
+    undisturbed (its own checkpoint, removed): the two ``--out`` and the resumed output."""
     ck, out, plain = tmp_path / "ck", tmp_path / "resumed", tmp_path / "plain"
     done = interrupt_after(
         [*argv, "--checkpoint", ck, "--out", out], ck, n_files, monkeypatch, capsys
@@ -67,7 +69,7 @@ def resumed_and_plain(argv: list, tmp_path: Path, n_files: int, monkeypatch, cap
     assert done >= n_files
     assert cli.main(list(map(str, [*argv, "--checkpoint", ck, "--out", out, "--overwrite"]))) == 0
     stdout = capsys.readouterr().out
-    assert f"{argv[0].replace('-', '_')}: resuming" in stdout  # named for its design
+    assert f"{resumes or argv[0].replace('-', '_')}: resuming" in stdout  # named for its design
     assert saved(ck) > done and (ck / "settings.json").is_file()  # a given checkpoint is kept
     assert cli.main(list(map(str, [*argv, "--out", plain]))) == 0
     assert not (tmp_path / "plain.checkpoint").exists()  # its own checkpoint, removed
@@ -87,9 +89,10 @@ def test_transfer_and_search_resume_to_the_undisturbed_result(
         "x,y,polygon", "--n-folds", 2, "--learner", "logistic", "--measures", "error",
         "--scheduler", cluster.scheduler_address,
     ]  # fmt: skip
-    # The matrix's 6 fits save 18 task files (one per test subset), then the search's rounds
-    # save theirs (48 in all): stopped inside the search, the matrix whole.
-    out, plain, _ = resumed_and_plain(argv, tmp_path, 30, monkeypatch, capsys)
+    # The search runs first (its budget refused before any fit of the matrix) and its rounds
+    # save 30 task files, then the matrix's 6 fits 18 (one per test subset): stopped inside
+    # the search, the matrix not begun.
+    out, plain, _ = resumed_and_plain(argv, tmp_path, 12, monkeypatch, capsys, "search_subsets")
     for store in ("transfer.zarr", "search.zarr"):
         resumed, undisturbed = _zarr(out / store), _zarr(plain / store)
         xr.testing.assert_identical(resumed, undisturbed)

@@ -38,6 +38,7 @@ from soak_dask.pooling import (
     transfer_from_soak,
     transfer_pvalues,
 )
+from soak_dask.pooling import matrix as matrix_module
 from soak_dask.pooling.report import write_transfer_report
 from soak_dask.split.search import SearchRound
 
@@ -312,6 +313,13 @@ def test_cli_writes_results_report_and_refuses_foreign_dirs(tmp_path, capsys, mo
         transfer_cli.transfer_command(_parser().parse_args(["transfer", *no_subset]))
     with pytest.raises(ValueError, match="--threshold=2.0: need a relative decrease"):
         transfer_cli.transfer_command(_parser().parse_args(["transfer", *argv, "--threshold", "2"]))
+    # A search over its budget is refused before any fit of the matrix: the search runs first.
+    made = []
+    budget = ["--learner", "decision_tree", "--max-inner-fits", "10", "--out", str(tmp_path / "b")]
+    with monkeypatch.context() as patched, pytest.raises(ValueError, match="max_inner_fits=10"):
+        patched.setattr(matrix_module, "transfer", lambda *a, **k: made.append(a))
+        transfer_cli.transfer_command(_parser().parse_args(["transfer", *argv[:7], *budget]))
+    assert not made and not (tmp_path / "b").exists()
     # A run file gives the same matrix: the search's own settings in [search_subsets].
     conf = tmp_path / "run.toml"
     conf.write_text(
