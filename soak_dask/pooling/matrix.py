@@ -31,7 +31,6 @@ from ..run.strategies import Context
 from ..run_options import RunOptions
 from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import check_alpha
-from ..split.folds import check_fold_values
 from ..split.plan import Plan
 from ..split.transfer import Transfer
 from ..tables.table import SUBSET_COLUMN, Table
@@ -171,10 +170,9 @@ def prepare(
     design = Transfer(n_folds, seed=session.seed, stratify=stratify)
     keyed, data, _ = prepared(design.add_keys(table), options.persist, session, table)
     classes = design.counted(keyed, table)
-    counts = design.counts_
-    subsets = sorted(counts[keyed.subset].unique().tolist())
-    k = check_fold_values(counts, keyed.fold, n_folds)
-    return Prepared(session, keyed, data, counts, classes, subsets, k, stratify)
+    return Prepared(
+        session, keyed, data, design.counts_, classes, design.subsets_, design.n_folds_, stratify
+    )
 
 
 @entry_point

@@ -28,15 +28,24 @@ class BlockDesign(Design):
         K as given (None: the default, or read from the user's fold column).
     user_folds_ : bool
         Whether ``add_keys`` kept the user's fold column (then checked to keep groups whole).
+    n_folds_ : int
+        After ``counted``: K, as the blocks hold it.
+    subsets_ : list
+        After ``counted``: the subsets, sorted.
     """
 
     n_folds: int | None = None
     user_folds_: bool = False
+    n_folds_: int
+    subsets_: list
 
     def counted(self, table: Table, given: Table) -> list | None:
         """Count the blocks of the keyed ``table`` into ``counts_`` (``folds.block_counts``)
-        and check them (``checked_counts``); the classes (of the blocks: ``given`` unread)."""
-        self.counts_, classes = checked_counts(table, self.n_folds, self.user_folds_)
+        and check them (``checked_counts``), keeping K and the subsets they hold; the classes
+        (of the blocks: ``given`` unread)."""
+        self.counts_, classes, self.subsets_, self.n_folds_ = checked_counts(
+            table, self.n_folds, self.user_folds_
+        )
         return classes
 
     def blocks(self, table: Table, counts: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -49,10 +58,11 @@ class BlockDesign(Design):
 
 def checked_counts(
     table: Table, n_folds: int | None, user_folds: bool
-) -> tuple[pd.DataFrame, list | None]:
-    """The table's block counts and classes, after the checks and warnings about its data:
-    no rows, folds 1..K (K = ``n_folds`` when given), an empty block, folds of very unequal
-    size, a user's folds that split a group, a single class, a subset of one class."""
+) -> tuple[pd.DataFrame, list | None, list, int]:
+    """The table's block counts, classes, subsets (sorted) and K, after the checks and warnings
+    about its data: no rows, folds 1..K (K = ``n_folds`` when given), an empty block, folds of
+    very unequal size, a user's folds that split a group, a single class, a subset of one
+    class."""
     counts = block_counts(table)
     if not counts["n"].sum():
         raise ValueError(f"the table ({table.source}) has no rows")
@@ -64,8 +74,8 @@ def checked_counts(
     if user_folds:
         check_folds_within_groups(table)
     if table.task != "classification":
-        return counts, None
+        return counts, None, subsets, k
     classes = sorted(counts[table.label].unique().tolist())
     check_classes(classes, table.label)  # before the subsets' one-class warning
     warn(one_class_warning(counts, table.subset, table.label))
-    return counts, classes
+    return counts, classes, subsets, k
