@@ -25,8 +25,8 @@ from ..results.estimates import ESTIMATE_COLUMNS, fold_estimates
 from ..results.stats import pvalues
 from ..results.verdicts import MARKS, SAME, check_margin, with_verdicts
 from ..run.entry import entry_point
-from ..run.run_design import run_on
-from ..run.session import Session, prepared, result_attrs, start, stratum_rows
+from ..run.run_design import keyed_and_counted, run_on
+from ..run.session import Session, result_attrs, start, stratum_rows
 from ..run.strategies import Context
 from ..run_options import RunOptions
 from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
@@ -168,8 +168,7 @@ def prepare(
     session = start(table, caller, learners, measures=measures, seed=seed, options=options)
     check_subsets_given(table, caller)
     design = Transfer(n_folds, seed=session.seed, stratify=stratify)
-    keyed, data, _ = prepared(design.add_keys(table), options.persist, session, table)
-    classes = design.counted(keyed, table)
+    keyed, data, _, classes = keyed_and_counted(session, table, design, options.persist)
     return Prepared(
         session, keyed, data, design.counts_, classes, design.subsets_, design.n_folds_, stratify
     )

@@ -155,7 +155,8 @@ def _run(tasks: list, client: Any, arrived: Callable[[Any], None]) -> Iterator[A
     from distributed import as_completed
 
     futures = client.compute(tasks)
-    for future in as_completed(futures):
+    # The run's client's loop: it need not be the default client (RunOptions(client=...)).
+    for future in as_completed(futures, loop=client.loop):
         result = future.result()
         future.release()
         arrived(result)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+import dask.dataframe as dd
 import xarray as xr
 from sklearn.base import BaseEstimator
 
@@ -23,7 +24,6 @@ from .final_models import FinalModels
 from .session import (
     Session,
     assemble,
-    keyed_by,
     prepared,
     result_attrs,
     start,
@@ -116,10 +116,7 @@ def run_on(
     squared per-row loss differences, for the Wald CV test) and the settings the run is
     identified by and records: ``describe``'s (an entry point's own record of its options), by
     default the design's (``design_settings``)."""
-    _check_incremental(session, design)  # before any pass, where the design says so
-    keyed = keyed_by(design, table, session.client)
-    keyed, data, kept = prepared(keyed, persist, session, table)
-    classes = design.counted(keyed, table)
+    keyed, data, kept, classes = keyed_and_counted(session, table, design, persist)
     notes = design.notes()
     if procedure is not None:
         estimators, wrapped = procedure.apply(session.estimators, classes, session.measures[0])
@@ -139,6 +136,20 @@ def run_on(
         records = finals.run(session, ctx, last, settings, data if kept else None, **counted)
     learners, measures = list(session.estimators), session.measures
     return assemble(records, plan, learners, measures, {}, loss_pairs=loss_pairs), settings
+
+
+def keyed_and_counted(
+    session: Session, table: Table, design: Design, persist: bool | None
+) -> tuple[Table, dd.DataFrame, bool, list | None]:
+    """The first steps of every run of a design: ``incremental`` refused where the design's
+    own sizes down-sample, its keys added (on the run's client, the current one inside an
+    entry point: ``entry.entry_point``; a design that sends work to the workers itself, as
+    kNNDM's candidates, sends it there), the columns the run reads persisted as `persist`
+    says (``prepared``), and what the design counts and checks (``Design.counted``). Returns
+    the keyed table, its data, whether they were persisted, and the classes."""
+    _check_incremental(session, design)  # before any pass, where the design says so
+    keyed, data, kept = prepared(design.add_keys(table), persist, session, table)
+    return keyed, data, kept, design.counted(keyed, table)
 
 
 def design_settings(

@@ -35,7 +35,6 @@ from ..learn.lasso import prepare_kernels
 from ..learn.measures import check_measures
 from ..run_options import RunOptions
 from ..split import folds as _folds
-from ..split.design import Design
 from ..split.plan import Plan
 from ..tables.table import Table, check_table
 from ..workers import WorkerMemory, worker_memory
@@ -241,15 +240,6 @@ def checkpoint_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         if local and (os.path.exists(text) or glob.has_magic(text)):
             return {**settings, "source": os.path.abspath(text)}
     return dict(settings)
-
-
-def keyed_by(design: Design, table: Table, client: Any) -> Table:
-    """``design.add_keys(table)`` with the run's ``client`` as the current client: a design
-    that sends work to the workers itself (kNNDM's candidates) sends it to the run's."""
-    if client is None:
-        return design.add_keys(table)
-    with client.as_current():
-        return design.add_keys(table)
 
 
 def persisted(

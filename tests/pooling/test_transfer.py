@@ -345,3 +345,27 @@ def test_the_top_level_names_are_the_functions():
     assert sd.transfer is transfer and sd.search_subsets is search_subsets
     with pytest.raises(TypeError, match="transfer takes a Table"):
         sd.transfer("not a table", "lda")
+
+
+@pytest.mark.slow
+def test_the_search_draws_its_folds_on_the_run_client(cluster, monkeypatch):
+    """search_subsets adds its keys as every run does (``run_design.keyed_and_counted``): on
+    the run's client, also when it is not the default one (their counting passes then run on
+    the workers, not in this process)."""
+    from distributed import Client
+
+    from soak_dask.dask_client import current_client
+    from soak_dask.split.transfer import Transfer
+
+    seen, add_keys = [], Transfer.add_keys
+
+    def noting(self, table):
+        seen.append(current_client())
+        return add_keys(self, table)
+
+    monkeypatch.setattr(Transfer, "add_keys", noting)
+    table = sd.load_table(toy_table(90, 3, seed=6), label="y", subset="subset")
+    with Client(cluster, set_as_default=False) as client:
+        options = RunOptions(client=client, progress=False)
+        found = search_subsets(table, "featureless", n_folds=3, options=options)
+        assert seen == [client] and found.attrs["design"] == "search_subsets"

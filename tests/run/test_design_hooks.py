@@ -206,23 +206,22 @@ def test_run_design_caps_train_rows():
 
 
 def test_a_design_draws_its_keys_on_the_run_client(cluster):
-    """kNNDM scores its candidates on the current client: the run's, also when it is not the
-    default client (``session.keyed_by``)."""
+    """kNNDM scores its candidates on the current client: inside a run, the run's, also when
+    it is not the default client (``entry.entry_point``); outside, none is made current."""
     from distributed import Client
 
     from soak_dask.dask_client import current_client
-    from soak_dask.run.session import keyed_by
 
     seen = []
 
     class Noting(KFoldDesign):
         def add_keys(self, table):
             seen.append(current_client())
-            return table
+            return super().add_keys(table)
 
     table = sd.load_table(toy_table(n=60), label="y", subset="subset")
     with Client(cluster, set_as_default=False) as client:
-        keyed_by(Noting(3), table, client)
-        assert seen == [client]
-    keyed_by(Noting(3), table, None)
-    assert seen[-1] is None or seen[-1] is not client
+        options = sd.RunOptions(client=client, progress=False)
+        res = sd.run_design(table, Noting(3), "featureless", options=options)
+        assert seen == [client] and res.attrs["design"] == "evaluate"
+        assert current_client() is not client  # the run's scope ended with it
