@@ -27,7 +27,14 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from ..results.plot import COLORS, check_choice, format_pvalue, mean_sd_bar, measure_label
+from ..results.plot import (
+    COLORS,
+    check_choice,
+    fitted_title,
+    format_pvalue,
+    mean_sd_bar,
+    measure_label,
+)
 from ..results.verdicts import MARKS
 from ..schema import LOWER_IS_BETTER
 from ..settings import check_alpha
@@ -112,11 +119,11 @@ def plot_transfer(
         panel = _Panel(subsets, tree if mine else None, note, norm, side)
         _transfer_panel(sub, ds, tests, measure, name, panel)
     k = ds.sizes["fold"]
-    fig.suptitle(
+    fitted_title(
+        fig,
         f"Train on one subset (rows), test on each (columns): mean {measure} over {k} folds\n"
         f"{MARKS['worse']} / {MARKS['better']}: significantly worse / better than the test "
         f"subset's own model (paired t-test over folds, p < {alpha:g})",
-        fontsize=9,
     )
     return fig
 
@@ -269,10 +276,10 @@ def plot_search(
         share_ax.set_title(name, fontsize=10, loc="left")
     handles = [Line2D([], [], color=SEARCH_COLORS[t], marker="o", label=t) for t in TRAIN_SETS]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
-    fig.suptitle(
+    fitted_title(
+        fig,
         f"Greedy pools across {ds.sizes['fold']} outer folds, and their nested {measure} "
         f"(* p < {alpha:g}, paired t-test over folds)",
-        fontsize=9,
     )
     return fig
 

@@ -21,6 +21,7 @@ never call ``plt.show()``; close it with ``plt.close(fig)`` when drawing many.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -132,6 +133,15 @@ def axis_label(ds: xr.Dataset, measure: str) -> str:
     if label.endswith(")"):
         return f"{label[:-1]}; {better} is better)"
     return f"{label} ({better} is better)"
+
+
+def fitted_title(fig: Figure, text: str, fontsize: float = 9) -> None:
+    """``fig.suptitle(text)``, each line wrapped to the figure's width: a figure of one narrow
+    panel would cut a long title at both edges."""
+    # About 0.55 em per character of the default sans-serif font.
+    width = max(20, int(fig.get_figwidth() * 72 / (0.55 * fontsize)))
+    lines = [textwrap.fill(line, width) for line in text.splitlines()]
+    fig.suptitle("\n".join(lines), fontsize=fontsize)
 
 
 def mean_sd_bar(values: np.ndarray, measure: str) -> tuple[float, float, float] | None:

@@ -59,3 +59,14 @@ def test_the_best_learner_orders_the_maps_unless_told(matrix):
         assert all(labels == expected for labels, _ in _panels(fig))
     with pytest.raises(ValueError, match="order_by='rf'"):
         plot_transfer(matrix, "error", order_by="rf")
+
+
+def test_the_title_of_one_narrow_panel_stays_inside_the_figure(matrix):
+    """One learner, three subsets: the narrowest heat map; its two-line title is wrapped to the
+    figure's width, not cut at both edges."""
+    three = ["s0", "s1", "s2"]
+    few = matrix.sel(learner=["lda"], train_subset=three, test_subset=three)
+    fig = plot_transfer(few, "error")
+    fig.canvas.draw()
+    box = fig._suptitle.get_window_extent()
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (box, fig.bbox)
