@@ -191,6 +191,15 @@ class OuterDesign(Design):
     outer: str
     n_repeats: int = 1
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Refused where the class is written, not after its fits (``recorded`` reads it).
+        super().__init_subclass__(**kwargs)
+        if not hasattr(cls, "outer"):
+            raise TypeError(
+                f"{cls.__name__}: an OuterDesign names its strategy in a class attribute "
+                "`outer` (one of evaluate's outer= values, or a name of your own)"
+            )
+
     def recorded(self) -> dict[str, Any]:
         """The strategy, K as drawn (1 for a design without folds), the repeats and the share
         of the rows drawn to train (``""`` for a design that draws none); nothing before

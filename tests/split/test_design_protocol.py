@@ -233,6 +233,19 @@ def test_run_design_records_the_kind_its_entry_point_records(case, tmp_path):
     assert page.name == "report.html" and "outer=None" not in page.read_text()
 
 
+def test_an_outer_design_names_its_strategy_or_is_refused_where_it_is_written():
+    with pytest.raises(TypeError, match="Halves: an OuterDesign names its strategy"):
+
+        class Halves(sd.OuterDesign):
+            def add_keys(self, table): ...
+            def plan(self, table, counts=None): ...
+
+    class Repeated(sd.KFoldDesign):  # inherits its strategy's name
+        pass
+
+    assert Repeated(3, n_repeats=2).outer == "repeated_cv"
+
+
 def test_a_plan_before_its_keys_is_refused_clearly():
     from soak_dask.split.outer import KFoldDesign
 
