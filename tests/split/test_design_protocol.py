@@ -322,3 +322,25 @@ def test_run_design_gives_the_entry_points_numbers(design, entry):
 
 
 KW = {"options": sd.RunOptions(onepass=False, progress=False)}
+
+
+def test_every_outer_name_builds_the_design_of_that_name():
+    """``fold_options.OUTER`` (evaluate's ``outer`` choices, kept light for the command line)
+    and the designs' own ``outer`` names stay one list: each name builds a design that records
+    it, and every outer design of the package is reachable by its name."""
+    from soak_dask.split.fold_options import OUTER
+    from soak_dask.split.outer import outer_design
+
+    options = {
+        "outer_folds": 5, "outer_repeats": 2, "balance": "class", "group_assignment": "rows",
+        "train_ratio": 0.8, "prediction": "area.parquet", "clustering": None,
+    }  # fmt: skip
+    built = {name: outer_design(name, 1, options) for name in OUTER}
+    assert all(design.outer == name for name, design in built.items()), built
+    classes, todo = set(), [sd.OuterDesign]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__ == "soak_dask.split.outer" and cls is not sd.OuterDesign:
+            classes.add(cls)
+    assert classes == {type(design) for design in built.values()}
