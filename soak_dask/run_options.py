@@ -52,7 +52,9 @@ class RunOptions:
     Parameters
     ----------
     client : distributed.Client, optional
-        Default: the current client, if any; otherwise Dask's local scheduler.
+        Default: the current client, if any; otherwise Dask's local scheduler. The run makes
+        it the current client while it runs (so every pass goes to its workers, also when it
+        is not the default client). An address is refused: connect first.
     progress : bool
         Show a progress bar of the fits: (fit, learner) pairs, as counted by ``n_fits``.
     checkpoint : path, optional
@@ -99,6 +101,15 @@ class RunOptions:
     epochs: int = 1
 
     def __post_init__(self) -> None:
+        if self.client is not None and not hasattr(self.client, "as_current"):
+            # An address is the natural mistake (the command line takes one): say how to
+            # connect, before any run rather than at its first pass.
+            raise ValueError(
+                f"client={self.client!r}: need a distributed.Client, or None for the current "
+                "client; for an address, connect first: distributed.Client(address), or "
+                "`with soak_dask.run.cluster.connect(address) as client:` (which also takes a "
+                "scheduler file and TLS settings)"
+            )
         # The declared checks, as the doors and the command line apply them: plain, canonical
         # values (an int for a numpy integer, NaN for a missing score...).
         for name in RUN_OPTIONS[1:]:
@@ -125,5 +136,6 @@ class RunOptions:
         return {name: getattr(self, name) for name in RUN_OPTIONS[1:]}
 
 
-#: The fields of ``RunOptions``, ``client`` first (an object, checked where it is used).
+#: The fields of ``RunOptions``, ``client`` first (an object, not a setting: checked to be a
+#: client when the options are made).
 RUN_OPTIONS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RunOptions))

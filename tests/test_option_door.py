@@ -145,6 +145,8 @@ def test_run_options_are_checked_when_made_and_reach_the_body_as_keywords():
     assert type(made.max_train_rows) is int and np.isnan(made.error_score)
     with pytest.raises(ValueError, match=r"^progress='no': need"):
         sd.RunOptions(progress="no")
+    with pytest.raises(ValueError, match=r"^client='tcp://host:8786': need a distributed.Client"):
+        sd.RunOptions(client="tcp://host:8786")  # an address: connect first, the message says how
     assert list(inspect.signature(sd.soak).parameters)[-1] == "options"
     with pytest.raises(TypeError, match=r"^soak\(\): progress= is a run option: pass "):
         sd.soak(None, progress=False)
