@@ -170,6 +170,9 @@ def test_lodo_with_one_group_refused():
 
 
 def test_transfer_needs_two_subsets():
+    quiet = sd.RunOptions(progress=False)
+    with pytest.raises(ValueError, match="load the table with subset=COLUMN"):  # the design's
+        sd.run_design(table(), sd.Transfer(n_folds=3), ["featureless"], options=quiet)
     for call in (sd.transfer, sd.search_subsets):
         with pytest.raises(ValueError, match="load the table with subset=COLUMN"):
             call(table(), ["featureless"], n_folds=3, options=sd.RunOptions(progress=False))

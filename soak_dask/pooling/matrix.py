@@ -33,7 +33,7 @@ from ..schema import DESIGN_DIMS, LOWER_IS_BETTER, MEASURES, PAIRED_TEST_COLUMNS
 from ..settings import check_alpha
 from ..split.plan import Plan
 from ..split.transfer import Transfer
-from ..tables.table import SUBSET_COLUMN, Table
+from ..tables.table import Table
 
 #: Title of the results of ``transfer``.
 TITLE = "soak_dask transfer matrix: train on one subset, test on each"
@@ -142,16 +142,6 @@ def matrix_settings(
     }
 
 
-def check_subsets_given(table: Table, caller: str) -> None:
-    """Refuse a table loaded without a subset column: ``caller`` (the transfer matrix, the
-    search of train subsets) trains on each subset and tests on every subset."""
-    if table.subset == SUBSET_COLUMN:
-        raise ValueError(
-            f"{caller} trains on each subset and tests on every subset: load the table with "
-            "subset=COLUMN (without subsets, use soak_dask.soak or soak_dask.evaluate)"
-        )
-
-
 def prepare(
     table: Table,
     learners: Any,
@@ -166,7 +156,6 @@ def prepare(
     """Assign SOAK's folds, persist the columns and check the blocks, as ``soak`` does before
     it plans (the options checked at the door: ``option_checks.checked``)."""
     session = start(table, caller, learners, measures=measures, seed=seed, options=options)
-    check_subsets_given(table, caller)
     design = Transfer(n_folds, seed=session.seed, stratify=stratify)
     keyed, data, _, classes = keyed_and_counted(session, table, design, options.persist)
     return Prepared(
@@ -227,7 +216,6 @@ def transfer(
     >>> res["error"].mean("fold").sel(learner="lda").to_pandas()  # doctest: +SKIP
     """
     session = start(table, "transfer", learners, measures=measures, seed=seed, options=options)
-    check_subsets_given(table, "transfer")
     design = Transfer(n_folds, seed=session.seed, stratify=stratify)
     describe = partial(_transfer_settings, stratify)
     ds, settings = run_on(session, table, design, options.persist, describe=describe)

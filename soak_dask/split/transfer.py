@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..tables.table import Table
+from ..tables.table import SUBSET_COLUMN, Table
 from .block_design import BlockDesign
 from .design import check_flag
 from .fold_options import check_n_folds, fold_count
@@ -62,7 +62,15 @@ class Transfer(BlockDesign):
 
     def add_keys(self, table: Table) -> Table:
         """``table`` with its fold column: the user's, or assigned on the cluster as ``soak``
-        assigns it."""
+        assigns it. A table loaded without a subset column is refused first: whichever path
+        runs the design (``transfer``, ``search_subsets``, ``run_design``), the matrix needs
+        subsets."""
+        if table.subset == SUBSET_COLUMN:
+            raise ValueError(
+                "the transfer matrix (transfer, search_subsets) trains on each subset and tests "
+                "on every subset: load the table with subset=COLUMN (without subsets, use "
+                "soak_dask.soak or soak_dask.evaluate)"
+            )
         self.user_folds_ = table.fold is not None
         return SameOtherAll(self.n_folds, seed=self.seed, stratify=self.stratify).add_keys(table)
 
