@@ -11,6 +11,7 @@ import csv
 import glob
 import posixpath
 from functools import partial
+from typing import Any
 
 import dask.dataframe as dd
 import fsspec
@@ -90,10 +91,10 @@ def open_delimited(
     compressed = any(f.lower().endswith(COMPRESSIONS) for f in files)
     rows = max(sample.count(b"\n"), 1)
     blocksize = None if compressed else max(len(sample) // rows * rows_per_partition, 1 << 16)
-    urls = [fs.unstrip_protocol(f) for f in files]
     read = partial(
-        dd.read_csv,
-        urls,
+        _read,
+        fs,
+        files,
         sep=sep,
         blocksize=blocksize,
         sample=SAMPLE_BYTES,
@@ -103,6 +104,13 @@ def open_delimited(
     by_file = partial(read, include_path_column=FILE_COLUMN)
     # Text files have no footer: their sizes and modification times identify them.
     return read(), SourceFiles(fs, "csv", tuple(files), ("",) * len(files), by_file)
+
+
+def _read(fs: Any, files: list[str], paths: Any = None, **kwargs: Any) -> dd.DataFrame:
+    """``dd.read_csv`` of the ``files`` among ``paths`` (default all): the table, and
+    ``SourceFiles.rows_by_file``."""
+    urls = [fs.unstrip_protocol(f) for f in files if paths is None or f in paths]
+    return dd.read_csv(urls, **kwargs)
 
 
 def _delimiter(name: str, header: str) -> str:

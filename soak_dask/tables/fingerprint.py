@@ -65,7 +65,8 @@ class SourceFiles:
         Per Parquet file, the SHA-256 of its footer as the table read it ("" for a CSV file;
         empty for Zarr).
     rows_by_file : callable, optional
-        Makes a lazy frame of the files' rows, read as the table reads them, with a column
+        Makes a lazy frame of the files' rows (of the files named by its optional argument,
+        a collection of ``paths``; default all), read as the table reads them, with a column
         `FILE_COLUMN` naming each row's file (``soak_dask.tables.duplicates`` reads it);
         None for a Zarr store.
     """
@@ -74,7 +75,9 @@ class SourceFiles:
     kind: Literal["parquet", "csv", "zarr"]
     paths: tuple[str, ...]
     footers: tuple[str, ...] = ()
-    rows_by_file: Callable[[], dd.DataFrame] | None = field(default=None, repr=False, compare=False)
+    rows_by_file: Callable[..., dd.DataFrame] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def _key(self, path: str) -> str:
         """A file as the fingerprint names it: a local one by its real path (the same file

@@ -15,6 +15,7 @@ from typing import Any
 
 import dask.dataframe as dd
 import fsspec
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -77,10 +78,8 @@ def open_parquet(
         raise ValueError(f"the Parquet data at {path!r} has no rows")
     footers = tuple(map(footer_digest, metas))
     meta = schema.empty_table().to_pandas()
-    by_file_meta = meta.assign(**{FILE_COLUMN: pd.Series(dtype=str)})
-    by_file = partial(
-        _frame, read_piece_by_file, pieces, fs, schema, by_file_meta, "soak-read-files"
-    )
+    by_file_meta = meta.assign(**{FILE_COLUMN: pd.Series(dtype="category")})
+    by_file = partial(_by_file, pieces, fs, schema, by_file_meta)
     paths = tuple(f.path for f in fragments)
     files = SourceFiles(fs, "parquet", paths, footers, rows_by_file=by_file)
     return _frame(read_piece, pieces, fs, schema, meta, "soak-read-parquet"), files
@@ -93,6 +92,14 @@ def _frame(
     return dd.from_map(
         func, pieces, fs=fs, schema=schema, meta=meta, label=label, enforce_metadata=False
     )
+
+
+def _by_file(
+    pieces: list, fs: Any, schema: pa.Schema, meta: pd.DataFrame, paths: Any = None
+) -> dd.DataFrame:
+    """``SourceFiles.rows_by_file``: the rows of the files ``paths`` (default all)."""
+    mine = [piece for piece in pieces if paths is None or piece[0] in paths]
+    return _frame(read_piece_by_file, mine, fs, schema, meta, "soak-read-files")
 
 
 def read_piece(
@@ -126,9 +133,15 @@ def read_piece_by_file(
     piece: tuple[str, tuple[int, ...], dict[str, Any]],
     fs: fsspec.AbstractFileSystem,
     schema: pa.Schema,
+    columns: list[str] | None = None,
 ) -> pd.DataFrame:
-    """`read_piece`'s rows (every column) with the column ``FILE_COLUMN`` naming their file."""
-    return read_piece(piece, fs, schema).assign(**{FILE_COLUMN: piece[0]})
+    """`read_piece`'s rows (only ``columns``, as ``read_piece``: dask passes the columns a
+    selection keeps) with the column ``FILE_COLUMN`` naming their file."""
+    columns = list(schema.names) + [FILE_COLUMN] if columns is None else list(columns)
+    read = read_piece(piece, fs, schema, [c for c in columns if c != FILE_COLUMN])
+    # A category (as dask's read_csv names a row's file): one code a row, not a string each.
+    name = pd.Categorical.from_codes(np.zeros(len(read), dtype=np.int8), [piece[0]])
+    return read.assign(**{FILE_COLUMN: name})[columns]
 
 
 #: Endings of Parquet files; other files of a directory have their first bytes checked.

@@ -22,7 +22,7 @@ pieces_of = st.lists(
 
 
 @given(pieces_of)
-def test_counts_each_row_once_under_its_first_and_last_file_by_name(pieces):
+def test_counts_each_row_once_by_first_and_last_file_and_names_every_file(pieces):
     names = [f"f{i}.parquet" for i in (3, 0, 2, 1)]  # ids in another order than the names
     ids = file_ids(names)
     frames = [
@@ -39,11 +39,14 @@ def test_counts_each_row_once_under_its_first_and_last_file_by_name(pieces):
         for f, h in p:
             held[h].add(names[f])
     expected: dict[tuple, int] = defaultdict(int)
+    holding: set[str] = set()
     for files in held.values():
         if len(files) > 1:
             expected[min(files), max(files)] += 1
+            holding |= files
     got = shared_in_bucket([dict(zip(ids.tolist(), names, strict=True))], *frames)
-    assert {pair: int(n) for pair, n in got.items()} == dict(expected)
+    assert {pair: int(n) for pair, n in got.counts.items()} == dict(expected)
+    assert got.files == holding  # every file holding a shared row, not its first and last only
 
 
 def test_a_row_in_three_files_is_counted_once(tmp_path):

@@ -88,6 +88,60 @@ def test_rows_equal_in_the_table_columns_count_though_other_columns_differ(frame
     _quiet_load(tmp_path)
 
 
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_rows_alike_in_probed_columns_only_are_not_duplicates(frame, tmp_path, monkeypatch, fmt):
+    # The first pass hashes three float columns; rows of two files equal in those but not in a
+    # fourth feature send these two files (not the third) to a pass over every column, which
+    # finds no duplicate.
+    from soak_dask.tables import duplicates
+
+    calls = []
+    shared_rows = duplicates.shared_rows
+    monkeypatch.setattr(
+        duplicates,
+        "shared_rows",
+        lambda f: calls.append((list(f.columns), f.npartitions)) or shared_rows(f),
+    )
+    frame = frame.assign(x3=np.arange(len(frame), dtype=np.int64) % 7)
+    _write(frame.iloc[:250], tmp_path / f"a.{fmt}", fmt)
+    _write(frame.iloc[200:450].assign(x3=-1), tmp_path / f"b.{fmt}", fmt)
+    _write(frame.iloc[450:], tmp_path / f"c.{fmt}", fmt)
+    _quiet_load(tmp_path)
+    probe = ["x0", "x1", "x2", duplicates.FILE_COLUMN]
+    every = ["x0", "x1", "x2", "x3", "y", "subset", duplicates.FILE_COLUMN]
+    assert calls == [(probe, 3), (every, 2)]
+    # Distinct files read only the probed columns, once.
+    calls.clear()
+    _write(frame.iloc[200:450].assign(x0=-1.0), tmp_path / f"b.{fmt}", fmt)
+    _quiet_load(tmp_path)
+    assert calls == [(probe, 3)]
+    # Equal in every column: refused, whichever files the rows are in.
+    _write(frame.iloc[200:450], tmp_path / f"b.{fmt}", fmt)
+    with pytest.raises(ValueError, match=rf"50 distinct rows .*a.{fmt} and b.{fmt} share 50"):
+        _load(tmp_path)
+
+
+def test_probe_columns_are_floats_then_integers_spread_over_the_table():
+    from soak_dask.tables.duplicates import probe_columns
+
+    meta = pd.DataFrame(
+        {
+            "band": pd.Series(dtype="float32"),
+            "region": pd.Series(dtype=str),
+            "count": pd.Series(dtype="int64"),
+            "ndvi": pd.Series(dtype="float64"),
+            "x": pd.Series(dtype="float64"),
+            "id": pd.Series(dtype="int32"),
+        }
+    )
+    assert probe_columns(meta) == ["band", "ndvi", "x"]
+    assert probe_columns(meta[["region", "count", "id"]]) == ["count", "id"]
+    assert probe_columns(meta[["region"]]) == []
+    assert probe_columns(meta[["band", "count", "id", "region"]]) == ["band", "count", "id"]
+    bands = pd.DataFrame({f"B{i:02d}": pd.Series(dtype="float32") for i in range(1, 21)})
+    assert probe_columns(bands) == ["B01", "B11", "B20"]  # apart: neighbours saturate together
+
+
 def test_duplicates_option_is_declared_and_checked():
     setting = SETTINGS["duplicates"]
     assert (setting.flag, setting.scope, setting.default) == ("--duplicates", "table", "refuse")
