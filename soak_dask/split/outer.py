@@ -174,6 +174,12 @@ def capped_folds(table: Table, n_folds: int) -> int:
     return n_folds
 
 
+#: ``evaluate``'s ``outer`` names -> the design class that builds each from its options
+#: (``OuterDesign.from_options``; ``outer_design``), filled as the classes are written: the
+#: registry of the outer designs, no table kept by hand.
+OUTER_DESIGNS: dict[str, type[OuterDesign]] = {}
+
+
 class OuterDesign(Design):
     """A design of ``evaluate``'s outer resampling. Run by ``run_design`` as by ``evaluate``,
     its results are of evaluate's kind (``kind``) and record the strategy as evaluate records
@@ -183,12 +189,15 @@ class OuterDesign(Design):
     ----------
     outer : str
         The strategy's name among ``evaluate``'s ``outer`` values.
+    names : tuple of str
+        The names it is registered under in ``OUTER_DESIGNS`` (default: its ``outer``).
     n_repeats : int
         Repeats (resamples, splits) of the design: 1 unless the design has more.
     """
 
     kind = "evaluate"
     outer: str
+    names: tuple[str, ...] = ()
     n_repeats: int = 1
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -199,6 +208,16 @@ class OuterDesign(Design):
                 f"{cls.__name__}: an OuterDesign names its strategy in a class attribute "
                 "`outer` (one of evaluate's outer= values, or a name of your own)"
             )
+        own = cls.__dict__.get("outer")
+        for name in cls.__dict__.get("names", (own,) if isinstance(own, str) else ()):
+            OUTER_DESIGNS.setdefault(name, cls)  # the first class of a name keeps it
+
+    @classmethod
+    def from_options(cls, outer: str, seed: int, options: Mapping[str, Any]) -> OuterDesign:
+        """The design of ``evaluate(outer=outer, seed=seed, ...)`` from the options it reads
+        (``options``, as ``soak_dask.settings.check_design_options`` returns them); a design
+        of no option by default."""
+        return cls()
 
     def recorded(self) -> dict[str, Any]:
         """The strategy, K as drawn (1 for a design without folds), the repeats and the share
@@ -291,10 +310,19 @@ class KFoldDesign(OuterDesign):
         self.learned_ = {"outer_folds": k}
         return replace(table, data=data, fold_counts=None, files=None)
 
+    names = ("cv", "repeated_cv")
+
     @property
     def outer(self) -> str:
         """``"cv"``, or ``"repeated_cv"`` with more than one repeat."""
         return "cv" if self.n_repeats == 1 else "repeated_cv"
+
+    @classmethod
+    def from_options(cls, outer: str, seed: int, options: Mapping[str, Any]) -> OuterDesign:
+        """K-fold CV, repeated for ``"repeated_cv"``: ``OuterDesign.from_options``."""
+        repeats = options["outer_repeats"] if outer == "repeated_cv" else 1
+        dealt = {k: options[k] for k in ("balance", "group_assignment") if k in options}
+        return cls(options["outer_folds"], repeats, seed, **dealt)
 
     def recorded(self) -> dict[str, Any]:
         """As every outer design's (``OuterDesign.recorded``), with the user's fold column
@@ -331,6 +359,11 @@ class Subsampling(KFoldDesign):
     of rows to within a group); every repeat's key in one pass."""
 
     outer = "subsampling"
+
+    @classmethod
+    def from_options(cls, outer: str, seed: int, options: Mapping[str, Any]) -> OuterDesign:
+        """``OuterDesign.from_options``."""
+        return cls(options["outer_repeats"], options["train_ratio"], seed)
 
     def __init__(self, n_repeats: int = 5, train_ratio: float = 0.8, seed: int = 1) -> None:
         if not (isinstance(train_ratio, float | int) and 0 < train_ratio < 1):
@@ -379,6 +412,12 @@ class FiveByTwoCV(KFoldDesign):
     """
 
     outer = "5x2cv"
+
+    @classmethod
+    def from_options(cls, outer: str, seed: int, options: Mapping[str, Any]) -> OuterDesign:
+        """``OuterDesign.from_options``."""
+        dealt = (options["balance"], options["group_assignment"])
+        return cls(seed, options["outer_repeats"], *dealt)
 
     def __init__(
         self,
@@ -467,6 +506,11 @@ class Bootstrap(OuterDesign):
     outer = "bootstrap"
     resubstitution = True  # the .632 estimates weigh the out-of-bag scores with these
 
+    @classmethod
+    def from_options(cls, outer: str, seed: int, options: Mapping[str, Any]) -> OuterDesign:
+        """``OuterDesign.from_options``."""
+        return cls(options["outer_repeats"], seed)
+
     def __init__(self, n_repeats: int = 10, seed: int = 1) -> None:
         self.n_repeats = _positive(n_repeats, "outer_repeats")
         self.seed = seed
@@ -535,6 +579,12 @@ class KNNDMFolds(OuterDesign):
     W_random_: float
     result_: KNNDMResult | None = None
 
+    @classmethod
+    def from_options(cls, outer: str, seed: int, options: Mapping[str, Any]) -> OuterDesign:
+        """``OuterDesign.from_options``."""
+        knndm = (options["prediction"], options["outer_folds"], seed)
+        return cls(*knndm, clustering=options["clustering"])
+
     def __init__(
         self,
         prediction: Any,
@@ -589,29 +639,13 @@ class KNNDMFolds(OuterDesign):
 
 
 def outer_design(outer: str, seed: int, options: Mapping[str, Any]) -> OuterDesign:
-    """The builder of ``evaluate``'s ``outer`` strategy from the options it reads: as
+    """The design of ``evaluate``'s ``outer`` strategy from the options it reads: as
     ``soak_dask.settings.check_design_options(outer, ...)`` returns them (it refuses those the
-    strategy would ignore and gives those not given the strategy's value)."""
-    if outer == "5x2cv":
-        return FiveByTwoCV(
-            seed, options["outer_repeats"], options["balance"], options["group_assignment"]
-        )
-    if outer == "knndm":
-        knndm = (options["prediction"], options["outer_folds"], seed)
-        return KNNDMFolds(*knndm, clustering=options["clustering"])
-    if outer in ("cv", "repeated_cv"):
-        repeats = options["outer_repeats"] if outer == "repeated_cv" else 1
-        dealt = {k: options[k] for k in ("balance", "group_assignment") if k in options}
-        return KFoldDesign(options["outer_folds"], repeats, seed, **dealt)
-    if outer == "subsampling":
-        return Subsampling(options["outer_repeats"], options["train_ratio"], seed)
-    if outer == "loo":
-        return LeaveOneOutDesign()
-    if outer == "lodo":
-        return LeaveOneGroupOutDesign()
-    if outer == "bootstrap":
-        return Bootstrap(options["outer_repeats"], seed)
-    raise ValueError(f"outer={outer!r} is not a strategy; choose from {list(OUTER)}")
+    strategy would ignore and gives those not given the strategy's value), built by the class
+    registered under that name (``OUTER_DESIGNS``)."""
+    if outer not in OUTER_DESIGNS:
+        raise ValueError(f"outer={outer!r} is not a strategy; choose from {list(OUTER)}")
+    return OUTER_DESIGNS[outer].from_options(outer, seed, options)
 
 
 def _learned(design: Design, name: str) -> Any:

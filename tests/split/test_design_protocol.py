@@ -329,7 +329,7 @@ def test_every_outer_name_builds_the_design_of_that_name():
     and the designs' own ``outer`` names stay one list: each name builds a design that records
     it, and every outer design of the package is reachable by its name."""
     from soak_dask.split.fold_options import OUTER
-    from soak_dask.split.outer import outer_design
+    from soak_dask.split.outer import OUTER_DESIGNS, outer_design
 
     options = {
         "outer_folds": 5, "outer_repeats": 2, "balance": "class", "group_assignment": "rows",
@@ -337,6 +337,8 @@ def test_every_outer_name_builds_the_design_of_that_name():
     }  # fmt: skip
     built = {name: outer_design(name, 1, options) for name in OUTER}
     assert all(design.outer == name for name, design in built.items()), built
+    registered = {n for n, c in OUTER_DESIGNS.items() if c.__module__ == "soak_dask.split.outer"}
+    assert registered == set(OUTER)
     classes, todo = set(), [sd.OuterDesign]
     while todo:
         cls = todo.pop()
