@@ -57,6 +57,7 @@ class RunOptions:
         is not the default client). An address is refused: connect first.
     progress : bool
         Show a progress bar of the fits: (fit, learner) pairs, as counted by ``n_fits``.
+        A resumed run says how many fits its checkpoint held either way.
     checkpoint : path, optional
         Directory where each finished fit's scores are saved as it arrives. Running again with
         the same checkpoint and settings, in this process or another, computes only the missing

@@ -65,7 +65,7 @@ def run_plan(
     again = {f for f, _ in todo}
     done = {pair: records for pair, records in done.items() if pair[0] not in again}
     todo = [(f, name) for f in plan.fits.index for name in estimators if (f, name) not in done]
-    if done and progress:
+    if done:  # printed without progress bars too: it says where the results come from
         print(f"{ctx.label}: resuming, {len(done)} of {len(done) + len(todo)} fits already done")
     tasks, stats_made, n_waves = make_tasks(ctx, todo, strategies)
     if n_waves > 1:  # recorded in the result's attrs (score_waves) where it is not 1

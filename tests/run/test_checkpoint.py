@@ -30,7 +30,7 @@ def _table():
 
 
 @pytest.mark.slow
-def test_resume_computes_only_missing_fits(tmp_path, monkeypatch):
+def test_resume_computes_only_missing_fits(tmp_path, monkeypatch, capsys):
     table = _table()
     learners = {"count": CountingClassifier(), "base": "featureless"}
     full = sd.soak(table, learners, n_folds=4, options=sd.RunOptions(progress=False))
@@ -80,6 +80,10 @@ def test_resume_computes_only_missing_fits(tmp_path, monkeypatch):
     )
     after = records_saved()
     assert len(after) == total
+    # Said without progress bars too: part of the result comes from the checkpoint.
+    out = capsys.readouterr().out
+    said = re.search(rf"SOAK: resuming, (\d+) of {total} fits already done", out)
+    assert said and 0 < int(said[1]) < total
     # Only the counting learner's fits not saved in full (every test block) ran again.
     whole = [learner for pair, n in before.items() if n == after[pair] for learner in pair[1:]]
     assert len(FITS) == total // 2 - whole.count("count") > 0
