@@ -18,6 +18,7 @@ def compile_all() -> float:
     import numpy as np
     import pandas as pd
 
+    from .learn.exact_sum import significand_sums
     from .learn.lasso import compile_kernels
     from .learn.pruned_tree import PrunedTreeClassifier, PrunedTreeRegressor
     from .split.knndm_ward import WardTree
@@ -51,6 +52,8 @@ def compile_all() -> float:
             overlap_degrees(table, k=3, method=method).data.compute()
     rows = (X, y, np.arange(len(X)))  # writable positions, as a worker's deserialised blocks
     block_candidates(rows, rows, 3)
+    for array in (X[:, 0].copy(), frozen[1]):  # a block's losses, and read-only values
+        significand_sums(array)
     return time.perf_counter() - start
 
 
