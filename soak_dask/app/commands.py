@@ -167,8 +167,8 @@ COMMAND_TABLE: tuple[CommandSpec, ...] = (
     CommandSpec(
         "split-sensitivity",
         "how much does the estimate depend on the train/test ratio? K-fold CV on the train "
-        "part against the test score, over random splits per ratio; writes CSV files and a "
-        "figure",
+        "part against the test score, over random splits per ratio; writes the results "
+        "store (for 'soak report'), CSV files and a figure",
         "sensitivity_cli:split_sensitivity_command",
         scope="split-sensitivity",
         kinds=("split_sensitivity",),
