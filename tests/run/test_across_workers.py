@@ -86,6 +86,7 @@ def test_its_final_model_predicts_labels_prior_corrected_and_is_saved(client, tm
     assert set(model.predict(frame[["a", "b", "c", "d"]].to_numpy()[:50])) <= {"yes", "no"}
 
 
+@pytest.mark.slow  # the session's cluster of worker processes
 def test_the_dry_run_names_where_it_fits_and_its_peak_per_worker(client):
     table = sd.load_table(_frame(), label="y", subset="region", fold="fold")
     cost = sd.dry_run(sd.soak, table, ["featureless", "xgboost"], **QUIET)[0]
@@ -103,12 +104,14 @@ def test_refused_without_a_cluster():
         check_client(None, "xgboost")
 
 
+@pytest.mark.slow  # the session's cluster of worker processes
 def test_refused_when_the_run_wraps_it(client):
     table = sd.load_table(_frame(n=300), label="y", fold="fold")
     with pytest.raises(ValueError, match=r"\['xgboost'\] train across the workers"):
         sd.evaluate(table, ["xgboost"], calibration="platt", prior_correction=False, **QUIET)
 
 
+@pytest.mark.slow  # the session's cluster of worker processes
 def test_refused_when_a_train_set_is_down_sampled(client):
     table = sd.load_table(_frame(n=600), label="y", subset="region", fold="fold")
     with pytest.raises(ValueError, match="down-samples its train set to a number of groups"):

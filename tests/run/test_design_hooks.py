@@ -205,6 +205,7 @@ def test_run_design_caps_train_rows():
     assert (res["n_train"].values == 30).all() and res.attrs["max_train_rows"] == 30
 
 
+@pytest.mark.slow  # the session's cluster of worker processes
 def test_a_design_draws_its_keys_on_the_run_client(cluster):
     """kNNDM scores its candidates on the current client: inside a run, the run's, also when
     it is not the default client (``entry.entry_point``); outside, none is made current."""
