@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import time
 from collections.abc import Iterator
@@ -150,6 +151,25 @@ def sigint_blocked() -> bool:
     return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
 
 
+def arrow_pool() -> str:
+    import pyarrow
+
+    return pyarrow.default_memory_pool().backend_name
+
+
+def test_local_workers_use_jemalloc_unless_the_environment_says(monkeypatch):
+    from soak_dask.run.cluster import set_worker_env
+
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    monkeypatch.setenv("ACERO_ALIGNMENT_HANDLING", "ignore")  # the user's: kept
+    set_worker_env()
+    assert os.environ["ARROW_DEFAULT_MEMORY_POOL"] == "jemalloc"  # the wheels have it
+    assert os.environ["ACERO_ALIGNMENT_HANDLING"] == "ignore"
+    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "system")
+    set_worker_env()
+    assert os.environ["ARROW_DEFAULT_MEMORY_POOL"] == "system"
+
+
 @pytest.mark.slow
 def test_local_cluster_listens_on_loopback_only_and_its_workers_ignore_ctrl_c():
     with connect(n_workers=2) as client:
@@ -162,8 +182,10 @@ def test_local_cluster_listens_on_loopback_only_and_its_workers_ignore_ctrl_c():
         assert client.dashboard_link == f"http://127.0.0.1:{dashboard}/status"
         # Ctrl-C reaches the terminal's whole process group; only the client acts on it.
         assert set(client.run(sigint_blocked).values()) == {True}
+        assert set(client.run(arrow_pool).values()) == {"jemalloc"}  # cluster.set_worker_env
         client.restart()  # new worker processes, as after a worker is lost
         assert set(client.run(sigint_blocked).values()) == {True}
+        assert set(client.run(arrow_pool).values()) == {"jemalloc"}
         assert not sigint_blocked()
     assert len(ports) == 6 and all(a.startswith("tcp://127.0.0.1:") for a in addresses)
     # The dashboard was on 0.0.0.0 (every interface); nothing of the cluster is any more.
