@@ -32,6 +32,7 @@ from distributed import Client, LocalCluster, get_task_stream
 
 import soak_dask as sd
 from soak_dask.run.assemble import package_versions
+from soak_dask.run.cluster import set_worker_env
 from soak_dask.tables.generated import write_pixel_parquet
 from soak_dask.tables.parquet import ROWS_PER_PARTITION
 
@@ -123,7 +124,10 @@ def disk_bytes(pattern: str) -> int:
 
 @contextmanager
 def local_cluster(n_workers: int = 2, memory_limit: str | int = "auto") -> Iterator[Client]:
-    """A LocalCluster of single-threaded worker processes and its client, closed on exit."""
+    """A LocalCluster of single-threaded worker processes and its client, closed on exit; its
+    workers' environment as ``soak`` sets it for its own (``run.cluster.set_worker_env``:
+    Arrow's allocator), so the benchmarks measure what a user of ``soak`` runs."""
+    set_worker_env()
     with (
         LocalCluster(
             n_workers=n_workers,
