@@ -244,6 +244,7 @@ class KFoldDesign(OuterDesign):
     KFoldDesign(n_folds=10, n_repeats=2)
     """
 
+    names = ("cv", "repeated_cv")
     #: The user's fold column ``add_keys`` used as it is (None: folds drawn here).
     given_fold_: str | None = None
 
@@ -309,8 +310,6 @@ class KFoldDesign(OuterDesign):
             data = table.data.assign(**columns)
         self.learned_ = {"outer_folds": k}
         return replace(table, data=data, fold_counts=None, files=None)
-
-    names = ("cv", "repeated_cv")
 
     @property
     def outer(self) -> str:
