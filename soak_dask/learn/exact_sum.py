@@ -24,12 +24,12 @@ def significand_sums(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per exponent field of the finite float64 values ``x``, the sums of their signed
     significands' high and low ``_HALF`` bits, in int64: each value is sign × significand ×
     2 ** (field + ``_BIAS``), so the sum is Σ (high << ``_HALF`` + low) << field. One pass and
-    no temporary array (the numpy version's dozen made a worker's scoring task fault in fresh
-    pages for each); int64 holds the sums of 2 ** 36 values a field."""
+    no temporary array: in a Dask worker each large temporary faults in fresh pages. int64
+    holds the sums of 2 ** 36 values a field."""
     high = np.zeros(2048, dtype=np.int64)
     low = np.zeros(2048, dtype=np.int64)
     bits = x.view(np.uint64)
-    one, mask = np.uint64(1), np.uint64((1 << (_BITS - 1)) - 1)
+    mask = np.uint64((1 << (_BITS - 1)) - 1)
     for i in range(bits.size):
         b = bits[i]
         field = np.int64((b >> np.uint64(_BITS - 1)) & np.uint64(0x7FF))
@@ -39,7 +39,7 @@ def significand_sums(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         else:
             field = 1  # subnormals (and zeros) have no implicit bit, the least exponent
         h, lo = significand >> _HALF, significand & _LOW
-        if (b >> np.uint64(63)) & one:
+        if b >> np.uint64(63):  # the sign bit
             high[field] -= h
             low[field] -= lo
         else:

@@ -46,8 +46,8 @@ _CHUNK = 1 << 22
 #: them, about this many partitions' worth), and the most buckets (tasks) it makes.
 _PER_BUCKET = 4
 _MAX_BUCKETS = 64
-#: Columns the first pass hashes: three float32 measurements a row almost never share by
-#: chance with a row of another file (two, among millions of rows, do).
+#: Columns the first pass hashes: one float32 band alone is shared by 38,436 of the 1M
+#: benchmark pixels with a pixel of another file, three bands apart by none.
 _PROBE = 3
 
 
@@ -210,16 +210,17 @@ def check_duplicates(
     copies = identical_files(files)
     if copies:
         raise ValueError(duplicates_error(name, copies, pd.Series(dtype=int)))
-    among = None  # every file
-    probe = probe_columns(files.rows_by_file()[list(columns)]._meta)
+    by_file = files.rows_by_file()
+    probe = probe_columns(by_file[list(columns)]._meta)
     if len(probe) < len(columns):
-        among = shared_rows(files.rows_by_file()[[*probe, FILE_COLUMN]]).files
+        among = shared_rows(by_file[[*probe, FILE_COLUMN]]).files
         if not among:
             return  # no row of one file matches a row of another even in these columns
         # A row in several files is in the files holding its probed values: only they are
         # read whole (all of them, should a file be named otherwise than listed).
-        among = among if among <= set(files.paths) else None
-    shared = shared_rows(files.rows_by_file(among)[[*columns, FILE_COLUMN]]).counts
+        if among <= set(files.paths):
+            by_file = files.rows_by_file(among)
+    shared = shared_rows(by_file[[*columns, FILE_COLUMN]]).counts
     if len(shared):
         raise ValueError(duplicates_error(name, [], shared))
 
