@@ -9,6 +9,7 @@ from typing import Any
 import dask
 from dask.delayed import Delayed, tokenize
 from dask.utils import funcname
+from distributed import Future
 
 __all__ = ["list_call", "tree_reduce"]
 
@@ -17,8 +18,12 @@ def list_call(func: Callable[..., Any], items: list[Any], *args: Any, **delayed_
     """``dask.delayed(func)(items, *args)``, one task, with the delayed ``items`` handed to dask
     one by one: dask optimises and culls the whole graph of every delayed value it finds inside
     a list argument, once per call (``dask.delayed.unpack_collections``), which made a run's
-    graph cost its size times its tasks to build. ``delayed_kwargs`` go to ``dask.delayed``
-    (``pure``, ``nout``) and to the call (``dask_key_name``, named after `func` by default).
+    graph cost its size times its tasks to build. Of ``args``, the dask values (``Delayed``, a
+    future) are handed over as items are; the others are passed as they are, never walked
+    (dask would walk every dataclass, tuple and list in them, a fit's spec and the run's
+    options, looking for dask values: a third of a small run's graph building): they must hold
+    none. ``delayed_kwargs`` go to ``dask.delayed`` (``pure``, ``nout``) and to the call
+    (``dask_key_name``, named after `func` by default).
 
     >>> parts = [dask.delayed(n) for n in range(3)]
     >>> list_call(lambda values, k: k * sum(values), parts, 10).compute()
@@ -27,13 +32,36 @@ def list_call(func: Callable[..., Any], items: list[Any], *args: Any, **delayed_
     key = delayed_kwargs.pop("dask_key_name", None)
     pure = delayed_kwargs.get("pure")  # impure (the default): a unique key, as dask makes one
     key = key or f"{funcname(func)}-{tokenize(func, *items, *args, pure=pure)}"
+    lazy = [is_lazy(a) for a in args]
+    plain = Plain(tuple(None if is_lazy else a for a, is_lazy in zip(args, lazy, strict=True)))
+    values = [a for a, is_lazy in zip(args, lazy, strict=True) if is_lazy]
     call = dask.delayed(_listed, **delayed_kwargs)
-    return call(func, len(items), *items, *args, dask_key_name=key)
+    return call(func, plain, tuple(lazy), len(items), *items, *values, dask_key_name=key)
 
 
-def _listed(func: Callable[..., Any], n: int, *values: Any) -> Any:
-    """`func` of the first `n` values as a list, and of the others."""
-    return func(list(values[:n]), *values[n:])
+def is_lazy(value: Any) -> bool:
+    """Whether dask computes ``value`` before a task's call (a dask collection or a future)."""
+    return isinstance(value, Future) or dask.is_dask_collection(value)
+
+
+class Plain:
+    """Values dask hands to a task as they are: neither a dataclass nor a container, so
+    ``dask.delayed`` does not walk them."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self.values = values
+
+
+def _listed(
+    func: Callable[..., Any], plain: Plain, lazy: tuple[bool, ...], n: int, *values: Any
+) -> Any:
+    """`func` of the first `n` values as a list, and of the arguments: ``plain``'s, with the
+    other values where ``lazy`` is True."""
+    computed = iter(values[n:])
+    args = [next(computed) if is_lazy else a for a, is_lazy in zip(plain.values, lazy, strict=True)]
+    return func(list(values[:n]), *args)
 
 
 def tree_reduce(

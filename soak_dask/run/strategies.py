@@ -33,7 +33,7 @@ import pandas as pd
 from dask.base import normalize_token, tokenize
 from sklearn.base import BaseEstimator
 
-from ..reduction import list_call, tree_reduce
+from ..reduction import is_lazy, list_call, tree_reduce
 from ..split.plan import FIT_COLUMNS, Fit, Plan
 from ..tables.table import Table
 from ..user_warning import warn_user
@@ -388,8 +388,7 @@ def scoring_pass(
     read once every model is made, so none is held waiting for a fit."""
     ordered, blocks, columns, score = _pass_blocks(ctx, fitted)
     run, token = ctx.run, ctx.token(fitted, blocks)
-    # A plain dict: dask substitutes the delayed models (fit tasks) it holds, not a subclass's.
-    shared = dask.delayed(dict(fitted), name=f"soak-fitted-{token}", pure=True)
+    shared = models_node(fitted, f"soak-fitted-{token}")
     out: list[Any] = []
     barrier: Any = shared  # the first wave reads once the models are made (fit tasks' too)
     for w, ids in enumerate(pass_waves(ctx, ordered, [len(b[-1]) for b in blocks])):
@@ -428,6 +427,24 @@ def scoring_pass(
         barrier = list_call(len, last, pure=True, dask_key_name=f"soak-wave-{w + 1}-{token}")
         out += last
     return out
+
+
+def models_node(fitted: Mapping[Pair, tuple[Any, FitSpec]], name: str) -> Any:
+    """One graph node holding the models ``fitted`` as a dict, its models made by tasks
+    (delayed, futures) handed to dask one by one and the rest passed as they are: dask would
+    otherwise walk every model and spec of the dict looking for dask values."""
+    lazy = [pair for pair, (state, _) in fitted.items() if is_lazy(state)]
+    plain = {
+        pair: (None if is_lazy(state) else state, spec) for pair, (state, spec) in fitted.items()
+    }
+    states = [fitted[pair][0] for pair in lazy]
+    return list_call(with_states, states, lazy, plain, pure=True, dask_key_name=name)
+
+
+def with_states(states: list[Any], pairs: list[Pair], fitted: dict) -> dict:
+    """``fitted`` with the models of ``pairs`` made by tasks (``states``) in place."""
+    made = dict(zip(pairs, states, strict=True))
+    return {pair: (made.get(pair, state), spec) for pair, (state, spec) in fitted.items()}
 
 
 def after(part: pd.DataFrame, barrier: Any) -> pd.DataFrame:

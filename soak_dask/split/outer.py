@@ -189,18 +189,19 @@ class OuterDesign(Design):
     ----------
     outer : str
         The strategy's name among ``evaluate``'s ``outer`` values.
-    names : tuple of str
-        The names it is registered under in ``OUTER_DESIGNS`` (default: its ``outer``).
     n_repeats : int
         Repeats (resamples, splits) of the design: 1 unless the design has more.
+
+    A subclass is registered in ``OUTER_DESIGNS`` under its own ``outer``, or under the names
+    of its class keyword ``names`` (``class KFoldDesign(OuterDesign, names=("cv",
+    "repeated_cv"))``): a keyword, so a subclass of it does not inherit them.
     """
 
     kind = "evaluate"
     outer: str
-    names: tuple[str, ...] = ()
     n_repeats: int = 1
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, names: tuple[str, ...] | None = None, **kwargs: Any) -> None:
         # Refused where the class is written, not after its fits (``recorded`` reads it).
         super().__init_subclass__(**kwargs)
         if not hasattr(cls, "outer"):
@@ -209,7 +210,7 @@ class OuterDesign(Design):
                 "`outer` (one of evaluate's outer= values, or a name of your own)"
             )
         own = cls.__dict__.get("outer")
-        for name in cls.__dict__.get("names", (own,) if isinstance(own, str) else ()):
+        for name in names or ((own,) if isinstance(own, str) else ()):
             OUTER_DESIGNS.setdefault(name, cls)  # the first class of a name keeps it
 
     @classmethod
@@ -234,7 +235,7 @@ class OuterDesign(Design):
         }
 
 
-class KFoldDesign(OuterDesign):
+class KFoldDesign(OuterDesign, names=("cv", "repeated_cv")):
     """K-fold cross-validation, ``n_repeats`` times with fresh fold assignments (class-
     stratified; grouped K-fold with a group column). A user fold column is used as is.
 
@@ -244,7 +245,6 @@ class KFoldDesign(OuterDesign):
     KFoldDesign(n_folds=10, n_repeats=2)
     """
 
-    names = ("cv", "repeated_cv")
     #: The user's fold column ``add_keys`` used as it is (None: folds drawn here).
     given_fold_: str | None = None
 

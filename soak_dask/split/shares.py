@@ -103,9 +103,16 @@ def key_frame(data: dd.DataFrame, columns: list[str]) -> dd.DataFrame:
     itself (whose tasks then select ``columns``): the frame to map a function of key columns
     over so that its partition numbers are those ``column_parts`` counted (dask #12193)."""
     projected = data[columns]
-    if projected.optimize().npartitions == data.optimize().npartitions:
-        return projected
-    return data
+    # Each answer costs two optimisations of the expression (~10 ms each, a third of a small
+    # run's counting): within ``counts_shared`` it is worked out once per frame and columns.
+    shared = _SHARED.get()
+    key = ("keeps partitions", data._name, tuple(columns))
+    keeps = None if shared is None else shared.get(key)
+    if keeps is None:
+        keeps = projected.optimize().npartitions == data.optimize().npartitions
+        if shared is not None:
+            shared[key] = keeps
+    return projected if keeps else data
 
 
 def partition_starts(lengths: np.ndarray) -> np.ndarray:
@@ -185,8 +192,9 @@ class Strata:
         return pd.Series(self.rows, index=values).groupby(level=0, sort=True).sum()
 
 
-#: Within ``counts_shared``: ("strata", data's name, keys) -> its Strata and ("groups", data's
-#: name, group, keys) -> its ``group_sizes``, so a run counts each once.
+#: Within ``counts_shared``: ("strata", data's name, keys) -> its Strata, ("groups", data's
+#: name, group, keys) -> its ``group_sizes`` and ("keeps partitions", data's name, columns) ->
+#: ``key_frame``'s answer, so a run counts (and optimises) each once.
 _SHARED: ContextVar[dict | None] = ContextVar("soak_shared_counts", default=None)
 
 

@@ -346,3 +346,20 @@ def test_every_outer_name_builds_the_design_of_that_name():
         if cls.__module__ == "soak_dask.split.outer" and cls is not sd.OuterDesign:
             classes.add(cls)
     assert classes == {type(design) for design in built.values()}
+
+
+def test_a_subclass_registers_its_own_outer_name_not_its_parent_s_names():
+    """``names`` is a class keyword: ``KFoldDesign``'s "cv" and "repeated_cv" stay its own,
+    and a subclass of it (as ``Subsampling`` is) registers under its ``outer`` alone."""
+    from soak_dask.split.outer import OUTER_DESIGNS, KFoldDesign
+
+    class Blocked(KFoldDesign):
+        outer = "blocked_cv_protocol_test"
+
+    try:
+        assert OUTER_DESIGNS["blocked_cv_protocol_test"] is Blocked
+        assert OUTER_DESIGNS["cv"] is OUTER_DESIGNS["repeated_cv"] is KFoldDesign
+        assert not hasattr(KFoldDesign, "names") and not hasattr(sd.Subsampling, "names")
+        assert [n for n, c in OUTER_DESIGNS.items() if c is sd.Subsampling] == ["subsampling"]
+    finally:
+        del OUTER_DESIGNS["blocked_cv_protocol_test"]
