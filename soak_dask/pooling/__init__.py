@@ -31,6 +31,7 @@ from .search import (
 _LAZY = {
     "plot_transfer": "plot",
     "plot_search": "plot",
+    "search_text": "report",
     "transfer_text": "report",
     "write_transfer_report": "report",
 }
@@ -55,6 +56,7 @@ __all__ = [
     "search_stability",
     "search_subsets",
     "search_summary",
+    "search_text",
     "transfer",
     "transfer_distance",
     "transfer_from_soak",

@@ -21,9 +21,6 @@ from .search import search_pvalues
 
 __all__ = ["SEARCH_SUBSETS", "TRANSFER"]
 
-#: The columns of the search's tests that ``soak report`` prints.
-_PRINTED = ["learner", "test_subset", "compare", "reference", "compare_mean", "p"]
-
 
 def _transfer_tests(ds: xr.Dataset, measures: Any, **options: Any) -> pd.DataFrame:
     """``transfer_pvalues`` of one measure (the first of several); ``options``: its
@@ -51,7 +48,9 @@ def _transfer_report(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) ->
 
 
 def _search_text(ds: xr.Dataset) -> str:
-    return search_pvalues(ds)[_PRINTED].round(4).to_string(index=False)
+    from .report import search_text
+
+    return search_text(ds)
 
 
 def _search_report(ds: xr.Dataset, out: str | os.PathLike, overwrite: bool) -> Path:

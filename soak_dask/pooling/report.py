@@ -20,6 +20,7 @@ from ..io.outdir import OutputDir
 from ..io.outdir import check_out_dir as check
 from ..results.estimates import estimate_banner
 from ..results.html import (
+    bullets,
     code,
     estimators_row,
     figure_html,
@@ -31,6 +32,7 @@ from ..results.html import (
     write_figure,
     write_tables,
 )
+from ..results.pages import section_html
 from ..results.shift import shift_lines, shift_summary
 from ..results.verdicts import MARKS, NO_EVIDENCE
 from ..settings import check_alpha
@@ -42,15 +44,16 @@ from .matrix import (
     transfer_summary,
     transfer_table,
 )
-from .plot import ORDERS, plot_search, plot_transfer
-from .search import check_search, search_pools, search_pvalues, search_stability, search_summary
+from .plot import ORDERS, plot_transfer
+from .search import check_search, search_pvalues, search_summary
+from .search_page import SEARCH_CELL, search_section
 
 #: The writer named in the directory's manifest (``soak transfer`` writes there too).
 WRITER = "soak_dask's transfer report"
 _TITLE = "Which subsets transfer, and which to pool"
-#: How a banner names a cell of the matrix, and a train set of the search.
+#: How a banner names a cell of the matrix (``search_page.SEARCH_CELL``: a train set of the
+#: search).
 TRANSFER_CELL = "{learner} {train_subset} -> {test_subset}"
-SEARCH_CELL = "{learner} {train_set} on {test_subset}"
 # Attrs of a transfer matrix shown as they are, under these names.
 _WORDS = (("Data", "source"), ("Task", "task"), ("Label", "label"), ("Subsets", "subset"),
           ("Groups", "group"))  # fmt: skip
@@ -110,9 +113,11 @@ def write_transfer_report(
     Files: ``transfer_<measure>.png``/``.svg`` (``plot_transfer``), ``transfer_pvalues.csv``/
     ``.md`` (``transfer_pvalues``), ``transfer_mean.csv`` (mean over folds of every cell),
     ``transfer_estimates.csv`` (``transfer_summary``: fold mean ± SD, pooled estimate, fold
-    sizes), ``transfer_shift.csv`` (``shift_summary``); with ``search``: ``search.png``/``.svg``
-    (``plot_search``), ``search_pvalues.csv``/``.md``, ``search_pools.csv``,
-    ``search_stability.csv`` and ``search_estimates.csv`` (``search_summary``);
+    sizes), ``transfer_shift.csv`` (``shift_summary``); with ``search``, the files of its
+    section on its own page (``search_page.search_section``): ``search.png``/``.svg``
+    (``plot_search``), ``search_pvalues.csv``/``.md``, ``search_estimates.csv``
+    (``search_summary``), ``search_stability.csv``/``.md``, ``pool_per_fold.csv``/``.md`` and
+    ``search_pools.csv``;
     ``report.html``; the manifest (``soak_dask.io.outdir.MANIFEST``).
 
     Parameters
@@ -145,7 +150,7 @@ def write_transfer_report(
     files: list[str] = []
     sections = [_transfer_section(path, matrix, measure, order, alpha, files)]
     if search is not None:
-        sections.append(_search_section(path, search, alpha, files))
+        sections.append(section_html(path, search_section(search, alpha), files))
     files.append("report.html")
     anchors = ["transfer", *(["search"] if search is not None else [])]
     page = html_page(
@@ -198,8 +203,8 @@ def _transfer_section(
     shift = shift_summary(ds, measure)
     write_tables(path, "transfer_shift", shift, files, md=False)
     write_tables(path, "transfer_estimates", transfer_summary(ds, measure), files, md=False)
-    parts.append("<h3>Shift</h3>" + _items(shift_lines(shift)))
-    parts.append(_items(transfer_banners(ds, None, measure)))
+    parts.append("<h3>Shift</h3>" + bullets(shift_lines(shift)))
+    parts.append(bullets(transfer_banners(ds, None, measure)))
     columns = [
         "learner",
         "train_subset",
@@ -245,86 +250,6 @@ def _learner_part(
         "fold]:</p>"
         f'<div class="scroll">{html_table(pooled.reset_index(), "results")}</div>'
     )
-
-
-def _search_cost(ds: xr.Dataset) -> str:
-    """Each learner's inner fits, how they were made, and the search's seconds."""
-    return ", ".join(
-        f"{html.escape(str(n))}: {int(f):,} inner fits"
-        f"{' (sums of block statistics)' if o else ' (fitted from rows)'}, {s:.1f} s"
-        for n, f, o, s in zip(
-            ds["learner"].values,
-            ds["inner_fits"].values,
-            ds["one_pass"].values,
-            ds["search_seconds"].values,
-            strict=True,
-        )
-    )
-
-
-def _search_section(path: OutputDir, ds: xr.Dataset, alpha: float, files: list[str]) -> str:
-    measure = check_search(ds)
-    tests = search_pvalues(ds, alpha=alpha)
-    pools = search_pools(ds)
-    stability = search_stability(ds)
-    write_tables(path, "search_pvalues", tests, files)
-    write_tables(path, "search_pools", pools, files, md=False)
-    write_tables(path, "search_stability", stability, files, md=False)
-    figure = _figure(
-        path,
-        plot_search(ds, alpha=alpha),
-        "search",
-        files,
-        "greedy pools and their nested estimate",
-        "Share of outer folds whose chosen pool holds each train subset; beside each test "
-        f"subset, the nested {html.escape(measure)} of the search and its differences to same "
-        "and all with their paired t-test.",
-    )
-    shown = tests[
-        [
-            "learner",
-            "test_subset",
-            "compare",
-            "reference",
-            "reference_mean",
-            "compare_mean",
-            "mean_diff",
-            "ci_low",
-            "ci_high",
-            "p",
-            "verdict",
-        ]
-    ]
-    per_fold = pools.pivot(index=["learner", "test_subset"], columns="fold", values="pool")
-    per_fold.columns = [f"fold {k}" for k in per_fold.columns]
-    cost = _search_cost(ds)
-    estimates = search_summary(ds)
-    write_tables(path, "search_estimates", estimates, files, md=False)
-    banner = estimate_banner(estimates, SEARCH_CELL, measure)
-    return "\n".join(
-        [
-            f'<h2 id="search">Train-subset search: {html.escape(measure)}</h2>',
-            _items([banner] if banner else []),
-            f"<p>Greedy forward selection with threshold {ds.attrs.get('threshold')} (relative), "
-            f"pools of at most {ds.attrs.get('max_pool')} subsets. Cost: {cost}.</p>",
-            figure,
-            "<h3>Nested estimate against same and all</h3>",
-            f'<div class="scroll">{html_table(shown, "pvalues")}</div>',
-            "<h3>Fold mean &plusmn; SD and pooled estimate of each train set</h3>",
-            f'<div class="scroll">{html_table(estimates, "results")}</div>',
-            "<h3>Stability of the chosen pools across folds</h3>",
-            f'<div class="scroll">{html_table(stability, "results")}</div>',
-            "<h3>Chosen pool per outer fold</h3>",
-            f'<div class="scroll">{html_table(per_fold.reset_index(), "results")}</div>',
-        ]
-    )
-
-
-def _items(lines: list[str]) -> str:
-    """``lines`` as an HTML list, "" without any."""
-    if not lines:
-        return ""
-    return "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>"
 
 
 def _lede(matrix: xr.Dataset, search: xr.Dataset | None) -> str:
@@ -424,6 +349,15 @@ def transfer_text(
             lines += ["", *_search_lines(search, alpha)]
     lines += ["", *transfer_banners(matrix, search, measure)]
     return "\n".join(lines).rstrip()
+
+
+def search_text(search: xr.Dataset, alpha: float = 0.05) -> str:
+    """What ``soak report`` prints of a search store, as ``transfer_text`` prints a search
+    beside its matrix: the tests with their verdicts, each train set's fold mean beside its
+    pooled estimate, and the line saying where the two disagree."""
+    found = search_summary(search)
+    banner = estimate_banner(found, SEARCH_CELL, str(found["measure"].iloc[0]))
+    return "\n".join([*_search_lines(search, alpha), *(["", banner] if banner else [])])
 
 
 def _search_lines(search: xr.Dataset, alpha: float) -> list[str]:

@@ -1,7 +1,8 @@
 """The report page of a ``search_subsets`` result saved alone (``soak report`` of its store): the
-figure, the nested estimate against same and all, the stability of the pools and the pool of
-every fold, on the one page skeleton of ``soak_dask.results.pages``. (``soak transfer --search``
-puts the search beside its transfer matrix: ``soak_dask.pooling.report``.)
+figure, the nested estimate against same and all, each train set's fold mean beside its pooled
+estimate, the stability of the pools and the pool of every fold, on the one page skeleton of
+``soak_dask.results.pages``. ``soak transfer --search`` puts the same section
+(``search_section``) beside its transfer matrix (``soak_dask.pooling.report``).
 """
 
 from __future__ import annotations
@@ -10,13 +11,20 @@ import html
 
 import xarray as xr
 
-from ..results.html import code, estimators_row, settings_table, versions_row
+from ..results.estimates import estimate_banner
+from ..results.html import bullets, code, estimators_row, settings_table, versions_row
 from ..results.pages import Page, PageFigure, PageSection, PageTable
 from ..tables.spatial_record import made_from_coordinates
 from .plot import plot_search
-from .search import check_search, search_pools, search_pvalues, search_stability
+from .search import (
+    check_search,
+    search_pools,
+    search_pvalues,
+    search_stability,
+    search_summary,
+)
 
-__all__ = ["search_page"]
+__all__ = ["SEARCH_CELL", "search_page", "search_section"]
 
 _EXPLANATION = """
 <p>Each row of the data belongs to a <b>subset</b> and a <b>fold</b> 1..K (SOAK's folds). For
@@ -33,6 +41,8 @@ a paired t-test; <code>mean_diff</code> = compare &minus; reference.</li>
 fold to fold mean the gain is within the noise.</li>
 </ul>
 """
+#: How a line names a train set of the search whose fold mean and pooled estimate disagree.
+SEARCH_CELL = "{learner} {train_set} on {test_subset}"
 #: Columns of the tests shown in the page (the CSV keeps every column).
 _SHOWN = (
     "learner",
@@ -57,36 +67,52 @@ _KNOWN = frozenset(
 def search_page(ds: xr.Dataset) -> Page:
     """The report page of ``ds``, a ``search_subsets`` result (its tables computed here, its
     figure drawn when the page is written)."""
+    return Page(
+        str(ds.attrs.get("title", "train-subset search")),
+        _lede(ds),
+        _EXPLANATION,
+        (search_section(ds),),
+        _settings(ds),
+    )
+
+
+def search_section(ds: xr.Dataset, alpha: float = 0.05) -> PageSection:
+    """The section of a search's results, on its own page and in the transfer report
+    (``write_transfer_report``'s ``search``): the greedy pools and the nested estimate tested
+    against same and all at ``alpha``, each train set's fold mean ± SD beside its pooled
+    estimate (a line above says where they disagree), the pools' stability and the pool of
+    each outer fold."""
     measure = check_search(ds)
-    tests = search_pvalues(ds)
+    tests = search_pvalues(ds, alpha=alpha)
     pools = search_pools(ds)
+    estimates = search_summary(ds)
     per_fold = pools.pivot(index=["learner", "test_subset"], columns="fold", values="pool")
     per_fold.columns = [f"fold {k}" for k in per_fold.columns]
     figure = PageFigure(
         "search",
-        lambda: plot_search(ds),
+        lambda: plot_search(ds, alpha=alpha),
         "greedy pools and their nested estimate",
         "Share of outer folds whose chosen pool holds each train subset; beside each test "
         f"subset, the nested {html.escape(measure)} of the search and its differences to same "
         "and all with their paired t-test.",
     )
-    shown = tests[list(_SHOWN)]
+    banner = estimate_banner(estimates, SEARCH_CELL, measure)
     tables = (
-        PageTable("search_pvalues", "Nested estimate against same and all", tests, shown),
+        PageTable(
+            "search_pvalues", "Nested estimate against same and all", tests, tests[list(_SHOWN)]
+        ),
+        PageTable(
+            "search_estimates",
+            "Fold mean ± SD and pooled estimate of each train set",
+            estimates,
+            md=False,
+        ),
         PageTable("search_stability", "Stability of the chosen pools", search_stability(ds)),
         PageTable("pool_per_fold", "Chosen pool per outer fold", per_fold.reset_index()),
         PageTable("search_pools", "Show every pool with its scores", pools, md=False, folded=True),
     )
-    section = PageSection(
-        "search", f"Train-subset search: {measure}", _intro(ds), (figure,), tables
-    )
-    return Page(
-        str(ds.attrs.get("title", "train-subset search")),
-        _lede(ds),
-        _EXPLANATION,
-        (section,),
-        _settings(ds),
-    )
+    text = bullets([banner] if banner else []) + _intro(ds)
+    return PageSection("search", f"Train-subset search: {measure}", text, (figure,), tables)
 
 
 def _intro(ds: xr.Dataset) -> str:

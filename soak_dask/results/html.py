@@ -35,6 +35,7 @@ __all__ = [
     "REPORT_WRITER",
     "anchor_links",
     "attr_names",
+    "bullets",
     "cells_table",
     "code",
     "decimals",
@@ -329,6 +330,14 @@ def listed(items: Iterable[str], limit: int = 30) -> str:
     rest = ", ".join(items[limit:])
     more = f"<details><summary>and {len(items) - limit} more</summary>{rest}</details>"
     return f"{', '.join(items[:limit])} {more}"
+
+
+def bullets(lines: Iterable[str]) -> str:
+    """Plain-text ``lines`` as an HTML list, escaped; "" without any."""
+    lines = list(lines)
+    if not lines:
+        return ""
+    return "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in lines) + "</ul>"
 
 
 def code(value: Any) -> str:

@@ -42,6 +42,7 @@ __all__ = [
     "PageSection",
     "PageTable",
     "page_parts",
+    "section_html",
     "write_page",
     "write_parts",
     "write_result_page",
@@ -126,7 +127,7 @@ def page_parts(page: Page, out: Claims) -> PageParts:
     """``page``'s figures and tables written into ``out`` (``claim``); the page's parts, for
     ``write_parts`` or a section of a page of several outputs."""
     files: list[str] = []
-    body = "".join(_section_html(out, section, files) for section in page.sections)
+    body = "".join(section_html(out, section, files) for section in page.sections)
     return PageParts(
         html.escape(page.title),
         page.lede,
@@ -159,8 +160,10 @@ def write_result_page(
     return write_page(build(ds), od)
 
 
-def _section_html(od: Claims, section: PageSection, files: list[str]) -> str:
-    """One section's HTML; its figures and tables written into ``od``, named in ``files``."""
+def section_html(od: Claims, section: PageSection, files: list[str]) -> str:
+    """One section's HTML; its figures and tables written into ``od``, named in ``files``
+    (``page_parts``'s, and a section of a page written by hand: the transfer report's
+    search)."""
     parts = [f'<h2 id="{html.escape(section.anchor)}">{html.escape(section.heading)}</h2>']
     parts += [section.text] if section.text else []
     for figure in section.figures:

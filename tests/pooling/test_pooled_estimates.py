@@ -8,6 +8,8 @@ make tiny test folds of *Tree* pixels only, each as heavy in the mean as the fol
 
 from __future__ import annotations
 
+import html
+
 import dask
 import numpy as np
 import pandas as pd
@@ -177,6 +179,42 @@ def test_aztrees_fold_mean_and_pooled_estimate_of_se(aztrees_runs):
     searched = search_summary(found).set_index(["test_subset", "train_set"])
     assert searched.loc[("SE", "same"), "weighted_mean"] == pytest.approx(100 * 59 / 2432)
     assert round(searched.loc[("SE", "same"), "mean"], 1) == 70.6
+
+
+@pytest.mark.slow
+def test_the_search_s_own_page_and_the_transfer_report_show_its_pooled_estimates(
+    aztrees_runs, tmp_path
+):
+    """``soak report`` of a search store and ``soak transfer``'s report draw one search
+    section: each train set's fold mean beside its pooled estimate, and the line saying where
+    they disagree (SE's same: 70.6 against 2.43)."""
+    from soak_dask.pooling.kind import SEARCH_SUBSETS
+    from soak_dask.pooling.report import write_transfer_report
+    from soak_dask.pooling.search_page import SEARCH_CELL, search_page
+    from soak_dask.results.pages import write_page
+
+    matrix, found = aztrees_runs
+    banner = estimate_banner(search_summary(found), SEARCH_CELL, "error")
+    assert banner.startswith("NOTE error: fold mean and pooled")
+    pages = {
+        "own": write_page(search_page(found), tmp_path / "search"),
+        "transfer": write_transfer_report(matrix, tmp_path / "transfer", search=found),
+    }
+    written = {}
+    for name, page in pages.items():
+        text = page.read_text()
+        section = text[text.index('<h2 id="search">') :]
+        assert f"<li>{html.escape(banner)}</li>" in section, name
+        assert "Fold mean ± SD and pooled estimate of each train set" in section, name
+        estimates = pd.read_csv(page.parent / "search_estimates.csv")
+        same_se = estimates.query("train_set == 'same' and test_subset == 'SE'").iloc[0]
+        assert round(same_se["mean"], 1) == 70.6, name
+        assert same_se["weighted_mean"] == pytest.approx(100 * 59 / 2432), name
+        written[name] = {p.name for p in page.parent.glob("search*")} | {"pool_per_fold.csv"}
+    assert written["own"] == written["transfer"]
+    printed = SEARCH_SUBSETS.text(found)  # what soak report prints of the search store
+    assert printed.endswith(banner) and "fold mean ± SD and pooled estimate" in printed
+    assert "no evidence of a difference" in printed  # the verdicts, as transfer_text's
 
 
 def test_soak_run_prints_the_note_under_its_table():
