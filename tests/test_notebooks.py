@@ -247,6 +247,7 @@ assert s.loc[0.5, "cv_estimate_sd"] > 1.5 * s.loc[0.5, "test_score_sd"], s.loc[0
 r3 = s.round(3)
 assert r3.loc[0.5, ["cv_estimate_sd", "test_score_sd"]].tolist() == [0.056, 0.033]
 assert r3.loc[0.5, ["cv_estimate_mean", "test_score_mean"]].tolist() == [0.886, 0.934]
+assert r3.loc[0.5, "cv_pooled_mean"] == 0.916 and s.loc[0.5, "trials_estimates_differ"] == 6
 low = ds["cv_score"].sel(ratio=0.5) < 0.75
 assert int(low.sum()) == 6 and round(float(ds["cv_score"].sel(ratio=0.5).min()), 2) == 0.27
 assert float(ds["cv_n_test"].sel(ratio=0.5).where(low).max()) < 600

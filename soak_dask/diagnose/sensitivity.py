@@ -27,6 +27,7 @@ from sklearn.base import BaseEstimator
 
 from ..learn.builtin import resolve_learners
 from ..option_checks import checked
+from ..results.estimates import TRIAL_FOLD_MEAN_BASIS, estimate_banner, fold_estimates
 from ..run.entry import entry_point
 from ..run.run_design import run_on
 from ..run.session import result_attrs, start
@@ -373,7 +374,10 @@ def split_sensitivity_summary(ds: xr.Dataset) -> pd.DataFrame:
     good the model is, and it favours small ratios (a small train part fits worse models whose
     scores vary alike); so beside it, ``test_score_behind_best`` is how much worse the mean
     test score is than the best ratio's (in the measure's units, 0 for the best ratio, which
-    ``best_test_score`` marks).
+    ``best_test_score`` marks). After the CV estimates' mean and SD over trials,
+    ``cv_pooled_mean`` is the mean over trials of each trial's pooled CV estimate and
+    ``trials_estimates_differ`` counts the trials whose two estimates disagree
+    (``cv_estimates``).
     """
     names = ["ratio_used", *RATIO_STATISTICS, "recommended"]
     table = ds[names].to_dataframe().reset_index()
@@ -387,14 +391,51 @@ def split_sensitivity_summary(ds: xr.Dataset) -> pd.DataFrame:
     at = table.columns.get_loc("test_score_sd") + 1
     for offset, (name, values) in enumerate(level.items()):
         table.insert(at + offset, name, values)
+    pooled = cv_estimates(ds).groupby("ratio", sort=False)
+    at = table.columns.get_loc("cv_estimate_sd") + 1
+    table.insert(at, "cv_pooled_mean", pooled["weighted_mean"].mean().to_numpy())
+    table.insert(at + 1, "trials_estimates_differ", pooled["estimates_differ"].sum().to_numpy())
     return table
 
 
 def split_sensitivity_trials(ds: xr.Dataset) -> pd.DataFrame:
     """One row per (ratio, trial): the K fold scores (``fold_1``…), the CV estimate, SD and
-    prediction interval, the test score, ``consistent`` and the train/test rows."""
+    prediction interval, the pooled CV estimate with the fewest and most rows of a CV fold and
+    whether it disagrees with the CV estimate (``cv_estimates``), the test score,
+    ``consistent`` and the train/test rows."""
     wide = ds["cv_score"].to_dataframe()["cv_score"].unstack("fold")
     wide.columns = [f"fold_{k}" for k in wide.columns]
     names = ["cv_estimate", "cv_sd", "pi_low", "pi_high", "test_score", "consistent"]
     trials = ds[[*names, "n_train", "n_test"]].to_dataframe()
+    pooled = cv_estimates(ds).set_index(["ratio", "trial"])[list(POOLED_COLUMNS)]
+    at = trials.columns.get_loc("pi_high") + 1
+    trials = pd.concat(
+        [trials.iloc[:, :at], pooled.rename(columns=POOLED_COLUMNS), trials.iloc[:, at:]], axis=1
+    )
     return wide.join(trials).reset_index()
+
+
+#: ``cv_estimates``' columns a trial's row shows, under these names.
+POOLED_COLUMNS = {
+    "weighted_mean": "cv_pooled",
+    "n_test_min": "cv_n_test_min",
+    "n_test_max": "cv_n_test_max",
+    "estimates_differ": "cv_estimates_differ",
+}
+
+
+def cv_estimates(ds: xr.Dataset) -> pd.DataFrame:
+    """Each trial's CV estimate as the one estimate rule gives it (``results.estimates``): the
+    mean ± SD of its K fold scores beside the pooled estimate (every CV test row once) and
+    the fewest and most rows of a fold, one row per (ratio, trial). Grouped folds can be very
+    uneven, and then the two disagree (``estimates_differ``)."""
+    return fold_estimates(ds["cv_score"], ds["cv_n_test"], dim="fold")
+
+
+def sensitivity_banner(ds: xr.Dataset) -> str:
+    """The line saying in how many trials the CV estimate (the fold mean) and the pooled CV
+    estimate disagree, and what the statistics rest on; "" where every trial's agree."""
+    return estimate_banner(
+        cv_estimates(ds), "ratio {ratio:g} trial {trial}", ds.attrs["measure"],
+        TRIAL_FOLD_MEAN_BASIS,
+    )  # fmt: skip

@@ -12,7 +12,12 @@ import xarray as xr
 
 from ..results.html import attr_names, code, settings_table, versions_row
 from ..results.pages import Page, PageFigure, PageSection, PageTable
-from .sensitivity import RATIO_STATISTICS, split_sensitivity_summary, split_sensitivity_trials
+from .sensitivity import (
+    RATIO_STATISTICS,
+    sensitivity_banner,
+    split_sensitivity_summary,
+    split_sensitivity_trials,
+)
 from .sensitivity_plot import plot_split_sensitivity
 
 __all__ = ["caveat_text", "ratio_table", "sensitivity_text", "split_sensitivity_page"]
@@ -56,9 +61,10 @@ def caveat_text(summary: pd.DataFrame) -> str:
 
 
 def ratio_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """``split_sensitivity_summary``'s table as read: mean ± SD of the CV estimates and of the
-    test scores, how far behind the best ratio, the variance tests, the share of trials in
-    the interval, the correlation and the recommendation, formatted (the CSV keeps all)."""
+    """``split_sensitivity_summary``'s table as read: mean ± SD of the CV estimates, the mean
+    of the pooled CV estimates, mean ± SD of the test scores, how far behind the best ratio,
+    the variance tests, the share of trials in the interval, the correlation and the
+    recommendation, formatted (the CSV keeps all)."""
 
     def spread(name: str) -> pd.Series:
         mean, sd = summary[f"{name}_mean"], summary[f"{name}_sd"]
@@ -66,6 +72,7 @@ def ratio_table(summary: pd.DataFrame) -> pd.DataFrame:
 
     return summary[["ratio"]].assign(
         cv_estimate=spread("cv_estimate"),
+        cv_pooled=summary["cv_pooled_mean"].map("{:.4f}".format),
         test_score=spread("test_score"),
         behind_best=summary["test_score_behind_best"].map("{:.4f}".format),
         levene_p=summary["levene_p"].round(4),
@@ -112,7 +119,7 @@ def split_sensitivity_page(ds: xr.Dataset) -> Page:
         _EXPLANATION,
         sections,
         _settings(ds),
-        (_recommendation(ds, summary),),
+        (_recommendation(ds, summary), *filter(None, [html.escape(sensitivity_banner(ds))])),
     )
 
 
@@ -173,7 +180,8 @@ def sensitivity_text(ds: xr.Dataset) -> str:
         f"{ds.attrs['learner']}, {ds.attrs['measure']} (mean ± SD over {ds.sizes['trial']} "
         f"trials per ratio, {ds.attrs['n_folds']}-fold CV on each train part)"
     )
+    banner = sensitivity_banner(ds)
     return (
         f"{head}\n{ratio_table(table).to_string(index=False)}\nRecommended ratio(s): {chosen}\n"
-        f"{textwrap.fill(caveat_text(table), 100)}"
+        f"{textwrap.fill(caveat_text(table), 100)}" + (f"\n{banner}" if banner else "")
     )

@@ -25,6 +25,7 @@ __all__ = [
     "CELL_MEAN_BASIS",
     "ESTIMATE_COLUMNS",
     "FOLD_MEAN_BASIS",
+    "TRIAL_FOLD_MEAN_BASIS",
     "UNEVEN_RATIO",
     "UNTESTED_BASIS",
     "estimate_banner",
@@ -57,6 +58,12 @@ FOLD_MEAN_BASIS = (
 CELL_MEAN_BASIS = (
     "the verdicts rest on the mean over cells (the paired tests over cells test it; a row "
     "of a small cell counts more), the pooled estimate counts every test row once"
+)
+
+#: What split sensitivity's statistics rest on: a trial's CV estimate is the mean of its folds.
+TRIAL_FOLD_MEAN_BASIS = (
+    "the CV estimates, their tests and the recommendation rest on the fold mean (a row of a "
+    "small fold counts more), the pooled estimate counts every CV test row once"
 )
 
 #: What a note says where nothing is tested (plain K-fold CV).

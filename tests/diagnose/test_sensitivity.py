@@ -395,3 +395,30 @@ def test_summary_and_printout_give_the_test_score_level_beside_the_rule(result):
     as_loss = result.assign_attrs(measure="log_loss")
     flipped = split_sensitivity_summary(as_loss)
     np.testing.assert_allclose(flipped["test_score_behind_best"], means - means.min())
+
+
+def test_each_trial_s_cv_estimate_beside_its_pooled_estimate(result):
+    """The one estimate rule: a trial's CV estimate (the mean of its fold scores) beside its
+    pooled estimate (accuracy of every CV test row: the folds' accuracies weighted by their
+    rows), in the trials, the summary and, where they disagree, one line of the printout."""
+    from soak_dask.diagnose.sensitivity import sensitivity_banner
+    from soak_dask.diagnose.sensitivity_report import sensitivity_text
+
+    trials = split_sensitivity_trials(result).set_index(["ratio", "trial"])
+    scores, rows = result["cv_score"], result["cv_n_test"]
+    pooled = ((scores * rows).sum("fold") / rows.sum("fold")).to_series()
+    np.testing.assert_allclose(trials["cv_pooled"], pooled.loc[trials.index])
+    assert (trials["cv_n_test_min"] == rows.min("fold").to_series().loc[trials.index]).all()
+    summary = split_sensitivity_summary(result).set_index("ratio")
+    np.testing.assert_allclose(summary["cv_pooled_mean"], pooled.groupby("ratio").mean())
+    assert list(summary.columns).index("cv_pooled_mean") == (
+        list(summary.columns).index("cv_estimate_sd") + 1
+    )
+    # Folds made 10× apart in rows: every trial is flagged, and the printout ends with the line.
+    uneven = result.assign(cv_n_test=rows.copy(data=np.where(rows.fold == 1, 10, 1) * rows.values))
+    banner = sensitivity_banner(uneven)
+    assert banner.startswith("NOTE accuracy: fold mean and pooled estimate disagree")
+    assert f"in {TRIALS * len(RATIOS)} of {TRIALS * len(RATIOS)} cells" in banner
+    assert "the CV estimates, their tests and the recommendation rest on the fold mean" in banner
+    assert sensitivity_text(uneven).endswith(banner)
+    assert split_sensitivity_summary(uneven)["trials_estimates_differ"].tolist() == [TRIALS] * 2
