@@ -11,7 +11,7 @@ from dask.delayed import Delayed, tokenize
 from dask.utils import funcname
 from distributed import Future
 
-__all__ = ["list_call", "tree_reduce"]
+__all__ = ["Plain", "is_lazy", "list_call", "tree_reduce"]
 
 
 def list_call(func: Callable[..., Any], items: list[Any], *args: Any, **delayed_kwargs: Any) -> Any:
@@ -32,11 +32,11 @@ def list_call(func: Callable[..., Any], items: list[Any], *args: Any, **delayed_
     key = delayed_kwargs.pop("dask_key_name", None)
     pure = delayed_kwargs.get("pure")  # impure (the default): a unique key, as dask makes one
     key = key or f"{funcname(func)}-{tokenize(func, *items, *args, pure=pure)}"
-    lazy = [is_lazy(a) for a in args]
-    plain = Plain(tuple(None if is_lazy else a for a, is_lazy in zip(args, lazy, strict=True)))
-    values = [a for a, is_lazy in zip(args, lazy, strict=True) if is_lazy]
+    lazy = tuple(is_lazy(a) for a in args)
+    plain = Plain(tuple(None if later else a for a, later in zip(args, lazy, strict=True)))
+    values = [a for a, later in zip(args, lazy, strict=True) if later]
     call = dask.delayed(_listed, **delayed_kwargs)
-    return call(func, plain, tuple(lazy), len(items), *items, *values, dask_key_name=key)
+    return call(func, plain, lazy, len(items), *items, *values, dask_key_name=key)
 
 
 def is_lazy(value: Any) -> bool:
@@ -60,7 +60,7 @@ def _listed(
     """`func` of the first `n` values as a list, and of the arguments: ``plain``'s, with the
     other values where ``lazy`` is True."""
     computed = iter(values[n:])
-    args = [next(computed) if is_lazy else a for a, is_lazy in zip(plain.values, lazy, strict=True)]
+    args = [next(computed) if later else a for a, later in zip(plain.values, lazy, strict=True)]
     return func(list(values[:n]), *args)
 
 

@@ -391,10 +391,15 @@ def split_sensitivity_summary(ds: xr.Dataset) -> pd.DataFrame:
     at = table.columns.get_loc("test_score_sd") + 1
     for offset, (name, values) in enumerate(level.items()):
         table.insert(at + offset, name, values)
-    pooled = cv_estimates(ds).groupby("ratio", sort=False)
+    # Over the trials the other statistics use: a CV estimate and a test score, no failed fit.
+    used = (np.isfinite(ds["cv_estimate"]) & np.isfinite(ds["test_score"])).to_series()
+    estimates = cv_estimates(ds).set_index(["ratio", "trial"])
+    pooled = estimates[used.reindex(estimates.index).to_numpy()].groupby("ratio")
     at = table.columns.get_loc("cv_estimate_sd") + 1
-    table.insert(at, "cv_pooled_mean", pooled["weighted_mean"].mean().to_numpy())
-    table.insert(at + 1, "trials_estimates_differ", pooled["estimates_differ"].sum().to_numpy())
+    by_ratio = table["ratio"].to_numpy()
+    table.insert(at, "cv_pooled_mean", pooled["weighted_mean"].mean().reindex(by_ratio).values)
+    differ = pooled["estimates_differ"].sum().reindex(by_ratio, fill_value=0)
+    table.insert(at + 1, "trials_estimates_differ", differ.to_numpy(np.int64))
     return table
 
 

@@ -414,6 +414,12 @@ def test_each_trial_s_cv_estimate_beside_its_pooled_estimate(result):
     assert list(summary.columns).index("cv_pooled_mean") == (
         list(summary.columns).index("cv_estimate_sd") + 1
     )
+    # A trial without a test score (a failed fit) is left out, as from the other statistics.
+    broken = result.copy(deep=True)
+    broken["test_score"][0, 0] = np.nan
+    first = (result["ratio"].values[0], result["trial"].values[0])
+    expected = pooled.drop(first).groupby("ratio").mean()
+    np.testing.assert_allclose(split_sensitivity_summary(broken)["cv_pooled_mean"], expected)
     # Folds made 10× apart in rows: every trial is flagged, and the printout ends with the line.
     uneven = result.assign(cv_n_test=rows.copy(data=np.where(rows.fold == 1, 10, 1) * rows.values))
     banner = sensitivity_banner(uneven)
