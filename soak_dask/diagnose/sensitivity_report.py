@@ -108,8 +108,10 @@ def split_sensitivity_page(ds: xr.Dataset) -> Page:
         PageSection(
             "trials",
             "Every trial",
-            "<p>The K fold scores, the CV estimate and its prediction interval, the test score "
-            "and whether it lies in the interval, per ratio and trial.</p>",
+            "<p>The K fold scores, the CV estimate (their mean) and its prediction interval, "
+            "the pooled CV estimate (every CV test row once) with the fewest and most rows of "
+            "a fold, the test score and whether it lies in the interval, per ratio and "
+            "trial.</p>",
             tables=(PageTable("trials", f"Show the {len(trials)} trials", trials, folded=True),),
         ),
     )
