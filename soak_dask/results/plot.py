@@ -44,6 +44,7 @@ from ..schema import (
 )
 from .stats import no_tests_reason, pvalues, validate_evaluation, validate_results
 from .store import from_dataframe
+from .summaries import fold_stats
 
 __all__ = [
     "COLORS",
@@ -65,6 +66,8 @@ __all__ = [
 
 #: Colour of each train type (Okabe-Ito palette, readable by colour-blind readers).
 COLORS: dict[str, str] = {"same": "#000000", "other": "#D55E00", "all": "#0072B2"}
+#: The pooled estimate's mark in ``plot_soak``: a tick in a colour no train type has.
+POOLED_MARK: dict[str, Any] = {"ls": "none", "marker": "|", "ms": 10, "mew": 2, "color": "#009E73"}
 
 #: Panel orders of plot_soak.
 ORDERS: tuple[str, ...] = ("name", "effect")
@@ -212,55 +215,21 @@ def _subset_order(subsets: list[str], tests: pd.DataFrame, order: str) -> list[s
 def _draw_panel(
     ax: Axes,
     values: np.ndarray,
+    sizes: np.ndarray | None,
     train_types: list[str],
     texts: dict[str, str],
     title: str,
     measure: str,
 ) -> None:
-    """One test subset: per train type (a row, same on top) fold dots and mean ± SD.
+    """One test subset: per train type (a row, same on top) fold dots, mean ± SD and the
+    pooled estimate.
 
-    `values` is (fold, train_type); `texts` maps a compare train type to its test's text.
-    Dots sit just above the row's line, mean ± SD (clipped to the measure's range) on it and
-    the text just under it, so the three never overlap.
+    `values` and `sizes` (test rows; None: no pooled mark) are (fold, train_type); `texts`
+    maps a compare train type to its test's text.
     """
     for row, train_type in enumerate(train_types):
-        color = COLORS.get(train_type, "#555555")
-        folds = values[:, row]
-        bar = mean_sd_bar(folds, measure)
-        ax.plot(
-            folds,
-            np.full(folds.shape, row - 0.22),
-            "o",
-            ms=4,
-            mfc="none",
-            mew=1,
-            color=color,
-            gid=f"folds:{train_type}",
-        )
-        if bar is not None:
-            ax.plot(
-                bar,
-                [row] * 3,
-                "-",
-                lw=2,
-                color=color,
-                marker="D",
-                ms=4,
-                markevery=[1],
-                gid=f"mean_sd:{train_type}",
-            )
-        if train_type in texts:
-            ax.text(
-                0.02,
-                row + 0.3,
-                texts[train_type],
-                transform=ax.get_yaxis_transform(),
-                fontsize=7,
-                va="center",
-                ha="left",
-                color=color,
-                gid=f"pvalue:{train_type}",
-            )
+        rows = None if sizes is None else sizes[:, row]
+        _draw_row(ax, row, train_type, values[:, row], rows, texts.get(train_type), measure)
     ax.set_title(title, fontsize=9, pad=3, y=1.0)  # a fixed y skips costly auto-placement
     ax.grid(axis="x", color="#dddddd", lw=0.6)
     ax.set_axisbelow(True)
@@ -268,11 +237,39 @@ def _draw_panel(
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
 
 
+def _draw_row(
+    ax: Axes,
+    row: int,
+    train_type: str,
+    folds: np.ndarray,
+    sizes: np.ndarray | None,
+    text: str | None,
+    measure: str,
+) -> None:
+    """One train type's row of a panel. Dots sit just above the row's line, mean ± SD (clipped
+    to the measure's range) and the pooled estimate (``summaries.fold_stats``: every test row
+    once, a green tick) on it and the text just under it, so they never overlap."""
+    color = COLORS.get(train_type, "#555555")
+    y = np.full(folds.shape, row - 0.22)
+    ax.plot(folds, y, "o", ms=4, mfc="none", mew=1, color=color, gid=f"folds:{train_type}")
+    bar = mean_sd_bar(folds, measure)
+    if bar is not None:
+        ax.plot(bar, [row] * 3, "-", lw=2, color=color, marker="D", ms=4, markevery=[1],
+                gid=f"mean_sd:{train_type}")  # fmt: skip
+    pooled = np.nan if sizes is None else fold_stats(folds, sizes)[3]
+    if np.isfinite(pooled):
+        ax.plot([pooled], [row], **POOLED_MARK, gid=f"pooled:{train_type}")
+    if text is not None:
+        ax.text(0.02, row + 0.3, text, transform=ax.get_yaxis_transform(), fontsize=7,
+                va="center", ha="left", color=color, gid=f"pvalue:{train_type}")  # fmt: skip
+
+
 def _learner_block(
     fig: Figure,
     top: float,
     learner: str,
     values: xr.DataArray,
+    sizes: xr.DataArray | None,
     tests: pd.DataFrame,
     subsets: list[str],
     ncols: int,
@@ -296,9 +293,11 @@ def _learner_block(
         ax.set_gid(f"panel:{learner}:{subset}")  # names the panel, also as an SVG element id
         # Tick labels under every panel: in a tall grid the reader should not count rows.
         ax.xaxis.set_tick_params(labelbottom=True)
+        cell = {"test_subset": subset}
         _draw_panel(
             ax,
-            values.sel(test_subset=subset).transpose("fold", "train_type").values,
+            values.sel(cell).transpose("fold", "train_type").values,
+            None if sizes is None else sizes.sel(cell).transpose("fold", "train_type").values,
             train_types,
             texts[subset],
             f"test subset {subset}",
@@ -354,12 +353,15 @@ def _panel_grid(
     return grid.subplots(sharex=True, sharey=True, squeeze=False), grid_bottom
 
 
-def _legend_handles(tests: bool) -> list[Line2D]:
-    """Legend entries of plot_soak; the text entry only when there are tests to write."""
+def _legend_handles(tests: bool, pooled: bool) -> list[Line2D]:
+    """Legend entries of plot_soak; the text entry only when there are tests to write, the
+    pooled estimate's only when the results have each fold's test rows."""
     handles = [
         Line2D([], [], ls="none", marker="o", mfc="none", color="#555555", label="one test fold"),
         Line2D([], [], ls="-", lw=2, marker="D", ms=4, color="#555555", label="mean ± SD"),
     ]
+    if pooled:
+        handles.append(Line2D([], [], **POOLED_MARK, label="pooled (every test row once)"))
     if tests:
         handles.append(Line2D([], [], ls="none", label="text: mean difference, paired t-test p"))
     return handles
@@ -397,7 +399,9 @@ def plot_soak(
 
     Per learner, a block of panels (wrapped into rows of at most `ncols`), one per test subset.
     In a panel each train type is a row (same on top): hollow dots are the folds' scores, the
-    diamond and bar their mean ± SD (clipped to the measure's range, `MEASURE_RANGES`), and
+    diamond and bar their mean ± SD (clipped to the measure's range, `MEASURE_RANGES`), the
+    green tick the pooled estimate (each fold weighted by its test rows: every test row once,
+    ``summary``'s ``weighted_mean``; where the two are far apart, small folds sway the mean), and
     the text under the other and all rows gives the mean difference to same and the
     two-sided paired t-test p over folds (``soak_dask.results.stats.pvalues``). Panels of one
     learner share their x axis. Results with nothing to compare (plain K-fold CV) get no text; see
@@ -440,12 +444,14 @@ def plot_soak(
     subsets = [str(s) for s in ds["test_subset"].values]
     ncols = _panel_columns(ncols, len(subsets), 5)
     tests = _tests(ds, measure)
-    handles = _legend_handles(not tests.empty)
+    sizes = ds["n_test"] if "n_test" in ds.data_vars else None
+    handles = _legend_handles(not tests.empty, sizes is not None)
     figsize = _soak_figsize(len(chosen), len(subsets), ncols, ds.sizes["train_type"], len(handles))
     fig = plt.figure(figsize=figsize)
-    values = ds[measure].assign_coords(
-        learner=[str(v) for v in ds["learner"].values], test_subset=subsets
-    )
+    names = {"learner": [str(v) for v in ds["learner"].values], "test_subset": subsets}
+    values = ds[measure].assign_coords(names)
+    if sizes is not None:
+        sizes = sizes.broadcast_like(ds[measure]).assign_coords(names)
     xlabel = _measure_label(ds, measure)
     top = _legend_height(figsize[0], len(handles))
     for learner in chosen:
@@ -455,6 +461,7 @@ def plot_soak(
             top,
             learner,
             values.sel(learner=learner),
+            None if sizes is None else sizes.sel(learner=learner),
             learner_tests,
             _subset_order(subsets, learner_tests, order),
             ncols,

@@ -127,6 +127,27 @@ def test_soak_figure_dots_are_the_fold_values(small_run):
     assert fl.get_xlim() != lg.get_xlim()
 
 
+def test_soak_figure_marks_the_pooled_estimate_beside_the_fold_mean():
+    """Each row's green tick is ``summary``'s pooled estimate (the folds weighted by their
+    test rows), far from the fold mean where one small fold scores apart; the legend names
+    it; results without test rows get no tick."""
+    ds = results_from({"lr": {"A": 5.0}}, n_folds=3)
+    ds = ds.assign(n_test=xr.full_like(ds["error"], 100).where(ds["fold"] != 1, 5))
+    ds["error"].loc[{"fold": 1, "train_type": "same"}] = 90.0  # a 5-row fold far from the rest
+    fig = plot_soak(ds, "error")
+    ax = panels(fig)["lr", "A"]
+    table = sd.summary(ds, ["error"]).set_index("train_type")
+    for tt in ("same", "other", "all"):
+        tick = by_gid(ax, f"pooled:{tt}")
+        np.testing.assert_allclose(tick.get_xdata(), [table.loc[tt, "weighted_mean"]])
+    same = table.loc["same"]
+    assert same["mean"] - same["weighted_mean"] > 20  # the tick stands apart from the diamond
+    assert "pooled (every test row once)" in [t.get_text() for t in fig.legends[0].texts]
+    bare = plot_soak(ds.drop_vars("n_test"), "error")
+    assert not [ln for ln in panels(bare)["lr", "A"].lines if ln.get_gid().startswith("pooled")]
+    assert "pooled (every test row once)" not in [t.get_text() for t in bare.legends[0].texts]
+
+
 def test_soak_figure_texts_are_the_pvalues(small_run):
     fig = plot_soak(small_run, "error")
     tests = small_run.soak.pvalues("error").set_index(["learner", "test_subset", "compare"])
