@@ -256,12 +256,27 @@ def _draw_row(
     if bar is not None:
         ax.plot(bar, [row] * 3, "-", lw=2, color=color, marker="D", ms=4, markevery=[1],
                 gid=f"mean_sd:{train_type}")  # fmt: skip
-    pooled = np.nan if sizes is None else fold_stats(folds, sizes)[3]
-    if np.isfinite(pooled):
-        ax.plot([pooled], [row], **POOLED_MARK, gid=f"pooled:{train_type}")
+    _pooled_tick(ax, folds, sizes, row, f"pooled:{train_type}")
     if text is not None:
         ax.text(0.02, row + 0.3, text, transform=ax.get_yaxis_transform(), fontsize=7,
                 va="center", ha="left", color=color, gid=f"pvalue:{train_type}")  # fmt: skip
+
+
+def _pooled_tick(
+    ax: Axes, values: np.ndarray, sizes: np.ndarray | None, y: float, gid: str
+) -> None:
+    """The pooled estimate of ``values`` (``summaries.fold_stats``: each weighted by its test
+    rows ``sizes``, every test row once) as a tick at height ``y``; none without sizes."""
+    if sizes is None:
+        return
+    pooled = fold_stats(np.asarray(values, np.float64), np.asarray(sizes, np.float64))[3]
+    if np.isfinite(pooled):
+        ax.plot([pooled], [y], **POOLED_MARK, gid=gid)
+
+
+def _pooled_handle() -> Line2D:
+    """The legend entry of the pooled estimate's tick."""
+    return Line2D([], [], **POOLED_MARK, label="pooled (every test row once)")
 
 
 def _learner_block(
@@ -361,7 +376,7 @@ def _legend_handles(tests: bool, pooled: bool) -> list[Line2D]:
         Line2D([], [], ls="-", lw=2, marker="D", ms=4, color="#555555", label="mean ± SD"),
     ]
     if pooled:
-        handles.append(Line2D([], [], **POOLED_MARK, label="pooled (every test row once)"))
+        handles.append(_pooled_handle())
     if tests:
         handles.append(Line2D([], [], ls="none", label="text: mean difference, paired t-test p"))
     return handles
@@ -444,14 +459,10 @@ def plot_soak(
     subsets = [str(s) for s in ds["test_subset"].values]
     ncols = _panel_columns(ncols, len(subsets), 5)
     tests = _tests(ds, measure)
-    sizes = ds["n_test"] if "n_test" in ds.data_vars else None
+    values, sizes = _values_and_sizes(ds, measure, subsets)
     handles = _legend_handles(not tests.empty, sizes is not None)
     figsize = _soak_figsize(len(chosen), len(subsets), ncols, ds.sizes["train_type"], len(handles))
     fig = plt.figure(figsize=figsize)
-    names = {"learner": [str(v) for v in ds["learner"].values], "test_subset": subsets}
-    values = ds[measure].assign_coords(names)
-    if sizes is not None:
-        sizes = sizes.broadcast_like(ds[measure]).assign_coords(names)
     xlabel = _measure_label(ds, measure)
     top = _legend_height(figsize[0], len(handles))
     for learner in chosen:
@@ -476,6 +487,18 @@ def plot_soak(
         fontsize=8,
     )
     return fig
+
+
+def _values_and_sizes(
+    ds: xr.Dataset, measure: str, subsets: list[str]
+) -> tuple[xr.DataArray, xr.DataArray | None]:
+    """`measure` and each of its folds' test rows (None without ``n_test``), learners and
+    test subsets named by str."""
+    names = {"learner": [str(v) for v in ds["learner"].values], "test_subset": subsets}
+    values = ds[measure].assign_coords(names)
+    if "n_test" not in ds.data_vars:
+        return values, None
+    return values, ds["n_test"].broadcast_like(ds[measure]).assign_coords(names)
 
 
 def _tests(ds: xr.Dataset, measure: str) -> pd.DataFrame:
@@ -558,13 +581,12 @@ def plot_learners(
         squeeze=False,
         layout="constrained",
     )
-    values = ds[measure].assign_coords(
-        learner=[str(v) for v in ds["learner"].values], test_subset=subsets
-    )
+    values, sizes = _values_and_sizes(ds, measure, subsets)
     plain = bool(no_tests_reason(ds)) and len(subsets) == 1
     for ax, subset in zip(axes.flat, subsets, strict=False):
         ax.set_gid(f"learners:{subset}")
-        _draw_learners(ax, values.sel(test_subset=subset), chosen, train_types, measure)
+        rows = None if sizes is None else sizes.sel(test_subset=subset)
+        _draw_learners(ax, values.sel(test_subset=subset), rows, chosen, train_types, measure)
         title = f"plain K-fold CV, {ds.sizes['fold']} folds" if plain else f"test subset {subset}"
         ax.set_title(title, fontsize=9)
         ax.xaxis.set_tick_params(labelbottom=True)  # under every panel of a wrapped grid
@@ -576,6 +598,7 @@ def plot_learners(
     handles = [
         Line2D([], [], ls="none", marker="o", mfc="none", color="#555555", label="one test fold"),
         Line2D([], [], lw=2, marker="D", ms=4, color="#555555", label="mean ± SD over folds"),
+        *([_pooled_handle()] if sizes is not None else []),
     ]
     if not plain:
         handles += [
@@ -593,14 +616,23 @@ def plot_learners(
 
 
 def _draw_learners(
-    ax: Axes, values: xr.DataArray, learners: list[str], train_types: list[str], measure: str
+    ax: Axes,
+    values: xr.DataArray,
+    sizes: xr.DataArray | None,
+    learners: list[str],
+    train_types: list[str],
+    measure: str,
 ) -> None:
-    """One test subset of plot_learners: learner i at y = i, its train types just around it."""
+    """One test subset of plot_learners: learner i at y = i, its train types just around it
+    (`sizes`: test rows, for the pooled estimate's tick)."""
     step = 0.8 / len(train_types)
     for i, learner in enumerate(learners):
         for j, train_type in enumerate(train_types):
             y = i + (j - (len(train_types) - 1) / 2) * step
-            folds = values.sel(learner=learner, train_type=train_type).values
+            cell = {"learner": learner, "train_type": train_type}
+            folds = values.sel(cell).values
+            rows = None if sizes is None else sizes.sel(cell).values
+            _pooled_tick(ax, folds, rows, y, f"pooled:{learner}:{train_type}")
             color = COLORS.get(train_type, "#555555")
             ax.plot(
                 folds,
@@ -701,6 +733,9 @@ def plot_evaluation(ds: xr.Dataset, measure: str = "error") -> Figure:
     base = _base_measure(measure)
     learners = [str(v) for v in ds["learner"].values]
     values = ds[measure].transpose("learner", "repeat", "fold").values.reshape(len(learners), -1)
+    # The pooled estimate of a measure averaged over rows (not of .632 estimates).
+    pooled = measure == base and "n_test" in ds.data_vars
+    sizes = _cell_rows(ds, measure) if pooled else None
     test = f"test_{measure}"
     interval = ds[test].sel(interval=["estimate", "low", "high"]) if test in ds else None
     rows = 2 if interval is not None else 1
@@ -712,6 +747,8 @@ def plot_evaluation(ds: xr.Dataset, measure: str = "error") -> Figure:
     for i, learner in enumerate(learners):
         cells = values[i][np.isfinite(values[i])]
         y = i - offset
+        if sizes is not None:
+            _pooled_tick(ax, values[i], sizes[i], y, f"pooled:{learner}")
         ax.plot(
             cells, np.full(cells.shape, y), "o", ms=3, mfc="none", mew=0.7, alpha=0.6,
             color="#000000", gid=f"cells:{learner}",
@@ -735,13 +772,22 @@ def plot_evaluation(ds: xr.Dataset, measure: str = "error") -> Figure:
     ax.set_axisbelow(True)
     ax.tick_params(labelsize=8)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=6))
-    _label_evaluation(fig, ax, ds, measure, interval is not None)
+    _label_evaluation(fig, ax, ds, measure, interval is not None, pooled)
     return fig
 
 
-def _label_evaluation(fig: Figure, ax: Axes, ds: xr.Dataset, measure: str, test: bool) -> None:
+def _cell_rows(ds: xr.Dataset, measure: str) -> np.ndarray:
+    """Test rows of each (repeat, fold) cell of each learner, as ``plot_evaluation`` lays out
+    `measure`'s values."""
+    rows = ds["n_test"].broadcast_like(ds[measure]).transpose("learner", "repeat", "fold")
+    return rows.values.reshape(ds.sizes["learner"], -1)
+
+
+def _label_evaluation(
+    fig: Figure, ax: Axes, ds: xr.Dataset, measure: str, test: bool, pooled: bool
+) -> None:
     """Title (the outer design), x label and legend of ``plot_evaluation``'s figure; ``test``:
-    the figure shows a test split."""
+    the figure shows a test split; ``pooled``: the pooled estimates' ticks."""
     base = _base_measure(measure)
     a = ds.attrs
     outer = str(a.get("outer", ""))
@@ -759,6 +805,7 @@ def _label_evaluation(fig: Figure, ax: Axes, ds: xr.Dataset, measure: str, test:
     handles = [
         Line2D([], [], ls="none", marker="o", mfc="none", color="#555555", label=one),
         Line2D([], [], lw=2, marker="D", ms=4, color="#000000", label="mean ± SD"),
+        *([_pooled_handle()] if pooled else []),
     ]
     if test:
         split = "test split, 95 % interval"

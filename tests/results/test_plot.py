@@ -28,7 +28,7 @@ from soak_dask.results.plot import (  # noqa: E402
 )
 from soak_dask.tables.generated import make_pixel_table  # noqa: E402
 
-from ..conftest import shared_file  # noqa: E402
+from ..conftest import shared_file, toy_table  # noqa: E402
 
 P_TEXT = re.compile(r"^(other|all)\u2212same (\S+), p(=|<)(\S+)$")
 
@@ -146,6 +146,32 @@ def test_soak_figure_marks_the_pooled_estimate_beside_the_fold_mean():
     bare = plot_soak(ds.drop_vars("n_test"), "error")
     assert not [ln for ln in panels(bare)["lr", "A"].lines if ln.get_gid().startswith("pooled")]
     assert "pooled (every test row once)" not in [t.get_text() for t in bare.legends[0].texts]
+
+
+def test_learner_and_evaluation_figures_mark_the_pooled_estimate():
+    """``plot_learners`` and ``plot_evaluation`` draw the same tick as ``plot_soak``: each
+    learner's pooled estimate, ``summary``'s and ``evaluation_summary``'s ``weighted_mean``."""
+    from soak_dask.results.plot import plot_evaluation
+    from soak_dask.results.summaries import evaluation_summary
+
+    ds = results_from({"lr": {"A": 5.0}, "rf": {"A": 1.0}}, n_folds=3)
+    ds = ds.assign(n_test=xr.full_like(ds["error"], 100).where(ds["fold"] != 2, 7))
+    ax = plot_learners(ds, "error").axes[0]
+    table = sd.summary(ds, ["error"]).set_index(["learner", "train_type"])
+    for (learner, tt), row in table.iterrows():
+        tick = by_gid(ax, f"pooled:{learner}:{tt}")
+        np.testing.assert_allclose(tick.get_xdata(), [row["weighted_mean"]])
+    table = sd.load_table(toy_table(240, n_subsets=1, seed=2), label="y")
+    res = sd.evaluate(
+        table, ["featureless", "lda"], outer="cv", outer_folds=3, measures=["error", "auc"],
+        options=sd.RunOptions(progress=False),
+    )  # fmt: skip
+    fig = plot_evaluation(res, "error")
+    summary = evaluation_summary(res, ["error"]).set_index("learner")
+    for learner in ("featureless", "lda"):
+        tick = by_gid(fig.axes[0], f"pooled:{learner}")
+        np.testing.assert_allclose(tick.get_xdata(), [summary.loc[learner, "weighted_mean"]])
+    assert "pooled (every test row once)" in [t.get_text() for t in fig.legends[0].texts]
 
 
 def test_soak_figure_texts_are_the_pvalues(small_run):
