@@ -442,5 +442,5 @@ def sensitivity_banner(ds: xr.Dataset) -> str:
     estimate disagree, and what the statistics rest on; "" where every trial's agree."""
     return estimate_banner(
         cv_estimates(ds), "ratio {ratio:g} trial {trial}", ds.attrs["measure"],
-        TRIAL_FOLD_MEAN_BASIS,
+        TRIAL_FOLD_MEAN_BASIS, unit="trials",
     )  # fmt: skip

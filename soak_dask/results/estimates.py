@@ -149,6 +149,7 @@ def estimate_banner(
     measure: str,
     basis: str = FOLD_MEAN_BASIS,
     table_name: str = "",
+    unit: str = "cells",
 ) -> str:
     """One line for a table of `fold_estimates`: how many cells have a fold mean and pooled
     estimate that disagree, the cell where they differ most, and which estimate the verdicts
@@ -168,6 +169,8 @@ def estimate_banner(
     table_name : str
         The table's name, said after the measure where a page or printout has two tables
         (``"transfer matrix"``, ``"search"``).
+    unit : str
+        What a row of `table` is, in the plural (split sensitivity's rows are trials).
     """
     flagged = table[table["estimates_differ"]]
     if flagged.empty:
@@ -179,7 +182,7 @@ def estimate_banner(
         f"NOTE {measure}{f' ({table_name})' if table_name else ''}: fold mean and pooled "
         "estimate disagree (by more than the fold SD, or "
         f"test folds over {UNEVEN_RATIO:g}× apart in rows) in {len(flagged)} of {len(table)} "
-        f"cells; most at {name}: fold mean {worst['mean']:.3g} ± {worst['sd']:.3g}, pooled "
+        f"{unit}; most at {name}: fold mean {worst['mean']:.3g} ± {worst['sd']:.3g}, pooled "
         f"{worst['weighted_mean']:.3g}, test folds of {_rows(worst['n_test_min'])} to "
         f"{_rows(worst['n_test_max'])} rows; {basis}"
     )

@@ -424,7 +424,7 @@ def test_each_trial_s_cv_estimate_beside_its_pooled_estimate(result):
     uneven = result.assign(cv_n_test=rows.copy(data=np.where(rows.fold == 1, 10, 1) * rows.values))
     banner = sensitivity_banner(uneven)
     assert banner.startswith("NOTE accuracy: fold mean and pooled estimate disagree")
-    assert f"in {TRIALS * len(RATIOS)} of {TRIALS * len(RATIOS)} cells" in banner
+    assert f"in {TRIALS * len(RATIOS)} of {TRIALS * len(RATIOS)} trials" in banner
     assert "the CV estimates, their tests and the recommendation rest on the fold mean" in banner
     assert sensitivity_text(uneven).endswith(banner)
     assert split_sensitivity_summary(uneven)["trials_estimates_differ"].tolist() == [TRIALS] * 2
