@@ -39,7 +39,7 @@ from ..results.verdicts import MARKS
 from ..schema import LOWER_IS_BETTER
 from ..settings import check_alpha
 from ..split.search import TRAIN_SETS
-from .matrix import check_transfer, cluster_subsets, transfer_pvalues
+from .matrix import check_transfer, cluster_subsets, transfer_pvalues, transfer_summary
 from .search import check_search, search_pvalues
 
 #: Subset orders of ``plot_transfer``.
@@ -100,6 +100,8 @@ def plot_transfer(
     alpha = check_alpha(alpha)
     names = _learners(ds, learners)
     tests = transfer_pvalues(ds, measure, alpha=alpha)
+    # Each cell's pooled estimate, written under its mean where the two disagree.
+    tests = tests.merge(transfer_summary(ds, measure)[[*_CELL_KEYS, *_POOLED]], on=_CELL_KEYS)
     n = ds.sizes["test_subset"]
     side = max(2.2, _CELL * n)
     fig = plt.figure(
@@ -123,9 +125,15 @@ def plot_transfer(
         fig,
         f"Train on one subset (rows), test on each (columns): mean {measure} over {k} folds\n"
         f"{MARKS['worse']} / {MARKS['better']}: significantly worse / better than the test "
-        f"subset's own model (paired t-test over folds, p < {alpha:g})",
+        f"subset's own model (paired t-test over folds, p < {alpha:g}); (pooled …): every test "
+        "row once, where it disagrees with the fold mean",
     )
     return fig
+
+
+#: The keys of a transfer cell, and the columns of ``transfer_summary`` a cell's text reads.
+_CELL_KEYS = ["learner", "train_subset", "test_subset"]
+_POOLED = ["weighted_mean", "estimates_differ"]
 
 
 def _order_learner(means: xr.DataArray, measure: str) -> str:
@@ -205,7 +213,8 @@ def _dendrogram(ax: Axes, tree: np.ndarray | None, note: str = "") -> None:
 def _cell_texts(
     ax: Axes, values: np.ndarray, tests: pd.DataFrame, subsets: list[str], mesh
 ) -> None:
-    """Each cell's mean and its verdict mark; the diagonal boxed."""
+    """Each cell's mean, its verdict mark and, where they disagree, its pooled estimate; the
+    diagonal boxed."""
     n = len(subsets)
     size = 8 if n <= 6 else max(5, 48 / n)
     for i, t in enumerate(subsets):
@@ -217,6 +226,8 @@ def _cell_texts(
             mark = "same" if t == s else MARKS[row["verdict"]]
             if row["verdict"] in ("worse", "better") and n <= 6:
                 mark += f"\n{format_pvalue(row['p'])}"
+            if row["estimates_differ"]:
+                mark += f"\n(pooled {row['weighted_mean']:.3g})"
             rgba = mesh.cmap(mesh.norm(value))
             dark = 0.299 * rgba[0] + 0.587 * rgba[1] + 0.114 * rgba[2] < 0.5
             ax.text(

@@ -70,3 +70,20 @@ def test_the_title_of_one_narrow_panel_stays_inside_the_figure(matrix):
     fig.canvas.draw()
     box = fig._suptitle.get_window_extent()
     assert 0 <= box.x0 and box.x1 <= fig.bbox.width, (box, fig.bbox)
+
+
+def test_a_cell_whose_pooled_estimate_disagrees_says_it_under_its_mean(matrix):
+    """Folds made 10× apart in rows: every cell's text gives its pooled estimate
+    (``transfer_summary``'s ``weighted_mean``); with even folds, none does."""
+    from soak_dask.pooling.matrix import transfer_summary
+
+    uneven = matrix.assign(n_test=matrix["n_test"].where(matrix["fold"] != 1, 1))
+    pooled = transfer_summary(uneven, "error").query("learner == 'lda'")
+    assert pooled["estimates_differ"].all()
+    fig = plot_transfer(uneven, "error", learners="lda")
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts if "\n" in t.get_text()]
+    shown = {text.rsplit("(pooled ", 1)[1].rstrip(")") for text in texts if "(pooled " in text}
+    assert shown == {f"{v:.3g}" for v in pooled["weighted_mean"]}
+    even = matrix.assign(n_test=matrix["n_test"] * 0 + 100)
+    fig = plot_transfer(even, "error", learners="lda")
+    assert not [t for ax in fig.axes for t in ax.texts if "(pooled " in t.get_text()]
