@@ -34,6 +34,8 @@ from ..results.plot import (
     format_pvalue,
     mean_sd_bar,
     measure_label,
+    pooled_handle,
+    pooled_tick,
 )
 from ..results.verdicts import MARKS
 from ..schema import LOWER_IS_BETTER
@@ -286,7 +288,10 @@ def plot_search(
         _scores(score_ax, ds, tests, name, measure, alpha)
         share_ax.set_title(name, fontsize=10, loc="left")
     handles = [Line2D([], [], color=SEARCH_COLORS[t], marker="o", label=t) for t in TRAIN_SETS]
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    handles += [pooled_handle()] if "n_test" in ds.data_vars else []
+    fig.legend(
+        handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8, frameon=False
+    )
     fitted_title(
         fig,
         f"Greedy pools across {ds.sizes['fold']} outer folds, and their nested {measure} "
@@ -319,8 +324,8 @@ def _shares(ax: Axes, ds: xr.Dataset, learner: str) -> None:
 def _scores(
     ax: Axes, ds: xr.Dataset, tests: pd.DataFrame, learner: str, measure: str, alpha: float
 ) -> None:
-    """Mean ± SD over the outer folds of same, greedy and all, per test subset; the tests of
-    greedy against same and all as right-hand labels."""
+    """Mean ± SD over the outer folds of same, greedy and all, per test subset, each with its
+    pooled estimate's tick; the tests of greedy against same and all as right-hand labels."""
     subsets = [str(s) for s in ds["test_subset"].values]
     labels = []
     for i, subset in enumerate(subsets):
@@ -332,6 +337,10 @@ def _scores(
                 color = SEARCH_COLORS[train_set]
                 ax.plot([low, high], [i + offset] * 2, color=color, lw=1.5)
                 ax.plot(mean, i + offset, "o", color=color, ms=4)
+            cell = {"learner": learner, "test_subset": subset, "train_set": train_set}
+            rows = ds["n_test"].sel(cell).values if "n_test" in ds.data_vars else None
+            gid = f"pooled:{learner}:{subset}:{train_set}"
+            pooled_tick(ax, folds.values, rows, i + offset, gid)
         labels.append(
             "\n".join(_difference(tests, learner, subset, r, alpha) for r in ("same", "all"))
         )

@@ -51,6 +51,7 @@ __all__ = [
     "LOWER_IS_BETTER",
     "MEASURE_RANGES",
     "ORDERS",
+    "POOLED_MARK",
     "axis_label",
     "check_choice",
     "datasets_table",
@@ -62,12 +63,15 @@ __all__ = [
     "plot_evaluation",
     "plot_learners",
     "plot_soak",
+    "pooled_handle",
+    "pooled_tick",
 ]
 
 #: Colour of each train type (Okabe-Ito palette, readable by colour-blind readers).
 COLORS: dict[str, str] = {"same": "#000000", "other": "#D55E00", "all": "#0072B2"}
-#: The pooled estimate's mark in ``plot_soak``: a tick in a colour no train type has.
-POOLED_MARK: dict[str, Any] = {"ls": "none", "marker": "|", "ms": 10, "mew": 2, "color": "#009E73"}
+#: The pooled estimate's mark in every figure of fold scores: a tick in a colour no train type,
+#: train set or test split has (Okabe-Ito's reddish purple).
+POOLED_MARK: dict[str, Any] = {"ls": "none", "marker": "|", "ms": 10, "mew": 2, "color": "#CC79A7"}
 
 #: Panel orders of plot_soak.
 ORDERS: tuple[str, ...] = ("name", "effect")
@@ -248,7 +252,7 @@ def _draw_row(
 ) -> None:
     """One train type's row of a panel. Dots sit just above the row's line, mean ± SD (clipped
     to the measure's range) and the pooled estimate (``summaries.fold_stats``: every test row
-    once, a green tick) on it and the text just under it, so they never overlap."""
+    once, a purple tick) on it and the text just under it, so they never overlap."""
     color = COLORS.get(train_type, "#555555")
     y = np.full(folds.shape, row - 0.22)
     ax.plot(folds, y, "o", ms=4, mfc="none", mew=1, color=color, gid=f"folds:{train_type}")
@@ -256,15 +260,13 @@ def _draw_row(
     if bar is not None:
         ax.plot(bar, [row] * 3, "-", lw=2, color=color, marker="D", ms=4, markevery=[1],
                 gid=f"mean_sd:{train_type}")  # fmt: skip
-    _pooled_tick(ax, folds, sizes, row, f"pooled:{train_type}")
+    pooled_tick(ax, folds, sizes, row, f"pooled:{train_type}")
     if text is not None:
         ax.text(0.02, row + 0.3, text, transform=ax.get_yaxis_transform(), fontsize=7,
                 va="center", ha="left", color=color, gid=f"pvalue:{train_type}")  # fmt: skip
 
 
-def _pooled_tick(
-    ax: Axes, values: np.ndarray, sizes: np.ndarray | None, y: float, gid: str
-) -> None:
+def pooled_tick(ax: Axes, values: np.ndarray, sizes: np.ndarray | None, y: float, gid: str) -> None:
     """The pooled estimate of ``values`` (``summaries.fold_stats``: each weighted by its test
     rows ``sizes``, every test row once) as a tick at height ``y``; none without sizes."""
     if sizes is None:
@@ -274,7 +276,7 @@ def _pooled_tick(
         ax.plot([pooled], [y], **POOLED_MARK, gid=gid)
 
 
-def _pooled_handle() -> Line2D:
+def pooled_handle() -> Line2D:
     """The legend entry of the pooled estimate's tick."""
     return Line2D([], [], **POOLED_MARK, label="pooled (every test row once)")
 
@@ -376,7 +378,7 @@ def _legend_handles(tests: bool, pooled: bool) -> list[Line2D]:
         Line2D([], [], ls="-", lw=2, marker="D", ms=4, color="#555555", label="mean ± SD"),
     ]
     if pooled:
-        handles.append(_pooled_handle())
+        handles.append(pooled_handle())
     if tests:
         handles.append(Line2D([], [], ls="none", label="text: mean difference, paired t-test p"))
     return handles
@@ -415,7 +417,7 @@ def plot_soak(
     Per learner, a block of panels (wrapped into rows of at most `ncols`), one per test subset.
     In a panel each train type is a row (same on top): hollow dots are the folds' scores, the
     diamond and bar their mean ± SD (clipped to the measure's range, `MEASURE_RANGES`), the
-    green tick the pooled estimate (each fold weighted by its test rows: every test row once,
+    purple tick the pooled estimate (each fold weighted by its test rows: every test row once,
     ``summary``'s ``weighted_mean``; where the two are far apart, small folds sway the mean), and
     the text under the other and all rows gives the mean difference to same and the
     two-sided paired t-test p over folds (``soak_dask.results.stats.pvalues``). Panels of one
@@ -598,7 +600,7 @@ def plot_learners(
     handles = [
         Line2D([], [], ls="none", marker="o", mfc="none", color="#555555", label="one test fold"),
         Line2D([], [], lw=2, marker="D", ms=4, color="#555555", label="mean ± SD over folds"),
-        *([_pooled_handle()] if sizes is not None else []),
+        *([pooled_handle()] if sizes is not None else []),
     ]
     if not plain:
         handles += [
@@ -632,7 +634,7 @@ def _draw_learners(
             cell = {"learner": learner, "train_type": train_type}
             folds = values.sel(cell).values
             rows = None if sizes is None else sizes.sel(cell).values
-            _pooled_tick(ax, folds, rows, y, f"pooled:{learner}:{train_type}")
+            pooled_tick(ax, folds, rows, y, f"pooled:{learner}:{train_type}")
             color = COLORS.get(train_type, "#555555")
             ax.plot(
                 folds,
@@ -748,7 +750,7 @@ def plot_evaluation(ds: xr.Dataset, measure: str = "error") -> Figure:
         cells = values[i][np.isfinite(values[i])]
         y = i - offset
         if sizes is not None:
-            _pooled_tick(ax, values[i], sizes[i], y, f"pooled:{learner}")
+            pooled_tick(ax, values[i], sizes[i], y, f"pooled:{learner}")
         ax.plot(
             cells, np.full(cells.shape, y), "o", ms=3, mfc="none", mew=0.7, alpha=0.6,
             color="#000000", gid=f"cells:{learner}",
@@ -805,7 +807,7 @@ def _label_evaluation(
     handles = [
         Line2D([], [], ls="none", marker="o", mfc="none", color="#555555", label=one),
         Line2D([], [], lw=2, marker="D", ms=4, color="#000000", label="mean ± SD"),
-        *([_pooled_handle()] if pooled else []),
+        *([pooled_handle()] if pooled else []),
     ]
     if test:
         split = "test split, 95 % interval"

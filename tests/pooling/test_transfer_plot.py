@@ -87,3 +87,27 @@ def test_a_cell_whose_pooled_estimate_disagrees_says_it_under_its_mean(matrix):
     even = matrix.assign(n_test=matrix["n_test"] * 0 + 100)
     fig = plot_transfer(even, "error", learners="lda")
     assert not [t for ax in fig.axes for t in ax.texts if "(pooled " in t.get_text()]
+
+
+def test_the_search_figure_ticks_each_train_set_s_pooled_estimate():
+    """``plot_search`` marks each train set's pooled estimate (``search_summary``'s
+    ``weighted_mean``) beside its mean ± SD over the outer folds, named in the legend."""
+    from soak_dask.pooling import plot_search, search_summary
+
+    table = sd.load_table(toy_table(n=600, n_subsets=3, seed=2), label="y", subset="subset")
+    found = sd.search_subsets(
+        table, "lda", n_folds=3, measures="error", options=sd.RunOptions(progress=False)
+    )
+    fig = plot_search(found)
+    ticks = {
+        tuple(line.get_gid().split(":")[1:]): line.get_xdata()[0]
+        for ax in fig.axes
+        for line in ax.lines
+        if (line.get_gid() or "").startswith("pooled:")
+    }
+    expected = search_summary(found)
+    assert len(ticks) == len(expected) == 3 * 3
+    for row in expected.itertuples():
+        tick = ticks[row.learner, row.test_subset, row.train_set]
+        assert tick == pytest.approx(row.weighted_mean)
+    assert "pooled (every test row once)" in [t.get_text() for t in fig.legends[0].texts]
