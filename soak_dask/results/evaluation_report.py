@@ -367,7 +367,8 @@ def _measure_section(
     )
     caption = (
         f"{label} of each learner: every resampling cell (hollow dots), their mean &plusmn; SD "
-        f"(diamond and bar, stopped at the measure's range){split}."
+        f"(diamond and bar, stopped at the measure's range), the pooled estimate (purple tick: "
+        f"every test row once, where the measure has one){split}."
     )
     body = figure_html(figure, f"learners evaluated on {measure}", caption)
     body += "<h3>Mean &plusmn; SD over the cells</h3>\n" + _means_table(means)

@@ -297,17 +297,18 @@ def _measure_section(
         learners_png,
         f"learners compared on {measure}",
         f"Learners compared on {label}: mean &plusmn; SD over the {k} folds (bar, stopped at the "
-        "measure's range) and each fold (hollow dots)"
-        + ("." if plain else ", per test subset (panel) and train type (colour)."),
+        "measure's range), each fold (hollow dots) and the pooled estimate (purple tick: every "
+        "test row once)" + ("." if plain else ", per test subset (panel) and train type (colour)."),
     )
     if not plain:
         soak_png = write_figure(out, plot_soak(ds, measure, order=order), f"soak_{measure}")
         figures += figure_html(
             soak_png,
             f"SOAK figure of {measure}",
-            f"Same, other and all for each learner: one panel per test subset. Under the other "
-            f"and all rows: the mean difference to same over the {k} folds and the paired "
-            "t-test p.",
+            f"Same, other and all for each learner: one panel per test subset; the purple tick "
+            "is the pooled estimate, apart from the mean where small folds sway it. Under the "
+            f"other and all rows: the mean difference to same over the {k} folds and the "
+            "paired t-test p.",
         )
     tables = f"<h3>Mean &plusmn; SD over folds{'' if plain else ', and tests against same'}</h3>\n"
     tables += _results_table(means, tests, plain)
