@@ -46,7 +46,7 @@ from .matrix import (
 )
 from .plot import ORDERS, plot_transfer
 from .search import check_search, search_pvalues, search_summary
-from .search_page import SEARCH_CELL, search_section
+from .search_page import search_banner, search_section
 
 #: The writer named in the directory's manifest (``soak transfer`` writes there too).
 WRITER = "soak_dask's transfer report"
@@ -312,9 +312,7 @@ def transfer_banners(
     cells = transfer_summary(matrix, measure)
     lines = [estimate_banner(cells, TRANSFER_CELL, measure, table_name=named)]
     if search is not None:
-        found = search_summary(search)
-        measured = str(found["measure"].iloc[0])
-        lines.append(estimate_banner(found, SEARCH_CELL, measured, table_name="search"))
+        lines.append(search_banner(search_summary(search), table_name="search"))
     return [line for line in lines if line]
 
 
@@ -346,7 +344,7 @@ def transfer_text(
         lines += ["\nshift: each subset's own model against the others' (pooled)"]
         lines += shift_lines(shift_summary(matrix, measure))
         if search is not None:
-            lines += ["", *_search_lines(search, alpha)]
+            lines += ["", *_search_lines(search, alpha, search_summary(search))]
     lines += ["", *transfer_banners(matrix, search, measure)]
     return "\n".join(lines).rstrip()
 
@@ -356,15 +354,16 @@ def search_text(search: xr.Dataset, alpha: float = 0.05) -> str:
     beside its matrix: the tests with their verdicts, each train set's fold mean beside its
     pooled estimate, and the line saying where the two disagree."""
     found = search_summary(search)
-    banner = estimate_banner(found, SEARCH_CELL, str(found["measure"].iloc[0]))
-    return "\n".join([*_search_lines(search, alpha), *(["", banner] if banner else [])])
+    banner = search_banner(found)
+    return "\n".join([*_search_lines(search, alpha, found), *(["", banner] if banner else [])])
 
 
-def _search_lines(search: xr.Dataset, alpha: float) -> list[str]:
-    """The search's tests with their verdicts, and its fold means beside pooled estimates."""
+def _search_lines(search: xr.Dataset, alpha: float, found: pd.DataFrame) -> list[str]:
+    """The search's tests with their verdicts, and its fold means beside pooled estimates
+    (``found``: its ``search_summary``)."""
     keep = ["learner", "test_subset", "compare", "reference", "mean_diff", "ci_low", "ci_high"]
     tests = search_pvalues(search, alpha=alpha)[[*keep, "p", "verdict"]]
-    estimates = search_summary(search).drop(columns=["measure", "estimates_differ"])
+    estimates = found.drop(columns=["measure", "estimates_differ"])
     estimates = estimates.rename(columns={"weighted_mean": "pooled"})
     return [
         "search: nested greedy estimate against same and all (paired t-test over the outer "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 
+import pandas as pd
 import xarray as xr
 
 from ..results.estimates import estimate_banner
@@ -24,7 +25,7 @@ from .search import (
     search_summary,
 )
 
-__all__ = ["SEARCH_CELL", "search_page", "search_section"]
+__all__ = ["SEARCH_CELL", "search_banner", "search_page", "search_section"]
 
 _EXPLANATION = """
 <p>Each row of the data belongs to a <b>subset</b> and a <b>fold</b> 1..K (SOAK's folds). For
@@ -96,7 +97,7 @@ def search_section(ds: xr.Dataset, alpha: float = 0.05) -> PageSection:
         f"subset, the nested {html.escape(measure)} of the search and its differences to same "
         "and all with their paired t-test.",
     )
-    banner = estimate_banner(estimates, SEARCH_CELL, measure)
+    banner = search_banner(estimates)
     tables = (
         PageTable(
             "search_pvalues", "Nested estimate against same and all", tests, tests[list(_SHOWN)]
@@ -113,6 +114,14 @@ def search_section(ds: xr.Dataset, alpha: float = 0.05) -> PageSection:
     )
     text = bullets([banner] if banner else []) + _intro(ds)
     return PageSection("search", f"Train-subset search: {measure}", text, (figure,), tables)
+
+
+def search_banner(estimates: pd.DataFrame, table_name: str = "") -> str:
+    """The line saying where a search's train sets have a fold mean and pooled estimate that
+    disagree (``results.estimates.estimate_banner`` of ``search_summary``'s ``estimates``;
+    ``table_name`` where a page or printout has another table too); "" where none do."""
+    measure = str(estimates["measure"].iloc[0])
+    return estimate_banner(estimates, SEARCH_CELL, measure, table_name=table_name)
 
 
 def _intro(ds: xr.Dataset) -> str:
