@@ -1,9 +1,11 @@
-"""Start-up: seconds to import soak_dask and to run ``soak --help`` / ``soak info``, in fresh
-processes, for this tree and (``--baseline DIR``, a source tree of another commit) side by side.
+"""Start-up: seconds to import soak_dask and to run ``soak --help`` / ``soak info`` / ``soak run``,
+in fresh processes, for this tree and (``--baseline DIR``, a source tree of another commit) side
+by side.
 
 Every CLI call, every Dask worker unpickling a soak task and every notebook kernel pays the
-import once. Each command runs ``--repeat`` times in a new interpreter, alternating the trees so
-load changes hit both alike; the median counts. Make a baseline tree of an earlier commit with
+import once; ``soak run`` on a small table is mostly start-up (its cluster's too). Each command
+runs ``--repeat`` times in a new interpreter, alternating the trees so load changes hit both
+alike; the median counts. Make a baseline tree of an earlier commit with
 ``git archive COMMIT soak_dask | tar -x -C /tmp/soak_base``, then
 
     python -m benchmarks.startup --baseline /tmp/soak_base
@@ -11,6 +13,7 @@ load changes hit both alike; the median counts. Make a baseline tree of an earli
 
 from __future__ import annotations
 
+import itertools
 import os
 import statistics
 import subprocess
@@ -26,7 +29,8 @@ from .common import Ratio, finish, header, parser, timed
 
 MODULE = "benchmarks.startup"
 HERE = Path(__file__).resolve().parents[1]
-#: What each row times: the arguments of ``python`` (``{csv}``: a small CSV table).
+#: What each row times: the arguments of ``python`` (``{csv}``: a small CSV table; ``{out}``: a
+#: new folder each run).
 COMMANDS: dict[str, list[str]] = {
     "import soak_dask": ["-c", "import soak_dask"],
     "import soak_dask.app.cli": ["-c", "import soak_dask.app.cli"],
@@ -36,6 +40,9 @@ COMMANDS: dict[str, list[str]] = {
     "import soak_dask; sd.soak": ["-c", "import soak_dask as sd; sd.soak"],
     # What a Dask worker imports to unpickle a fit task (its function's module).
     "import soak_dask.run.fitting": ["-c", "import soak_dask.run.fitting"],
+    # A LocalCluster of one worker per core: started, loaded, 3 subsets x 10 folds fitted, saved.
+    "soak run CSV": ["-m", "soak_dask.app.cli", "run", "{csv}", "--label", "y", "--subset"]
+    + ["subset", "--out", "{out}", "--no-progress"],
 }
 
 
@@ -75,14 +82,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows, ratios = [], []
     with tempfile.TemporaryDirectory() as folder:
         csv = str(small_csv(Path(folder)))
+        outs = (str(Path(folder) / f"out{i}") for i in itertools.count())
         for name, template in COMMANDS.items():
-            command = [part.format(csv=csv) for part in template]
+            command = [part.format(csv=csv, out="{out}") for part in template]
             for tree in trees.values():  # a first run fills __pycache__: not counted
-                seconds(tree, command)
+                seconds(tree, [part.format(out=next(outs)) for part in command])
             runs: dict[str, list[float]] = {label: [] for label in trees}
             for _ in range(args.repeat):
                 for label, tree in trees.items():
-                    runs[label].append(seconds(tree, command))
+                    argv = [part.format(out=next(outs)) for part in command]
+                    runs[label].append(seconds(tree, argv))
             row = {"command": name}
             row.update({f"{label} s": round(statistics.median(s), 3) for label, s in runs.items()})
             rows.append(row)

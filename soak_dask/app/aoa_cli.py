@@ -65,7 +65,7 @@ def aoa_command(args: argparse.Namespace) -> None:
     import xarray as xr
 
     from ..io.locations import check_apart
-    from ..run.cluster import connect
+    from ..run.cluster import command_client
     from ..spatial.aoa import aoa
     from ..spatial.aoa_page import aoa_text
     from ..spatial.error_profile import expected_error
@@ -73,7 +73,7 @@ def aoa_command(args: argparse.Namespace) -> None:
     check_profile_flags(args)
     out = check_command_out(WRITER, args.out, args.overwrite, args.new)
     check_apart(out.path, args.train, "output")
-    with connect(args.scheduler, log_failures=getattr(args, "debug", False)) as client:
+    with command_client(args.scheduler, log_failures=getattr(args, "debug", False)) as client:
         train, new = open_input(args.train), open_input(args.new, raster=True)
         if args.format == "tif" and not isinstance(new, xr.Dataset):
             raise ValueError(f"--format tif needs a raster as NEW; {args.new} is a table")

@@ -56,7 +56,7 @@ def run_demo(
     from ..results.report import write_report
     from ..results.stats import pvalues_text
     from ..results.store import save_results
-    from ..run.cluster import connect
+    from ..run.cluster import command_client
     from ..run.soak import soak
     from ..tables.load import load_table
 
@@ -66,7 +66,7 @@ def run_demo(
         out.claim("pixels"), n_pixels=n_pixels, n_regions=n_regions, seed=seed
     )
     learners = learners or {"featureless": "featureless", "logistic": "logistic"}
-    with connect(scheduler) as client:
+    with command_client(scheduler) as client:
         table = load_table(
             pixels, label="label", subset="region", group="polygon", exclude=["x", "y"]
         )

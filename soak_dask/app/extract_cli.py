@@ -13,7 +13,7 @@ import argparse
 def extract_command(args: argparse.Namespace) -> None:
     """``soak extract``: check ``--out`` (in ``extract``, before any work), read the points
     and the raster around them on the cluster, write the table and print the summary."""
-    from ..run.cluster import connect
+    from ..run.cluster import command_client
     from ..spatial.extract import extract
     from ..spatial.extract_out import check_extract_out
 
@@ -32,7 +32,7 @@ def extract_command(args: argparse.Namespace) -> None:
     sources = {"raster": args.raster, "points": args.points}
     check_extract_out(args.out, args.overwrite, sources, "--overwrite")  # before the cluster
     # extract computes on the client that connect makes the default one
-    with connect(args.scheduler, log_failures=getattr(args, "debug", False)):
+    with command_client(args.scheduler, log_failures=getattr(args, "debug", False)):
         summary = extract(
             args.raster, args.points, **options, out=args.out, overwrite=args.overwrite
         )

@@ -25,7 +25,7 @@ def knndm_command(args: argparse.Namespace) -> None:
     """``soak knndm``: check the options and ``--out``, load the table, choose the folds on
     the cluster, write the files and print W."""
     from ..io.locations import check_apart
-    from ..run.cluster import connect
+    from ..run.cluster import command_client
     from ..split.knndm import knndm_folds
     from ..tables.load import load_table
 
@@ -37,7 +37,7 @@ def knndm_command(args: argparse.Namespace) -> None:
     out = check_command_out(GENERATOR, args.out, args.overwrite, values["data"])
     check_apart(out.path, args.prediction, "output")
     table = load_table(values.pop("data"), **values)
-    with connect(scheduler, log_failures=getattr(args, "debug", False)) as client:
+    with command_client(scheduler, log_failures=getattr(args, "debug", False)) as client:
         res = knndm_folds(
             table,
             args.prediction,

@@ -39,10 +39,12 @@ def _run(
     learners = settings.learners()
     # A dry run given no --out writes nothing, so has neither --out nor a checkpoint to check.
     checkpoint = _checked_paths(settings) if settings.out is not None else None
+    from .table_input import start_local_workers, table_on_cluster
+
+    start_local_workers(settings)
     from ..results.kinds import as_name_list
     from ..results.store import save_results
     from ..run.checkpoint import remove_checkpoint
-    from .table_input import table_on_cluster
 
     options = setting_values(settings, command, ("run", "evaluate"))
     options.update(learners=learners, checkpoint=checkpoint)

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..settings import command_line_settings
-from ..spatial.blocks import spatial_blocks, spatial_clusters
-from ..split.fold_file import attach_folds, is_fold_file, refuse_split
-from ..tables.load import load_table
-from ..tables.table import Table
 from .flags import setting_values
+
+if TYPE_CHECKING:
+    from ..tables.table import Table
 
 #: The settings this module takes out of the table's before ``load_table``.
 SPATIAL_GROUPS = ("blocks", "block_shape", "clusters")
@@ -37,21 +36,35 @@ def table_settings(settings: Any, command: str) -> dict[str, Any]:
 
 @contextmanager
 def table_on_cluster(settings: Any, command: str, debug: bool) -> Iterator[tuple[Table, Any]]:
-    """Connect to the command's cluster (``--scheduler``, its TLS files) and load its table
-    there (`open_table`: its passes over the data are read by the workers, not by this
-    process): the table and the client, the client closed on leaving (``debug``: the
-    workers' log of a failed task shown)."""
-    from ..run.cluster import connect, make_security
+    """Connect to the command's cluster (``--scheduler``, its TLS files; without it a
+    LocalCluster, ``run.cluster.command_client``) and load its table there (`open_table`: its
+    passes over the data are read by the workers, not by this process): the table and the
+    client, the client closed on leaving (``debug``: the workers' log of a failed task
+    shown)."""
+    from ..run.cluster import command_client, make_security
 
     security = make_security(settings.tls_ca_file, settings.tls_cert, settings.tls_key)
-    with connect(settings.scheduler, security=security, log_failures=debug) as client:
+    with command_client(settings.scheduler, security=security, log_failures=debug) as client:
         yield open_table(settings.data, table_settings(settings, command)), client
+
+
+def start_local_workers(settings: Any) -> None:
+    """Without ``--scheduler``, start the server the local cluster's workers will be forked
+    from now (``run.cluster.start_fork_server``): it imports the engine while this process
+    imports its own. A command calls it once its flags are checked."""
+    if settings.scheduler is None:
+        from ..run.cluster import start_fork_server
+
+        start_fork_server()
 
 
 def open_table(data: Any, values: dict[str, Any]) -> Table:
     """``load_table(data, **values)``, with ``values["fold"]`` naming a column or a fold file
     (joined by ``attach_folds``; a train/test split's file is refused: it holds no folds),
     and the group column of ``blocks`` or ``clusters`` added."""
+    from ..split.fold_file import attach_folds, is_fold_file, refuse_split
+    from ..tables.load import load_table
+
     values = dict(values)
     spatial = {name: values.pop(name, None) for name in SPATIAL_GROUPS}
     _check_spatial_groups(values, **spatial)
@@ -61,11 +74,14 @@ def open_table(data: Any, values: dict[str, Any]) -> Table:
         table = attach_folds(load_table(data, **{**values, "fold": None}), fold)
     else:
         table = load_table(data, **values)
+    if spatial["blocks"] is None and spatial["clusters"] is None:
+        return table
+    # Only now: ``spatial.blocks`` imports scikit-learn's k-means and SciPy's trees.
+    from ..spatial.blocks import spatial_blocks, spatial_clusters
+
     if spatial["blocks"] is not None:
         return spatial_blocks(table, spatial["blocks"], shape=spatial["block_shape"] or "square")
-    if spatial["clusters"] is not None:
-        return spatial_clusters(table, spatial["clusters"])
-    return table
+    return spatial_clusters(table, spatial["clusters"])
 
 
 def _check_spatial_groups(

@@ -10,7 +10,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from multiprocessing import resource_tracker
+from multiprocessing import forkserver, resource_tracker
 from typing import Any
 
 import dask
@@ -236,11 +236,26 @@ class _QuietFailures(WorkerPlugin):
 
 
 @contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread, and so in the processes it starts meanwhile (POSIX)."""
+    if os.name != "posix":
+        yield
+        return
+    # Started here first: multiprocessing unblocks SIGINT in the thread that starts its tracker.
+    resource_tracker.ensure_running()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending Ctrl-C is delivered now
+
+
+@contextmanager
 def _sigint_deferred() -> Iterator[list[bool]]:
     """Hold back Ctrl-C while a LocalCluster starts, and keep it from its worker processes.
 
     SIGINT is blocked in this thread meanwhile, so the cluster's event-loop thread, created
-    here, inherits the block and passes it on to every worker process it spawns (restarts
+    here, inherits the block and passes it on to every worker process it starts (restarts
     included): Ctrl-C reaches only this process, which closes the cluster, instead of
     printing a KeyboardInterrupt traceback from each worker. A Ctrl-C during the start is
     recorded in the yielded list rather than raised half-way through it.
@@ -248,15 +263,12 @@ def _sigint_deferred() -> Iterator[list[bool]]:
     if threading.current_thread() is not threading.main_thread() or os.name != "posix":
         yield []  # handlers are set in the main thread only; masks are POSIX
         return
-    # Started here first: multiprocessing unblocks SIGINT in the thread that starts its tracker.
-    resource_tracker.ensure_running()
     interrupted: list[bool] = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(True))
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
-        yield interrupted
+        with _sigint_blocked():
+            yield interrupted
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending Ctrl-C is recorded now
         signal.signal(signal.SIGINT, previous)
 
 
@@ -290,6 +302,64 @@ def _jemalloc() -> dict[str, str]:
     except NotImplementedError:  # pyarrow.lib.ArrowNotImplementedError is one
         return {}
     return {"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}
+
+
+#: What a worker imports to run soak's tasks, imported once by the server its processes are
+#: forked from (`forked_workers`), not by each worker on its first task.
+WORKER_PRELOAD = ("distributed", "soak_dask.run.fitting")
+
+
+#: Dask's setting for worker processes forked from a server (its default, ``spawn``, starts
+#: each worker in a fresh interpreter).
+FORKED = {"distributed.worker.multiprocessing-method": "forkserver"}
+
+
+def start_fork_server() -> None:
+    """Start this process's server for forked worker processes (`forked_workers`), once.
+
+    It imports `WORKER_PRELOAD` (about 1.5 CPU s that each spawned worker paid on its first
+    task, and again after a restart), with the environment Dask gives a spawned worker
+    (``distributed.nanny.pre-spawn-environ``: one BLAS thread, the malloc trim threshold; a
+    Nanny's hash seed) and `WORKER_ENV`, which a forked worker cannot set for itself, and
+    starts with SIGINT blocked, so its workers leave Ctrl-C to this process as `connect`'s
+    spawned ones do. It imports while this process goes on: a command calls this as early as
+    it knows it will start a cluster.
+    """
+    from distributed.utils import get_mp_context
+
+    with dask.config.set(FORKED):  # distributed sets its preload on first use: ours after it
+        get_mp_context().set_forkserver_preload(list(WORKER_PRELOAD))
+    environ = {k: str(v) for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()}
+    if environ.get("PYTHONHASHSEED") in (None, "0"):
+        environ["PYTHONHASHSEED"] = "6640"  # a Nanny's, so every worker hashes strings alike
+    # As a Nanny does before it spawns: in this process's environment, inherited by the server.
+    os.environ.update(environ)
+    set_worker_env()
+    with _sigint_blocked():
+        forkserver.ensure_running()
+
+
+@contextmanager
+def forked_workers() -> Iterator[None]:
+    """Dask's worker processes started in the block (a LocalCluster's, restarts included)
+    forked from `start_fork_server`'s server, which imported the engine once.
+
+    For the command line, whose standard streams stay the same to its end: a forked worker
+    writes to the server's, fixed when it started (a test capturing ``stderr`` after that
+    would not see it).
+    """
+    start_fork_server()
+    with dask.config.set(FORKED):
+        yield
+
+
+@contextmanager
+def command_client(scheduler: str | None, **kwargs: Any) -> Iterator[Client]:
+    """`connect` for a command-line process: to ``scheduler``, or to a LocalCluster whose
+    workers are forked (`forked_workers`); ``kwargs`` are `connect`'s."""
+    with forked_workers() if scheduler is None else nullcontext():
+        with connect(scheduler, **kwargs) as client:
+            yield client
 
 
 def _local_cluster(n_workers: int, cluster_kwargs: dict[str, Any]) -> LocalCluster:
