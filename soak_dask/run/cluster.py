@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import multiprocessing
 import os
 import signal
 import threading
@@ -323,10 +324,12 @@ def start_fork_server() -> None:
     Nanny's hash seed) and `WORKER_ENV`, which a forked worker cannot set for itself, and
     starts with SIGINT blocked, so its workers leave Ctrl-C to this process as `connect`'s
     spawned ones do. It imports while this process goes on: a command calls this as early as
-    it knows it will start a cluster.
+    it knows it will start a cluster. Where there is no fork server (Windows), nothing.
     """
     from distributed.utils import get_mp_context
 
+    if not forks():
+        return
     with dask.config.set(FORKED):  # distributed sets its preload on first use: ours after it
         get_mp_context().set_forkserver_preload(list(WORKER_PRELOAD))
     environ = {k: str(v) for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()}
@@ -346,11 +349,16 @@ def forked_workers() -> Iterator[None]:
 
     For the command line, whose standard streams stay the same to its end: a forked worker
     writes to the server's, fixed when it started (a test capturing ``stderr`` after that
-    would not see it).
+    would not see it). Where there is no fork server (Windows), Dask's setting as it is.
     """
     start_fork_server()
-    with dask.config.set(FORKED):
+    with dask.config.set(FORKED if forks() else {}):
         yield
+
+
+def forks() -> bool:
+    """Whether this platform has multiprocessing's fork server (not Windows)."""
+    return "forkserver" in multiprocessing.get_all_start_methods()
 
 
 @contextmanager

@@ -50,3 +50,18 @@ def test_spawned_workers_import_the_engine_on_their_first_task():
     with connect(n_workers=1) as client:
         (state,) = client.run(worker_state).values()
     assert "soak_dask.run.fitting" not in state["preloaded"] and state["parent"] == os.getpid()
+
+
+def test_without_a_fork_server_the_workers_are_dask_s_own(monkeypatch):
+    """Windows has no fork server: the command line's cluster keeps Dask's setting."""
+    import multiprocessing
+
+    from soak_dask.run import cluster
+
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    started = []
+    monkeypatch.setattr(cluster.forkserver, "ensure_running", lambda: started.append(1))
+    before = dask.config.get(METHOD)
+    with forked_workers():
+        assert dask.config.get(METHOD) == before
+    assert not started
