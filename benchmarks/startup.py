@@ -43,6 +43,9 @@ COMMANDS: dict[str, list[str]] = {
     # A LocalCluster of one worker per core: started, loaded, 3 subsets x 10 folds fitted, saved.
     "soak run CSV": ["-m", "soak_dask.app.cli", "run", "{csv}", "--label", "y", "--subset"]
     + ["subset", "--out", "{out}", "--no-progress"],
+    # The transfer matrix and its search, checkpointed, with the report's figures.
+    "soak transfer CSV": ["-m", "soak_dask.app.cli", "transfer", "{csv}", "--label", "y"]
+    + ["--subset", "subset", "--out", "{out}", "--no-progress"],
 }
 
 
@@ -74,6 +77,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--baseline", type=Path, help="source tree of the commit to compare with")
     p.add_argument("--repeat", type=int, default=5, help="runs per command and tree (default 5)")
+    p.add_argument("--only", nargs="+", choices=list(COMMANDS), help="these rows only")
     args = p.parse_args(argv)
     if args.quick:
         args.repeat = 1
@@ -84,6 +88,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         csv = str(small_csv(Path(folder)))
         outs = (str(Path(folder) / f"out{i}") for i in itertools.count())
         for name, template in COMMANDS.items():
+            if args.only and name not in args.only:
+                continue
             command = [part.format(csv=csv, out="{out}") for part in template]
             for tree in trees.values():  # a first run fills __pycache__: not counted
                 seconds(tree, [part.format(out=next(outs)) for part in command])

@@ -35,10 +35,12 @@ def compare_sampling_command(args: argparse.Namespace) -> None:
     (mean and SD of |MAI| per method), ``random_accuracy.csv`` (the random splits) and
     ``mai.png`` to ``--out``; print the table."""
     settings = run_settings(args, COMMAND)  # checked before the engine loads
+    from .table_input import start_local_workers, table_on_cluster
+
+    start_local_workers(settings)
     from ..diagnose.mai import compare_sampling, mai_summary, mai_table
     from ..diagnose.sampling_report import notes_text
     from ..split.sampling_splits import SamplingSplits
-    from .table_input import table_on_cluster
 
     data = settings.data
     out, checkpoint = command_paths(WRITER, settings, data)

@@ -39,17 +39,19 @@ def split_sensitivity_command(args: argparse.Namespace) -> None:
     """``soak split-sensitivity``: check the options and ``--out``, load the table, run the
     diagnostic on the cluster, write its files and print the per-ratio summary."""
     settings = run_settings(args, COMMAND)  # checked before the engine loads
-    from ..diagnose.sensitivity import split_sensitivity as run
-    from ..diagnose.sensitivity_report import sensitivity_text
-    from ..split.trials import SplitTrials
-    from .table_input import table_on_cluster
-
     learners = settings.learners()
     if learners is not None and len(learners) != 1:
         raise UsageError(
             f"--learners {','.join(learners)}: the diagnostic studies one learner at a time; "
             "run the command once per learner"
         )
+    from .table_input import start_local_workers, table_on_cluster
+
+    start_local_workers(settings)
+    from ..diagnose.sensitivity import split_sensitivity as run
+    from ..diagnose.sensitivity_report import sensitivity_text
+    from ..split.trials import SplitTrials
+
     out, checkpoint = command_paths(WRITER, settings, settings.data)
     options = setting_values(settings, COMMAND, ("run", COMMAND))
     options.update(learners=learners, checkpoint=checkpoint)

@@ -22,14 +22,16 @@ def transfer_command(args: argparse.Namespace) -> None:
     """``soak transfer``: check everything that needs no cluster, run the matrix (and the
     search) on the cluster, write the results and the report, print a summary."""
     settings = run_settings(args, COMMAND)  # checked before the engine loads
-    from ..pooling.report import WRITER, transfer_text
-    from .table_input import table_on_cluster
-
     if settings.subset is None:
         raise UsageError(
             "soak transfer needs --subset COLUMN: the matrix trains on each subset and tests "
             "on each (without subsets, use soak run or soak evaluate)"
         )
+    from .table_input import start_local_workers, table_on_cluster
+
+    start_local_workers(settings)
+    from ..pooling.report import WRITER, transfer_text
+
     out, checkpoint = command_paths(WRITER, settings, settings.data)
     run = setting_values(settings, COMMAND, ("run",))
     run.update(learners=settings.learners())
