@@ -315,21 +315,26 @@ WORKER_PRELOAD = ("distributed", "soak_dask.run.fitting")
 FORKED = {"distributed.worker.multiprocessing-method": "forkserver"}
 
 
+def forks() -> bool:
+    """Whether this platform has multiprocessing's fork server (not Windows)."""
+    return "forkserver" in multiprocessing.get_all_start_methods()
+
+
 def start_fork_server() -> None:
     """Start this process's server for forked worker processes (`forked_workers`), once.
 
-    It imports `WORKER_PRELOAD` (about 1.5 CPU s that each spawned worker paid on its first
-    task, and again after a restart), with the environment Dask gives a spawned worker
+    It imports `WORKER_PRELOAD` (1.5–1.9 s that each spawned worker paid on its first task,
+    and again after a restart), with the environment Dask gives a spawned worker
     (``distributed.nanny.pre-spawn-environ``: one BLAS thread, the malloc trim threshold; a
     Nanny's hash seed) and `WORKER_ENV`, which a forked worker cannot set for itself, and
     starts with SIGINT blocked, so its workers leave Ctrl-C to this process as `connect`'s
     spawned ones do. It imports while this process goes on: a command calls this as early as
     it knows it will start a cluster. Where there is no fork server (Windows), nothing.
     """
-    from distributed.utils import get_mp_context
-
     if not forks():
         return
+    from distributed.utils import get_mp_context
+
     with dask.config.set(FORKED):  # distributed sets its preload on first use: ours after it
         get_mp_context().set_forkserver_preload(list(WORKER_PRELOAD))
     environ = {k: str(v) for k, v in dask.config.get("distributed.nanny.pre-spawn-environ").items()}
@@ -354,11 +359,6 @@ def forked_workers() -> Iterator[None]:
     start_fork_server()
     with dask.config.set(FORKED if forks() else {}):
         yield
-
-
-def forks() -> bool:
-    """Whether this platform has multiprocessing's fork server (not Windows)."""
-    return "forkserver" in multiprocessing.get_all_start_methods()
 
 
 @contextmanager

@@ -45,7 +45,7 @@ def test_forked_workers_start_with_the_engine_and_a_spawned_worker_s_environment
     assert len({state["parent"] for state in states}) == 1
 
 
-def test_spawned_workers_import_the_engine_on_their_first_task():
+def test_spawned_workers_start_without_the_engine():
     """The comparison the fork server exists for (Dask's default, `connect` alone)."""
     with connect(n_workers=1) as client:
         (state,) = client.run(worker_state).values()
