@@ -434,8 +434,9 @@ def models_node(fitted: Mapping[Pair, tuple[Any, FitSpec]], name: str) -> Any:
     (delayed, futures) handed to dask one by one and the rest passed as they are: dask would
     otherwise walk every model and spec of the dict looking for dask values."""
     lazy = [pair for pair, (state, _) in fitted.items() if is_lazy(state)]
+    made = set(lazy)
     plain = {
-        pair: (None if is_lazy(state) else state, spec) for pair, (state, spec) in fitted.items()
+        pair: (None if pair in made else state, spec) for pair, (state, spec) in fitted.items()
     }
     states = [fitted[pair][0] for pair in lazy]
     return list_call(with_states, states, lazy, plain, pure=True, dask_key_name=name)

@@ -21,7 +21,7 @@ allows (``check_sides``).
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -105,13 +105,10 @@ def key_frame(data: dd.DataFrame, columns: list[str]) -> dd.DataFrame:
     projected = data[columns]
     # Each answer costs two optimisations of the expression (~10 ms each, a third of a small
     # run's counting): within ``counts_shared`` it is worked out once per frame and columns.
-    shared = _SHARED.get()
-    key = ("keeps partitions", data._name, tuple(columns))
-    keeps = None if shared is None else shared.get(key)
-    if keeps is None:
-        keeps = projected.optimize().npartitions == data.optimize().npartitions
-        if shared is not None:
-            shared[key] = keeps
+    keeps = _once(
+        ("keeps partitions", data._name, tuple(columns)),
+        lambda: projected.optimize().npartitions == data.optimize().npartitions,
+    )
     return projected if keeps else data
 
 
@@ -221,12 +218,17 @@ def count_strata(
     and keys of mixed types, naming each by its role in ``roles`` (column -> "label", ...;
     ``Table.key_roles``). Within ``counts_shared``, once per data and keys."""
     keys = tuple(keys)
+    return _once(("strata", data._name, keys), lambda: _count_strata(data, keys, roles or {}))
+
+
+def _once(key: tuple, compute: Callable[[], Any]) -> Any:
+    """``compute()``, worked out once per ``key`` within ``counts_shared`` (every time
+    outside it)."""
     shared = _SHARED.get()
     if shared is None:
-        return _count_strata(data, keys, roles or {})
-    key = ("strata", data._name, keys)
+        return compute()
     if key not in shared:
-        shared[key] = _count_strata(data, keys, roles or {})
+        shared[key] = compute()
     return shared[key]
 
 
