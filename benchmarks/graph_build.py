@@ -88,11 +88,10 @@ def time_run(table: sd.Table, learner: str, folds: int, seed: int) -> tuple[floa
 def compare(table: sd.Table, learner: str, args: Any) -> list[dict[str, Any]]:
     """Every form of ``FORMS``, alternating, ``--repeat`` times each after a warm-up run of
     each."""
-    forms = FORMS
-    times: dict[str, list[tuple[float, float]]] = {name: [] for name in forms}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in FORMS}
     errors = {}
     for i in range(args.repeat + 1):
-        for name, call in forms.items():
+        for name, call in FORMS.items():
             with calls_with(call):
                 cpu, wall, errors[name] = time_run(table, learner, args.folds, args.seed)
             if i:  # the first round warms imports and caches up: dropped
@@ -107,7 +106,7 @@ def compare(table: sd.Table, learner: str, args: Any) -> list[dict[str, Any]]:
             "wall_s": round(statistics.median(w for _, w in times[name]), 3),
             "same_errors": same,
         }
-        for name in forms
+        for name in FORMS
     ]
 
 
